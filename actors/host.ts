@@ -1,0 +1,423 @@
+/**
+ * The actor host: runs one claim of one agent. Restore the snapshot, apply the
+ * task and mail of the claim, then run the effect the state calls for (model
+ * step, in-process tools, verification), feed its result back as an event and
+ * commit with compare-and-set, until the agent needs nothing more from this
+ * worker. The host keeps no business state between claims except the
+ * snapshot cache, which is keyed by version and only saves reads.
+ *
+ * Invariants:
+ * - A tool call is recorded (committed) before it is dispatched.
+ * - Every effect's result is committed before the next effect starts.
+ * - A lost compare-and-set stops this attempt: the abort signal fires, no
+ *   further commit, dispatch or model call happens, the cache entry is dropped.
+ * - Transitions without an effect (task start, mail, feedback) ride along
+ *   with the next commit; the event log still lists each of them.
+ */
+import { createActor, type InspectionEvent } from "xstate";
+import type { AnyAgent } from "../agents/define.ts";
+import { resolveVerifyMaxAttempts } from "../agents/define.ts";
+import { ModelError, ToolError } from "../errors/errors.ts";
+import { agentMachine, classifyStep } from "../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
+import { AGENT_OUTPUT, type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
+import type { ModelResponse } from "../models/types.ts";
+import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
+import type { AfterExecution, InboxTask, Message, NewEvent, Outcome } from "../store/types.ts";
+import type { AnyTool, ToolTermination } from "../tools/define.ts";
+import { prepareArgs } from "../tools/specs.ts";
+import { runVerification, type VerificationHooks } from "../verification/gate.ts";
+import { agentToolSpecs } from "./tool-specs.ts";
+import { messagesFor } from "./transcript.ts";
+import type { Clock, Logger } from "./runtime.ts";
+import type { SnapshotCache } from "./cache.ts";
+
+export interface HostDeps {
+  store: Store;
+  agents: ReadonlyMap<string, AnyAgent>;
+  clock: Clock;
+  logger: Logger;
+  cache: SnapshotCache;
+  leaseMs: number;
+  /** XState inspection callback (works with @statelyai/inspect). */
+  inspect?: (event: InspectionEvent) => void;
+  verification?: VerificationHooks;
+  /** Default external tool deadline (ms). */
+  externalToolTimeoutMs: number;
+  /** Default in-process tool deadline (ms). */
+  toolTimeoutMs: number;
+  /** Base backoff after a verifier system error (ms), doubled per error. */
+  verifierBackoffMs: number;
+}
+
+export type HostOutcome =
+  | { status: "released"; state: string; commits: number }
+  | { status: "fenced"; reason: string; commits: number }
+  | { status: "unrestorable"; message: string };
+
+type Claimed = Extract<ClaimResult, { status: "claimed" }>;
+const FINAL = new Set(["done", "failed"]);
+const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
+const SAFE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
+const WATCHDOG_GRACE_MS = 5_000;
+
+function isTermination(v: unknown): v is ToolTermination {
+  return !!v && typeof v === "object" && (v as ToolTermination).__gatehouseTerminate === true;
+}
+
+function jsonValue(v: unknown): unknown {
+  return v === undefined ? null : JSON.parse(JSON.stringify(v));
+}
+
+export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
+  return {
+    maxSteps: agent.maxStepsPerTurn,
+    mustEndWith: agent.effectiveMustEndWith,
+    verifyMaxAttempts: resolveVerifyMaxAttempts(agent, task.options.verifyMaxAttempts),
+    maxVerifierErrors: agent.maxVerifierErrors ?? 3,
+  };
+}
+
+/** Processes one claim until the agent is released or the claim is lost. */
+export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<HostOutcome> {
+  const { store, clock, logger, cache } = deps;
+  const { agentId, epoch } = claim;
+  const head = claim.head;
+  const agent = deps.agents.get(head.agentName);
+  const abort = new AbortController();
+  let version = head.version;
+  let commits = 0;
+  const turnId = head.activeTurnId;
+
+  const release = async (runnableAt: number | null, events: NewEvent[]) => {
+    await store.commit({
+      agentId, workerId, epoch, expectedVersion: version, turnId,
+      snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
+      events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+      release: { runnableAt }, leaseMs: deps.leaseMs, now: clock.now(),
+    });
+  };
+
+  if (!agent) {
+    // This worker does not know the definition; give the agent back for one that does.
+    logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
+    await release(clock.now() + 30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
+    return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
+  }
+
+  let persisted: PersistedSnapshot;
+  try {
+    persisted = head.snapshot ? checkSnapshot(head.snapshot) : initialPersisted();
+  } catch (err) {
+    const message = (err as Error).message;
+    logger.error("snapshot unrestorable", { agentId, message });
+    await release(null, [{ type: "snapshot_unrestorable", data: { message } }]);
+    return { status: "unrestorable", message };
+  }
+
+  const cached = cache.get(agentId, version);
+  const history: Message[] = cached ? cached.messages : await store.readMessages(agentId);
+  const actor = createActor(agentMachine, {
+    snapshot: persisted as never,
+    ...(deps.inspect ? { inspect: deps.inspect } : {}),
+  }).start();
+
+  // Buffered writes of the next commit.
+  let events: NewEvent[] = [];
+  let newMessages: Message[] = [];
+  let recordCalls: CommitRequest["recordToolCalls"] = [];
+  let resolveCalls: CommitRequest["resolveToolCalls"] = [];
+  let ackMail = 0;
+  let transitionSeq = 0;
+
+  const snap = () => actor.getSnapshot() as unknown as { value: string; context: AgentContext };
+  const emit = (type: string, data: Record<string, unknown>) => events.push({ type, data });
+
+  function apply(ev: AgentEvent): boolean {
+    const before = snap();
+    actor.send(ev);
+    const after = snap();
+    if (before === after || (before.value === after.value && before.context === after.context)) {
+      emit("event_ignored", { event: ev.type, state: before.value });
+      return false;
+    }
+    emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: ev });
+    const msgs = messagesFor(ev, before, after);
+    for (const m of msgs) {
+      history.push(m);
+      newMessages.push(m);
+    }
+    if (FINAL.has(after.value) && !FINAL.has(before.value)) {
+      emit("task", {
+        turnId: after.context.turnId,
+        status: after.value,
+        deliverable: after.value === "done" ? after.context.output : null,
+        error: after.context.error,
+        usage: after.context.turnUsage,
+      });
+    }
+    return true;
+  }
+
+  /** Does the current state need this worker to do something now? */
+  function needsMe(): { yes: true } | { yes: false; runnableAt: number | null } {
+    const { value, context } = snap();
+    if (value === "running" || value === "revising") return { yes: true };
+    if (value === "waiting-tools") {
+      return Object.values(context.pending).some((p) => !p.external) ? { yes: true } : { yes: false, runnableAt: null };
+    }
+    if (value === "verifying") {
+      const at = context.verification.retryAt;
+      return at !== null && at > clock.now() ? { yes: false, runnableAt: at } : { yes: true };
+    }
+    return { yes: false, runnableAt: null };
+  }
+
+  async function flush(releaseAt: { runnableAt: number | null } | null): Promise<boolean> {
+    const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
+    const final = FINAL.has(s.value) || s.value === "idle";
+    const res = await store.commit({
+      agentId, workerId, epoch, expectedVersion: version, turnId,
+      snapshot: s, state: s.value,
+      activeTurnId: final ? null : turnId,
+      events, messages: newMessages, recordToolCalls: recordCalls, resolveToolCalls: resolveCalls,
+      ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now: clock.now(),
+    });
+    if (res.status !== "applied") {
+      // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
+      abort.abort();
+      cache.delete(agentId);
+      logger.info("commit refused; attempt stopped", { agentId, epoch, reason: res.reason });
+      fenceReason = res.reason;
+      return false;
+    }
+    commits++;
+    version = res.version;
+    events = [];
+    newMessages = [];
+    recordCalls = [];
+    resolveCalls = [];
+    ackMail = 0;
+    cache.set(agentId, version, history);
+    return true;
+  }
+  let fenceReason = "";
+
+  // Keep the lease alive through long model calls and tools.
+  const renewEvery = Math.max(50, Math.floor(deps.leaseMs / 3));
+  const renewTimer = setInterval(async () => {
+    if (abort.signal.aborted) return;
+    try {
+      const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: deps.leaseMs, now: clock.now() });
+      if (r.status === "lost") abort.abort();
+    } catch (err) {
+      logger.warn("lease renewal failed", { agentId, error: String(err) });
+    }
+  }, renewEvery);
+
+  try {
+    // 1. The task of this turn (new, or carried over from a worker that died before starting it).
+    const ctx0 = snap().context;
+    if (claim.task && ctx0.turnId !== claim.task.turnId && !IN_TURN.has(snap().value)) {
+      apply({
+        type: "TASK_STARTED",
+        at: clock.now(),
+        turnId: claim.task.turnId,
+        input: claim.task.input,
+        config: turnConfig(agent, claim.task),
+      });
+    }
+    // 2. Mail, oldest first (greedy batch).
+    for (const m of claim.mail) {
+      ackMail = Math.max(ackMail, m.seq);
+      if (m.kind === "cancel") {
+        if (IN_TURN.has(snap().value)) apply({ type: "CANCEL", at: m.at, reason: m.reason });
+        else emit("mail_ignored", { seq: m.seq, kind: m.kind, state: snap().value });
+        continue;
+      }
+      const { value, context } = snap();
+      if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
+        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome: m.outcome, afterExecution: m.afterExecution });
+      } else {
+        emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
+      }
+    }
+
+    // 3. Effects until the agent needs nothing more from us.
+    for (;;) {
+      if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
+      const need = needsMe();
+      if (!need.yes) {
+        if (!(await flush({ runnableAt: need.runnableAt }))) return { status: "fenced", reason: fenceReason, commits };
+        return { status: "released", state: snap().value, commits };
+      }
+      const { value, context } = snap();
+      if (value === "revising") {
+        apply({ type: "FEEDBACK_APPENDED", at: clock.now() });
+        continue;
+      }
+      if (value === "running") {
+        if (context.step >= context.config.maxSteps) {
+          apply({ type: "STEP_BUDGET_EXHAUSTED", at: clock.now() });
+          continue;
+        }
+        await modelStep(context);
+      } else if (value === "waiting-tools") {
+        await runInProcessTools(context);
+      } else if (value === "verifying") {
+        const result = await runVerification({
+          agent, agentId, turnId: context.turnId!, context, workerId, epoch,
+          input: claim.task?.input ?? head.currentTask?.input ?? null,
+          now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: abort.signal,
+          hooks: deps.verification, store,
+        });
+        for (const e of result.before) events.push(e);
+        apply(result.event);
+        for (const e of result.after) events.push(e);
+      }
+      if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
+      const next = needsMe();
+      if (!(await flush(next.yes ? null : { runnableAt: next.runnableAt }))) {
+        return { status: "fenced", reason: fenceReason, commits };
+      }
+      if (!next.yes) return { status: "released", state: snap().value, commits };
+    }
+  } finally {
+    clearInterval(renewTimer);
+    actor.stop();
+  }
+
+  async function modelStep(context: AgentContext): Promise<void> {
+    const step = context.step + 1;
+    const tId = context.turnId!;
+    const tools = agentToolSpecs(agent!);
+    const chunks: string[] = [];
+    emit("step", { phase: "started", step });
+    let res: ModelResponse | null = null;
+    let lastError = "";
+    const attempts = agent!.modelAttempts ?? 3;
+    for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
+      try {
+        chunks.length = 0;
+        res = await agent!.model.generate({
+          agentId, turnId: tId, step,
+          messages: [{ role: "system", content: agent!.instructions }, ...history],
+          tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
+        });
+        break;
+      } catch (err) {
+        lastError = (err as Error)?.message ?? String(err);
+        emit("model_error", { step, attempt: i + 1, message: lastError });
+        if (err instanceof ModelError && !err.retryable) break;
+        if (i + 1 < attempts) await sleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
+      }
+    }
+    if (abort.signal.aborted) return;
+    if (!res) {
+      apply({ type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
+      return;
+    }
+    const now = clock.now();
+    const seen = new Set(history.flatMap((m) => m.toolCalls?.map((c) => c.id) ?? []));
+    const calls: ModelToolCall[] = (res.toolCalls ?? []).map((c, i) => {
+      let id = typeof c.id === "string" && SAFE_ID.test(c.id) && !seen.has(c.id) ? c.id : `call_${tId}_${step}_${i}`;
+      if (seen.has(id)) id = `call_${tId}_${step}_${i}_${seen.size}`;
+      seen.add(id);
+      const tool = agent!.offeredTools.find((t) => t.name === c.name);
+      const args = c.args ?? {};
+      if (tool?.external) {
+        const prepared = prepareArgs(tool, args);
+        if (prepared.ok) {
+          return { id, name: c.name, args: jsonValue(prepared.args), external: true, deadline: now + (tool.timeoutMs ?? deps.externalToolTimeoutMs) };
+        }
+      }
+      const timeout = (tool?.timeoutMs ?? deps.toolTimeoutMs) + WATCHDOG_GRACE_MS;
+      return { id, name: String(c.name), args: jsonValue(args), external: false, deadline: now + timeout };
+    });
+    const usage = {
+      inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
+      outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
+    };
+    const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
+    const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
+    emit("step", { phase: "planning", step, text });
+    for (const c of chunks) emit("chunk", { step, text: c });
+    const kind = classifyStep(calls, context.config);
+    if (kind === "tools") {
+      for (const c of calls) {
+        recordCalls.push({ turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+        emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+      }
+      emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
+    }
+    const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
+    if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
+    apply({ type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
+    emit("step", {
+      phase: "completed", step, model: agent!.model.name,
+      llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
+    });
+  }
+
+  async function runInProcessTools(context: AgentContext): Promise<void> {
+    const tId = context.turnId!;
+    const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
+    const results = await Promise.all(todo.map(async ([id, p]) => {
+      const started = clock.now();
+      const r = await dispatch(tId, id, p.name, p.args);
+      return { id, name: p.name, ...r, ms: clock.now() - started };
+    }));
+    if (abort.signal.aborted) return;
+    for (const r of results) {
+      emit("tool_result", { toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms });
+      if (snap().value !== "waiting-tools") continue; // an earlier result terminated the turn
+      resolveCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
+      apply({ type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
+    }
+  }
+
+  async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
+    const tool: AnyTool | undefined = agent!.offeredTools.find((t) => t.name === name);
+    if (!tool) {
+      return { outcome: { ok: false, error: { type: "unknown_tool", message: `No tool named "${name}" is available`, retriable: false } }, afterExecution: "continue" };
+    }
+    const prepared = prepareArgs(tool, args);
+    if (!prepared.ok) {
+      return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retriable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
+    }
+    if (!tool.execute) {
+      return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retriable: false } }, afterExecution: "continue" };
+    }
+    const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const value = await Promise.race([
+        Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: abort.signal })),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retriable: true })), timeoutMs);
+        }),
+      ]);
+      if (isTermination(value)) return { outcome: { ok: true, value: jsonValue(value.value) }, afterExecution: "terminate" };
+      return { outcome: { ok: true, value: jsonValue(value) }, afterExecution: "continue" };
+    } catch (err) {
+      if (err instanceof ToolError) {
+        return { outcome: { ok: false, error: { type: err.type, message: err.message, retriable: err.retriable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
+      }
+      return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retriable: false } }, afterExecution: "continue" };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}

@@ -1,0 +1,115 @@
+/**
+ * The conversation as a pure function of transitions: given an event and the
+ * contexts before and after it, which messages are appended. Because it is
+ * pure, replaying the event log rebuilds the history exactly. Every assistant
+ * tool call gets exactly one tool message before the next model call, as
+ * chat-completions APIs require.
+ */
+import { classifyStep } from "../machines/agent.ts";
+import type { AgentContext, AgentEvent } from "../machines/types.ts";
+import type { Message, Outcome } from "../store/types.ts";
+import { canonicalJson } from "../verification/hash.ts";
+
+/** Upper bound for the verifier feedback text given to the model. */
+export const FEEDBACK_LIMIT = 2000;
+
+const inputText = (input: unknown) => (typeof input === "string" ? input : JSON.stringify(input));
+
+export function outcomeText(outcome: Outcome): string {
+  return outcome.ok
+    ? (typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value ?? null))
+    : JSON.stringify({ error: outcome.error });
+}
+
+const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+
+/** `<verification_rejected code="…" retryable="…">…</verification_rejected>`, bounded and deterministic. */
+export function feedbackText(r: { code: string; message: string; retryable: boolean; metadata?: unknown }): string {
+  let body = r.message.trim();
+  if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalJson(r.metadata)}`;
+  const open = `<verification_rejected code="${escapeAttr(r.code)}" retryable="${r.retryable}">\n`;
+  const close = `\n</verification_rejected>`;
+  const room = FEEDBACK_LIMIT - open.length - close.length;
+  if (body.length > room) body = body.slice(0, room - 1) + "…";
+  return open + body + close;
+}
+
+const tool = (toolCallId: string, content: string): Message => ({ role: "tool", toolCallId, content });
+
+export function messagesFor(
+  event: AgentEvent,
+  before: { value: string; context: AgentContext },
+  after: { value: string; context: AgentContext },
+): Message[] {
+  switch (event.type) {
+    case "TASK_STARTED":
+      return [{ role: "user", content: inputText(event.input) }];
+    case "MODEL_STEP": {
+      const out: Message[] = [{
+        role: "assistant",
+        content: event.text ?? "",
+        ...(event.toolCalls.length
+          ? { toolCalls: event.toolCalls.map((c) => ({ id: c.id, name: c.name, args: c.args })) }
+          : {}),
+      }];
+      const kind = classifyStep(event.toolCalls, before.context.config);
+      if (kind === "verify" || kind === "submit") {
+        const name = kind === "verify" ? "agent_output" : "submit_result";
+        const chosen = event.toolCalls.find((c) => c.name === name)!;
+        for (const c of event.toolCalls) {
+          if (c.id === chosen.id) {
+            if (kind === "submit") out.push(tool(c.id, "Result submitted; the turn is complete."));
+          } else out.push(tool(c.id, JSON.stringify({ error: { type: "not_executed", message: "The turn was being completed in this step" } })));
+        }
+      }
+      if (kind === "remind") {
+        out.push({
+          role: "system",
+          content: `You must end this turn by calling one of: ${before.context.config.mustEndWith.join(", ")}.`,
+        });
+      }
+      return out;
+    }
+    case "TOOL_RESULT": {
+      if (!(event.toolCallId in before.context.pending)) return [];
+      const out = [tool(event.toolCallId, outcomeText(event.outcome))];
+      if (after.value === "done") {
+        for (const id of Object.keys(before.context.pending)) {
+          if (id !== event.toolCallId) {
+            out.push(tool(id, JSON.stringify({ error: { type: "not_executed", message: "The turn was terminated by another tool" } })));
+          }
+        }
+      }
+      return out;
+    }
+    case "VERIFY_PASSED": {
+      const c = before.context.verification.candidate;
+      return c ? [tool(c.toolCallId, "Output accepted.")] : [];
+    }
+    case "VERIFY_REJECTED": {
+      // Into revising, the feedback message comes with FEEDBACK_APPENDED; a final rejection closes the call now.
+      const c = before.context.verification.candidate;
+      if (!c || after.value !== "failed") return [];
+      return [tool(c.toolCallId, feedbackText(event))];
+    }
+    case "VERIFY_ERROR": {
+      const c = before.context.verification.candidate;
+      if (!c || after.value !== "failed") return [];
+      return [tool(c.toolCallId, JSON.stringify({ error: { type: "verifier_error", message: event.message } }))];
+    }
+    case "FEEDBACK_APPENDED": {
+      const c = before.context.verification.candidate;
+      const r = before.context.verification.lastRejection;
+      if (!c || !r) return [];
+      return [tool(c.toolCallId, feedbackText(r))];
+    }
+    case "CANCEL": {
+      const ids = [...Object.keys(before.context.pending)];
+      const c = before.context.verification.candidate;
+      if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
+      return ids.map((id) => tool(id, JSON.stringify({ error: { type: "cancelled", message: event.reason } })));
+    }
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The worker pool: N concurrent loops per process, each claiming the next
+ * ready agent of its targets and running the claim through the host. The pool
+ * holds only config, clients and timers; all business state lives in the
+ * store and in the local variables of one claim.
+ */
+import { runClaim, type HostDeps } from "./host.ts";
+
+export interface WorkerPoolOptions {
+  targets: string[];
+  concurrency: number;
+  /** Longest sleep of an idle loop before it polls again (ms). */
+  pollMs: number;
+  workerId: string;
+}
+
+export interface WorkerPool {
+  start(): void;
+  stop(): Promise<void>;
+  /** Runs claims until nothing is claimable now; resolves with the number of claims run. */
+  drain(): Promise<number>;
+  /** Wakes idle loops (called when this process enqueues work). */
+  nudge(): void;
+  readonly running: boolean;
+}
+
+export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
+  let running = false;
+  let loops: Promise<void>[] = [];
+  let waiters: Array<() => void> = [];
+  const nudge = () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      waiters.push(done);
+    });
+
+  /** One claim attempt over all targets; true when something was processed. */
+  async function once(loopId: string): Promise<boolean> {
+    for (const target of opts.targets) {
+      const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
+      if (c.status === "claimed") {
+        try {
+          await runClaim(deps, c, loopId);
+        } catch (err) {
+          deps.logger.error("claim failed", { agentId: c.agentId, error: String((err as Error)?.stack ?? err) });
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+  async function loop(i: number) {
+    const loopId = `${opts.workerId}/${i}`;
+    while (running) {
+      let worked = false;
+      try {
+        worked = await once(loopId);
+      } catch (err) {
+        deps.logger.warn("worker loop error", { error: String(err) });
+        await sleep(opts.pollMs);
+        continue;
+      }
+      if (worked || !running) continue;
+      let wait = opts.pollMs;
+      try {
+        for (const t of opts.targets) {
+          const at = await deps.store.nextReadyAt(t);
+          if (at !== null) wait = Math.min(wait, Math.max(1, at - deps.clock.now()));
+        }
+      } catch { /* store unreachable: poll again later */ }
+      await sleep(wait);
+    }
+  }
+
+  return {
+    get running() {
+      return running;
+    },
+    start() {
+      if (running) return;
+      running = true;
+      loops = Array.from({ length: opts.concurrency }, (_, i) => loop(i));
+    },
+    async stop() {
+      running = false;
+      nudge();
+      await Promise.all(loops);
+      loops = [];
+    },
+    async drain() {
+      let total = 0;
+      const one = async (i: number) => {
+        while (await once(`${opts.workerId}/drain${i}`)) total++;
+      };
+      // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
+      for (;;) {
+        const before = total;
+        await Promise.all(Array.from({ length: opts.concurrency }, (_, i) => one(i)));
+        if (total === before) return total;
+      }
+    },
+    nudge,
+  };
+}

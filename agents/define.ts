@@ -1,0 +1,147 @@
+/**
+ * defineAgent(): what an agent is. A definition is immutable and validated
+ * here, so a bad one fails at startup, not in the middle of a turn.
+ */
+import type { z } from "zod";
+import { DefinitionError } from "../errors/errors.ts";
+import type { Model } from "../models/types.ts";
+import type { AnyTool } from "../tools/define.ts";
+import type { Verifier } from "../verification/types.ts";
+
+export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
+  /** Parameters of the model-facing `agent_output` tool. */
+  schema: S;
+  /** Gate: return the final result, or throw `VerificationRejected`. */
+  verify?: Verifier<z.output<S>>;
+  /** Output-level attempt budget (below the agent's and the task's). */
+  verifyMaxAttempts?: number;
+}
+
+export interface AgentConfig<S extends z.ZodType = z.ZodType> {
+  name: string;
+  instructions: string;
+  model: Model;
+  tools?: AnyTool[];
+  /** Allowlist of tool names offered to the model (default: all of `tools`). */
+  allowedTools?: string[];
+  output?: AgentOutputConfig<S>;
+  verifyMaxAttempts?: number;
+  /** Tool names one of which must end a turn. With `output` declared it defaults to `["agent_output"]`. */
+  mustEndWith?: string[];
+  /** Model steps allowed in one turn (default 32); past it the turn fails with `step_budget_exhausted`. */
+  maxStepsPerTurn?: number;
+  /** Worker target that runs this agent (default `"default"`). */
+  workerTarget?: string;
+  /** Verifier system errors tolerated per candidate before the turn fails with `verifier_error` (default 3). */
+  maxVerifierErrors?: number;
+  /** Model call attempts per step before the turn fails (default 3). */
+  modelAttempts?: number;
+}
+
+export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
+  readonly kind: "agent";
+  readonly tools: AnyTool[];
+  /** Tools offered to the model, after `allowedTools`. */
+  readonly offeredTools: AnyTool[];
+  readonly workerTarget: string;
+  readonly maxStepsPerTurn: number;
+  readonly effectiveMustEndWith: string[];
+}
+
+export type AnyAgent = AgentDefinition<any>;
+
+export const DEFAULT_MAX_STEPS = 32;
+export const DEFAULT_VERIFY_MAX_ATTEMPTS = 5;
+export const MAX_VERIFY_ATTEMPTS_LIMIT = 100;
+export const WORKER_TARGET = /^[a-z0-9_-]{1,64}$/;
+const NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
+
+/** Checks an attempt budget; returns an error message or null. */
+export function checkAttemptBudget(v: unknown): string | null {
+  if (v === undefined) return null;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_VERIFY_ATTEMPTS_LIMIT) {
+    return `must be an integer from 1 to ${MAX_VERIFY_ATTEMPTS_LIMIT}, got ${JSON.stringify(v)}`;
+  }
+  return null;
+}
+
+/**
+ * @example
+ * const support = defineAgent({
+ *   name: "support", instructions: "Answer the customer.",
+ *   model: scriptedModel([{ text: "Hello!" }]),
+ *   tools: [lookup],
+ * });
+ */
+export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentDefinition<S> {
+  if (!config || typeof config !== "object") throw new DefinitionError("defineAgent() needs a config object");
+  const where = `Agent ${JSON.stringify(config.name)}`;
+  if (typeof config.name !== "string" || !NAME.test(config.name)) {
+    throw new DefinitionError(`${where}: name must match ${NAME}`);
+  }
+  if (typeof config.instructions !== "string") throw new DefinitionError(`${where}: instructions must be a string`);
+  if (!config.model || typeof config.model.generate !== "function") {
+    throw new DefinitionError(`${where}: model must be a Model (scriptedModel(), openaiCompatible(), …)`);
+  }
+  const tools = [...(config.tools ?? [])];
+  const names = new Set<string>();
+  for (const t of tools) {
+    if (!t || t.kind !== "tool") throw new DefinitionError(`${where}: tools must come from defineTool()`);
+    if (names.has(t.name)) throw new DefinitionError(`${where}: two tools are named "${t.name}"`);
+    names.add(t.name);
+  }
+  if (config.allowedTools !== undefined) {
+    for (const n of config.allowedTools) {
+      if (!names.has(n)) throw new DefinitionError(`${where}: allowedTools names unknown tool "${n}"`);
+    }
+  }
+  const offeredTools = config.allowedTools ? tools.filter((t) => config.allowedTools!.includes(t.name)) : tools;
+  if (config.output !== undefined) {
+    if (!config.output.schema || typeof config.output.schema.safeParse !== "function") {
+      throw new DefinitionError(`${where}: output.schema must be a zod schema`);
+    }
+    if (config.output.verify !== undefined && typeof config.output.verify !== "function") {
+      throw new DefinitionError(`${where}: output.verify must be a function (candidate, ctx) => result`);
+    }
+    const e = checkAttemptBudget(config.output.verifyMaxAttempts);
+    if (e) throw new DefinitionError(`${where}: output.verifyMaxAttempts ${e}`);
+  }
+  const e = checkAttemptBudget(config.verifyMaxAttempts);
+  if (e) throw new DefinitionError(`${where}: verifyMaxAttempts ${e}`);
+  const maxStepsPerTurn = config.maxStepsPerTurn ?? DEFAULT_MAX_STEPS;
+  if (!Number.isInteger(maxStepsPerTurn) || maxStepsPerTurn < 1 || maxStepsPerTurn > 10_000) {
+    throw new DefinitionError(`${where}: maxStepsPerTurn must be an integer from 1 to 10000`);
+  }
+  const workerTarget = config.workerTarget ?? "default";
+  if (!WORKER_TARGET.test(workerTarget)) {
+    throw new DefinitionError(
+      `${where}: workerTarget ${JSON.stringify(workerTarget)} must be one token of [a-z0-9_-] (no ".", "*", ">" or spaces)`,
+    );
+  }
+  const completion = config.output ? "agent_output" : "submit_result";
+  const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);
+  for (const n of mustEndWith) {
+    if (n !== completion && !names.has(n)) {
+      throw new DefinitionError(`${where}: mustEndWith names unknown tool "${n}"`);
+    }
+  }
+  for (const [k, v] of [["maxVerifierErrors", config.maxVerifierErrors], ["modelAttempts", config.modelAttempts]] as const) {
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 100)) {
+      throw new DefinitionError(`${where}: ${k} must be an integer from 1 to 100`);
+    }
+  }
+  return Object.freeze({
+    ...config,
+    kind: "agent" as const,
+    tools,
+    offeredTools,
+    workerTarget,
+    maxStepsPerTurn,
+    effectiveMustEndWith: mustEndWith,
+  });
+}
+
+/** Attempt budget precedence: task override > agent > output > 5. */
+export function resolveVerifyMaxAttempts(agent: AnyAgent, taskOverride?: number): number {
+  return taskOverride ?? agent.verifyMaxAttempts ?? agent.output?.verifyMaxAttempts ?? DEFAULT_VERIFY_MAX_ATTEMPTS;
+}

@@ -1,0 +1,47 @@
+/**
+ * The error classes gatehouse throws. Each carries a stable `code`; routes map
+ * them to problem+json in one place (routes/problem.ts).
+ */
+
+/** A definition (tool, agent, guardian) is invalid. Thrown at definition time. */
+export class DefinitionError extends Error {
+  readonly code = "invalid_definition";
+  constructor(message: string) {
+    super(message);
+    this.name = "DefinitionError";
+  }
+}
+
+/** A tool failed in a way the model should see as a typed error outcome. */
+export class ToolError extends Error {
+  readonly type: string;
+  readonly retriable: boolean;
+  readonly metadata?: Record<string, unknown>;
+  constructor(opts: { type: string; message: string; retriable?: boolean; metadata?: Record<string, unknown> }) {
+    super(opts.message);
+    this.name = "ToolError";
+    this.type = opts.type;
+    this.retriable = opts.retriable ?? false;
+    this.metadata = opts.metadata;
+  }
+}
+
+/** A model call failed; `retryable` says whether the host may try again within its budget. */
+export class ModelError extends Error {
+  readonly code = "model_error";
+  readonly retryable: boolean;
+  constructor(message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = "ModelError";
+    this.retryable = opts.retryable ?? true;
+  }
+}
+
+/** A persisted snapshot cannot be restored (unknown schema version, wrong machine). */
+export class SnapshotError extends Error {
+  readonly code = "snapshot_unrestorable";
+  constructor(message: string) {
+    super(message);
+    this.name = "SnapshotError";
+  }
+}

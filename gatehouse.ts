@@ -1,0 +1,157 @@
+/**
+ * createGatehouse(): wires agents, a store, the worker pool, the watchdog and
+ * the Hono app. Reads no environment: runtime entry files (entry/) do that.
+ */
+import type { Hono } from "hono";
+import type { InspectionEvent } from "xstate";
+import type { AnyAgent } from "./agents/define.ts";
+import { DefinitionError } from "./errors/errors.ts";
+import { lruCache } from "./actors/cache.ts";
+import type { HostDeps } from "./actors/host.ts";
+import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
+import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
+import { createWorkerPool } from "./actors/worker.ts";
+import { createApp } from "./routes/app.ts";
+import type { RouteRuntime } from "./routes/runtime.ts";
+import { memoryStore } from "./store/memory.ts";
+import type { Store } from "./store/port.ts";
+import type { VerificationHooks } from "./verification/gate.ts";
+
+export interface GatehouseOptions {
+  agents: AnyAgent[];
+  /** Default: memoryStore(). */
+  store?: Store;
+  clock?: Clock;
+  ids?: IdSource;
+  logger?: Logger;
+  /** Worker targets this process consumes (default: every target of `agents`). */
+  workerTargets?: string[];
+  /** Concurrent worker loops per process (default 4). */
+  concurrency?: number;
+  /** Lease of one claim in ms (default 30 000); renewed while the claim runs. */
+  leaseMs?: number;
+  /** Longest idle poll interval of a worker loop in ms (default 100). */
+  pollMs?: number;
+  /** Watchdog interval of `startWorker()` in ms (default 1 000). */
+  watchdogIntervalMs?: number;
+  /** Largest request body in bytes (default 256 KiB). */
+  maxBodyBytes?: number;
+  /** Default resume deadline of external tool calls in ms (default 10 min). */
+  externalToolTimeoutMs?: number;
+  /** Default timeout of in-process tools in ms (default 60 s). */
+  toolTimeoutMs?: number;
+  /** Base backoff after a verifier system error in ms (default 1 000, doubled per error). */
+  verifierBackoffMs?: number;
+  /** XState inspection callback for every actor this process runs. */
+  inspect?: (event: InspectionEvent) => void;
+  /** Process work inline after each accepted request (serverless without a worker). */
+  inline?: boolean;
+  verification?: VerificationHooks;
+}
+
+export interface Gatehouse {
+  app: Hono;
+  fetch: (req: Request) => Promise<Response>;
+  store: Store;
+  agents: ReadonlyMap<string, AnyAgent>;
+  /** Starts the background worker loops and the watchdog loop. */
+  startWorker(): void;
+  stopWorker(): Promise<void>;
+  /** Processes all claimable work until nothing is left; resolves with the number of claims run. */
+  drain(): Promise<number>;
+  /** One watchdog pass (what `POST /v1/watchdog/tick` runs). */
+  tick(): Promise<WatchdogTickResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * @example
+ * const gh = createGatehouse({ agents: [support] });
+ * const res = await gh.fetch(new Request("http://x/v1/agents/a1/tasks", {
+ *   method: "POST", headers: { "content-type": "application/json" },
+ *   body: JSON.stringify({ agent: "support", input: "hello" }),
+ * }));
+ * await gh.drain();
+ */
+export function createGatehouse(options: GatehouseOptions): Gatehouse {
+  if (!options || !Array.isArray(options.agents) || options.agents.length === 0) {
+    throw new DefinitionError("createGatehouse() needs at least one agent in `agents`");
+  }
+  const agents = new Map<string, AnyAgent>();
+  for (const a of options.agents) {
+    if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()");
+    if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`);
+    agents.set(a.name, a);
+  }
+  const store = options.store ?? memoryStore();
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const logger = options.logger ?? silentLogger;
+  const targets = options.workerTargets ?? [...new Set([...agents.values()].map((a) => a.workerTarget))];
+  const deps: HostDeps = {
+    store, agents, clock, logger,
+    cache: lruCache(),
+    leaseMs: options.leaseMs ?? 30_000,
+    inspect: options.inspect,
+    verification: options.verification,
+    externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
+    toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
+    verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
+  };
+  const pool = createWorkerPool(deps, {
+    targets,
+    concurrency: options.concurrency ?? 4,
+    pollMs: options.pollMs ?? 100,
+    workerId: ids.workerId(),
+  });
+  let watchdogTimer: ReturnType<typeof setInterval> | undefined;
+  const tick = () => watchdogTick(store, clock);
+
+  const runtime: RouteRuntime = {
+    store, agents, clock, ids, logger,
+    limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, maxEventPage: 500 },
+    wake() {
+      if (pool.running) pool.nudge();
+      else if (options.inline) {
+        pool.drain().catch((err) => logger.error("inline drain failed", { error: String(err) }));
+      }
+    },
+    async watchdogTick() {
+      const r = await tick();
+      runtime.wake();
+      return r;
+    },
+    ssePollMs: 250,
+  };
+  const app = createApp(runtime);
+
+  return {
+    app,
+    fetch: (req: Request) => Promise.resolve(app.fetch(req)),
+    store,
+    agents,
+    startWorker() {
+      pool.start();
+      if (!watchdogTimer) {
+        watchdogTimer = setInterval(() => {
+          tick().then((r) => r.timedOut > 0 && pool.nudge()).catch((err) =>
+            logger.warn("watchdog tick failed", { error: String(err) })
+          );
+        }, options.watchdogIntervalMs ?? 1_000);
+      }
+    },
+    async stopWorker() {
+      if (watchdogTimer) clearInterval(watchdogTimer);
+      watchdogTimer = undefined;
+      await pool.stop();
+    },
+    drain: () => pool.drain(),
+    tick,
+    async close() {
+      if (watchdogTimer) clearInterval(watchdogTimer);
+      watchdogTimer = undefined;
+      await pool.stop();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,341 @@
+/**
+ * The agent statechart (BRIEF §1). Pure: transitions and `assign` only, no
+ * invoke, no delays, no clock. Every effect (model step, tool dispatch,
+ * verification) runs in the actor host between transitions and comes back as
+ * an event carrying its time (`at`), so replaying the event log reproduces
+ * every snapshot exactly.
+ *
+ * | from                 | event                                | to            |
+ * | idle / done / failed | TASK_STARTED                         | running       |
+ * | running              | MODEL_STEP with tool calls           | waiting-tools |
+ * | running              | MODEL_STEP calling agent_output      | verifying     |
+ * | running              | MODEL_STEP calling submit_result,    | done          |
+ * |                      |   or text with mustEndWith empty     |               |
+ * | running              | MODEL_STEP text, mustEndWith set     | running       |
+ * | running              | MODEL_FAILED / STEP_BUDGET_EXHAUSTED | failed        |
+ * | waiting-tools        | TOOL_RESULT, last one outstanding    | running       |
+ * | waiting-tools        | TOOL_RESULT afterExecution=terminate | done          |
+ * | verifying            | VERIFY_PASSED                        | done          |
+ * | verifying            | VERIFY_REJECTED retryable, budget    | revising      |
+ * | verifying            | VERIFY_REJECTED final or exhausted   | failed        |
+ * | verifying            | VERIFY_ERROR (below the error bound) | verifying     |
+ * | verifying            | VERIFY_ERROR (at the error bound)    | failed        |
+ * | revising             | FEEDBACK_APPENDED                    | running       |
+ * | any non-final        | CANCEL                               | failed        |
+ */
+import { assign, setup } from "xstate";
+import {
+  AGENT_OUTPUT,
+  type AgentContext,
+  type AgentEvent,
+  type ModelToolCall,
+  SNAPSHOT_SCHEMA_VERSION,
+  SUBMIT_RESULT,
+  type TurnConfig,
+  type Usage,
+  type VerificationState,
+} from "./types.ts";
+
+const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cost: 0, steps: 0 });
+
+export const DEFAULT_TURN_CONFIG: TurnConfig = {
+  maxSteps: 32,
+  mustEndWith: [],
+  verifyMaxAttempts: 5,
+  maxVerifierErrors: 3,
+};
+
+const freshVerification = (maxAttempts: number): VerificationState => ({
+  maxAttempts,
+  attemptsUsed: 0,
+  lastCandidateHash: null,
+  lastCandidateCallId: null,
+  lastOutcome: null,
+  lastAttemptAt: null,
+  systemErrors: 0,
+  retryAt: null,
+  candidate: null,
+  lastRejection: null,
+});
+
+export function initialContext(): AgentContext {
+  return {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    turnId: null,
+    turns: 0,
+    step: 0,
+    config: { ...DEFAULT_TURN_CONFIG },
+    pending: {},
+    output: null,
+    error: null,
+    verification: freshVerification(DEFAULT_TURN_CONFIG.verifyMaxAttempts),
+    usage: zeroUsage(),
+    turnUsage: zeroUsage(),
+  };
+}
+
+/** How a model step ends, decided from its tool calls and the turn config. */
+export type StepKind = "verify" | "submit" | "tools" | "finish_text" | "remind";
+
+export function classifyStep(toolCalls: ModelToolCall[], config: TurnConfig): StepKind {
+  const completion = toolCalls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
+  if (completion) return completion.name === AGENT_OUTPUT ? "verify" : "submit";
+  if (toolCalls.length > 0) return "tools";
+  return config.mustEndWith.length === 0 ? "finish_text" : "remind";
+}
+
+/** The value `submit_result` delivers: its `result` argument, or all arguments. */
+export function submittedValue(args: unknown): unknown {
+  if (args && typeof args === "object" && !Array.isArray(args) && "result" in args) {
+    return (args as { result: unknown }).result;
+  }
+  return args;
+}
+
+/** True when a rejection re-reports the candidate already counted (same call, same bytes). */
+export function isReplayedRejection(v: VerificationState, hash: string): boolean {
+  return v.candidate !== null && v.lastCandidateHash === hash && v.lastCandidateCallId === v.candidate.toolCallId &&
+    v.lastOutcome === "rejected";
+}
+
+type StepEvent = Extract<AgentEvent, { type: "MODEL_STEP" }>;
+type ToolResultEvent = Extract<AgentEvent, { type: "TOOL_RESULT" }>;
+type RejectEvent = Extract<AgentEvent, { type: "VERIFY_REJECTED" }>;
+type ErrorEvent = Extract<AgentEvent, { type: "VERIFY_ERROR" }>;
+
+const addUsage = (u: Usage, e: StepEvent): Usage => ({
+  inputTokens: u.inputTokens + e.usage.inputTokens,
+  outputTokens: u.outputTokens + e.usage.outputTokens,
+  cost: u.cost + e.cost,
+  steps: u.steps + 1,
+});
+
+const attemptsAfter = (v: VerificationState, e: RejectEvent) =>
+  v.attemptsUsed + (isReplayedRejection(v, e.hash) ? 0 : 1);
+
+export const agentMachine = setup({
+  types: {
+    context: {} as AgentContext,
+    events: {} as AgentEvent,
+  },
+  guards: {
+    stepVerifies: ({ context, event }) =>
+      classifyStep((event as StepEvent).toolCalls, context.config) === "verify",
+    stepSubmits: ({ context, event }) =>
+      classifyStep((event as StepEvent).toolCalls, context.config) === "submit",
+    stepCallsTools: ({ context, event }) =>
+      classifyStep((event as StepEvent).toolCalls, context.config) === "tools",
+    stepFinishesWithText: ({ context, event }) =>
+      classifyStep((event as StepEvent).toolCalls, context.config) === "finish_text",
+    budgetSpent: ({ context }) => context.step >= context.config.maxSteps,
+    knownCall: ({ context, event }) => (event as ToolResultEvent).toolCallId in context.pending,
+    terminates: ({ context, event }) => {
+      const e = event as ToolResultEvent;
+      return e.toolCallId in context.pending && e.afterExecution === "terminate";
+    },
+    lastOutstanding: ({ context, event }) => {
+      const e = event as ToolResultEvent;
+      return e.toolCallId in context.pending && Object.keys(context.pending).length === 1;
+    },
+    rejectionFinal: ({ event }) => !(event as RejectEvent).retryable,
+    attemptsExhausted: ({ context, event }) =>
+      attemptsAfter(context.verification, event as RejectEvent) >= context.verification.maxAttempts,
+    verifierErrorsExhausted: ({ context }) =>
+      context.verification.systemErrors + 1 >= context.config.maxVerifierErrors,
+  },
+  actions: {
+    startTurn: assign(({ context, event }) => {
+      const e = event as Extract<AgentEvent, { type: "TASK_STARTED" }>;
+      return {
+        turnId: e.turnId,
+        turns: context.turns + 1,
+        step: 0,
+        config: e.config,
+        pending: {},
+        output: null,
+        error: null,
+        verification: freshVerification(e.config.verifyMaxAttempts),
+        turnUsage: zeroUsage(),
+      };
+    }),
+    countStep: assign(({ context, event }) => {
+      const e = event as StepEvent;
+      return { step: context.step + 1, usage: addUsage(context.usage, e), turnUsage: addUsage(context.turnUsage, e) };
+    }),
+    takeCandidate: assign(({ context, event }) => {
+      const call = (event as StepEvent).toolCalls.find((c) => c.name === AGENT_OUTPUT)!;
+      return {
+        verification: {
+          ...context.verification,
+          candidate: { toolCallId: call.id, args: call.args },
+          systemErrors: 0,
+          retryAt: null,
+        },
+      };
+    }),
+    takeSubmission: assign(({ event }) => {
+      const call = (event as StepEvent).toolCalls.find((c) => c.name === SUBMIT_RESULT)!;
+      return { output: submittedValue(call.args) };
+    }),
+    takeText: assign(({ event }) => {
+      const text = (event as StepEvent).text ?? "";
+      return { output: text === "" ? "(no output)" : text };
+    }),
+    recordPending: assign(({ event }) => {
+      const pending: AgentContext["pending"] = {};
+      for (const c of (event as StepEvent).toolCalls) {
+        pending[c.id] = { name: c.name, args: c.args, external: c.external, deadline: c.deadline };
+      }
+      return { pending };
+    }),
+    resolvePending: assign(({ context, event }) => {
+      const pending = { ...context.pending };
+      delete pending[(event as ToolResultEvent).toolCallId];
+      return { pending };
+    }),
+    terminateWithResult: assign(({ event }) => {
+      const e = event as ToolResultEvent;
+      return { pending: {}, output: e.outcome.ok ? e.outcome.value : { error: e.outcome.error } };
+    }),
+    failModel: assign(({ event }) => ({
+      error: { reason: "model_error", message: (event as Extract<AgentEvent, { type: "MODEL_FAILED" }>).message },
+    })),
+    failBudget: assign(({ context }) => ({
+      error: {
+        reason: "step_budget_exhausted",
+        message: `The turn used its ${context.config.maxSteps} model steps without finishing`,
+      },
+    })),
+    passVerification: assign(({ context, event }) => {
+      const e = event as Extract<AgentEvent, { type: "VERIFY_PASSED" }>;
+      return {
+        output: e.result,
+        verification: {
+          ...context.verification,
+          attemptsUsed: context.verification.attemptsUsed + 1,
+          lastCandidateHash: e.hash,
+          lastCandidateCallId: context.verification.candidate?.toolCallId ?? null,
+          lastOutcome: "passed" as const,
+          lastAttemptAt: e.at,
+          candidate: null,
+          retryAt: null,
+        },
+      };
+    }),
+    countRejection: assign(({ context, event }) => {
+      const e = event as RejectEvent;
+      const v = context.verification;
+      return {
+        verification: {
+          ...v,
+          attemptsUsed: attemptsAfter(v, e),
+          lastCandidateHash: e.hash,
+          lastCandidateCallId: v.candidate?.toolCallId ?? null,
+          lastOutcome: "rejected" as const,
+          lastAttemptAt: e.at,
+          retryAt: null,
+          lastRejection: {
+            code: e.code,
+            message: e.message,
+            retryable: e.retryable,
+            ...(e.metadata !== undefined ? { metadata: e.metadata } : {}),
+          },
+        },
+      };
+    }),
+    failRejected: assign(({ event }) => {
+      const e = event as RejectEvent;
+      return { error: { reason: "verification_rejected", message: `${e.code}: ${e.message}` } };
+    }),
+    failExhausted: assign(({ context, event }) => {
+      const e = event as RejectEvent;
+      return {
+        error: {
+          reason: "verification_exhausted",
+          message: `Verification rejected ${context.verification.attemptsUsed} of ${context.verification.maxAttempts} attempts; last: ${e.code}: ${e.message}`,
+        },
+      };
+    }),
+    noteVerifierError: assign(({ context, event }) => {
+      const e = event as ErrorEvent;
+      return {
+        verification: {
+          ...context.verification,
+          systemErrors: context.verification.systemErrors + 1,
+          lastOutcome: "system_error" as const,
+          lastAttemptAt: e.at,
+          retryAt: e.retryAt,
+        },
+      };
+    }),
+    failVerifierError: assign(({ event }) => ({
+      error: { reason: "verifier_error", message: (event as ErrorEvent).message },
+    })),
+    clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null } })),
+    cancel: assign(({ event }) => ({
+      pending: {},
+      error: { reason: "cancelled", message: (event as Extract<AgentEvent, { type: "CANCEL" }>).reason },
+    })),
+  },
+}).createMachine({
+  id: "agent",
+  initial: "idle",
+  context: initialContext,
+  states: {
+    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    running: {
+      on: {
+        MODEL_STEP: [
+          { guard: "stepVerifies", target: "verifying", actions: ["countStep", "takeCandidate"] },
+          { guard: "stepSubmits", target: "done", actions: ["countStep", "takeSubmission"] },
+          { guard: "stepCallsTools", target: "waiting-tools", actions: ["countStep", "recordPending"] },
+          { guard: "stepFinishesWithText", target: "done", actions: ["countStep", "takeText"] },
+          // Text while mustEndWith is set: stay, the host appends a system reminder.
+          { target: "running", reenter: true, actions: ["countStep"] },
+        ],
+        MODEL_FAILED: { target: "failed", actions: "failModel" },
+        STEP_BUDGET_EXHAUSTED: { guard: "budgetSpent", target: "failed", actions: "failBudget" },
+        CANCEL: { target: "failed", actions: "cancel" },
+      },
+    },
+    "waiting-tools": {
+      on: {
+        TOOL_RESULT: [
+          { guard: "terminates", target: "done", actions: "terminateWithResult" },
+          { guard: "lastOutstanding", target: "running", actions: "resolvePending" },
+          { guard: "knownCall", actions: "resolvePending" },
+        ],
+        CANCEL: { target: "failed", actions: "cancel" },
+      },
+    },
+    verifying: {
+      on: {
+        VERIFY_PASSED: { target: "done", actions: "passVerification" },
+        VERIFY_REJECTED: [
+          { guard: "rejectionFinal", target: "failed", actions: ["countRejection", "failRejected", "clearCandidate"] },
+          {
+            guard: "attemptsExhausted",
+            target: "failed",
+            actions: ["countRejection", "failExhausted", "clearCandidate"],
+          },
+          { target: "revising", actions: "countRejection" },
+        ],
+        VERIFY_ERROR: [
+          { guard: "verifierErrorsExhausted", target: "failed", actions: ["noteVerifierError", "failVerifierError"] },
+          { target: "verifying", reenter: true, actions: "noteVerifierError" },
+        ],
+        CANCEL: { target: "failed", actions: "cancel" },
+      },
+    },
+    revising: {
+      on: {
+        FEEDBACK_APPENDED: { target: "running", actions: "clearCandidate" },
+        CANCEL: { target: "failed", actions: "cancel" },
+      },
+    },
+    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+  },
+});
+
+export type AgentMachine = typeof agentMachine;

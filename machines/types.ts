@@ -1,0 +1,110 @@
+/**
+ * Context and events of the agent statechart. All of it is plain JSON: the
+ * persisted snapshot is `JSON.stringify`-able and restores to the same state.
+ */
+import type { AfterExecution, Outcome } from "../store/types.ts";
+
+/** Bumped when the persisted context changes shape; see machines/migrate.ts. */
+export const SNAPSHOT_SCHEMA_VERSION = 1;
+
+export const STATES = ["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"] as const;
+export type AgentState = typeof STATES[number];
+
+/** Per-turn settings, fixed when the turn starts (the machine is one definition for all agents). */
+export interface TurnConfig {
+  maxSteps: number;
+  /** Tool names one of which must end the turn; empty: plain text may end it. */
+  mustEndWith: string[];
+  verifyMaxAttempts: number;
+  maxVerifierErrors: number;
+}
+
+export interface PendingCall {
+  name: string;
+  args: unknown;
+  external: boolean;
+  deadline: number;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+  steps: number;
+}
+
+export type VerificationOutcome = "passed" | "rejected" | "system_error";
+
+export interface VerificationState {
+  maxAttempts: number;
+  attemptsUsed: number;
+  lastCandidateHash: string | null;
+  /** The `agent_output` call that produced the last verified candidate (tells a replay from a resubmission). */
+  lastCandidateCallId: string | null;
+  lastOutcome: VerificationOutcome | null;
+  lastAttemptAt: number | null;
+  /** Verifier system errors of the current candidate (not counted as attempts). */
+  systemErrors: number;
+  /** When the verifier may run again after a system error. */
+  retryAt: number | null;
+  /** The candidate waiting in `verifying`. */
+  candidate: { toolCallId: string; args: unknown } | null;
+  lastRejection: { code: string; message: string; retryable: boolean; metadata?: Record<string, unknown> } | null;
+}
+
+export interface AgentContext {
+  schemaVersion: number;
+  turnId: string | null;
+  turns: number;
+  /** Model steps taken in the current turn. */
+  step: number;
+  config: TurnConfig;
+  /** Outstanding tool calls of the current step, by id. */
+  pending: Record<string, PendingCall>;
+  output: unknown;
+  error: { reason: string; message: string } | null;
+  verification: VerificationState;
+  usage: Usage;
+  turnUsage: Usage;
+}
+
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+  external: boolean;
+  deadline: number;
+}
+
+export type AgentEvent =
+  | { type: "TASK_STARTED"; at: number; turnId: string; input: unknown; config: TurnConfig }
+  | {
+    type: "MODEL_STEP";
+    at: number;
+    text: string | null;
+    toolCalls: ModelToolCall[];
+    usage: { inputTokens: number; outputTokens: number };
+    cost: number;
+  }
+  | { type: "MODEL_FAILED"; at: number; message: string }
+  | { type: "STEP_BUDGET_EXHAUSTED"; at: number }
+  | { type: "TOOL_RESULT"; at: number; toolCallId: string; outcome: Outcome; afterExecution: AfterExecution }
+  | { type: "VERIFY_PASSED"; at: number; hash: string; result: unknown }
+  | {
+    type: "VERIFY_REJECTED";
+    at: number;
+    hash: string;
+    code: string;
+    message: string;
+    retryable: boolean;
+    metadata?: Record<string, unknown>;
+  }
+  | { type: "VERIFY_ERROR"; at: number; message: string; retryAt: number }
+  | { type: "FEEDBACK_APPENDED"; at: number }
+  | { type: "CANCEL"; at: number; reason: string };
+
+export type AgentEventType = AgentEvent["type"];
+
+/** Built-in tool names. */
+export const AGENT_OUTPUT = "agent_output";
+export const SUBMIT_RESULT = "submit_result";

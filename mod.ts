@@ -1,0 +1,23 @@
+/**
+ * gatehouse: durable actor-model runtime for LLM agents. Public API (named exports only).
+ * @module
+ */
+export { defineTool, terminate } from "./tools/define.ts";
+export type { AnyTool, ToolConfig, ToolDefinition, ToolExecuteContext } from "./tools/define.ts";
+export { defineAgent } from "./agents/define.ts";
+export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
+export { createGatehouse } from "./gatehouse.ts";
+export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
+export { memoryStore } from "./store/memory.ts";
+export type { Store } from "./store/port.ts";
+export type { AgentHead, Message, Outcome, StoredEvent, ToolCallRecord } from "./store/types.ts";
+export { scriptedModel } from "./models/scripted.ts";
+export type { Script, ScriptContext } from "./models/scripted.ts";
+export type { Model, ModelRequest, ModelResponse } from "./models/types.ts";
+export { VerificationRejected } from "./verification/rejected.ts";
+export type { Verifier, VerifyContext } from "./verification/types.ts";
+export { DefinitionError, ModelError, SnapshotError, ToolError } from "./errors/errors.ts";
+export { agentMachine } from "./machines/agent.ts";
+export type { AgentContext, AgentEvent, AgentState } from "./machines/types.ts";
+export type { Clock, IdSource, Logger } from "./actors/runtime.ts";
+export { consoleLogger, silentLogger } from "./actors/runtime.ts";

@@ -1,0 +1,26 @@
+/** What the routes need from the runtime. Routes never touch workers or timers directly. */
+import type { AnyAgent } from "../agents/define.ts";
+import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
+import type { WatchdogTickResult } from "../actors/watchdog.ts";
+import type { Store } from "../store/port.ts";
+
+export interface RouteLimits {
+  /** Largest accepted request body in bytes (413 above it). */
+  maxBodyBytes: number;
+  /** Largest page of `GET /events?after=`. */
+  maxEventPage: number;
+}
+
+export interface RouteRuntime {
+  store: Store;
+  agents: ReadonlyMap<string, AnyAgent>;
+  clock: Clock;
+  ids: IdSource;
+  logger: Logger;
+  limits: RouteLimits;
+  /** Rings local workers after this process enqueued work. */
+  wake(): void;
+  watchdogTick(): Promise<WatchdogTickResult>;
+  /** How often an open SSE stream polls the store for new events (ms). */
+  ssePollMs: number;
+}

@@ -1,0 +1,198 @@
+/**
+ * The store port: every operation of the turn protocol, each one atomic on
+ * one agent's records. The memory adapter runs each method without awaiting
+ * in between; the Redis adapters run each as one Lua script on keys that share
+ * the agent's hash tag (plus, where named, one cross-agent index).
+ *
+ * Invariants every adapter must keep (checked by tests/store-conformance):
+ *
+ * 1. The inbox is the truth, the ready queue only a bell. `enqueueTask`,
+ *    `deliverToolResult` and `requestCancel` write the inbox record first and
+ *    then ring (put the agent in its worker target's ready queue). A claim
+ *    with nothing claimable answers `empty` and changes nothing else.
+ * 2. Claims are exclusive. `claim` succeeds only when no unexpired lease is
+ *    held; it increments `epoch`, takes a lease until `now + leaseMs` and
+ *    sets the agent's ready score to the lease end, so an agent whose worker
+ *    dies is offered again when the lease expires (visibility timeout).
+ * 3. Fencing. `commit` applies only when `epoch`, `version` and
+ *    `activeTurnId` all match the head and the caller's lease is current;
+ *    otherwise it answers `conflict` and writes nothing.
+ * 4. Mail is removed only by the commit that acknowledges it
+ *    (`ackMailThrough`); a task leaves the queue at claim but stays in
+ *    `currentTask` until the turn that runs it ends.
+ * 5. Tool results are first-wins per (agent, turn, toolCallId): the first
+ *    delivery resolves the call and enqueues mail; later ones answer
+ *    `duplicate` with the stored record and change nothing. A call of a turn
+ *    that is no longer active answers `turn_finished`.
+ * 6. Idempotency keys of tasks are first-wins per agent.
+ * 7. Verdicts are write-once: a second write of a verdict id answers
+ *    `exists` and leaves the stored record as it was.
+ * 8. No operation reads a clock: `now` comes from the caller.
+ */
+import type {
+  AfterExecution,
+  AgentHead,
+  InboxTask,
+  MailItem,
+  Message,
+  NewEvent,
+  Outcome,
+  StoredEvent,
+  TaskOptions,
+  ToolCallRecord,
+  ToolResultSource,
+} from "./types.ts";
+
+export interface EnqueueTaskRequest {
+  agentId: string;
+  agentName: string;
+  workerTarget: string;
+  input: unknown;
+  options: TaskOptions;
+  idempotencyKey?: string;
+  /** A fresh turn id proposed by the caller's id source; used unless the key is a duplicate. */
+  turnId: string;
+  now: number;
+}
+
+export type EnqueueTaskResult =
+  | { status: "enqueued"; turnId: string }
+  | { status: "duplicate"; turnId: string }
+  | { status: "definition_conflict"; boundTo: string };
+
+export interface DeliverToolResultRequest {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
+  outcome: Outcome;
+  afterExecution: AfterExecution;
+  source: ToolResultSource;
+  now: number;
+}
+
+export type DeliverToolResultResult =
+  | { status: "accepted"; record: ToolCallRecord }
+  | { status: "duplicate"; record: ToolCallRecord }
+  | { status: "agent_not_found" }
+  | { status: "unknown_call" }
+  | { status: "turn_finished" };
+
+export interface CancelRequest {
+  agentId: string;
+  reason: string;
+  now: number;
+}
+
+export type CancelResult =
+  | { status: "accepted" }
+  | { status: "agent_not_found" }
+  | { status: "not_active" };
+
+export interface ClaimRequest {
+  agentId: string;
+  workerId: string;
+  leaseMs: number;
+  now: number;
+}
+
+export interface ClaimNextRequest {
+  workerTarget: string;
+  workerId: string;
+  leaseMs: number;
+  now: number;
+}
+
+export type ClaimResult =
+  | {
+    status: "claimed";
+    agentId: string;
+    epoch: number;
+    head: AgentHead;
+    /** The task the active turn runs (new at this claim, or carried over after a crash). */
+    task: InboxTask | null;
+    /** Pending mail, oldest first (greedy batch). */
+    mail: MailItem[];
+  }
+  | { status: "busy"; agentId: string; leaseUntil: number }
+  | { status: "empty"; agentId?: string }
+  | { status: "agent_not_found" };
+
+export interface RenewRequest {
+  agentId: string;
+  workerId: string;
+  epoch: number;
+  leaseMs: number;
+  now: number;
+}
+
+export interface CommitRequest {
+  agentId: string;
+  workerId: string;
+  epoch: number;
+  /** The head version the snapshot was computed from. */
+  expectedVersion: number;
+  /** The active turn the caller works on (null when it starts none). */
+  turnId: string | null;
+  snapshot: unknown;
+  state: string;
+  /** Turn id that becomes active, or null when the turn ended (done/failed). */
+  activeTurnId: string | null;
+  events: NewEvent[];
+  messages: Message[];
+  /** Tool calls to record as pending before they are dispatched. */
+  recordToolCalls: Array<Omit<ToolCallRecord, "status" | "agentId" | "recordedAt">>;
+  /** In-process results applied by this commit; each call must still be pending. */
+  resolveToolCalls: Array<{ toolCallId: string; outcome: Outcome; afterExecution: AfterExecution }>;
+  /** Removes mail with seq <= this value (0: none). */
+  ackMailThrough: number;
+  /**
+   * Release the lease with this commit. `runnableAt` says when the agent
+   * needs a worker again without new mail (null: only when mail arrives).
+   */
+  release: { runnableAt: number | null } | null;
+  leaseMs: number;
+  now: number;
+}
+
+export type CommitResult =
+  | { status: "applied"; version: number; lastEventId: number }
+  | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
+
+export interface VerdictPut {
+  agentId: string;
+  verdictId: string;
+  turnId: string;
+  status: string;
+  /** The record as JSON text, stored as given. */
+  json: string;
+}
+
+export interface VerdictFilter {
+  turnId?: string;
+  status?: string;
+}
+
+/** See the invariants at the top of this file. */
+export interface Store {
+  readonly kind: "memory" | "redis" | "upstash";
+  enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult>;
+  deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult>;
+  requestCancel(req: CancelRequest): Promise<CancelResult>;
+  claim(req: ClaimRequest): Promise<ClaimResult>;
+  /** Claims the first ready agent of a worker target whose ready score is due. */
+  claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
+  renewLease(req: RenewRequest): Promise<{ status: "renewed"; leaseUntil: number } | { status: "lost" }>;
+  commit(req: CommitRequest): Promise<CommitResult>;
+  getAgent(agentId: string): Promise<AgentHead | null>;
+  getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
+  readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
+  readEvents(agentId: string, after: number, limit: number): Promise<StoredEvent[]>;
+  /** Pending tool calls whose deadline is at or before `now`, oldest first. */
+  dueToolCalls(now: number, limit: number): Promise<Array<{ agentId: string; turnId: string; toolCallId: string }>>;
+  /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
+  nextReadyAt(workerTarget: string): Promise<number | null>;
+  putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
+  getVerdict(verdictId: string): Promise<string | null>;
+  listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
+  close(): Promise<void>;
+}

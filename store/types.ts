@@ -1,0 +1,122 @@
+/**
+ * Records kept by a store. Everything here is plain JSON so every adapter
+ * (memory, Redis over TCP, Upstash over REST) stores the same bytes.
+ */
+
+/** The result of a tool or delegation: a value or a typed error. */
+export type Outcome =
+  | { ok: true; value: unknown }
+  | {
+    ok: false;
+    error: {
+      type: string;
+      message: string;
+      retriable?: boolean;
+      metadata?: Record<string, unknown>;
+    };
+  };
+
+export type AfterExecution = "continue" | "terminate";
+
+/** Per-task options given at enqueue time. */
+export interface TaskOptions {
+  /** Overrides the agent's verification attempt budget for this turn. */
+  verifyMaxAttempts?: number;
+}
+
+/** A task waiting in (or taken from) an agent's inbox. */
+export interface InboxTask {
+  turnId: string;
+  input: unknown;
+  options: TaskOptions;
+  enqueuedAt: number;
+  idempotencyKey?: string;
+}
+
+/**
+ * Mail: inbox items for the agent's active turn. Mail is acknowledged by the
+ * commit that applied it (`ackMailThrough`), never at claim time, so a worker
+ * that dies after claiming loses nothing.
+ */
+export type MailItem =
+  | {
+    kind: "tool_result";
+    seq: number;
+    at: number;
+    turnId: string;
+    toolCallId: string;
+    outcome: Outcome;
+    afterExecution: AfterExecution;
+    source: ToolResultSource;
+  }
+  | { kind: "cancel"; seq: number; at: number; reason: string };
+
+export type ToolResultSource = "http" | "watchdog" | "inline";
+
+/** The per-agent head record: small, compared-and-set on every commit. */
+export interface AgentHead {
+  agentId: string;
+  /** Name of the agent definition the id is bound to (first task binds it). */
+  agentName: string;
+  workerTarget: string;
+  createdAt: number;
+  updatedAt: number;
+  /** The turn the agent is working on; null between turns. */
+  activeTurnId: string | null;
+  /** The task of the active turn (kept until the turn ends, for recovery). */
+  currentTask: InboxTask | null;
+  /** Fencing token, incremented by every successful claim. */
+  epoch: number;
+  /** Snapshot version, incremented by every commit. */
+  version: number;
+  /** Persisted XState snapshot (no history: messages and events live apart). */
+  snapshot: unknown | null;
+  /** Machine state value of `snapshot`, kept apart for cheap reads. */
+  state: string;
+  leaseOwner: string | null;
+  leaseUntil: number;
+  /** When the agent needs a worker even without new inbox items; null = only on mail. */
+  runnableAt: number | null;
+  pendingTasks: number;
+  pendingMail: number;
+  messageCount: number;
+  lastEventId: number;
+}
+
+/** A tool call, recorded before it is dispatched. */
+export interface ToolCallRecord {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
+  name: string;
+  args: unknown;
+  external: boolean;
+  deadline: number;
+  recordedAt: number;
+  status: "pending" | "resolved";
+  outcome?: Outcome;
+  afterExecution?: AfterExecution;
+  source?: ToolResultSource;
+  resolvedAt?: number;
+}
+
+export interface NewEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** An entry of the agent's append-only event log. Ids are 1, 2, 3, … per agent. */
+export interface StoredEvent extends NewEvent {
+  id: number;
+  at: number;
+  turnId: string | null;
+}
+
+/** A conversation message, as the model sees it. */
+export interface Message {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  toolCalls?: Array<{ id: string; name: string; args: unknown }>;
+  toolCallId?: string;
+  name?: string;
+}
