@@ -13,6 +13,8 @@ export type { Store } from "./store/port.ts";
 export type { AgentHead, Message, Outcome, StoredEvent, ToolCallRecord } from "./store/types.ts";
 export { scriptedModel } from "./models/scripted.ts";
 export type { Script, ScriptContext } from "./models/scripted.ts";
+export { openaiCompatible } from "./models/openai.ts";
+export type { OpenAICompatibleOptions } from "./models/openai.ts";
 export type { Model, ModelRequest, ModelResponse } from "./models/types.ts";
 export { VerificationRejected } from "./verification/rejected.ts";
 export type { Verifier, VerifyContext } from "./verification/types.ts";

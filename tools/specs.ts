@@ -40,7 +40,12 @@ export type PreparedArgs = { ok: true; args: unknown } | { ok: false; message: s
 export function prepareArgs(tool: AnyTool, raw: unknown): PreparedArgs {
   let merged: unknown = raw;
   if (tool.defaults || tool.fixed) {
-    const given = raw && typeof raw === "object" && !Array.isArray(raw) ? raw as Record<string, unknown> : {};
+    const isObject = raw !== null && typeof raw === "object" && !Array.isArray(raw);
+    // Arguments that are not an object (e.g. unparsable JSON passed on as its text) must fail, not be replaced by the defaults.
+    if (!isObject && raw !== undefined && raw !== null) {
+      return { ok: false, message: `Invalid arguments for tool "${tool.name}": expected a JSON object, got ${Array.isArray(raw) ? "an array" : typeof raw}`, issues: [] };
+    }
+    const given = isObject ? raw as Record<string, unknown> : {};
     const out: Record<string, unknown> = { ...(tool.defaults ?? {}) };
     for (const [k, v] of Object.entries(given)) if (v !== undefined && v !== null) out[k] = v;
     Object.assign(out, tool.fixed ?? {});
