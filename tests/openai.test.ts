@@ -264,6 +264,27 @@ describe("openaiCompatible() errors", () => {
     expect(err.message).toContain("aborted");
   });
 
+  it("aborts and times out the same way on runtimes without AbortSignal.any", async () => {
+    const saved = Object.getOwnPropertyDescriptor(AbortSignal, "any");
+    Object.defineProperty(AbortSignal, "any", { value: undefined, configurable: true, writable: true });
+    try {
+      fake.enqueue({ kind: "hang" }, { kind: "hang" }, { kind: "json", body: completion({ text: "ok" }) });
+      const ac = new AbortController();
+      const p = model({ timeoutMs: 10_000 }).generate(request({ signal: ac.signal }));
+      setTimeout(() => ac.abort(), 50);
+      const aborted = await modelError(p);
+      expect(aborted.retryable).toBe(false);
+      expect(aborted.message).toContain("aborted");
+      const timedOut = await modelError(model({ timeoutMs: 100 }).generate(request()));
+      expect(timedOut.retryable).toBe(true);
+      expect(timedOut.message).toContain("no response within 100 ms");
+      expect((await model().generate(request())).text).toBe("ok");
+    } finally {
+      if (saved) Object.defineProperty(AbortSignal, "any", saved);
+      else delete (AbortSignal as { any?: unknown }).any;
+    }
+  });
+
   it("does not call the server when the signal is already aborted", async () => {
     const ac = new AbortController();
     ac.abort();
