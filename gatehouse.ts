@@ -12,7 +12,8 @@ import { type Clock, type IdSource, type Logger, randomIds, silentLogger, system
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
-import type { RouteRuntime } from "./routes/runtime.ts";
+import { checkAuthConfig } from "./routes/auth.ts";
+import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
@@ -47,6 +48,10 @@ export interface GatehouseOptions {
   /** Process work inline after each accepted request (serverless without a worker). */
   inline?: boolean;
   verification?: VerificationHooks;
+  /** Bearer-token auth of every route but `/healthz` (off by default). */
+  auth?: RouteAuth;
+  /** Event streams: store poll interval (default 250 ms) and idle keep-alive interval (default 15 000 ms). */
+  sse?: { pollMs?: number; keepAliveMs?: number };
 }
 
 export interface Gatehouse {
@@ -82,6 +87,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()");
     if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`);
     agents.set(a.name, a);
+  }
+  if (options.auth !== undefined) {
+    const e = checkAuthConfig(options.auth);
+    if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
   }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
@@ -121,7 +130,9 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       runtime.wake();
       return r;
     },
-    ssePollMs: 250,
+    ssePollMs: options.sse?.pollMs ?? 250,
+    sseKeepAliveMs: options.sse?.keepAliveMs ?? 15_000,
+    ...(options.auth ? { auth: { bearerTokens: [...options.auth.bearerTokens] } } : {}),
   };
   const app = createApp(runtime);
 

@@ -1,29 +1,93 @@
-/** Minimal app (replaced by the full route set). */
+/**
+ * The Hono app: composition of the route modules, auth, the agent id guard,
+ * and the one place errors become responses.
+ *
+ * Order per request: bearer auth (when configured) -> agent id check on
+ * `/v1/agents/:agentId/*` -> the route (body, schema, store). Every error is
+ * `application/problem+json` (routes/problem.ts); an unexpected one is logged
+ * and answered as 500 `internal_error` without its message or stack.
+ * Unknown paths answer 404 `not_found`; a known path with another method 405
+ * `method_not_allowed` with an `Allow` header.
+ */
 import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { SnapshotError } from "../errors/errors.ts";
+import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
+import { agentRoutes } from "./agents.ts";
+import { bearerAuth } from "./auth.ts";
+import { eventRoutes } from "./events.ts";
+import { healthRoutes } from "./health.ts";
+import { machineRoutes } from "./machine.ts";
+import type { RouteModuleFactory } from "./module.ts";
+import { openApiRoutes } from "./openapi.ts";
+import { type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { toolResultRoutes } from "./tool-results.ts";
+import { watchdogRoutes } from "./watchdog.ts";
 
-export function createApp(rt: RouteRuntime): Hono {
+/**
+ * The route modules, mounted in this order. New route sets (e.g. verdicts)
+ * join this list; `GET /openapi.json` documents every module listed here.
+ */
+export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
+  healthRoutes,
+  agentRoutes,
+  toolResultRoutes,
+  eventRoutes,
+  machineRoutes,
+  watchdogRoutes,
+];
+
+/** Regex of a Hono path pattern (`:param` matches one segment). */
+function pathRegex(pattern: string): RegExp {
+  const body = pattern.split(/(:[A-Za-z0-9_]+)/).map((part) =>
+    part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  ).join("");
+  return new RegExp(`^${body}$`);
+}
+
+function fromHttpException(err: HTTPException): ProblemError {
+  const code = (Object.keys(PROBLEMS) as ProblemCode[]).find((k) => PROBLEMS[k].status === err.status);
+  return new ProblemError(code ?? "internal_error", code ? PROBLEMS[code].title : "An internal error occurred");
+}
+
+/**
+ * @example
+ * const app = createApp(runtime);
+ * const res = await app.request("/healthz"); // 200 { ok: true, store: "memory" }
+ */
+export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFactory[] = []): Hono {
   const app = new Hono();
-  app.get("/healthz", (c) => c.json({ ok: true }));
-  app.post("/v1/agents/:agentId/tasks", async (c) => {
-    const body = await c.req.json();
-    const agent = rt.agents.get(body.agent)!;
-    const r = await rt.store.enqueueTask({
-      agentId: c.req.param("agentId"), agentName: agent.name, workerTarget: agent.workerTarget,
-      input: body.input, options: {}, idempotencyKey: body.idempotencyKey, turnId: rt.ids.turnId(), now: rt.clock.now(),
-    });
-    rt.wake();
-    return c.json({ agentId: c.req.param("agentId"), ...r }, 202);
+
+  app.onError((err, c) => {
+    if (err instanceof ProblemError) return err.toResponse();
+    if (err instanceof SnapshotError) return new ProblemError("snapshot_unrestorable", err.message).toResponse();
+    if (err instanceof HTTPException && err.status < 500) return fromHttpException(err).toResponse();
+    rt.logger.error("request failed", { method: c.req.method, path: c.req.path, error: String(err) });
+    return new ProblemError("internal_error", "An internal error occurred").toResponse();
   });
-  app.post("/v1/agents/:agentId/tool-results", async (c) => {
-    const body = await c.req.json();
-    const r = await rt.store.deliverToolResult({
-      agentId: c.req.param("agentId"), turnId: body.turnId, toolCallId: body.toolCallId, outcome: body.outcome,
-      afterExecution: body.afterExecution ?? "continue", source: "http", now: rt.clock.now(),
-    });
-    rt.wake();
-    return c.json(r);
+
+  const auth = bearerAuth(rt.auth);
+  if (auth) app.use("*", auth);
+  for (const p of AGENT_ID_PATHS) app.use(p, agentIdGuard);
+
+  const modules = [...ROUTE_MODULES, ...extraModules].map((factory) => factory(rt));
+  modules.push(openApiRoutes(rt, modules));
+  for (const m of modules) app.route("/", m.app);
+
+  const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));
+  app.notFound((c) => {
+    const path = c.req.path.length > 200 ? `${c.req.path.slice(0, 200)}…` : c.req.path;
+    const allowed = [...new Set(routes.filter((r) => r.re.test(c.req.path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      if (allowed.includes("GET")) allowed.push("HEAD");
+      return new ProblemError("method_not_allowed", `${c.req.method} is not allowed on ${path}`, {
+        headers: { allow: allowed.join(", ") },
+        extra: { allow: allowed },
+      }).toResponse();
+    }
+    return new ProblemError("not_found", `No route for ${c.req.method} ${path}`).toResponse();
   });
-  app.get("/v1/agents/:agentId", async (c) => c.json(await rt.store.getAgent(c.req.param("agentId"))));
+
   return app;
 }

@@ -23,4 +23,13 @@ export interface RouteRuntime {
   watchdogTick(): Promise<WatchdogTickResult>;
   /** How often an open SSE stream polls the store for new events (ms). */
   ssePollMs: number;
+  /** Interval of keep-alive comments on an idle SSE stream (ms, default 15 000). */
+  sseKeepAliveMs?: number;
+  /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
+  auth?: RouteAuth;
+}
+
+export interface RouteAuth {
+  /** Accepted tokens (non-empty strings); several allow rotation. */
+  bearerTokens: string[];
 }

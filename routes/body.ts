@@ -1,0 +1,137 @@
+/**
+ * Request input: JSON bodies (media type, size limit, parsing) and zod
+ * validation. Every failure is a `ProblemError`, thrown before the route
+ * touches the store, so bad input changes nothing.
+ *
+ * Order of checks on a body: declared `Content-Length` above the limit (413),
+ * media type (415), the bytes actually read above the limit (413: a lying or
+ * absent `Content-Length` cannot bypass it; reading stops at limit + 1 byte),
+ * UTF-8 and JSON syntax (400 `malformed_json`), then the schema (400
+ * `validation_failed`).
+ */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { ProblemError } from "./problem.ts";
+
+/** `application/json` or any `application/*+json`, parameters (charset) allowed. */
+export function isJsonMediaType(contentType: string | null): boolean {
+  if (contentType === null) return false;
+  const type = contentType.split(";")[0].trim().toLowerCase();
+  return type === "application/json" || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
+}
+
+/** Reads at most `max` bytes of a body stream; throws 413 as soon as there are more. */
+export async function readCapped(body: ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array> {
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        // Stop reading: the rest of an oversized body is never buffered.
+        await reader.cancel().catch(() => {});
+        throw new ProblemError("payload_too_large", `The body exceeds ${max} bytes`, { extra: { limit: max } });
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The parsed JSON body of the request. With `optional`, an absent or empty
+ * body (whatever its media type) yields `undefined`; a non-empty one must
+ * still be JSON.
+ */
+export async function readJson(c: Context, maxBytes: number, opts: { optional?: boolean } = {}): Promise<unknown> {
+  const req = c.req.raw;
+  const declared = req.headers.get("content-length");
+  if (declared !== null) {
+    if (!/^\d{1,15}$/.test(declared.trim())) {
+      throw new ProblemError("validation_failed", "Content-Length must be a decimal integer", {
+        extra: { errors: [{ path: ["Content-Length"], code: "invalid_format", message: "not a decimal integer" }] },
+      });
+    }
+    if (Number(declared) > maxBytes) {
+      throw new ProblemError("payload_too_large", `The body exceeds ${maxBytes} bytes`, { extra: { limit: maxBytes } });
+    }
+  }
+  const json = isJsonMediaType(req.headers.get("content-type"));
+  if (!json && !opts.optional) {
+    throw new ProblemError("unsupported_media_type", "The body must be sent as Content-Type: application/json");
+  }
+  const bytes = await readCapped(req.body, maxBytes);
+  if (bytes.byteLength === 0) {
+    if (opts.optional) return undefined;
+    throw new ProblemError("malformed_json", "The body is empty; a JSON value is required");
+  }
+  if (!json) throw new ProblemError("unsupported_media_type", "The body must be sent as Content-Type: application/json");
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new ProblemError("malformed_json", "The body is not valid UTF-8");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ProblemError("malformed_json", `The body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Issues as plain JSON: `{ path, code, message }` (paths keep only strings and numbers). */
+export function issuesOf(error: z.ZodError): Array<{ path: Array<string | number>; code: string; message: string }> {
+  return error.issues.map((i) => ({
+    path: i.path.map((p) => (typeof p === "number" ? p : String(p))),
+    code: i.code,
+    message: i.message,
+  }));
+}
+
+/** Validates `value` against `schema`; throws 400 `validation_failed` with the zod issues in `errors`. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    throw new ProblemError("validation_failed", `The ${where} does not match the schema`, {
+      extra: { errors: issuesOf(r.error) },
+    });
+  }
+  return r.data;
+}
+
+/** Reads and validates a JSON body. */
+export async function jsonBody<S extends z.ZodType>(c: Context, maxBytes: number, schema: S): Promise<z.output<S>> {
+  return validate(schema, await readJson(c, maxBytes), "body");
+}
+
+/** Reads and validates an optional JSON body (absent or empty: `undefined`). */
+export async function optionalJsonBody<S extends z.ZodType>(
+  c: Context,
+  maxBytes: number,
+  schema: S,
+): Promise<z.output<S> | undefined> {
+  const raw = await readJson(c, maxBytes, { optional: true });
+  return raw === undefined ? undefined : validate(schema, raw, "body");
+}
+
+/**
+ * The query string as an object: a parameter given once is a string, one
+ * given more than once an array (which the string schemas refuse).
+ */
+export function queryOf(c: Context): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, vs] of Object.entries(c.req.queries())) out[k] = vs.length === 1 ? vs[0] : vs;
+  return out;
+}

@@ -1,0 +1,165 @@
+/**
+ * `GET /v1/agents/:agentId/events`: the agent's event log, as a JSON page or
+ * as a Server-Sent Events stream.
+ *
+ * Format: `?format=json` or `?format=sse` decides; without it, SSE when the
+ * `Accept` header names `text/event-stream` (what `EventSource` sends), JSON
+ * otherwise. Cursor: events with id > `after` (default 0); a `Last-Event-ID`
+ * header (sent by `EventSource` when it reconnects) takes precedence over
+ * `after` in both formats.
+ *
+ * The stream sends each event as `id: <id>`, `event: <type>`,
+ * `data: <stored event JSON>`; it polls the store every `rt.ssePollMs` while
+ * the client reads, writes a `: keep-alive` comment after
+ * `rt.sseKeepAliveMs` without events, and stops when the client disconnects
+ * (request signal aborted or body stream cancelled). It is pull-driven: a
+ * client that does not read does not make it poll.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { StoredEvent as StoredEventRecord } from "../store/types.ts";
+import { queryOf, validate } from "./body.ts";
+import type { RouteModule } from "./module.ts";
+import { ProblemError } from "./problem.ts";
+import type { RouteRuntime } from "./runtime.ts";
+import { EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
+
+const DEFAULT_KEEP_ALIVE_MS = 15_000;
+
+const LastEventIdHeader = z.object({ "Last-Event-ID": LastEventId });
+
+/** True when an Accept header lists text/event-stream. */
+export function wantsEventStream(accept: string | undefined): boolean {
+  return !!accept && accept.split(",").some((part) => part.split(";")[0].trim().toLowerCase() === "text/event-stream");
+}
+
+/** One SSE frame. Event types are identifiers; line breaks are stripped so a frame cannot be split. */
+export function sseFrame(e: StoredEventRecord): string {
+  return `id: ${e.id}\nevent: ${e.type.replace(/[\r\n]/g, "")}\ndata: ${JSON.stringify(e)}\n\n`;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+interface StreamOptions {
+  rt: RouteRuntime;
+  agentId: string;
+  after: number;
+  pageSize: number;
+  /** The request's signal: aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOptions): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  const pollMs = Math.max(1, rt.ssePollMs);
+  const keepAliveEvery = Math.max(1, Math.ceil((rt.sseKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / pollMs));
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  let cursor = after;
+  let idlePolls = 0;
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        while (!stop.signal.aborted) {
+          const events = await rt.store.readEvents(agentId, cursor, pageSize);
+          // The client may have left while the read was in flight: drop what it returned.
+          if (stop.signal.aborted) break;
+          if (events.length > 0) {
+            idlePolls = 0;
+            cursor = events[events.length - 1].id;
+            controller.enqueue(enc.encode(events.map(sseFrame).join("")));
+            return;
+          }
+          if (++idlePolls >= keepAliveEvery) {
+            idlePolls = 0;
+            controller.enqueue(enc.encode(": keep-alive\n\n"));
+            return;
+          }
+          await sleep(pollMs, stop.signal);
+        }
+      } catch (err) {
+        // A failed read ends the stream cleanly; EventSource reconnects with Last-Event-ID.
+        rt.logger.warn("event stream read failed", { agentId, error: String(err) });
+      }
+      signal.removeEventListener("abort", onAbort);
+      try {
+        controller.close();
+      } catch {
+        // Already closed by cancel(): nothing to do.
+      }
+    },
+    cancel() {
+      stop.abort();
+      signal.removeEventListener("abort", onAbort);
+    },
+  });
+}
+
+export function eventRoutes(rt: RouteRuntime): RouteModule {
+  const app = new Hono();
+  const Query = eventsQuery(rt.limits.maxEventPage);
+  const defaultLimit = Math.min(100, rt.limits.maxEventPage);
+
+  app.get("/v1/agents/:agentId/events", async (c) => {
+    const agentId = c.req.param("agentId");
+    const q = validate(Query, queryOf(c), "query string");
+    const lastEventId = c.req.header("last-event-id");
+    const after = lastEventId !== undefined
+      ? validate(LastEventIdHeader, { "Last-Event-ID": lastEventId.trim() }, "Last-Event-ID header")["Last-Event-ID"]
+      : q.after ?? 0;
+    const limit = q.limit ?? defaultLimit;
+    const head = await rt.store.getAgent(agentId);
+    if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+    const sse = q.format !== undefined ? q.format === "sse" : wantsEventStream(c.req.header("accept"));
+    if (!sse) {
+      const events = await rt.store.readEvents(agentId, after, limit);
+      return c.json({ events, nextAfter: events.length > 0 ? events[events.length - 1].id : after });
+    }
+    return new Response(eventStream({ rt, agentId, after, pageSize: limit, signal: c.req.raw.signal }), {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
+    });
+  });
+
+  return {
+    app,
+    operations: [{
+      method: "get",
+      path: "/v1/agents/:agentId/events",
+      operationId: "readEvents",
+      summary: "Read the agent's event log: a JSON page, or a resumable SSE stream",
+      description: "SSE when `format=sse`, or without `format` when Accept includes text/event-stream; JSON " +
+        "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
+        "event type, `data` = the stored event JSON; `: keep-alive` comments while idle.",
+      tags: ["agents"],
+      query: Query,
+      headers: {
+        "Last-Event-ID": { description: "Resume after this event id (overrides `after`)", schema: LastEventId },
+      },
+      responses: {
+        200: {
+          description: "A page of events (JSON), or the event stream (text/event-stream)",
+          schema: { name: "EventsPage", schema: EventsPage },
+          contentType: "text/event-stream",
+        },
+      },
+      problems: ["invalid_agent_id", "validation_failed", "agent_not_found"],
+    }],
+  };
+}

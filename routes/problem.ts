@@ -1,0 +1,83 @@
+/**
+ * Problem details (RFC 9457): the one error class of the HTTP surface. Route
+ * code throws `ProblemError`; `app.onError` turns it into an
+ * `application/problem+json` response, so every error has the same shape:
+ * `{ type, title, status, detail, code, ...extra }`. `code` is stable and is
+ * what clients branch on; `detail` is for humans and may change. No response
+ * ever carries a stack trace or an internal error message.
+ */
+
+/** Every code the routes answer with, its status and title (see docs/http.md). */
+export const PROBLEMS = {
+  malformed_json: { status: 400, title: "Malformed JSON body" },
+  validation_failed: { status: 400, title: "Request does not match the schema" },
+  invalid_agent_id: { status: 400, title: "Invalid agent id" },
+  unauthorized: { status: 401, title: "Missing or invalid bearer token" },
+  not_found: { status: 404, title: "No such route" },
+  agent_not_found: { status: 404, title: "Unknown agent" },
+  method_not_allowed: { status: 405, title: "Method not allowed on this route" },
+  agent_definition_conflict: { status: 409, title: "Agent id is bound to another definition" },
+  unknown_tool_call: { status: 409, title: "Unknown tool call" },
+  turn_finished: { status: 409, title: "The tool call's turn has finished" },
+  not_active: { status: 409, title: "The agent has no active turn" },
+  payload_too_large: { status: 413, title: "Request body too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
+  snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },
+  internal_error: { status: 500, title: "Internal error" },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemCode = keyof typeof PROBLEMS;
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** `type` URIs are relative references into the error table of docs/http.md. */
+export const problemType = (code: string) => `/docs/http#${code}`;
+
+/**
+ * @example
+ * throw new ProblemError("agent_not_found", `Agent "a1" does not exist`);
+ * // -> 404 application/problem+json { type, title, status: 404, detail, code: "agent_not_found" }
+ */
+export class ProblemError extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly title: string;
+  /** Extra members of the problem object (e.g. `errors`, `boundTo`). */
+  readonly extra: Record<string, unknown>;
+  /** Extra response headers (e.g. `WWW-Authenticate`, `Allow`). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ProblemCode,
+    detail: string,
+    opts: { extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = "ProblemError";
+    this.code = code;
+    this.status = PROBLEMS[code].status;
+    this.title = PROBLEMS[code].title;
+    this.extra = opts.extra ?? {};
+    this.headers = opts.headers ?? {};
+  }
+
+  /** The problem object (the response body). */
+  toJSON(): Record<string, unknown> {
+    return {
+      ...this.extra,
+      type: problemType(this.code),
+      title: this.title,
+      status: this.status,
+      detail: this.message,
+      code: this.code,
+    };
+  }
+
+  toResponse(): Response {
+    return new Response(JSON.stringify(this.toJSON()), {
+      status: this.status,
+      headers: { ...this.headers, "content-type": PROBLEM_CONTENT_TYPE },
+    });
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The zod schemas of the HTTP surface: request bodies and query strings (what
+ * the routes accept, strict: unknown fields are refused) and responses (what
+ * they answer). `GET /openapi.json` is generated from these same objects, so
+ * the document cannot drift from what the routes check.
+ */
+import { z } from "zod";
+import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
+
+/** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
+export const AGENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`");
+
+const Ref = (what: string) => z.string().min(1).max(256).describe(what);
+
+// ---------------------------------------------------------------- requests
+
+export const TaskRequest = z.strictObject({
+  agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),
+  input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task: text or a JSON object"),
+  idempotencyKey: z.string().min(1).max(256).optional()
+    .describe("First-wins per agent: a repeated key answers the first task's turn with `duplicate: true`"),
+  verifyMaxAttempts: z.number().superRefine((v, ctx) => {
+    const e = checkAttemptBudget(v);
+    if (e) ctx.addIssue({ code: "custom", message: `verifyMaxAttempts ${e}` });
+  }).meta({
+    type: "integer",
+    minimum: 1,
+    maximum: MAX_VERIFY_ATTEMPTS_LIMIT,
+    description: "Overrides the verification attempt budget for this turn",
+  }).optional(),
+});
+export type TaskRequest = z.infer<typeof TaskRequest>;
+
+export const Outcome = z.discriminatedUnion("ok", [
+  z.strictObject({ ok: z.literal(true), value: z.unknown().describe("Any JSON value (required, may be null)") }),
+  z.strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({
+      type: z.string().min(1).max(128),
+      message: z.string().max(10_000),
+      retriable: z.boolean().optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    }),
+  }),
+]);
+
+export const ToolResultRequest = z.strictObject({
+  turnId: Ref("The turn the tool call belongs to (from its `tool_call` event)"),
+  toolCallId: Ref("The tool call's id (from its `tool_call` event)"),
+  outcome: Outcome,
+  afterExecution: z.enum(["continue", "terminate"]).optional()
+    .describe("`terminate` ends the turn with this result as its output (default `continue`)"),
+});
+export type ToolResultRequest = z.infer<typeof ToolResultRequest>;
+
+export const CancelRequest = z.strictObject({
+  reason: z.string().min(1).max(1_000).optional().describe("Becomes the turn's error message"),
+});
+
+/** Body of routes that take none: absent, empty, or `{}`. */
+export const EmptyRequest = z.strictObject({});
+
+/** A decimal integer in a query string or header. */
+const decimal = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a non-negative decimal integer`);
+
+/** Query of `GET /v1/agents/:agentId/events`; `limit` is bounded by the runtime's `maxEventPage`. */
+export function eventsQuery(maxEventPage: number) {
+  return z.strictObject({
+    after: decimal("after").transform(Number).optional().describe("Return events with id > after (default 0)"),
+    limit: decimal("limit").transform(Number).pipe(z.int().min(1).max(maxEventPage)).optional()
+      .describe(`Page size, 1 to ${maxEventPage} (default ${Math.min(100, maxEventPage)})`),
+    format: z.enum(["json", "sse"]).optional()
+      .describe("Force the response format (default: SSE when Accept includes text/event-stream, else JSON)"),
+  });
+}
+
+export const LastEventId = decimal("Last-Event-ID").transform(Number);
+
+// --------------------------------------------------------------- responses
+
+export const TaskAccepted = z.object({
+  agentId: z.string(),
+  turnId: z.string(),
+  duplicate: z.boolean().describe("True when the idempotency key was seen before; nothing was enqueued"),
+});
+
+export const ToolResultAccepted = z.object({
+  accepted: z.literal(true),
+  duplicate: z.boolean().describe("True when the call was already resolved; nothing changed"),
+});
+
+export const CancelAccepted = z.object({ accepted: z.literal(true) });
+
+const Usage = z.object({
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cost: z.number(),
+  steps: z.number(),
+});
+
+const IsoTime = z.string().describe("ISO 8601, UTC");
+
+export const AgentView = z.object({
+  agentId: z.string(),
+  agent: z.string().describe("Name of the definition the id is bound to"),
+  state: z.string().describe("Machine state: idle, running, waiting-tools, verifying, revising, done, failed"),
+  turnId: z.string().nullable().describe("The active turn, else the last turn that ran (null before the first)"),
+  activeTurnId: z.string().nullable().describe("The turn in progress; null between turns"),
+  epoch: z.int(),
+  version: z.int(),
+  pendingTasks: z.int(),
+  pendingToolCalls: z.array(z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    args: z.unknown(),
+    external: z.boolean(),
+    deadline: IsoTime,
+    deadlineMs: z.number().describe("`deadline` in ms since the epoch"),
+  })),
+  output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
+  error: z.object({ reason: z.string(), message: z.string() }).optional()
+    .describe("Why the turn failed (present in `failed`)"),
+  verification: z.object({
+    maxAttempts: z.int(),
+    attemptsUsed: z.int(),
+    lastOutcome: z.enum(["passed", "rejected", "system_error"]).nullable(),
+    lastAttemptAt: IsoTime.nullable(),
+    lastCandidateHash: z.string().nullable(),
+    retryAt: IsoTime.nullable(),
+    lastRejection: z.object({
+      code: z.string(),
+      message: z.string(),
+      retryable: z.boolean(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    }).nullable(),
+  }).optional().describe("The verifier gate of the turn (present once a candidate was proposed)"),
+  usage: Usage.describe("Model usage over all turns"),
+  turnUsage: Usage.describe("Model usage of the current (or last) turn"),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+  updatedAtMs: z.number().describe("`updatedAt` in ms since the epoch"),
+});
+export type AgentView = z.infer<typeof AgentView>;
+
+export const StoredEvent = z.object({
+  id: z.int().describe("1, 2, 3, … per agent"),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  at: z.number().describe("ms since the epoch"),
+  turnId: z.string().nullable(),
+});
+
+export const EventsPage = z.object({
+  events: z.array(StoredEvent),
+  nextAfter: z.int().describe("Pass as `after` to read the next page (the last id returned, or `after` when empty)"),
+});
+
+const Transition = z.object({
+  from: z.string(),
+  event: z.string(),
+  to: z.string(),
+  guard: z.string().optional(),
+  actions: z.array(z.string()),
+  reenter: z.literal(true).optional(),
+  targetless: z.literal(true).optional(),
+});
+
+export const MachineView = z.object({
+  definition: z.record(z.string(), z.unknown()).describe("XState's JSON definition of the machine"),
+  states: z.array(z.object({
+    name: z.string(),
+    initial: z.boolean(),
+    endsTurn: z.boolean(),
+    events: z.array(z.string()),
+  })),
+  transitions: z.array(Transition),
+  mermaid: z.string().describe("Mermaid stateDiagram-v2 text"),
+});
+
+export const WatchdogTick = z.object({
+  timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),
+  alreadyResolved: z.int().describe("Calls a result resolved first"),
+  turnFinished: z.int().describe("Calls whose turn had ended"),
+});
+
+export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });
+
+export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document");
+
+export const ValidationIssue = z.object({
+  path: z.array(z.union([z.string(), z.number()])),
+  code: z.string(),
+  message: z.string(),
+});
+
+export const Problem = z.looseObject({
+  type: z.string(),
+  title: z.string(),
+  status: z.int(),
+  detail: z.string(),
+  code: z.string().describe("Stable error code (see docs/http.md)"),
+  errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
+});
