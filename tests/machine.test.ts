@@ -347,7 +347,7 @@ describe("snapshots", () => {
     expect(initialPersisted().context.schemaVersion).toBe(SNAPSHOT_SCHEMA_VERSION);
     const actor = createActor(agentMachine).start();
     for (const e of longPath) actor.send(e);
-    const p = actor.getPersistedSnapshot() as { context: { schemaVersion: number } };
+    const p = actor.getPersistedSnapshot() as unknown as { context: { schemaVersion: number } };
     expect(p.context.schemaVersion).toBe(SNAPSHOT_SCHEMA_VERSION);
     actor.stop();
   });
