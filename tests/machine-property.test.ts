@@ -190,7 +190,7 @@ describe("persistence is invisible to the statechart", () => {
     );
     // The generator must actually reach deep sequences, or the property proves little.
     expect(total / 200).toBeGreaterThan(10);
-  });
+  }, 30_000);
 
   it("replaying the recorded events from the initial snapshot reproduces every snapshot", () => {
     const visited = new Set<string>();
@@ -208,5 +208,5 @@ describe("persistence is invisible to the statechart", () => {
       { numRuns: 200 },
     );
     expect([...visited].sort()).toEqual(["done", "failed", "revising", "running", "verifying", "waiting-tools"]);
-  });
+  }, 30_000);
 });
