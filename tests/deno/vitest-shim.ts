@@ -13,8 +13,9 @@
  * - Hooks run in vitest's default order ("stack"): `beforeAll` of a suite
  *   before its first test, `beforeEach` outermost first, `afterEach`
  *   innermost first and in reverse registration order, `afterAll` of a suite
- *   after its last test (also when that test failed). A function returned by
- *   `beforeAll`/`beforeEach` runs as the matching after-hook. If a
+ *   after its last test (also when that test failed). Functions returned by
+ *   `beforeEach`/`beforeAll` run after the afterEach/afterAll hooks, last
+ *   returned first. If a
  *   `beforeAll` throws, every test of that suite fails with its error.
  * - `expect` is vitest's own matcher set (`@vitest/expect` on chai), so
  *   messages and semantics match the vitest run; `expect.assertions(n)`,
@@ -71,6 +72,24 @@ interface TestRecord {
   name: string;
   promises?: Promise<unknown>[];
   onFinished?: (() => unknown)[];
+}
+
+/**
+ * `@vitest/expect` pushes each `resolves`/`rejects` promise here and removes
+ * it once settled, so a failed un-awaited assertion would leave the list
+ * before the test ends and surface as an unhandled rejection (which makes
+ * Deno abandon the rest of the file). Every pushed promise gets a handler at
+ * once and its failure is kept for the end of the test.
+ */
+class TrackedPromises extends Array<Promise<unknown>> {
+  static all = new WeakMap<object, { pending: Promise<unknown>[]; failures: unknown[] }>();
+  override push(...ps: Promise<unknown>[]): number {
+    let t = TrackedPromises.all.get(this);
+    if (!t) TrackedPromises.all.set(this, (t = { pending: [], failures: [] }));
+    const track = t;
+    for (const p of ps) track.pending.push(p.then(() => undefined, (e: unknown) => void track.failures.push(e)));
+    return super.push(...ps);
+  }
 }
 
 let currentTest: TestRecord | undefined;
@@ -263,7 +282,8 @@ function registerTest(name: string, fn: TestFn, timeout: number): void {
 
 async function runTest(entry: TestEntry, name: string, fn: TestFn, timeout: number): Promise<void> {
   const errors: unknown[] = [];
-  const record: TestRecord = { name: entry.fullName };
+  const promises = new TrackedPromises();
+  const record: TestRecord = { name: entry.fullName, promises };
   const finished: (() => Awaitable<unknown>)[] = [];
   const eachTeardowns: Teardown[] = [];
   try {
@@ -293,9 +313,10 @@ async function runTest(entry: TestEntry, name: string, fn: TestFn, timeout: numb
       }
       await withTimeout(`Test "${entry.fullName}"`, timeout, (signal) =>
         fn({ expect, task: { name }, signal, onTestFinished: (f) => void finished.push(f) }));
-      if (record.promises?.length) {
-        const settled = await Promise.allSettled(record.promises);
-        for (const r of settled) if (r.status === "rejected") throw r.reason;
+      const tracked = TrackedPromises.all.get(promises);
+      if (tracked) {
+        await Promise.all(tracked.pending);
+        if (tracked.failures.length > 0) throw tracked.failures[0];
       }
       checkAssertionCounts();
     } catch (e) {
@@ -307,13 +328,13 @@ async function runTest(entry: TestEntry, name: string, fn: TestFn, timeout: numb
       for (const f of finished.reverse()) {
         try { await f(); } catch (e) { errors.push(e); }
       }
-      for (const t of eachTeardowns) {
-        try { await t(); } catch (e) { errors.push(e); }
-      }
       for (const s of [...entry.suites].reverse()) {
         for (const h of [...s.afterEach].reverse()) {
           try { await runHook("afterEach", h); } catch (e) { errors.push(e); }
         }
+      }
+      for (const t of eachTeardowns) {
+        try { await t(); } catch (e) { errors.push(e); }
       }
       currentTest = undefined;
     }
@@ -325,11 +346,11 @@ async function runTest(entry: TestEntry, name: string, fn: TestFn, timeout: numb
       if (s.finished || s.tests[s.tests.length - 1] !== entry) continue;
       s.finished = true;
       if (!s.started) continue;
-      for (const t of [...s.allTeardowns].reverse()) {
-        try { await t(); } catch (e) { errors.push(e); }
-      }
       for (const h of [...s.afterAll].reverse()) {
         try { await runHook("afterAll", h); } catch (e) { errors.push(e); }
+      }
+      for (const t of [...s.allTeardowns].reverse()) {
+        try { await t(); } catch (e) { errors.push(e); }
       }
     }
   }
