@@ -91,9 +91,9 @@ describe("test signatures", () => {
     await new Promise((r) => setTimeout(r, 5));
     expect(true).toBe(true);
   }, 1_000);
-  it("accepts an options object as third argument", () => {
+  it("accepts an options object as second argument", { timeout: 1_000 }, () => {
     expect(1).toBe(1);
-  }, { timeout: 1_000 });
+  });
   test("is also available as test()", () => {
     expect("test").toHaveLength(4);
   });
