@@ -64,14 +64,15 @@ export class ProblemError extends Error {
 
   /** The problem object (the response body). */
   toJSON(): Record<string, unknown> {
-    return {
-      ...this.extra,
+    const base = {
       type: problemType(this.code),
       title: this.title,
       status: this.status,
       detail: this.message,
       code: this.code,
     };
+    // Standard members first; `extra` cannot override them.
+    return { ...base, ...this.extra, ...base };
   }
 
   toResponse(): Response {

@@ -18,7 +18,7 @@ interface Ctx {
   toolCallId: string;
 }
 
-type Body = string | Uint8Array | ReadableStream<Uint8Array> | null;
+type Body = string | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
 
 interface Case {
   name: string;
