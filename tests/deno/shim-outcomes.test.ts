@@ -1,7 +1,7 @@
 /**
  * Under Deno, a failing test must fail: the shim turns a failed assertion, a
  * rejection, a timeout, a missing assertion count, a failed un-awaited
- * `rejects`, a throwing `beforeAll` (for every test of its suite) and a
+ * `rejects`, a timeout set by `describe`, a throwing `beforeAll` (for every test of its suite) and a
  * throwing `afterEach` into a failed `Deno.test`, keeps running the tests
  * after them, and still runs `afterAll` after a failed `beforeAll`.
  *
@@ -48,7 +48,7 @@ describe("deno shim outcomes", () => {
       expect(r.status).not.toBe(0);
       expect(r.stdout).toContain("MARKER afterAll ran after a failed beforeAll");
       const outcomes = junitOutcomes(readFileSync(junit, "utf8"));
-      expect(outcomes.size).toBe(11);
+      expect(outcomes.size).toBe(12);
       for (const [name, passed] of outcomes) {
         const expected = / > PASS |^PASS /.test(name);
         expect({ name, passed }).toEqual({ name, passed: expected });

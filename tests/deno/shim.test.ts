@@ -166,3 +166,10 @@ describe("expect", () => {
     expect(2).toBe(2);
   });
 });
+
+describe("suite options", { timeout: 1_000 }, () => {
+  it("a describe with an options object still runs its tests", async () => {
+    await new Promise((r) => setTimeout(r, 5));
+    expect("ran").toBe("ran");
+  });
+});

@@ -8,8 +8,9 @@
  *   (as in vitest). Each `it`/`test` becomes one `Deno.test` named
  *   "outer > inner > test", registered in source order.
  * - `it(name, fn, timeout?)`, `it(name, fn, { timeout })` and
- *   `it(name, { timeout }, fn)`; the default timeout is vitest's (5 s for a
- *   test, 10 s for a hook). A test that does not settle in time fails.
+ *   `it(name, { timeout }, fn)`; `describe(name, { timeout }, fn)` sets the
+ *   default for the tests inside; otherwise vitest's defaults apply (5 s for
+ *   a test, 10 s for a hook). A test that does not settle in time fails.
  * - Hooks run in vitest's default order ("stack"): `beforeAll` of a suite
  *   before its first test, `beforeEach` outermost first, `afterEach`
  *   innermost first and in reverse registration order, `afterAll` of a suite
@@ -191,6 +192,8 @@ interface Suite {
   finished: boolean;
   /** Teardowns returned by beforeAll hooks, run with afterAll. */
   allTeardowns: Teardown[];
+  /** Default timeout of the tests inside (`describe(name, { timeout }, fn)`). */
+  timeout: number | undefined;
 }
 
 interface TestEntry {
@@ -202,7 +205,7 @@ const DEFAULT_TEST_TIMEOUT = 5_000;
 const DEFAULT_HOOK_TIMEOUT = 10_000;
 
 function newSuite(name: string, parent: Suite | undefined): Suite {
-  return { name, parent, beforeAll: [], afterAll: [], beforeEach: [], afterEach: [], tests: [], started: undefined, finished: false, allTeardowns: [] };
+  return { name, parent, beforeAll: [], afterAll: [], beforeEach: [], afterEach: [], tests: [], started: undefined, finished: false, allTeardowns: [], timeout: undefined };
 }
 
 /**
@@ -255,13 +258,14 @@ async function runHook(kind: string, hook: Hook): Promise<unknown> {
 }
 
 function parseTestArgs(a: unknown, b: unknown): { fn: TestFn; timeout: number } {
+  const fallback = activeSuite().timeout ?? DEFAULT_TEST_TIMEOUT;
   if (typeof a === "function") {
     const t = typeof b === "number" ? b : (b as TestOptions | undefined)?.timeout;
-    return { fn: a as TestFn, timeout: t ?? DEFAULT_TEST_TIMEOUT };
+    return { fn: a as TestFn, timeout: t ?? fallback };
   }
   if (typeof b === "function") {
     const t = typeof a === "number" ? a : (a as TestOptions | undefined)?.timeout;
-    return { fn: b as TestFn, timeout: t ?? DEFAULT_TEST_TIMEOUT };
+    return { fn: b as TestFn, timeout: t ?? fallback };
   }
   throw new TypeError("it/test needs a test function");
 }
@@ -401,7 +405,7 @@ const testImpl = ((name: string, a: unknown, b?: unknown) => {
 testImpl.each = (cases) => (name, fn, timeout) => {
   cases.forEach((row, i) => {
     const args = eachArgs(row);
-    registerTest(formatTitle(name, args, i), () => (fn as (...a: unknown[]) => Awaitable<unknown>)(...args), timeout ?? DEFAULT_TEST_TIMEOUT);
+    registerTest(formatTitle(name, args, i), () => (fn as (...a: unknown[]) => Awaitable<unknown>)(...args), timeout ?? activeSuite().timeout ?? DEFAULT_TEST_TIMEOUT);
   });
 };
 
@@ -410,12 +414,15 @@ export const test: TestApi = testImpl;
 
 interface DescribeApi {
   (name: string, fn: () => void): void;
+  /** `{ timeout }` becomes the default timeout of the tests inside. */
+  (name: string, options: TestOptions, fn: () => void): void;
   each: <T>(cases: readonly T[]) => (name: string, fn: (...args: T extends readonly unknown[] ? T : [T]) => void) => void;
 }
 
-function runDescribe(name: string, fn: () => void): void {
+function runDescribe(name: string, fn: () => void, timeout?: number): void {
   const parent = activeSuite();
   const suite = newSuite(name, parent);
+  suite.timeout = timeout ?? parent.timeout;
   const prev = current;
   current = suite;
   try {
@@ -428,7 +435,12 @@ function runDescribe(name: string, fn: () => void): void {
   }
 }
 
-const describeImpl = ((name: string, fn: () => void) => runDescribe(name, fn)) as DescribeApi;
+const describeImpl = ((name: string, a: unknown, b?: unknown) => {
+  const fn = typeof a === "function" ? a : b;
+  if (typeof fn !== "function") throw new TypeError(`describe("${name}") needs a callback`);
+  const options = typeof a === "object" && a !== null ? (a as TestOptions) : undefined;
+  runDescribe(name, fn as () => void, options?.timeout);
+}) as DescribeApi;
 describeImpl.each = (cases) => (name, fn) => {
   cases.forEach((row, i) => {
     const args = eachArgs(row);
