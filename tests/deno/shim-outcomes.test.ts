@@ -1,9 +1,10 @@
 /**
  * Under Deno, a failing test must fail: the shim turns a failed assertion, a
- * rejection, a timeout, a missing assertion count, a failed un-awaited
- * `rejects`, a timeout set by `describe`, a throwing `beforeAll` (for every test of its suite) and a
- * throwing `afterEach` into a failed `Deno.test`, keeps running the tests
- * after them, and still runs `afterAll` after a failed `beforeAll`.
+ * rejection, a timeout (its own or its describe's), a missing assertion
+ * count, a failed un-awaited `rejects`, a throwing `beforeAll` (for every
+ * test of its suite) and a throwing `afterEach` into a failed `Deno.test`,
+ * keeps running the tests after them, and still runs `afterAll` after a
+ * failed `beforeAll`.
  *
  * Runs `deno test` on tests/deno/fixtures/outcomes.fixture.ts, whose test
  * names start with the expected outcome (PASS/FAIL), and compares that with
