@@ -1,0 +1,915 @@
+/**
+ * The store conformance suite: one test per invariant of store/port.ts, plus
+ * the concurrency properties the product relies on. Every adapter runs it
+ * unchanged:
+ *
+ * @example
+ * storeConformance("memory", async () => ({ store: memoryStore(), cleanup: async () => {} }));
+ *
+ * `make()` is called once per test and must return an empty store (a fresh
+ * key prefix is enough). `open()`, when given, opens another client on the
+ * same data; the concurrency tests spread their calls over several clients
+ * with it. Every store it returns is closed by the test; `cleanup()` runs
+ * after that.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { watchdogTick } from "../actors/watchdog.ts";
+import type {
+  ClaimResult,
+  CommitRequest,
+  EnqueueTaskRequest,
+  Store,
+} from "../store/port.ts";
+import type { MailItem, Message, NewEvent, Outcome, ToolCallRecord } from "../store/types.ts";
+
+export interface ConformanceHandle {
+  store: Store;
+  cleanup(): Promise<void>;
+  /** Opens another client on the same data (optional). */
+  open?(): Promise<Store>;
+}
+
+const T0 = 1_700_000_000_000;
+const LEASE = 10_000;
+const TARGET = "default";
+
+type Claimed = Extract<ClaimResult, { status: "claimed" }>;
+
+export function storeConformance(name: string, make: () => Promise<ConformanceHandle>): void {
+  describe(`store conformance: ${name}`, () => {
+    let h: ConformanceHandle;
+    let store: Store;
+    let extra: Store[] = [];
+    let turnSeq = 0;
+
+    beforeEach(async () => {
+      h = await make();
+      store = h.store;
+      extra = [];
+      turnSeq = 0;
+    });
+    afterEach(async () => {
+      for (const s of extra) await s.close();
+      await store.close();
+      await h.cleanup();
+    });
+
+    /** `n` clients on the same data (the main store plus opened peers when the adapter can). */
+    async function clients(n: number): Promise<Store[]> {
+      const out = [store];
+      if (h.open) {
+        for (let i = 1; i < n; i++) {
+          const s = await h.open();
+          extra.push(s);
+          out.push(s);
+        }
+      }
+      return out;
+    }
+
+    const freshTurn = () => `turn_${++turnSeq}`;
+
+    async function enqueue(over: Partial<EnqueueTaskRequest> = {}) {
+      const req: EnqueueTaskRequest = {
+        agentId: "a1",
+        agentName: "calc",
+        workerTarget: TARGET,
+        input: { q: "1+2" },
+        options: {},
+        turnId: freshTurn(),
+        now: T0,
+        ...over,
+      };
+      const r = await store.enqueueTask(req);
+      return { req, r };
+    }
+
+    async function claimOk(agentId = "a1", workerId = "w1", now = T0, leaseMs = LEASE, s = store): Promise<Claimed> {
+      const c = await s.claim({ agentId, workerId, leaseMs, now });
+      if (c.status !== "claimed") throw new Error(`expected claimed, got ${JSON.stringify(c)}`);
+      return c;
+    }
+
+    /** A commit of the claim `c` that changes nothing but the version, unless overridden. */
+    function commitOf(c: Claimed, workerId: string, over: Partial<CommitRequest> = {}): CommitRequest {
+      return {
+        agentId: c.agentId,
+        workerId,
+        epoch: c.epoch,
+        expectedVersion: c.head.version,
+        turnId: c.head.activeTurnId,
+        snapshot: { value: "running", n: 1 },
+        state: "running",
+        activeTurnId: c.head.activeTurnId,
+        events: [],
+        messages: [],
+        recordToolCalls: [],
+        resolveToolCalls: [],
+        ackMailThrough: 0,
+        release: null,
+        leaseMs: LEASE,
+        now: T0 + 1,
+        ...over,
+      };
+    }
+
+    function toolCall(turnId: string, toolCallId: string, deadline: number, external = true) {
+      return { turnId, toolCallId, name: "ask", args: { q: toolCallId }, external, deadline };
+    }
+
+    /** Claims a1's first task and records external tool calls with the given deadlines. */
+    async function withPendingCalls(deadlines: Record<string, number>) {
+      const { req } = await enqueue();
+      const c = await claimOk();
+      const rec = Object.entries(deadlines).map(([id, d]) => toolCall(req.turnId, id, d));
+      const r = await store.commit(commitOf(c, "w1", { recordToolCalls: rec, state: "waiting-tools" }));
+      expect(r.status).toBe("applied");
+      return { turnId: req.turnId, claim: c, version: (r as { version: number }).version };
+    }
+
+    const ok: Outcome = { ok: true, value: "yes" };
+    const timeout: Outcome = { ok: false, error: { type: "timeout", message: "late", retriable: true } };
+
+    async function allEvents(agentId = "a1") {
+      return store.readEvents(agentId, 0, 10_000);
+    }
+
+    // ---------------------------------------------------------------- enqueue
+
+    describe("enqueueTask", () => {
+      it("creates the agent head bound to the definition with one pending task", async () => {
+        expect(await store.getAgent("a1")).toBeNull();
+        const { req, r } = await enqueue();
+        expect(r).toEqual({ status: "enqueued", turnId: req.turnId });
+        const head = await store.getAgent("a1");
+        expect(head).toEqual({
+          agentId: "a1",
+          agentName: "calc",
+          workerTarget: TARGET,
+          createdAt: T0,
+          updatedAt: T0,
+          activeTurnId: null,
+          currentTask: null,
+          epoch: 0,
+          version: 0,
+          snapshot: null,
+          state: "idle",
+          leaseOwner: null,
+          leaseUntil: 0,
+          runnableAt: null,
+          pendingTasks: 1,
+          pendingMail: 0,
+          messageCount: 0,
+          lastEventId: 1,
+        });
+      });
+
+      it("appends a task_enqueued event carrying the turn id and input", async () => {
+        const { req } = await enqueue({ input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } });
+        const ev = await allEvents();
+        expect(ev).toEqual([
+          {
+            id: 1,
+            at: T0,
+            turnId: req.turnId,
+            type: "task_enqueued",
+            data: { turnId: req.turnId, input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } },
+          },
+        ]);
+      });
+
+      it("answers duplicate with the first turn id for a repeated idempotency key and adds nothing", async () => {
+        const first = await enqueue({ idempotencyKey: "k1" });
+        const second = await enqueue({ idempotencyKey: "k1", now: T0 + 5 });
+        expect(second.r).toEqual({ status: "duplicate", turnId: first.req.turnId });
+        const head = await store.getAgent("a1");
+        expect(head!.pendingTasks).toBe(1);
+        expect(head!.lastEventId).toBe(1);
+      });
+
+      it("keeps idempotency keys per agent", async () => {
+        await enqueue({ idempotencyKey: "k1" });
+        const other = await enqueue({ agentId: "a2", idempotencyKey: "k1" });
+        expect(other.r).toEqual({ status: "enqueued", turnId: other.req.turnId });
+      });
+
+      it("refuses a task for another definition with definition_conflict and writes nothing", async () => {
+        await enqueue();
+        const { r } = await enqueue({ agentName: "other", idempotencyKey: "k2" });
+        expect(r).toEqual({ status: "definition_conflict", boundTo: "calc" });
+        const head = await store.getAgent("a1");
+        expect(head!.pendingTasks).toBe(1);
+        expect(head!.lastEventId).toBe(1);
+        // The key of the refused task was not recorded.
+        const again = await enqueue({ idempotencyKey: "k2" });
+        expect(again.r.status).toBe("enqueued");
+      });
+
+      it("rings the bell of the agent's worker target at `now`", async () => {
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+        await enqueue({ now: T0 + 7 });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 7);
+        expect(await store.nextReadyAt("other")).toBeNull();
+      });
+
+      it("stores the task input and options as given and hands them out at claim", async () => {
+        const { req } = await enqueue({ input: { text: "héllo \"quoted\" \n line", list: [null, true, 1.5] }, options: { verifyMaxAttempts: 3 }, idempotencyKey: "key-1" });
+        const c = await claimOk();
+        expect(c.task).toEqual({
+          turnId: req.turnId,
+          input: { text: "héllo \"quoted\" \n line", list: [null, true, 1.5] },
+          options: { verifyMaxAttempts: 3 },
+          enqueuedAt: T0,
+          idempotencyKey: "key-1",
+        });
+      });
+    });
+
+    // ---------------------------------------------------------------- claim
+
+    describe("claim", () => {
+      it("answers agent_not_found for an unknown agent", async () => {
+        expect(await store.claim({ agentId: "nobody", workerId: "w1", leaseMs: LEASE, now: T0 })).toEqual({ status: "agent_not_found" });
+      });
+
+      it("takes the oldest task, increments epoch and leases the agent until now + leaseMs", async () => {
+        const first = await enqueue();
+        await enqueue({ now: T0 + 1 });
+        const c = await claimOk("a1", "w1", T0 + 2);
+        expect(c.agentId).toBe("a1");
+        expect(c.epoch).toBe(1);
+        expect(c.task!.turnId).toBe(first.req.turnId);
+        expect(c.mail).toEqual([]);
+        expect(c.head.activeTurnId).toBe(first.req.turnId);
+        expect(c.head.currentTask).toEqual(c.task);
+        expect(c.head.epoch).toBe(1);
+        expect(c.head.leaseOwner).toBe("w1");
+        expect(c.head.leaseUntil).toBe(T0 + 2 + LEASE);
+        expect(c.head.pendingTasks).toBe(1);
+        expect(await store.getAgent("a1")).toEqual(c.head);
+      });
+
+      it("sets the ready score to the lease end (visibility timeout)", async () => {
+        await enqueue();
+        await claimOk("a1", "w1", T0 + 3);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3 + LEASE);
+      });
+
+      it("answers busy with the lease end while another worker holds the agent", async () => {
+        await enqueue();
+        await claimOk("a1", "w1", T0);
+        const c = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + LEASE - 1 });
+        expect(c).toEqual({ status: "busy", agentId: "a1", leaseUntil: T0 + LEASE });
+        expect((await store.getAgent("a1"))!.epoch).toBe(1);
+      });
+
+      it("answers empty when nothing is claimable, changes nothing and drops the bell", async () => {
+        await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { release: { runnableAt: null } }));
+        // A second task rings, but it is not claimable while the first turn is active.
+        await enqueue({ now: T0 + 4 });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 4);
+        const before = await store.getAgent("a1");
+        const e = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 5 });
+        expect(e).toEqual({ status: "empty", agentId: "a1" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+      });
+
+      it("leaves a second task queued while a turn is active and hands it out once the turn ended", async () => {
+        const first = await enqueue();
+        const second = await enqueue({ now: T0 + 1 });
+        const c = await claimOk();
+        expect(c.task!.turnId).toBe(first.req.turnId);
+        const r = await store.commit(commitOf(c, "w1", { release: { runnableAt: null } }));
+        expect(r.status).toBe("applied");
+        expect((await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 2 })).status).toBe("empty");
+        // A cancel brings the first turn back to a worker, which ends it.
+        await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 });
+        const c3 = await claimOk("a1", "w2", T0 + 5);
+        expect(c3.task!.turnId).toBe(first.req.turnId);
+        const end = await store.commit(commitOf(c3, "w2", {
+          now: T0 + 6, state: "cancelled", activeTurnId: null, ackMailThrough: c3.mail[0].seq, release: { runnableAt: null },
+        }));
+        expect(end.status).toBe("applied");
+        const head = await store.getAgent("a1");
+        expect(head!.activeTurnId).toBeNull();
+        expect(head!.currentTask).toBeNull();
+        // The waiting task makes the agent claimable again at once.
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 6);
+        const c4 = await claimOk("a1", "w3", T0 + 7);
+        expect(c4.task!.turnId).toBe(second.req.turnId);
+        expect(c4.head.pendingTasks).toBe(0);
+      });
+
+      it("increments epoch on every successful claim", async () => {
+        await enqueue();
+        const c1 = await claimOk("a1", "w1", T0);
+        // w1 dies; the lease runs out and w2 takes over the same turn.
+        const c2 = await claimOk("a1", "w2", T0 + LEASE);
+        expect([c1.epoch, c2.epoch]).toEqual([1, 2]);
+        const r = await store.commit(commitOf(c2, "w2", { now: T0 + LEASE + 1, release: { runnableAt: T0 + LEASE + 2 } }));
+        expect(r.status).toBe("applied");
+        const c3 = await claimOk("a1", "w3", T0 + LEASE + 2);
+        expect(c3.epoch).toBe(3);
+      });
+
+      it("lets another worker claim after the lease expired, and fences the old worker's commit without writing", async () => {
+        await enqueue();
+        const c1 = await claimOk("a1", "w1", T0);
+        const c2 = await claimOk("a1", "w2", T0 + LEASE);
+        expect(c2.task).toEqual(c1.task);
+        const before = await store.getAgent("a1");
+        const stale = await store.commit(commitOf(c1, "w1", {
+          now: T0 + LEASE + 1,
+          events: [{ type: "step", data: { phase: "started" } }],
+          messages: [{ role: "assistant", content: "late" }],
+          recordToolCalls: [toolCall(c1.task!.turnId, "call_1", T0 + 99)],
+          release: { runnableAt: null },
+        }));
+        expect(stale).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await store.readMessages("a1")).toEqual([]);
+        expect((await allEvents()).length).toBe(1);
+        expect(await store.getToolCalls("a1", c1.task!.turnId)).toEqual([]);
+        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+      });
+    });
+
+    // ---------------------------------------------------------------- claimNext
+
+    describe("claimNext", () => {
+      it("claims the agent whose bell is oldest first", async () => {
+        await enqueue({ agentId: "late", now: T0 + 5 });
+        await enqueue({ agentId: "early", now: T0 + 1 });
+        await enqueue({ agentId: "middle", now: T0 + 3 });
+        const order: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const c = await store.claimNext({ workerTarget: TARGET, workerId: `w${i}`, leaseMs: LEASE, now: T0 + 10 });
+          expect(c.status).toBe("claimed");
+          order.push((c as Claimed).agentId);
+        }
+        expect(order).toEqual(["early", "middle", "late"]);
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w9", leaseMs: LEASE, now: T0 + 10 })).toEqual({ status: "empty" });
+      });
+
+      it("skips agents held by another worker and claims the next due one", async () => {
+        await enqueue({ agentId: "held", now: T0 });
+        await claimOk("held", "w1", T0 + 2);
+        // Another task rings `held` again (score = now) while it is leased: its bell is the oldest.
+        await enqueue({ agentId: "held", now: T0 + 3 });
+        await enqueue({ agentId: "free", now: T0 + 4 });
+        const c = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 5 });
+        expect(c.status).toBe("claimed");
+        expect((c as Claimed).agentId).toBe("free");
+        // The skipped bell was moved to the holder's lease end.
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 2 + LEASE);
+      });
+
+      it("skips bells with nothing behind them and drops them", async () => {
+        await enqueue({ agentId: "idle", now: T0 });
+        const c = await claimOk("idle", "w1", T0 + 1);
+        await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
+        await enqueue({ agentId: "work", now: T0 + 6 });
+        // `idle` has an active turn, so its new task is not claimable: the older bell rings for nothing.
+        await enqueue({ agentId: "idle", now: T0 + 5 });
+        const n = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 7 });
+        expect(n.status).toBe("claimed");
+        expect((n as Claimed).agentId).toBe("work");
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 7 + LEASE);
+        expect((await store.getAgent("idle"))!.epoch).toBe(1);
+      });
+
+      it("answers empty when no bell is due yet and keeps future bells", async () => {
+        await enqueue({ now: T0 });
+        const c = await claimOk("a1", "w1", T0 + 1);
+        await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: T0 + 100 } }));
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 99 })).toEqual({ status: "empty" });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 100);
+        const n = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 100 });
+        expect(n.status).toBe("claimed");
+      });
+
+      it("claims only agents of its own worker target", async () => {
+        await enqueue({ agentId: "b1", workerTarget: "gpu", now: T0 });
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "empty" });
+        const c = await store.claimNext({ workerTarget: "gpu", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+        expect((c as Claimed).agentId).toBe("b1");
+        expect(c.status).toBe("claimed");
+      });
+
+      it("offers the agent of a dead worker again when its lease expires", async () => {
+        await enqueue();
+        const c1 = await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 });
+        expect(c1.status).toBe("claimed");
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + LEASE - 1 })).toEqual({ status: "empty" });
+        const c2 = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + LEASE });
+        expect(c2.status).toBe("claimed");
+        expect((c2 as Claimed).epoch).toBe(2);
+        expect((c2 as Claimed).task).toEqual((c1 as Claimed).task);
+      });
+    });
+
+    // ---------------------------------------------------------------- commit
+
+    describe("commit", () => {
+      it("applies: stores the snapshot, bumps version, appends events and messages", async () => {
+        const { req } = await enqueue();
+        const c = await claimOk();
+        const messages: Message[] = [
+          { role: "user", content: "1+2" },
+          { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "add", args: { a: 1 } }] },
+          { role: "tool", content: "3", toolCallId: "c1", name: "add" },
+        ];
+        const events: NewEvent[] = [
+          { type: "transition", data: { from: "idle", to: "running", event: { type: "TASK_STARTED" } } },
+          { type: "step", data: { phase: "started", nested: { deep: [1, "two", null] } } },
+        ];
+        const snapshot = { value: "running", context: { turnId: req.turnId, text: "ünïcode ✓ \u2028" } };
+        const r = await store.commit(commitOf(c, "w1", { snapshot, state: "running", messages, events, now: T0 + 20 }));
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 3 });
+        const head = await store.getAgent("a1");
+        expect(head!.snapshot).toEqual(snapshot);
+        expect(head!.state).toBe("running");
+        expect(head!.version).toBe(1);
+        expect(head!.updatedAt).toBe(T0 + 20);
+        expect(head!.messageCount).toBe(3);
+        expect(head!.lastEventId).toBe(3);
+        expect(await store.readMessages("a1")).toEqual(messages);
+        expect((await allEvents()).slice(1)).toEqual([
+          { id: 2, at: T0 + 20, turnId: req.turnId, ...events[0] },
+          { id: 3, at: T0 + 20, turnId: req.turnId, ...events[1] },
+        ]);
+      });
+
+      it("keeps the lease without release: lease and ready score move to now + leaseMs", async () => {
+        await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { now: T0 + 50 }));
+        const head = await store.getAgent("a1");
+        expect(head!.leaseOwner).toBe("w1");
+        expect(head!.leaseUntil).toBe(T0 + 50 + LEASE);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 50 + LEASE);
+        expect((await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 51 })).status).toBe("busy");
+      });
+
+      it("refuses a version mismatch with conflict version and writes nothing", async () => {
+        await enqueue();
+        const c = await claimOk();
+        expect((await store.commit(commitOf(c, "w1"))).status).toBe("applied");
+        const before = await store.getAgent("a1");
+        const r = await store.commit(commitOf(c, "w1", { now: T0 + 2, events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }] }));
+        expect(r).toEqual({ status: "conflict", reason: "version" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await store.readMessages("a1")).toEqual([]);
+      });
+
+      it("refuses a turn mismatch with conflict turn and writes nothing", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const before = await store.getAgent("a1");
+        const r = await store.commit(commitOf(c, "w1", { turnId: "turn_other", events: [{ type: "x", data: {} }] }));
+        expect(r).toEqual({ status: "conflict", reason: "turn" });
+        expect(await store.getAgent("a1")).toEqual(before);
+      });
+
+      it("fences a commit of another worker id, and one made after the lease ran out", async () => {
+        await enqueue();
+        const c = await claimOk("a1", "w1", T0);
+        expect(await store.commit(commitOf(c, "w2"))).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await store.commit(commitOf(c, "w1", { now: T0 + LEASE }))).toEqual({ status: "conflict", reason: "fenced" });
+        expect((await store.getAgent("a1"))!.version).toBe(0);
+      });
+
+      it("fences a commit whose epoch is stale", async () => {
+        await enqueue();
+        const c = await claimOk("a1", "w1", T0);
+        expect(await store.commit(commitOf(c, "w1", { epoch: c.epoch - 1 }))).toEqual({ status: "conflict", reason: "fenced" });
+      });
+
+      it("answers agent_not_found for an unknown agent", async () => {
+        const r = await store.commit({
+          agentId: "nobody", workerId: "w1", epoch: 1, expectedVersion: 0, turnId: null, snapshot: {}, state: "idle",
+          activeTurnId: null, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+          release: null, leaseMs: LEASE, now: T0,
+        });
+        expect(r).toEqual({ status: "conflict", reason: "agent_not_found" });
+      });
+
+      it("ends the turn: activeTurnId and currentTask become null and the lease is released", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", { state: "done", activeTurnId: null, release: { runnableAt: null }, now: T0 + 9 }));
+        expect(r.status).toBe("applied");
+        const head = await store.getAgent("a1");
+        expect(head!.activeTurnId).toBeNull();
+        expect(head!.currentTask).toBeNull();
+        expect(head!.leaseOwner).toBeNull();
+        expect(head!.leaseUntil).toBe(0);
+        expect(head!.runnableAt).toBeNull();
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+        expect((await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 10 })).status).toBe("empty");
+      });
+
+      it("keeps the task in currentTask until the turn ends", async () => {
+        await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { state: "waiting-tools", release: { runnableAt: null } }));
+        expect((await store.getAgent("a1"))!.currentTask).toEqual(c.task);
+        await store.requestCancel({ agentId: "a1", reason: "r", now: T0 + 2 });
+        const c2 = await claimOk("a1", "w2", T0 + 3);
+        expect(c2.task).toEqual(c.task);
+        await store.commit(commitOf(c2, "w2", { now: T0 + 4, state: "cancelled", activeTurnId: null, ackMailThrough: c2.mail[0].seq }));
+        expect((await store.getAgent("a1"))!.currentTask).toBeNull();
+      });
+
+      it("release with runnableAt: not claimable before it, claimable from it on", async () => {
+        await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { state: "verifying", release: { runnableAt: T0 + 500 }, now: T0 + 10 }));
+        const head = await store.getAgent("a1");
+        expect(head!.runnableAt).toBe(T0 + 500);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 500);
+        expect((await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 499 })).status).toBe("empty");
+        // The empty claim kept the future bell.
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 500);
+        const c2 = await claimOk("a1", "w2", T0 + 500);
+        expect(c2.head.runnableAt).toBe(T0 + 500);
+        expect(c2.epoch).toBe(2);
+      });
+
+      it("release rings again when mail arrived during the claim", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 60_000 });
+        const d = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 5 });
+        expect(d.status).toBe("accepted");
+        // The worker still holds the lease and did not see the mail; it releases without acknowledging.
+        const r = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 6, release: { runnableAt: null } }));
+        expect(r.status).toBe("applied");
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 6);
+        const c2 = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 7 });
+        expect(c2.status).toBe("claimed");
+        expect((c2 as Claimed).mail.map((m) => m.kind)).toEqual(["tool_result"]);
+      });
+    });
+
+    // ---------------------------------------------------------------- renewLease
+
+    describe("renewLease", () => {
+      it("extends the lease of the current holder and moves the ready score with it", async () => {
+        await enqueue();
+        const c = await claimOk("a1", "w1", T0);
+        const r = await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch, leaseMs: LEASE, now: T0 + 100 });
+        expect(r).toEqual({ status: "renewed", leaseUntil: T0 + 100 + LEASE });
+        expect((await store.getAgent("a1"))!.leaseUntil).toBe(T0 + 100 + LEASE);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 100 + LEASE);
+      });
+
+      it("answers lost for another worker, a stale epoch, an expired lease or an unknown agent", async () => {
+        await enqueue();
+        const c = await claimOk("a1", "w1", T0);
+        expect(await store.renewLease({ agentId: "a1", workerId: "w2", epoch: c.epoch, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
+        expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch + 1, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
+        expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch, leaseMs: LEASE, now: T0 + LEASE })).toEqual({ status: "lost" });
+        expect(await store.renewLease({ agentId: "zz", workerId: "w1", epoch: 1, leaseMs: LEASE, now: T0 })).toEqual({ status: "lost" });
+        expect((await store.getAgent("a1"))!.leaseUntil).toBe(T0 + LEASE);
+      });
+    });
+
+    // ---------------------------------------------------------------- mail
+
+    describe("mail", () => {
+      it("keeps mail until a commit acknowledges it: a crash after claim loses neither mail nor task", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 60_000 });
+        await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, release: { runnableAt: null } }));
+        await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 3 });
+        const c1 = await claimOk("a1", "w1", T0 + 4);
+        expect(c1.mail).toHaveLength(1);
+        // w1 dies here. After the lease, w2 gets the same task and the same mail.
+        const c2 = await claimOk("a1", "w2", T0 + 4 + LEASE);
+        expect(c2.mail).toEqual(c1.mail);
+        expect(c2.task).toEqual(c1.task);
+        expect(c2.head.pendingMail).toBe(1);
+        const r = await store.commit(commitOf(c2, "w2", { now: T0 + 5 + LEASE, ackMailThrough: c2.mail[0].seq }));
+        expect(r.status).toBe("applied");
+        expect((await store.getAgent("a1"))!.pendingMail).toBe(0);
+      });
+
+      it("acknowledges only mail with seq <= ackMailThrough", async () => {
+        await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { release: { runnableAt: null } }));
+        for (let i = 0; i < 3; i++) {
+          expect(await store.requestCancel({ agentId: "a1", reason: `r${i}`, now: T0 + 10 + i })).toEqual({ status: "accepted" });
+        }
+        const c2 = await claimOk("a1", "w2", T0 + 20);
+        expect(c2.mail.map((m) => (m as Extract<MailItem, { kind: "cancel" }>).reason)).toEqual(["r0", "r1", "r2"]);
+        const seqs = c2.mail.map((m) => m.seq);
+        expect(seqs[0] < seqs[1] && seqs[1] < seqs[2]).toBe(true);
+        await store.commit(commitOf(c2, "w2", { now: T0 + 21, ackMailThrough: seqs[1], release: { runnableAt: null } }));
+        expect((await store.getAgent("a1"))!.pendingMail).toBe(1);
+        // The unacknowledged mail rang the bell again.
+        const c3 = await claimOk("a1", "w3", T0 + 22);
+        expect(c3.mail).toEqual([c2.mail[2]]);
+      });
+
+      it("requestCancel: agent_not_found, not_active between turns, accepted with mail, event and bell", async () => {
+        expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 })).toEqual({ status: "agent_not_found" });
+        const { req } = await enqueue();
+        expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 + 1 })).toEqual({ status: "not_active" });
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+        expect(await store.requestCancel({ agentId: "a1", reason: "user asked", now: T0 + 3 })).toEqual({ status: "accepted" });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3);
+        const head = await store.getAgent("a1");
+        expect(head!.pendingMail).toBe(1);
+        const ev = await allEvents();
+        expect(ev[ev.length - 1]).toEqual({ id: head!.lastEventId, at: T0 + 3, turnId: req.turnId, type: "cancel_requested", data: { reason: "user asked" } });
+        const c2 = await claimOk("a1", "w1", T0 + 4);
+        expect(c2.mail).toEqual([{ kind: "cancel", seq: c2.mail[0].seq, at: T0 + 3, reason: "user asked" }]);
+      });
+    });
+
+    // ---------------------------------------------------------------- tool calls
+
+    describe("tool calls", () => {
+      it("records tool calls as pending before dispatch", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100, call_2: T0 + 200 });
+        const calls = (await store.getToolCalls("a1", turnId)).sort((x, y) => x.toolCallId.localeCompare(y.toolCallId));
+        expect(calls).toEqual([
+          { agentId: "a1", turnId, toolCallId: "call_1", name: "ask", args: { q: "call_1" }, external: true, deadline: T0 + 100, recordedAt: T0 + 1, status: "pending" },
+          { agentId: "a1", turnId, toolCallId: "call_2", name: "ask", args: { q: "call_2" }, external: true, deadline: T0 + 200, recordedAt: T0 + 1, status: "pending" },
+        ]);
+        expect(await store.getToolCalls("a1", "turn_none")).toEqual([]);
+        expect(await store.getToolCalls("nobody", turnId)).toEqual([]);
+      });
+
+      it("dueToolCalls lists pending calls whose deadline passed, oldest first, up to limit", async () => {
+        const { turnId } = await withPendingCalls({ late: T0 + 300, first: T0 + 100, second: T0 + 200 });
+        expect(await store.dueToolCalls(T0 + 99, 10)).toEqual([]);
+        expect(await store.dueToolCalls(T0 + 200, 10)).toEqual([
+          { agentId: "a1", turnId, toolCallId: "first" },
+          { agentId: "a1", turnId, toolCallId: "second" },
+        ]);
+        expect(await store.dueToolCalls(T0 + 1_000, 1)).toEqual([{ agentId: "a1", turnId, toolCallId: "first" }]);
+      });
+
+      it("the first delivery wins: resolves the call, enqueues mail, logs tool_result_received and rings", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, release: { runnableAt: null } }));
+        const d = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "terminate", source: "http", now: T0 + 10 });
+        const record: ToolCallRecord = {
+          agentId: "a1", turnId, toolCallId: "call_1", name: "ask", args: { q: "call_1" }, external: true, deadline: T0 + 100,
+          recordedAt: T0 + 1, status: "resolved", outcome: ok, afterExecution: "terminate", source: "http", resolvedAt: T0 + 10,
+        };
+        expect(d).toEqual({ status: "accepted", record });
+        expect(await store.getToolCalls("a1", turnId)).toEqual([record]);
+        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 10);
+        const ev = await allEvents();
+        expect(ev[ev.length - 1]).toMatchObject({ at: T0 + 10, turnId, type: "tool_result_received", data: { toolCallId: "call_1", ok: true, source: "http", afterExecution: "terminate" } });
+        const c = await claimOk("a1", "w2", T0 + 11);
+        expect(c.mail).toEqual([{ kind: "tool_result", seq: c.mail[0].seq, at: T0 + 10, turnId, toolCallId: "call_1", outcome: ok, afterExecution: "terminate", source: "http" }]);
+      });
+
+      it("a later delivery answers duplicate with the stored record and changes nothing", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        const first = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 10 });
+        const before = await store.getAgent("a1");
+        const second = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: timeout, afterExecution: "terminate", source: "watchdog", now: T0 + 20 });
+        expect(second).toEqual({ status: "duplicate", record: (first as { record: ToolCallRecord }).record });
+        expect(await store.getAgent("a1")).toEqual(before);
+      });
+
+      it("answers agent_not_found and unknown_call", async () => {
+        expect((await store.deliverToolResult({ agentId: "zz", turnId: "t", toolCallId: "c", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("agent_not_found");
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "nope", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
+        expect((await store.deliverToolResult({ agentId: "a1", turnId: "turn_x", toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
+      });
+
+      it("answers turn_finished for a pending call of a turn that ended, which is no longer due", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        const end = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, state: "failed", activeTurnId: null, release: { runnableAt: null } }));
+        expect(end.status).toBe("applied");
+        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+        const before = await store.getAgent("a1");
+        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 3 })).status).toBe("turn_finished");
+        expect(await store.getAgent("a1")).toEqual(before);
+      });
+
+      it("resolveToolCalls in a commit resolves in-process calls with source inline", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        const r = await store.commit(commitOf(claim, "w1", {
+          expectedVersion: version, now: T0 + 5,
+          resolveToolCalls: [{ toolCallId: "call_1", outcome: { ok: true, value: 3 }, afterExecution: "continue" }],
+        }));
+        expect(r.status).toBe("applied");
+        const [rec] = await store.getToolCalls("a1", turnId);
+        expect(rec).toMatchObject({ status: "resolved", outcome: { ok: true, value: 3 }, afterExecution: "continue", source: "inline", resolvedAt: T0 + 5 });
+        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 })).status).toBe("duplicate");
+      });
+
+      it("refuses a commit resolving a call the watchdog resolved first with tool_call_resolved, and gives the agent back", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        const tick = await watchdogTick(store, { now: () => T0 + 100 });
+        expect(tick.timedOut).toBe(1);
+        const before = await store.getAgent("a1");
+        const r = await store.commit(commitOf(claim, "w1", {
+          expectedVersion: version, now: T0 + 101,
+          events: [{ type: "tool_result", data: {} }],
+          messages: [{ role: "tool", content: "3", toolCallId: "call_1" }],
+          resolveToolCalls: [{ toolCallId: "call_1", outcome: { ok: true, value: 3 }, afterExecution: "continue" }],
+        }));
+        expect(r).toEqual({ status: "conflict", reason: "tool_call_resolved" });
+        const after = await store.getAgent("a1");
+        expect(after!.version).toBe(before!.version);
+        expect(after!.lastEventId).toBe(before!.lastEventId);
+        expect(after!.snapshot).toEqual(before!.snapshot);
+        expect(await store.readMessages("a1")).toEqual([]);
+        const [rec] = await store.getToolCalls("a1", turnId);
+        expect(rec).toMatchObject({ status: "resolved", source: "watchdog", outcome: { ok: false, error: { type: "timeout" } } });
+        // The lease was released so another worker picks up the timeout mail at once.
+        const c2 = await claimOk("a1", "w2", T0 + 102);
+        expect(c2.mail.map((m) => m.kind)).toEqual(["tool_result"]);
+      });
+    });
+
+    // ---------------------------------------------------------------- events and messages
+
+    describe("events and messages", () => {
+      it("event ids are dense per agent and readEvents(after, limit) pages through them", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const events = Array.from({ length: 7 }, (_, i) => ({ type: "step", data: { i } }));
+        const r = await store.commit(commitOf(c, "w1", { events }));
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 8 });
+        await enqueue({ agentId: "other" });
+        const all = await allEvents();
+        expect(all.map((e) => e.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        const pages: number[][] = [];
+        for (let after = 0; ; ) {
+          const page = await store.readEvents("a1", after, 3);
+          if (page.length === 0) break;
+          pages.push(page.map((e) => e.id));
+          after = page[page.length - 1].id;
+        }
+        expect(pages).toEqual([[1, 2, 3], [4, 5, 6], [7, 8]]);
+        expect((await store.readEvents("a1", 2, 2)).map((e) => e.data)).toEqual([{ i: 1 }, { i: 2 }]);
+        expect(await store.readEvents("a1", 8, 10)).toEqual([]);
+        expect(await store.readEvents("nobody", 0, 10)).toEqual([]);
+        expect((await store.readEvents("other", 0, 10)).map((e) => e.id)).toEqual([1]);
+      });
+
+      it("messages are appended across commits and read from an index", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const r1 = await store.commit(commitOf(c, "w1", { messages: [{ role: "user", content: "a" }, { role: "assistant", content: "b" }] }));
+        const r2 = await store.commit(commitOf(c, "w1", { expectedVersion: (r1 as { version: number }).version, now: T0 + 2, messages: [{ role: "user", content: "c" }] }));
+        expect(r2.status).toBe("applied");
+        expect((await store.readMessages("a1")).map((m) => m.content)).toEqual(["a", "b", "c"]);
+        expect((await store.readMessages("a1", 1)).map((m) => m.content)).toEqual(["b", "c"]);
+        expect(await store.readMessages("a1", 3)).toEqual([]);
+        expect(await store.readMessages("nobody")).toEqual([]);
+        expect((await store.getAgent("a1"))!.messageCount).toBe(3);
+      });
+
+      it("commit events carry the turn id of the commit, also when the commit ends the turn", async () => {
+        const { req } = await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { events: [{ type: "a", data: {} }], state: "done", activeTurnId: null }));
+        const last = (await allEvents()).at(-1)!;
+        expect(last.turnId).toBe(req.turnId);
+      });
+    });
+
+    // ---------------------------------------------------------------- verdicts
+
+    describe("verdicts", () => {
+      const v = (id: string, turnId: string, status: string) => ({ agentId: "a1", verdictId: id, turnId, status, json: JSON.stringify({ verdictId: id, turnId, status }) });
+
+      it("writes a verdict once: a second write answers exists and leaves the record as it was", async () => {
+        await enqueue();
+        expect(await store.putVerdict(v("verdict_1", "t1", "PASS"))).toEqual({ status: "written" });
+        const again = { ...v("verdict_1", "t1", "FAIL"), json: "{\"changed\":true}" };
+        expect(await store.putVerdict(again)).toEqual({ status: "exists" });
+        expect(await store.getVerdict("verdict_1")).toBe(v("verdict_1", "t1", "PASS").json);
+        expect(await store.listVerdicts("a1", {})).toEqual([v("verdict_1", "t1", "PASS").json]);
+      });
+
+      it("getVerdict answers null for an unknown id", async () => {
+        expect(await store.getVerdict("verdict_none")).toBeNull();
+      });
+
+      it("listVerdicts lists in write order and filters by turn and status", async () => {
+        await enqueue();
+        await store.putVerdict(v("v1", "t1", "NEEDS_CHANGES"));
+        await store.putVerdict(v("v2", "t1", "PASS"));
+        await store.putVerdict(v("v3", "t2", "FAIL"));
+        await store.putVerdict(v("v4", "t2", "PASS"));
+        const ids = (xs: string[]) => xs.map((x) => JSON.parse(x).verdictId);
+        expect(ids(await store.listVerdicts("a1", {}))).toEqual(["v1", "v2", "v3", "v4"]);
+        expect(ids(await store.listVerdicts("a1", { turnId: "t2" }))).toEqual(["v3", "v4"]);
+        expect(ids(await store.listVerdicts("a1", { status: "PASS" }))).toEqual(["v2", "v4"]);
+        expect(ids(await store.listVerdicts("a1", { turnId: "t1", status: "PASS" }))).toEqual(["v2"]);
+        expect(await store.listVerdicts("a1", { turnId: "t9" })).toEqual([]);
+        expect(await store.listVerdicts("nobody", {})).toEqual([]);
+      });
+
+      it("stores the record text byte for byte", async () => {
+        await enqueue();
+        const json = "{\"b\":1,  \"a\":\"ü \\u00fc\"}";
+        await store.putVerdict({ agentId: "a1", verdictId: "v_raw", turnId: "t1", status: "PASS", json });
+        expect(await store.getVerdict("v_raw")).toBe(json);
+      });
+    });
+
+    // ---------------------------------------------------------------- concurrency
+
+    describe("concurrency", () => {
+      it("50 concurrent claims of one agent: exactly one wins, the others answer busy", async () => {
+        await enqueue();
+        const cs = await clients(5);
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => cs[i % cs.length].claim({ agentId: "a1", workerId: `w${i}`, leaseMs: LEASE, now: T0 + 1 })),
+        );
+        const won = results.filter((r) => r.status === "claimed") as Claimed[];
+        expect(won).toHaveLength(1);
+        expect(results.filter((r) => r.status === "busy")).toHaveLength(49);
+        const head = await store.getAgent("a1");
+        expect(head!.epoch).toBe(1);
+        expect(head!.leaseOwner).toBe(won[0].head.leaseOwner);
+      });
+
+      it("50 concurrent claimNext calls over 10 agents claim each agent exactly once", async () => {
+        for (let i = 0; i < 10; i++) await enqueue({ agentId: `agent-${i}`, now: T0 + i });
+        const cs = await clients(5);
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => cs[i % cs.length].claimNext({ workerTarget: TARGET, workerId: `w${i}`, leaseMs: LEASE, now: T0 + 20 })),
+        );
+        const won = (results.filter((r) => r.status === "claimed") as Claimed[]).map((r) => r.agentId).sort();
+        expect(won).toEqual(Array.from({ length: 10 }, (_, i) => `agent-${i}`).sort());
+        expect(results.filter((r) => r.status === "empty")).toHaveLength(40);
+      });
+
+      it("a commit with a stale epoch is refused while the new owner's commit applies", async () => {
+        await enqueue();
+        const c1 = await claimOk("a1", "w1", T0);
+        const c2 = await claimOk("a1", "w2", T0 + LEASE);
+        const cs = await clients(2);
+        const [old, cur] = await Promise.all([
+          cs[0].commit(commitOf(c1, "w1", { now: T0 + LEASE + 1, events: [{ type: "old", data: {} }] })),
+          cs[cs.length - 1].commit(commitOf(c2, "w2", { now: T0 + LEASE + 1, events: [{ type: "new", data: {} }] })),
+        ]);
+        expect(old).toEqual({ status: "conflict", reason: "fenced" });
+        expect(cur.status).toBe("applied");
+        expect((await allEvents()).map((e) => e.type)).toEqual(["task_enqueued", "new"]);
+      });
+
+      it("a tool result delivered 10 times concurrently is applied once", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 60_000 });
+        await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, release: { runnableAt: null } }));
+        const cs = await clients(5);
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => cs[i % cs.length].deliverToolResult({
+            agentId: "a1", turnId, toolCallId: "call_1", outcome: { ok: true, value: i }, afterExecution: "continue", source: "http", now: T0 + 10 + i,
+          })),
+        );
+        expect(results.filter((r) => r.status === "accepted")).toHaveLength(1);
+        expect(results.filter((r) => r.status === "duplicate")).toHaveLength(9);
+        const winner = results.find((r) => r.status === "accepted") as { record: ToolCallRecord };
+        for (const r of results) expect((r as { record: ToolCallRecord }).record).toEqual(winner.record);
+        expect((await store.getAgent("a1"))!.pendingMail).toBe(1);
+        expect((await allEvents()).filter((e) => e.type === "tool_result_received")).toHaveLength(1);
+        const c = await claimOk("a1", "w2", T0 + 100);
+        expect(c.mail).toHaveLength(1);
+        expect(c.mail[0]).toMatchObject({ kind: "tool_result", outcome: winner.record.outcome });
+      });
+
+      it("a result racing the watchdog's timeout yields exactly one of result or timeout", async () => {
+        const cs = await clients(2);
+        for (let round = 0; round < 10; round++) {
+          const agentId = `race-${round}`;
+          const { req } = await enqueue({ agentId });
+          const c = await claimOk(agentId);
+          await store.commit(commitOf(c, "w1", { recordToolCalls: [toolCall(req.turnId, "call_1", T0 + 50)], release: { runnableAt: null } }));
+          const [http, tick] = await Promise.all([
+            cs[0].deliverToolResult({ agentId, turnId: req.turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 60 }),
+            watchdogTick(cs[cs.length - 1], { now: () => T0 + 60 }),
+          ]);
+          const httpWon = http.status === "accepted";
+          expect(httpWon ? 1 : http.status).toBe(httpWon ? 1 : "duplicate");
+          expect(tick.timedOut).toBe(httpWon ? 0 : 1);
+          const [rec] = await store.getToolCalls(agentId, req.turnId);
+          expect(rec.source).toBe(httpWon ? "http" : "watchdog");
+          expect(rec.outcome).toEqual(httpWon ? ok : expect.objectContaining({ ok: false }));
+          expect((await store.getAgent(agentId))!.pendingMail).toBe(1);
+          expect((await store.readEvents(agentId, 0, 100)).filter((e) => e.type === "tool_result_received")).toHaveLength(1);
+          expect(await store.dueToolCalls(T0 + 1_000, 100)).toEqual([]);
+        }
+      });
+    });
+  });
+}

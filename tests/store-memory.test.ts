@@ -1,0 +1,4 @@
+import { memoryStore } from "../store/memory.ts";
+import { storeConformance } from "./store-conformance.ts";
+
+storeConformance("memory", async () => ({ store: memoryStore(), cleanup: async () => {} }));
