@@ -36,6 +36,7 @@ import {
   hostDeps,
   observedStore,
   recordingModel,
+  replayLog,
   toolMessages,
   transitionsOf,
   until,
@@ -129,6 +130,7 @@ describe("epoch fencing", () => {
     expect(await eventsOf(store, "f1")).toEqual(eventsAfterB);
     expect((await ctxOf(store, "f1")).output).toEqual(["from-worker-2"]);
     expect(JSON.stringify(messagesAfterB)).not.toContain("from-worker-A");
+    expect(await replayLog(store, "f1")).toEqual(after.snapshot);
     const [call] = await store.getToolCalls("f1", turnId);
     expect(call).toMatchObject({ toolCallId: "w1", status: "resolved", outcome: { ok: true, value: "from-worker-2" } });
   });
@@ -276,6 +278,7 @@ describe("crash recovery", () => {
     for (const id of recorded) expect(toolMessages(msgs, id)).toHaveLength(1);
     expect(JSON.stringify(msgs)).not.toContain("m_0");
     expect(new Set(dispatched)).toEqual(new Set(["m_1"]));
+    expect(await replayLog(store, "c1")).toEqual(h.snapshot);
   });
 });
 

@@ -14,7 +14,8 @@ import { scriptedModel } from "../models/scripted.ts";
 import { defineTool, terminate } from "../tools/define.ts";
 import type { ToolSpec } from "../tools/specs.ts";
 import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, toolMessages, transitionsOf } from "./helpers/host.ts";
+import { SNAPSHOT_SCHEMA_VERSION } from "../machines/types.ts";
+import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog, toolMessages, transitionsOf } from "./helpers/host.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {
@@ -556,6 +557,40 @@ describe("long-lived agents", () => {
     expect(results.map((t) => [t.event.toolCallId, t.to])).toEqual([["c", "waiting-tools"], ["a", "waiting-tools"], ["b", "running"]]);
     expect((await ctxOf(store, "g1")).output).toBe("C,A,B");
     expect(model.requests).toHaveLength(2);
+  });
+});
+
+describe("the event log", () => {
+  it("replaying the logged transitions reproduces the stored snapshot, across turns, tools, reminders and cancels", async () => {
+    const finish = defineTool({ name: "finish", description: "End", parameters: z.object({ v: z.number() }), execute: ({ v }) => terminate(v) });
+    const model = recordingModel((req) => {
+      const turn = req.messages.filter((m) => m.role === "user").length;
+      if (turn === 2) return { toolCalls: [{ name: "ask_human", args: { question: "wait" } }] };
+      if (req.step === 1) return { toolCalls: [{ name: "lookup", args: { email: "x@y.z" } }, { name: "ask_human", args: { question: "ok?" } }] };
+      if (req.step === 2) return { text: "almost" };
+      return { toolCalls: [{ name: "finish", args: { v: req.step } }] };
+    });
+    const agent = defineAgent({ name: "replayed", instructions: "", model, tools: [lookup, askHuman, finish], mustEndWith: ["finish"] });
+    const { gh, clock, store } = setup([agent]);
+    const check = async () => {
+      const h = await head(store, "rp");
+      expect(await replayLog(store, "rp")).toEqual(h.snapshot);
+      expect((h.snapshot as { context: { schemaVersion: number } }).context.schemaVersion).toBe(SNAPSHOT_SCHEMA_VERSION);
+    };
+    const t1 = await enqueue(store, clock, "rp", agent, "first");
+    await gh.drain();
+    await check();
+    const ask = (await store.getToolCalls("rp", t1.turnId)).find((c) => c.name === "ask_human")!;
+    await store.deliverToolResult({ agentId: "rp", turnId: t1.turnId, toolCallId: ask.toolCallId, outcome: { ok: true, value: "ok" }, afterExecution: "continue", source: "http", now: clock.now() });
+    await gh.drain();
+    expect((await ctxOf(store, "rp")).output).toBe(3);
+    await check();
+    await enqueue(store, clock, "rp", agent, "second");
+    await gh.drain();
+    await store.requestCancel({ agentId: "rp", reason: "enough", now: clock.now() });
+    await gh.drain();
+    expect((await head(store, "rp")).state).toBe("failed");
+    await check();
   });
 });
 

@@ -7,6 +7,8 @@ import type { AgentDefinition, AnyAgent } from "../../agents/define.ts";
 import { lruCache, type SnapshotCache } from "../../actors/cache.ts";
 import type { HostDeps } from "../../actors/host.ts";
 import { type Clock, silentLogger } from "../../actors/runtime.ts";
+import { initialTransition, transition } from "xstate";
+import { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
 import type { Model, ModelRequest, ModelResponse } from "../../models/types.ts";
 import type { CommitRequest, CommitResult, Store } from "../../store/port.ts";
@@ -87,6 +89,21 @@ export async function eventsOf(store: Store, agentId: string, type?: string): Pr
 /** The machine events of the agent's `transition` log entries, in order. */
 export async function transitionsOf(store: Store, agentId: string): Promise<Array<{ from: string; to: string; event: any }>> {
   return (await eventsOf(store, agentId, "transition")).map((e) => e.data as { from: string; to: string; event: any });
+}
+
+/**
+ * Replays the agent's logged machine events from the initial snapshot with the
+ * pure transition function and returns the persisted snapshot it arrives at.
+ */
+export async function replayLog(store: Store, agentId: string): Promise<unknown> {
+  let [s] = initialTransition(agentMachine);
+  for (const t of await transitionsOf(store, agentId)) {
+    const before = s;
+    [s] = transition(agentMachine, s, t.event);
+    if (s === before) throw new Error(`logged event ${t.event.type} changed nothing on replay (from ${t.from})`);
+    if (s.value !== t.to) throw new Error(`logged ${t.from} -> ${t.to} replays to ${String(s.value)}`);
+  }
+  return JSON.parse(JSON.stringify(agentMachine.getPersistedSnapshot(s)));
 }
 
 export const toolMessages = (msgs: Message[], toolCallId: string) => msgs.filter((m) => m.role === "tool" && m.toolCallId === toolCallId);
