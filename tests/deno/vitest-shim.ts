@@ -209,30 +209,15 @@ function newSuite(name: string, parent: Suite | undefined): Suite {
 }
 
 /**
- * Top-level hooks and tests belong to the file that registers them: one root
- * suite per test module, keyed by the caller's module URL from the stack.
+ * Top-level hooks and tests belong to the root suite. `deno test` runs each
+ * test module in its own isolate, so this root (like all module state here)
+ * is per test file.
  */
-const roots = new Map<string, Suite>();
+const root: Suite = newSuite("", undefined);
 let current: Suite | undefined;
 
-function callerFile(): string {
-  const stack = new Error().stack ?? "";
-  for (const line of stack.split("\n").slice(1)) {
-    const m = line.match(/\(?((?:file|https?):\/\/[^\s)]+?):\d+:\d+\)?\s*$/);
-    if (m && !m[1].includes("/tests/deno/vitest-shim.ts")) return m[1];
-  }
-  return "<unknown>";
-}
-
 function activeSuite(): Suite {
-  if (current) return current;
-  const file = callerFile();
-  let root = roots.get(file);
-  if (!root) {
-    root = newSuite("", undefined);
-    roots.set(file, root);
-  }
-  return root;
+  return current ?? root;
 }
 
 function chain(suite: Suite): Suite[] {
