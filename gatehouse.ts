@@ -17,6 +17,10 @@ import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
+import { verdictRecorder } from "./verification/recorder.ts";
+import type { Guardian } from "./verdicts/guardian.ts";
+import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
+import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/registry.ts";
 
 export interface GatehouseOptions {
   agents: AnyAgent[];
@@ -47,7 +51,15 @@ export interface GatehouseOptions {
   inspect?: (event: InspectionEvent) => void;
   /** Process work inline after each accepted request (serverless without a worker). */
   inline?: boolean;
+  /**
+   * Verifier gate hooks, laid over the defaults (guardians from the registry,
+   * verdicts written to the store); `{ verdicts: null }` writes none.
+   */
   verification?: VerificationHooks;
+  /** More guardians to register (defineGuardian()); assign them with `assignments`. */
+  guardians?: Guardian[];
+  /** Assigns registered guardians to agents by name; they review after the agent's own guardians. */
+  assignments?: Array<{ agent: string; guardian: string }>;
   /** Bearer-token auth of every route but `/healthz` (off by default). */
   auth?: RouteAuth;
   /** Event streams: store poll interval (default 250 ms) and idle keep-alive interval (default 15 000 ms). */
@@ -59,6 +71,10 @@ export interface Gatehouse {
   fetch: (req: Request) => Promise<Response>;
   store: Store;
   agents: ReadonlyMap<string, AnyAgent>;
+  /** Guardians and their assignments (output verifiers included). */
+  guardians: GuardianRegistry;
+  /** Verdict records: write-once, read upgraded. */
+  verdicts: VerdictLog;
   /** Starts the background worker loops and the watchdog loop. */
   startWorker(): void;
   stopWorker(): Promise<void>;
@@ -97,12 +113,23 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   const ids = options.ids ?? randomIds;
   const logger = options.logger ?? silentLogger;
   const targets = options.workerTargets ?? [...new Set([...agents.values()].map((a) => a.workerTarget))];
+  const guardians = createGuardianRegistry({
+    agents: agents.values(),
+    guardians: options.guardians,
+    assignments: options.assignments,
+  });
+  const verdicts = createVerdictLog({ store, registry: guardians });
+  const verification: VerificationHooks = {
+    guardians: guardians.guardiansFor,
+    verdicts: verdictRecorder({ log: verdicts, registry: guardians, clock }),
+    ...options.verification,
+  };
   const deps: HostDeps = {
     store, agents, clock, logger,
     cache: lruCache(),
     leaseMs: options.leaseMs ?? 30_000,
     inspect: options.inspect,
-    verification: options.verification,
+    verification,
     externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
@@ -141,6 +168,8 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     fetch: (req: Request) => Promise.resolve(app.fetch(req)),
     store,
     agents,
+    guardians,
+    verdicts,
     startWorker() {
       pool.start();
       if (!watchdogTimer) {

@@ -23,14 +23,26 @@ export function outcomeText(outcome: Outcome): string {
 
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 
-/** `<verification_rejected code="…" retryable="…">…</verification_rejected>`, bounded and deterministic. */
+/** Cuts `s` to at most `n` UTF-16 units without splitting a surrogate pair. */
+function cut(s: string, n: number): string {
+  if (s.length <= n) return s;
+  const end = /[\uD800-\uDBFF]/.test(s[n - 1] ?? "") ? n - 1 : n;
+  return s.slice(0, Math.max(0, end));
+}
+
+/**
+ * `<verification_rejected code="…" retryable="…">…</verification_rejected>`:
+ * the rejection message, then its metadata as canonical JSON. Deterministic
+ * (same rejection, same bytes) and at most FEEDBACK_LIMIT characters; a
+ * closing tag inside the message is defused so the block stays one block.
+ */
 export function feedbackText(r: { code: string; message: string; retryable: boolean; metadata?: unknown }): string {
-  let body = r.message.trim();
+  let body = r.message.trim().replace(/<\/verification_rejected/gi, "<\\/verification_rejected");
   if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalJson(r.metadata)}`;
-  const open = `<verification_rejected code="${escapeAttr(r.code)}" retryable="${r.retryable}">\n`;
+  const open = `<verification_rejected code="${escapeAttr(cut(r.code, 128))}" retryable="${r.retryable}">\n`;
   const close = `\n</verification_rejected>`;
   const room = FEEDBACK_LIMIT - open.length - close.length;
-  if (body.length > room) body = body.slice(0, room - 1) + "…";
+  if (body.length > room) body = cut(body, room - 1) + "…";
   return open + body + close;
 }
 

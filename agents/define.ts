@@ -6,6 +6,8 @@ import type { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
 import type { Model } from "../models/types.ts";
 import type { AnyTool } from "../tools/define.ts";
+import type { Guardian } from "../verdicts/guardian.ts";
+import { checkOutputKeys, checkVerifierShape } from "../verification/signature.ts";
 import type { Verifier } from "../verification/types.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
@@ -25,7 +27,10 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   /** Allowlist of tool names offered to the model (default: all of `tools`). */
   allowedTools?: string[];
   output?: AgentOutputConfig<S>;
+  /** Attempt budget of the verifier gate (below a task's override, above `output.verifyMaxAttempts`); needs `output`. */
   verifyMaxAttempts?: number;
+  /** Guardians that review every candidate the output verifier accepted (defineGuardian()); needs `output`. */
+  guardians?: Guardian[];
   /** Tool names one of which must end a turn. With `output` declared it defaults to `["agent_output"]`. */
   mustEndWith?: string[];
   /** Model steps allowed in one turn (default 32); past it the turn fails with `step_budget_exhausted`. */
@@ -41,6 +46,7 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
   readonly kind: "agent";
   readonly tools: AnyTool[];
+  readonly guardians: Guardian[];
   /** Tools offered to the model, after `allowedTools`. */
   readonly offeredTools: AnyTool[];
   readonly workerTarget: string;
@@ -97,17 +103,35 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   }
   const offeredTools = config.allowedTools ? tools.filter((t) => config.allowedTools!.includes(t.name)) : tools;
   if (config.output !== undefined) {
+    if (!config.output || typeof config.output !== "object") {
+      throw new DefinitionError(`${where}: output must be an object { schema, verify?, verifyMaxAttempts? }`);
+    }
+    checkOutputKeys(config.output as unknown as Record<string, unknown>, where);
     if (!config.output.schema || typeof config.output.schema.safeParse !== "function") {
       throw new DefinitionError(`${where}: output.schema must be a zod schema`);
     }
-    if (config.output.verify !== undefined && typeof config.output.verify !== "function") {
-      throw new DefinitionError(`${where}: output.verify must be a function (candidate, ctx) => result`);
-    }
+    if (config.output.verify !== undefined) checkVerifierShape(config.output.verify, `${where}: output.verify`);
     const e = checkAttemptBudget(config.output.verifyMaxAttempts);
     if (e) throw new DefinitionError(`${where}: output.verifyMaxAttempts ${e}`);
   }
   const e = checkAttemptBudget(config.verifyMaxAttempts);
   if (e) throw new DefinitionError(`${where}: verifyMaxAttempts ${e}`);
+  if (config.verifyMaxAttempts !== undefined && config.output === undefined) {
+    throw new DefinitionError(`${where}: verifyMaxAttempts needs output (there is no agent_output to verify)`);
+  }
+  if (config.guardians !== undefined && !Array.isArray(config.guardians)) {
+    throw new DefinitionError(`${where}: guardians must be a list of defineGuardian() results`);
+  }
+  const guardians = [...(config.guardians ?? [])];
+  const codes = new Set<string>();
+  for (const g of guardians) {
+    if (!g || g.kind !== "guardian") throw new DefinitionError(`${where}: guardians must come from defineGuardian()`);
+    if (codes.has(g.code)) throw new DefinitionError(`${where}: guardian "${g.code}" is listed twice`);
+    codes.add(g.code);
+  }
+  if (guardians.length > 0 && config.output === undefined) {
+    throw new DefinitionError(`${where}: guardians need output (they review agent_output candidates)`);
+  }
   const maxStepsPerTurn = config.maxStepsPerTurn ?? DEFAULT_MAX_STEPS;
   if (!Number.isInteger(maxStepsPerTurn) || maxStepsPerTurn < 1 || maxStepsPerTurn > 10_000) {
     throw new DefinitionError(`${where}: maxStepsPerTurn must be an integer from 1 to 10000`);
@@ -134,6 +158,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     ...config,
     kind: "agent" as const,
     tools,
+    guardians,
     offeredTools,
     workerTarget,
     maxStepsPerTurn,
@@ -141,7 +166,13 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   });
 }
 
-/** Attempt budget precedence: task override > agent > output > 5. */
-export function resolveVerifyMaxAttempts(agent: AnyAgent, taskOverride?: number): number {
-  return taskOverride ?? agent.verifyMaxAttempts ?? agent.output?.verifyMaxAttempts ?? DEFAULT_VERIFY_MAX_ATTEMPTS;
+/**
+ * Attempt budget precedence: task override > agent `verifyMaxAttempts` >
+ * `output.verifyMaxAttempts` > 5. The task route refuses an invalid override
+ * (checkAttemptBudget); one written into the store by other means is
+ * ignored here, so a turn always starts with a valid budget.
+ */
+export function resolveVerifyMaxAttempts(agent: AnyAgent, taskOverride?: unknown): number {
+  const override = taskOverride !== undefined && checkAttemptBudget(taskOverride) === null ? taskOverride as number : undefined;
+  return override ?? agent.verifyMaxAttempts ?? agent.output?.verifyMaxAttempts ?? DEFAULT_VERIFY_MAX_ATTEMPTS;
 }

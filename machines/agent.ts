@@ -92,10 +92,25 @@ export function submittedValue(args: unknown): unknown {
   return args;
 }
 
-/** True when a rejection re-reports the candidate already counted (same call, same bytes). */
+/**
+ * True when a rejection re-reports the candidate already counted: the same
+ * bytes (hash) from the same `agent_output` call, as after a worker retry or
+ * restart. The same candidate proposed again in a later step is another call,
+ * so it is a new attempt and counts.
+ */
 export function isReplayedRejection(v: VerificationState, hash: string): boolean {
   return v.candidate !== null && v.lastCandidateHash === hash && v.lastCandidateCallId === v.candidate.toolCallId &&
     v.lastOutcome === "rejected";
+}
+
+/** The 1-based number of the attempt a verification of `hash` is (a replay keeps the number it had). */
+export function attemptNumber(v: VerificationState, hash: string): number {
+  return v.attemptsUsed + (isReplayedRejection(v, hash) ? 0 : 1);
+}
+
+/** True when one more verifier system error fails the turn with `verifier_error`. */
+export function isLastVerifierError(context: AgentContext): boolean {
+  return context.verification.systemErrors + 1 >= context.config.maxVerifierErrors;
 }
 
 type StepEvent = Extract<AgentEvent, { type: "MODEL_STEP" }>;
@@ -110,8 +125,7 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
   steps: u.steps + 1,
 });
 
-const attemptsAfter = (v: VerificationState, e: RejectEvent) =>
-  v.attemptsUsed + (isReplayedRejection(v, e.hash) ? 0 : 1);
+const attemptsAfter = (v: VerificationState, e: RejectEvent) => attemptNumber(v, e.hash);
 
 export const agentMachine = setup({
   types: {
@@ -140,8 +154,7 @@ export const agentMachine = setup({
     rejectionFinal: ({ event }) => !(event as RejectEvent).retryable,
     attemptsExhausted: ({ context, event }) =>
       attemptsAfter(context.verification, event as RejectEvent) >= context.verification.maxAttempts,
-    verifierErrorsExhausted: ({ context }) =>
-      context.verification.systemErrors + 1 >= context.config.maxVerifierErrors,
+    verifierErrorsExhausted: ({ context }) => isLastVerifierError(context),
   },
   actions: {
     startTurn: assign(({ context, event }) => {
@@ -271,7 +284,7 @@ export const agentMachine = setup({
     failVerifierError: assign(({ event }) => ({
       error: { reason: "verifier_error", message: (event as ErrorEvent).message },
     })),
-    clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null } })),
+    clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null, retryAt: null } })),
     cancel: assign(({ event }) => ({
       pending: {},
       error: { reason: "cancelled", message: (event as Extract<AgentEvent, { type: "CANCEL" }>).reason },
@@ -321,7 +334,11 @@ export const agentMachine = setup({
           { target: "revising", actions: "countRejection" },
         ],
         VERIFY_ERROR: [
-          { guard: "verifierErrorsExhausted", target: "failed", actions: ["noteVerifierError", "failVerifierError"] },
+          {
+            guard: "verifierErrorsExhausted",
+            target: "failed",
+            actions: ["noteVerifierError", "failVerifierError", "clearCandidate"],
+          },
           { target: "verifying", reenter: true, actions: "noteVerifierError" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },

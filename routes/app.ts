@@ -23,6 +23,7 @@ import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { toolResultRoutes } from "./tool-results.ts";
+import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
 
 /**
@@ -36,6 +37,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   eventRoutes,
   machineRoutes,
   watchdogRoutes,
+  verdictRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

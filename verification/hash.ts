@@ -1,9 +1,17 @@
 /**
- * Canonical JSON and the candidate hash. Canonical form: object keys sorted by
- * UTF-16 code units, no whitespace, numbers in JavaScript's shortest
- * round-trip form (so 1.0 and 1 are the same), -0 written as 0, strings as
- * JSON.stringify writes them, `undefined` members dropped. Non-finite numbers
- * have no JSON form and are refused.
+ * Canonical JSON and the candidate hash.
+ *
+ * Canonical form (the same value always gives the same bytes):
+ * - object keys sorted by UTF-16 code units (as RFC 8785), no whitespace;
+ * - numbers in JavaScript's shortest round-trip form, so `1`, `1.0` and
+ *   `1e0` are all `1`; `-0` is written `0`;
+ * - strings as `JSON.stringify` writes them (lone surrogates escaped), with
+ *   no Unicode normalization: a precomposed "é" and "e" + U+0301 are
+ *   different strings and so different candidates;
+ * - `undefined` object members dropped, `undefined` array items `null`,
+ *   `toJSON()` honoured, as in JSON.
+ * Values without a JSON form (non-finite numbers, bigints, functions,
+ * symbols) are refused with a TypeError.
  */
 
 export function canonicalJson(value: unknown): string {
@@ -15,26 +23,26 @@ export function canonicalJson(value: unknown): string {
     case "string":
     case "boolean":
       return JSON.stringify(value);
-    case "bigint":
-      return value.toString();
     case "object": {
       if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
       const json = (value as { toJSON?: () => unknown }).toJSON;
       if (typeof json === "function") return canonicalJson(json.call(value));
-      const keys = Object.keys(value as object).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort();
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
     }
     default:
       throw new TypeError(`Cannot canonicalize a ${typeof value}`);
   }
 }
 
-/** SHA-256 (Web Crypto) of canonical JSON, lowercase hex. */
+/** SHA-256 (Web Crypto) of a text's UTF-8 bytes, lowercase hex. */
 export async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The candidate hash: SHA-256 of the canonical JSON of the parsed candidate. */
 export function candidateHash(candidate: unknown): Promise<string> {
   return sha256Hex(canonicalJson(candidate));
 }

@@ -1,20 +1,34 @@
 /** Types of the verifier gate. */
+import type { VerificationOutcome } from "../machines/types.ts";
 
-/** What a verifier is told about the agent (persisted state, read-only). */
+/** What a verifier is told about the agent: its persisted state (a read-only copy). */
 export interface VerifyAgentContext {
   agentId: string;
+  /** Name of the agent definition. */
   name: string;
   turnId: string;
   /** The task input of the turn. */
   input: unknown;
+  /** Model steps taken in this turn. */
+  step: number;
+  /** The gate's persisted state before this attempt. */
+  verification: {
+    attemptsUsed: number;
+    lastCandidateHash: string | null;
+    lastOutcome: VerificationOutcome | null;
+    lastAttemptAt: number | null;
+  };
 }
 
 /** What a verifier is told about this execution (per worker, not persisted). */
 export interface VerifyExecutionContext {
   workerId: string;
+  /** The fencing epoch of this claim. */
   epoch: number;
+  /** The `agent_output` call that proposed the candidate. */
   toolCallId: string;
   candidateHash: string;
+  /** Aborted when this worker loses the agent (fenced) or shuts down. */
   signal: AbortSignal;
 }
 
@@ -26,5 +40,9 @@ export interface VerifyContext {
   maxAttempts: number;
 }
 
-/** Returns the final result (any JSON value) or throws `VerificationRejected`. */
+/**
+ * Returns the final result (any JSON value; `undefined` keeps the parsed
+ * candidate as the result) or throws `VerificationRejected`. Any other throw
+ * is a system error. See verification/signature.ts for the accepted shapes.
+ */
 export type Verifier<C = unknown> = (candidate: C, ctx: VerifyContext) => unknown | Promise<unknown>;

@@ -1,0 +1,74 @@
+/**
+ * Plain JSON values. `jsonCopy` returns a fresh copy of a value as
+ * `JSON.parse(JSON.stringify(v))` would, but refuses what JSON would silently
+ * change or drop instead of storing something else than what was given:
+ * functions, symbols, bigints, non-finite numbers, cycles, class instances
+ * without `toJSON`. `undefined` members of objects are dropped and
+ * `undefined` array items become null, as in JSON. Errors name the path.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+export class JsonValueError extends TypeError {
+  readonly path: string;
+  constructor(path: string, what: string) {
+    super(`${path} is not JSON: ${what}`);
+    this.name = "JsonValueError";
+    this.path = path;
+  }
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** A JSON copy of `value`; throws `JsonValueError` naming the first offending path. */
+export function jsonCopy(value: unknown, path = "value"): Json {
+  return copy(value, path, new Set());
+}
+
+function copy(v: unknown, path: string, seen: Set<object>): Json {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return v;
+    case "number":
+      if (!Number.isFinite(v)) throw new JsonValueError(path, `${v} has no JSON form`);
+      return Object.is(v, -0) ? 0 : v;
+    case "object": {
+      if (v === null) return null;
+      if (seen.has(v)) throw new JsonValueError(path, "it refers to itself (cycle)");
+      const toJSON = (v as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") return copy(toJSON.call(v), path, seen);
+      seen.add(v);
+      try {
+        if (Array.isArray(v)) return v.map((x, i) => (x === undefined ? null : copy(x, `${path}[${i}]`, seen)));
+        if (!isPlainObject(v)) {
+          throw new JsonValueError(path, `a ${v.constructor?.name ?? "non-plain"} object without toJSON()`);
+        }
+        const out: Record<string, Json> = {};
+        for (const [k, x] of Object.entries(v)) {
+          if (x !== undefined) out[k] = copy(x, `${path}.${k}`, seen);
+        }
+        return out;
+      } finally {
+        seen.delete(v);
+      }
+    }
+    case "undefined":
+      throw new JsonValueError(path, "undefined");
+    default:
+      throw new JsonValueError(path, `a ${typeof v}`);
+  }
+}
+
+/** Recursively freezes a value (plain objects and arrays) and returns it. */
+export function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v as object)) deepFreeze(x);
+  }
+  return v;
+}
