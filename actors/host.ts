@@ -61,6 +61,8 @@ const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
 const SAFE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 const WATCHDOG_GRACE_MS = 5_000;
+/** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
+const UNRESTORABLE_RETRY_MS = 5 * 60_000;
 
 function isTermination(v: unknown): v is ToolTermination {
   return !!v && typeof v === "object" && (v as ToolTermination).__gatehouseTerminate === true;
@@ -90,19 +92,26 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   let commits = 0;
   const turnId = head.activeTurnId;
 
-  const release = async (runnableAt: number | null, events: NewEvent[]) => {
+  /**
+   * Logs why this worker cannot run the agent and parks it: the lease is kept
+   * for `backoffMs` instead of released. A release would be offered again at
+   * once whenever mail is pending (the store rings for any agent with mail),
+   * so every worker would spin on the same refusal; the held lease expires
+   * into a retry instead. Mail and snapshot stay as they are.
+   */
+  const park = async (backoffMs: number, events: NewEvent[]) => {
     await store.commit({
       agentId, workerId, epoch, expectedVersion: version, turnId,
       snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
       events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
-      release: { runnableAt }, leaseMs: deps.leaseMs, now: clock.now(),
+      release: null, leaseMs: backoffMs, now: clock.now(),
     });
   };
 
   if (!agent) {
-    // This worker does not know the definition; give the agent back for one that does.
+    // This worker does not know the definition; a worker that does can take the agent when the lease runs out.
     logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
-    await release(clock.now() + 30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
+    await park(30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
   }
 
@@ -112,7 +121,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   } catch (err) {
     const message = (err as Error).message;
     logger.error("snapshot unrestorable", { agentId, message });
-    await release(null, [{ type: "snapshot_unrestorable", data: { message } }]);
+    // Retried after a while: a build that can migrate it may have been deployed by then.
+    await park(UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
     return { status: "unrestorable", message };
   }
 

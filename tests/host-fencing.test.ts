@@ -282,6 +282,66 @@ describe("crash recovery", () => {
   });
 });
 
+describe("agents a worker cannot run", () => {
+  /** Puts a snapshot this build cannot restore (an unknown schema version) under an active turn with pending mail. */
+  async function unrestorable(store: Store, clock: ReturnType<typeof manualClock>, agent: AnyAgent) {
+    const { turnId } = await enqueue(store, clock, "u1", agent, "go");
+    const c = await claim(store, "u1", "old-build", clock.now());
+    const snapshot = { status: "active", value: "running", historyValue: {}, children: {}, context: { schemaVersion: 999 } };
+    const w = await store.commit({
+      agentId: "u1", workerId: "old-build", epoch: c.epoch, expectedVersion: c.head.version, turnId, snapshot, state: "running",
+      activeTurnId: turnId, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+      release: { runnableAt: null }, leaseMs: LEASE, now: clock.now(),
+    });
+    expect(w.status).toBe("applied");
+    expect((await store.requestCancel({ agentId: "u1", reason: "stop", now: clock.now() })).status).toBe("accepted");
+    return snapshot;
+  }
+
+  it("an unrestorable snapshot is refused, its mail kept, and the agent is not offered again at once", async () => {
+    const clock = manualClock();
+    const store = memoryStore();
+    const agent = defineAgent({ name: "future", instructions: "", model: recordingModel(() => ({ text: "x" })) });
+    const snapshot = await unrestorable(store, clock, agent);
+    const deps = hostDeps(store, [agent], clock);
+
+    const first = await store.claimNext({ workerTarget: agent.workerTarget, workerId: "W", leaseMs: LEASE, now: clock.now() });
+    if (first.status !== "claimed") throw new Error("expected a claim");
+    const out = await runClaim(deps, first, "W");
+    expect(out.status).toBe("unrestorable");
+    if (out.status === "unrestorable") expect(out.message).toMatch(/schema version 999/);
+
+    // Pending mail must not turn the refusal into a hot loop of claims.
+    const again = await store.claimNext({ workerTarget: agent.workerTarget, workerId: "W", leaseMs: LEASE, now: clock.now() });
+    expect(again.status).not.toBe("claimed");
+    const h = await head(store, "u1");
+    expect(h.snapshot).toEqual(snapshot);
+    expect(h.pendingMail).toBe(1);
+    expect(await eventsOf(store, "u1", "snapshot_unrestorable")).toHaveLength(1);
+
+    // It is retried later (a build with a migration may have been deployed by then).
+    clock.advance(10 * 60_000);
+    const later = await store.claimNext({ workerTarget: agent.workerTarget, workerId: "W", leaseMs: LEASE, now: clock.now() });
+    expect(later.status).toBe("claimed");
+    if (later.status === "claimed") expect(later.mail).toHaveLength(1);
+  });
+
+  it("a worker without the agent's definition gives it back without spinning on its mail", async () => {
+    const clock = manualClock();
+    const store = memoryStore();
+    const agent = defineAgent({ name: "elsewhere", instructions: "", model: recordingModel(() => ({ text: "x" })) });
+    await unrestorable(store, clock, agent);
+    const c = await store.claimNext({ workerTarget: agent.workerTarget, workerId: "W", leaseMs: LEASE, now: clock.now() });
+    if (c.status !== "claimed") throw new Error("expected a claim");
+    const out = await runClaim(hostDeps(store, [], clock), c, "W");
+    expect(out).toMatchObject({ status: "unrestorable", message: expect.stringContaining("elsewhere") });
+    const again = await store.claimNext({ workerTarget: agent.workerTarget, workerId: "W", leaseMs: LEASE, now: clock.now() });
+    expect(again.status).not.toBe("claimed");
+    expect((await head(store, "u1")).pendingMail).toBe(1);
+    expect(await eventsOf(store, "u1", "worker_missing_definition")).toHaveLength(1);
+  });
+});
+
 describe("watchdog", () => {
   const slowAsk = defineTool({ name: "ask", description: "Ask", parameters: z.object({}), timeoutMs: 1_000 });
   const relay = () =>
