@@ -13,6 +13,9 @@
  *   further commit, dispatch or model call happens, the cache entry is dropped.
  * - Transitions without an effect (task start, mail, feedback) ride along
  *   with the next commit; the event log still lists each of them.
+ * - Mail that arrives while a claim runs is not lost in a long turn: the
+ *   lease renewal notices it and the claim hands the agent back at the next
+ *   step boundary, so the next claim applies it (a cancel takes effect).
  */
 import { createActor, type InspectionEvent } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
@@ -214,13 +217,20 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   }
   let fenceReason = "";
 
-  // Keep the lease alive through long model calls and tools.
+  // Keep the lease alive through long model calls and tools, and notice mail that arrives meanwhile.
+  let mailWaiting = false;
   const renewEvery = Math.max(50, Math.floor(deps.leaseMs / 3));
   const renewTimer = setInterval(async () => {
     if (abort.signal.aborted) return;
     try {
       const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: deps.leaseMs, now: clock.now() });
       if (r.status === "lost") abort.abort();
+      else if (!mailWaiting) {
+        // Mail of our own batch counts until the first commit acknowledges it. A read that races
+        // that commit can only cause one needless hand-back, never a missed one.
+        const h = await store.getAgent(agentId);
+        mailWaiting = (h?.pendingMail ?? 0) > (commits === 0 ? claim.mail.length : 0);
+      }
     } catch (err) {
       logger.warn("lease renewal failed", { agentId, error: String(err) });
     }
@@ -288,10 +298,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       }
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
       const next = needsMe();
-      if (!(await flush(next.yes ? null : { runnableAt: next.runnableAt }))) {
+      // Mail that arrived during this claim (a cancel, say) is applied by a fresh claim, which takes it
+      // as one batch: hand the agent back at this step boundary rather than run the turn to its end.
+      const handBack = !next.yes ? { runnableAt: next.runnableAt } : mailWaiting ? { runnableAt: clock.now() } : null;
+      if (!(await flush(handBack))) {
         return { status: "fenced", reason: fenceReason, commits };
       }
-      if (!next.yes) return { status: "released", state: snap().value, commits };
+      if (handBack) return { status: "released", state: snap().value, commits };
     }
   } finally {
     clearInterval(renewTimer);

@@ -467,6 +467,38 @@ describe("cancel", () => {
   });
 });
 
+describe("cancel while a worker runs the turn", () => {
+  it("a cancel that arrives during a long in-process turn stops it at the next step, not at the end of the turn", async () => {
+    let first = true;
+    const started = deferred<void>();
+    const crunch = defineTool({
+      name: "crunch",
+      description: "Crunch",
+      parameters: z.object({}),
+      execute: async () => {
+        if (first) started.resolve();
+        first = false;
+        await new Promise((r) => setTimeout(r, 15));
+        return "more";
+      },
+    });
+    const model = recordingModel(() => ({ toolCalls: [{ name: "crunch", args: {} }] }));
+    const agent = defineAgent({ name: "cruncher", instructions: "", model, tools: [crunch], maxStepsPerTurn: 60 });
+    // A short lease: the worker renews it (and looks for new mail) every 50 ms of real time.
+    const { gh, clock, store } = setup([agent], { leaseMs: 150 });
+    await enqueue(store, clock, "lc", agent, "go");
+    const draining = gh.drain();
+    await started.promise;
+    expect((await store.requestCancel({ agentId: "lc", reason: "taking too long", now: clock.now() })).status).toBe("accepted");
+    await draining;
+    await gh.drain();
+
+    expect((await head(store, "lc")).state).toBe("failed");
+    expect((await ctxOf(store, "lc")).error).toEqual({ reason: "cancelled", message: "taking too long" });
+    expect(model.requests.length).toBeLessThan(30);
+  });
+});
+
 describe("long-lived agents", () => {
   it("a task after done starts a new turn that sees the earlier conversation", async () => {
     const model = recordingModel((req) => {
