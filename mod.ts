@@ -9,6 +9,13 @@ export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
 export { memoryStore } from "./store/memory.ts";
+export { redisStore } from "./store/redis.ts";
+export type { RedisStoreOptions } from "./store/redis.ts";
+export { upstashStore } from "./store/upstash.ts";
+export type { UpstashStoreOptions } from "./store/upstash.ts";
+export type { ScriptStore } from "./store/lua-store.ts";
+export { StoreInputError } from "./store/keys.ts";
+export { EvictionPolicyError } from "./store/script-runner.ts";
 export type { Store } from "./store/port.ts";
 export type { AgentHead, Message, Outcome, StoredEvent, ToolCallRecord } from "./store/types.ts";
 export { scriptedModel } from "./models/scripted.ts";

@@ -1,0 +1,50 @@
+/**
+ * storeFromEnv(): picks the store from environment variables, for the entry
+ * points. The environment comes in as a plain record (`process.env`,
+ * `Deno.env.toObject()`, a Workers `env`), so this file reads no globals.
+ *
+ * | variables | store |
+ * | --- | --- |
+ * | `GATEHOUSE_REDIS_URL` | redisStore (TCP, ioredis) |
+ * | `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` | upstashStore (REST) |
+ * | neither | memoryStore (nothing survives the process) |
+ *
+ * `GATEHOUSE_REDIS_PREFIX` sets the key prefix (default `gh`).
+ * `GATEHOUSE_ALLOW_EVICTION=1` accepts a maxmemory-policy that may evict keys;
+ * otherwise the eviction check runs here and startup fails with
+ * EvictionPolicyError on `allkeys-*` / `volatile-*`.
+ *
+ * @example
+ * const store = await storeFromEnv(process.env);
+ */
+import { memoryStore } from "../store/memory.ts";
+import type { Store } from "../store/port.ts";
+import { StoreInputError } from "../store/keys.ts";
+import { redisStore } from "../store/redis.ts";
+import { upstashStore } from "../store/upstash.ts";
+
+export type Env = Record<string, string | undefined>;
+
+export async function storeFromEnv(env: Env): Promise<Store> {
+  const allowEviction = env.GATEHOUSE_ALLOW_EVICTION === "1" || env.GATEHOUSE_ALLOW_EVICTION === "true";
+  const prefix = env.GATEHOUSE_REDIS_PREFIX || undefined;
+  if (env.GATEHOUSE_REDIS_URL) {
+    const store = redisStore({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction });
+    try {
+      await store.checkEviction();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
+  }
+  if (!env.UPSTASH_REDIS_REST_URL !== !env.UPSTASH_REDIS_REST_TOKEN) {
+    throw new StoreInputError("UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN must be set together");
+  }
+  if (env.UPSTASH_REDIS_REST_URL && env.UPSTASH_REDIS_REST_TOKEN) {
+    const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, prefix, allowEviction });
+    await store.checkEviction();
+    return store;
+  }
+  return memoryStore();
+}

@@ -1,0 +1,124 @@
+/**
+ * The Redis key layout, in one place. store/lua/includes/keys.lua builds the
+ * same agent keys inside `claim_next.lua`; keep the two in step.
+ *
+ * Per agent, every key carries the hash tag `{a:<agentId>}`, so all of one
+ * agent's records live in one Redis Cluster slot:
+ *
+ * | key                              | type   | holds |
+ * | -------------------------------- | ------ | ----- |
+ * | `<p>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal |
+ * | `<p>:{a:<id>}:tasks`             | list   | queued tasks: `<turnId JSON>\n<InboxTask JSON>` |
+ * | `<p>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
+ * | `<p>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
+ * | `<p>:{a:<id>}:events`            | list   | StoredEvent JSON; event id k is at index k-1 |
+ * | `<p>:{a:<id>}:idem`              | hash   | `k:<idempotency key>` -> turnId JSON; `t:<turnId JSON>` -> 1 |
+ * | `<p>:{a:<id>}:calls:<turnId>`    | hash   | `c:<toolCallId>` -> record JSON; `r:<toolCallId>` -> resolution JSON |
+ * | `<p>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
+ *
+ * Cross-agent indexes (no agent hash tag):
+ *
+ * | key                    | type   | holds |
+ * | ---------------------- | ------ | ----- |
+ * | `<p>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell) |
+ * | `<p>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
+ * | `<p>:verdicts`         | hash   | verdictId -> verdict record text |
+ *
+ * Identifiers that become part of a key or of an index member are checked
+ * here: an agent id may not contain `{`, `}` or control characters (they
+ * would move the hash tag or break the `\n`-separated deadline member); a
+ * turn id may not contain control characters; a worker target is one token
+ * of `[a-z0-9_-]`; the prefix is `[A-Za-z0-9_.:-]`.
+ */
+
+/** Bad input to a store adapter: an identifier that cannot become a key, a time that is not an integer. */
+export class StoreInputError extends Error {
+  readonly code = "invalid_store_input";
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreInputError";
+  }
+}
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const TARGET = /^[a-z0-9_-]{1,64}$/;
+const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+export function checkAgentId(agentId: string): string {
+  if (typeof agentId !== "string" || agentId.length === 0 || agentId.length > 256 || /[{}]/.test(agentId) || CONTROL.test(agentId)) {
+    throw new StoreInputError(
+      `Cannot use agent id ${JSON.stringify(agentId)} as a store key: it must be 1-256 characters without "{", "}" or control characters`,
+    );
+  }
+  return agentId;
+}
+
+export function checkTurnId(turnId: string, what = "turn id"): string {
+  if (typeof turnId !== "string" || turnId.length === 0 || CONTROL.test(turnId)) {
+    throw new StoreInputError(`Cannot use ${what} ${JSON.stringify(turnId)}: it must be a non-empty string without control characters`);
+  }
+  return turnId;
+}
+
+export function checkTarget(target: string): string {
+  if (typeof target !== "string" || !TARGET.test(target)) {
+    throw new StoreInputError(`Cannot use worker target ${JSON.stringify(target)}: it must be one token of [a-z0-9_-]`);
+  }
+  return target;
+}
+
+export function checkPrefix(prefix: string): string {
+  if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
+    throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [A-Za-z0-9_.:-]`);
+  }
+  return prefix;
+}
+
+/** The keys of one agent; all share the hash tag `{a:<agentId>}`. */
+export interface AgentKeys {
+  head: string;
+  tasks: string;
+  mail: string;
+  messages: string;
+  events: string;
+  idem: string;
+  verdicts: string;
+  /** The tool-call hash of one turn. */
+  calls(turnId: string): string;
+}
+
+export interface KeySpace {
+  readonly prefix: string;
+  agent(agentId: string): AgentKeys;
+  /** The ready queue (bell) of a worker target. */
+  ready(target: string): string;
+  /** Resume deadlines of pending tool calls, for the watchdog. */
+  readonly deadlines: string;
+  /** verdictId -> verdict record. */
+  readonly verdicts: string;
+}
+
+/** The key space under `prefix` (default `gh`). */
+export function keySpace(prefix = "gh"): KeySpace {
+  checkPrefix(prefix);
+  return {
+    prefix,
+    agent(agentId) {
+      const tag = `${prefix}:{a:${checkAgentId(agentId)}}`;
+      return {
+        head: `${tag}:head`,
+        tasks: `${tag}:tasks`,
+        mail: `${tag}:mail`,
+        messages: `${tag}:msgs`,
+        events: `${tag}:events`,
+        idem: `${tag}:idem`,
+        verdicts: `${tag}:verdicts`,
+        calls: (turnId) => `${tag}:calls:${turnId}`,
+      };
+    },
+    ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
+    deadlines: `${prefix}:deadlines`,
+    verdicts: `${prefix}:verdicts`,
+  };
+}

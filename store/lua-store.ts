@@ -1,0 +1,287 @@
+/**
+ * The Store over the Lua scripts, shared by the Redis (TCP) and Upstash (REST)
+ * adapters: they differ only in how a script reaches Redis (a RunScript) and
+ * how the eviction policy is read. Each method is exactly one script call,
+ * so one round trip and, on Upstash, one billed command.
+ *
+ * Arguments are encoded here, once: JSON texts for values the scripts store or
+ * compare, raw strings for identifiers that become keys or index members.
+ * Replies are turned into port results in one function, `decode`.
+ */
+import type {
+  CancelRequest,
+  CancelResult,
+  ClaimNextRequest,
+  ClaimRequest,
+  ClaimResult,
+  CommitRequest,
+  CommitResult,
+  DeliverToolResultRequest,
+  DeliverToolResultResult,
+  EnqueueTaskRequest,
+  EnqueueTaskResult,
+  RenewRequest,
+  Store,
+  VerdictFilter,
+  VerdictPut,
+} from "./port.ts";
+import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import type { ScriptName } from "./lua/scripts.gen.ts";
+import { type RunScript, StoreReplyError } from "./script-runner.ts";
+
+/** A store backed by Redis scripts. */
+export interface ScriptStore extends Store {
+  readonly kind: "redis" | "upstash";
+  readonly prefix: string;
+  /**
+   * Reads the server's maxmemory-policy and throws EvictionPolicyError for
+   * `allkeys-*` / `volatile-*` unless eviction was allowed. Runs once, before
+   * the first operation; call it at startup to fail early. `policy` is null
+   * when the server does not expose it (CONFIG disabled, Upstash).
+   */
+  checkEviction(): Promise<{ policy: string | null }>;
+}
+
+export interface ScriptStoreDeps {
+  kind: "redis" | "upstash";
+  keys: KeySpace;
+  run: RunScript;
+  /** Reads the policy and throws if refused; memoized by the store. */
+  checkEviction(): Promise<{ policy: string | null }>;
+  close(): Promise<void>;
+}
+
+const j = JSON.stringify;
+/** JSON of a non-empty object without its opening brace; a script prepends its own fields. */
+const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
+
+function int(n: number, what: string): string {
+  if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
+  return String(n);
+}
+
+/** Reply words of every script, named once. */
+export const REPLY = [
+  "enqueued", "duplicate", "definition_conflict",
+  "accepted", "agent_not_found", "unknown_call", "turn_finished", "not_active",
+  "claimed", "busy", "empty",
+  "renewed", "lost",
+  "applied", "fenced", "version", "turn", "tool_call_resolved",
+  "head", "none", "list", "at", "verdict",
+  "written", "exists",
+] as const;
+type Word = (typeof REPLY)[number];
+const WORDS = new Set<string>(REPLY);
+
+/** Turns a script reply into the result of the operation (one place for every script). */
+export function decode(name: ScriptName, reply: string, ctx: { agentId?: string } = {}): unknown {
+  const sp = reply.indexOf(" ");
+  const word = (sp < 0 ? reply : reply.slice(0, sp)) as Word;
+  const payload = sp < 0 ? "" : reply.slice(sp + 1);
+  if (!WORDS.has(word)) throw new StoreReplyError(`Script ${name} answered an unknown reply ${JSON.stringify(reply.slice(0, 80))}`);
+  const json = () => JSON.parse(payload);
+  switch (name) {
+    case "enqueue_task":
+      return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, turnId: json() };
+    case "deliver_tool_result":
+      return word === "accepted" || word === "duplicate" ? { status: word, record: json() } : { status: word };
+    case "request_cancel":
+      return { status: word };
+    case "claim":
+    case "claim_next": {
+      if (word === "claimed") {
+        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[] };
+        const task: InboxTask | null = c.head.currentTask === null ? null : structuredClone(c.head.currentTask);
+        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail };
+      }
+      if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
+      if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : { status: "empty" };
+      return { status: word };
+    }
+    case "renew_lease":
+      return word === "renewed" ? { status: word, leaseUntil: json() } : { status: word };
+    case "commit":
+      return word === "applied" ? { status: word, ...json() } : { status: "conflict", reason: word };
+    case "get_agent":
+      return word === "head" ? json() : null;
+    case "next_ready_at":
+      return word === "at" ? Number(payload) : null;
+    case "get_verdict":
+      return word === "verdict" ? payload : null;
+    case "put_verdict":
+      return { status: word };
+    case "read_messages":
+    case "read_events":
+    case "get_tool_calls":
+    case "due_tool_calls":
+    case "list_verdicts":
+      return json();
+  }
+}
+
+/** Builds the Store over scripts. Adapters call this; see store/redis.ts and store/upstash.ts. */
+export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
+  const { keys } = deps;
+  const prefix = keys.prefix;
+  let checked: Promise<{ policy: string | null }> | null = null;
+  const checkEviction = () => (checked ??= deps.checkEviction());
+
+  async function call<T>(name: ScriptName, k: string[], args: string[], ctx?: { agentId?: string }): Promise<T> {
+    await checkEviction();
+    return decode(name, await deps.run(name, k, args), ctx) as T;
+  }
+
+  const store: ScriptStore = {
+    kind: deps.kind,
+    prefix,
+    checkEviction,
+
+    enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
+      const k = keys.agent(req.agentId);
+      checkTarget(req.workerTarget);
+      checkTurnId(req.turnId);
+      const now = int(req.now, "now");
+      const task: InboxTask = {
+        turnId: req.turnId,
+        input: req.input,
+        options: req.options,
+        enqueuedAt: req.now,
+        ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+      };
+      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events], [
+        prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
+        req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
+        `${j(req.turnId)}\n${j(task)}`,
+        tail({ type: "task_enqueued", data: { turnId: req.turnId, input: req.input, options: req.options } }),
+        now,
+      ]);
+    },
+
+    deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
+      const k = keys.agent(req.agentId);
+      const now = int(req.now, "now");
+      const { outcome, afterExecution, source } = req;
+      return call("deliver_tool_result", [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines], [
+        prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
+        j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now }),
+        tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
+        tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution } }),
+        now,
+      ]);
+    },
+
+    requestCancel(req: CancelRequest): Promise<CancelResult> {
+      const k = keys.agent(req.agentId);
+      const now = int(req.now, "now");
+      return call("request_cancel", [k.head, k.mail, k.events], [
+        prefix, req.agentId, now, j(req.reason),
+        tail({ kind: "cancel", at: req.now, reason: req.reason }),
+        tail({ type: "cancel_requested", data: { reason: req.reason } }),
+      ]);
+    },
+
+    claim(req: ClaimRequest): Promise<ClaimResult> {
+      const k = keys.agent(req.agentId);
+      return call("claim", [k.head, k.tasks, k.mail], [
+        prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+      ], { agentId: req.agentId });
+    },
+
+    claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
+      return call("claim_next", [keys.ready(req.workerTarget)], [
+        prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+      ]);
+    },
+
+    renewLease(req: RenewRequest) {
+      const k = keys.agent(req.agentId);
+      return call("renew_lease", [k.head], [
+        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+      ]);
+    },
+
+    commit(req: CommitRequest): Promise<CommitResult> {
+      const k = keys.agent(req.agentId);
+      const now = int(req.now, "now");
+      if (req.activeTurnId !== null) checkTurnId(req.activeTurnId);
+      for (const c of req.recordToolCalls) {
+        // A call belongs to the turn that records it; its hash is that turn's.
+        if (c.turnId !== req.turnId) {
+          throw new StoreInputError(`Cannot record tool call ${j(c.toolCallId)} of turn ${j(c.turnId)} in a commit of turn ${j(req.turnId)}`);
+        }
+        int(c.deadline, "deadline");
+      }
+      const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
+      const args = [
+        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        j(req.turnId), req.turnId ?? "", j(req.activeTurnId), j(req.snapshot ?? null), j(req.state),
+        int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
+        j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
+        String(req.recordToolCalls.length), String(req.resolveToolCalls.length), String(req.messages.length), String(req.events.length),
+      ];
+      for (const c of req.recordToolCalls) args.push(c.toolCallId, j({ ...c, agentId: req.agentId, recordedAt: req.now }), String(c.deadline));
+      for (const r of req.resolveToolCalls) {
+        args.push(r.toolCallId, j({ status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now }));
+      }
+      for (const m of req.messages) args.push(j(m));
+      for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
+      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
+    },
+
+    getAgent(agentId): Promise<AgentHead | null> {
+      return call("get_agent", [keys.agent(agentId).head], []);
+    },
+
+    async getToolCalls(agentId, turnId): Promise<ToolCallRecord[]> {
+      const list = await call<ToolCallRecord[]>("get_tool_calls", [keys.agent(agentId).calls(turnId)], []);
+      // Hash order is not insertion order once a hash grows: order by recording time.
+      return list.sort((x, y) => x.recordedAt - y.recordedAt || (x.toolCallId < y.toolCallId ? -1 : x.toolCallId > y.toolCallId ? 1 : 0));
+    },
+
+    readMessages(agentId, fromIndex = 0): Promise<Message[]> {
+      return call("read_messages", [keys.agent(agentId).messages], [int(Math.max(0, fromIndex), "fromIndex")]);
+    },
+
+    async readEvents(agentId, after, limit): Promise<StoredEvent[]> {
+      const k = keys.agent(agentId);
+      if (limit <= 0) return [];
+      return call("read_events", [k.events], [int(Math.max(0, after), "after"), int(limit, "limit")]);
+    },
+
+    async dueToolCalls(now, limit) {
+      if (limit <= 0) return [];
+      const members = await call<string[]>("due_tool_calls", [keys.deadlines], [int(now, "now"), int(limit, "limit")]);
+      return members.map((m) => {
+        // agentId and turnId hold no control characters; the call id is the rest.
+        const a = m.indexOf("\n");
+        const b = m.indexOf("\n", a + 1);
+        return { agentId: m.slice(0, a), turnId: m.slice(a + 1, b), toolCallId: m.slice(b + 1) };
+      });
+    },
+
+    nextReadyAt(workerTarget): Promise<number | null> {
+      return call("next_ready_at", [keys.ready(workerTarget)], []);
+    },
+
+    putVerdict(req: VerdictPut) {
+      const k = keys.agent(req.agentId);
+      return call("put_verdict", [k.verdicts, k.head, keys.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
+    },
+
+    getVerdict(verdictId): Promise<string | null> {
+      return call("get_verdict", [keys.verdicts], [verdictId]);
+    },
+
+    listVerdicts(agentId, filter: VerdictFilter): Promise<string[]> {
+      const k = keys.agent(agentId);
+      return call("list_verdicts", [k.verdicts, keys.verdicts], [
+        filter.turnId !== undefined ? "1" : "0", filter.turnId ?? "",
+        filter.status !== undefined ? "1" : "0", filter.status ?? "",
+      ]);
+    },
+
+    close: deps.close,
+  };
+  return store;
+}

@@ -1,0 +1,23 @@
+--[[
+  claim: claims one named agent. Mirrors memoryStore.claim.
+
+  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] mail list
+  ARGV[1] key prefix  ARGV[2] agentId (raw)
+  ARGV[3] workerId JSON
+  ARGV[4] leaseMs     ARGV[5] now
+  Undeclared key: the ready zset of the agent's stored target.
+
+  Returns:
+    'claimed {"epoch":n,"head":{...},"mail":[...]}'
+    'busy <leaseUntil>' | 'empty' | 'agent_not_found'
+]]
+-- @include keys.lua
+-- @include head.lua
+-- @include claim.lua
+
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 'agent_not_found'
+end
+local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3] },
+  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5])
+return reply

@@ -1,0 +1,59 @@
+--[[
+  claim_next: claims the agent with the oldest due bell of a worker target,
+  in one round trip. Mirrors memoryStore.claimNext: due bells are visited
+  oldest first; an agent held by another worker has its bell moved to its
+  lease end, a bell with nothing behind it is dropped (or moved to
+  runnableAt), a bell of an unknown agent is removed.
+
+  KEYS[1] ready zset of the worker target
+  ARGV[1] key prefix  ARGV[2] workerId JSON
+  ARGV[3] leaseMs     ARGV[4] now
+  Undeclared keys: the head, tasks and mail keys of each visited agent, built
+  from the prefix like store/keys.ts does. Standalone Redis only (see
+  docs/store.md, "Redis Cluster").
+
+  Returns:
+    'claimed {"epoch":n,"head":{...},"mail":[...]}'
+    'empty'
+]]
+-- @include keys.lua
+-- @include head.lua
+-- @include claim.lua
+
+local ready = KEYS[1]
+local prefix, worker_json, lease_ms, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local now = tonumber(now_str)
+local seen = {}
+
+while true do
+  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', now_str, 'LIMIT', 0, 20)
+  if #due == 0 then
+    return 'empty'
+  end
+  for _, agent_id in ipairs(due) do
+    -- Every visit moves the bell past `now` or removes it, so the loop ends;
+    -- a bell seen twice would mean it did not: stop rather than spin.
+    if seen[agent_id] then
+      return 'empty'
+    end
+    seen[agent_id] = true
+    local k = {
+      head = agent_key(prefix, agent_id, 'head'),
+      tasks = agent_key(prefix, agent_id, 'tasks'),
+      mail = agent_key(prefix, agent_id, 'mail'),
+    }
+    local target = redis.call('HGET', k.head, 'workerTarget')
+    if not target or ready_key(prefix, target) ~= ready then
+      -- The agent is gone, or belongs to another target: the bell is stale.
+      redis.call('ZREM', ready, agent_id)
+    else
+      local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str)
+      if status == 'claimed' then
+        return reply
+      end
+      if status == 'busy' then
+        redis.call('ZADD', ready, int(lease_until), agent_id)
+      end
+    end
+  end
+end

@@ -1,0 +1,173 @@
+--[[
+  commit: the compare-and-set of one step. Mirrors memoryStore.commit step by
+  step: every check comes before the first write (Redis has no rollback), then
+  tool calls, mail acknowledgement, messages and events are appended and the
+  head is updated. The head never carries history.
+
+  KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
+  KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
+  KEYS[7] deadlines zset
+  ARGV[1]  key prefix
+  ARGV[2]  agentId (raw)
+  ARGV[3]  workerId JSON
+  ARGV[4]  epoch
+  ARGV[5]  expectedVersion
+  ARGV[6]  turnId JSON ('null' when none)
+  ARGV[7]  turnId (raw, '' when none)
+  ARGV[8]  activeTurnId JSON after the commit ('null': the turn ended)
+  ARGV[9]  snapshot JSON
+  ARGV[10] state JSON
+  ARGV[11] ackMailThrough
+  ARGV[12] release: '-' keep the lease; 'null' release, runnable on mail only; or runnableAt
+  ARGV[13] leaseMs
+  ARGV[14] now
+  ARGV[15] turnId JSON of the events (turnId, else activeTurnId)
+  ARGV[16] commit token `<epoch>:<expectedVersion>:<now>:<workerId>` (replay guard)
+  ARGV[17] number of tool calls to record (R)
+  ARGV[18] number of tool calls to resolve (S)
+  ARGV[19] number of messages (M)
+  ARGV[20] number of events (E)
+  then R x (toolCallId, record JSON without status, deadline),
+       S x (toolCallId, resolution JSON),
+       M x message JSON,
+       E x event tail ({type, data} JSON without its opening brace)
+  Undeclared key: the ready zset of the agent's stored target.
+
+  Returns:
+    'applied {"version":n,"lastEventId":n}'
+    'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
+    'tool_call_resolved'  (nothing of the commit written; the lease is
+                           released and the bell rung so the result is picked up)
+  Replay guard: a commit whose token matches the last applied commit while
+  the version is still expectedVersion + 1 is a replay of an applied call; it
+  answers 'applied' with the same numbers and writes nothing.
+]]
+-- @include keys.lua
+-- @include head.lua
+
+local head, tasks, mail, msgs, events, calls, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local prefix, agent_id, worker_json = ARGV[1], ARGV[2], ARGV[3]
+local epoch, expected = ARGV[4], tonumber(ARGV[5])
+local turn_json, turn_id, next_active = ARGV[6], ARGV[7], ARGV[8]
+local snapshot, state, ack = ARGV[9], ARGV[10], tonumber(ARGV[11])
+local release, lease_ms, now_str = ARGV[12], tonumber(ARGV[13]), ARGV[14]
+local now = tonumber(now_str)
+local event_turn, token = ARGV[15], ARGV[16]
+local n_rec, n_res, n_msg, n_ev = tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20])
+
+if redis.call('EXISTS', head) == 0 then
+  return 'agent_not_found'
+end
+local h = redis.call('HMGET', head, 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget', '_commit', '_commitEvent')
+local version = tonumber(h[4])
+if h[7] == token and version == expected + 1 then
+  return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. h[8] .. '}'
+end
+if h[1] ~= epoch or h[2] ~= worker_json or tonumber(h[3]) <= now then
+  return 'fenced'
+end
+if version ~= expected then
+  return 'version'
+end
+if h[5] ~= turn_json then
+  return 'turn'
+end
+local ready = ready_key(prefix, h[6])
+
+local base = 21
+local rec_at = base
+local res_at = rec_at + 3 * n_rec
+local msg_at = res_at + 2 * n_res
+local ev_at = msg_at + n_msg
+
+for i = 0, n_res - 1 do
+  local id = ARGV[res_at + 2 * i]
+  if redis.call('HEXISTS', calls, 'c:' .. id) == 0 or redis.call('HEXISTS', calls, 'r:' .. id) == 1 then
+    -- The watchdog (or a duplicate in-process result) resolved it first: give the
+    -- agent back at once so a worker picks up the result that won.
+    redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    redis.call('ZADD', ready, now_str, agent_id)
+    return 'tool_call_resolved'
+  end
+end
+
+-- Checks done; writes follow.
+local member_prefix = agent_id .. '\n' .. turn_id .. '\n'
+for i = 0, n_rec - 1 do
+  local id, record, deadline = ARGV[rec_at + 3 * i], ARGV[rec_at + 3 * i + 1], ARGV[rec_at + 3 * i + 2]
+  -- Recording a call again starts it over as pending.
+  redis.call('HSET', calls, 'c:' .. id, record)
+  redis.call('HDEL', calls, 'r:' .. id)
+  redis.call('ZADD', deadlines, deadline, member_prefix .. id)
+end
+for i = 0, n_res - 1 do
+  local id = ARGV[res_at + 2 * i]
+  redis.call('HSET', calls, 'r:' .. id, ARGV[res_at + 2 * i + 1])
+  redis.call('ZREM', deadlines, member_prefix .. id)
+end
+
+if ack > 0 then
+  -- Mail seqs are dense and ascending (every push takes the next seq, acks
+  -- only remove a prefix), so the list holds seqs mailSeq-len+1 .. mailSeq.
+  local len = redis.call('LLEN', mail)
+  local first = tonumber(redis.call('HGET', head, '_mailSeq')) - len + 1
+  local drop = math.min(len, ack - first + 1)
+  if drop > 0 then
+    redis.call('LTRIM', mail, drop, -1)
+  end
+end
+
+local message_count
+if n_msg > 0 then
+  local items = {}
+  for i = 0, n_msg - 1 do items[i + 1] = ARGV[msg_at + i] end
+  push_all(msgs, items)
+end
+message_count = redis.call('LLEN', msgs)
+
+local tails = {}
+for i = 0, n_ev - 1 do tails[i + 1] = ARGV[ev_at + i] end
+local last_event = append_events(head, events, event_turn, now_str, tails)
+
+local pending_mail = redis.call('LLEN', mail)
+version = version + 1
+redis.call('HSET', head,
+  'snapshot', snapshot, 'state', state, 'version', int(version), 'updatedAt', now_str,
+  'messageCount', int(message_count), 'pendingMail', int(pending_mail),
+  '_commit', token, '_commitEvent', int(last_event))
+
+if next_active == 'null' and h[5] ~= 'null' then
+  -- The turn ended: its unresolved calls can no longer be answered.
+  local all = redis.call('HGETALL', calls)
+  for i = 1, #all, 2 do
+    local field = all[i]
+    if string.sub(field, 1, 2) == 'c:' then
+      local id = string.sub(field, 3)
+      if redis.call('HEXISTS', calls, 'r:' .. id) == 0 then
+        redis.call('ZREM', deadlines, member_prefix .. id)
+      end
+    end
+  end
+  redis.call('HSET', head, 'currentTask', 'null')
+end
+redis.call('HSET', head, 'activeTurnId', next_active)
+
+if release ~= '-' then
+  redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', release)
+  local claimable = pending_mail > 0
+    or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
+    or (release ~= 'null' and tonumber(release) <= now)
+  if claimable then
+    -- Mail arrived during the claim (or a task waits): ring again now.
+    redis.call('ZADD', ready, now_str, agent_id)
+  elseif release == 'null' then
+    redis.call('ZREM', ready, agent_id)
+  else
+    redis.call('ZADD', ready, release, agent_id)
+  end
+else
+  local until_str = int(now + lease_ms)
+  redis.call('HSET', head, 'runnableAt', now_str, 'leaseUntil', until_str)
+  redis.call('ZADD', ready, until_str, agent_id)
+end
+return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) .. '}'

@@ -1,0 +1,53 @@
+--[[
+  deliver_tool_result: first-wins result of one tool call (HTTP, watchdog).
+  Mirrors memoryStore.deliverToolResult.
+
+  KEYS[1] head hash          KEYS[2] calls hash of the turn
+  KEYS[3] mail list          KEYS[4] events list
+  KEYS[5] deadlines zset
+  ARGV[1] key prefix         ARGV[2] agentId (raw)
+  ARGV[3] turnId JSON        ARGV[4] turnId (raw)
+  ARGV[5] toolCallId (raw)
+  ARGV[6] resolution JSON: {"status":"resolved","outcome":..,"afterExecution":..,"source":..,"resolvedAt":now}
+  ARGV[7] mail tail: the MailItem JSON without seq and without its opening brace
+  ARGV[8] event tail (tool_result_received)
+  ARGV[9] now
+  Undeclared key: the ready zset of the agent's stored target.
+
+  Returns:
+    'accepted <ToolCallRecord JSON>'
+    'duplicate <ToolCallRecord JSON>'  (resolved before; nothing changes)
+    'agent_not_found' | 'unknown_call' | 'turn_finished'
+  A replayed delivery finds the call resolved and answers 'duplicate'.
+]]
+-- @include keys.lua
+-- @include head.lua
+
+local head, calls, mail, events, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix, agent_id, turn_json, turn_id, call_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local resolution, mail_tail, event_tail, now_str = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+
+if redis.call('EXISTS', head) == 0 then
+  return 'agent_not_found'
+end
+local base = redis.call('HGET', calls, 'c:' .. call_id)
+if not base then
+  return 'unknown_call'
+end
+local prior = redis.call('HGET', calls, 'r:' .. call_id)
+if prior then
+  return 'duplicate ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
+end
+if redis.call('HGET', head, 'activeTurnId') ~= turn_json then
+  return 'turn_finished'
+end
+
+-- Checks done; writes follow.
+redis.call('HSET', calls, 'r:' .. call_id, resolution)
+redis.call('ZREM', deadlines, agent_id .. '\n' .. turn_id .. '\n' .. call_id)
+local seq = redis.call('HINCRBY', head, '_mailSeq', 1)
+local pending = redis.call('RPUSH', mail, '{"seq":' .. int(seq) .. ',' .. mail_tail)
+redis.call('HSET', head, 'pendingMail', int(pending))
+append_events(head, events, turn_json, now_str, { event_tail })
+redis.call('ZADD', ready_key(prefix, redis.call('HGET', head, 'workerTarget')), 'LT', now_str, agent_id)
+return 'accepted ' .. string.sub(base, 1, -2) .. ',' .. string.sub(resolution, 2)

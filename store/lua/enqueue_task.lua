@@ -1,0 +1,70 @@
+--[[
+  enqueue_task: writes a task into the agent's inbox, then rings its bell.
+  Mirrors memoryStore.enqueueTask. Creates the agent on its first task.
+
+  KEYS[1] head hash          KEYS[2] tasks list
+  KEYS[3] idem hash          KEYS[4] events list
+  ARGV[1] key prefix
+  ARGV[2] agentId (raw)      ARGV[3] agentId JSON
+  ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
+  ARGV[6] turnId JSON        ARGV[7] '1' when an idempotency key is given, else '0'
+  ARGV[8] idempotency key    ARGV[9] task entry: `<turnId JSON>\n<InboxTask JSON>`
+  ARGV[10] event tail (task_enqueued)
+  ARGV[11] now
+  Undeclared key: the ready zset of the agent's stored target (see docs/store.md).
+
+  Returns:
+    'enqueued <turnId JSON>'
+    'duplicate <turnId JSON>'          (idempotency key seen before)
+    'definition_conflict <name JSON>'  (the agent is bound to another definition)
+  Replay guard: a turn id this agent has already enqueued is a replay of an
+  applied call (turn ids are fresh per request); it answers 'enqueued' again
+  and writes nothing.
+]]
+-- @include keys.lua
+-- @include head.lua
+
+local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix, agent_id, agent_id_json = ARGV[1], ARGV[2], ARGV[3]
+local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
+local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+
+local exists = redis.call('EXISTS', head) == 1
+if exists then
+  local bound = redis.call('HGET', head, 'agentName')
+  if bound ~= name_json then
+    return 'definition_conflict ' .. bound
+  end
+  if redis.call('HEXISTS', idem, 't:' .. turn_json) == 1 then
+    return 'enqueued ' .. turn_json
+  end
+  if has_key then
+    local prior = redis.call('HGET', idem, 'k:' .. idem_key)
+    if prior then
+      return 'duplicate ' .. prior
+    end
+  end
+end
+
+-- Checks done; writes follow.
+if not exists then
+  redis.call('HSET', head,
+    'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
+    'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', 'null', 'currentTask', 'null',
+    'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
+    'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
+    'pendingTasks', '0', 'pendingMail', '0', 'messageCount', '0', 'lastEventId', '0',
+    '_mailSeq', '0')
+end
+local n = redis.call('RPUSH', tasks, entry)
+redis.call('HSET', head, 'pendingTasks', int(n))
+if has_key then
+  redis.call('HSET', idem, 'k:' .. idem_key, turn_json, 't:' .. turn_json, '1')
+else
+  redis.call('HSET', idem, 't:' .. turn_json, '1')
+end
+append_events(head, events, turn_json, now_str, { event_tail })
+-- Ring: the bell moves earlier, never later.
+local ready = ready_key(prefix, redis.call('HGET', head, 'workerTarget'))
+redis.call('ZADD', ready, 'LT', now_str, agent_id)
+return 'enqueued ' .. turn_json

@@ -1,0 +1,28 @@
+--[[
+  get_tool_calls: every tool call of one turn.
+
+  KEYS[1] calls hash of the turn
+  Returns: 'list [ToolCallRecord JSON, ...]' (unordered)
+]]
+-- @include head.lua
+
+local all = redis.call('HGETALL', KEYS[1])
+local res = {}
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 'r:' then
+    res[string.sub(all[i], 3)] = all[i + 1]
+  end
+end
+local out = {}
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 'c:' then
+    local base = string.sub(all[i + 1], 1, -2)
+    local r = res[string.sub(all[i], 3)]
+    if r then
+      out[#out + 1] = base .. ',' .. string.sub(r, 2)
+    else
+      out[#out + 1] = base .. ',"status":"pending"}'
+    end
+  end
+end
+return 'list ' .. json_list(out)

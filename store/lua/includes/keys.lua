@@ -1,0 +1,14 @@
+--[[
+  Key builders. Mirror store/keys.ts: `<prefix>:{a:<agentId>}:<suffix>` for
+  the records of one agent, `<prefix>:ready:<target>` for the bell of a
+  worker target.
+]]
+local function agent_key(prefix, agent_id, suffix)
+  return prefix .. ':{a:' .. agent_id .. '}:' .. suffix
+end
+
+-- The stored workerTarget is JSON text of a token of [a-z0-9_-] (checked by
+-- the adapter before it is stored), so dropping the quotes decodes it.
+local function ready_key(prefix, target_json)
+  return prefix .. ':ready:' .. string.sub(target_json, 2, -2)
+end

@@ -1,0 +1,27 @@
+--[[
+  renew_lease: extends the lease of the current holder. Mirrors
+  memoryStore.renewLease.
+
+  KEYS[1] head hash
+  ARGV[1] key prefix  ARGV[2] agentId (raw)
+  ARGV[3] workerId JSON
+  ARGV[4] epoch       ARGV[5] leaseMs   ARGV[6] now
+  Undeclared key: the ready zset of the agent's stored target.
+
+  Returns: 'renewed <leaseUntil>' | 'lost'
+  A replay computes the same lease end: renewing is idempotent.
+]]
+-- @include keys.lua
+-- @include head.lua
+
+local head = KEYS[1]
+local prefix, agent_id, worker_json, epoch, lease_ms, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local h = redis.call('HMGET', head, 'epoch', 'leaseOwner', 'leaseUntil', 'workerTarget')
+if not h[1] or h[1] ~= epoch or h[2] ~= worker_json or tonumber(h[3]) <= now then
+  return 'lost'
+end
+local until_str = int(now + lease_ms)
+redis.call('HSET', head, 'leaseUntil', until_str)
+redis.call('ZADD', ready_key(prefix, h[4]), until_str, agent_id)
+return 'renewed ' .. until_str

@@ -1,0 +1,68 @@
+/**
+ * redisStore(): the store on a Redis server over TCP, for long-running Node
+ * and Deno workers. Every operation is one Lua script (store/lua/), sent with
+ * EVALSHA and falling back to EVAL on NOSCRIPT: one round trip per claim, per
+ * commit and per read.
+ *
+ * The client is ioredis: it reconnects on its own and queues commands while
+ * offline, speaks Redis Cluster and Sentinel, pipelines concurrent commands
+ * on one connection, and is the most used Redis client for Node. Standalone
+ * Redis (and Sentinel) is supported; a Cluster client is refused (see
+ * docs/store.md, "Redis Cluster").
+ *
+ * @example
+ * const store = redisStore("redis://127.0.0.1:6379");
+ * await store.checkEviction(); // fail at startup, not at the first task
+ * const gh = createGatehouse({ agents, store });
+ */
+import { Cluster, Redis } from "ioredis";
+import { keySpace, StoreInputError } from "./keys.ts";
+import { type ScriptStore, scriptStore } from "./lua-store.ts";
+import { assertNoEviction, scriptRunner } from "./script-runner.ts";
+
+export interface RedisStoreOptions {
+  /** `redis://` or `rediss://` URL; the store opens (and closes) its own client. */
+  url?: string;
+  /** An existing ioredis client; the store does not close it. */
+  client?: Redis;
+  /** Key prefix (default `gh`), so several deployments can share one Redis. */
+  prefix?: string;
+  /** Accept a maxmemory-policy that may evict keys (default false). */
+  allowEviction?: boolean;
+}
+
+export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
+  const o: RedisStoreOptions = typeof opts === "string" ? { url: opts } : opts;
+  if ((o.client as unknown) instanceof Cluster) {
+    throw new StoreInputError("redisStore does not run on Redis Cluster yet: the ready and deadline indexes span slots (docs/store.md)");
+  }
+  if (!o.client && !o.url) throw new StoreInputError("redisStore needs a url or an ioredis client");
+  const owned = !o.client;
+  const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: true });
+
+  const run = scriptRunner({
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+  });
+
+  return scriptStore({
+    kind: "redis",
+    keys: keySpace(o.prefix),
+    run,
+    async checkEviction() {
+      let policy: string | null = null;
+      try {
+        const reply = (await client.config("GET", "maxmemory-policy")) as string[];
+        policy = reply[1] ?? null;
+      } catch (err) {
+        // A server that refuses CONFIG (managed Redis) cannot be checked; anything else is an outage.
+        if ((err as Error).name !== "ReplyError") throw err;
+      }
+      assertNoEviction(policy, o.allowEviction ?? false);
+      return { policy };
+    },
+    async close() {
+      if (owned) await client.quit().catch(() => client.disconnect());
+    },
+  });
+}

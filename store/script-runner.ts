@@ -1,0 +1,83 @@
+/**
+ * The one path every store script takes: EVALSHA with the script's SHA-1,
+ * and EVAL (which also loads the script) when Redis answers NOSCRIPT (after a
+ * restart, a failover or SCRIPT FLUSH). Web APIs only: the SHA-1 comes from
+ * Web Crypto, the sources from the generated module (Workers have no
+ * filesystem).
+ *
+ * Every script answers one string: a status word, optionally followed by one
+ * space and a payload (JSON, or a stored text). A status word is never valid
+ * JSON, so a client that parses replies as JSON (such as @upstash/redis with
+ * automatic deserialization on) hands the string through unchanged, and both
+ * adapters see identical values.
+ */
+import { type ScriptName, scripts } from "./lua/scripts.gen.ts";
+
+/** What a Redis client must offer to run the store scripts. */
+export interface ScriptTransport {
+  /** EVALSHA. Must reject with an error whose message contains `NOSCRIPT` when the script is not cached. */
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  /** EVAL with the full source. */
+  eval(source: string, keys: string[], args: string[]): Promise<unknown>;
+}
+
+/** A script answered something that is not one of its replies (a script bug or a foreign key). */
+export class StoreReplyError extends Error {
+  readonly code = "store_reply_invalid";
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreReplyError";
+  }
+}
+
+/** The Redis server may evict keys; gatehouse state would silently disappear. */
+export class EvictionPolicyError extends Error {
+  readonly code = "eviction_policy_refused";
+  readonly policy: string;
+  constructor(policy: string) {
+    super(
+      `Cannot use a Redis with maxmemory-policy "${policy}": it may evict agent state. ` +
+        `Set maxmemory-policy to noeviction, or pass { allowEviction: true } (GATEHOUSE_ALLOW_EVICTION=1) to accept the risk`,
+    );
+    this.name = "EvictionPolicyError";
+    this.policy = policy;
+  }
+}
+
+/** Throws EvictionPolicyError for `allkeys-*` and `volatile-*` policies unless allowed. */
+export function assertNoEviction(policy: string | null, allowEviction: boolean): void {
+  if (policy === null || allowEviction) return;
+  if (/^(allkeys|volatile)-/.test(policy)) throw new EvictionPolicyError(policy);
+}
+
+export async function sha1Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export type RunScript = (name: ScriptName, keys: string[], args: string[]) => Promise<string>;
+
+const isNoScript = (err: unknown) => err instanceof Error && err.message.includes("NOSCRIPT");
+
+/** Runs store scripts over `transport`: EVALSHA first, EVAL on NOSCRIPT. */
+export function scriptRunner(transport: ScriptTransport): RunScript {
+  const shas = new Map<ScriptName, Promise<string>>();
+  const shaOf = (name: ScriptName) => {
+    let sha = shas.get(name);
+    if (!sha) shas.set(name, (sha = sha1Hex(scripts[name])));
+    return sha;
+  };
+  return async (name, keys, args) => {
+    let reply: unknown;
+    try {
+      reply = await transport.evalsha(await shaOf(name), keys, args);
+    } catch (err) {
+      if (!isNoScript(err)) throw err;
+      reply = await transport.eval(scripts[name], keys, args);
+    }
+    if (typeof reply !== "string") {
+      throw new StoreReplyError(`Script ${name} answered ${JSON.stringify(reply)}; every store script answers a string`);
+    }
+    return reply;
+  };
+}

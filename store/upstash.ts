@@ -1,0 +1,74 @@
+/**
+ * upstashStore(): the store on Upstash Redis over its REST API, for edge
+ * runtimes (Workers, Deno Deploy, Vercel). Web APIs only (fetch). The same
+ * Lua scripts as redisStore() run through the same EVALSHA/EVAL path; every
+ * operation is one script call, so one billed command.
+ *
+ * The client is created with automatic deserialization off, so script
+ * replies arrive as the strings the scripts returned. A client passed in may
+ * keep it on: every script reply starts with a status word that is not JSON,
+ * so it passes through unparsed either way.
+ *
+ * @example
+ * const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+ * const gh = createGatehouse({ agents, store });
+ */
+import { Redis } from "@upstash/redis";
+import { keySpace, StoreInputError } from "./keys.ts";
+import { type ScriptStore, scriptStore } from "./lua-store.ts";
+import { assertNoEviction, scriptRunner } from "./script-runner.ts";
+
+export interface UpstashStoreOptions {
+  /** REST URL (`UPSTASH_REDIS_REST_URL`). */
+  url?: string;
+  /** REST token (`UPSTASH_REDIS_REST_TOKEN`). */
+  token?: string;
+  /** An existing @upstash/redis client instead of url and token. */
+  redis?: Redis;
+  /** Key prefix (default `gh`). */
+  prefix?: string;
+  /** Accept a maxmemory-policy that may evict keys (default false). */
+  allowEviction?: boolean;
+  /** Retries of a request that failed on the network (default: the client's, 5). */
+  retries?: number;
+}
+
+export function upstashStore(opts: UpstashStoreOptions | Redis): ScriptStore {
+  const o: UpstashStoreOptions = opts instanceof Redis ? { redis: opts } : opts;
+  let redis = o.redis;
+  if (!redis) {
+    if (!o.url || !o.token) throw new StoreInputError("upstashStore needs { url, token } or an @upstash/redis client");
+    redis = new Redis({
+      url: o.url,
+      token: o.token,
+      automaticDeserialization: false,
+      enableTelemetry: false,
+      ...(o.retries !== undefined ? { retry: { retries: o.retries } } : {}),
+    });
+  }
+  const client = redis;
+
+  const run = scriptRunner({
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys, args),
+    eval: (source, keys, args) => client.eval(source, keys, args),
+  });
+
+  return scriptStore({
+    kind: "upstash",
+    keys: keySpace(o.prefix),
+    run,
+    async checkEviction() {
+      let policy: string | null = null;
+      try {
+        const reply = await client.exec<unknown>(["CONFIG", "GET", "maxmemory-policy"]);
+        if (Array.isArray(reply) && typeof reply[1] === "string") policy = reply[1];
+      } catch (err) {
+        // Upstash does not expose CONFIG (its eviction is a database setting); only a refused command is tolerated.
+        if ((err as Error).name !== "UpstashError") throw err;
+      }
+      assertNoEviction(policy, o.allowEviction ?? false);
+      return { policy };
+    },
+    async close() {},
+  });
+}
