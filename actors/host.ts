@@ -21,7 +21,7 @@ import { createActor, type InspectionEvent } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
-import { agentMachine, classifyStep } from "../machines/agent.ts";
+import { agentMachine, classifyStep, submittedValue } from "../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
 import { AGENT_OUTPUT, type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
 import type { ModelResponse } from "../models/types.ts";
@@ -376,6 +376,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     }
     const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
     if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
+    if (completion?.name === SUBMIT_RESULT && kind === "submit") {
+      const missing = missingResultFields(claim.task?.input ?? head.currentTask?.input, submittedValue(completion.args));
+      // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
+      if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
+    }
     apply({ type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
     emit("step", {
       phase: "completed", step, model: agent!.model.name,
@@ -432,6 +437,20 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * A task may declare the fields its result must carry: an object input with
+ * `resultFields: string[]`. Returns the declared fields the submitted value
+ * lacks (all of them when the value is not an object); a malformed
+ * declaration is ignored.
+ */
+export function missingResultFields(input: unknown, value: unknown): string[] {
+  if (!input || typeof input !== "object" || Array.isArray(input)) return [];
+  const fields = (input as { resultFields?: unknown }).resultFields;
+  if (!Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return [];
+  if (!value || typeof value !== "object" || Array.isArray(value)) return [...fields];
+  return fields.filter((f) => !(f in (value as Record<string, unknown>)));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
