@@ -165,7 +165,7 @@ describe("guardian definitions and assignments", () => {
     expect(definitionError(() => defineGuardian({ code: "g", review: "no" as never })).message).toMatch(
       /Guardian "g": review must be a function/,
     );
-    expect(definitionError(() => defineGuardian({ code: "g", review: (_a: unknown, _b: unknown, _c: unknown) => review() }))
+    expect(definitionError(() => defineGuardian({ code: "g", review: ((_a: unknown, _b: unknown, _c: unknown) => review()) as never }))
       .message).toMatch(/declares 3 parameters/);
     expect(definitionError(() => defineGuardian({ code: "g", review, reviewer: 1 } as never)).message).toMatch(/unknown key "reviewer"/);
   });
