@@ -137,7 +137,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     prefix,
     checkEviction,
 
-    enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
+    async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
       const k = keys.agent(req.agentId);
       checkTarget(req.workerTarget);
       checkTurnId(req.turnId);
@@ -158,7 +158,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       ]);
     },
 
-    deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
+    async deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       const { outcome, afterExecution, source } = req;
@@ -171,7 +171,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       ]);
     },
 
-    requestCancel(req: CancelRequest): Promise<CancelResult> {
+    async requestCancel(req: CancelRequest): Promise<CancelResult> {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       return call("request_cancel", [k.head, k.mail, k.events], [
@@ -181,27 +181,27 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       ]);
     },
 
-    claim(req: ClaimRequest): Promise<ClaimResult> {
+    async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
       return call("claim", [k.head, k.tasks, k.mail], [
         prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
 
-    claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
+    async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
       return call("claim_next", [keys.ready(req.workerTarget)], [
         prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ]);
     },
 
-    renewLease(req: RenewRequest) {
+    async renewLease(req: RenewRequest) {
       const k = keys.agent(req.agentId);
       return call("renew_lease", [k.head], [
         prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ]);
     },
 
-    commit(req: CommitRequest): Promise<CommitResult> {
+    async commit(req: CommitRequest): Promise<CommitResult> {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       if (req.activeTurnId !== null) checkTurnId(req.activeTurnId);
@@ -229,7 +229,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
     },
 
-    getAgent(agentId): Promise<AgentHead | null> {
+    async getAgent(agentId): Promise<AgentHead | null> {
       return call("get_agent", [keys.agent(agentId).head], []);
     },
 
@@ -239,7 +239,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return list.sort((x, y) => x.recordedAt - y.recordedAt || (x.toolCallId < y.toolCallId ? -1 : x.toolCallId > y.toolCallId ? 1 : 0));
     },
 
-    readMessages(agentId, fromIndex = 0): Promise<Message[]> {
+    async readMessages(agentId, fromIndex = 0): Promise<Message[]> {
       return call("read_messages", [keys.agent(agentId).messages], [int(Math.max(0, fromIndex), "fromIndex")]);
     },
 
@@ -260,20 +260,20 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       });
     },
 
-    nextReadyAt(workerTarget): Promise<number | null> {
+    async nextReadyAt(workerTarget): Promise<number | null> {
       return call("next_ready_at", [keys.ready(workerTarget)], []);
     },
 
-    putVerdict(req: VerdictPut) {
+    async putVerdict(req: VerdictPut) {
       const k = keys.agent(req.agentId);
       return call("put_verdict", [k.verdicts, k.head, keys.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
     },
 
-    getVerdict(verdictId): Promise<string | null> {
+    async getVerdict(verdictId): Promise<string | null> {
       return call("get_verdict", [keys.verdicts], [verdictId]);
     },
 
-    listVerdicts(agentId, filter: VerdictFilter): Promise<string[]> {
+    async listVerdicts(agentId, filter: VerdictFilter): Promise<string[]> {
       const k = keys.agent(agentId);
       return call("list_verdicts", [k.verdicts, keys.verdicts], [
         filter.turnId !== undefined ? "1" : "0", filter.turnId ?? "",

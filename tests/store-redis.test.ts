@@ -1,22 +1,211 @@
-import { afterAll, beforeAll } from "vitest";
+import { Cluster, Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreInputError } from "../store/keys.ts";
+import { scripts } from "../store/lua/scripts.gen.ts";
+import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
+import { EvictionPolicyError, sha1Hex } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 
 let server: RedisServer;
+let raw: Redis;
 let n = 0;
+const freshPrefix = () => `t${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedisServer();
+  raw = new Redis(server.url);
 });
 afterAll(async () => {
+  raw?.disconnect();
   await server?.stop();
 });
 
 storeConformance("redis", async () => {
-  const prefix = `t${++n}_${Math.random().toString(36).slice(2, 8)}`;
+  const prefix = freshPrefix();
   return {
     store: redisStore({ url: server.url, prefix }),
     open: async () => redisStore({ url: server.url, prefix }),
     cleanup: async () => {},
   };
+});
+
+const T0 = 1_700_000_000_000;
+const LEASE = 10_000;
+
+/** One agent through a turn with a tool call, a result, a verdict: every kind of key exists afterwards. */
+async function busyAgent(store: ReturnType<typeof redisStore>, agentId = "a1", release: CommitRequest["release"] = { runnableAt: null }) {
+  await store.enqueueTask({ agentId, agentName: "calc", workerTarget: "default", input: "x", options: {}, turnId: `turn_${agentId}`, now: T0, idempotencyKey: "k" });
+  const c = await store.claim({ agentId, workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+  if (c.status !== "claimed") throw new Error(c.status);
+  const commit: CommitRequest = {
+    agentId, workerId: "w1", epoch: c.epoch, expectedVersion: 0, turnId: `turn_${agentId}`, snapshot: { value: "waiting-tools" },
+    state: "waiting-tools", activeTurnId: `turn_${agentId}`, events: [{ type: "step", data: {} }], messages: [{ role: "user", content: "x" }],
+    recordToolCalls: [{ turnId: `turn_${agentId}`, toolCallId: "c1", name: "ask", args: {}, external: true, deadline: T0 + 100 },
+      { turnId: `turn_${agentId}`, toolCallId: "c2", name: "ask", args: {}, external: true, deadline: T0 + 100 }],
+    resolveToolCalls: [], ackMailThrough: 0, release, leaseMs: LEASE, now: T0 + 2,
+  };
+  const r = await store.commit(commit);
+  if (r.status !== "applied") throw new Error(r.status);
+  await store.deliverToolResult({ agentId, turnId: `turn_${agentId}`, toolCallId: "c1", outcome: { ok: true, value: 1 }, afterExecution: "continue", source: "http", now: T0 + 3 });
+  await store.putVerdict({ agentId, verdictId: `v_${agentId}`, turnId: `turn_${agentId}`, status: "PASS", json: "{}" });
+  return { claim: c, commit };
+}
+
+describe("redisStore", () => {
+  it("keeps every key of one agent under its hash tag and the indexes apart", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    await busyAgent(store, "a1");
+    await busyAgent(store, "b2");
+    const keys = (await raw.keys(`${prefix}:*`)).sort();
+    const indexes = keys.filter((k) => !k.includes("{a:"));
+    expect(indexes).toEqual([`${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
+    for (const id of ["a1", "b2"]) {
+      const own = keys.filter((k) => k.includes(`{a:${id}}`));
+      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, calls, verdicts
+      expect(own.map((k) => k.slice(`${prefix}:{a:${id}}:`.length)).sort()).toEqual(
+        ["calls:turn_" + id, "events", "head", "idem", "mail", "msgs", "verdicts"].sort(),
+      );
+      for (const k of own) expect(k.startsWith(`${prefix}:{a:${id}}:`)).toBe(true);
+    }
+    await store.close();
+  });
+
+  it("refuses agent ids that would move the hash tag, and non-integer times, with StoreInputError", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    for (const agentId of ["a{b", "a}b", "a\nb", ""]) {
+      await expect(store.getAgent(agentId)).rejects.toBeInstanceOf(StoreInputError);
+    }
+    await expect(store.enqueueTask({ agentId: "a", agentName: "x", workerTarget: "Bad.Target", input: 1, options: {}, turnId: "t", now: T0 }))
+      .rejects.toBeInstanceOf(StoreInputError);
+    await expect(store.enqueueTask({ agentId: "a", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t\n1", now: T0 }))
+      .rejects.toBeInstanceOf(StoreInputError);
+    await expect(store.claim({ agentId: "a", workerId: "w", leaseMs: 1.5, now: T0 })).rejects.toBeInstanceOf(StoreInputError);
+    expect(() => redisStore({ url: server.url, prefix: "a{b}" })).toThrow(StoreInputError);
+    await store.close();
+  });
+
+  it("refuses a Redis Cluster client", () => {
+    const cluster = new Cluster([{ host: "127.0.0.1", port: server.port }], { lazyConnect: true });
+    expect(() => redisStore({ client: cluster as unknown as Redis })).toThrow(StoreInputError);
+    cluster.disconnect();
+  });
+
+  it("uses the SHA-1 Redis computes for each script", async () => {
+    for (const source of Object.values(scripts)) {
+      expect(await raw.script("LOAD", source)).toBe(await sha1Hex(source));
+    }
+  });
+
+  it("falls back to EVAL when the script cache was flushed, and EVALSHA works again after", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    await raw.script("FLUSH");
+    const sha = await sha1Hex(scripts.get_agent);
+    expect(await raw.script("EXISTS", sha)).toEqual([0]);
+    expect(await store.getAgent("a1")).toBeNull();
+    expect(await raw.script("EXISTS", sha)).toEqual([1]);
+    await store.close();
+  });
+
+  it("a replayed enqueue (same turn id) answers enqueued and adds nothing", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    const req = { agentId: "a1", agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: "turn_1", now: T0 };
+    expect(await store.enqueueTask(req)).toEqual({ status: "enqueued", turnId: "turn_1" });
+    expect(await store.enqueueTask(req)).toEqual({ status: "enqueued", turnId: "turn_1" });
+    const head = await store.getAgent("a1");
+    expect(head!.pendingTasks).toBe(1);
+    expect(head!.lastEventId).toBe(1);
+    await store.close();
+  });
+
+  it("a replayed commit answers applied with the same numbers and appends nothing twice", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    const { commit } = await busyAgent(store);
+    const head = await store.getAgent("a1");
+    // busyAgent's commit was applied; a replay of it (a client resend) must not apply again.
+    const again = await store.commit(commit);
+    expect(again).toEqual({ status: "applied", version: 1, lastEventId: 2 });
+    expect(await store.getAgent("a1")).toEqual(head);
+    expect(await store.readMessages("a1")).toHaveLength(1);
+    await store.close();
+  });
+
+  it("a replayed cancel answers accepted and adds no second mail", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    await busyAgent(store);
+    const req = { agentId: "a1", reason: "stop", now: T0 + 10 };
+    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
+    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
+    expect((await store.getAgent("a1"))!.pendingMail).toBe(2); // the tool result and one cancel
+    expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual({ status: "accepted" });
+    expect((await store.getAgent("a1"))!.pendingMail).toBe(3);
+    await store.close();
+  });
+
+  it("refuses an evicting maxmemory-policy unless eviction is allowed", async () => {
+    await raw.config("SET", "maxmemory-policy", "allkeys-lru");
+    try {
+      const strict = redisStore({ url: server.url, prefix: freshPrefix() });
+      await expect(strict.checkEviction()).rejects.toBeInstanceOf(EvictionPolicyError);
+      await expect(strict.getAgent("a1")).rejects.toThrow(/maxmemory-policy "allkeys-lru"/);
+      await strict.close();
+      const lax = redisStore({ url: server.url, prefix: freshPrefix(), allowEviction: true });
+      expect(await lax.checkEviction()).toEqual({ policy: "allkeys-lru" });
+      expect(await lax.getAgent("a1")).toBeNull();
+      await lax.close();
+      await raw.config("SET", "maxmemory-policy", "volatile-ttl");
+      await expect(redisStore({ url: server.url, prefix: freshPrefix() }).checkEviction()).rejects.toBeInstanceOf(EvictionPolicyError);
+    } finally {
+      await raw.config("SET", "maxmemory-policy", "noeviction");
+    }
+    expect(await redisStore({ url: server.url, prefix: freshPrefix() }).checkEviction()).toEqual({ policy: "noeviction" });
+  });
+
+  it("runs each operation as one script call (one round trip)", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    await store.checkEviction();
+    // Warm the script cache: a first EVALSHA answers NOSCRIPT and is followed by EVAL.
+    await busyAgent(store);
+    await store.claimNext({ workerTarget: "default", workerId: "w8", leaseMs: LEASE, now: T0 });
+    await store.getAgent("a1");
+    const calls = async () => {
+      const info = await raw.info("commandstats");
+      const count = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return count("evalsha") + count("eval");
+    };
+    const before = await calls();
+    await busyAgent(store, "b1"); // enqueue, claim, commit, deliver, putVerdict
+    await store.claimNext({ workerTarget: "default", workerId: "w9", leaseMs: LEASE, now: T0 + 50 });
+    await store.getAgent("b1");
+    // The raw client's INFO is not counted; every store call is exactly one EVALSHA.
+    expect((await calls()) - before).toBe(7);
+    await store.close();
+  });
+
+  it("keeps the head small: history goes to the lists, the head does not grow with steps", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    const { claim } = await busyAgent(store, "a1", null);
+    const headKey = `${store.prefix}:{a:a1}:head`;
+    const snapshot = { value: "running", context: { turnId: "turn_a1", steps: 0, pad: "x".repeat(800) } };
+    let version = 1;
+    const sizes: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await store.commit({
+        agentId: "a1", workerId: "w1", epoch: claim.epoch, expectedVersion: version, turnId: "turn_a1",
+        snapshot: { ...snapshot, context: { ...snapshot.context, steps: i % 10 } }, state: "running", activeTurnId: "turn_a1",
+        events: [{ type: "transition", data: { from: "running", to: "running", i } }, { type: "step", data: { phase: "completed", i } }],
+        messages: [{ role: "assistant", content: "m".repeat(500) }], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+        release: null, leaseMs: LEASE, now: T0 + 10 + i,
+      });
+      if (r.status !== "applied") throw new Error(r.status);
+      version = r.version;
+      sizes.push(Number(await raw.memory("USAGE", headKey)));
+    }
+    // Same-size snapshot every step: the head stays the same size while the lists grow.
+    expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThan(64);
+    expect(await raw.llen(`${store.prefix}:{a:a1}:msgs`)).toBe(21);
+    expect(await raw.llen(`${store.prefix}:{a:a1}:events`)).toBe(3 + 40);
+    await store.close();
+  });
 });

@@ -1,4 +1,8 @@
-import { afterAll, beforeAll } from "vitest";
+import { Redis } from "@upstash/redis";
+import { Redis as TcpRedis } from "ioredis";
+import { scripts } from "../store/lua/scripts.gen.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CommitRequest } from "../store/port.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
@@ -7,6 +11,7 @@ import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 let server: RedisServer;
 let bridge: UpstashBridge;
 let n = 0;
+const freshPrefix = () => `u${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
@@ -17,10 +22,99 @@ afterAll(async () => {
 });
 
 storeConformance("upstash", async () => {
-  const prefix = `u${++n}_${Math.random().toString(36).slice(2, 8)}`;
+  const prefix = freshPrefix();
   return {
     store: upstashStore({ url: bridge.url, token: bridge.token, prefix }),
     open: async () => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
     cleanup: async () => {},
   };
+});
+
+const T0 = 1_700_000_000_000;
+const LEASE = 10_000;
+const isScript = (cmds: string[][]) => cmds.some((c) => /^eval/i.test(c[0]));
+
+describe("upstashStore", () => {
+  it("retried applied commands (response lost after the script ran) cause no duplicate effects", async () => {
+    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix: freshPrefix() });
+    // Load every script so the dropped request is the one that applied (not a NOSCRIPT answer).
+    const tcp = new TcpRedis(server.url);
+    for (const source of Object.values(scripts)) await tcp.script("LOAD", source);
+    tcp.disconnect();
+    const dropped = bridge.stats.dropped;
+
+    bridge.dropResponses(1, isScript);
+    expect(await store.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: "turn_1", now: T0 }))
+      .toEqual({ status: "enqueued", turnId: "turn_1" });
+    expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+
+    const c = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+    if (c.status !== "claimed") throw new Error(c.status);
+    const commit: CommitRequest = {
+      agentId: "a1", workerId: "w1", epoch: c.epoch, expectedVersion: 0, turnId: "turn_1", snapshot: { value: "waiting-tools" },
+      state: "waiting-tools", activeTurnId: "turn_1", events: [{ type: "step", data: { phase: "started" } }],
+      messages: [{ role: "user", content: "1" }],
+      recordToolCalls: [{ turnId: "turn_1", toolCallId: "c1", name: "ask", args: {}, external: true, deadline: T0 + 100 }],
+      resolveToolCalls: [], ackMailThrough: 0, release: { runnableAt: null }, leaseMs: LEASE, now: T0 + 2,
+    };
+    bridge.dropResponses(1, isScript);
+    expect(await store.commit(commit)).toEqual({ status: "applied", version: 1, lastEventId: 2 });
+    expect(await store.readMessages("a1")).toHaveLength(1);
+
+    bridge.dropResponses(1, isScript);
+    const d = await store.deliverToolResult({ agentId: "a1", turnId: "turn_1", toolCallId: "c1", outcome: { ok: true, value: 2 }, afterExecution: "continue", source: "http", now: T0 + 3 });
+    // The retry finds the call resolved by the lost first attempt: same record, nothing new.
+    expect(d.status).toBe("duplicate");
+    expect((d as { record: { outcome: unknown } }).record.outcome).toEqual({ ok: true, value: 2 });
+
+    bridge.dropResponses(1, isScript);
+    expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 })).toEqual({ status: "accepted" });
+
+    const head = await store.getAgent("a1");
+    expect(head!.pendingMail).toBe(2);
+    expect(head!.lastEventId).toBe(4); // task_enqueued, step, tool_result_received, cancel_requested
+    expect(bridge.stats.dropped - dropped).toBe(4);
+  });
+
+  it("every operation is one billed command", async () => {
+    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix: freshPrefix() });
+    const ops = async (agentId: string) => {
+      await store.enqueueTask({ agentId, agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: `t_${agentId}`, now: T0 });
+      const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+      if (c.status !== "claimed") throw new Error(c.status);
+      await store.commit({
+        agentId, workerId: "w1", epoch: c.epoch, expectedVersion: 0, turnId: `t_${agentId}`, snapshot: {}, state: "done",
+        activeTurnId: null, events: [{ type: "task", data: {} }], messages: [{ role: "assistant", content: "ok" }],
+        recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0, release: { runnableAt: null }, leaseMs: LEASE, now: T0 + 2,
+      });
+      await store.getAgent(agentId);
+    };
+    await ops("warm");
+    bridge.resetStats();
+    await ops("a1");
+    expect(bridge.stats.commands).toBe(4);
+    expect(bridge.stats.byName.get("EVALSHA")).toBe(4);
+  });
+
+  it("sees the same values through a client with automatic deserialization on", async () => {
+    const prefix = freshPrefix();
+    const plain = upstashStore({ url: bridge.url, token: bridge.token, prefix });
+    const parsing = upstashStore(new Redis({ url: bridge.url, token: bridge.token, enableTelemetry: false }));
+    const mixed = upstashStore({ redis: new Redis({ url: bridge.url, token: bridge.token, enableTelemetry: false }), prefix });
+    // Strings that look like JSON must stay strings.
+    const input = { a: "123", b: "true", c: "{\"x\":1}", d: "null", e: "ü" };
+    await plain.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input, options: {}, turnId: "turn_1", now: T0 });
+    expect(await mixed.getAgent("a1")).toEqual(await plain.getAgent("a1"));
+    const c = await mixed.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+    expect(c.status === "claimed" && c.task!.input).toEqual(input);
+    await plain.putVerdict({ agentId: "a1", verdictId: "v1", turnId: "turn_1", status: "PASS", json: "123" });
+    expect(await mixed.getVerdict("v1")).toBe("123");
+    expect(await mixed.listVerdicts("a1", {})).toEqual(["123"]);
+    expect(await parsing.getAgent("a1")).toBeNull(); // default prefix: another key space
+  });
+
+  it("surfaces a refused token as an error", async () => {
+    const store = upstashStore({ url: bridge.url, token: "wrong", prefix: freshPrefix(), retries: 0 });
+    await expect(store.getAgent("a1")).rejects.toThrow(/Unauthorized/);
+  });
 });

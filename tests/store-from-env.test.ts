@@ -1,0 +1,57 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { storeFromEnv } from "../entry/store-from-env.ts";
+import { StoreInputError } from "../store/keys.ts";
+import { EvictionPolicyError } from "../store/script-runner.ts";
+import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+
+let server: RedisServer;
+let bridge: UpstashBridge;
+beforeAll(async () => {
+  server = await startRedisServer();
+  bridge = await startUpstashBridge({ redisUrl: server.url });
+});
+afterAll(async () => {
+  await bridge?.close();
+  await server?.stop();
+});
+
+describe("storeFromEnv", () => {
+  it("uses the memory store when no Redis is configured", async () => {
+    const store = await storeFromEnv({});
+    expect(store.kind).toBe("memory");
+  });
+
+  it("uses redisStore for GATEHOUSE_REDIS_URL, with GATEHOUSE_REDIS_PREFIX", async () => {
+    const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_PREFIX: "envtest" });
+    expect(store.kind).toBe("redis");
+    await store.enqueueTask({ agentId: "a1", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t1", now: 1 });
+    const raw = new Redis(server.url);
+    expect(await raw.exists("envtest:{a:a1}:head")).toBe(1);
+    raw.disconnect();
+    await store.close();
+  });
+
+  it("uses upstashStore for UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, and refuses one without the other", async () => {
+    const store = await storeFromEnv({ UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token });
+    expect(store.kind).toBe("upstash");
+    expect(await store.getAgent("nobody")).toBeNull();
+    await expect(storeFromEnv({ UPSTASH_REDIS_REST_URL: bridge.url })).rejects.toBeInstanceOf(StoreInputError);
+  });
+
+  it("fails at startup on an evicting Redis unless GATEHOUSE_ALLOW_EVICTION=1", async () => {
+    const raw = new Redis(server.url);
+    await raw.config("SET", "maxmemory-policy", "allkeys-lru");
+    try {
+      await expect(storeFromEnv({ GATEHOUSE_REDIS_URL: server.url })).rejects.toBeInstanceOf(EvictionPolicyError);
+      await expect(storeFromEnv({ UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token })).rejects.toBeInstanceOf(EvictionPolicyError);
+      const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_ALLOW_EVICTION: "1" });
+      expect(store.kind).toBe("redis");
+      await store.close();
+    } finally {
+      await raw.config("SET", "maxmemory-policy", "noeviction");
+      raw.disconnect();
+    }
+  });
+});
