@@ -190,12 +190,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   async function flush(releaseAt: { runnableAt: number | null } | null): Promise<boolean> {
     const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
     const final = FINAL.has(s.value) || s.value === "idle";
+    const now = clock.now();
     const res = await store.commit({
       agentId, workerId, epoch, expectedVersion: version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
       events, messages: newMessages, recordToolCalls: recordCalls, resolveToolCalls: resolveCalls,
-      ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now: clock.now(),
+      ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now,
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -207,6 +208,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     }
     commits++;
     version = res.version;
+    if (!releaseAt) leaseUntil = now + deps.leaseMs;
     events = [];
     newMessages = [];
     recordCalls = [];
@@ -220,12 +222,23 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   // Keep the lease alive through long model calls and tools, and notice mail that arrives meanwhile.
   let mailWaiting = false;
   const renewEvery = Math.max(50, Math.floor(deps.leaseMs / 3));
+  // The lease as last confirmed by the store (claim, kept-lease commits, renewals).
+  let leaseUntil = head.leaseUntil;
   const renewTimer = setInterval(async () => {
     if (abort.signal.aborted) return;
+    // A process that was paused or starved (SIGSTOP, a long GC, a blocked event loop) wakes up with
+    // its lease run out and maybe another worker owning the agent. Abort here, without the round
+    // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
+    // this tick find the signal fired; one due earlier may still run, and its commit is refused.
+    if (clock.now() >= leaseUntil) {
+      abort.abort();
+      return;
+    }
     try {
       const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: deps.leaseMs, now: clock.now() });
       if (r.status === "lost") abort.abort();
-      else if (!mailWaiting) {
+      else leaseUntil = r.leaseUntil;
+      if (r.status !== "lost" && !mailWaiting) {
         // Mail of our own batch counts until the first commit acknowledges it. A read that races
         // that commit can only cause one needless hand-back, never a missed one.
         const h = await store.getAgent(agentId);
