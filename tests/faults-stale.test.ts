@@ -1,0 +1,116 @@
+/**
+ * A stale worker: a worker process paused with SIGSTOP in the middle of a
+ * tool, past its lease, while another worker takes the agent over and
+ * finishes the turn; then resumed with SIGCONT after the moment its tool
+ * would have finished.
+ *
+ * Invariants:
+ * - once resumed, the stale worker writes nothing: the event log, the head
+ *   and the conversation are exactly what the new owner left;
+ * - its fencing token is dead: a commit with its (worker, epoch) is refused;
+ * - its side effects stop: its tool finds the abort signal fired and records
+ *   nothing but that (no `done`), even though the tool's own timer was
+ *   already due when the process woke up;
+ * - the turn's result is the new owner's (its tool result is in the
+ *   conversation, the stale one is not).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { redisStore } from "../store/redis.ts";
+import type { Store } from "../store/port.ts";
+import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "./helpers/fault-agent.ts";
+import { readAllEvents } from "./helpers/fault-checks.ts";
+import { sleep, spawnWorker, waitFor, type WorkerHandle } from "./helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+
+const LEASE_MS = 600;
+const TOOL_MS = 2_000;
+
+let redis: RedisServer;
+const workers: WorkerHandle[] = [];
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await redis?.stop();
+});
+
+describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => {
+  it("cannot write after the takeover: its commit is refused, its tool sees the abort and records nothing further", async () => {
+    const prefix = `stale_${Date.now().toString(36)}`;
+    const store: Store = redisStore({ url: redis.url, prefix });
+    const side = new Redis(redis.url);
+    const sideKey = `${prefix}:dispatch`;
+    const records = async () => (await side.lrange(sideKey, 0, -1)).map((s) => JSON.parse(s) as DispatchRecord);
+    const base = { store: { kind: "redis" as const, url: redis.url, prefix }, sideUrl: redis.url, sideKey, leaseMs: LEASE_MS, logLevel: "warn" as const };
+
+    const stale = await spawnWorker({ ...base, name: "stale", concurrency: 1 });
+    workers.push(stale);
+    await stale.ready;
+    const input: FaultTaskInput = { label: "slow", toolMs: [TOOL_MS, 0, 0, 0], external: false };
+    const enq = await store.enqueueTask({
+      agentId: "a1", agentName: FAULT_AGENT, workerTarget: "default", input, options: {}, turnId: "turn_slow", now: Date.now(),
+    });
+    expect(enq.status).toBe("enqueued");
+
+    // The stale worker is inside work(1,0), which takes TOOL_MS.
+    const started = await waitFor("the slow tool to start", async () =>
+      (await records()).find((r) => r.worker === "stale" && r.step === 1 && r.i === 0 && r.phase === "start"), 10_000);
+    const owned = (await store.getAgent("a1"))!;
+    expect(owned.leaseOwner).not.toBeNull();
+    stale.signal("SIGSTOP");
+
+    // A second worker takes over once the lease has expired and finishes the turn.
+    const taker = await spawnWorker({ ...base, name: "taker", concurrency: 1, toolMsCap: 20 });
+    workers.push(taker);
+    const finished = await waitFor("the taker to finish the turn", async () => {
+      const h = await store.getAgent("a1");
+      return h && h.state === "done" && h.activeTurnId === null ? h : undefined;
+    }, 15_000);
+    expect(finished.epoch).toBeGreaterThan(owned.epoch);
+    const eventsBefore = await readAllEvents(store, "a1");
+    const messagesBefore = await store.readMessages("a1");
+
+    // Resume only after the stale tool's own timer is due, so both its timer and the lease check are pending at once.
+    await sleep(Math.max(0, started.at + TOOL_MS + 300 - Date.now()));
+    const resumedAt = Date.now();
+    stale.signal("SIGCONT");
+    const aborted = await waitFor("the stale tool to see its abort signal", async () =>
+      (await records()).find((r) => r.worker === "stale" && r.toolCallId === started.toolCallId && r.phase === "aborted"), 10_000);
+    expect(aborted.at).toBeGreaterThanOrEqual(resumedAt - 50);
+    await sleep(3 * LEASE_MS); // room for any stray renewal, commit or dispatch
+
+    // Nothing of the stale worker's reached the store after the takeover.
+    expect(await readAllEvents(store, "a1")).toEqual(eventsBefore);
+    expect(await store.readMessages("a1")).toEqual(messagesBefore);
+    const after = (await store.getAgent("a1"))!;
+    expect(after.version).toBe(finished.version);
+    expect(after.epoch).toBe(finished.epoch);
+
+    // Its side effects stopped: for the slow call it recorded start and aborted, never done.
+    const staleRecords = (await records()).filter((r) => r.worker === "stale");
+    expect(staleRecords.filter((r) => r.toolCallId === started.toolCallId).map((r) => r.phase)).toEqual(["start", "aborted"]);
+    expect(staleRecords.filter((r) => r.at >= resumedAt - 50).map((r) => r.phase)).toEqual(["aborted"]);
+
+    // The turn's result for that call is the taker's.
+    const slowResult = messagesBefore.find((m) => m.role === "tool" && m.toolCallId === started.toolCallId);
+    expect(slowResult?.content).toContain('"by":"taker"');
+    const takerRecords = (await records()).filter((r) => r.worker === "taker" && r.toolCallId === started.toolCallId);
+    expect(takerRecords.map((r) => r.phase)).toEqual(["start", "done"]);
+
+    // Its fencing token is dead: a commit with the stale (worker, epoch) is refused and writes nothing.
+    const refused = await store.commit({
+      agentId: "a1", workerId: owned.leaseOwner!, epoch: owned.epoch, expectedVersion: owned.version, turnId: "turn_slow",
+      snapshot: owned.snapshot, state: owned.state, activeTurnId: "turn_slow", events: [{ type: "stale_write", data: {} }],
+      messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0, release: null, leaseMs: LEASE_MS, now: Date.now(),
+    });
+    expect(refused).toEqual({ status: "conflict", reason: "fenced" });
+    expect(await readAllEvents(store, "a1")).toEqual(eventsBefore);
+
+    // The resumed process is still a working worker.
+    expect(stale.alive()).toBe(true);
+    await store.close();
+    side.disconnect();
+  }, 60_000);
+});
