@@ -133,7 +133,7 @@ describe("faults: SIGKILL of worker processes", () => {
     expect(takenOver.length).toBeGreaterThan(10);
     expect(stats.workersPerTurnMax).toBeGreaterThan(1);
     expect(accepted.size).toBeGreaterThan(0);
-    console.log(JSON.stringify({ kills: kills.length, turns: turns.length, takenOver: takenOver.length, accepted: accepted.size, ...stats }));
+    console.log(JSON.stringify({ kills: kills.length, takenOver: takenOver.length, accepted: accepted.size, ...stats }));
 
     await store.close();
     side.disconnect();
