@@ -55,8 +55,7 @@ const model = scriptedModel(({ messages }: { messages: Message[] }) => {
   return { toolCalls: [{ name: "agent_output", args: { summary: "Fixed generic parsing in the parser" } }] };
 });
 
-// --- The agent, as in the docs. ---
-
+// #region fixer (quoted in docs/verification.md)
 const AgentOutput = z.object({ summary: z.string(), testProfile: z.string().default("fast") });
 export const fixer = defineAgent({
   name: "fixer",
@@ -75,8 +74,9 @@ export const fixer = defineAgent({
   },
   verifyMaxAttempts: 5,
 });
+// #endregion fixer
 
-/** Runs one task of `fixer` to its end and returns the agent's view and verdicts. */
+/** Runs one task of `fixer` to its end; returns the agent's view, its verdicts and the conversation. */
 export async function main() {
   workspace.patched = false;
   const gh = createGatehouse({ agents: [fixer] });
@@ -89,7 +89,8 @@ export async function main() {
     await gh.drain();
     const agent = await (await gh.fetch(new Request("http://gatehouse/v1/agents/fixer-1"))).json();
     const { verdicts } = await (await gh.fetch(new Request("http://gatehouse/v1/agents/fixer-1/verdicts"))).json();
-    return { agent, verdicts };
+    const messages = await gh.store.readMessages("fixer-1");
+    return { agent, verdicts, messages };
   } finally {
     await gh.close();
   }
