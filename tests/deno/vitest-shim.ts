@@ -99,7 +99,6 @@ type ExpectFn = ExpectStatic & {
   assertions(n: number): void;
   hasAssertions(): void;
   unreachable(message?: string): never;
-  soft: ExpectStatic;
 };
 
 function createExpect(): ExpectFn {
