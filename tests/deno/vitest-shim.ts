@@ -16,8 +16,11 @@
  *   innermost first and in reverse registration order, `afterAll` of a suite
  *   after its last test (also when that test failed). Functions returned by
  *   `beforeEach`/`beforeAll` run after the afterEach/afterAll hooks, last
- *   returned first. If a
- *   `beforeAll` throws, every test of that suite fails with its error.
+ *   returned first. If a `beforeAll` throws, every test of that suite fails
+ *   with its error.
+ * - `it.each`/`test.each`/`describe.each` take an array of cases (arrays are
+ *   spread into the arguments) and format titles with %s %d %i %f %j %o %#
+ *   and `$name` for object cases.
  * - `expect` is vitest's own matcher set (`@vitest/expect` on chai), so
  *   messages and semantics match the vitest run; `expect.assertions(n)`,
  *   `expect.hasAssertions()` and un-awaited `resolves`/`rejects` are checked
