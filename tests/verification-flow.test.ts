@@ -132,6 +132,35 @@ describe("completion through the gate", () => {
   });
 });
 
+describe("the agent_output tool", () => {
+  it("is the completion tool the model is offered, with the output schema as its parameters", async () => {
+    const offered: string[][] = [];
+    let parameters: unknown = null;
+    const agent = defineAgent({
+      name: "fixer",
+      instructions: "",
+      model: {
+        name: "spy",
+        async generate(req) {
+          offered.push(req.tools.map((t) => t.function.name));
+          parameters = req.tools.find((t) => t.function.name === "agent_output")?.function.parameters;
+          return propose("done");
+        },
+      },
+      output: { schema: z.object({ summary: z.string(), profile: z.string().default("fast") }), verify: () => "ok" },
+    });
+    const gh = createGatehouse({ agents: [agent], ids: seqIds() });
+    await enqueue(gh, "a1", { agent: "fixer", input: "go" });
+    await gh.drain();
+    expect(offered).toEqual([["agent_output"]]);
+    expect(parameters).toMatchObject({
+      type: "object",
+      properties: { summary: { type: "string" }, profile: { type: "string", default: "fast" } },
+      required: ["summary"],
+    });
+  });
+});
+
 describe("events", () => {
   it("a rejection then a pass emit the gate events in order, with attempt numbers and the candidate hash", async () => {
     const gh = await run(fixer({ verify: rejectUnless((s) => s === "v2") }));
@@ -208,6 +237,26 @@ describe("verifier system errors", () => {
     expect(errors.map((e) => [e.data.systemErrors, e.data.final])).toEqual([[1, false], [2, false], [3, true]]);
     const verdicts = await gh.verdicts.list("a1");
     expect(verdicts.map((v) => [v.status, v.flags[0].code])).toEqual([["FAIL", "verifier_error"]]);
+  });
+
+  it("a cancel while the verifier waits for its retry fails the turn without calling the verifier again", async () => {
+    const clock = manualClock();
+    let calls = 0;
+    const agent = fixer({
+      verify: () => {
+        calls++;
+        throw new Error("runner down");
+      },
+    });
+    const gh = createGatehouse({ agents: [agent], ids: seqIds(), clock, verifierBackoffMs: 60_000 });
+    await enqueue(gh, "a1", { agent: "fixer", input: "go" });
+    await gh.drain();
+    const res = await gh.fetch(new Request("http://gatehouse/v1/agents/a1/cancel", { method: "POST" }));
+    expect(res.status).toBe(202);
+    await gh.drain();
+    const { state, context } = await contextOf(gh, "a1");
+    expect([state, context.error?.reason, calls]).toEqual(["failed", "cancelled", 1]);
+    expect((await gh.store.getAgent("a1"))?.runnableAt).toBeNull();
   });
 
   it("a system error followed by a pass completes, counting only the pass", async () => {

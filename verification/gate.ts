@@ -106,14 +106,15 @@ export interface GateArgs {
   backoffMs: number;
   signal: AbortSignal;
   hooks?: VerificationHooks;
+  /** The worker's store. The gate itself writes through `hooks.verdicts` only (hooks bring their own store). */
   store: Store;
 }
 
 export interface GateResult {
-  /** Events logged before the transition. */
+  /** Events logged before the transition (every gate event: cause before effect). */
   before: NewEvent[];
   event: AgentEvent;
-  /** Events logged after the transition. */
+  /** Events logged after the transition (none today; kept for the host's contract). */
   after: NewEvent[];
 }
 
@@ -177,7 +178,7 @@ export async function runVerification(a: GateArgs): Promise<GateResult> {
   try {
     return await gate(a);
   } catch (err) {
-    // A failure outside any review (hashing, a store read): a system error, never a crash of the claim.
+    // A failure outside the judgments (hashing, a hook that throws): a system error, never a crash of the claim.
     const toolCallId = a.context.verification.candidate?.toolCallId ?? null;
     return systemError(a, `The verifier gate failed: ${errorText(err)}`, [], { toolCallId });
   }
