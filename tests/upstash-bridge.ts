@@ -25,6 +25,7 @@
  * console.log(bridge.stats.commands, bridge.stats.byName.get("EVALSHA"), bridge.stats.dropped);
  * await bridge.close();
  */
+import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { Redis } from "ioredis";
 

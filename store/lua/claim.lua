@@ -15,9 +15,6 @@
 -- @include head.lua
 -- @include claim.lua
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return 'agent_not_found'
-end
 local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3] },
-  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5])
+  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5], nil)
 return reply

@@ -42,18 +42,14 @@ while true do
       tasks = agent_key(prefix, agent_id, 'tasks'),
       mail = agent_key(prefix, agent_id, 'mail'),
     }
-    local target = redis.call('HGET', k.head, 'workerTarget')
-    if not target or ready_key(prefix, target) ~= ready then
-      -- The agent is gone, or belongs to another target: the bell is stale.
+    local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready)
+    if status == 'claimed' then
+      return reply
+    elseif status == 'busy' then
+      redis.call('ZADD', ready, int(lease_until), agent_id)
+    elseif status == 'missing' or status == 'stale' then
+      -- The agent is gone, or its bell belongs to another target's queue.
       redis.call('ZREM', ready, agent_id)
-    else
-      local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str)
-      if status == 'claimed' then
-        return reply
-      end
-      if status == 'busy' then
-        redis.call('ZADD', ready, int(lease_until), agent_id)
-      end
     end
   end
 end

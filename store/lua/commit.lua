@@ -54,37 +54,38 @@ local release, lease_ms, now_str = ARGV[12], tonumber(ARGV[13]), ARGV[14]
 local now = tonumber(now_str)
 local event_turn, token = ARGV[15], ARGV[16]
 local n_rec, n_res, n_msg, n_ev = tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20])
+local rec_at = 21
+local res_at = rec_at + 3 * n_rec
+local msg_at = res_at + 2 * n_res
+local ev_at = msg_at + n_msg
 
-if redis.call('EXISTS', head) == 0 then
+local h = read_head(head, {
+  'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
+  'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent',
+})
+if not h then
   return 'agent_not_found'
 end
-local h = redis.call('HMGET', head, 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget', '_commit', '_commitEvent')
-local version = tonumber(h[4])
-if h[7] == token and version == expected + 1 then
-  return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. h[8] .. '}'
+local version = tonumber(h.version)
+if h._commit == token and version == expected + 1 then
+  return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent .. '}'
 end
-if h[1] ~= epoch or h[2] ~= worker_json or tonumber(h[3]) <= now then
+if h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'fenced'
 end
 if version ~= expected then
   return 'version'
 end
-if h[5] ~= turn_json then
+if h.activeTurnId ~= turn_json then
   return 'turn'
 end
-local ready = ready_key(prefix, h[6])
-
-local base = 21
-local rec_at = base
-local res_at = rec_at + 3 * n_rec
-local msg_at = res_at + 2 * n_res
-local ev_at = msg_at + n_msg
-
+local ready = ready_key(prefix, h.workerTarget)
 for i = 0, n_res - 1 do
   local id = ARGV[res_at + 2 * i]
-  if redis.call('HEXISTS', calls, 'c:' .. id) == 0 or redis.call('HEXISTS', calls, 'r:' .. id) == 1 then
-    -- The watchdog (or a duplicate in-process result) resolved it first: give the
-    -- agent back at once so a worker picks up the result that won.
+  local call = redis.call('HMGET', calls, 'c:' .. id, 'r:' .. id)
+  if not call[1] or call[2] then
+    -- The watchdog (or an HTTP delivery) resolved it first: give the agent
+    -- back at once so a worker picks up the result that won.
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
     redis.call('ZADD', ready, now_str, agent_id)
     return 'tool_call_resolved'
@@ -93,70 +94,89 @@ end
 
 -- Checks done; writes follow.
 local member_prefix = agent_id .. '\n' .. turn_id .. '\n'
-for i = 0, n_rec - 1 do
-  local id, record, deadline = ARGV[rec_at + 3 * i], ARGV[rec_at + 3 * i + 1], ARGV[rec_at + 3 * i + 2]
-  -- Recording a call again starts it over as pending.
-  redis.call('HSET', calls, 'c:' .. id, record)
-  redis.call('HDEL', calls, 'r:' .. id)
-  redis.call('ZADD', deadlines, deadline, member_prefix .. id)
+if n_rec > 0 then
+  local fields, stale, scores = {}, {}, {}
+  for i = 0, n_rec - 1 do
+    local id = ARGV[rec_at + 3 * i]
+    fields[#fields + 1] = 'c:' .. id
+    fields[#fields + 1] = ARGV[rec_at + 3 * i + 1]
+    -- Recording a call again starts it over as pending.
+    stale[#stale + 1] = 'r:' .. id
+    scores[#scores + 1] = ARGV[rec_at + 3 * i + 2]
+    scores[#scores + 1] = member_prefix .. id
+  end
+  redis.call('HSET', calls, unpack(fields))
+  redis.call('HDEL', calls, unpack(stale))
+  redis.call('ZADD', deadlines, unpack(scores))
 end
-for i = 0, n_res - 1 do
-  local id = ARGV[res_at + 2 * i]
-  redis.call('HSET', calls, 'r:' .. id, ARGV[res_at + 2 * i + 1])
-  redis.call('ZREM', deadlines, member_prefix .. id)
+if n_res > 0 then
+  local fields, members = {}, {}
+  for i = 0, n_res - 1 do
+    local id = ARGV[res_at + 2 * i]
+    fields[#fields + 1] = 'r:' .. id
+    fields[#fields + 1] = ARGV[res_at + 2 * i + 1]
+    members[#members + 1] = member_prefix .. id
+  end
+  redis.call('HSET', calls, unpack(fields))
+  redis.call('ZREM', deadlines, unpack(members))
 end
 
-if ack > 0 then
+local pending_mail = redis.call('LLEN', mail)
+if ack > 0 and pending_mail > 0 then
   -- Mail seqs are dense and ascending (every push takes the next seq, acks
   -- only remove a prefix), so the list holds seqs mailSeq-len+1 .. mailSeq.
-  local len = redis.call('LLEN', mail)
-  local first = tonumber(redis.call('HGET', head, '_mailSeq')) - len + 1
-  local drop = math.min(len, ack - first + 1)
+  local first = tonumber(h._mailSeq) - pending_mail + 1
+  local drop = math.min(pending_mail, ack - first + 1)
   if drop > 0 then
     redis.call('LTRIM', mail, drop, -1)
+    pending_mail = pending_mail - drop
   end
 end
 
-local message_count
+local message_count = tonumber(h.messageCount)
 if n_msg > 0 then
   local items = {}
   for i = 0, n_msg - 1 do items[i + 1] = ARGV[msg_at + i] end
-  push_all(msgs, items)
+  message_count = push_all(msgs, items)
 end
-message_count = redis.call('LLEN', msgs)
 
 local tails = {}
 for i = 0, n_ev - 1 do tails[i + 1] = ARGV[ev_at + i] end
-local last_event = append_events(head, events, event_turn, now_str, tails)
+local last_event = append_events(events, tonumber(h.lastEventId), event_turn, now_str, tails)
 
-local pending_mail = redis.call('LLEN', mail)
 version = version + 1
-redis.call('HSET', head,
+local w = {
   'snapshot', snapshot, 'state', state, 'version', int(version), 'updatedAt', now_str,
-  'messageCount', int(message_count), 'pendingMail', int(pending_mail),
-  '_commit', token, '_commitEvent', int(last_event))
-
-if next_active == 'null' and h[5] ~= 'null' then
+  'messageCount', int(message_count), 'pendingMail', int(pending_mail), 'lastEventId', int(last_event),
+  'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event),
+}
+if next_active == 'null' and h.activeTurnId ~= 'null' then
   -- The turn ended: its unresolved calls can no longer be answered.
   local all = redis.call('HGETALL', calls)
+  local resolved, open = {}, {}
   for i = 1, #all, 2 do
-    local field = all[i]
-    if string.sub(field, 1, 2) == 'c:' then
-      local id = string.sub(field, 3)
-      if redis.call('HEXISTS', calls, 'r:' .. id) == 0 then
-        redis.call('ZREM', deadlines, member_prefix .. id)
-      end
-    end
+    local kind, id = string.sub(all[i], 1, 2), string.sub(all[i], 3)
+    if kind == 'r:' then resolved[id] = true elseif kind == 'c:' then open[#open + 1] = id end
   end
-  redis.call('HSET', head, 'currentTask', 'null')
+  local members = {}
+  for _, id in ipairs(open) do
+    if not resolved[id] then members[#members + 1] = member_prefix .. id end
+  end
+  if #members > 0 then
+    redis.call('ZREM', deadlines, unpack(members))
+  end
+  w[#w + 1] = 'currentTask'
+  w[#w + 1] = 'null'
 end
-redis.call('HSET', head, 'activeTurnId', next_active)
 
 if release ~= '-' then
-  redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', release)
+  w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
+  w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
+  w[#w + 1] = 'runnableAt'; w[#w + 1] = release
+  redis.call('HSET', head, unpack(w))
   local claimable = pending_mail > 0
-    or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
     or (release ~= 'null' and tonumber(release) <= now)
+    or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
     redis.call('ZADD', ready, now_str, agent_id)
@@ -167,7 +187,9 @@ if release ~= '-' then
   end
 else
   local until_str = int(now + lease_ms)
-  redis.call('HSET', head, 'runnableAt', now_str, 'leaseUntil', until_str)
+  w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
+  w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
+  redis.call('HSET', head, unpack(w))
   redis.call('ZADD', ready, until_str, agent_id)
 end
 return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) .. '}'

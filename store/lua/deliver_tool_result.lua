@@ -27,27 +27,28 @@ local head, calls, mail, events, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
 local prefix, agent_id, turn_json, turn_id, call_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local resolution, mail_tail, event_tail, now_str = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
-if redis.call('EXISTS', head) == 0 then
+local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId' })
+if not h then
   return 'agent_not_found'
 end
-local base = redis.call('HGET', calls, 'c:' .. call_id)
+local call = redis.call('HMGET', calls, 'c:' .. call_id, 'r:' .. call_id)
+local base, prior = call[1], call[2]
 if not base then
   return 'unknown_call'
 end
-local prior = redis.call('HGET', calls, 'r:' .. call_id)
 if prior then
   return 'duplicate ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
 end
-if redis.call('HGET', head, 'activeTurnId') ~= turn_json then
+if h.activeTurnId ~= turn_json then
   return 'turn_finished'
 end
 
 -- Checks done; writes follow.
 redis.call('HSET', calls, 'r:' .. call_id, resolution)
 redis.call('ZREM', deadlines, agent_id .. '\n' .. turn_id .. '\n' .. call_id)
-local seq = redis.call('HINCRBY', head, '_mailSeq', 1)
-local pending = redis.call('RPUSH', mail, '{"seq":' .. int(seq) .. ',' .. mail_tail)
-redis.call('HSET', head, 'pendingMail', int(pending))
-append_events(head, events, turn_json, now_str, { event_tail })
-redis.call('ZADD', ready_key(prefix, redis.call('HGET', head, 'workerTarget')), 'LT', now_str, agent_id)
+local seq = int(tonumber(h._mailSeq) + 1)
+local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
+local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
+redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last))
+redis.call('ZADD', ready_key(prefix, h.workerTarget), 'LT', now_str, agent_id)
 return 'accepted ' .. string.sub(base, 1, -2) .. ',' .. string.sub(resolution, 2)

@@ -29,42 +29,39 @@ local prefix, agent_id, agent_id_json = ARGV[1], ARGV[2], ARGV[3]
 local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
 local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 
-local exists = redis.call('EXISTS', head) == 1
-if exists then
-  local bound = redis.call('HGET', head, 'agentName')
-  if bound ~= name_json then
-    return 'definition_conflict ' .. bound
+local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId' })
+if h then
+  if h.agentName ~= name_json then
+    return 'definition_conflict ' .. h.agentName
   end
-  if redis.call('HEXISTS', idem, 't:' .. turn_json) == 1 then
+  local seen = redis.call('HMGET', idem, 't:' .. turn_json, 'k:' .. idem_key)
+  if seen[1] then
     return 'enqueued ' .. turn_json
   end
-  if has_key then
-    local prior = redis.call('HGET', idem, 'k:' .. idem_key)
-    if prior then
-      return 'duplicate ' .. prior
-    end
+  if has_key and seen[2] then
+    return 'duplicate ' .. seen[2]
   end
 end
 
 -- Checks done; writes follow.
-if not exists then
-  redis.call('HSET', head,
-    'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
-    'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', 'null', 'currentTask', 'null',
-    'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
-    'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
-    'pendingTasks', '0', 'pendingMail', '0', 'messageCount', '0', 'lastEventId', '0',
-    '_mailSeq', '0')
-end
-local n = redis.call('RPUSH', tasks, entry)
-redis.call('HSET', head, 'pendingTasks', int(n))
+local pending = redis.call('RPUSH', tasks, entry)
 if has_key then
   redis.call('HSET', idem, 'k:' .. idem_key, turn_json, 't:' .. turn_json, '1')
 else
   redis.call('HSET', idem, 't:' .. turn_json, '1')
 end
-append_events(head, events, turn_json, now_str, { event_tail })
+local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
+if h then
+  redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last))
+else
+  redis.call('HSET', head,
+    'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
+    'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', 'null', 'currentTask', 'null',
+    'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
+    'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
+    'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
+    '_mailSeq', '0')
+end
 -- Ring: the bell moves earlier, never later.
-local ready = ready_key(prefix, redis.call('HGET', head, 'workerTarget'))
-redis.call('ZADD', ready, 'LT', now_str, agent_id)
+redis.call('ZADD', ready_key(prefix, h and h.workerTarget or target_json), 'LT', now_str, agent_id)
 return 'enqueued ' .. turn_json

@@ -6,7 +6,8 @@
 ]]
 -- @include head.lua
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local h = read_head(KEYS[1], HEAD_FIELDS)
+if not h then
   return 'none'
 end
-return 'head ' .. head_json(KEYS[1])
+return 'head ' .. head_json(h)

@@ -17,11 +17,11 @@
 local head = KEYS[1]
 local prefix, agent_id, worker_json, epoch, lease_ms, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 
-local h = redis.call('HMGET', head, 'epoch', 'leaseOwner', 'leaseUntil', 'workerTarget')
-if not h[1] or h[1] ~= epoch or h[2] ~= worker_json or tonumber(h[3]) <= now then
+local h = read_head(head, { 'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'workerTarget' })
+if not h or h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'lost'
 end
 local until_str = int(now + lease_ms)
 redis.call('HSET', head, 'leaseUntil', until_str)
-redis.call('ZADD', ready_key(prefix, h[4]), until_str, agent_id)
+redis.call('ZADD', ready_key(prefix, h.workerTarget), until_str, agent_id)
 return 'renewed ' .. until_str

@@ -19,23 +19,22 @@
 local head, mail, events = KEYS[1], KEYS[2], KEYS[3]
 local prefix, agent_id, now_str, reason_json, mail_tail, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-if redis.call('EXISTS', head) == 0 then
+local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId', '_cancel' })
+if not h then
   return 'agent_not_found'
 end
-local h = redis.call('HMGET', head, 'activeTurnId', '_cancel', 'workerTarget')
-local active = h[1]
-if active == 'null' then
+if h.activeTurnId == 'null' then
   return 'not_active'
 end
-local token = now_str .. '\n' .. active .. '\n' .. reason_json
-if h[2] == token then
+local token = now_str .. '\n' .. h.activeTurnId .. '\n' .. reason_json
+if h._cancel == token then
   return 'accepted'
 end
 
 -- Checks done; writes follow.
-local seq = redis.call('HINCRBY', head, '_mailSeq', 1)
-local pending = redis.call('RPUSH', mail, '{"seq":' .. int(seq) .. ',' .. mail_tail)
-redis.call('HSET', head, 'pendingMail', int(pending), '_cancel', token)
-append_events(head, events, active, now_str, { event_tail })
-redis.call('ZADD', ready_key(prefix, h[3]), 'LT', now_str, agent_id)
+local seq = int(tonumber(h._mailSeq) + 1)
+local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
+local last = append_events(events, tonumber(h.lastEventId), h.activeTurnId, now_str, { event_tail })
+redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token)
+redis.call('ZADD', ready_key(prefix, h.workerTarget), 'LT', now_str, agent_id)
 return 'accepted'

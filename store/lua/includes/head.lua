@@ -18,39 +18,53 @@ local function int(n)
   return string.format('%d', n)
 end
 
-local function head_json(head_key)
-  local v = redis.call('HMGET', head_key, unpack(HEAD_FIELDS))
+--[[
+  One HMGET of the named fields into a table (name -> JSON text). Returns nil
+  when the agent does not exist: agentId is set from the first task on, so
+  names[1] must be 'agentId'.
+]]
+local function read_head(head_key, names)
+  local v = redis.call('HMGET', head_key, unpack(names))
+  if not v[1] then
+    return nil
+  end
+  local h = {}
+  for i = 1, #names do h[names[i]] = v[i] end
+  return h
+end
+
+-- The AgentHead JSON from a table holding every HEAD_FIELDS entry.
+local function head_json(h)
   local parts = {}
   for i = 1, #HEAD_FIELDS do
-    parts[i] = '"' .. HEAD_FIELDS[i] .. '":' .. (v[i] or 'null')
+    parts[i] = '"' .. HEAD_FIELDS[i] .. '":' .. (h[HEAD_FIELDS[i]] or 'null')
   end
   return '{' .. table.concat(parts, ',') .. '}'
 end
 
 -- RPUSH in slices: unpack() of a very long table would overflow the Lua stack.
+-- Returns the list length.
 local function push_all(key, items)
+  local len = 0
   for i = 1, #items, 1000 do
-    redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
+    len = redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
   end
+  return len
 end
 
 --[[
-  Appends events with dense ids. Each tail is the JSON of {type, data} without
-  its opening brace; the script prepends id, at and turnId. Returns the new
-  lastEventId.
+  Appends events with dense ids after `last` (the head's lastEventId). Each
+  tail is the JSON of {type, data} without its opening brace; the script
+  prepends id, at and turnId. Returns the new lastEventId, which the caller
+  writes into the head.
 ]]
-local function append_events(head_key, events_key, turn_id_json, now_str, tails)
-  if #tails == 0 then
-    return tonumber(redis.call('HGET', head_key, 'lastEventId'))
-  end
-  local last = redis.call('HINCRBY', head_key, 'lastEventId', #tails)
-  local first = last - #tails + 1
+local function append_events(events_key, last, turn_id_json, now_str, tails)
   local items = {}
   for i = 1, #tails do
-    items[i] = '{"id":' .. int(first + i - 1) .. ',"at":' .. now_str .. ',"turnId":' .. turn_id_json .. ',' .. tails[i]
+    items[i] = '{"id":' .. int(last + i) .. ',"at":' .. now_str .. ',"turnId":' .. turn_id_json .. ',' .. tails[i]
   end
   push_all(events_key, items)
-  return last
+  return last + #tails
 end
 
 -- A JSON array of already encoded items.
