@@ -38,6 +38,13 @@ describe("docs/verification.md", () => {
     expect(quoted).toBe(region);
   });
 
+  it("the README quotes the same example, exactly as the file has it", () => {
+    const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../examples/fixer.ts"))?.[1];
+    const quoted = /<!-- fixer:start -->\n```ts\n([\s\S]*?)```\n<!-- fixer:end -->/.exec(read("../README.md"))?.[1];
+    expect(region).toContain("VerificationRejected");
+    expect(quoted).toBe(region);
+  });
+
   it("shows the feedback message the example's model actually receives", async () => {
     const { messages } = await main();
     const feedback = messages.filter((m) => m.content.startsWith("<verification_rejected"));
