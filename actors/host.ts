@@ -130,7 +130,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   }
 
   const cached = cache.get(agentId, version);
-  const history: Message[] = cached ? cached.messages : await store.readMessages(agentId);
+  // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
+  const history: Message[] = cached ? cached.messages : head.messageCount === 0 ? [] : await store.readMessages(agentId);
   const actor = createActor(agentMachine, {
     snapshot: persisted as never,
     ...(deps.inspect ? { inspect: deps.inspect } : {}),
