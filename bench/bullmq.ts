@@ -11,7 +11,8 @@
  */
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
-import { type CommandStats, commandStats, diffStats, type RedisInfoClient } from "./redis-info.ts";
+import process from "node:process";
+import { type CommandStats, commandStats, diffStats, type RedisInfoClient, redisCpuSeconds } from "./redis-info.ts";
 
 interface BullConnection {
   host: string;
@@ -50,8 +51,12 @@ export interface BullResult {
   jobsPerSecond: number;
   /** Server-side commands per job (scripts count once, plus every command they call). */
   commandsPerJob: number;
-  /** Top-level calls per job (EVALSHA/EVAL and plain commands from BullMQ's clients). */
+  /** Script calls (EVALSHA/EVAL) per job. */
   scriptCallsPerJob: number;
+  /** CPU of this process (BullMQ's worker and queue) per job, in µs. */
+  nodeCpuUsPerJob: number;
+  /** CPU of the Redis server per job, in µs. */
+  redisCpuUsPerJob: number;
 }
 
 export async function benchBullMQ(opts: {
@@ -78,10 +83,14 @@ export async function benchBullMQ(opts: {
   worker.on("failed", count);
   await worker.waitUntilReady();
   const before: CommandStats = await commandStats(opts.info);
+  const redisCpu0 = await redisCpuSeconds(opts.info);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   void worker.run();
   await finished;
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const redisCpu = await redisCpuSeconds(opts.info) - redisCpu0;
   const after = await commandStats(opts.info);
   const d = diffStats(before, after);
   await worker.close();
@@ -93,6 +102,8 @@ export async function benchBullMQ(opts: {
     seconds,
     jobsPerSecond: opts.jobs / seconds,
     commandsPerJob: d.totalCalls / opts.jobs,
-    scriptCallsPerJob: (d.calls.get("evalsha") ?? 0) / opts.jobs + (d.calls.get("eval") ?? 0) / opts.jobs,
+    scriptCallsPerJob: d.scriptCalls / opts.jobs,
+    nodeCpuUsPerJob: (cpu.user + cpu.system) / opts.jobs,
+    redisCpuUsPerJob: (redisCpu * 1e6) / opts.jobs,
   };
 }

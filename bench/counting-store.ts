@@ -1,6 +1,6 @@
 /**
  * A Store wrapper that counts client calls per port method and per answer
- * (`commit:applied`, `claimNext:empty`, …) and notices when a turn ends (an
+ * (`commit:applied`, `claimNext:empty`, …, `<method>:threw`) and notices when a turn ends (an
  * applied commit that sets `activeTurnId` to null). It adds no Redis command,
  * so the server-side counts of a run stay those of the runtime.
  */
@@ -33,7 +33,13 @@ export function countingStore(inner: Store): CountingStore {
       const name = String(prop);
       return async (...args: unknown[]) => {
         bump(counts.calls, name);
-        const res = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        let res: unknown;
+        try {
+          res = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } catch (err) {
+          bump(counts.answers, `${name}:threw`);
+          throw err;
+        }
         const status = res && typeof res === "object" && "status" in res ? String((res as { status: unknown }).status) : null;
         if (status) bump(counts.answers, `${name}:${status}`);
         if (name === "commit" && status === "applied") {

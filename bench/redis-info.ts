@@ -37,15 +37,12 @@ export interface StatsDelta {
   netOutputBytes: number;
 }
 
-/**
- * The difference between two snapshots. The two INFO calls of the closing
- * snapshot are not part of the measured work and are subtracted.
- */
+/** The difference between two snapshots; INFO itself (the measuring) is left out. */
 export function diffStats(a: CommandStats, b: CommandStats): StatsDelta {
   const calls = new Map<string, number>();
   for (const [k, v] of b.calls) {
-    const d = v - (a.calls.get(k) ?? 0) - (k === "info" ? 2 : 0);
-    if (d > 0) calls.set(k, d);
+    const d = v - (a.calls.get(k) ?? 0);
+    if (d > 0 && k !== "info") calls.set(k, d);
   }
   let total = 0;
   let scripts = 0;
@@ -60,4 +57,11 @@ export function diffStats(a: CommandStats, b: CommandStats): StatsDelta {
     netInputBytes: b.netInputBytes - a.netInputBytes,
     netOutputBytes: b.netOutputBytes - a.netOutputBytes,
   };
+}
+
+/** CPU seconds the Redis server has used so far (user + system, INFO cpu). */
+export async function redisCpuSeconds(client: RedisInfoClient): Promise<number> {
+  const cpu = await client.info("cpu");
+  const get = (k: string) => Number(new RegExp(`^${k}:([0-9.]+)`, "m").exec(cpu)?.[1] ?? 0);
+  return get("used_cpu_user") + get("used_cpu_sys");
 }
