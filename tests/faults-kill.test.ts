@@ -10,9 +10,9 @@
  *   dispatched under that one id, although a model step that was running
  *   when its worker died is asked again and proposes fresh ids.
  *
- * Three worker slots run at once; seed k chooses the delay after which the
- * worker in slot k mod 3 is killed (counted from its ready line), and a fresh
- * worker is started in its place. A feeder keeps two unfinished tasks per
+ * Three worker slots run at once. Seed k chooses a delay of 50-600 ms; once
+ * the worker in slot k mod 3 is ready, it is killed after that delay and a
+ * fresh worker is started in its place. A feeder keeps two unfinished tasks per
  * agent while the kills go on, and an "outside system" answers the external
  * `approve` calls throughout.
  */

@@ -59,7 +59,7 @@ describe("faults: SCRIPT FLUSH during a run", () => {
       for (let k = 0; k < 3; k++) {
         for (const agentId of agentIds) {
           const label = `${agentId}-${k}`;
-          const input: FaultTaskInput = { label, toolMs: [10, 5, 10, 5], external: k === 1 };
+          const input: FaultTaskInput = { label, toolMs: [30, 10, 30, 10], external: k === 1 };
           const r = await store.enqueueTask({
             agentId, agentName: FAULT_AGENT, workerTarget: "default", input, options: {}, turnId: `turn_${label}`, now: Date.now(),
           });
@@ -74,7 +74,7 @@ describe("faults: SCRIPT FLUSH during a run", () => {
         while (flushing) {
           await admin.script("FLUSH");
           flushes++;
-          await sleep(25);
+          await sleep(10);
         }
       })();
       const accepted = new Map<string, AcceptedResult>();
