@@ -9,10 +9,10 @@
  * - a tool result delivered twice this way is applied once: one
  *   `tool_result_received` event, one mail item, and the retry answers
  *   `duplicate` with the stored record (the caller learns it was taken);
- * - a commit replayed this way writes nothing twice (the store recognises
- *   its commit token and answers `applied` again), the worker goes on, and
- *   every turn ends with dense event ids, one tool_call event and one tool
- *   message per call;
+ * - a commit replayed this way writes nothing twice: the store recognises
+ *   its commit token and answers `applied` again, so the worker goes on
+ *   without a conflict, and every turn ends with dense event ids, one
+ *   tool_call event and one tool message per call;
  * - a replayed claim leaves the agent leased to nobody that runs it only
  *   until the lease expires; a replayed enqueue (same proposed turn id) adds
  *   no second task.
@@ -64,9 +64,22 @@ const runs = (name: ScriptName) => (cmds: string[][]) =>
 function setup(prefix: string) {
   const store: Store = upstashStore({ url: bridge.url, token: bridge.token, prefix });
   const dispatches: DispatchRecord[] = [];
+  // What the workers' commits were answered (the runtime sees the store through this).
+  const commitAnswers: string[] = [];
+  const observed = new Proxy(store, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver);
+      if (prop !== "commit") return v;
+      return async (req: Parameters<Store["commit"]>[0]) => {
+        const r = await target.commit(req);
+        commitAnswers.push(r.status === "applied" ? "applied" : `conflict:${r.reason}`);
+        return r;
+      };
+    },
+  });
   const gh = createGatehouse({
     agents: [faultAgent({ worker: "local", pid: 0, record: async (r) => void dispatches.push(r) })],
-    store, leaseMs: LEASE_MS, concurrency: 2, pollMs: 20,
+    store: observed, leaseMs: LEASE_MS, concurrency: 2, pollMs: 20,
   });
   open.push(gh);
   const turns: EnqueuedTurn[] = [];
@@ -85,7 +98,7 @@ function setup(prefix: string) {
     }
     return true;
   };
-  return { store, gh, dispatches, turns, enqueue, allDone };
+  return { store, gh, dispatches, turns, enqueue, allDone, commitAnswers };
 }
 
 /** Every tool call has exactly one tool message; no assistant message is repeated. */
@@ -137,7 +150,7 @@ describe("faults: REST responses dropped after the script ran (Upstash adapter)"
   }, 30_000);
 
   it("commits, claims and enqueues whose responses are dropped are replays: nothing is written twice and every turn ends done", async () => {
-    const { store, gh, dispatches, turns, enqueue, allDone } = setup(`dropB_${Date.now().toString(36)}`);
+    const { store, gh, dispatches, turns, enqueue, allDone, commitAnswers } = setup(`dropB_${Date.now().toString(36)}`);
     const agentIds = ["b1", "b2", "b3"];
     const dropsBefore = bridge.stats.dropped;
     // A replayed enqueue carries the same proposed turn id: one task, one task_enqueued event.
@@ -161,6 +174,9 @@ describe("faults: REST responses dropped after the script ran (Upstash adapter)"
     const { violations, stats } = await checkRun({ store, turns, accepted, dispatches });
     expect(violations).toEqual([]);
     expect(stats.done).toBe(turns.length);
+    // The replayed commits were recognised (answered applied), so no worker lost its claim over them.
+    expect(commitAnswers.filter((a) => a !== "applied")).toEqual([]);
+    expect(commitAnswers.length).toBeGreaterThanOrEqual(turns.length * 5);
     for (const id of agentIds) {
       expect(transcriptViolations(await store.readMessages(id))).toEqual([]);
       const events = await readAllEvents(store, id);
