@@ -1,41 +1,77 @@
 /**
- * The resident history cache: the conversation of recently run agents, keyed
- * by agent id and the snapshot version it belongs to. A hit saves reading the
- * message list on the next claim; a version mismatch is a miss, so a cache
- * entry can never stand in for newer state. Bounded (least recently used).
+ * The resident agent cache: for recently run agents, the conversation and the
+ * live XState actor, keyed by agent id and the snapshot version they belong
+ * to. A hit saves reading the message list and restoring the snapshot on the
+ * next claim (BRIEF §7: restore + persist costs ~150 µs, a resident `send`
+ * ~15 µs); a version mismatch is a miss, so an entry can never stand in for
+ * newer state. Bounded (least recently used).
  *
- * Entries are copies, in and out: the claim that stores its history keeps
- * appending to its own array (messages it has not committed yet, or never
- * will, if it is fenced), and a claim that reads an entry appends to its
- * own. Sharing the array would let one claim's uncommitted messages show up
- * in the conversation of another claim of the same agent in this process.
+ * Ownership: `take` hands the actor to one claim and removes it from the
+ * entry, so a fenced claim that is still running can never share an actor
+ * with the claim that replaced it; the claim gives it back with `put` only
+ * when its last commit applied (actor state == committed state). Message
+ * arrays are copied in and out for the same reason; the messages themselves
+ * are frozen, so the copies are shallow.
  */
+import type { AnyActorRef } from "xstate";
 import type { Message } from "../store/types.ts";
 
+export interface CachedAgent<A extends AnyActorRef = AnyActorRef> {
+  messages: Message[];
+  actor?: A;
+}
+
 export interface SnapshotCache {
-  get(agentId: string, version: number): { messages: Message[] } | undefined;
-  set(agentId: string, version: number, messages: Message[]): void;
+  /** The entry for exactly this version; its actor (if any) now belongs to the caller. */
+  take(agentId: string, version: number): CachedAgent | undefined;
+  /** Stores the conversation (and, at the end of a claim, the actor) of this version. */
+  put(agentId: string, version: number, messages: Message[], actor?: AnyActorRef): void;
   delete(agentId: string): void;
 }
 
 export function lruCache(max = 1_000): SnapshotCache {
-  const m = new Map<string, { version: number; messages: Message[] }>();
+  const m = new Map<string, { version: number; messages: Message[]; actor?: AnyActorRef }>();
+  const drop = (agentId: string) => {
+    m.get(agentId)?.actor?.stop();
+    m.delete(agentId);
+  };
   return {
-    get(agentId, version) {
+    take(agentId, version) {
       const e = m.get(agentId);
       if (!e) return undefined;
+      if (e.version !== version) {
+        drop(agentId);
+        return undefined;
+      }
       m.delete(agentId);
-      if (e.version !== version) return undefined;
-      m.set(agentId, e);
-      return { messages: e.messages.slice() };
+      const actor = e.actor;
+      m.set(agentId, { version, messages: e.messages });
+      return { messages: e.messages.slice(), ...(actor ? { actor } : {}) };
     },
-    set(agentId, version, messages) {
+    put(agentId, version, messages, actor) {
+      const prev = m.get(agentId);
+      if (prev?.actor && prev.actor !== actor) prev.actor.stop();
       m.delete(agentId);
-      m.set(agentId, { version, messages: messages.slice() });
-      if (m.size > max) m.delete(m.keys().next().value!);
+      m.set(agentId, { version, messages: messages.slice(), ...(actor ? { actor } : {}) });
+      if (m.size > max) drop(m.keys().next().value!);
     },
-    delete(agentId) {
-      m.delete(agentId);
-    },
+    delete: drop,
   };
+}
+
+/** Freezes a message and its tool calls, so histories can be shared by shallow copies. */
+export function freezeMessage(msg: Message): Message {
+  if (Object.isFrozen(msg)) return msg;
+  if (msg.toolCalls) {
+    for (const c of msg.toolCalls) deepFreeze(c);
+    Object.freeze(msg.toolCalls);
+  }
+  return Object.freeze(msg);
+}
+
+function deepFreeze(v: unknown): void {
+  if (v && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
 }

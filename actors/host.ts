@@ -33,7 +33,7 @@ import { runVerification, type VerificationHooks } from "../verification/gate.ts
 import { agentToolSpecs } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
-import type { SnapshotCache } from "./cache.ts";
+import { freezeMessage, type SnapshotCache } from "./cache.ts";
 
 export interface HostDeps {
   store: Store;
@@ -118,24 +118,30 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
   }
 
-  let persisted: PersistedSnapshot;
-  try {
-    persisted = head.snapshot ? checkSnapshot(head.snapshot) : initialPersisted();
-  } catch (err) {
-    const message = (err as Error).message;
-    logger.error("snapshot unrestorable", { agentId, message });
-    // Retried after a while: a build that can migrate it may have been deployed by then.
-    await park(UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
-    return { status: "unrestorable", message };
+  const cached = cache.take(agentId, version);
+  let restored = cached?.actor as ReturnType<typeof createAgentActor> | undefined;
+  if (!restored) {
+    let persisted: PersistedSnapshot;
+    try {
+      persisted = head.snapshot ? checkSnapshot(head.snapshot) : initialPersisted();
+    } catch (err) {
+      const message = (err as Error).message;
+      logger.error("snapshot unrestorable", { agentId, message });
+      // Retried after a while: a build that can migrate it may have been deployed by then.
+      await park(UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
+      return { status: "unrestorable", message };
+    }
+    restored = createAgentActor(persisted, deps.inspect);
   }
-
-  const cached = cache.get(agentId, version);
+  const actor = restored;
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
-  const history: Message[] = cached ? cached.messages : head.messageCount === 0 ? [] : await store.readMessages(agentId);
-  const actor = createActor(agentMachine, {
-    snapshot: persisted as never,
-    ...(deps.inspect ? { inspect: deps.inspect } : {}),
-  }).start();
+  const history: Message[] = cached
+    ? cached.messages
+    : head.messageCount === 0
+    ? []
+    : (await store.readMessages(agentId)).map(freezeMessage);
+  /** Set when the claim ends with its last commit applied: the actor then stays resident. */
+  let resident = false;
 
   // Buffered writes of the next commit.
   let events: NewEvent[] = [];
@@ -159,6 +165,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: ev });
     const msgs = messagesFor(ev, before, after);
     for (const m of msgs) {
+      freezeMessage(m);
       history.push(m);
       newMessages.push(m);
     }
@@ -215,7 +222,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     recordCalls = [];
     resolveCalls = [];
     ackMail = 0;
-    cache.set(agentId, version, history);
+    cache.put(agentId, version, history);
     return true;
   }
   let fenceReason = "";
@@ -284,6 +291,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       const need = needsMe();
       if (!need.yes) {
         if (!(await flush({ runnableAt: need.runnableAt }))) return { status: "fenced", reason: fenceReason, commits };
+        resident = true;
         return { status: "released", state: snap().value, commits };
       }
       const { value, context } = snap();
@@ -318,11 +326,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       if (!(await flush(handBack))) {
         return { status: "fenced", reason: fenceReason, commits };
       }
-      if (handBack) return { status: "released", state: snap().value, commits };
+      if (handBack) {
+        resident = true;
+        return { status: "released", state: snap().value, commits };
+      }
     }
   } finally {
     clearInterval(renewTimer);
-    actor.stop();
+    if (resident) cache.put(agentId, version, history, actor);
+    else {
+      actor.stop();
+      cache.delete(agentId);
+    }
   }
 
   async function modelStep(context: AgentContext): Promise<void> {
@@ -465,6 +480,10 @@ export function missingResultFields(input: unknown, value: unknown): string[] {
   if (!Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return [];
   if (!value || typeof value !== "object" || Array.isArray(value)) return [...fields];
   return fields.filter((f) => !(f in (value as Record<string, unknown>)));
+}
+
+function createAgentActor(persisted: PersistedSnapshot, inspect?: (event: InspectionEvent) => void) {
+  return createActor(agentMachine, { snapshot: persisted as never, ...(inspect ? { inspect } : {}) }).start();
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

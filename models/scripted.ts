@@ -11,6 +11,7 @@ export interface ScriptContext {
   agentId: string;
   turnId: string;
   step: number;
+  /** The conversation the model sees (read-only: the host's messages are frozen). */
   messages: Message[];
 }
 
@@ -35,7 +36,8 @@ export function scriptedModel(script: Script): Model {
         agentId: req.agentId,
         turnId: req.turnId,
         step: req.step,
-        messages: structuredClone(req.messages),
+        // The host's messages are frozen; a fresh array is all a script needs (no deep copy per step).
+        messages: req.messages.slice(),
       };
       let res: ModelResponse;
       try {
