@@ -9,7 +9,9 @@ import { storeFromEnv } from "./store-from-env.ts";
 
 const env = Deno.env.toObject();
 const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
-const store = await storeFromEnv(env);
+const store = await storeFromEnv(env, {
+  onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
+});
 const gh = createGatehouse({ agents: demoAgents, store, logger, concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4) });
 gh.startWorker();
 const server = Deno.serve({ port: Number(env.PORT ?? 8787), hostname: env.HOST ?? "127.0.0.1" }, gh.fetch);

@@ -19,7 +19,9 @@ const port = Number(env.PORT ?? 8787);
 const hostname = env.HOST ?? "127.0.0.1";
 const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
 
-const store = await storeFromEnv(env);
+const store = await storeFromEnv(env, {
+  onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
+});
 const gh = createGatehouse({
   agents: demoAgents,
   store,

@@ -25,11 +25,16 @@ import { upstashStore } from "../store/upstash.ts";
 
 export type Env = Record<string, string | undefined>;
 
-export async function storeFromEnv(env: Env): Promise<Store> {
+export interface StoreFromEnvOptions {
+  /** Connection errors of the TCP client while it reconnects (default: ignored). */
+  onError?: (err: Error) => void;
+}
+
+export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Promise<Store> {
   const allowEviction = env.GATEHOUSE_ALLOW_EVICTION === "1" || env.GATEHOUSE_ALLOW_EVICTION === "true";
   const prefix = env.GATEHOUSE_REDIS_PREFIX || undefined;
   if (env.GATEHOUSE_REDIS_URL) {
-    const store = redisStore({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction });
+    const store = redisStore({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError });
     try {
       await store.checkEviction();
     } catch (err) {

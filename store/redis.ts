@@ -29,6 +29,12 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Accept a maxmemory-policy that may evict keys (default false). */
   allowEviction?: boolean;
+  /**
+   * Connection errors of an owned client (it reconnects on its own and
+   * queues commands meanwhile; a command that fails still rejects). Default:
+   * ignored here, since the failing operations surface them to the worker.
+   */
+  onError?: (err: Error) => void;
 }
 
 export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
@@ -39,6 +45,8 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   if (!o.client && !o.url) throw new StoreInputError("redisStore needs a url or an ioredis client");
   const owned = !o.client;
   const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: true });
+  // Without a listener ioredis reports every failed reconnect attempt as an unhandled error event.
+  if (owned) client.on("error", o.onError ?? (() => {}));
 
   const run = scriptRunner({
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
