@@ -58,20 +58,3 @@ export function lruCache(max = 1_000): SnapshotCache {
     delete: drop,
   };
 }
-
-/** Freezes a message and its tool calls, so histories can be shared by shallow copies. */
-export function freezeMessage(msg: Message): Message {
-  if (Object.isFrozen(msg)) return msg;
-  if (msg.toolCalls) {
-    for (const c of msg.toolCalls) deepFreeze(c);
-    Object.freeze(msg.toolCalls);
-  }
-  return Object.freeze(msg);
-}
-
-function deepFreeze(v: unknown): void {
-  if (v && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-}

@@ -33,7 +33,8 @@ import { runVerification, type VerificationHooks } from "../verification/gate.ts
 import { agentToolSpecs } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
-import { freezeMessage, type SnapshotCache } from "./cache.ts";
+import type { SnapshotCache } from "./cache.ts";
+import { deepFreeze } from "../verdicts/json.ts";
 
 export interface HostDeps {
   store: Store;
@@ -139,7 +140,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     ? cached.messages
     : head.messageCount === 0
     ? []
-    : (await store.readMessages(agentId)).map(freezeMessage);
+    : (await store.readMessages(agentId)).map(deepFreeze);
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
 
@@ -165,7 +166,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: ev });
     const msgs = messagesFor(ev, before, after);
     for (const m of msgs) {
-      freezeMessage(m);
+      deepFreeze(m);
       history.push(m);
       newMessages.push(m);
     }
