@@ -44,7 +44,10 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   }
   if (!o.client && !o.url) throw new StoreInputError("redisStore needs a url or an ioredis client");
   const owned = !o.client;
-  const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: true });
+  // No auto-pipelining: commands are still written without waiting for earlier replies (Redis
+  // pipelining), but at once instead of batched until the next setImmediate, which delays every
+  // round trip by a turn of a busy event loop (about +35 % steps/s at 100 agents without it).
+  const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: false });
   // Without a listener ioredis reports every failed reconnect attempt as an unhandled error event.
   if (owned) client.on("error", o.onError ?? (() => {}));
 

@@ -1,0 +1,81 @@
+/**
+ * The TCP / 100-agent case of the benchmark alone, for CPU profiling and quick
+ * before/after comparisons of worker CPU per step:
+ *
+ *   npx tsx bench/profile.ts                      # 3 runs, prints µs/step and steps/s
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile.ts
+ *
+ * Same workload as `npm run bench` (bench/agent.ts, 400 agents × 5 turns at
+ * concurrency 100, lease 30 s); a private redis-server on a free port. Options
+ * (environment): PROFILE_RUNS (default 3), PROFILE_CONCURRENCY (default 100).
+ */
+import { performance } from "node:perf_hooks";
+import process from "node:process";
+import { createGatehouse } from "../mod.ts";
+import type { Store } from "../store/port.ts";
+import { redisStore } from "../store/redis.ts";
+import { startRedisServer } from "../tests/helpers/redis-server.ts";
+import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
+import { countingStore } from "./counting-store.ts";
+
+const RUNS = Math.max(1, Number(process.env.PROFILE_RUNS ?? 3));
+const CONCURRENCY = Math.max(1, Number(process.env.PROFILE_CONCURRENCY ?? 100));
+const TURNS_PER_AGENT = 5;
+const TURNS = 2000;
+
+async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number): Promise<void> {
+  const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
+  for (let t = 0; t < turnsPerAgent; t++) {
+    await Promise.all(ids.map((agentId, i) =>
+      store.enqueueTask({
+        agentId, agentName: "bench", workerTarget: "default", input: `task ${t} of agent ${i}`, options: {},
+        turnId: `turn_${t}_${i}`, now: Date.now(),
+      })
+    ));
+  }
+}
+
+async function main() {
+  const redis = await startRedisServer();
+  try {
+    const results: Array<{ us: number; sps: number }> = [];
+    for (let rep = 0; rep < RUNS; rep++) {
+      const prefix = `p${rep}`;
+      const counted = countingStore(redisStore({ url: redis.url, prefix }));
+      const { agent, modelSteps } = benchAgent();
+      const gh = createGatehouse({ agents: [agent], store: counted.store, concurrency: CONCURRENCY, leaseMs: 30_000, pollMs: 100 });
+      await enqueueAll(counted.store, `${prefix}w`, CONCURRENCY, 1);
+      gh.startWorker();
+      await counted.whenTurnsEnded(CONCURRENCY);
+      await gh.stopWorker();
+
+      await enqueueAll(counted.store, prefix, TURNS / TURNS_PER_AGENT, TURNS_PER_AGENT);
+      counted.reset();
+      const s0 = modelSteps();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      gh.startWorker();
+      await counted.whenTurnsEnded(TURNS);
+      const seconds = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const steps = modelSteps() - s0;
+      await gh.stopWorker();
+      await counted.store.close();
+      if (steps !== TURNS * STEPS_PER_TURN) throw new Error(`expected ${TURNS * STEPS_PER_TURN} steps, counted ${steps}`);
+      const r = { us: (cpu.user + cpu.system) / steps, sps: steps / seconds };
+      results.push(r);
+      console.log(`run ${rep + 1}: ${r.sps.toFixed(0)} steps/s, ${r.us.toFixed(0)} µs worker CPU/step`);
+    }
+    const us = results.map((r) => r.us).sort((a, b) => a - b);
+    const sps = results.map((r) => r.sps).sort((a, b) => a - b);
+    const mid = Math.floor((RUNS - 1) / 2);
+    console.log(`median: ${sps[mid].toFixed(0)} steps/s, ${us[mid].toFixed(0)} µs/step (range ${us[0].toFixed(0)}–${us[RUNS - 1].toFixed(0)})`);
+  } finally {
+    await redis.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
