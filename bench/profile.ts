@@ -64,7 +64,7 @@ async function main() {
       if (steps !== TURNS * STEPS_PER_TURN) throw new Error(`expected ${TURNS * STEPS_PER_TURN} steps, counted ${steps}`);
       const r = { us: (cpu.user + cpu.system) / steps, sps: steps / seconds };
       results.push(r);
-      console.log(`run ${rep + 1}: ${r.sps.toFixed(0)} steps/s, ${r.us.toFixed(0)} µs worker CPU/step`);
+      console.log(`run ${rep + 1}: ${r.sps.toFixed(0)} steps/s, ${r.us.toFixed(0)} µs worker CPU/step (user ${(cpu.user / steps).toFixed(0)}, system ${(cpu.system / steps).toFixed(0)})`);
     }
     const us = results.map((r) => r.us).sort((a, b) => a - b);
     const sps = results.map((r) => r.sps).sort((a, b) => a - b);
