@@ -399,7 +399,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
     const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
     emit("step", { phase: "planning", step, text });
-    for (const c of chunks) emit("chunk", { step, text: c });
+    for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
     const kind = classifyStep(calls, context.config);
     if (kind === "tools") {
       for (const c of calls) {
@@ -471,6 +471,28 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       clearTimeout(timer);
     }
   }
+}
+
+/** Streamed text is logged in pieces of at least this many characters (the last may be shorter). */
+export const CHUNK_EVENT_CHARS = 512;
+
+/**
+ * Chunks are committed with the step, so logging every token delta as its own
+ * event would only multiply events (a streaming model sends one per token);
+ * consecutive deltas are joined into pieces of CHUNK_EVENT_CHARS or more.
+ */
+export function coalesceChunks(chunks: string[]): string[] {
+  const out: string[] = [];
+  let cur = "";
+  for (const c of chunks) {
+    cur += c;
+    if (cur.length >= CHUNK_EVENT_CHARS) {
+      out.push(cur);
+      cur = "";
+    }
+  }
+  if (cur !== "") out.push(cur);
+  return out;
 }
 
 /**
