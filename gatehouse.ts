@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import type { InspectionEvent } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { DefinitionError } from "./errors/errors.ts";
+import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
 import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
@@ -41,6 +42,13 @@ export interface GatehouseOptions {
   watchdogIntervalMs?: number;
   /** Largest request body in bytes (default 256 KiB). */
   maxBodyBytes?: number;
+  /**
+   * Bounds of every JSON value from outside: request bodies (400
+   * `json_limit_exceeded` above them), model tool-call arguments and
+   * in-process tool results. Defaults: depth 64 (at most 256), strings of
+   * 262 144 characters, 10 000 items per array or object.
+   */
+  jsonLimits?: Partial<JsonLimits>;
   /** Default resume deadline of external tool calls in ms (default 10 min). */
   externalToolTimeoutMs?: number;
   /** Default timeout of in-process tools in ms (default 60 s). */
@@ -108,6 +116,12 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
   }
+  let limits: JsonLimits;
+  try {
+    limits = jsonLimits(options.jsonLimits);
+  } catch (err) {
+    throw new DefinitionError(`createGatehouse(): jsonLimits.${(err as Error).message}`);
+  }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
@@ -133,6 +147,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
+    jsonLimits: limits,
   };
   const pool = createWorkerPool(deps, {
     targets,
@@ -145,7 +160,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,
-    limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, maxEventPage: 500 },
+    limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, json: limits, maxEventPage: 500 },
     wake() {
       if (pool.running) pool.nudge();
       else if (options.inline) {

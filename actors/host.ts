@@ -35,6 +35,7 @@ import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { deepFreeze } from "../verdicts/json.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits } from "../common/json-bounds.ts";
 
 export interface HostDeps {
   store: Store;
@@ -52,6 +53,13 @@ export interface HostDeps {
   toolTimeoutMs: number;
   /** Base backoff after a verifier system error (ms), doubled per error. */
   verifierBackoffMs: number;
+  /**
+   * Bounds of values that enter a turn from code (model tool-call arguments,
+   * in-process tool results); default DEFAULT_JSON_LIMITS. A model response
+   * over them is a retryable model error; a tool result over them becomes the
+   * error outcome `invalid_result`.
+   */
+  jsonLimits?: JsonLimits;
 }
 
 export type HostOutcome =
@@ -88,6 +96,7 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
 /** Processes one claim until the agent is released or the claim is lost. */
 export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<HostOutcome> {
   const { store, clock, logger, cache } = deps;
+  const limits = deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const { agentId, epoch } = claim;
   const head = claim.head;
   const agent = deps.agents.get(head.agentName);
@@ -358,6 +367,14 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
           messages: [{ role: "system", content: agent!.instructions }, ...history],
           tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
         });
+        // Arguments enter the context, the log and the transcript: bounded before anything else sees them.
+        for (const c of res.toolCalls ?? []) {
+          const v = checkJsonValue(c.args, limits);
+          if (v) {
+            res = null;
+            throw new ModelError(`Tool call "${String(c.name).slice(0, 64)}": ${describeViolation(v)}`, { retryable: true });
+          }
+        }
         break;
       } catch (err) {
         lastError = (err as Error)?.message ?? String(err);
@@ -460,10 +477,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
           timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retriable: true })), timeoutMs);
         }),
       ]);
-      if (isTermination(value)) return { outcome: { ok: true, value: jsonValue(value.value) }, afterExecution: "terminate" };
-      return { outcome: { ok: true, value: jsonValue(value) }, afterExecution: "continue" };
+      const terminate = isTermination(value);
+      const result = terminate ? value.value : value;
+      const over = checkJsonValue(result, limits);
+      if (over) {
+        return { outcome: { ok: false, error: { type: "invalid_result", message: `Tool "${name}" returned a value over the limits: ${describeViolation(over)}`, retriable: false } }, afterExecution: "continue" };
+      }
+      return { outcome: { ok: true, value: jsonValue(result) }, afterExecution: terminate ? "terminate" : "continue" };
     } catch (err) {
       if (err instanceof ToolError) {
+        if (err.metadata && checkJsonValue(err.metadata, limits)) {
+          return { outcome: { ok: false, error: { type: err.type, message: err.message, retriable: err.retriable } }, afterExecution: "continue" };
+        }
         return { outcome: { ok: false, error: { type: err.type, message: err.message, retriable: err.retriable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
       }
       return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retriable: false } }, afterExecution: "continue" };

@@ -4,21 +4,47 @@
  * pure, replaying the event log rebuilds the history exactly. Every assistant
  * tool call gets exactly one tool message before the next model call, as
  * chat-completions APIs require.
+ *
+ * Values are turned into text with a bounded check first (common/json-bounds):
+ * a value nested deeper than HARD_MAX_DEPTH becomes a fixed error text
+ * instead of overflowing the stack, so building the transcript never throws
+ * on data. Entry points refuse such values long before (HTTP bodies, model
+ * responses, tool results); this is the last line.
  */
 import { classifyStep } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { Message, Outcome } from "../store/types.ts";
 import { canonicalJson } from "../verification/hash.ts";
+import { boundedStringify, JsonLimitError } from "../common/json-bounds.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */
 export const FEEDBACK_LIMIT = 2000;
 
-const inputText = (input: unknown) => (typeof input === "string" ? input : JSON.stringify(input));
+/** JSON text of a value, or a fixed error text when it nests too deep to be written safely. */
+function jsonText(v: unknown): string {
+  try {
+    return boundedStringify(v) ?? "null";
+  } catch (err) {
+    if (!(err instanceof JsonLimitError)) throw err;
+    return JSON.stringify({ error: { type: "json_limit_exceeded", message: err.message } });
+  }
+}
+
+const inputText = (input: unknown) => (typeof input === "string" ? input : jsonText(input));
 
 export function outcomeText(outcome: Outcome): string {
   return outcome.ok
-    ? (typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value ?? null))
-    : JSON.stringify({ error: outcome.error });
+    ? (typeof outcome.value === "string" ? outcome.value : jsonText(outcome.value ?? null))
+    : jsonText({ error: outcome.error });
+}
+
+function canonicalText(v: unknown): string {
+  try {
+    return canonicalJson(v);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    return jsonText({ error: { type: "json_limit_exceeded", message: err.message } });
+  }
 }
 
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
@@ -38,7 +64,7 @@ function cut(s: string, n: number): string {
  */
 export function feedbackText(r: { code: string; message: string; retryable: boolean; metadata?: unknown }): string {
   let body = r.message.trim().replace(/<\/verification_rejected/gi, "<\\/verification_rejected");
-  if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalJson(r.metadata)}`;
+  if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalText(r.metadata)}`;
   const open = `<verification_rejected code="${escapeAttr(cut(r.code, 128))}" retryable="${r.retryable}">\n`;
   const close = `\n</verification_rejected>`;
   const room = FEEDBACK_LIMIT - open.length - close.length;

@@ -11,6 +11,7 @@
 export const PROBLEMS = {
   malformed_json: { status: 400, title: "Malformed JSON body" },
   validation_failed: { status: 400, title: "Request does not match the schema" },
+  json_limit_exceeded: { status: 400, title: "JSON body nests too deep or holds too much" },
   invalid_agent_id: { status: 400, title: "Invalid agent id" },
   invalid_verdict_id: { status: 400, title: "Invalid verdict id" },
   unauthorized: { status: 401, title: "Missing or invalid bearer token" },

@@ -3,9 +3,12 @@
  * `JSON.parse(JSON.stringify(v))` would, but refuses what JSON would silently
  * change or drop instead of storing something else than what was given:
  * functions, symbols, bigints, non-finite numbers, cycles, class instances
- * without `toJSON`. `undefined` members of objects are dropped and
+ * without `toJSON`, values nested deeper than HARD_MAX_DEPTH (the copy
+ * recurses, bounded by that depth). `undefined` members of objects are dropped and
  * `undefined` array items become null, as in JSON. Errors name the path.
  */
+
+import { HARD_MAX_DEPTH } from "../common/json-bounds.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -26,10 +29,10 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /** A JSON copy of `value`; throws `JsonValueError` naming the first offending path. */
 export function jsonCopy(value: unknown, path = "value"): Json {
-  return copy(value, path, new Set());
+  return copy(value, path, new Set(), 0);
 }
 
-function copy(v: unknown, path: string, seen: Set<object>): Json {
+function copy(v: unknown, path: string, seen: Set<object>, depth: number): Json {
   switch (typeof v) {
     case "string":
     case "boolean":
@@ -41,16 +44,17 @@ function copy(v: unknown, path: string, seen: Set<object>): Json {
       if (v === null) return null;
       if (seen.has(v)) throw new JsonValueError(path, "it refers to itself (cycle)");
       const toJSON = (v as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === "function") return copy(toJSON.call(v), path, seen);
+      if (depth >= HARD_MAX_DEPTH) throw new JsonValueError(path, `it nests deeper than ${HARD_MAX_DEPTH} levels`);
+      if (typeof toJSON === "function") return copy(toJSON.call(v), path, seen, depth + 1);
       seen.add(v);
       try {
-        if (Array.isArray(v)) return v.map((x, i) => (x === undefined ? null : copy(x, `${path}[${i}]`, seen)));
+        if (Array.isArray(v)) return v.map((x, i) => (x === undefined ? null : copy(x, `${path}[${i}]`, seen, depth + 1)));
         if (!isPlainObject(v)) {
           throw new JsonValueError(path, `a ${v.constructor?.name ?? "non-plain"} object without toJSON()`);
         }
         const out: Record<string, Json> = {};
         for (const [k, x] of Object.entries(v)) {
-          if (x !== undefined) out[k] = copy(x, `${path}.${k}`, seen);
+          if (x !== undefined) out[k] = copy(x, `${path}.${k}`, seen, depth + 1);
         }
         return out;
       } finally {
@@ -64,11 +68,15 @@ function copy(v: unknown, path: string, seen: Set<object>): Json {
   }
 }
 
-/** Recursively freezes a value (plain objects and arrays) and returns it. */
+/** Freezes a value and everything it holds (iteratively: no depth limit, no recursion) and returns it. */
 export function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
+  const stack: unknown[] = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (x !== null && typeof x === "object" && !Object.isFrozen(x)) {
+      Object.freeze(x);
+      for (const y of Object.values(x as object)) stack.push(y);
+    }
   }
   return v;
 }
