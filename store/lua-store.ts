@@ -11,6 +11,8 @@
 import type {
   CancelRequest,
   CancelResult,
+  ClaimFailureRequest,
+  ClaimFailureResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -21,7 +23,10 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  ResetTurnRequest,
+  ResetTurnResult,
   Store,
+  TurnEnd,
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
@@ -61,6 +66,14 @@ function int(n: number, what: string): string {
   return String(n);
 }
 
+/** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
+function turnEndArgs(end: TurnEnd): string[] {
+  return [
+    j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
+    ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
+  ];
+}
+
 /** Reply words of every script, named once. */
 export const REPLY = [
   "enqueued", "duplicate", "definition_conflict",
@@ -70,6 +83,7 @@ export const REPLY = [
   "applied", "fenced", "version", "turn", "tool_call_resolved",
   "head", "none", "list", "at", "verdict",
   "written", "exists",
+  "retry", "turn_failed", "stale", "reset", "conflict", "pong",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -103,6 +117,12 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "renewed" ? { status: word, leaseUntil: json() } : { status: word };
     case "commit":
       return word === "applied" ? { status: word, ...json() } : { status: "conflict", reason: word };
+    case "record_claim_failure":
+      return word === "retry" || word === "turn_failed" ? { status: word, ...json() } : { status: word };
+    case "reset_turn":
+      return word === "reset" ? { status: word, ...json() } : { status: word };
+    case "ping":
+      return undefined;
     case "get_agent":
       return word === "head" ? json() : null;
     case "next_ready_at":
@@ -227,6 +247,31 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
       return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
+    },
+
+    async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      const k = keys.agent(req.agentId);
+      if (req.turnId !== null) checkTurnId(req.turnId);
+      const args = [
+        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
+        int(req.now, "now"), ...turnEndArgs(req.end),
+      ];
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
+    },
+
+    async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      const k = keys.agent(req.agentId);
+      checkTurnId(req.turnId);
+      const args = [
+        prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
+        ...turnEndArgs(req.end),
+      ];
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines], args);
+    },
+
+    async ping(): Promise<void> {
+      await call("ping", [], []);
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {

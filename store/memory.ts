@@ -8,6 +8,8 @@
 import type {
   CancelRequest,
   CancelResult,
+  ClaimFailureRequest,
+  ClaimFailureResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -18,7 +20,10 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  ResetTurnRequest,
+  ResetTurnResult,
   Store,
+  TurnEnd,
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
@@ -34,10 +39,22 @@ interface AgentRecords {
   toolCalls: Map<string, ToolCallRecord>; // key: turnId + "\n" + toolCallId
   idempotency: Map<string, string>; // key -> turnId
   verdicts: string[]; // verdict ids, append-only
+  /** Claims of one turn that threw (invariant 9); null when none counted. */
+  claimFailures: { turnId: string | null; count: number } | null;
 }
 
 const clone = <T>(v: T): T => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
 const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
+
+const internals = new WeakMap<Store, { idempotencyEntries(agentId: string): number }>();
+
+/**
+ * Counts inside a memory store that no read of the port shows (tests of
+ * store/port.ts invariant 10); undefined for any other store.
+ */
+export function memoryStoreCounts(store: Store): { idempotencyEntries(agentId: string): number } | undefined {
+  return internals.get(store);
+}
 
 /** Creates the in-process store. Nothing survives the process. */
 export function memoryStore(): Store {
@@ -74,6 +91,44 @@ export function memoryStore(): Store {
     a.mail.length > 0 ||
     (a.head.activeTurnId === null && a.tasks.length > 0) ||
     (a.head.runnableAt !== null && a.head.runnableAt <= now);
+
+  /**
+   * Ends the active turn with `end` (invariant 9); mirrors
+   * store/lua/includes/end_turn.lua. Copies everything first, so a value that
+   * cannot be copied throws before anything is written; the returned
+   * function does the writes and answers the new version.
+   */
+  function prepareEndTurn(a: AgentRecords, end: TurnEnd, now: number): () => number {
+    const snapshot = clone(end.snapshot);
+    const messages = end.messages.map((m) => clone(m));
+    const events = end.events.map((e) => ({ type: e.type, data: clone(e.data) }));
+    return () => {
+      const h = a.head;
+      const turnId = h.activeTurnId;
+      for (const m of messages) a.messages.push(m);
+      for (const e of events) a.events.push({ id: ++h.lastEventId, at: now, turnId, type: e.type, data: e.data });
+      if (turnId !== null) {
+        for (const rec of a.toolCalls.values()) {
+          if (rec.turnId === turnId && rec.status === "pending") deadlines.delete(`${h.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
+        }
+      }
+      a.mail = [];
+      a.claimFailures = null;
+      h.snapshot = snapshot;
+      h.state = end.state;
+      h.version += 1;
+      h.updatedAt = now;
+      h.activeTurnId = null;
+      h.currentTask = null;
+      h.messageCount = a.messages.length;
+      h.pendingMail = 0;
+      h.leaseOwner = null;
+      h.leaseUntil = 0;
+      h.runnableAt = null;
+      setReady(a, a.tasks.length > 0 ? now : null);
+      return h.version;
+    };
+  }
 
   function doClaim(a: AgentRecords, req: { workerId: string; leaseMs: number; now: number }): ClaimResult {
     const h = a.head;
@@ -147,6 +202,7 @@ export function memoryStore(): Store {
           toolCalls: new Map(),
           idempotency: new Map(),
           verdicts: [],
+          claimFailures: null,
         };
         agents.set(req.agentId, a);
       }
@@ -159,6 +215,7 @@ export function memoryStore(): Store {
       };
       a.tasks.push(task);
       a.head.pendingTasks = a.tasks.length;
+      // Invariant 10: an entry only for a task with a key.
       if (req.idempotencyKey !== undefined) a.idempotency.set(req.idempotencyKey, req.turnId);
       appendEvent(a, req.turnId, "task_enqueued", { turnId: req.turnId, input: req.input, options: req.options }, req.now);
       ring(a, req.now);
@@ -319,6 +376,51 @@ export function memoryStore(): Store {
       return { status: "applied", version: h.version, lastEventId: h.lastEventId };
     },
 
+    async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      const a = agents.get(req.agentId);
+      if (!a) return { status: "agent_not_found" };
+      const h = a.head;
+      if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId) return { status: "stale" };
+      if (h.version !== req.expectedVersion || h.activeTurnId !== req.turnId) return { status: "stale" };
+      const prior = a.claimFailures?.turnId === req.turnId ? a.claimFailures.count : 0;
+      const failures = prior + 1;
+      const max = Math.max(1, req.maxFailures);
+      if (failures < max) {
+        const retryAt = req.now + req.retryBaseMs * 2 ** Math.min(failures - 1, 5);
+        a.claimFailures = { turnId: req.turnId, count: failures };
+        appendEvent(a, req.turnId, "claim_failed", {
+          attempt: failures, maxAttempts: max, error: req.error, workerId: req.workerId, retryAt,
+        }, req.now);
+        h.leaseOwner = null;
+        h.leaseUntil = 0;
+        h.runnableAt = retryAt;
+        h.updatedAt = req.now;
+        setReady(a, retryAt);
+        return { status: "retry", failures, retryAt };
+      }
+      const end = prepareEndTurn(a, req.end, req.now);
+      appendEvent(a, req.turnId, "claim_failed", {
+        attempt: failures, maxAttempts: max, error: req.error, workerId: req.workerId, retryAt: null,
+      }, req.now);
+      const version = end();
+      return { status: "turn_failed", failures, version };
+    },
+
+    async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      const a = agents.get(req.agentId);
+      if (!a) return { status: "agent_not_found" };
+      const h = a.head;
+      if (h.activeTurnId === null) return { status: "not_active" };
+      if (h.version !== req.expectedVersion || h.activeTurnId !== req.turnId) return { status: "conflict" };
+      const end = prepareEndTurn(a, req.end, req.now);
+      // Fence out a worker that may still run the turn.
+      h.epoch += 1;
+      const version = end();
+      return { status: "reset", version, epoch: h.epoch };
+    },
+
+    async ping() {},
+
     async getAgent(agentId) {
       const a = agents.get(agentId);
       return a ? clone(a.head) : null;
@@ -383,5 +485,6 @@ export function memoryStore(): Store {
 
     async close() {},
   };
+  internals.set(store, { idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0 });
   return store;
 }

@@ -1,4 +1,7 @@
-import { memoryStore } from "../store/memory.ts";
+import { memoryStore, memoryStoreCounts } from "../store/memory.ts";
 import { storeConformance } from "./store-conformance.ts";
 
-storeConformance("memory", async () => ({ store: memoryStore(), cleanup: async () => {} }));
+storeConformance("memory", async () => {
+  const store = memoryStore();
+  return { store, cleanup: async () => {}, idempotencyEntries: async (agentId) => memoryStoreCounts(store)!.idempotencyEntries(agentId) };
+});

@@ -1,6 +1,6 @@
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StoreInputError } from "../store/keys.ts";
+import { keySpace, StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
@@ -27,6 +27,7 @@ storeConformance("redis", async () => {
     store: redisStore({ url: server.url, prefix }),
     open: async () => redisStore({ url: server.url, prefix }),
     cleanup: async () => {},
+    idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
 });
 
