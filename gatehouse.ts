@@ -55,6 +55,14 @@ export interface GatehouseOptions {
   toolTimeoutMs?: number;
   /** Base backoff after a verifier system error in ms (default 1 000, doubled per error). */
   verifierBackoffMs?: number;
+  /**
+   * Claims of one turn that may throw an unexpected error before the turn
+   * ends `failed` with reason `claim_error` and the tasks behind it proceed
+   * (default 5). A store outage does not count.
+   */
+  maxClaimFailures?: number;
+  /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
+  claimRetryBackoffMs?: number;
   /** XState inspection callback for every actor this process runs. */
   inspect?: (event: InspectionEvent) => void;
   /** Process work inline after each accepted request (serverless without a worker). */
@@ -112,6 +120,12 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`);
     agents.set(a.name, a);
   }
+  for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
+    const v = options[k];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
+      throw new DefinitionError(`createGatehouse(): ${k} must be a non-negative integer${k === "maxClaimFailures" ? " of at least 1" : ""}`);
+    }
+  }
   if (options.auth !== undefined) {
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
@@ -148,6 +162,8 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
     jsonLimits: limits,
+    maxClaimFailures: options.maxClaimFailures ?? 5,
+    claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
   };
   const pool = createWorkerPool(deps, {
     targets,

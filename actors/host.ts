@@ -60,6 +60,10 @@ export interface HostDeps {
    * error outcome `invalid_result`.
    */
   jsonLimits?: JsonLimits;
+  /** Claims of one turn that may throw before the turn fails with `claim_error` (default 5; actors/claim-failure.ts). */
+  maxClaimFailures?: number;
+  /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
+  claimRetryBackoffMs?: number;
 }
 
 export type HostOutcome =

@@ -72,6 +72,8 @@ export function feedbackText(r: { code: string; message: string; retryable: bool
   return open + body + close;
 }
 
+const FINAL_STATES = new Set(["idle", "done", "failed"]);
+
 const tool = (toolCallId: string, content: string): Message => ({ role: "tool", toolCallId, content });
 
 export function messagesFor(
@@ -146,6 +148,14 @@ export function messagesFor(
       const c = before.context.verification.candidate;
       if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
       return ids.map((id) => tool(id, JSON.stringify({ error: { type: "cancelled", message: event.reason } })));
+    }
+    case "TURN_FAILED": {
+      // Only calls of this turn are open (a turn that never started in the machine has none).
+      if (before.context.turnId !== event.turnId || FINAL_STATES.has(before.value)) return [];
+      const ids = [...Object.keys(before.context.pending)];
+      const c = before.context.verification.candidate;
+      if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
+      return ids.map((id) => tool(id, JSON.stringify({ error: { type: event.reason, message: event.message } })));
     }
     default:
       return [];

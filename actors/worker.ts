@@ -3,7 +3,12 @@
  * ready agent of its targets and running the claim through the host. The pool
  * holds only config, clients and timers; all business state lives in the
  * store and in the local variables of one claim.
+ *
+ * A claim that throws out of `runClaim` is counted in the store and ends its
+ * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
+ * poison turn cannot hold the agent and the tasks behind it forever.
  */
+import { markStoreErrors, recordClaimFailure } from "./claim-failure.ts";
 import { runClaim, type HostDeps } from "./host.ts";
 
 export interface WorkerPoolOptions {
@@ -25,6 +30,9 @@ export interface WorkerPool {
 }
 
 export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
+  // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
+  const storeErrors = new WeakSet<object>();
+  const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
   let running = false;
   let loops: Promise<void>[] = [];
   let waiters: Array<() => void> = [];
@@ -49,9 +57,16 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
         try {
-          await runClaim(deps, c, loopId);
+          await runClaim(claimDeps, c, loopId);
         } catch (err) {
           deps.logger.error("claim failed", { agentId: c.agentId, error: String((err as Error)?.stack ?? err) });
+          try {
+            const r = await recordClaimFailure(deps, c, loopId, err, storeErrors);
+            deps.logger.warn("claim failure recorded", { agentId: c.agentId, ...r });
+          } catch (e) {
+            // The store is unreachable too: the lease runs out and the claim is retried, uncounted.
+            deps.logger.warn("claim failure not recorded", { agentId: c.agentId, error: String(e) });
+          }
         }
         return true;
       }

@@ -22,6 +22,7 @@
  * | verifying            | VERIFY_ERROR (at the error bound)    | failed        |
  * | revising             | FEEDBACK_APPENDED                    | running       |
  * | any non-final        | CANCEL                               | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset)     | failed        |
  */
 import { assign, setup } from "xstate";
 import {
@@ -126,6 +127,9 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
 });
 
 const attemptsAfter = (v: VerificationState, e: RejectEvent) => attemptNumber(v, e.hash);
+
+/** Every state takes TURN_FAILED into `failed` (a turn ended from outside the machine). */
+const TURN_FAILED = { target: "failed", actions: "failTurn" } as const;
 
 export const agentMachine = setup({
   types: {
@@ -285,6 +289,23 @@ export const agentMachine = setup({
       error: { reason: "verifier_error", message: (event as ErrorEvent).message },
     })),
     clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null, retryAt: null } })),
+    failTurn: assign(({ context, event }) => {
+      const e = event as Extract<AgentEvent, { type: "TURN_FAILED" }>;
+      // The turn may not have started in the machine (the claim threw before TASK_STARTED was committed).
+      const fresh = context.turnId !== e.turnId;
+      return {
+        turnId: e.turnId,
+        turns: fresh ? context.turns + 1 : context.turns,
+        step: fresh ? 0 : context.step,
+        pending: {},
+        output: null,
+        error: { reason: e.reason, message: e.message },
+        verification: fresh
+          ? freshVerification(context.config.verifyMaxAttempts)
+          : { ...context.verification, candidate: null, retryAt: null },
+        turnUsage: fresh ? zeroUsage() : context.turnUsage,
+      };
+    }),
     cancel: assign(({ event }) => ({
       pending: {},
       error: { reason: "cancelled", message: (event as Extract<AgentEvent, { type: "CANCEL" }>).reason },
@@ -295,7 +316,7 @@ export const agentMachine = setup({
   initial: "idle",
   context: initialContext,
   states: {
-    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
     running: {
       on: {
         MODEL_STEP: [
@@ -309,6 +330,7 @@ export const agentMachine = setup({
         MODEL_FAILED: { target: "failed", actions: "failModel" },
         STEP_BUDGET_EXHAUSTED: { guard: "budgetSpent", target: "failed", actions: "failBudget" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     "waiting-tools": {
@@ -319,6 +341,7 @@ export const agentMachine = setup({
           { guard: "knownCall", actions: "resolvePending" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     verifying: {
@@ -342,16 +365,18 @@ export const agentMachine = setup({
           { target: "verifying", reenter: true, actions: "noteVerifierError" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     revising: {
       on: {
         FEEDBACK_APPENDED: { target: "running", actions: "clearCandidate" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
-    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
-    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
+    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
   },
 });
 

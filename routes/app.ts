@@ -22,6 +22,7 @@ import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { resetRoutes } from "./reset.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -38,6 +39,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   machineRoutes,
   watchdogRoutes,
   verdictRoutes,
+  resetRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

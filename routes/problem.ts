@@ -23,6 +23,7 @@ export const PROBLEMS = {
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
   turn_finished: { status: 409, title: "The tool call's turn has finished" },
   not_active: { status: 409, title: "The agent has no active turn" },
+  reset_conflict: { status: 409, title: "The agent kept changing during the reset" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },

@@ -203,3 +203,14 @@ export const Problem = z.looseObject({
   code: z.string().describe("Stable error code (see docs/http.md)"),
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
 });
+
+/** Body of `POST /v1/agents/:agentId/reset` (optional). */
+export const ResetRequest = z.strictObject({
+  reason: z.string().min(1).max(500).optional().describe("Becomes the turn's error message"),
+});
+
+export const ResetAccepted = z.object({
+  reset: z.literal(true),
+  turnId: z.string().describe("The turn that was ended (failed, reason `reset`)"),
+  version: z.number().describe("The agent's snapshot version after the reset"),
+});
