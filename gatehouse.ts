@@ -17,6 +17,7 @@ import { checkAuthConfig } from "./routes/auth.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
+import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
 import type { Guardian } from "./verdicts/guardian.ts";
@@ -76,7 +77,13 @@ export interface GatehouseOptions {
   guardians?: Guardian[];
   /** Assigns registered guardians to agents by name; they review after the agent's own guardians. */
   assignments?: Array<{ agent: string; guardian: string }>;
-  /** Bearer-token auth of every route but `/healthz` (off by default). */
+  /**
+   * Longest wait for the store in a request handler, in ms (default 3 000):
+   * past it, or when the store is unreachable, the request answers 503
+   * `store_unavailable` with `Retry-After`. Workers are not bounded by it.
+   */
+  storeTimeoutMs?: number;
+  /** Bearer-token auth of every route but `/healthz` and `/readyz` (off by default). */
   auth?: RouteAuth;
   /** Event streams: store poll interval (default 250 ms) and idle keep-alive interval (default 15 000 ms). */
   sse?: { pollMs?: number; keepAliveMs?: number };
@@ -173,9 +180,14 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
   const tick = () => watchdogTick(store, clock);
+  const storeTimeoutMs = options.storeTimeoutMs ?? 3_000;
+  if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
+    throw new DefinitionError("createGatehouse(): storeTimeoutMs must be a positive integer");
+  }
+  const routeStore = storeWithDeadline(store, storeTimeoutMs);
 
   const runtime: RouteRuntime = {
-    store, agents, clock, ids, logger,
+    store: routeStore, agents, clock, ids, logger,
     limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, json: limits, maxEventPage: 500 },
     wake() {
       if (pool.running) pool.nudge();
@@ -184,7 +196,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       }
     },
     async watchdogTick() {
-      const r = await tick();
+      const r = await watchdogTick(routeStore, clock);
       runtime.wake();
       return r;
     },

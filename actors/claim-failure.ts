@@ -18,8 +18,7 @@
  * JSON cannot hold, a script error) do count.
  */
 import type { ClaimResult, Store } from "../store/port.ts";
-import { StoreInputError } from "../store/keys.ts";
-import { StoreReplyError } from "../store/script-runner.ts";
+import { isOutageError } from "../store/outage.ts";
 import type { HostDeps } from "./host.ts";
 import { turnEnd } from "./turn-end.ts";
 
@@ -50,12 +49,8 @@ export function markStoreErrors(store: Store, marked: WeakSet<object>): Store {
 
 /** True when `err` came from a store call and says the store could not be reached (not poison). */
 export function isStoreOutage(err: unknown, store: Store, marked: WeakSet<object>): boolean {
-  if (store.kind === "memory") return false;
   if (err === null || typeof err !== "object" || !marked.has(err)) return false;
-  if (err instanceof StoreInputError || err instanceof StoreReplyError || err instanceof RangeError) return false;
-  const name = (err as Error).name;
-  // A script or command error answered by Redis repeats on every attempt.
-  return name !== "ReplyError" && name !== "UpstashError";
+  return isOutageError(err, store.kind);
 }
 
 export type ClaimFailureOutcome =

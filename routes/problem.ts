@@ -29,6 +29,7 @@ export const PROBLEMS = {
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
   snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },
   internal_error: { status: 500, title: "Internal error" },
+  store_unavailable: { status: 503, title: "The store is unreachable or did not answer in time" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -85,4 +86,12 @@ export class ProblemError extends Error {
       headers: { ...this.headers, "content-type": PROBLEM_CONTENT_TYPE },
     });
   }
+}
+
+/** Seconds a client should wait before retrying after `store_unavailable`. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/** 503 `store_unavailable` with `Retry-After`. */
+export function storeUnavailable(detail: string): ProblemError {
+  return new ProblemError("store_unavailable", detail, { headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } });
 }

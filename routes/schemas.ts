@@ -214,3 +214,5 @@ export const ResetAccepted = z.object({
   turnId: z.string().describe("The turn that was ended (failed, reason `reset`)"),
   version: z.number().describe("The agent's snapshot version after the reset"),
 });
+
+export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });

@@ -33,7 +33,7 @@ import type {
 import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
-import { type RunScript, StoreReplyError } from "./script-runner.ts";
+import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
 
 /** A store backed by Redis scripts. */
 export interface ScriptStore extends Store {
@@ -145,7 +145,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   let checked: Promise<{ policy: string | null }> | null = null;
-  const checkEviction = () => (checked ??= deps.checkEviction());
+  const checkEviction = () =>
+    (checked ??= deps.checkEviction().catch((err) => {
+      // An outage is not an answer: check again at the next call. A refused policy stays refused.
+      if (!(err instanceof EvictionPolicyError)) checked = null;
+      throw err;
+    }));
 
   async function call<T>(name: ScriptName, k: string[], args: string[], ctx?: { agentId?: string }): Promise<T> {
     await checkEviction();
