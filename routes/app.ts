@@ -72,6 +72,11 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
       return storeUnavailable(err.message).toResponse();
     }
     if (err instanceof HTTPException && err.status < 500) return fromHttpException(err).toResponse();
+    if (c.req.raw.signal?.aborted) {
+      // The client disconnected; whatever failed afterwards is no server error.
+      rt.logger.info("client disconnected", { method: c.req.method, path: c.req.path, error: String(err) });
+      return new ProblemError("internal_error", "The client disconnected").toResponse();
+    }
     rt.logger.error("request failed", { method: c.req.method, path: c.req.path, error: String(err) });
     return new ProblemError("internal_error", "An internal error occurred").toResponse();
   });

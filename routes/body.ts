@@ -38,7 +38,14 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, max: n
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // The client went away mid-upload (or the stream broke): not a server error, nothing was read into the store.
+        throw new ProblemError("malformed_json", "The body could not be read to its end");
+      }
+      const { done, value } = chunk;
       if (done) break;
       size += value.byteLength;
       if (size > max) {

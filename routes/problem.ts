@@ -10,6 +10,7 @@
 /** Every code the routes answer with, its status and title (see docs/http.md). */
 export const PROBLEMS = {
   malformed_json: { status: 400, title: "Malformed JSON body" },
+  bad_request: { status: 400, title: "The HTTP request cannot be parsed or served" },
   validation_failed: { status: 400, title: "Request does not match the schema" },
   json_limit_exceeded: { status: 400, title: "JSON body nests too deep or holds too much" },
   invalid_agent_id: { status: 400, title: "Invalid agent id" },
@@ -24,11 +25,14 @@ export const PROBLEMS = {
   turn_finished: { status: 409, title: "The tool call's turn has finished" },
   not_active: { status: 409, title: "The agent has no active turn" },
   reset_conflict: { status: 409, title: "The agent kept changing during the reset" },
+  request_timeout: { status: 408, title: "The request did not arrive in time" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
+  headers_too_large: { status: 431, title: "Request header fields too large" },
   snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },
   internal_error: { status: 500, title: "Internal error" },
+  method_not_implemented: { status: 501, title: "Unknown HTTP method" },
   store_unavailable: { status: 503, title: "The store is unreachable or did not answer in time" },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -8,9 +8,9 @@ import { z } from "zod";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 
 /** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
-export const AGENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+export const AGENT_ID = /^(?!\.{1,2}$)[A-Za-z0-9_.:-]{1,128}$/;
 
-export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`");
+export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`, not `.` or `..`");
 
 const Ref = (what: string) => z.string().min(1).max(256).describe(what);
 

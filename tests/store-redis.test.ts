@@ -75,7 +75,7 @@ describe("redisStore", () => {
 
   it("refuses agent ids that would move the hash tag, and non-integer times, with StoreInputError", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
-    for (const agentId of ["a{b", "a}b", "a\nb", ""]) {
+    for (const agentId of ["a{b", "a}b", "a\nb", "", ".", ".."]) {
       await expect(store.getAgent(agentId)).rejects.toBeInstanceOf(StoreInputError);
     }
     await expect(store.enqueueTask({ agentId: "a", agentName: "x", workerTarget: "Bad.Target", input: 1, options: {}, turnId: "t", now: T0 }))
