@@ -16,7 +16,8 @@ import { agentMachine } from "../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { TurnEnd } from "../store/port.ts";
-import type { AgentHead, Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
+import type { AgentHead } from "../store/types.ts";
 import { messagesFor } from "./transcript.ts";
 
 /** Longest error message kept in events and context. */

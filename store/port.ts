@@ -45,19 +45,10 @@
  *    without running the failing code path (actors/turn-end.ts).
  * 10. An idempotency entry is kept only for a task that carries a key.
  */
-import type {
-  AfterExecution,
-  AgentHead,
-  InboxTask,
-  MailItem,
-  Message,
-  NewEvent,
-  Outcome,
-  StoredEvent,
-  TaskOptions,
-  ToolCallRecord,
-  ToolResultSource,
-} from "./types.ts";
+import type { NewEvent, StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;

@@ -15,6 +15,7 @@
  * HARD_MAX_DEPTH (the recursion is bounded by it).
  */
 import { HARD_MAX_DEPTH } from "../common/json-bounds.ts";
+import { sha256Hex } from "../common/hex.ts";
 
 export function canonicalJson(value: unknown): string {
   return canon(value, 0);
@@ -41,12 +42,6 @@ function canon(value: unknown, depth: number): string {
     default:
       throw new TypeError(`Cannot canonicalize a ${typeof value}`);
   }
-}
-
-/** SHA-256 (Web Crypto) of a text's UTF-8 bytes, lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** The candidate hash: SHA-256 of the canonical JSON of the parsed candidate. */
