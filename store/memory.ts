@@ -52,13 +52,18 @@ interface AgentRecords {
 const clone = jsonClone;
 const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
 
-const internals = new WeakMap<Store, { idempotencyEntries(agentId: string): number }>();
+/** What a memory store shows of itself beyond the port, for tests. */
+export interface MemoryStoreInternals {
+  /** Idempotency entries kept for an agent (store/port.ts invariant 10). */
+  idempotencyEntries(agentId: string): number;
+  /** The whole state as JSON text: every agent's records, the ready queues, deadlines and verdicts. */
+  dump(): string;
+}
 
-/**
- * Counts inside a memory store that no read of the port shows (tests of
- * store/port.ts invariant 10); undefined for any other store.
- */
-export function memoryStoreCounts(store: Store): { idempotencyEntries(agentId: string): number } | undefined {
+const internals = new WeakMap<Store, MemoryStoreInternals>();
+
+/** The internals of a memory store (undefined for any other store). */
+export function memoryStoreInternals(store: Store): MemoryStoreInternals | undefined {
   return internals.get(store);
 }
 
@@ -491,6 +496,15 @@ export function memoryStore(): Store {
 
     async close() {},
   };
-  internals.set(store, { idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0 });
+  internals.set(store, {
+    idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0,
+    dump: () =>
+      JSON.stringify({
+        agents: [...agents].map(([id, a]) => [id, { ...a, toolCalls: [...a.toolCalls], idempotency: [...a.idempotency] }]),
+        ready: [...ready].map(([t, q]) => [t, [...q]]),
+        deadlines: [...deadlines],
+        verdicts: [...verdicts],
+      }),
+  });
   return store;
 }
