@@ -11,7 +11,7 @@
  *   after the outage is in the store afterwards and runs to done.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
 import { redisStore } from "../store/redis.ts";
 import { keySpace } from "../store/keys.ts";
 import { scriptStore } from "../store/lua-store.ts";
@@ -177,5 +177,42 @@ describe("faults: the store down from the start", () => {
     } finally {
       await late.stop();
     }
+  });
+});
+
+describe("faults: a stalled store in process", () => {
+  it("a store whose calls never settle answers 503 within the timeout on every route kind, and readiness says so", async () => {
+    const inner = memoryStore();
+    let stalled = false;
+    const store = new Proxy(inner, {
+      get(t, p, r) {
+        const v = Reflect.get(t, p, r);
+        if (typeof v !== "function" || p === "close") return v;
+        return (...args: unknown[]) => (stalled ? new Promise(() => {}) : v.apply(t, args));
+      },
+    });
+    const agent = defineAgent({ name: "echo", instructions: "Echo.", model: scriptedModel([{ text: "ok" }]) });
+    const gh = createGatehouse({ agents: [agent], store, storeTimeoutMs: TIMEOUT_MS });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const started = Date.now();
+      const res = await gh.fetch(new Request(`http://gh.test${path}`, {
+        method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
+      }));
+      return { res, ms: Date.now() - started, json: await res.json() as Record<string, unknown> };
+    };
+    expect((await call("POST", "/v1/agents/m1/tasks", { agent: "echo", input: "before" })).res.status).toBe(202);
+    stalled = true;
+    await expectUnavailable(await call("POST", "/v1/agents/m1/tasks", { agent: "echo", input: "during" }));
+    await expectUnavailable(await call("GET", "/v1/agents/m1"));
+    await expectUnavailable(await call("GET", "/v1/agents/m1/events"));
+    await expectUnavailable(await call("POST", "/v1/agents/m1/reset"));
+    await expectUnavailable(await call("POST", "/v1/watchdog/tick"));
+    await expectUnavailable(await call("GET", "/readyz"));
+    expect((await call("GET", "/healthz")).res.status).toBe(200);
+    stalled = false;
+    expect((await call("GET", "/readyz")).res.status).toBe(200);
+    await gh.drain();
+    expect((await gh.store.readEvents("m1", 0, 100)).filter((e) => e.type === "task").map((e) => e.data.status)).toEqual(["done"]);
+    await gh.close();
   });
 });
