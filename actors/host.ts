@@ -261,7 +261,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   try {
     // 1. The task of this turn (new, or carried over from a worker that died before starting it).
     const ctx0 = snap().context;
+    let startedHere = false;
     if (claim.task && ctx0.turnId !== claim.task.turnId && !IN_TURN.has(snap().value)) {
+      startedHere = true;
       apply({
         type: "TASK_STARTED",
         at: clock.now(),
@@ -274,8 +276,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     for (const m of claim.mail) {
       ackMail = Math.max(ackMail, m.seq);
       if (m.kind === "cancel") {
-        if (IN_TURN.has(snap().value)) apply({ type: "CANCEL", at: m.at, reason: m.reason });
-        else emit("mail_ignored", { seq: m.seq, kind: m.kind, state: snap().value });
+        // A cancel applies to the turn it was accepted for, never to another one. Mail written before
+        // cancels named their turn was accepted while the turn active at this claim's start ran: it
+        // belongs to that turn unless this claim started a new one.
+        const { value, context } = snap();
+        const aimedAt = m.turnId ?? (startedHere ? ctx0.turnId : context.turnId);
+        if (aimedAt === context.turnId && IN_TURN.has(value)) apply({ type: "CANCEL", at: m.at, reason: m.reason });
+        else {
+          emit("mail_ignored", {
+            seq: m.seq, kind: m.kind, state: value, turnId: aimedAt, activeTurnId: context.turnId,
+            why: aimedAt === context.turnId ? "not_in_turn" : "turn_finished",
+          });
+        }
         continue;
       }
       const { value, context } = snap();

@@ -15,6 +15,7 @@
  * | `<p>:{a:<id>}:idem`              | hash   | `k:<idempotency key>` -> turnId JSON; `t:<turnId JSON>` -> 1 |
  * | `<p>:{a:<id>}:calls:<turnId>`    | hash   | `c:<toolCallId>` -> record JSON; `r:<toolCallId>` -> resolution JSON |
  * | `<p>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
+ * | `<p>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
  *
  * Cross-agent indexes (no agent hash tag):
  *
@@ -84,6 +85,8 @@ export interface AgentKeys {
   events: string;
   idem: string;
   verdicts: string;
+  /** turnId -> where the turn is when it is not the active one. */
+  turns: string;
   /** The tool-call hash of one turn. */
   calls(turnId: string): string;
 }
@@ -114,6 +117,7 @@ export function keySpace(prefix = "gh"): KeySpace {
         events: `${tag}:events`,
         idem: `${tag}:idem`,
         verdicts: `${tag}:verdicts`,
+        turns: `${tag}:turns`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
       };
     },

@@ -11,6 +11,8 @@
 import type {
   CancelRequest,
   CancelResult,
+  CancelTaskRequest,
+  CancelTaskResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -21,7 +23,9 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  SkipDueToolCallRequest,
   Store,
+  TurnStatus,
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
@@ -70,6 +74,7 @@ export const REPLY = [
   "applied", "fenced", "version", "turn", "tool_call_resolved",
   "head", "none", "list", "at", "verdict",
   "written", "exists",
+  "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -87,6 +92,13 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "deliver_tool_result":
       return word === "accepted" || word === "duplicate" ? { status: word, record: json() } : { status: word };
     case "request_cancel":
+      return word === "accepted" ? { status: word, turnId: json() } : { status: word };
+    case "cancel_task":
+      if (word === "cancelled" || word === "already_cancelled") return { status: "cancelled", already: word === "already_cancelled" };
+      return { status: word };
+    case "get_turn":
+      return word === "turn" ? { status: json() } : null;
+    case "skip_due_tool_call":
       return { status: word };
     case "claim":
     case "claim_next": {
@@ -149,12 +161,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         enqueuedAt: req.now,
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
-      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events], [
+      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns], [
         prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
         tail({ type: "task_enqueued", data: { turnId: req.turnId, input: req.input, options: req.options } }),
-        now,
+        now, req.turnId,
       ]);
     },
 
@@ -174,11 +186,27 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async requestCancel(req: CancelRequest): Promise<CancelResult> {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
-      return call("request_cancel", [k.head, k.mail, k.events], [
-        prefix, req.agentId, now, j(req.reason),
-        tail({ kind: "cancel", at: req.now, reason: req.reason }),
-        tail({ type: "cancel_requested", data: { reason: req.reason } }),
+      if (req.turnId !== undefined) checkTurnId(req.turnId);
+      return call("request_cancel", [k.head, k.mail, k.events, k.turns, k.tasks, k.idem], [
+        prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
       ]);
+    },
+
+    async cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult> {
+      const k = keys.agent(req.agentId);
+      checkTurnId(req.turnId);
+      const now = int(req.now, "now");
+      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem], [
+        req.turnId, j(req.turnId), now,
+        tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
+      ]);
+    },
+
+    async getTurn(agentId, turnId) {
+      const k = keys.agent(agentId);
+      checkTurnId(turnId);
+      const r = await call<{ status: TurnStatus } | null>("get_turn", [k.head, k.tasks, k.turns, k.idem], [turnId, j(turnId)]);
+      return r === null ? null : { turnId, status: r.status };
     },
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
@@ -226,7 +254,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
-      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
+      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {
@@ -243,10 +271,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return call("read_messages", [keys.agent(agentId).messages], [int(Math.max(0, fromIndex), "fromIndex")]);
     },
 
-    async readEvents(agentId, after, limit): Promise<StoredEvent[]> {
+    async readEvents(agentId, after, limit, maxBytes): Promise<StoredEvent[]> {
       const k = keys.agent(agentId);
       if (limit <= 0) return [];
-      return call("read_events", [k.events], [int(Math.max(0, after), "after"), int(limit, "limit")]);
+      return call("read_events", [k.events], [
+        int(Math.max(0, after), "after"), int(limit, "limit"), maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
+      ]);
     },
 
     async dueToolCalls(now, limit) {
@@ -258,6 +288,23 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         const b = m.indexOf("\n", a + 1);
         return { agentId: m.slice(0, a), turnId: m.slice(a + 1, b), toolCallId: m.slice(b + 1) };
       });
+    },
+
+    async skipDueToolCall(req: SkipDueToolCallRequest) {
+      const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
+      let head = `${prefix}:none`;
+      let events = `${prefix}:none`;
+      try {
+        const k = keys.agent(req.agentId);
+        head = k.head;
+        events = k.events;
+      } catch {
+        // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
+      }
+      return call<{ status: "skipped" }>("skip_due_tool_call", [keys.deadlines, head, events], [
+        member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
+        tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
+      ]);
     },
 
     async nextReadyAt(workerTarget): Promise<number | null> {

@@ -49,7 +49,11 @@ export type MailItem =
     afterExecution: AfterExecution;
     source: ToolResultSource;
   }
-  | { kind: "cancel"; seq: number; at: number; reason: string };
+  /**
+   * `turnId`: the turn the cancel was accepted for (absent only in mail
+   * written before cancels named their turn).
+   */
+  | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string };
 
 export type ToolResultSource = "http" | "watchdog" | "inline";
 

@@ -596,11 +596,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
 
       it("acknowledges only mail with seq <= ackMailThrough", async () => {
-        await enqueue();
+        const { req } = await enqueue();
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { release: { runnableAt: null } }));
         for (let i = 0; i < 3; i++) {
-          expect(await store.requestCancel({ agentId: "a1", reason: `r${i}`, now: T0 + 10 + i })).toEqual({ status: "accepted" });
+          expect(await store.requestCancel({ agentId: "a1", reason: `r${i}`, now: T0 + 10 + i })).toEqual({ status: "accepted", turnId: req.turnId });
         }
         const c2 = await claimOk("a1", "w2", T0 + 20);
         expect(c2.mail.map((m) => (m as Extract<MailItem, { kind: "cancel" }>).reason)).toEqual(["r0", "r1", "r2"]);
@@ -620,14 +620,14 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
         expect(await store.nextReadyAt(TARGET)).toBeNull();
-        expect(await store.requestCancel({ agentId: "a1", reason: "user asked", now: T0 + 3 })).toEqual({ status: "accepted" });
+        expect(await store.requestCancel({ agentId: "a1", reason: "user asked", now: T0 + 3 })).toEqual({ status: "accepted", turnId: req.turnId });
         expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3);
         const head = await store.getAgent("a1");
         expect(head!.pendingMail).toBe(1);
         const ev = await allEvents();
-        expect(ev[ev.length - 1]).toEqual({ id: head!.lastEventId, at: T0 + 3, turnId: req.turnId, type: "cancel_requested", data: { reason: "user asked" } });
+        expect(ev[ev.length - 1]).toEqual({ id: head!.lastEventId, at: T0 + 3, turnId: req.turnId, type: "cancel_requested", data: { reason: "user asked", turnId: req.turnId } });
         const c2 = await claimOk("a1", "w1", T0 + 4);
-        expect(c2.mail).toEqual([{ kind: "cancel", seq: c2.mail[0].seq, at: T0 + 3, reason: "user asked" }]);
+        expect(c2.mail).toEqual([{ kind: "cancel", seq: c2.mail[0].seq, at: T0 + 3, reason: "user asked", turnId: req.turnId }]);
       });
     });
 

@@ -63,9 +63,9 @@ describe("redisStore", () => {
     expect(indexes).toEqual([`${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
     for (const id of ["a1", "b2"]) {
       const own = keys.filter((k) => k.includes(`{a:${id}}`));
-      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, calls, verdicts
+      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, turns, calls, verdicts
       expect(own.map((k) => k.slice(`${prefix}:{a:${id}}:`.length)).sort()).toEqual(
-        ["calls:turn_" + id, "events", "head", "idem", "mail", "msgs", "verdicts"].sort(),
+        ["calls:turn_" + id, "events", "head", "idem", "mail", "msgs", "turns", "verdicts"].sort(),
       );
       for (const k of own) expect(k.startsWith(`${prefix}:{a:${id}}:`)).toBe(true);
     }
@@ -135,10 +135,11 @@ describe("redisStore", () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     await busyAgent(store);
     const req = { agentId: "a1", reason: "stop", now: T0 + 10 };
-    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
-    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
+    const accepted = { status: "accepted", turnId: "turn_a1" };
+    expect(await store.requestCancel(req)).toEqual(accepted);
+    expect(await store.requestCancel(req)).toEqual(accepted);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(2); // the tool result and one cancel
-    expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual({ status: "accepted" });
+    expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual(accepted);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(3);
     await store.close();
   });
