@@ -148,7 +148,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     workerId: ids.workerId(),
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
-  const tick = () => watchdogTick(store, clock);
+  const tick = () => watchdogTick(store, clock, 100, { logger });
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,

@@ -217,7 +217,11 @@ export const MachineView = z.object({
 export const WatchdogTick = z.object({
   timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),
   alreadyResolved: z.int().describe("Calls a result resolved first"),
-  turnFinished: z.int().describe("Calls whose turn had ended"),
+  turnFinished: z.int().describe("Calls whose turn had ended (or whose call or agent is unknown)"),
+  skipped: z.int().describe(
+    "Records the pass could not time out, taken out of the due index (or pushed back after an error) so they " +
+      "never hold up the others; each is logged as `watchdog_skipped`",
+  ),
 });
 
 export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });

@@ -74,7 +74,7 @@ export const REPLY = [
   "applied", "fenced", "version", "turn", "tool_call_resolved",
   "head", "none", "list", "at", "verdict",
   "written", "exists",
-  "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped",
+  "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -301,7 +301,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       } catch {
         // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
       }
-      return call<{ status: "skipped" }>("skip_due_tool_call", [keys.deadlines, head, events], [
+      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [keys.deadlines, head, events], [
         member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
         tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
       ]);

@@ -576,6 +576,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async skipDueToolCall(req: SkipDueToolCallRequest) {
       return atomic(() => {
         const key = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
+        if (!deadlines.has(key)) return { status: "absent" as const };
         const a = agents.get(req.agentId);
         const ev = a
           ? eventOf(a, 1, req.turnId, "watchdog_skipped", {
@@ -584,8 +585,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             retryAt: req.retryAt,
           }, req.now)
           : null;
+        // Writes.
         if (req.retryAt === null) w.mapDelete(deadlines, key);
-        else if (deadlines.has(key)) w.mapSet(deadlines, key, req.retryAt);
+        else w.mapSet(deadlines, key, req.retryAt);
         if (a && ev) appendEvents(a, [ev]);
         return { status: "skipped" as const };
       });

@@ -251,8 +251,12 @@ export interface Store {
   readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /** Pending tool calls whose deadline is at or before `now`, oldest first. */
   dueToolCalls(now: number, limit: number): Promise<Array<{ agentId: string; turnId: string; toolCallId: string }>>;
-  /** Moves a due record to `retryAt`, or out of the due index (null); logs `watchdog_skipped` on its agent. */
-  skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" }>;
+  /**
+   * Moves a due record to `retryAt`, or out of the due index (null), and
+   * logs `watchdog_skipped` on its agent when the agent exists. A record no
+   * longer in the index answers `absent` and changes nothing.
+   */
+  skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;

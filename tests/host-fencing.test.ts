@@ -364,7 +364,7 @@ describe("watchdog", () => {
     const { gh, clock, store } = setup([agent]);
     const { turnId } = await enqueue(store, clock, "w1", agent, "go");
     await gh.drain();
-    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
 
     clock.advance(1_000);
     expect((await gh.tick()).timedOut).toBe(1);
@@ -379,7 +379,7 @@ describe("watchdog", () => {
     // A late result changes nothing.
     const late = await store.deliverToolResult({ agentId: "w1", turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "late" }, afterExecution: "continue", source: "http", now: clock.now() });
     expect(late.status).toBe("duplicate");
-    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
   });
 
   it("an in-process tool that outlives its deadline: the watchdog's timeout wins and the late result is dropped", async () => {

@@ -406,11 +406,11 @@ describe("routes: machine, watchdog, health", () => {
     const { gh, clock, call } = setup();
     await startTurn(gh, call);
     const early = await call("POST", "/v1/watchdog/tick");
-    expect(WatchdogTick.parse(await early.json())).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(WatchdogTick.parse(await early.json())).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
     clock.t += 11 * 60_000;
     const res = await call("POST", "/v1/watchdog/tick", {});
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0 });
+    expect(await res.json()).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
     await gh.drain();
     expect((await gh.store.getAgent("a1"))!.state).toBe("done");
   });

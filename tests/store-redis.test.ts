@@ -4,6 +4,7 @@ import { StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
+import { watchdogTick } from "../actors/watchdog.ts";
 import { EvictionPolicyError, sha1Hex } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
@@ -141,6 +142,39 @@ describe("redisStore", () => {
     expect((await store.getAgent("a1"))!.pendingMail).toBe(2); // the tool result and one cancel
     expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual(accepted);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(3);
+    await store.close();
+  });
+
+  it("the watchdog skips records it cannot process (unknown agent, bad id, malformed member, unreadable head) and times out the rest", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    await busyAgent(store, "a1"); // c1 resolved, c2 pending, deadline T0 + 100
+    await busyAgent(store, "b2");
+    // b2's head becomes unreadable: its delivery fails inside the script, before any write.
+    await raw.hset(`${prefix}:{a:b2}:head`, "_mailSeq", "not a number");
+    const deadlines = `${prefix}:deadlines`;
+    // Records older than every real one, each of a kind the watchdog cannot time out.
+    await raw.zadd(deadlines, T0 + 1, "ghost\nturn_x\nc1", T0 + 2, "{bad}\nturn_x\nc1", T0 + 3, "no-newlines",
+      T0 + 4, "a1\nturn_a1\nc1", T0 + 5, "a1\nturn_none\nc9");
+    const logger = { debug() {}, info() {}, warn() {}, error() {} };
+    const tick = (now: number) => watchdogTick(store, { now: () => now }, 3, { retryMs: 60_000, logger });
+    const results = [await tick(T0 + 200), await tick(T0 + 201), await tick(T0 + 202)];
+    // Tick 1 (3 due): ghost (unknown agent), {bad} (not a key: throws, pushed back); the malformed member is dropped.
+    // Tick 2: a1/c1 (already resolved), a1/turn_none (unknown call), a1/c2 (times out).
+    // Tick 3: b2/c2 (unreadable head: throws, pushed back). Every tick made progress past the bad records.
+    expect(results).toEqual([
+      { timedOut: 0, alreadyResolved: 0, turnFinished: 1, skipped: 2 },
+      { timedOut: 1, alreadyResolved: 1, turnFinished: 1, skipped: 2 },
+      { timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 1 },
+    ]);
+    expect(await tick(T0 + 203)).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+    const left = await raw.zrange(deadlines, 0, -1, "WITHSCORES");
+    expect(left).toEqual(["{bad}\nturn_x\nc1", String(T0 + 200 + 60_000), "b2\nturn_b2\nc2", String(T0 + 202 + 60_000)]);
+    const skipped = (await store.readEvents("a1", 0, 100)).filter((e) => e.type === "watchdog_skipped");
+    expect(skipped.map((e) => e.data.reason)).toEqual(["duplicate", "unknown_call"]);
+    const b2 = (await store.readEvents("b2", 0, 100)).filter((e) => e.type === "watchdog_skipped");
+    expect(b2.map((e) => e.data.reason)).toEqual([expect.stringMatching(/^error: .*unreadable head/)]);
+    expect((await store.getToolCalls("a1", "turn_a1")).find((c) => c.toolCallId === "c2")?.outcome).toMatchObject({ ok: false, error: { type: "timeout" } });
     await store.close();
   });
 

@@ -81,6 +81,10 @@ if h.activeTurnId ~= turn_json then
   return 'turn'
 end
 local ready = ready_key(prefix, h.workerTarget)
+-- Numbers of the head are read before the first write: an unreadable head fails the commit whole.
+if not tonumber(h._mailSeq) or not tonumber(h.lastEventId) or not tonumber(h.messageCount) then
+  return redis.error_reply('unreadable head of agent ' .. agent_id)
+end
 for i = 0, n_res - 1 do
   local id = ARGV[res_at + 2 * i]
   local call = redis.call('HMGET', calls, 'c:' .. id, 'r:' .. id)

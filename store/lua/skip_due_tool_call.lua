@@ -9,13 +9,16 @@
 
   The event is logged when the agent exists and its head is readable; a
   record of an unknown agent is only moved or removed.
-  Returns: 'skipped'
+  Returns: 'skipped' | 'absent' (the record is no longer in the index; nothing written)
 ]]
 -- @include head.lua
 
 local deadlines, head, events = KEYS[1], KEYS[2], KEYS[3]
 local member, retry_at, now_str, turn_json, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
+if not redis.call('ZSCORE', deadlines, member) then
+  return 'absent'
+end
 local h = read_head(head, { 'agentId', 'lastEventId' })
 local last = h and tonumber(h.lastEventId)
 
@@ -23,7 +26,7 @@ local last = h and tonumber(h.lastEventId)
 if retry_at == 'null' then
   redis.call('ZREM', deadlines, member)
 else
-  redis.call('ZADD', deadlines, 'XX', retry_at, member)
+  redis.call('ZADD', deadlines, retry_at, member)
 end
 if last then
   last = append_events(events, last, turn_json, now_str, { event_tail })
