@@ -35,6 +35,7 @@ import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { deepFreeze } from "../verdicts/json.ts";
+import { inputRefMessage } from "../store/inputs.ts";
 
 export interface HostDeps {
   store: Store;
@@ -163,12 +164,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       emit("event_ignored", { event: ev.type, state: before.value });
       return false;
     }
-    emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: ev });
+    // A turn's input is stored once, by the store (store/inputs.ts): the logged TASK_STARTED names it by
+    // its turn id, and the turn's user message is stored as a reference to it.
+    const logged = ev.type === "TASK_STARTED" ? { ...ev, input: undefined } : ev;
+    emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: logged });
     const msgs = messagesFor(ev, before, after);
     for (const m of msgs) {
       deepFreeze(m);
       history.push(m);
-      newMessages.push(m);
+      newMessages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
     }
     if (FINAL.has(after.value) && !FINAL.has(before.value)) {
       emit("task", {
@@ -323,7 +327,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       } else if (value === "verifying") {
         const result = await runVerification({
           agent, agentId, turnId: context.turnId!, context, workerId, epoch,
-          input: claim.task?.input ?? head.currentTask?.input ?? null,
+          input: claim.task?.input ?? null,
           now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: abort.signal,
           hooks: deps.verification, store,
         });
@@ -423,7 +427,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
     if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
     if (completion?.name === SUBMIT_RESULT && kind === "submit") {
-      const missing = missingResultFields(claim.task?.input ?? head.currentTask?.input, submittedValue(completion.args));
+      const missing = missingResultFields(claim.task?.input, submittedValue(completion.args));
       // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
       if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
     }

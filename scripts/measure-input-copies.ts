@@ -1,8 +1,10 @@
 /**
  * How many times over a large task input is stored: runs one turn of an agent
- * (a tool call, its result, a final answer) with a 200 KB input and sums the
- * stored bytes that belong to the input, by location, on the memory store and
- * (with GATEHOUSE_REDIS_URL, or a redis-server on PATH) on Redis.
+ * (an in-process tool call, an external one, a final answer) with a 200 KB
+ * input and sums the stored bytes that belong to the input, by location,
+ * while the turn waits for the external tool and after it ended, on the
+ * memory store and (with GATEHOUSE_REDIS_URL, or a redis-server on PATH) on
+ * Redis.
  *
  *   npx tsx scripts/measure-input-copies.ts
  *
@@ -25,13 +27,14 @@ function bigInput() {
   return { task: "summarise", doc: MARKER + unit.repeat(Math.ceil(SIZE / unit.length)).slice(0, SIZE) };
 }
 
-async function runTurn(store: Store) {
+async function runTurn(store: Store, during: () => Promise<void>) {
   const crunch = defineTool({ name: "crunch", description: "Crunch", parameters: z.object({}), execute: async () => "crunched" });
+  const ask = defineTool({ name: "ask", description: "Ask a human", parameters: z.object({}) });
   const agent = defineAgent({
     name: "reader",
     instructions: "Read it.",
-    model: scriptedModel([{ toolCalls: [{ name: "crunch", args: {} }] }, { text: "done" }]),
-    tools: [crunch],
+    model: scriptedModel([{ toolCalls: [{ name: "crunch", args: {} }] }, { toolCalls: [{ name: "ask", args: {} }] }, { text: "done" }]),
+    tools: [crunch, ask],
   });
   const gh = createGatehouse({ agents: [agent], store });
   const input = bigInput();
@@ -41,6 +44,16 @@ async function runTurn(store: Store) {
     body: JSON.stringify({ agent: "reader", input }),
   }));
   if (res.status !== 202) throw new Error(`enqueue: ${res.status} ${await res.text()}`);
+  await gh.drain();
+  await during();
+  const events = await store.readEvents("m1", 0, 1_000);
+  const call = events.find((e) => e.type === "tool_call" && e.data.name === "ask")!;
+  const r = await gh.fetch(new Request("http://gh/v1/agents/m1/tool-results", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ turnId: call.turnId, toolCallId: call.data.toolCallId, outcome: { ok: true, value: "fine" } }),
+  }));
+  if (r.status !== 200) throw new Error(`tool result: ${r.status}`);
   await gh.drain();
   const head = await store.getAgent("m1");
   if (head?.state !== "done") throw new Error(`turn did not finish: ${head?.state}`);
@@ -67,6 +80,7 @@ function tallyMemory(store: Store): Tally {
     for (const m of a.messages as Array<{ role: string }>) add(t, `message (${m.role})`, JSON.stringify(m));
     for (const task of a.tasks as unknown[]) add(t, "tasks", JSON.stringify(task));
     for (const [, rec] of a.toolCalls as Array<[string, unknown]>) add(t, "tool call records", JSON.stringify(rec));
+    for (const [, input] of (a.inputs ?? []) as Array<[string, unknown]>) add(t, "inputs", JSON.stringify(input));
   }
   return t;
 }
@@ -76,10 +90,10 @@ async function tallyRedis(url: string, prefix: string): Promise<Tally> {
   const r = new Redis(url);
   const t: Tally = new Map();
   for (const key of await r.keys(`${prefix}:*`)) {
-    const suffix = key.slice(key.lastIndexOf("}:") + 2);
+    const suffix = key.slice(key.lastIndexOf("}:") + 2).replace(/:.*/, "");
     const type = await r.type(key);
     if (type === "hash") {
-      for (const [f, v] of Object.entries(await r.hgetall(key))) add(t, `${suffix}.${f}`, v);
+      for (const [f, v] of Object.entries(await r.hgetall(key))) add(t, suffix === "head" ? `head.${f}` : suffix, v);
     } else if (type === "list") {
       for (const v of await r.lrange(key, 0, -1)) {
         let where = suffix;
@@ -102,7 +116,12 @@ function report(name: string, inputBytes: number, t: Tally) {
 }
 
 const mem = memoryStore();
-report("memory", await runTurn(mem), tallyMemory(mem));
+let during: Tally = new Map();
+const n = await runTurn(mem, async () => {
+  during = tallyMemory(mem);
+});
+report("memory, while the turn waits for a tool", n, during);
+report("memory, after the turn", n, tallyMemory(mem));
 
 let url = process.env.GATEHOUSE_REDIS_URL;
 let stop: (() => Promise<void>) | undefined;
@@ -119,8 +138,12 @@ if (!url) {
 if (url) {
   const prefix = `measure_${Date.now()}`;
   const store = redisStore({ url, prefix });
-  const n = await runTurn(store);
+  let mid: Tally = new Map();
+  const n = await runTurn(store, async () => {
+    mid = await tallyRedis(url!, prefix);
+  });
   await store.close();
-  report("redis", n, await tallyRedis(url, prefix));
+  report("redis, while the turn waits for a tool", n, mid);
+  report("redis, after the turn", n, await tallyRedis(url, prefix));
 }
 await stop?.();

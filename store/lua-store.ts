@@ -33,6 +33,7 @@ import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallReco
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { type RunScript, StoreReplyError } from "./script-runner.ts";
+import { inputBytes } from "./inputs.ts";
 
 /** A store backed by Redis scripts. */
 export interface ScriptStore extends Store {
@@ -97,14 +98,17 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       if (word === "cancelled" || word === "already_cancelled") return { status: "cancelled", already: word === "already_cancelled" };
       return { status: word };
     case "get_turn":
-      return word === "turn" ? { status: json() } : null;
+      return word === "turn" ? json() : null;
     case "skip_due_tool_call":
       return { status: word };
     case "claim":
     case "claim_next": {
       if (word === "claimed") {
-        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[] };
-        const task: InboxTask | null = c.head.currentTask === null ? null : structuredClone(c.head.currentTask);
+        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; input?: unknown };
+        // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
+        const task: InboxTask | null = c.head.currentTask === null
+          ? null
+          : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
         return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail };
       }
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
@@ -156,17 +160,17 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const now = int(req.now, "now");
       const task: InboxTask = {
         turnId: req.turnId,
-        input: req.input,
         options: req.options,
         enqueuedAt: req.now,
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
-      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns], [
+      const input = j(req.input ?? null);
+      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
         prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
-        tail({ type: "task_enqueued", data: { turnId: req.turnId, input: req.input, options: req.options } }),
-        now, req.turnId,
+        tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
+        now, req.turnId, input,
       ]);
     },
 
@@ -205,13 +209,13 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async getTurn(agentId, turnId) {
       const k = keys.agent(agentId);
       checkTurnId(turnId);
-      const r = await call<{ status: TurnStatus } | null>("get_turn", [k.head, k.tasks, k.turns, k.idem], [turnId, j(turnId)]);
-      return r === null ? null : { turnId, status: r.status };
+      const r = await call<{ status: TurnStatus; input?: unknown } | null>("get_turn", [k.head, k.tasks, k.turns, k.idem, k.inputs], [turnId, j(turnId)]);
+      return r === null ? null : { turnId, ...r };
     },
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
-      return call("claim", [k.head, k.tasks, k.mail], [
+      return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
         prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
@@ -268,7 +272,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async readMessages(agentId, fromIndex = 0): Promise<Message[]> {
-      return call("read_messages", [keys.agent(agentId).messages], [int(Math.max(0, fromIndex), "fromIndex")]);
+      const k = keys.agent(agentId);
+      return call("read_messages", [k.messages, k.inputs], [int(Math.max(0, fromIndex), "fromIndex")]);
     },
 
     async readEvents(agentId, after, limit, maxBytes): Promise<StoredEvent[]> {

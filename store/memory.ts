@@ -37,6 +37,7 @@ import type {
   VerdictPut,
 } from "./port.ts";
 import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import { inputBytes, inputText } from "./inputs.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -51,6 +52,8 @@ interface AgentRecords {
   idempotency: Map<string, string>; // key -> turnId
   /** turnId -> where the turn is when it is not the active one: queued, done, failed, ended, cancelled. */
   turns: Map<string, Exclude<TurnStatus, "active">>;
+  /** turnId -> the task's input: its one stored copy (store/inputs.ts). */
+  inputs: Map<string, unknown>;
   verdicts: string[]; // verdict ids, append-only
 }
 
@@ -216,12 +219,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     w.set(h, "leaseUntil", req.now + req.leaseMs);
     w.set(h, "updatedAt", req.now);
     setReady(a, h.leaseUntil);
+    const task = h.currentTask === null ? null : { ...copy(h.currentTask), input: copy(a.inputs.get(h.currentTask.turnId)) };
     return {
       status: "claimed",
       agentId: h.agentId,
       epoch: h.epoch,
       head: copy(h),
-      task: copy(h.currentTask),
+      task,
       mail: copy(a.mail),
     };
   }
@@ -242,10 +246,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         // Copies first: an input that cannot be copied throws before anything changed.
         const input = copy(req.input);
         const options = copy(req.options);
-        const data = copy({ turnId: req.turnId, input: req.input, options: req.options });
+        const data = { turnId: req.turnId, options: copy(req.options), inputBytes: inputBytes(input) };
         const task: InboxTask = {
           turnId: req.turnId,
-          input,
           options,
           enqueuedAt: req.now,
           ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
@@ -281,6 +284,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             toolCalls: new Map(),
             idempotency: new Map(),
             turns: new Map(),
+            inputs: new Map(),
             verdicts: [],
           };
         }
@@ -291,6 +295,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         w.set(a.head, "pendingTasks", a.tasks.length);
         if (req.idempotencyKey !== undefined) w.mapSet(a.idempotency, req.idempotencyKey, req.turnId);
         w.mapSet(a.turns, req.turnId, "queued");
+        w.mapSet(a.inputs, req.turnId, input);
         appendEvents(a, [ev]);
         ring(a, req.now);
         return { status: "enqueued", turnId: req.turnId };
@@ -395,7 +400,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       const a = agents.get(agentId);
       if (!a) return null;
       const status = turnStatus(a, turnId);
-      return status === null ? null : { turnId, status };
+      if (status === null) return null;
+      return { turnId, status, ...(a.inputs.has(turnId) ? { input: copy(a.inputs.get(turnId)) } : {}) };
     },
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
@@ -539,7 +545,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
 
     async readMessages(agentId, fromIndex = 0) {
       const a = agents.get(agentId);
-      return a ? copy(a.messages.slice(fromIndex)) : [];
+      if (!a) return [];
+      // A turn's user message is stored as a reference to its input (store/inputs.ts).
+      return a.messages.slice(fromIndex).map((m) =>
+        m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
+      );
     },
 
     async readEvents(agentId, after, limit, maxBytes) {
@@ -633,6 +643,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       toolCalls: [...a.toolCalls.entries()],
       idempotency: [...a.idempotency.entries()],
       turns: [...a.turns.entries()],
+      inputs: [...a.inputs.entries()],
     }]),
     ready: [...ready.entries()].map(([t, m]) => [t, [...m.entries()]]),
     deadlines: [...deadlines.entries()],

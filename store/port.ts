@@ -36,6 +36,9 @@
  * 10. All or nothing: an operation that throws (bad input, a value that
  *    cannot be copied) leaves the store exactly as it was; event ids stay
  *    dense.
+ * 11. A task's input is stored once per turn and referenced elsewhere
+ *    (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
+ *    task, `readMessages` puts it into the turn's user message.
  */
 import type {
   AfterExecution,
@@ -234,7 +237,7 @@ export interface Store {
   /** Removes a queued (not yet started) task from the inbox and records its turn as cancelled. */
   cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult>;
   /** Where a turn of the agent is; null when the agent or the turn is unknown. */
-  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus } | null>;
+  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
   claim(req: ClaimRequest): Promise<ClaimResult>;
   /** Claims the first ready agent of a worker target whose ready score is due. */
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;

@@ -24,10 +24,14 @@ export interface TaskOptions {
   verifyMaxAttempts?: number;
 }
 
-/** A task waiting in (or taken from) an agent's inbox. */
+/**
+ * A task waiting in (or taken from) an agent's inbox. Stored without its
+ * input (see store/inputs.ts): `input` is present in the task a claim hands
+ * out, absent in `AgentHead.currentTask`.
+ */
 export interface InboxTask {
   turnId: string;
-  input: unknown;
+  input?: unknown;
   options: TaskOptions;
   enqueuedAt: number;
   idempotencyKey?: string;
@@ -123,4 +127,6 @@ export interface Message {
   toolCalls?: Array<{ id: string; name: string; args: unknown }>;
   toolCallId?: string;
   name?: string;
+  /** Stored form only: this user message is the input of that turn (readMessages fills `content`). */
+  inputOf?: string;
 }

@@ -98,7 +98,7 @@ function suite(name: string, makeStore: () => Store) {
 
         expect(await turnOutcome(r.gh, agentId, t1)).toEqual({ status: "done", reason: null });
         expect(await turnOutcome(r.gh, agentId, t2)).toEqual({ status: "done", reason: null });
-        expect(await store.getTurn(agentId, t2)).toEqual({ turnId: t2, status: "done" });
+        expect(await store.getTurn(agentId, t2)).toEqual({ turnId: t2, status: "done", input: "second" });
         const view = await (await r.call("GET", `/v1/agents/${agentId}`)).json();
         expect(view).toMatchObject({ state: "done", turnId: t2, output: `answer of ${t2}` });
         const ignored = (await store.readEvents(agentId, 0, 10_000)).filter((e) => e.type === "mail_ignored");

@@ -235,7 +235,8 @@ describe("crash recovery", () => {
     expect(model.requests).toHaveLength(1);
     let h = await head(store, "c1");
     expect(h).toMatchObject({ version: 0, activeTurnId: turnId, pendingTasks: 0, state: "idle" });
-    expect(h.currentTask?.input).toBe("the task");
+    expect(h.currentTask?.turnId).toBe(turnId);
+    expect((await store.getTurn("c1", turnId))?.input).toBe("the task");
     expect(await store.getToolCalls("c1", turnId)).toEqual([]);
 
     // 2. Dead worker 2 (after the lease ran out) records the call, runs the tool, and dies committing its result.

@@ -164,8 +164,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         });
       });
 
-      it("appends a task_enqueued event carrying the turn id and input", async () => {
-        const { req } = await enqueue({ input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } });
+      it("stores the input once: task_enqueued carries the turn id, options and inputBytes; getTurn and the claim carry the input", async () => {
+        const input = { q: "x", n: [1, 2], s: "é\"" };
+        const { req } = await enqueue({ input, options: { verifyMaxAttempts: 2 } });
         const ev = await allEvents();
         expect(ev).toEqual([
           {
@@ -173,8 +174,36 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
             at: T0,
             turnId: req.turnId,
             type: "task_enqueued",
-            data: { turnId: req.turnId, input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } },
+            data: { turnId: req.turnId, options: { verifyMaxAttempts: 2 }, inputBytes: new TextEncoder().encode(JSON.stringify(input)).byteLength },
           },
+        ]);
+        expect(await store.getTurn("a1", req.turnId)).toEqual({ turnId: req.turnId, status: "queued", input });
+        const c = await claimOk();
+        expect(c.task).toEqual({ turnId: req.turnId, input, options: { verifyMaxAttempts: 2 }, enqueuedAt: T0 });
+      });
+
+      it("readMessages answers a stored input reference with the turn's input as the content (text as is, objects as JSON)", async () => {
+        const text = await enqueue({ input: "plain \"text\" / é" });
+        const obj = await enqueue({ input: { q: "a/b", n: [], o: {} }, now: T0 + 1 });
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", {
+          messages: [
+            { role: "user", content: "", inputOf: text.req.turnId },
+            { role: "assistant", content: "ok" },
+            { role: "user", content: "", inputOf: obj.req.turnId },
+            { role: "user", content: "", inputOf: "turn_unknown" },
+          ],
+        }));
+        expect(r.status).toBe("applied");
+        expect(await store.readMessages("a1")).toEqual([
+          { role: "user", content: "plain \"text\" / é" },
+          { role: "assistant", content: "ok" },
+          { role: "user", content: JSON.stringify({ q: "a/b", n: [], o: {} }) },
+          { role: "user", content: "" },
+        ]);
+        expect(await store.readMessages("a1", 2)).toEqual([
+          { role: "user", content: JSON.stringify({ q: "a/b", n: [], o: {} }) },
+          { role: "user", content: "" },
         ]);
       });
 
@@ -241,7 +270,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(c.task!.turnId).toBe(first.req.turnId);
         expect(c.mail).toEqual([]);
         expect(c.head.activeTurnId).toBe(first.req.turnId);
-        expect(c.head.currentTask).toEqual(c.task);
+        // The task is handed out with its input; the head keeps it without (the input is stored once).
+        expect(c.task).toEqual({ ...c.head.currentTask, input: { q: "1+2" } });
+        expect(c.head.currentTask).not.toHaveProperty("input");
         expect(c.head.epoch).toBe(1);
         expect(c.head.leaseOwner).toBe("w1");
         expect(c.head.leaseUntil).toBe(T0 + 2 + LEASE);
@@ -516,7 +547,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue();
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { state: "waiting-tools", release: { runnableAt: null } }));
-        expect((await store.getAgent("a1"))!.currentTask).toEqual(c.task);
+        const { input, ...stored } = c.task!;
+        expect(input).toEqual({ q: "1+2" });
+        expect((await store.getAgent("a1"))!.currentTask).toEqual(stored);
         await store.requestCancel({ agentId: "a1", reason: "r", now: T0 + 2 });
         const c2 = await claimOk("a1", "w2", T0 + 3);
         expect(c2.task).toEqual(c.task);
@@ -649,16 +682,16 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("getTurn: queued, active, then done or failed once the turn ended; null when unknown", async () => {
         const { t1, t2, c } = await activeAndQueued();
-        expect(await store.getTurn("a1", t1)).toEqual({ turnId: t1, status: "active" });
-        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "queued" });
+        expect(await store.getTurn("a1", t1)).toEqual({ turnId: t1, status: "active", input: { q: "1+2" } });
+        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "queued", input: { q: "1+2" } });
         expect(await store.getTurn("a1", "turn_unknown")).toBeNull();
         expect(await store.getTurn("nobody", t1)).toBeNull();
         await endTurn(c, "failed");
-        expect(await store.getTurn("a1", t1)).toEqual({ turnId: t1, status: "failed" });
+        expect(await store.getTurn("a1", t1)).toMatchObject({ turnId: t1, status: "failed" });
         const c2 = await claimOk("a1", "w1", T0 + 6);
         expect(c2.head.activeTurnId).toBe(t2);
         await endTurn(c2, "done", T0 + 7);
-        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "done" });
+        expect(await store.getTurn("a1", t2)).toMatchObject({ turnId: t2, status: "done" });
       });
 
       it("a cancel without turnId is fixed to the turn active when accepted, in its mail and event", async () => {
@@ -697,7 +730,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.cancelTask({ agentId: "a1", turnId: t2, reason: "not needed", now: T0 + 3 })).toEqual({ status: "cancelled", already: false });
         const head = await store.getAgent("a1");
         expect(head!.pendingTasks).toBe(0);
-        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "cancelled" });
+        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "cancelled", input: { q: "1+2" } });
         expect((await allEvents()).at(-1)).toEqual({
           id: head!.lastEventId, at: T0 + 3, turnId: t2, type: "task_cancelled", data: { turnId: t2, reason: "not needed" },
         });

@@ -64,9 +64,9 @@ describe("redisStore", () => {
     expect(indexes).toEqual([`${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
     for (const id of ["a1", "b2"]) {
       const own = keys.filter((k) => k.includes(`{a:${id}}`));
-      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, turns, calls, verdicts
+      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, turns, inputs, calls, verdicts
       expect(own.map((k) => k.slice(`${prefix}:{a:${id}}:`.length)).sort()).toEqual(
-        ["calls:turn_" + id, "events", "head", "idem", "mail", "msgs", "turns", "verdicts"].sort(),
+        ["calls:turn_" + id, "events", "head", "idem", "inputs", "mail", "msgs", "turns", "verdicts"].sort(),
       );
       for (const k of own) expect(k.startsWith(`${prefix}:{a:${id}}:`)).toBe(true);
     }

@@ -4,7 +4,7 @@
 
   KEYS[1] head hash          KEYS[2] tasks list
   KEYS[3] idem hash          KEYS[4] events list
-  KEYS[5] turns hash
+  KEYS[5] turns hash         KEYS[6] inputs hash
   ARGV[1] key prefix
   ARGV[2] agentId (raw)      ARGV[3] agentId JSON
   ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
@@ -12,6 +12,7 @@
   ARGV[8] idempotency key    ARGV[9] task entry: `<turnId JSON>\n<InboxTask JSON>`
   ARGV[10] event tail (task_enqueued)
   ARGV[11] now               ARGV[12] turnId (raw)
+  ARGV[13] input JSON: its one stored copy (the task entry holds none)
   Undeclared key: the ready zset of the agent's stored target (see docs/store.md).
 
   Returns:
@@ -29,7 +30,7 @@ local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, agent_id, agent_id_json = ARGV[1], ARGV[2], ARGV[3]
 local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
 local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local turns, turn_raw = KEYS[5], ARGV[12]
+local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
 
 local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId' })
 if h then
@@ -53,6 +54,7 @@ else
   redis.call('HSET', idem, 't:' .. turn_json, '1')
 end
 redis.call('HSET', turns, turn_raw, 'queued')
+redis.call('HSET', inputs, turn_raw, input_json)
 local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
 if h then
   redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last))
