@@ -115,7 +115,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
       if (!(await rt.store.getAgent(agentId))) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${JSON.stringify(turnId)}`);
     }
-    return c.json({ agentId, turnId, status: t.status });
+    return c.json({ agentId, turnId, status: t.status, ...(t.input !== undefined ? { input: t.input } : {}) });
   });
 
   app.delete("/v1/agents/:agentId/tasks/:turnId", async (c) => {
@@ -184,7 +184,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
         method: "get",
         path: "/v1/agents/:agentId/tasks/:turnId",
         operationId: "getTurn",
-        summary: "Where a turn is: queued, active, done, failed, cancelled",
+        summary: "Where a turn is (queued, active, done, failed, cancelled), with its task's input",
         tags: ["agents"],
         responses: { 200: { description: "The turn", schema: { name: "TurnView", schema: TurnView } } },
         problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"],

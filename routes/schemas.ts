@@ -114,6 +114,7 @@ export const TurnView = z.object({
     "`queued` in the inbox, `active`, `done` / `failed` once it ended (`ended`: ended, state not recorded), " +
       "`cancelled` while queued",
   ),
+  input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
 });
 
 export const TaskCancelled = z.object({

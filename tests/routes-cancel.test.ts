@@ -48,7 +48,7 @@ describe("routes: cancels aimed at a turn", () => {
     expect(res.status).toBe(202);
     expect(CancelAccepted.parse(await res.json())).toEqual({ accepted: true, turnId: t1 });
     await gh.drain();
-    expect(TurnView.parse(await (await call("GET", `/v1/agents/a1/tasks/${t1}`)).json())).toEqual({ agentId: "a1", turnId: t1, status: "failed" });
+    expect(TurnView.parse(await (await call("GET", `/v1/agents/a1/tasks/${t1}`)).json())).toEqual({ agentId: "a1", turnId: t1, status: "failed", input: "one" });
   });
 
   it("a cancel naming a finished turn is 409 turn_finished and leaves the running turn alone", async () => {
