@@ -14,7 +14,7 @@
  * no input in its context); the transcript of a replay reads the input of
  * each `TASK_STARTED` through its turn id.
  */
-import type { Message } from "./types.ts";
+import type { Message } from "../common/message.ts";
 
 /** The user message text of a task input: a string as is, anything else as JSON. */
 export const inputText = (input: unknown): string => (typeof input === "string" ? input : JSON.stringify(input));

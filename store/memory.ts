@@ -2,8 +2,10 @@
  * memoryStore(): the embedded default store. Each method does all its checks
  * and writes synchronously (no await in between), which makes it as atomic as
  * a Lua script on one Redis. Records are deep-copied in and out so callers
- * can never mutate stored state. This file is the reference the Lua scripts
- * in store/lua/ follow step by step.
+ * can never mutate stored state. It implements the contract of store/port.ts
+ * independently of the Lua scripts in store/lua/ (used by the Redis
+ * adapters); tests/store-conformance.ts runs the same cases on both, which is
+ * what keeps them alike.
  *
  * All or nothing (store/port.ts, invariant 10): every operation first copies
  * and checks its inputs (a value that cannot be copied, a nesting too deep for
@@ -36,7 +38,10 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
-import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { normalizeRecord } from "./spelling.ts";
+import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
 
 interface AgentRecords {
@@ -540,7 +545,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async getToolCalls(agentId, turnId) {
       const a = agents.get(agentId);
       if (!a) return [];
-      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map(copy);
+      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(copy(r)));
     },
 
     async readMessages(agentId, fromIndex = 0) {

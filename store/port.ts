@@ -40,19 +40,10 @@
  *    (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
  *    task, `readMessages` puts it into the turn's user message.
  */
-import type {
-  AfterExecution,
-  AgentHead,
-  InboxTask,
-  MailItem,
-  Message,
-  NewEvent,
-  Outcome,
-  StoredEvent,
-  TaskOptions,
-  ToolCallRecord,
-  ToolResultSource,
-} from "./types.ts";
+import type { NewEvent, StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;

@@ -5,7 +5,8 @@ import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
 import { watchdogTick } from "../actors/watchdog.ts";
-import { EvictionPolicyError, sha1Hex } from "../store/script-runner.ts";
+import { sha1Hex } from "../common/hex.ts";
+import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 
