@@ -775,6 +775,58 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
+    // ---------------------------------------------------------------- all or nothing
+
+    describe("all or nothing", () => {
+      /** Every record of agent a1 a reader can see, for before/after comparisons. */
+      async function visible(turnId?: string) {
+        return {
+          head: await store.getAgent("a1"),
+          events: await allEvents(),
+          messages: await store.readMessages("a1"),
+          calls: turnId ? await store.getToolCalls("a1", turnId) : [],
+          due: await store.dueToolCalls(T0 + 1_000_000, 100),
+        };
+      }
+      const unserialisable = () => ({ deep: { toJSON() {
+        throw new Error("cannot serialise");
+      } } });
+
+      it("a task whose input cannot be serialised is refused and leaves nothing: no key, no event id, no task", async () => {
+        await enqueue({ idempotencyKey: "k0" });
+        const before = await visible();
+        await expect(enqueue({ input: unserialisable(), idempotencyKey: "k1" })).rejects.toThrow();
+        await expect(enqueue({ input: { n: 1n }, idempotencyKey: "k1" })).rejects.toThrow();
+        expect(await visible()).toEqual(before);
+        // The key is free and the next event id is 2: pages read on without a gap.
+        const next = await enqueue({ idempotencyKey: "k1" });
+        expect(next.r.status).toBe("enqueued");
+        expect((await allEvents()).map((e) => e.id)).toEqual([1, 2]);
+      });
+
+      it("a tool result that cannot be serialised is refused: the call stays pending and due, a valid retry is accepted", async () => {
+        const { turnId } = await withPendingCalls({ c1: T0 + 100 });
+        const before = await visible(turnId);
+        await expect(store.deliverToolResult({
+          agentId: "a1", turnId, toolCallId: "c1", outcome: { ok: true, value: unserialisable() }, afterExecution: "continue", source: "http", now: T0 + 5,
+        })).rejects.toThrow();
+        expect(await visible(turnId)).toEqual(before);
+        const retry = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "c1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 });
+        expect(retry.status).toBe("accepted");
+      });
+
+      it("a commit whose snapshot or event cannot be serialised is refused and writes nothing", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ c1: T0 + 100 });
+        const before = await visible(turnId);
+        await expect(store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 5, snapshot: unserialisable(), events: [{ type: "step", data: {} }] })))
+          .rejects.toThrow();
+        await expect(store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 5, events: [{ type: "step", data: unserialisable() }], messages: [{ role: "user", content: "x" }] })))
+          .rejects.toThrow();
+        expect(await visible(turnId)).toEqual(before);
+        expect((await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 6 }))).status).toBe("applied");
+      });
+    });
+
     // ---------------------------------------------------------------- tool calls
 
     describe("tool calls", () => {
