@@ -72,9 +72,20 @@ export interface MemoryStoreOptions {
 }
 
 const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
-const enc = new TextEncoder();
-/** UTF-8 length of a string (what Redis counts for the same JSON text). */
-export const utf8Length = (s: string) => enc.encode(s).byteLength;
+/** UTF-8 length of a string (what Redis counts for the same JSON text), without encoding it. */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // a surrogate pair: 4 bytes for 2 units
+      i++;
+    } else n += 2;
+  }
+  return n;
+}
 
 const states = new WeakMap<Store, () => unknown>();
 
