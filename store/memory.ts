@@ -211,8 +211,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     (a.head.activeTurnId === null && a.tasks.length > 0) ||
     (a.head.runnableAt !== null && a.head.runnableAt <= now);
   /** Where a turn is; null when unknown. Mirrors store/lua/includes/turns.lua. */
-  const turnStatus = (a: AgentRecords, turnId: string): TurnStatus | null =>
-    a.head.activeTurnId === turnId ? "active" : a.turns.get(turnId) ?? null;
+  const turnStatus = (a: AgentRecords, turnId: string): TurnStatus | null => {
+    if (a.head.activeTurnId === turnId) return "active";
+    const st = a.turns.get(turnId);
+    // Listed as queued but no longer in the inbox: only a claim takes a task out, so it ran.
+    if (st === "queued" && !a.tasks.some((t) => t.turnId === turnId)) return "ended";
+    return st ?? null;
+  };
 
   function doClaim(a: AgentRecords, req: { workerId: string; leaseMs: number; now: number }): ClaimResult {
     const h = a.head;
