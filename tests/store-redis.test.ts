@@ -179,6 +179,36 @@ describe("redisStore", () => {
     await store.close();
   });
 
+  it("a script that finds an unreadable head number fails before its first write; claimNext moves such an agent's bell back", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    await store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "x", options: {}, turnId: "turn_bad", now: T0 });
+    await store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "y", options: {}, turnId: "turn_bad2", now: T0 });
+    await store.enqueueTask({ agentId: "good", agentName: "calc", workerTarget: "default", input: "z", options: {}, turnId: "turn_good", now: T0 + 1 });
+    await raw.hset(`${prefix}:{a:bad}:head`, "lastEventId", "garbage", "epoch", "x");
+    const dump = async () => {
+      const out: Record<string, unknown> = {};
+      for (const k of (await raw.keys(`${prefix}:*`)).sort()) {
+        const t = await raw.type(k);
+        out[k] = t === "hash" ? await raw.hgetall(k) : t === "list" ? await raw.lrange(k, 0, -1) : await raw.zrange(k, 0, -1, "WITHSCORES");
+      }
+      return out;
+    };
+    const before = await dump();
+    const fails = [
+      store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "w", options: {}, turnId: "turn_bad3", now: T0 + 2 }),
+      store.cancelTask({ agentId: "bad", turnId: "turn_bad2", reason: "x", now: T0 + 2 }),
+      store.claim({ agentId: "bad", workerId: "w1", leaseMs: LEASE, now: T0 + 2 }),
+    ];
+    for (const f of fails) await expect(f).rejects.toThrow(/unreadable head field/);
+    expect(await dump()).toEqual(before);
+    // claimNext skips it (its bell moves back by a lease) and claims the good agent behind it.
+    const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now: T0 + 3 });
+    expect(c.status === "claimed" && c.agentId).toBe("good");
+    expect(Number(await raw.zscore(`${prefix}:ready:default`, "bad"))).toBe(T0 + 3 + LEASE);
+    await store.close();
+  });
+
   it("refuses an evicting maxmemory-policy unless eviction is allowed", async () => {
     await raw.config("SET", "maxmemory-policy", "allkeys-lru");
     try {

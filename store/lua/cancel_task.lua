@@ -34,6 +34,11 @@ elseif st ~= 'queued' or not entry then
   return 'turn_finished'
 end
 
+local bad = check_numbers(h, { 'lastEventId' })
+if bad then
+  return bad
+end
+
 -- Checks done; writes follow.
 redis.call('LREM', k.tasks, 1, entry)
 redis.call('HSET', k.turns, turn_raw, 'cancelled')

@@ -51,6 +51,9 @@ while true do
     elseif status == 'missing' or status == 'stale' then
       -- The agent is gone, or its bell belongs to another target's queue.
       redis.call('ZREM', ready, agent_id)
+    elseif status == 'error' then
+      -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
+      redis.call('ZADD', ready, int(now + lease_ms), agent_id)
     end
   end
 end

@@ -82,8 +82,9 @@ if h.activeTurnId ~= turn_json then
 end
 local ready = ready_key(prefix, h.workerTarget)
 -- Numbers of the head are read before the first write: an unreadable head fails the commit whole.
-if not tonumber(h._mailSeq) or not tonumber(h.lastEventId) or not tonumber(h.messageCount) then
-  return redis.error_reply('unreadable head of agent ' .. agent_id)
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId', 'messageCount' })
+if bad then
+  return bad
 end
 for i = 0, n_res - 1 do
   local id = ARGV[res_at + 2 * i]

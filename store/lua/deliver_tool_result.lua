@@ -43,10 +43,11 @@ if h.activeTurnId ~= turn_json then
   return 'turn_finished'
 end
 -- Numbers of the head are read before the first write: an unreadable head fails the call whole.
-local mail_seq, last_event = tonumber(h._mailSeq), tonumber(h.lastEventId)
-if not mail_seq or not last_event then
-  return redis.error_reply('unreadable head of agent ' .. agent_id)
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId' })
+if bad then
+  return bad
 end
+local mail_seq, last_event = tonumber(h._mailSeq), tonumber(h.lastEventId)
 
 -- Checks done; writes follow.
 redis.call('HSET', calls, 'r:' .. call_id, resolution)

@@ -44,6 +44,10 @@ if h then
   if has_key and seen[2] then
     return 'duplicate ' .. seen[2]
   end
+  local bad = check_numbers(h, { 'lastEventId' })
+  if bad then
+    return bad
+  end
 end
 
 -- Checks done; writes follow.

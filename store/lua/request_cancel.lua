@@ -54,6 +54,11 @@ if h._cancel == token then
   return 'accepted ' .. target
 end
 
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId' })
+if bad then
+  return bad
+end
+
 -- Checks done; writes follow.
 local seq = int(tonumber(h._mailSeq) + 1)
 local pending = redis.call('RPUSH', mail,

@@ -6,7 +6,8 @@
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
-  'empty', 'missing' (no such agent) or 'stale'. The claimed reply is
+  'empty', 'missing' (no such agent), 'stale' or 'error' (the head holds a
+  number it cannot read; reply is the error, nothing was written). The claimed reply is
   `claimed {"epoch":n,"head":{...},"mail":[...],"input":...}`; the task of
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
@@ -40,6 +41,11 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
       redis.call('ZADD', ready, h.runnableAt, agent_id)
     end
     return 'empty', 'empty'
+  end
+
+  local bad = check_numbers(h, { 'epoch', 'pendingTasks' })
+  if bad then
+    return bad, 'error'
   end
 
   -- Checks done; writes follow.
