@@ -196,11 +196,11 @@ describe("redisStore", () => {
     };
     const before = await dump();
     const fails = [
-      store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "w", options: {}, turnId: "turn_bad3", now: T0 + 2 }),
-      store.cancelTask({ agentId: "bad", turnId: "turn_bad2", reason: "x", now: T0 + 2 }),
-      store.claim({ agentId: "bad", workerId: "w1", leaseMs: LEASE, now: T0 + 2 }),
+      () => store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "w", options: {}, turnId: "turn_bad3", now: T0 + 2 }),
+      () => store.cancelTask({ agentId: "bad", turnId: "turn_bad2", reason: "x", now: T0 + 2 }),
+      () => store.claim({ agentId: "bad", workerId: "w1", leaseMs: LEASE, now: T0 + 2 }),
     ];
-    for (const f of fails) await expect(f).rejects.toThrow(/unreadable head field/);
+    for (const f of fails) await expect(f()).rejects.toThrow(/unreadable head field/);
     expect(await dump()).toEqual(before);
     // claimNext skips it (its bell moves back by a lease) and claims the good agent behind it.
     const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now: T0 + 3 });
