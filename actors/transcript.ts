@@ -16,22 +16,12 @@ import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import { canonicalJson } from "../verification/hash.ts";
-import { boundedStringify, JsonLimitError } from "../common/json-bounds.ts";
+import { safeJsonText as jsonText } from "../common/json-bounds.ts";
+import { inputText } from "../store/inputs.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */
 export const FEEDBACK_LIMIT = 2000;
 
-/** JSON text of a value, or a fixed error text when it nests too deep to be written safely. */
-function jsonText(v: unknown): string {
-  try {
-    return boundedStringify(v) ?? "null";
-  } catch (err) {
-    if (!(err instanceof JsonLimitError)) throw err;
-    return JSON.stringify({ error: { type: "json_limit_exceeded", message: err.message } });
-  }
-}
-
-const inputText = (input: unknown) => (typeof input === "string" ? input : jsonText(input));
 
 export function outcomeText(outcome: Outcome): string {
   return outcome.ok

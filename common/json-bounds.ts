@@ -195,3 +195,17 @@ export function boundedStringify(value: unknown, limits: JsonLimits = DEPTH_ONLY
   if (v) throw new JsonLimitError(v);
   return JSON.stringify(value);
 }
+
+/**
+ * JSON text of a value for a conversation: `boundedStringify`, or a fixed
+ * error text when the value nests too deep to be written safely. Never
+ * throws on data, so code that builds messages cannot be wedged by a value.
+ */
+export function safeJsonText(v: unknown): string {
+  try {
+    return boundedStringify(v) ?? "null";
+  } catch (err) {
+    if (!(err instanceof JsonLimitError)) throw err;
+    return JSON.stringify({ error: { type: "json_limit_exceeded", message: err.message } });
+  }
+}

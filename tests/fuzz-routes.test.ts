@@ -20,7 +20,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
 import type { Gatehouse } from "../mod.ts";
-import { memoryStore, memoryStoreInternals } from "../store/memory.ts";
+import { memoryStore, memoryStoreState } from "../store/memory.ts";
 import { PROBLEMS } from "../routes/problem.ts";
 
 const RUNS = Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.FUZZ_RUNS ?? 1_500);
@@ -59,7 +59,7 @@ async function freshWorld(): Promise<World> {
   const { turnId } = await res.json() as { turnId: string };
   await gh.drain();
   const call = (await gh.store.readEvents("a1", 0, 100)).find((e) => e.type === "tool_call" && e.data.external)!;
-  return { gh, dump: () => memoryStoreInternals(store)!.dump(), turnId, toolCallId: call.data.toolCallId as string, requests: 0 };
+  return { gh, dump: () => JSON.stringify(memoryStoreState(store)), turnId, toolCallId: call.data.toolCallId as string, requests: 0 };
 }
 
 // ------------------------------------------------------------------ hostile pieces
@@ -115,7 +115,7 @@ function shapedBody(route: RouteName, w: World) {
     return text(kv);
   });
   // Now and then the body as it should be, so accepted requests (and their writes) are part of the run.
-  return fc.oneof({ weight: 1, arbitrary: fc.constant(text(base)) }, { weight: 6, arbitrary: mutated });
+  return fc.oneof({ weight: 2, arbitrary: fc.constant(text(base)) }, { weight: 5, arbitrary: mutated });
 }
 
 const garbageBody: fc.Arbitrary<string | Uint8Array> = fc.oneof(
@@ -174,7 +174,7 @@ function bodyRequest(route: Exclude<RouteName, "reads" | "routing">, w: World): 
 
 const readRequest: fc.Arbitrary<Req> = fc.tuple(
   agentId,
-  fc.constantFrom("", "/events", "/verdicts"),
+  fc.constantFrom("", "/events", "/verdicts", "/tasks/turn_x", "/tasks/%00", "/tasks/" + "t".repeat(300)),
   fc.array(fc.tuple(
     fc.constantFrom("after", "limit", "turnId", "status", "__proto__", "x"),
     fc.oneof(fc.constantFrom("0", "-1", "1e309", "500", "501", "NaN", "0x10", " 1", "PASS", "%00", ""), fc.string({ maxLength: 10 }).map(encodeURIComponent)),
@@ -195,7 +195,8 @@ const routingRequest: fc.Arbitrary<Req> = fc.tuple(
     fc.constantFrom(
       "/", "/healthz", "/readyz", "/openapi.json", "/v1/machine", "/v1/machine?format=x", "/v1/verdicts/verdict_0123456789ab",
       "/v1/verdicts/bad", "/v1/verdicts/%00", "/v1/agents", "/v1/agents/", "/v1/agents/a1/tasks/extra", "/v1/watchdog/tick",
-      "/v1/agents/a1/tool-results", "/v1/agents/a1/cancel", "/v1/agents/a1/reset", "/%2e%2e/%2e%2e/etc/passwd", "/v1//agents//a1",
+      "/v1/agents/a1/tool-results", "/v1/agents/a1/cancel", "/v1/agents/a1/reset", "/v1/agents/a1/tasks/turn_x",
+      "/v1/agents/a1/tasks/%7B%7D", "/v1/agents/a2/tasks/turn_1", "/%2e%2e/%2e%2e/etc/passwd", "/v1//agents//a1",
     ),
     fc.string({ unit: "grapheme", maxLength: 20 }).map((s) => `/${encodeURIComponent(s)}`),
   ),
@@ -265,6 +266,6 @@ describe("fuzz: hostile requests on every route", () => {
   fuzz("POST /v1/agents/:agentId/cancel", (w) => bodyRequest("cancel", w));
   fuzz("POST /v1/agents/:agentId/reset", (w) => bodyRequest("reset", w));
   fuzz("POST /v1/watchdog/tick", (w) => bodyRequest("watchdog", w));
-  fuzz("GET /v1/agents/:agentId[/events|/verdicts]", () => readRequest);
+  fuzz("GET /v1/agents/:agentId[/events|/verdicts|/tasks/:turnId]", () => readRequest);
   fuzz("any path, any method", () => routingRequest);
 });

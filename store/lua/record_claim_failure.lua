@@ -2,11 +2,11 @@
   record_claim_failure: counts a claim of the active turn that threw; below
   maxFailures it releases the lease and offers the agent again after a
   backoff, at maxFailures it ends the turn with the caller's TurnEnd.
-  Mirrors memoryStore.recordClaimFailure (store/port.ts, invariant 9).
+  Mirrors memoryStore.recordClaimFailure (store/port.ts, invariant 12).
 
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset
+  KEYS[7] deadlines zset  KEYS[8] turns hash
   ARGV[1]  key prefix
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
@@ -33,7 +33,7 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7] }
+local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8] }
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local expected, turn_json, turn_raw, error_json = tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
 local max_failures, base_ms, now_str = math.max(1, tonumber(ARGV[9])), tonumber(ARGV[10]), ARGV[11]
@@ -54,7 +54,12 @@ if tonumber(h.version) ~= expected or h.activeTurnId ~= turn_json then
 end
 local failures = 1
 if h._failTurn == turn_json then
-  failures = tonumber(h._failCount) + 1
+  failures = (tonumber(h._failCount) or 0) + 1
+end
+
+local bad = check_numbers(h, { 'version', 'lastEventId', 'messageCount' })
+if bad then
+  return bad
 end
 
 -- Checks done; writes follow.

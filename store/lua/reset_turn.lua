@@ -1,11 +1,11 @@
 --[[
   reset_turn: an operator ends the active turn at once with the caller's
   TurnEnd, and fences out any worker still running it (epoch + 1). Mirrors
-  memoryStore.resetTurn (store/port.ts, invariant 9).
+  memoryStore.resetTurn (store/port.ts, invariant 12).
 
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset
+  KEYS[7] deadlines zset  KEYS[8] turns hash
   ARGV[1] key prefix
   ARGV[2] agentId (raw)
   ARGV[3] expectedVersion
@@ -23,7 +23,7 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7] }
+local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8] }
 local prefix, agent_id, expected, turn_json, turn_raw, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 
 local h = read_head(k.head, { 'agentId', 'epoch', 'version', 'activeTurnId', 'workerTarget', 'lastEventId', 'messageCount' })
@@ -35,6 +35,11 @@ if h.activeTurnId == 'null' then
 end
 if tonumber(h.version) ~= expected or h.activeTurnId ~= turn_json then
   return 'conflict'
+end
+
+local bad = check_numbers(h, { 'epoch', 'version', 'lastEventId', 'messageCount' })
+if bad then
+  return bad
 end
 
 -- Checks done; writes follow.

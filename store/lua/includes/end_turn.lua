@@ -4,7 +4,7 @@
   reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
   it after every check (it writes). Needs head.lua.
 
-  k: { head, tasks, mail, msgs, events, calls, deadlines } keys of the agent
+  k: { head, tasks, mail, msgs, events, calls, deadlines, turns } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
      messageCount, version
   turn_raw: the active turn id, raw ('' when none)
@@ -42,6 +42,10 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
     if #members > 0 then
       redis.call('ZREM', k.deadlines, unpack(members))
     end
+    -- Where the turn is now (includes/turns.lua).
+    local final = 'ended'
+    if state == '"failed"' then final = 'failed' elseif state == '"done"' then final = 'done' end
+    redis.call('HSET', k.turns, turn_raw, final)
   end
   -- Mail is for the active turn only: it goes with it.
   redis.call('DEL', k.mail)

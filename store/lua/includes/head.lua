@@ -7,7 +7,7 @@
     _commitEvent  lastEventId right after that commit
     _cancel       token of the last accepted cancel (replay guard)
     _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
-    _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 9)
+    _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 12)
 ]]
 local HEAD_FIELDS = {
   'agentId', 'agentName', 'workerTarget', 'createdAt', 'updatedAt', 'activeTurnId',
@@ -33,6 +33,20 @@ local function read_head(head_key, names)
   local h = {}
   for i = 1, #names do h[names[i]] = v[i] end
   return h
+end
+
+--[[
+  Checks that the named head fields hold numbers. Scripts call it before
+  their first write: a head they cannot read fails the call whole (an error
+  reply, nothing written) instead of half-way through its writes.
+]]
+local function check_numbers(h, names)
+  for i = 1, #names do
+    if not tonumber(h[names[i]]) then
+      return redis.error_reply('unreadable head field ' .. names[i] .. ' of agent ' .. tostring(h.agentId))
+    end
+  end
+  return nil
 end
 
 -- The AgentHead JSON from a table holding every HEAD_FIELDS entry.
