@@ -15,6 +15,7 @@
  * expires after `leaseMs` and the next drive takes the agent (visibility
  * timeout): nothing is lost, the step is repeated.
  */
+import { DefinitionError } from "../errors/errors.ts";
 import type { Clock } from "./runtime.ts";
 
 /** Limits of one drive. */
@@ -47,7 +48,7 @@ export function budgetSpent(b: Budget, clock: Clock): boolean {
 export function checkWorkBudget(name: string, b: Partial<WorkBudget> | undefined, defaults: WorkBudget): WorkBudget {
   const steps = b?.steps ?? defaults.steps;
   const ms = b?.ms ?? defaults.ms;
-  if (!Number.isInteger(steps) || steps < 1) throw new RangeError(`${name}.steps must be a positive integer, got ${steps}`);
-  if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) throw new RangeError(`${name}.ms must be a positive number of milliseconds, got ${ms}`);
+  if (!Number.isInteger(steps) || steps < 1) throw new DefinitionError(`${name}.steps must be a positive integer, got ${steps}`);
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) throw new DefinitionError(`${name}.ms must be a positive number of milliseconds, got ${ms}`);
   return { steps, ms };
 }
