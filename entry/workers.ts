@@ -36,6 +36,7 @@ import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget
 import { runClaim } from "../actors/host.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "../gatehouse.ts";
+import type { RouteAuth } from "../routes/runtime.ts";
 import type { Store } from "../store/port.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
@@ -54,9 +55,14 @@ export interface WorkersScheduledController {
 export type WorkersEnv = any;
 
 export interface WorkersHandlerOptions<E = WorkersEnv>
-  extends Omit<GatehouseOptions, "store" | "inline" | "concurrency" | "pollMs" | "watchdogIntervalMs"> {
+  extends Omit<GatehouseOptions, "store" | "auth" | "inline" | "concurrency" | "pollMs" | "watchdogIntervalMs"> {
   /** Builds the store from the Worker's bindings; called once per isolate (per `env` object). */
   store: (env: E) => Store | Promise<Store>;
+  /**
+   * Bearer-token auth of every route but `/healthz`, fixed or read from the
+   * bindings (secrets reach a Worker only through `env`); undefined: off.
+   */
+  auth?: RouteAuth | ((env: E) => RouteAuth | undefined);
   /** What a request that rings a bell may spend in `ctx.waitUntil` (default 10 steps, 20 000 ms). */
   budget?: Partial<WorkBudget>;
   /** What one `scheduled` invocation may spend after its watchdog pass (default 20 steps, 20 000 ms). */
@@ -108,10 +114,11 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   }
   const fetchBudget = checkWorkBudget("budget", options.budget, DEFAULT_FETCH_BUDGET);
   const cronBudget = checkWorkBudget("scheduledBudget", options.scheduledBudget, DEFAULT_SCHEDULED_BUDGET);
-  const { store: makeStore, budget: _b, scheduledBudget: _s, continuation, ...rest } = options;
-  // Validates agents, auth and the rest now, at module scope, without building a store: a bad
-  // definition fails the deployment, not the first request.
-  buildGatehouse({ ...rest, sse: { ...WORKERS_SSE, ...rest.sse } });
+  const { store: makeStore, auth, budget: _b, scheduledBudget: _s, continuation, ...rest } = options;
+  const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
+  // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
+  // bad definition fails the deployment, not the first request.
+  buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
 
   /** The bells each in-flight request rang, keyed by its Request (what the routes see as `c.req.raw`). */
   const bells = new WeakMap<Request, Bells>();
@@ -124,7 +131,8 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
     if (!p) {
       p = (async () => {
         const store = await makeStore(env);
-        const built = buildGatehouse({ ...rest, store, sse: { ...WORKERS_SSE, ...rest.sse } }, {
+        const a = authFor(env);
+        const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse } }, {
           wake(agentId, request) {
             const b = request && bells.get(request);
             if (!b) return; // rung outside a request of this handler: the cron picks it up

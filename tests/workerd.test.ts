@@ -217,7 +217,13 @@ describe("workerd: isolates", () => {
     const w = await startWorker(fixture("module-scope.ts"), { bindings: {} });
     try {
       expect(await (await w.fetch("/healthz")).json()).toEqual({ ok: true, store: "memory" });
-      expect((await task(w, "x1", "concierge", "Refund order A-1002")).status).toBe(202);
+      expect((await task(w, "x1", "concierge", "Refund order A-1002")).status).toBe(401);
+      const authed = await w.fetch("/v1/agents/x1/tasks", {
+        method: "POST",
+        json: { agent: "concierge", input: "Refund order A-1002" },
+        headers: { authorization: "Bearer module-scope-token-0123456789" },
+      });
+      expect(authed.status).toBe(202);
       const refused = (await (await w.fetch("/inline")).json()) as { name: string; message: string };
       expect(refused.name).toBe("DefinitionError");
       expect(refused.message).toContain("createWorkersHandler");

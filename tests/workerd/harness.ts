@@ -17,28 +17,36 @@ export interface RunningWorker {
   /** Runs the Worker's `scheduled` handler once (a cron trigger firing). */
   scheduled(): Promise<{ outcome: string }>;
   dispose(): Promise<void>;
-  /** Bytes of the bundled module. */
+  /** Size of the bundled module (characters). */
   readonly bytes: number;
 }
 
 export async function startWorker(
-  entry: string,
-  opts: { bindings: Record<string, string>; define?: Record<string, unknown> },
-): Promise<RunningWorker> {
-  const define = Object.fromEntries(Object.entries(opts.define ?? {}).map(([k, v]) => [k, JSON.stringify(v)]));
-  const bundle = await bundleForWorkerd(entry, define);
-  if (bundle.nodeBuiltins.length > 0) {
-    throw new Error(`${entry} needs Node built-ins: ${JSON.stringify(bundle.nodeBuiltins)}`);
+  entry: string | { script: string },
+  opts: { bindings: Record<string, string>; define?: Record<string, unknown>; port?: number },
+): Promise<RunningWorker & { url: URL }> {
+  let script: string;
+  if (typeof entry === "string") {
+    const define = Object.fromEntries(Object.entries(opts.define ?? {}).map(([k, v]) => [k, JSON.stringify(v)]));
+    const bundle = await bundleForWorkerd(entry, define);
+    if (bundle.nodeBuiltins.length > 0) {
+      throw new Error(`${entry} needs Node built-ins: ${JSON.stringify(bundle.nodeBuiltins)}`);
+    }
+    script = bundle.code;
+  } else {
+    script = entry.script;
   }
   const mf = new Miniflare({
     modules: true,
-    script: bundle.code,
+    script,
     compatibilityDate: COMPATIBILITY_DATE,
     bindings: opts.bindings,
+    ...(opts.port !== undefined ? { host: "127.0.0.1", port: opts.port } : {}),
   });
-  await mf.ready;
+  const url = await mf.ready;
   return {
-    bytes: bundle.bytes,
+    url,
+    bytes: script.length,
     async fetch(path, init = {}) {
       const { json, ...rest } = init;
       const body = json !== undefined ? JSON.stringify(json) : rest.body;
@@ -48,7 +56,9 @@ export async function startWorker(
       return res as unknown as Response;
     },
     async scheduled() {
-      const w = await mf.getWorker();
+      const w = (await mf.getWorker()) as unknown as {
+        scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
+      };
       return await w.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
     },
     dispose: () => mf.dispose(),
