@@ -133,6 +133,8 @@ export interface GatehouseHooks {
    * agent, after a watchdog tick) and the request that rang it.
    */
   wake?: (agentId: string | undefined, request: Request | undefined) => void;
+  /** Most tool calls one watchdog pass times out (default 100); each is one store call. */
+  watchdogLimit?: number;
 }
 
 /** A gatehouse and the parts a runtime entry drives it with. */
@@ -191,7 +193,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     workerId: () => ids.workerId(),
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
-  const tick = () => watchdogTick(store, clock);
+  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit);
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,

@@ -65,7 +65,7 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
   auth?: RouteAuth | ((env: E) => RouteAuth | undefined);
   /** What a request that rings a bell may spend in `ctx.waitUntil` (default 10 steps, 20 000 ms). */
   budget?: Partial<WorkBudget>;
-  /** What one `scheduled` invocation may spend after its watchdog pass (default 20 steps, 20 000 ms). */
+  /** What one `scheduled` invocation may spend after its watchdog pass (default 15 steps, 20 000 ms). */
   scheduledBudget?: Partial<WorkBudget>;
   /**
    * The continuation bell: a request to send when a drive stopped on its
@@ -82,7 +82,9 @@ export interface WorkersHandler<E = WorkersEnv> {
 
 /** Default budgets: they leave room for one slow step inside waitUntil's 30 s and the Free plan's 50 subrequests. */
 export const DEFAULT_FETCH_BUDGET: WorkBudget = { steps: 10, ms: 20_000 };
-export const DEFAULT_SCHEDULED_BUDGET: WorkBudget = { steps: 20, ms: 20_000 };
+export const DEFAULT_SCHEDULED_BUDGET: WorkBudget = { steps: 15, ms: 20_000 };
+/** Tool calls one watchdog pass on Workers times out at most (one store call each; the rest wait for the next pass). */
+export const WORKERS_WATCHDOG_LIMIT = 10;
 /** SSE on Workers: one store read a second, at most 40 per stream request (1 + 40 subrequests). */
 export const WORKERS_SSE = { pollMs: 1_000, maxReads: 40, retryMs: 1_000 } as const;
 
@@ -139,6 +141,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
             if (agentId === undefined) b.any = true;
             else b.agents.add(agentId);
           },
+          watchdogLimit: WORKERS_WATCHDOG_LIMIT,
         });
         let id: string | undefined;
         return { built, workerId: () => (id ??= built.ids.workerId()) };
