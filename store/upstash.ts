@@ -12,19 +12,26 @@
  * Any client of the package works, whichever entry built it
  * (`@upstash/redis`, `@upstash/redis/cloudflare`, `@upstash/redis/fastly`):
  * each entry has its own `Redis` class, so a client is recognised by its
- * methods (`UpstashClient`), not by `instanceof`.
+ * methods (`UpstashClient`), not by `instanceof`. Built from url and token,
+ * the client comes from the `cloudflare` entry when running in workerd: the
+ * default entry sends `cache: "no-store"`, which Workers refuse before
+ * compatibility date 2024-11-11 (every command would fail).
  *
  * @example
  * const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
  * const gh = createGatehouse({ agents, store });
  */
 import { Redis } from "@upstash/redis";
+import { Redis as WorkersRedis } from "@upstash/redis/cloudflare";
 import { keySpace, StoreInputError } from "./keys.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
 
 /** What the store needs of an @upstash/redis client (any of the package's entries). */
 export type UpstashClient = Pick<Redis, "evalsha" | "eval" | "exec">;
+
+/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
+const onWorkers = () => (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
 
 function isClient(v: unknown): v is UpstashClient {
   const c = v as Partial<Record<keyof UpstashClient, unknown>> | null;
@@ -56,7 +63,8 @@ export function upstashStore(opts: UpstashStoreOptions | UpstashClient): ScriptS
   }
   if (!redis) {
     if (!o.url || !o.token) throw new StoreInputError("upstashStore needs { url, token } or an @upstash/redis client");
-    redis = new Redis({
+    const Client = onWorkers() ? WorkersRedis : Redis;
+    redis = new Client({
       url: o.url,
       token: o.token,
       automaticDeserialization: false,

@@ -266,6 +266,20 @@ describe("workerd: isolates", () => {
 });
 
 describe("workerd: a Worker module written exactly as the docs show", () => {
+  it("runs on an older compatibility date too (2024-01-01: no `cache` option on fetch)", async () => {
+    const w = await startWorker(fixture("as-written.ts"), {
+      compatibilityDate: "2024-01-01",
+      bindings: { UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token },
+    });
+    try {
+      expect((await task(w, "old1", "helper", "hello")).status).toBe(202);
+      await inState(w, "old1", "waiting-tools");
+      expect(await w.scheduled()).toMatchObject({ outcome: "ok" });
+    } finally {
+      await w.dispose();
+    }
+  }, T);
+
   it("export default createWorkersHandler({ agents: [helper], store: (env) => upstashStore(...) }): fetch and scheduled both drive work", async () => {
     // No prefix binding, no options: the module is the documented shape, nothing more.
     const w = await startWorker(fixture("as-written.ts"), {

@@ -23,7 +23,7 @@ export interface RunningWorker {
 
 export async function startWorker(
   entry: string | { script: string },
-  opts: { bindings: Record<string, string>; define?: Record<string, unknown>; port?: number },
+  opts: { bindings: Record<string, string>; define?: Record<string, unknown>; port?: number; compatibilityDate?: string },
 ): Promise<RunningWorker & { url: URL }> {
   let script: string;
   if (typeof entry === "string") {
@@ -39,7 +39,7 @@ export async function startWorker(
   const mf = new Miniflare({
     modules: true,
     script,
-    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityDate: opts.compatibilityDate ?? COMPATIBILITY_DATE,
     bindings: opts.bindings,
     ...(opts.port !== undefined ? { host: "127.0.0.1", port: opts.port } : {}),
   });
