@@ -36,7 +36,9 @@ import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget
 import { runClaim } from "../actors/host.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "../gatehouse.ts";
+import { ProblemError } from "../routes/problem.ts";
 import type { RouteAuth } from "../routes/runtime.ts";
+import { silentLogger } from "../actors/runtime.ts";
 import type { Store } from "../store/port.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
@@ -217,12 +219,23 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
 
   return {
     async fetch(request, env, ctx) {
-      const inst = await instance(env);
+      let inst: Instance;
+      try {
+        inst = await instance(env);
+      } catch (err) {
+        // The store factory failed (a missing binding, say): a problem response, no stack; the next request retries.
+        (rest.logger ?? silentLogger).error("cannot build the gatehouse for this Worker", { error: String(err) });
+        return new ProblemError("internal_error", "An internal error occurred").toResponse();
+      }
       const b: Bells = { agents: new Set(), any: false };
       bells.set(request, b);
       try {
         const res = await inst.built.gatehouse.app.fetch(request, env as never, ctx as never);
-        if (b.any || b.agents.size > 0) ctx.waitUntil(drive(inst, env, b, fetchBudget));
+        if (b.any || b.agents.size > 0) {
+          const work = drive(inst, env, b, fetchBudget);
+          // Without an execution context (called outside a Worker) the drive still runs, unguarded.
+          if (typeof ctx?.waitUntil === "function") ctx.waitUntil(work);
+        }
         return res;
       } finally {
         bells.delete(request);

@@ -111,7 +111,10 @@ describe("createWorkersHandler", () => {
       },
     });
     const env = {};
-    await expect(h.fetch(get("/healthz"), env, context().ctx)).rejects.toThrow("binding missing");
+    const failed = await h.fetch(get("/healthz"), env, context().ctx);
+    expect(failed.status).toBe(500);
+    expect(failed.headers.get("content-type")).toContain("application/problem+json");
+    expect(await failed.text()).not.toContain("binding missing");
     expect((await h.fetch(get("/healthz"), env, context().ctx)).status).toBe(200);
     expect((await h.fetch(get("/healthz"), env, context().ctx)).status).toBe(200);
     expect(calls).toBe(2);
