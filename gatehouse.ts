@@ -145,7 +145,7 @@ export interface BuiltGatehouse {
   ids: IdSource;
 }
 
-/** createGatehouse() with hooks for runtime entries (entry/workers.ts); not part of the public API. */
+/** createGatehouse() with hooks for runtime entries (workers.ts); not part of the public API. */
 export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks = {}): BuiltGatehouse {
   if (!options || !Array.isArray(options.agents) || options.agents.length === 0) {
     throw new DefinitionError("createGatehouse() needs at least one agent in `agents`");

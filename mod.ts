@@ -13,32 +13,33 @@ export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
-export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./entry/workers.ts";
+export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";
 export type {
   WorkersEnv,
   WorkersExecutionContext,
   WorkersHandler,
   WorkersHandlerOptions,
   WorkersScheduledController,
-} from "./entry/workers.ts";
+} from "./workers.ts";
 export type { WorkBudget } from "./actors/budget.ts";
 export { memoryStore } from "./store/memory.ts";
 export { upstashStore } from "./store/upstash.ts";
-export { storeFromEnv } from "./entry/store-from-env.ts";
-export type { Env, StoreFromEnvOptions, TcpStoreFactory } from "./entry/store-from-env.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
 export type { ScriptStore } from "./store/lua-store.ts";
 export { StoreInputError } from "./store/keys.ts";
 export { EvictionPolicyError } from "./store/script-runner.ts";
 export type { Store } from "./store/port.ts";
-export type { AgentHead, Message, Outcome, StoredEvent, ToolCallRecord } from "./store/types.ts";
+export type { StoredEvent } from "./common/events.ts";
+export type { Message } from "./common/message.ts";
+export type { Outcome } from "./common/outcome.ts";
+export type { AgentHead, ToolCallRecord } from "./store/types.ts";
 export { scriptedModel } from "./models/scripted.ts";
 export type { Script, ScriptContext } from "./models/scripted.ts";
 export { openaiCompatible } from "./models/openai.ts";
 export type { OpenAICompatibleOptions } from "./models/openai.ts";
 export type { Model, ModelRequest, ModelResponse } from "./models/types.ts";
 export { VerificationRejected } from "./verification/rejected.ts";
-export type { Verifier, VerifyAgentContext, VerifyContext, VerifyExecutionContext } from "./verification/types.ts";
+export type { Verifier, VerifyAgentContext, VerifyContext, VerifyExecutionContext } from "./common/verifier.ts";
 export type { AttemptInfo, AttemptOutcome, VerificationHooks } from "./verification/gate.ts";
 export { defineGuardian, outputVerifierCode } from "./verdicts/guardian.ts";
 export type { Guardian, GuardianConfig, GuardianReview, GuardianReviewContext } from "./verdicts/guardian.ts";

@@ -24,7 +24,6 @@ describe("package subpaths", () => {
     expect(typeof gatehouse.memoryStore).toBe("function");
     expect(typeof gatehouse.upstashStore).toBe("function");
     expect(typeof gatehouse.createWorkersHandler).toBe("function");
-    expect(typeof gatehouse.storeFromEnv).toBe("function");
   });
 
   it("redisStore from gatehouse/redis runs a turn's first write on a real Redis", async () => {

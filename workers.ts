@@ -32,14 +32,14 @@
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
  * });
  */
-import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "../actors/budget.ts";
-import { runClaim } from "../actors/host.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "../gatehouse.ts";
-import { ProblemError } from "../routes/problem.ts";
-import type { RouteAuth } from "../routes/runtime.ts";
-import { silentLogger } from "../actors/runtime.ts";
-import type { Store } from "../store/port.ts";
+import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/budget.ts";
+import { runClaim } from "./actors/host.ts";
+import { DefinitionError } from "./errors/errors.ts";
+import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
+import { ProblemError } from "./routes/problem.ts";
+import type { RouteAuth } from "./routes/runtime.ts";
+import { silentLogger } from "./actors/runtime.ts";
+import type { Store } from "./store/port.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
 export interface WorkersExecutionContext {
