@@ -54,6 +54,14 @@ const inState = (w: RunningWorker, id: string, state: string) =>
     const v = await view(w, id);
     return v.state === state ? v : undefined;
   });
+/** Waiting for external calls only: the in-process tools of the step have run (an earlier commit shows them pending). */
+const waitingExternal = (w: RunningWorker, id: string, turnId?: string) =>
+  eventually(`${id} waiting for an external call`, async () => {
+    const v = await view(w, id);
+    const ok = v.state === "waiting-tools" && v.pendingToolCalls.length > 0 && v.pendingToolCalls.every((c) => c.external) &&
+      (turnId === undefined || v.turnId === turnId);
+    return ok ? v : undefined;
+  });
 const task = (w: RunningWorker, id: string, agent: string, input: unknown, extra: Record<string, unknown> = {}) =>
   w.fetch(`/v1/agents/${id}/tasks`, { method: "POST", json: { agent, input, ...extra } });
 
@@ -62,7 +70,7 @@ describe("workerd: the README scenario, the verifier gate, the watchdog, SSE", (
   beforeAll(async () => {
     w = await startWorker(fixture("worker.ts"), {
       bindings: bindings("wd1"),
-      define: { GATEHOUSE_TEST: { sse: { pollMs: 20, maxReads: 4, retryMs: 500 } } },
+      define: { GATEHOUSE_TEST: {} },
     });
   }, T);
   afterAll(async () => {
@@ -74,7 +82,7 @@ describe("workerd: the README scenario, the verifier gate, the watchdog, SSE", (
     expect(r1.status).toBe(202);
     const t = (await r1.json()) as { turnId: string; duplicate: boolean };
     expect(t.duplicate).toBe(false);
-    const waiting = await inState(w, "alice", "waiting-tools");
+    const waiting = await waitingExternal(w, "alice", t.turnId);
     expect(waiting.pendingToolCalls).toMatchObject([{ name: "approve_refund", external: true }]);
     const events = (await (await w.fetch("/v1/agents/alice/events?after=0")).json()) as { events: Array<{ type: string; data: any }> };
     const call = events.events.find((e) => e.type === "tool_call" && e.data.name === "approve_refund");
@@ -101,7 +109,7 @@ describe("workerd: the README scenario, the verifier gate, the watchdog, SSE", (
 
   it("scheduled runs the watchdog: an expired external wait becomes a timeout result and the turn finishes", async () => {
     expect((await task(w, "wendy", "waiter", "anyone there?")).status).toBe(202);
-    const waiting = await inState(w, "wendy", "waiting-tools");
+    const waiting = await waitingExternal(w, "wendy");
     expect(waiting.pendingToolCalls).toMatchObject([{ name: "wait_human", external: true }]);
     await new Promise((r) => setTimeout(r, 400)); // past the tool's 300 ms resume deadline
     expect((await view(w, "wendy")).state).toBe("waiting-tools"); // nothing but the watchdog moves it
@@ -115,14 +123,26 @@ describe("workerd: the README scenario, the verifier gate, the watchdog, SSE", (
   }, T);
 
   it("an SSE stream ends after its read budget with retry:, costing at most 1 + maxReads store requests", async () => {
-    const before = bridge.stats.requests;
-    const res = await w.fetch("/v1/agents/alice/events", { headers: { accept: "text/event-stream" } });
-    expect(res.headers.get("content-type")).toContain("text/event-stream");
-    const text = await res.text(); // the stream ends by itself
-    const used = bridge.stats.requests - before;
-    expect(text).toContain("event: task");
-    expect(text.endsWith("retry: 500\n: reconnect\n\n")).toBe(true);
-    expect(used).toBeLessThanOrEqual(1 + 4);
+    // A bridge of its own, so its request count is this stream's alone.
+    const own = await startUpstashBridge({ redisUrl: redis.url });
+    const sw = await startWorker(fixture("worker.ts"), {
+      bindings: { UPSTASH_REDIS_REST_URL: own.url, UPSTASH_REDIS_REST_TOKEN: own.token, GATEHOUSE_REDIS_PREFIX: "wd1" },
+      define: { GATEHOUSE_TEST: { sse: { pollMs: 20, maxReads: 4, retryMs: 500 } } },
+    });
+    try {
+      expect((await task(sw, "sse1", "summarizer", "Summarize gatehouse")).status).toBe(202);
+      await inState(sw, "sse1", "done"); // its log is complete and nothing else reads it
+      own.resetStats();
+      const res = await sw.fetch("/v1/agents/sse1/events", { headers: { accept: "text/event-stream" } });
+      expect(res.headers.get("content-type")).toContain("text/event-stream");
+      const text = await res.text(); // the stream ends by itself
+      expect(text).toContain("event: task");
+      expect(text.endsWith("retry: 500\n: reconnect\n\n")).toBe(true);
+      expect(own.stats.requests).toBe(1 + 4); // the agent check, then exactly maxReads reads
+    } finally {
+      await sw.dispose();
+      await own.close();
+    }
   }, T);
 });
 
@@ -238,8 +258,7 @@ describe("workerd: isolates", () => {
     try {
       const turn = async (order: string, first: RunningWorker, second: RunningWorker, note: string) => {
         const t = (await (await task(first, "bob", "concierge", `Refund order ${order}`)).json()) as { turnId: string };
-        const waiting = await inState(first, "bob", "waiting-tools");
-        expect(waiting.turnId).toBe(t.turnId);
+        const waiting = await waitingExternal(first, "bob", t.turnId);
         const call = waiting.pendingToolCalls[0];
         const r = await second.fetch("/v1/agents/bob/tool-results", {
           method: "POST",
@@ -273,7 +292,7 @@ describe("workerd: a Worker module written exactly as the docs show", () => {
     });
     try {
       expect((await task(w, "old1", "helper", "hello")).status).toBe(202);
-      await inState(w, "old1", "waiting-tools");
+      await waitingExternal(w, "old1");
       expect(await w.scheduled()).toMatchObject({ outcome: "ok" });
     } finally {
       await w.dispose();
@@ -289,7 +308,7 @@ describe("workerd: a Worker module written exactly as the docs show", () => {
       expect(await (await w.fetch("/healthz")).json()).toEqual({ ok: true, store: "upstash" });
       // fetch: the task request wakes the agent in waitUntil; a result brings it to done.
       const t = (await (await task(w, "h1", "helper", "hello")).json()) as { turnId: string };
-      const waiting = await inState(w, "h1", "waiting-tools");
+      const waiting = await waitingExternal(w, "h1", t.turnId);
       const ok = await w.fetch("/v1/agents/h1/tool-results", {
         method: "POST",
         json: { turnId: t.turnId, toolCallId: waiting.pendingToolCalls[0].toolCallId, outcome: { ok: true, value: "yes" } },
@@ -301,7 +320,9 @@ describe("workerd: a Worker module written exactly as the docs show", () => {
       await peek.enqueueTask({ agentId: "h2", agentName: "helper", workerTarget: "default", input: "hi", options: {}, turnId: "turn_cron", now: Date.now() });
       expect((await view(w, "h2")).state).toBe("idle");
       expect(await w.scheduled()).toMatchObject({ outcome: "ok" });
-      expect((await view(w, "h2")).state).toBe("waiting-tools");
+      const h2 = await view(w, "h2");
+      expect(h2.state).toBe("waiting-tools");
+      expect(h2.pendingToolCalls).toMatchObject([{ name: "ask_human", external: true }]);
     } finally {
       await w.dispose();
     }
