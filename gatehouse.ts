@@ -160,6 +160,13 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
   }
+  const { maxReads, retryMs } = options.sse ?? {};
+  if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
+    throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`);
+  }
+  if (retryMs !== undefined && !(Number.isFinite(retryMs) && retryMs >= 0)) {
+    throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`);
+  }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
