@@ -19,7 +19,8 @@
  */
 import type { ClaimResult, Store } from "../store/port.ts";
 import { isOutageError } from "../store/outage.ts";
-import type { HostDeps } from "./host.ts";
+import type { Budget } from "./budget.ts";
+import { type HostDeps, type HostOutcome, runClaim } from "./host.ts";
 import { turnEnd } from "./turn-end.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
@@ -89,4 +90,36 @@ export async function recordClaimFailure(
   if (r.status === "retry") return r;
   if (r.status === "turn_failed") return { status: "turn_failed", failures: r.failures };
   return { status: "not_counted", why: r.status };
+}
+
+/**
+ * Runs claims with poison handling: what every caller of `runClaim` uses
+ * (the worker pool, the Workers handler). A claim that throws is logged,
+ * counted with `recordClaimFailure` and answered `null`; it never throws.
+ *
+ * @example
+ * const runner = claimRunner(deps);
+ * const out = await runner.run(claim, workerId); // null: the claim threw and was counted
+ */
+export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
+  // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
+  const storeErrors = new WeakSet<object>();
+  const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
+  return {
+    async run(claim, workerId, budget) {
+      try {
+        return await runClaim(claimDeps, claim, workerId, budget);
+      } catch (err) {
+        deps.logger.error("claim failed", { agentId: claim.agentId, error: String((err as Error)?.stack ?? err) });
+        try {
+          const r = await recordClaimFailure(deps, claim, workerId, err, storeErrors);
+          deps.logger.warn("claim failure recorded", { agentId: claim.agentId, ...r });
+        } catch (e) {
+          // The store is unreachable too: the lease runs out and the claim is retried, uncounted.
+          deps.logger.warn("claim failure not recorded", { agentId: claim.agentId, error: String(e) });
+        }
+        return null;
+      }
+    },
+  };
 }

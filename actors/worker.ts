@@ -8,15 +8,20 @@
  * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
  * poison turn cannot hold the agent and the tasks behind it forever.
  */
-import { markStoreErrors, recordClaimFailure } from "./claim-failure.ts";
-import { runClaim, type HostDeps } from "./host.ts";
+import { claimRunner } from "./claim-failure.ts";
+import type { HostDeps } from "./host.ts";
 
 export interface WorkerPoolOptions {
   targets: string[];
   concurrency: number;
   /** Longest sleep of an idle loop before it polls again (ms). */
   pollMs: number;
-  workerId: string;
+  /**
+   * This process's worker id, asked for on first use: an id source may use
+   * randomness, which Cloudflare Workers refuse outside a request handler,
+   * so building the pool at module scope must not call it.
+   */
+  workerId: () => string;
 }
 
 export interface WorkerPool {
@@ -30,9 +35,9 @@ export interface WorkerPool {
 }
 
 export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
-  // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
-  const storeErrors = new WeakSet<object>();
-  const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
+  let id: string | undefined;
+  const workerId = () => (id ??= opts.workerId());
+  const runner = claimRunner(deps);
   let running = false;
   let loops: Promise<void>[] = [];
   let waiters: Array<() => void> = [];
@@ -56,18 +61,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
     for (const target of opts.targets) {
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
-        try {
-          await runClaim(claimDeps, c, loopId);
-        } catch (err) {
-          deps.logger.error("claim failed", { agentId: c.agentId, error: String((err as Error)?.stack ?? err) });
-          try {
-            const r = await recordClaimFailure(deps, c, loopId, err, storeErrors);
-            deps.logger.warn("claim failure recorded", { agentId: c.agentId, ...r });
-          } catch (e) {
-            // The store is unreachable too: the lease runs out and the claim is retried, uncounted.
-            deps.logger.warn("claim failure not recorded", { agentId: c.agentId, error: String(e) });
-          }
-        }
+        await runner.run(c, loopId);
         return true;
       }
     }
@@ -75,7 +69,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   }
 
   async function loop(i: number) {
-    const loopId = `${opts.workerId}/${i}`;
+    const loopId = `${workerId()}/${i}`;
     while (running) {
       let worked = false;
       try {
@@ -115,7 +109,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
     async drain() {
       let total = 0;
       const one = async (i: number) => {
-        while (await once(`${opts.workerId}/drain${i}`)) total++;
+        while (await once(`${workerId()}/drain${i}`)) total++;
       };
       // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
       for (;;) {

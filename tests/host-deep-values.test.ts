@@ -13,7 +13,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, redisStore, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
+import { redisStore } from "../redis.ts";
 import type { Store } from "../mod.ts";
 import { checkJsonValue, DEFAULT_JSON_LIMITS, HARD_MAX_DEPTH, jsonLimits, scanJsonText } from "../common/json-bounds.ts";
 import { deepFreeze } from "../common/freeze.ts";
