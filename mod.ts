@@ -1,5 +1,10 @@
 /**
  * gatehouse: durable actor-model runtime for LLM agents. Public API (named exports only).
+ *
+ * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
+ * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
+ * Node built-in). The TCP Redis adapter needs Node built-ins and lives in the
+ * subpath `gatehouse/redis` (`redis.ts`).
  * @module
  */
 export { defineTool, terminate } from "./tools/define.ts";
@@ -9,9 +14,9 @@ export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
 export { memoryStore } from "./store/memory.ts";
-export { redisStore } from "./store/redis.ts";
-export type { RedisStoreOptions } from "./store/redis.ts";
 export { upstashStore } from "./store/upstash.ts";
+export { storeFromEnv } from "./entry/store-from-env.ts";
+export type { Env, StoreFromEnvOptions, TcpStoreFactory } from "./entry/store-from-env.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
 export type { ScriptStore } from "./store/lua-store.ts";
 export { StoreInputError } from "./store/keys.ts";
