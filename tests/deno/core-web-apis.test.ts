@@ -1,9 +1,9 @@
 /**
- * Core modules use Web APIs only, so the same source runs on Node, Deno and
+ * Core modules use Web APIs only, so the same source runs on Node, Deno, Bun and
  * Workers. Runtime-specific code lives in `entry/` (and in test or bench
  * helpers). This test reads every `.ts` file in the core folders and fails on:
  * - an import of a `node:*` module, or a `require(...)` call;
- * - a use of a runtime global: `process`, `Buffer`, `Deno`, `__dirname`,
+ * - a use of a runtime global: `process`, `Buffer`, `Deno`, `Bun`, `__dirname`,
  *   `__filename`, `setImmediate`, `global.`, or the `NodeJS.` type namespace.
  * Comments and string contents are blanked first, so prose such as
  * "in-process tools" does not count; property names (`x.process`,
@@ -86,7 +86,7 @@ export function stripSource(src: string): { code: string; specifiers: string[] }
   return { code, specifiers };
 }
 
-const GLOBAL = /(?<![\w$.])(process|Buffer|Deno|__dirname|__filename|setImmediate|global(?=\s*\.)|NodeJS(?=\s*\.)|require(?=\s*\())(?![\w$])(?!\s*:(?!:))/g;
+const GLOBAL = /(?<![\w$.])(process|Buffer|Deno|Bun|__dirname|__filename|setImmediate|global(?=\s*\.)|NodeJS(?=\s*\.)|require(?=\s*\())(?![\w$])(?!\s*:(?!:))/g;
 
 export function findRuntimeUses(src: string): string[] {
   const { code, specifiers } = stripSource(src);
@@ -110,6 +110,7 @@ describe("core modules use Web APIs only", () => {
     expect(findRuntimeUses(`const env = process.env.X;`)).toEqual(["line 1: uses process"]);
     expect(findRuntimeUses(`\nconst b = Buffer.from("x");`)).toEqual(["line 2: uses Buffer"]);
     expect(findRuntimeUses(`Deno.serve(h);`)).toEqual(["line 1: uses Deno"]);
+    expect(findRuntimeUses(`Bun.serve({ fetch: h });`)).toEqual(["line 1: uses Bun"]);
     expect(findRuntimeUses(`let t: NodeJS.Timeout;`)).toEqual(["line 1: uses NodeJS"]);
     expect(findRuntimeUses(`const fs = require("fs");`)).toEqual(["line 1: uses require"]);
     expect(findRuntimeUses(`setImmediate(f);`)).toEqual(["line 1: uses setImmediate"]);
