@@ -43,14 +43,15 @@ import type { AnyAgent } from "../agents/define.ts";
 import { attemptNumber, isLastVerifierError, isReplayedRejection } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { Store } from "../store/port.ts";
-import type { NewEvent } from "../store/types.ts";
+import type { NewEvent } from "../common/events.ts";
 import { checkReview, type CheckedReview, type Guardian, outputVerifierCode } from "../verdicts/guardian.ts";
-import { deepFreeze, isPlainObject, type Json, jsonCopy } from "../verdicts/json.ts";
+import { deepFreeze } from "../common/freeze.ts";
+import { isPlainObject, type Json, jsonCopy } from "../common/json.ts";
 import type { GuardianVerdictSnapshot, VerdictFlag, VerdictStatus } from "../verdicts/snapshot.ts";
 import { candidateHash } from "./hash.ts";
 import type { ReviewKey, VerdictDraft, VerdictRecorder } from "./recorder.ts";
 import { VerificationRejected } from "./rejected.ts";
-import type { VerifyContext } from "./types.ts";
+import type { VerifyContext } from "../common/verifier.ts";
 
 export type AttemptOutcome =
   | { kind: "passed"; result: Json }
