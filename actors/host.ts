@@ -319,11 +319,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
           agent, agentId, turnId: context.turnId!, context, workerId, epoch,
           input: claim.task?.input ?? head.currentTask?.input ?? null,
           now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: abort.signal,
-          hooks: deps.verification, store,
+          hooks: deps.verification,
         });
         for (const e of result.before) events.push(e);
         apply(result.event);
-        for (const e of result.after) events.push(e);
       }
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
       const next = needsMe();
