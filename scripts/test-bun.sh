@@ -5,10 +5,10 @@
 # runtimes), run by `bun test` as they are: Bun maps `import ... from
 # "vitest"` to its own runner, so no shim is needed. One file is left out:
 # tests/deno/shim.test.ts pins vitest's hook semantics for the Deno shim, and
-# Bun's runner differs there on purpose-built cases (it runs afterEach hooks
-# in registration order, not in reverse, ignores teardown functions returned
-# by beforeEach/beforeAll, and words assertion messages its own way). The
-# core suites rely on none of these.
+# Bun's runner differs there on purpose-built cases (it runs a suite's
+# afterEach/afterAll hooks in registration order, not in reverse, ignores
+# teardown functions returned by beforeEach/beforeAll, and words assertion
+# messages its own way). The core suites rely on none of these.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
