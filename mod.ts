@@ -13,10 +13,17 @@ export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
+export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";
+export type {
+  WorkersEnv,
+  WorkersExecutionContext,
+  WorkersHandler,
+  WorkersHandlerOptions,
+  WorkersScheduledController,
+} from "./workers.ts";
+export type { WorkBudget } from "./actors/budget.ts";
 export { memoryStore } from "./store/memory.ts";
 export { upstashStore } from "./store/upstash.ts";
-export { storeFromEnv } from "./entry/store-from-env.ts";
-export type { Env, StoreFromEnvOptions, TcpStoreFactory } from "./entry/store-from-env.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
 export type { ScriptStore } from "./store/lua-store.ts";
 export { StoreInputError } from "./store/keys.ts";

@@ -48,7 +48,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
       );
     }
     // A duplicate enqueued nothing: no bell to ring.
-    if (r.status === "enqueued") rt.wake();
+    if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
     return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
   });
 
@@ -71,7 +71,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
     if (r.status === "not_active") {
       throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to cancel`);
     }
-    rt.wake();
+    rt.wake(agentId, c.req.raw);
     return c.json({ accepted: true as const }, 202);
   });
 

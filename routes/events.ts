@@ -14,6 +14,14 @@
  * `rt.sseKeepAliveMs` without events, and stops when the client disconnects
  * (request signal aborted or body stream cancelled). It is pull-driven: a
  * client that does not read does not make it poll.
+ *
+ * Bounded streams (`rt.sseMaxReads`): every poll is one store read, and on
+ * Cloudflare Workers every read through the Upstash adapter is a subrequest,
+ * limited per request (50 on the Free plan). After `sseMaxReads` reads the
+ * stream sends `retry: <rt.sseRetryMs>` and a `: reconnect` comment and ends;
+ * `EventSource` reconnects after that delay with `Last-Event-ID`, so the
+ * client sees one gapless stream, served by a chain of bounded requests (each
+ * costing 1 + sseMaxReads reads). See docs/runtimes.md.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -57,11 +65,19 @@ export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOpti
   signal.addEventListener("abort", onAbort, { once: true });
   let cursor = after;
   let idlePolls = 0;
+  let reads = 0;
+  const maxReads = rt.sseMaxReads ?? Infinity;
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         while (!stop.signal.aborted) {
+          if (reads >= maxReads) {
+            // The request's read budget is spent: tell the client when to come back, then end.
+            controller.enqueue(enc.encode(`retry: ${Math.max(0, Math.trunc(rt.sseRetryMs ?? 1_000))}\n: reconnect\n\n`));
+            break;
+          }
+          reads++;
           const events = await rt.store.readEvents(agentId, cursor, pageSize);
           // The client may have left while the read was in flight: drop what it returned.
           if (stop.signal.aborted) break;

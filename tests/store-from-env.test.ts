@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeFromEnv } from "../mod.ts";
+import { storeFromEnv } from "../entry/store-from-env.ts";
 import { redisStore } from "../redis.ts";
 import { StoreInputError } from "../store/keys.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";

@@ -23,6 +23,7 @@ describe("package subpaths", () => {
     expect("redisStore" in gatehouse).toBe(false);
     expect(typeof gatehouse.memoryStore).toBe("function");
     expect(typeof gatehouse.upstashStore).toBe("function");
+    expect(typeof gatehouse.createWorkersHandler).toBe("function");
   });
 
   it("redisStore from gatehouse/redis runs a turn's first write on a real Redis", async () => {

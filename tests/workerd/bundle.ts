@@ -18,7 +18,7 @@ export interface WorkerBundle {
 
 const root = new URL("../..", import.meta.url).pathname;
 
-export async function bundleForWorkerd(entry: string): Promise<WorkerBundle> {
+export async function bundleForWorkerd(entry: string, define: Record<string, string> = {}): Promise<WorkerBundle> {
   const nodeBuiltins: WorkerBundle["nodeBuiltins"] = [];
   const catchBuiltins: Plugin = {
     name: "node-builtins",
@@ -41,6 +41,7 @@ export async function bundleForWorkerd(entry: string): Promise<WorkerBundle> {
     mainFields: ["browser", "module", "main"],
     minify: true,
     logLevel: "silent",
+    define,
     plugins: [catchBuiltins],
   });
   const code = out.outputFiles[0].text;
