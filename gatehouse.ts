@@ -16,6 +16,7 @@ import { type Clock, type IdSource, type Logger, randomIds, silentLogger, system
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
+import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
@@ -73,13 +74,23 @@ export interface GatehouseOptions {
   auth?: RouteAuth;
   /**
    * Event streams: store poll interval (default 250 ms), idle keep-alive
-   * interval (default 15 000 ms), and `maxReads`, the store reads after which
-   * a stream ends with a `retry:` field so the client reconnects with
-   * `Last-Event-ID` (default: unbounded; createWorkersHandler sets 40, to stay
-   * within a Worker's subrequest limit), and that `retry:` value (`retryMs`,
-   * default 1 000).
+   * interval (default 15 000 ms), caps on open streams per agent (default
+   * 8) and per process (default 1 000), 429 beyond them, and `maxReads`, the
+   * store reads after which a stream ends with a `retry:` field so the client
+   * reconnects with `Last-Event-ID` (default: unbounded; createWorkersHandler
+   * sets 40, to stay within a Worker's subrequest limit), and that `retry:`
+   * value (`retryMs`, default 1 000).
    */
-  sse?: { pollMs?: number; keepAliveMs?: number; maxReads?: number; retryMs?: number };
+  sse?: {
+    pollMs?: number;
+    keepAliveMs?: number;
+    maxStreamsPerAgent?: number;
+    maxStreams?: number;
+    maxReads?: number;
+    retryMs?: number;
+  };
+  /** Byte budget of one events page (default 1 MiB; a page always holds at least one event). */
+  maxEventPageBytes?: number;
 }
 
 export interface Gatehouse {
@@ -160,6 +171,13 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
   }
+  const { maxReads, retryMs } = options.sse ?? {};
+  if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
+    throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`);
+  }
+  if (retryMs !== undefined && !(Number.isFinite(retryMs) && retryMs >= 0)) {
+    throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`);
+  }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
@@ -193,11 +211,15 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     workerId: () => ids.workerId(),
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
-  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit);
+  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,
-    limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, maxEventPage: 500 },
+    limits: {
+      maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
+      maxEventPage: 500,
+      maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
+    },
     wake(agentId, request) {
       if (hooks.wake) hooks.wake(agentId, request);
       else if (pool.running) pool.nudge();
@@ -212,6 +234,10 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     },
     ssePollMs: options.sse?.pollMs ?? 250,
     sseKeepAliveMs: options.sse?.keepAliveMs ?? 15_000,
+    sseLimits: {
+      ...(options.sse?.maxStreamsPerAgent !== undefined ? { maxStreamsPerAgent: options.sse.maxStreamsPerAgent } : {}),
+      ...(options.sse?.maxStreams !== undefined ? { maxStreams: options.sse.maxStreams } : {}),
+    },
     ...(options.sse?.maxReads !== undefined ? { sseMaxReads: options.sse.maxReads } : {}),
     ...(options.sse?.retryMs !== undefined ? { sseRetryMs: options.sse.retryMs } : {}),
     ...(options.auth ? { auth: { bearerTokens: [...options.auth.bearerTokens] } } : {}),

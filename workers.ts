@@ -251,7 +251,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         }
         await drive(inst, env, { agents: new Set(), any: true }, cronBudget);
       })();
-      ctx.waitUntil(run);
+      if (typeof ctx?.waitUntil === "function") ctx.waitUntil(run);
       await run;
     },
   };

@@ -120,12 +120,14 @@ describe("createWorkersHandler", () => {
     expect(calls).toBe(2);
   });
 
-  it("refuses inline and bad budgets with a DefinitionError", () => {
+  it("refuses inline, bad budgets and bad SSE limits with a DefinitionError", () => {
     const store = () => memoryStore();
     expect(() => createWorkersHandler({ agents: [marathon], store, inline: true } as never)).toThrow(DefinitionError);
     expect(() => createWorkersHandler({ agents: [marathon], store, budget: { steps: 0 } })).toThrow(DefinitionError);
     expect(() => createWorkersHandler({ agents: [marathon], store, scheduledBudget: { ms: -1 } })).toThrow(DefinitionError);
     expect(() => createWorkersHandler({ agents: [marathon] } as never)).toThrow(DefinitionError);
+    expect(() => createWorkersHandler({ agents: [marathon], store, sse: { maxReads: 0 } })).toThrow(/sse.maxReads/);
+    expect(() => createGatehouse({ agents: [marathon], sse: { retryMs: -5 } })).toThrow(/sse.retryMs/);
   });
 
   it("an SSE stream ends after its read budget with retry:, and a reconnect with Last-Event-ID goes on from there", async () => {
