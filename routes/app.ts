@@ -13,7 +13,9 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
+import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
+import { historyRoutes } from "./history.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -38,6 +40,8 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   machineRoutes,
   watchdogRoutes,
   verdictRoutes,
+  agentListRoutes,
+  historyRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

@@ -18,6 +18,7 @@ export const PROBLEMS = {
   turn_not_found: { status: 404, title: "Unknown turn" },
   agent_not_found: { status: 404, title: "Unknown agent" },
   verdict_not_found: { status: 404, title: "Unknown verdict" },
+  event_not_found: { status: 404, title: "Unknown event" },
   method_not_allowed: { status: 405, title: "Method not allowed on this route" },
   agent_definition_conflict: { status: 409, title: "Agent id is bound to another definition" },
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
@@ -25,11 +26,15 @@ export const PROBLEMS = {
   not_active: { status: 409, title: "The agent has no active turn" },
   turn_not_started: { status: 409, title: "The turn has not started" },
   turn_started: { status: 409, title: "The turn has started" },
+  agent_exists: { status: 409, title: "An agent with this id exists" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
+  unknown_guardian: { status: 422, title: "Unknown guardian" },
+  invalid_replay_bundle: { status: 422, title: "Not a replay bundle this version reads" },
   too_many_streams: { status: 429, title: "Too many open event streams" },
   snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },
+  history_diverged: { status: 500, title: "The event log does not replay" },
   internal_error: { status: 500, title: "Internal error" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
