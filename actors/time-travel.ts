@@ -152,13 +152,22 @@ export function storeSources(store: Store, agentId: string) {
  * Throws HistoryDivergedError when the log cannot be replayed.
  */
 export async function historyAt(store: Store, agentId: string, eventId: number): Promise<HistoryPoint | null> {
+  return (await replayThrough(store, agentId, eventId))?.point ?? null;
+}
+
+/** historyAt, also answering the events it replayed (1..eventId). */
+export async function replayThrough(
+  store: Store,
+  agentId: string,
+  eventId: number,
+): Promise<{ point: HistoryPoint; events: StoredEvent[] } | null> {
   if (!Number.isSafeInteger(eventId) || eventId < 1) return null;
   const events = await readEventsThrough(store, agentId, eventId);
   if (events.length < eventId) return null;
   const r = createReplayer(storeSources(store, agentId));
   try {
     for (const e of events) await r.step(e);
-    return r.point();
+    return { point: r.point(), events };
   } finally {
     r.stop();
   }

@@ -15,6 +15,7 @@ import { SnapshotError } from "../errors/errors.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
 import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
+import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
@@ -42,6 +43,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   verdictRoutes,
   agentListRoutes,
   historyRoutes,
+  forkRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

@@ -6,17 +6,22 @@
  * its existence and `lastEventId`.
  */
 import { Hono } from "hono";
-import { historyAt, HistoryDivergedError } from "../actors/time-travel.ts";
+import { HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
 import { validate } from "./body.ts";
 import type { RouteModule } from "./module.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { HistoryParams, HistoryView } from "./debug-schemas.ts";
 import type { HistoryPoint } from "../actors/time-travel.ts";
+import type { StoredEvent } from "../common/events.ts";
 import type { Store } from "../store/port.ts";
 
 /** The agent after event `eventId` as the routes answer it; ProblemErrors for unknown agents and events. */
-export async function historyOrProblem(store: Store, agentId: string, eventId: number): Promise<{ point: HistoryPoint; lastEventId: number }> {
+export async function historyOrProblem(
+  store: Store,
+  agentId: string,
+  eventId: number,
+): Promise<{ point: HistoryPoint; events: StoredEvent[]; lastEventId: number; head: NonNullable<Awaited<ReturnType<Store["getAgent"]>>> }> {
   const head = await store.getAgent(agentId);
   if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
   if (eventId > head.lastEventId) {
@@ -25,9 +30,9 @@ export async function historyOrProblem(store: Store, agentId: string, eventId: n
     });
   }
   try {
-    const point = await historyAt(store, agentId, eventId);
-    if (!point) throw new ProblemError("event_not_found", `Agent "${agentId}" has no event ${eventId}`);
-    return { point, lastEventId: head.lastEventId };
+    const r = await replayThrough(store, agentId, eventId);
+    if (!r) throw new ProblemError("event_not_found", `Agent "${agentId}" has no event ${eventId}`);
+    return { ...r, lastEventId: head.lastEventId, head };
   } catch (err) {
     if (err instanceof HistoryDivergedError) {
       throw new ProblemError("history_diverged", err.message, { extra: { eventId: err.eventId } });
