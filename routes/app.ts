@@ -14,7 +14,10 @@ import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
 import { StoreUnavailableError } from "../store/outage.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
+import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
+import { forkRoutes } from "./fork.ts";
+import { historyRoutes } from "./history.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -41,6 +44,9 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   watchdogRoutes,
   verdictRoutes,
   resetRoutes,
+  agentListRoutes,
+  historyRoutes,
+  forkRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

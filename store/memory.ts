@@ -18,6 +18,11 @@
  * (`memoryStoreState`).
  */
 import type {
+  AgentIndexEntry,
+  CreateForkRequest,
+  CreateForkResult,
+  ListAgentsRequest,
+  RecordForkRequest,
   CancelRequest,
   CancelResult,
   CancelTaskRequest,
@@ -766,6 +771,87 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         .filter((v) => (filter.turnId === undefined || v.turnId === filter.turnId) &&
           (filter.status === undefined || v.status === filter.status))
         .map((v) => v.json);
+    },
+
+    async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
+      // The map of agents is this store's index: every head carries its updatedAt (port invariant 12).
+      if (req.limit <= 0) return [];
+      const since = req.updatedSince ?? -Infinity;
+      const after = req.after;
+      const below = (e: AgentIndexEntry) =>
+        !after || e.updatedAt < after.updatedAt || (e.updatedAt === after.updatedAt && e.agentId < after.agentId);
+      return [...agents.values()]
+        .map((a) => ({ agentId: a.head.agentId, updatedAt: a.head.updatedAt }))
+        .filter((e) => e.updatedAt >= since && below(e))
+        .sort((x, y) => y.updatedAt - x.updatedAt || (x.agentId < y.agentId ? 1 : x.agentId > y.agentId ? -1 : 0))
+        .slice(0, req.limit);
+    },
+
+    async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
+      return atomic(() => {
+        if (agents.has(req.agentId)) return { status: "exists" };
+        const turn = req.activeTurnId;
+        // Copies first.
+        const snapshot = copy(req.snapshot);
+        const currentTask = copy(req.currentTask);
+        const input = turn !== null && req.input !== undefined ? copy(req.input) : undefined;
+        const messages = copy(req.messages);
+        const calls = turn === null ? [] : req.toolCalls.map((c): ToolCallRecord => ({
+          ...copy(c), turnId: turn, agentId: req.agentId, status: "pending", recordedAt: req.now,
+        }));
+        const data = copy(req.event.data);
+        const a: AgentRecords = {
+          head: {
+            agentId: req.agentId,
+            agentName: req.agentName,
+            workerTarget: req.workerTarget,
+            createdAt: req.now,
+            updatedAt: req.now,
+            activeTurnId: turn,
+            currentTask,
+            epoch: 0,
+            version: 0,
+            snapshot,
+            state: req.state,
+            leaseOwner: null,
+            leaseUntil: 0,
+            runnableAt: req.runnableAt,
+            pendingTasks: 0,
+            pendingMail: 0,
+            messageCount: messages.length,
+            lastEventId: 0,
+          },
+          tasks: [],
+          mail: [],
+          mailSeq: 0,
+          messages,
+          events: [],
+          eventBytes: [],
+          toolCalls: new Map(calls.map((c) => [callKey(c.turnId, c.toolCallId), c])),
+          idempotency: new Map(),
+          turns: new Map(),
+          inputs: new Map(input !== undefined && turn !== null ? [[turn, input]] : []),
+          verdicts: [],
+          claimFailures: null,
+        };
+        const ev = eventOf(a, 1, turn, req.event.type, data, req.now);
+        // Writes.
+        w.mapSet(agents, req.agentId, a);
+        appendEvents(a, [ev]);
+        for (const c of calls) w.mapSet(deadlines, `${req.agentId}\n${c.turnId}\n${c.toolCallId}`, c.deadline);
+        if (req.runnableAt !== null) setReady(a, req.runnableAt);
+        return { status: "created", lastEventId: a.head.lastEventId };
+      });
+    },
+
+    async recordFork(req: RecordForkRequest) {
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" as const };
+        const ev = eventOf(a, 1, null, req.event.type, copy(req.event.data), req.now);
+        appendEvents(a, [ev]);
+        return { status: "recorded" as const, eventId: a.head.lastEventId };
+      });
     },
 
     async close() {},

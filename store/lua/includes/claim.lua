@@ -66,6 +66,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     'activeTurnId', h.activeTurnId, 'currentTask', h.currentTask, 'pendingTasks', h.pendingTasks,
     'runnableAt', h.runnableAt, 'epoch', h.epoch, 'leaseOwner', h.leaseOwner,
     'leaseUntil', h.leaseUntil, 'updatedAt', h.updatedAt)
+  redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   redis.call('ZADD', ready, h.leaseUntil, agent_id)
 
