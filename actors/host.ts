@@ -21,16 +21,16 @@ import { createActor, type InspectionEvent } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
-import { agentMachine, classifyStep, submittedValue } from "../machines/agent.ts";
+import { agentMachine, classifyStep, completionCall, submittedValue } from "../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
-import { AGENT_OUTPUT, type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
+import { type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
 import type { ModelResponse } from "../models/types.ts";
 import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
 import type { AfterExecution, InboxTask, Message, NewEvent, Outcome } from "../store/types.ts";
 import type { AnyTool, ToolTermination } from "../tools/define.ts";
 import { prepareArgs } from "../tools/specs.ts";
 import { runVerification, type VerificationHooks } from "../verification/gate.ts";
-import { agentToolSpecs } from "./tool-specs.ts";
+import { agentToolSpecs, completionToolOf, offeredToolNames } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
@@ -79,6 +79,7 @@ function jsonValue(v: unknown): unknown {
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
   return {
     maxSteps: agent.maxStepsPerTurn,
+    completion: completionToolOf(agent),
     mustEndWith: agent.effectiveMustEndWith,
     verifyMaxAttempts: resolveVerifyMaxAttempts(agent, task.options.verifyMaxAttempts),
     maxVerifierErrors: agent.maxVerifierErrors ?? 3,
@@ -124,7 +125,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   if (!restored) {
     let persisted: PersistedSnapshot;
     try {
-      persisted = head.snapshot ? checkSnapshot(head.snapshot) : initialPersisted();
+      persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(agent) }) : initialPersisted();
     } catch (err) {
       const message = (err as Error).message;
       logger.error("snapshot unrestorable", { agentId, message });
@@ -408,7 +409,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       }
       emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
     }
-    const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
+    const completion = completionCall(calls, context.config);
     if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
     if (completion?.name === SUBMIT_RESULT && kind === "submit") {
       const missing = missingResultFields(claim.task?.input ?? head.currentTask?.input, submittedValue(completion.args));
@@ -442,7 +443,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
     const tool: AnyTool | undefined = agent!.offeredTools.find((t) => t.name === name);
     if (!tool) {
-      return { outcome: { ok: false, error: { type: "unknown_tool", message: `No tool named "${name}" is available`, retriable: false } }, afterExecution: "continue" };
+      // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
+      const offered = offeredToolNames(agent!).join(", ");
+      return {
+        outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retriable: false } },
+        afterExecution: "continue",
+      };
     }
     const prepared = prepareArgs(tool, args);
     if (!prepared.ok) {
