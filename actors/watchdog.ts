@@ -29,7 +29,7 @@ export async function watchdogTick(store: Store, clock: Clock, limit = 100): Pro
       now,
     });
     if (r.status === "accepted") out.timedOut++;
-    else if (r.status === "duplicate") out.alreadyResolved++;
+    else if (r.status === "duplicate" || r.status === "already_resolved") out.alreadyResolved++;
     else out.turnFinished++;
   }
   return out;

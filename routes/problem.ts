@@ -21,6 +21,8 @@ export const PROBLEMS = {
   agent_definition_conflict: { status: 409, title: "Agent id is bound to another definition" },
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
   turn_finished: { status: 409, title: "The tool call's turn has finished" },
+  not_external: { status: 409, title: "The tool call runs in-process; its result cannot be delivered" },
+  already_resolved: { status: 409, title: "The tool call was already resolved with another result" },
   not_active: { status: 409, title: "The agent has no active turn" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },

@@ -22,6 +22,7 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
+import { answerResolved } from "./redelivery.ts";
 import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
 
 interface AgentRecords {
@@ -170,7 +171,9 @@ export function memoryStore(): Store {
       if (!a) return { status: "agent_not_found" };
       const rec = a.toolCalls.get(callKey(req.turnId, req.toolCallId));
       if (!rec) return { status: "unknown_call" };
-      if (rec.status === "resolved") return { status: "duplicate", record: clone(rec) };
+      // An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
+      if (!rec.external && req.source !== "watchdog") return { status: "not_external" };
+      if (rec.status === "resolved") return answerResolved(clone(rec), req);
       if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
       rec.status = "resolved";
       rec.outcome = clone(req.outcome);
