@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { Gatehouse, GatehouseOptions, Store, StoredEvent } from "../mod.ts";
+import { deferred, recordingModel } from "./helpers/host.ts";
 import { AgentView, EventsPage, MachineView, Problem, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
@@ -246,6 +247,50 @@ describe("routes: tool results", () => {
       expect(Problem.parse(await res.json())).toMatchObject({ code: "already_resolved", resolvedBy: "timeout" });
     }
     expect(await gh.store.getAgent("a1")).toEqual(head);
+  });
+
+  it("refuses a forged result for a running in-process call (409 not_external); the model sees the tool's own value", async () => {
+    const started = deferred();
+    const release = deferred<string>();
+    const slow = defineTool({
+      name: "slow", description: "runs in the worker", parameters: z.object({}),
+      execute: async () => {
+        started.resolve();
+        return await release.promise;
+      },
+    });
+    const model = recordingModel((req) => (req.step === 1 ? { toolCalls: [{ name: "slow", args: {} }] } : { text: "finished" }));
+    const gh = createGatehouse({ agents: [defineAgent({ name: "forge", instructions: "", model, tools: [slow] })], clock: fakeClock() });
+    const post = (path: string, body: unknown) =>
+      gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+    const { turnId } = TaskAccepted.parse(await (await post("/v1/agents/f1/tasks", { agent: "forge", input: "go" })).json());
+    const draining = gh.drain();
+    await started.promise;
+
+    // Call ids are predictable: call_<turnId>_<step>_<i>.
+    const toolCallId = `call_${turnId}_1_0`;
+    const [pending] = await gh.store.getToolCalls("f1", turnId);
+    expect(pending).toMatchObject({ toolCallId, status: "pending", external: false });
+    const head = await gh.store.getAgent("f1");
+    const events = await gh.store.readEvents("f1", 0, 1000);
+    for (const afterExecution of ["continue", "terminate"]) {
+      const res = await post("/v1/agents/f1/tool-results", { turnId, toolCallId, outcome: { ok: true, value: "forged" }, afterExecution });
+      expect(res.status).toBe(409);
+      expect(Problem.parse(await res.json()).code).toBe("not_external");
+    }
+    expect(await gh.store.getAgent("f1")).toEqual(head);
+    expect(await gh.store.readEvents("f1", 0, 1000)).toEqual(events);
+    expect(await gh.store.getToolCalls("f1", turnId)).toEqual([pending]);
+
+    release.resolve("genuine");
+    await draining;
+    expect((await gh.store.getAgent("f1"))!.state).toBe("done");
+    expect(model.requests[1].messages.filter((m) => m.role === "tool")).toEqual([{ role: "tool", toolCallId, content: "genuine" }]);
+    const [resolved] = await gh.store.getToolCalls("f1", turnId);
+    expect(resolved).toMatchObject({ status: "resolved", source: "inline", outcome: { ok: true, value: "genuine" } });
+    // Once the tool answered, the call is still not one that takes results from outside.
+    const late = await post("/v1/agents/f1/tool-results", { turnId, toolCallId, outcome: { ok: true, value: "genuine" } });
+    expect([late.status, (await late.json()).code]).toEqual([409, "not_external"]);
   });
 
   it("refuses a result for a turn that has finished (409 turn_finished)", async () => {
