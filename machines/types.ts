@@ -2,7 +2,8 @@
  * Context and events of the agent statechart. All of it is plain JSON: the
  * persisted snapshot is `JSON.stringify`-able and restores to the same state.
  */
-import type { AfterExecution, Outcome } from "../store/types.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { VerificationOutcome } from "../common/verifier.ts";
 
 /**
  * Bumped when the persisted context changes shape; the upgrades live in
@@ -47,8 +48,6 @@ export interface Usage {
 }
 
 export type CandidateSource = "agent_output" | "terminate";
-
-export type VerificationOutcome = "passed" | "rejected" | "system_error";
 
 export interface VerificationState {
   maxAttempts: number;

@@ -67,6 +67,8 @@ const deliveryArb = fc.record({
 const scenarioArb = fc.record({
   config: configArb,
   responses: fc.array(responseArb, { minLength: 1, maxLength: 6 }),
+  /** Half the models propose a valid candidate after their random steps, so gated turns do reach `done`. */
+  goodEnding: fc.boolean(),
   deliveries: fc.array(deliveryArb, { minLength: 1, maxLength: 6 }),
   turns: fc.integer({ min: 1, max: 2 }),
 });
@@ -186,7 +188,8 @@ const offeredNames = (agent: AnyAgent) => agentToolSpecs(agent).map((t) => t.fun
 
 async function check(s: Scenario): Promise<{ done: number; gatedDone: number }> {
   const clock = manualClock();
-  const { agent, model, gated, guardians } = agentFor(s.config, s.responses);
+  const responses = s.goodEnding ? [...s.responses, { toolCalls: [{ name: "agent_output", args: { amount: 8 } }] }] : s.responses;
+  const { agent, model, gated, guardians } = agentFor(s.config, responses);
   const gh = createGatehouse({ agents: [agent], clock, ids: seqIds(), verifierBackoffMs: 10 });
   const offered = new Set(offeredNames(agent));
   const next = { delivery: 0 };

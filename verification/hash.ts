@@ -1,46 +1,13 @@
 /**
- * Canonical JSON and the candidate hash.
- *
- * Canonical form (the same value always gives the same bytes):
- * - object keys sorted by UTF-16 code units (as RFC 8785), no whitespace;
- * - numbers in JavaScript's shortest round-trip form, so `1`, `1.0` and
- *   `1e0` are all `1`; `-0` is written `0`;
- * - strings as `JSON.stringify` writes them (lone surrogates escaped), with
- *   no Unicode normalization: a precomposed "é" and "e" + U+0301 are
- *   different strings and so different candidates;
- * - `undefined` object members dropped, `undefined` array items `null`,
- *   `toJSON()` honoured, as in JSON.
- * Values without a JSON form (non-finite numbers, bigints, functions,
- * symbols) are refused with a TypeError.
+ * The candidate hash: SHA-256 (Web Crypto) of the canonical JSON of the
+ * parsed candidate. The canonical form is common/canonical-json.ts (keys
+ * sorted, shortest numbers, no Unicode normalization, so a precomposed "é"
+ * and "e" + U+0301 are different candidates).
  */
+import { canonicalJson } from "../common/canonical-json.ts";
+import { sha256Hex } from "../common/hex.ts";
 
-export function canonicalJson(value: unknown): string {
-  if (value === null) return "null";
-  switch (typeof value) {
-    case "number":
-      if (!Number.isFinite(value)) throw new TypeError(`Cannot canonicalize non-finite number ${value}`);
-      return Object.is(value, -0) ? "0" : JSON.stringify(value);
-    case "string":
-    case "boolean":
-      return JSON.stringify(value);
-    case "object": {
-      if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-      const json = (value as { toJSON?: () => unknown }).toJSON;
-      if (typeof json === "function") return canonicalJson(json.call(value));
-      const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
-    }
-    default:
-      throw new TypeError(`Cannot canonicalize a ${typeof value}`);
-  }
-}
-
-/** SHA-256 (Web Crypto) of a text's UTF-8 bytes, lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export { canonicalJson };
 
 /** The candidate hash: SHA-256 of the canonical JSON of the parsed candidate. */
 export function candidateHash(candidate: unknown): Promise<string> {
