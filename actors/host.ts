@@ -8,6 +8,10 @@
  *
  * Invariants:
  * - A tool call is recorded (committed) before it is dispatched.
+ * - Only what the turn offered runs (actors/tool-specs.ts): a call of any
+ *   other name, the completion tool the turn does not finish with included,
+ *   is answered with the error outcome `tool_not_offered` and never reaches
+ *   a tool. Finishing is the statechart's decision, from the turn's config.
  * - Every effect's result is committed before the next effect starts.
  * - A lost compare-and-set stops this attempt: the abort signal fires, no
  *   further commit, dispatch or model call happens, the cache entry is dropped.
