@@ -242,3 +242,58 @@ describe("bypass 3: afterExecution terminate on a gated agent goes through the g
     expect(await gateEvents(gh)).toEqual([]);
   });
 });
+
+describe("a turn in flight under snapshot version 1", () => {
+  /** Rewrites the agent's stored snapshot into the version 1 shape (no completion tool, no candidate source). */
+  async function rewriteAsV1(gh: Gatehouse, agentId: string) {
+    const now = Date.now();
+    const c = await gh.store.claim({ agentId, workerId: "rewriter", leaseMs: 5_000, now });
+    if (c.status !== "claimed") throw new Error(`expected a claim, got ${c.status}`);
+    const snap = structuredClone(c.head.snapshot) as { context: Record<string, any> };
+    snap.context.schemaVersion = 1;
+    delete snap.context.config.completion;
+    if (snap.context.verification.candidate) delete snap.context.verification.candidate.from;
+    const r = await gh.store.commit({
+      agentId, workerId: "rewriter", epoch: c.epoch, expectedVersion: c.head.version, turnId: c.head.activeTurnId,
+      snapshot: snap, state: c.head.state, activeTurnId: c.head.activeTurnId, events: [], messages: [],
+      recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0, release: { runnableAt: now }, leaseMs: 5_000, now,
+    });
+    expect(r.status).toBe("applied");
+  }
+
+  const approve = defineTool({ name: "approve", description: "a human approves", parameters: z.object({}) });
+  const script = (): ModelResponse[] => [
+    { toolCalls: [{ name: "approve", args: {} }] },
+    { toolCalls: [{ id: "sr", name: "submit_result", args: { result: { amount: 1_000_000 } } }] },
+    { toolCalls: [{ name: "agent_output", args: { amount: 20 } }] },
+  ];
+
+  async function resumeFromV1(gh: Gatehouse) {
+    const { json } = await enqueue(gh, "a1", { agent: gh.agents.keys().next().value, input: "pay" });
+    await gh.drain();
+    const [call] = await gh.store.getToolCalls("a1", json.turnId);
+    expect((await deliver(gh, { turnId: json.turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "approved" } })).status).toBe(200);
+    await rewriteAsV1(gh, "a1");
+    await gh.drain();
+    return contextOf(gh, "a1");
+  }
+
+  it("of a gated agent is upgraded to finish through the gate only: submit_result stays refused", async () => {
+    const model = recordingModel((_r, i) => script()[Math.min(i, 2)]);
+    const agent = defineAgent({
+      name: "payout", instructions: "", model, tools: [approve], mustEndWith: ["approve"], output: { schema: Payout, verify: capAt50 },
+    });
+    const gh = createGatehouse({ agents: [agent], ids: seqIds() });
+    const { state, context } = await resumeFromV1(gh);
+    expect([state, context.output, context.config.completion, context.schemaVersion]).toEqual(["done", { amount: 20 }, "agent_output", 2]);
+    expect(errorType(toolMessages(model.requests[2].messages, "sr")[0])).toBe("tool_not_offered");
+    expect((await gh.verdicts.list("a1")).map((v) => v.status)).toEqual(["PASS"]);
+  });
+
+  it("of an agent without output keeps finishing with submit_result", async () => {
+    const agent = defineAgent({ name: "plain", instructions: "", tools: [approve], model: scriptedModel(script()) });
+    const gh = createGatehouse({ agents: [agent], ids: seqIds() });
+    const { state, context } = await resumeFromV1(gh);
+    expect([state, context.output, context.config.completion]).toEqual(["done", { amount: 1_000_000 }, "submit_result"]);
+  });
+});
