@@ -3,7 +3,10 @@
  * timeout results and wakes their agents. It writes through the same
  * first-wins `deliverToolResult` as HTTP, so a result racing the watchdog
  * yields exactly one of result or timeout: whichever the store applies first
- * wins, the other answers `duplicate` (or `turn_finished`) and changes nothing.
+ * wins, the other changes nothing (a late result is told `already_resolved`,
+ * `resolvedBy: "timeout"`; a late timeout is counted as `alreadyResolved`, or
+ * `turnFinished`). It is the one source that may also resolve in-process
+ * calls: a tool that never returns still ends in a timeout.
  */
 import type { Store } from "../store/port.ts";
 import type { Clock } from "./runtime.ts";
