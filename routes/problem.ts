@@ -23,7 +23,7 @@ export const PROBLEMS = {
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
   turn_finished: { status: 409, title: "The turn has finished" },
   not_external: { status: 409, title: "The tool call runs in-process; its result cannot be delivered" },
-  already_resolved: { status: 409, title: "The tool call was already resolved with another result" },
+  already_resolved: { status: 409, title: "The tool call was already resolved" },
   not_active: { status: 409, title: "The agent has no active turn" },
   turn_not_started: { status: 409, title: "The turn has not started" },
   turn_started: { status: 409, title: "The turn has started" },
