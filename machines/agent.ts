@@ -34,6 +34,7 @@
  * | verifying            | VERIFY_ERROR (at the error bound)      | failed        |
  * | revising             | FEEDBACK_APPENDED                      | running       |
  * | any non-final        | CANCEL                                 | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset)       | failed        |
  *
  * The only ways into `done`: VERIFY_PASSED (any turn), and for a turn whose
  * completion is `submit_result` also a `submit_result` call, text with
@@ -171,6 +172,9 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
 });
 
 const attemptsAfter = (v: VerificationState, e: RejectEvent): number => attemptNumber(v, e.hash);
+
+/** Every state takes TURN_FAILED into `failed` (a turn ended from outside the machine). */
+const TURN_FAILED = { target: "failed", actions: "failTurn" } as const;
 
 const machine = setup({
   types: {
@@ -344,6 +348,23 @@ const machine = setup({
       error: { reason: "verifier_error", message: (event as ErrorEvent).message },
     })),
     clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null, retryAt: null } })),
+    failTurn: assign(({ context, event }) => {
+      const e = event as Extract<AgentEvent, { type: "TURN_FAILED" }>;
+      // The turn may not have started in the machine (the claim threw before TASK_STARTED was committed).
+      const fresh = context.turnId !== e.turnId;
+      return {
+        turnId: e.turnId,
+        turns: fresh ? context.turns + 1 : context.turns,
+        step: fresh ? 0 : context.step,
+        pending: {},
+        output: null,
+        error: { reason: e.reason, message: e.message },
+        verification: fresh
+          ? freshVerification(context.config.verifyMaxAttempts)
+          : { ...context.verification, candidate: null, retryAt: null },
+        turnUsage: fresh ? zeroUsage() : context.turnUsage,
+      };
+    }),
     cancel: assign(({ event }) => ({
       pending: {},
       error: { reason: "cancelled", message: (event as Extract<AgentEvent, { type: "CANCEL" }>).reason },
@@ -354,7 +375,7 @@ const machine = setup({
   initial: "idle",
   context: initialContext,
   states: {
-    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
     running: {
       on: {
         MODEL_STEP: [
@@ -368,6 +389,7 @@ const machine = setup({
         MODEL_FAILED: { target: "failed", actions: "failModel" },
         STEP_BUDGET_EXHAUSTED: { guard: "budgetSpent", target: "failed", actions: "failBudget" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     "waiting-tools": {
@@ -379,6 +401,7 @@ const machine = setup({
           { guard: "knownCall", actions: "resolvePending" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     verifying: {
@@ -402,24 +425,26 @@ const machine = setup({
           { target: "verifying", reenter: true, actions: "noteVerifierError" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     revising: {
       on: {
         FEEDBACK_APPENDED: { target: "running", actions: "clearCandidate" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
-    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
-    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
+    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
   },
 });
 
 /** The names of the machine's actions and guards. */
 type AgentActionName =
   | "cancel" | "startTurn" | "countStep" | "takeCandidate" | "takeSubmission" | "takeText" | "recordPending"
-  | "resolvePending" | "takeTerminationCandidate" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification" | "countRejection"
-  | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate";
+  | "resolvePending" | "takeTerminationCandidate" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification"
+  | "countRejection" | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn";
 type AgentGuardName =
   | "stepVerifies" | "stepSubmits" | "stepCallsTools" | "stepFinishesWithText" | "budgetSpent" | "knownCall"
   | "terminatesThroughGate" | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";
