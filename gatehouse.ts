@@ -214,7 +214,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
 
   const runtime: RouteRuntime = {
-    store, agents, clock, ids, logger,
+    store, agents, clock, ids, logger, guardians,
     limits: {
       maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
       maxEventPage: 500,

@@ -17,6 +17,7 @@ import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
 import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
+import { whatIfRoutes } from "./what-if.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -44,6 +45,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   agentListRoutes,
   historyRoutes,
   forkRoutes,
+  whatIfRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
