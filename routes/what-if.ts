@@ -5,13 +5,12 @@
  * the turns' inputs; writes nothing and logs nothing.
  */
 import { Hono } from "hono";
-import { readEventsThrough } from "../actors/time-travel.ts";
 import { jsonBody } from "./body.ts";
 import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { WhatIfRequest, WhatIfResult } from "./debug-schemas.ts";
-import { whatIf, type WhatIfVerifier } from "../verification/what-if.ts";
+import { whatIfForAgent, type WhatIfVerifier } from "../actors/what-if.ts";
 import { OUTPUT_VERIFIER_PREFIX } from "../verdicts/guardian.ts";
 
 export function whatIfRoutes(rt: RouteRuntime): RouteModule {
@@ -41,14 +40,7 @@ export function whatIfRoutes(rt: RouteRuntime): RouteModule {
     const head = await rt.store.getAgent(agentId);
     if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
     const verifier = verifierOf(body.guardian, head.agentName);
-    const events = await readEventsThrough(rt.store, agentId, head.lastEventId);
-    const candidates = await whatIf({
-      verifier,
-      events,
-      agentId,
-      agentName: head.agentName,
-      inputOf: async (turnId) => (await rt.store.getTurn(agentId, turnId))?.input ?? null,
-    });
+    const candidates = await whatIfForAgent(rt.store, agentId, head, verifier);
     return c.json({ agentId, verifier: { kind: verifier.kind, name: verifier.name }, candidates });
   });
 
