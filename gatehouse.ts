@@ -257,7 +257,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const routeStore = storeWithDeadline(store, storeTimeoutMs);
 
   const runtime: RouteRuntime = {
-    store: routeStore, agents, clock, ids, logger,
+    store: routeStore, agents, clock, ids, logger, guardians,
     limits: {
       maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
       json: limits,

@@ -99,10 +99,15 @@ export function createReplayer(opts: {
         return;
       }
       if (e.type !== "transition") return;
-      const d = e.data as { from?: string; to?: string; event?: AgentEvent };
+      const d = e.data as { from?: string; to?: string; event?: AgentEvent; snapshotReset?: boolean };
       if (!d.event || typeof d.event !== "object") throw new HistoryDivergedError(e.id, `Event ${e.id} (transition) carries no machine event`);
       let ev = d.event;
       if (ev.type === "TASK_STARTED") ev = { ...ev, input: await opts.inputOf(ev.turnId) };
+      if (d.snapshotReset === true) {
+        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/turn-end.ts).
+        actor.stop();
+        actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
+      }
       const before = snap();
       actor.send(ev);
       const after = snap();

@@ -4,6 +4,7 @@ import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
+import type { GuardianRegistry } from "../verdicts/registry.ts";
 
 export interface RouteLimits {
   /** Largest accepted request body in bytes (413 above it). */
@@ -57,6 +58,8 @@ export interface RouteRuntime {
   sseMaxReads?: number;
   /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
   sseRetryMs?: number;
+  /** The guardian registry (for `POST .../what-if`); without it only the agents' output verifiers can be named. */
+  guardians?: GuardianRegistry;
   /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
   auth?: RouteAuth;
 }

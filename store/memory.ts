@@ -777,7 +777,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     },
 
     async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
-      // The map of agents is this store's index: every head carries its updatedAt (port invariant 12).
+      // The map of agents is this store's index: every head carries its updatedAt (port invariant 14).
       if (req.limit <= 0) return [];
       const since = req.updatedSince ?? -Infinity;
       const after = req.after;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineGuardian, defineTool, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { GatehouseOptions } from "../mod.ts";
 import { AgentList, HistoryView } from "../routes/debug-schemas.ts";
 import { memoryStoreState } from "../store/memory.ts";
@@ -225,6 +225,72 @@ describe("POST /v1/agents/:agentId/fork", () => {
       expect([r.status, r.body.code], JSON.stringify(body)).toEqual([status, code]);
     }
     expect(whole()).toBe(before);
+    await gh.close();
+  });
+});
+
+describe("POST /v1/agents/:agentId/what-if", () => {
+  const Summary = z.object({ summary: z.string() });
+  function gateSetup() {
+    const accepted = new Set(["v2"]);
+    const fixer = defineAgent({
+      name: "fixer",
+      instructions: "fix",
+      model: scriptedModel(({ step }) => ({ toolCalls: [{ name: "agent_output", args: { summary: `v${step}` } }] })),
+      output: {
+        schema: Summary,
+        verify: (c: { summary: string }) => {
+          if (!accepted.has(c.summary)) throw new VerificationRejected({ message: `${c.summary} is not it`, code: "too_vague", retryable: true });
+        },
+      },
+    });
+    const strict = defineGuardian({ code: "strict", review: (c: { summary: string }) => ({ status: c.summary === "v1" ? "PASS" : "NEEDS_CHANGES", message: "more" }) });
+    const ctx = setup({ agents: [fixer, helperAgent()], guardians: [strict] });
+    return { ...ctx, accepted };
+  }
+
+  it("sets the recorded judgment of each candidate next to a new one, and writes nothing", async () => {
+    const { gh, call, accepted } = gateSetup();
+    await call("POST", "/v1/agents/g1/tasks", { agent: "fixer", input: "go" });
+    await gh.drain();
+    expect((await call("GET", "/v1/agents/g1")).body.state).toBe("done");
+    const before = JSON.stringify(memoryStoreState(gh.store));
+
+    const same = await call("POST", "/v1/agents/g1/what-if", {});
+    expect(same.status).toBe(200);
+    expect(same.body.verifier).toEqual({ kind: "output_verifier", name: "output_verifier:fixer" });
+    expect(same.body.candidates.map((c: any) => [c.candidate, c.recorded.outcome, c.recorded.code ?? null, c.now.outcome, c.changed])).toEqual([
+      [{ summary: "v1" }, "rejected", "too_vague", "rejected", false],
+      [{ summary: "v2" }, "passed", null, "passed", false],
+    ]);
+
+    // The definition's verifier as it is now: it would have taken v1 and refused v2.
+    accepted.clear();
+    accepted.add("v1");
+    const now = await call("POST", "/v1/agents/g1/what-if", {});
+    expect(now.body.candidates.map((c: any) => [c.now.outcome, c.changed])).toEqual([["passed", true], ["rejected", true]]);
+
+    const g = await call("POST", "/v1/agents/g1/what-if", { guardian: "strict" });
+    expect(g.body.verifier).toEqual({ kind: "guardian", name: "strict" });
+    expect(g.body.candidates.map((c: any) => [c.now.outcome, c.now.code ?? null])).toEqual([["passed", null], ["rejected", "NEEDS_CHANGES"]]);
+
+    expect(JSON.stringify(memoryStoreState(gh.store))).toBe(before);
+    await gh.close();
+  });
+
+  it("answers problems for unknown guardians and agents", async () => {
+    const { gh, call } = gateSetup();
+    await call("POST", "/v1/agents/h1/tasks", { agent: "helper", input: "go" });
+    const cases: Array<[string, unknown, number, string]> = [
+      ["/v1/agents/h1/what-if", {}, 422, "unknown_guardian"],
+      ["/v1/agents/h1/what-if", { guardian: "ghost" }, 422, "unknown_guardian"],
+      ["/v1/agents/nobody/what-if", {}, 404, "agent_not_found"],
+      ["/v1/agents/h1/what-if", { guardian: 3 }, 400, "validation_failed"],
+    ];
+    for (const [path, body, status, code] of cases) {
+      const r = await call("POST", path, body);
+      expect([r.status, r.body.code], JSON.stringify(body)).toEqual([status, code]);
+    }
     await gh.close();
   });
 });
