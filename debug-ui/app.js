@@ -228,30 +228,57 @@ function layout(machine) {
     if (!p.events.includes(t.event)) p.events.push(t.event);
   }
   const edges = [...pairs.values()];
+  // Self-loops are drawn by hand on the node's right side (dagre's points
+  // for them do not touch the node).
   edges.forEach((e, i) => {
-    g.setEdge(e.from, e.to, { width: 0, height: 0 }, `e${i}`);
+    if (e.from !== e.to) g.setEdge(e.from, e.to, { width: 0, height: 0 }, `e${i}`);
   });
   dagre.layout(g);
-  const graph = g.graph();
-  return {
-    width: graph.width,
-    height: graph.height,
-    nodes: states.map((s) => ({ ...g.node(s.name), name: s.name, initial: !!s.initial })),
-    edges: edges.map((e, i) => {
-      const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
-      const mid = laid.points[Math.floor(laid.points.length / 2)];
-      return { ...e, points: laid.points, lx: mid.x, ly: mid.y };
-    }),
+  const nodes = states.map((s) => ({ ...g.node(s.name), name: s.name, initial: !!s.initial }));
+  const laidEdges = edges.map((e, i) => {
+    const label = e.events.join(", ");
+    const text = label.length > 26 ? `${label.slice(0, 25)}…` : label;
+    if (e.from === e.to) {
+      const n = g.node(e.from);
+      const x = n.x + n.width / 2;
+      const points = [{ x: x - 4, y: n.y - 8 }, { x: x + 22, y: n.y - 14 }, { x: x + 22, y: n.y + 14 }, { x: x - 1, y: n.y + 8 }];
+      return { ...e, points, loop: true, lx: x + 26 + text.length * 2.9, ly: n.y, label: text };
+    }
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    const mid = laid.points[Math.floor(laid.points.length / 2)];
+    return { ...e, points: laid.points, lx: mid.x, ly: mid.y, label: text };
+  });
+  // The view box holds every node, edge point and label (self-loops and
+  // labels reach past dagre's own graph size).
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  const add = (x, y) => {
+    x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
   };
+  for (const n of nodes) {
+    add(n.x - n.width / 2, n.y - n.height / 2);
+    add(n.x + n.width / 2, n.y + n.height / 2);
+  }
+  for (const e of laidEdges) {
+    for (const p of e.points) add(p.x, p.y);
+    const half = e.label.length * 2.9;
+    add(e.lx - half, e.ly - 8);
+    add(e.lx + half, e.ly + 6);
+  }
+  const pad = 8;
+  return { x: x0 - pad, y: y0 - pad, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad, nodes, edges: laidEdges };
 }
 
-function pathOf(points) {
+function pathOf(points, loop) {
+  if (loop) {
+    const [a, b, c, d] = points;
+    return `M${a.x},${a.y} C${b.x},${b.y} ${c.x},${c.y} ${d.x},${d.y}`;
+  }
   return points.map((p, i) => `${i === 0 ? "M" : "L"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
 }
 
 function Chart({ machine, active, lastEdge }) {
   const lay = useMemo(() => layout(machine), [machine]);
-  return html`<svg class="chart" viewBox=${`0 0 ${lay.width} ${lay.height}`} width=${lay.width} height=${lay.height} role="img" aria-label="agent statechart">
+  return html`<svg class="chart" viewBox=${`${lay.x} ${lay.y} ${lay.width} ${lay.height}`} width=${lay.width} height=${lay.height} role="img" aria-label="agent statechart">
     <defs>
       <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
         <path d="M0,0 L10,5 L0,10 z" class="arrowhead" />
@@ -259,11 +286,10 @@ function Chart({ machine, active, lastEdge }) {
     </defs>
     ${lay.edges.map((e) => {
       const hot = lastEdge && lastEdge.from === e.from && lastEdge.to === e.to;
-      const label = e.events.join(", ");
       return html`<g class=${`edge${hot ? " hot" : ""}`} data-from=${e.from} data-to=${e.to}>
-        <path d=${pathOf(e.points)} marker-end="url(#arrow)" />
-        <title>${`${e.from} → ${e.to}: ${label}`}</title>
-        <text x=${e.lx} y=${e.ly + 3} text-anchor="middle">${label.length > 26 ? `${label.slice(0, 25)}…` : label}</text>
+        <path d=${pathOf(e.points, e.loop)} marker-end="url(#arrow)" />
+        <title>${`${e.from} → ${e.to}: ${e.events.join(", ")}`}</title>
+        <text x=${e.lx} y=${e.ly + 3} text-anchor="middle">${e.label}</text>
       </g>`;
     })}
     ${lay.nodes.map((n) => {
@@ -591,7 +617,7 @@ function AgentPage({ agentId }) {
       </section>
     </div>
     <section class="card">
-      <h2>Pending tool calls</h2>
+      <h2>Pending tool calls <span class="muted">(now)</span></h2>
       ${pending.length === 0 ? html`<p class="muted">None.</p>` : pending.map((c) => html`<${PendingCall} key=${c.toolCallId} agentId=${agentId} turnId=${view.activeTurnId} call=${c} onDone=${refreshView} />`)}
     </section>
     <${Timeline} events=${events} selected=${live ? null : shownId} onSelect=${(id) => setSelected(id === lastId ? null : id)} />
