@@ -19,6 +19,7 @@ import { agentRoutes } from "./agents.ts";
 import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { whatIfRoutes } from "./what-if.ts";
+import { exportRoutes } from "./replay-bundle.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -49,6 +50,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   historyRoutes,
   forkRoutes,
   whatIfRoutes,
+  exportRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
