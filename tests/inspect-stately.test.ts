@@ -42,7 +42,7 @@ describe("@statelyai/inspect through the inspect option", () => {
     expect(Object.keys(def.states)).toEqual(expect.arrayContaining(["idle", "running", "waiting-tools", "verifying", "done", "failed"]));
     const events = sent.filter((e) => e.type === "@xstate.event").map((e) => (e as { event: { type: string } }).event.type);
     for (const t of ["TASK_STARTED", "MODEL_STEP", "TOOL_RESULT"]) expect(events).toContain(t);
-    const values = sent.filter((e) => e.type === "@xstate.snapshot").map((e) => (e as { snapshot: { value: string } }).snapshot.value);
+    const values = sent.filter((e) => e.type === "@xstate.snapshot").map((e) => (e as unknown as { snapshot: { value: string } }).snapshot.value);
     expect(values).toContain("waiting-tools");
     expect(values.at(-1)).toBe("done");
     for (const e of sent) expect(typeof e.sessionId).toBe("string");
