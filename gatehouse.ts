@@ -7,7 +7,7 @@
  * outside a handler, and an instance built at module scope must still start.
  */
 import type { Hono } from "hono";
-import type { InspectionEvent } from "xstate";
+import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
@@ -69,8 +69,12 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
-  /** XState inspection callback for every actor this process runs. */
-  inspect?: (event: InspectionEvent) => void;
+  /**
+   * XState inspection for every actor this process runs: a callback or an
+   * observer, e.g. `createBrowserInspector().inspect` of @statelyai/inspect
+   * (docs/debugging.md).
+   */
+  inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   /**
    * Process work inline after each accepted request (serverless without a
    * worker). Refused on Cloudflare Workers, where work running after the

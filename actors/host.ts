@@ -25,7 +25,7 @@
  *   releases the lease with `runnableAt = now`, so any worker (or the next
  *   invocation) can go on at once; the hand-back is logged as `claim_yielded`.
  */
-import { createActor, type InspectionEvent } from "xstate";
+import { createActor, type InspectionEvent, type Observer } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
@@ -60,8 +60,8 @@ export interface HostDeps {
   logger: Logger;
   cache: SnapshotCache;
   leaseMs: number;
-  /** XState inspection callback (works with @statelyai/inspect). */
-  inspect?: (event: InspectionEvent) => void;
+  /** XState inspection callback or observer (`createInspector(...).inspect` of @statelyai/inspect fits). */
+  inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   verification?: VerificationHooks;
   /** Default external tool deadline (ms). */
   externalToolTimeoutMs: number;
@@ -585,6 +585,6 @@ export function missingResultFields(input: unknown, value: unknown): string[] {
   return fields.filter((f) => !(f in (value as Record<string, unknown>)));
 }
 
-function createAgentActor(persisted: PersistedSnapshot, inspect?: (event: InspectionEvent) => void) {
+function createAgentActor(persisted: PersistedSnapshot, inspect?: HostDeps["inspect"]) {
   return createActor(agentMachine, { snapshot: persisted as never, ...(inspect ? { inspect } : {}) }).start();
 }

@@ -20,6 +20,7 @@ import { debugPageRoutes } from "./debug/page.ts";
 import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { whatIfRoutes } from "./what-if.ts";
+import { exportRoutes } from "./replay-bundle.ts";
 import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -51,6 +52,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   forkRoutes,
   debugPageRoutes,
   whatIfRoutes,
+  exportRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

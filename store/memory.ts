@@ -101,6 +101,32 @@ export function utf8Length(s: string): number {
 }
 
 const states = new WeakMap<Store, () => unknown>();
+const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
+
+/** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
+export interface ImportedAgent {
+  head: AgentHead;
+  events: StoredEvent[];
+  /** The conversation with inputs filled in (stored as given). */
+  messages: Message[];
+  /** turnId -> the task's input. */
+  inputs: Record<string, unknown>;
+  toolCalls: ToolCallRecord[];
+  verdicts: Array<{ verdictId: string; turnId: string; status: string; json: string }>;
+  /** turnId -> status, for turns that are not active. */
+  turns: Record<string, Exclude<TurnStatus, "active">>;
+}
+
+/**
+ * Puts an agent's records into a memory store as they are (offline
+ * debugging of an exported run): no lease, not due, nothing queued. Answers
+ * `exists` and changes nothing when the id is taken.
+ */
+export function memoryStoreImport(store: Store, rec: ImportedAgent): "imported" | "exists" {
+  const f = importers.get(store);
+  if (!f) throw new Error("not a memory store");
+  return f(rec);
+}
 
 /** The whole raw state of a memory store as plain JSON (tests compare it before and after an operation). */
 export function memoryStoreState(store: Store): unknown {
@@ -860,6 +886,33 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async close() {},
   };
 
+  importers.set(store, (rec) =>
+    atomic(() => {
+      if (agents.has(rec.head.agentId)) return "exists" as const;
+      const r = copy(rec);
+      const a: AgentRecords = {
+        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length },
+        tasks: [],
+        mail: [],
+        mailSeq: 0,
+        messages: r.messages,
+        events: r.events,
+        eventBytes: r.events.map((e) => utf8Length(JSON.stringify(e))),
+        toolCalls: new Map(r.toolCalls.map((c) => [callKey(c.turnId, c.toolCallId), { ...c, agentId: r.head.agentId }])),
+        idempotency: new Map(),
+        turns: new Map(Object.entries(r.turns)),
+        inputs: new Map(Object.entries(r.inputs)),
+        verdicts: r.verdicts.map((v) => v.verdictId),
+        claimFailures: null,
+      };
+      for (const v of r.verdicts) {
+        if (verdicts.has(v.verdictId)) continue;
+        w.mapSet(verdicts, v.verdictId, { agentId: r.head.agentId, turnId: v.turnId, status: v.status, json: v.json });
+      }
+      w.mapSet(agents, r.head.agentId, a);
+      return "imported" as const;
+    })
+  );
   states.set(store, () => ({
     agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,
