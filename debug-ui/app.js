@@ -198,15 +198,19 @@ function machineGraph(machine) {
   let states = src.states;
   let transitions = src.transitions;
   if (!Array.isArray(states) || !Array.isArray(transitions)) {
-    // Fall back to XState's JSON definition.
-    const defStates = machine.definition?.states ?? {};
+    // Fall back to the XState definition (machine.toJSON()) or config.
+    const defStates = machine.definition?.states ?? (machine.states && !Array.isArray(machine.states) ? machine.states : {});
+    const nameOf = (target, from) => {
+      const t = Array.isArray(target) ? target[0] : target;
+      return typeof t === "string" ? t.replace(/^#[^.]+\./, "").replace(/^\./, "") : from;
+    };
     states = Object.keys(defStates).map((name) => ({ name, initial: false }));
     transitions = [];
     for (const [name, node] of Object.entries(defStates)) {
-      for (const t of node.transitions ?? []) {
-        const target = (t.target?.[0] ?? `#agent.${name}`).replace(/^#agent\./, "");
-        transitions.push({ from: name, event: t.eventType, to: target, guard: typeof t.guard === "string" ? t.guard : t.guard?.type });
-      }
+      const list = node.transitions ?? Object.entries(node.on ?? {}).flatMap(([event, ts]) =>
+        (Array.isArray(ts) ? ts : [ts]).map((t) => ({ ...(typeof t === "string" ? { target: t } : t), eventType: event }))
+      );
+      for (const t of list) transitions.push({ from: name, event: t.eventType, to: nameOf(t.target, name) });
     }
   }
   return { states, transitions };
