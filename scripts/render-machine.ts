@@ -7,8 +7,8 @@
  * tests/machine-diagram.test.ts compares with the current machine. Run after
  * changing the machine or toMermaid:
  *
- *   npx tsx scripts/render-machine.ts            # Chromium at /usr/bin/chromium
- *   CHROMIUM=/path/to/chrome npx tsx scripts/render-machine.ts
+ *   npm run render:machine                       # Chromium at /usr/bin/chromium
+ *   CHROMIUM=/path/to/chrome npm run render:machine
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";

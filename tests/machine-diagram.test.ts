@@ -4,7 +4,7 @@
  * states, none both ways), and the committed diagram (docs/machine.mmd,
  * .svg, .png) was rendered from the current text: each image carries the
  * text's SHA-256 (scripts/machine-diagram.ts). When this fails after a
- * change to the machine, run `npx tsx scripts/render-machine.ts`.
+ * change to the machine, run `npm run render:machine`.
  */
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
@@ -120,7 +120,7 @@ describe("the committed diagram", () => {
   it("docs/machine.mmd, .svg and .png were rendered from the current Mermaid text", async () => {
     const text = machineMermaid();
     const hash = await sha256Hex(text);
-    const hint = "stale diagram: run `npx tsx scripts/render-machine.ts`";
+    const hint = "stale diagram: run `npm run render:machine`";
     expect(new TextDecoder().decode(await read(DIAGRAM_FILES.mermaid)), hint).toBe(text);
     expect(svgStamp(new TextDecoder().decode(await read(DIAGRAM_FILES.svg))), hint).toBe(hash);
     expect(pngStamp(new Uint8Array(await read(DIAGRAM_FILES.png))), hint).toBe(hash);
