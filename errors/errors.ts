@@ -1,6 +1,10 @@
 /**
- * The error classes gatehouse throws. Each carries a stable `code`; routes map
- * them to problem+json in one place (routes/problem.ts).
+ * The error classes gatehouse throws. Most carry a stable `code`. Of these
+ * only `SnapshotError` reaches HTTP: the app's error handler in routes/app.ts
+ * (and the agent view, routes/agent-view.ts) turn it into problem+json
+ * `snapshot_unrestorable`; the codes and statuses of the HTTP surface are
+ * listed in routes/problem.ts. `DefinitionError` is thrown at startup,
+ * `ToolError` and `ModelError` become outcomes and events of a turn.
  */
 
 /**
@@ -18,16 +22,21 @@ export class DefinitionError extends Error {
   }
 }
 
-/** A tool failed in a way the model should see as a typed error outcome. */
+/**
+ * A tool failed in a way the model should see as a typed error outcome.
+ * `retriable` is accepted as another spelling of `retryable` (the latter wins).
+ */
 export class ToolError extends Error {
   readonly type: string;
-  readonly retriable: boolean;
+  readonly retryable: boolean;
   readonly metadata?: Record<string, unknown>;
-  constructor(opts: { type: string; message: string; retriable?: boolean; metadata?: Record<string, unknown> }) {
+  constructor(
+    opts: { type: string; message: string; retryable?: boolean; retriable?: boolean; metadata?: Record<string, unknown> },
+  ) {
     super(opts.message);
     this.name = "ToolError";
     this.type = opts.type;
-    this.retriable = opts.retriable ?? false;
+    this.retryable = opts.retryable ?? opts.retriable ?? false;
     this.metadata = opts.metadata;
   }
 }

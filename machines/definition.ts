@@ -24,6 +24,7 @@
  *   `scripts/render-machine.ts`.
  */
 import type { AnyStateMachine, StateNode } from "xstate";
+import { type Json, jsonCopy, JsonValueError } from "../common/json.ts";
 import { agentMachine } from "./agent.ts";
 
 // ---------------------------------------------------------------- config --
@@ -68,15 +69,16 @@ interface TransitionDef {
   description?: string;
 }
 
-function refuse(where: string, what: string): never {
-  throw new Error(`Cannot serve the machine as JSON: ${what} at ${where}; name it in setup() so the definition can refer to it`);
+function refuse(where: string, what: string, hint = ""): never {
+  throw new Error(`Cannot serve the machine as JSON: ${what} at ${where}${hint}`);
 }
 
-function isJson(x: unknown): boolean {
+/** A JSON copy of `x`, or a refusal naming what is not JSON. */
+function json(x: unknown, where: string, what: string): Json {
   try {
-    return JSON.stringify(JSON.parse(JSON.stringify(x))) === JSON.stringify(x);
-  } catch {
-    return false;
+    return jsonCopy(x, what);
+  } catch (err) {
+    return refuse(where, err instanceof JsonValueError ? err.message : `non-JSON ${what}`);
   }
 }
 
@@ -85,10 +87,10 @@ function ref(x: unknown, where: string, kind: "guard" | "action"): Implementatio
   if (x && typeof x === "object" && typeof (x as { type?: unknown }).type === "string") {
     const { type, params } = x as { type: string; params?: unknown };
     if (params === undefined) return type;
-    if (typeof params === "function" || !isJson(params)) refuse(where, `${kind} "${type}" with dynamic or non-JSON params`);
-    return { type, params: JSON.parse(JSON.stringify(params)) };
+    if (typeof params === "function") refuse(where, `${kind} "${type}" with dynamic params`);
+    return { type, params: json(params, where, `params of ${kind} "${type}"`) };
   }
-  return refuse(where, `an inline ${kind}`);
+  return refuse(where, `an inline ${kind}`, `; name it in setup() so the config can refer to it`);
 }
 
 function targetOf(source: AnyNode, t: AnyNode): string {
@@ -128,10 +130,7 @@ function stateJSON(node: AnyNode): StateConfigJSON {
   if (children.length > 0) out.states = Object.fromEntries(children.map((c) => [c.key, stateJSON(c)]));
   if (node.tags.length > 0) out.tags = [...node.tags];
   if (node.description !== undefined) out.description = node.description;
-  if (node.meta !== undefined) {
-    if (!isJson(node.meta)) refuse(where, "non-JSON meta");
-    out.meta = JSON.parse(JSON.stringify(node.meta));
-  }
+  if (node.meta !== undefined) out.meta = json(node.meta, where, "meta") as Record<string, unknown>;
   return out;
 }
 
@@ -141,8 +140,7 @@ function initialContextOf(machine: AnyStateMachine): unknown {
   const value = typeof c === "function"
     ? c({ input: undefined, self: undefined, spawn: () => refuse("#" + machine.id, "a spawn in the context function") })
     : c;
-  if (!isJson(value)) refuse(`#${machine.id}`, "a non-JSON initial context");
-  return JSON.parse(JSON.stringify(value));
+  return json(value, `#${machine.id}`, "context");
 }
 
 /**

@@ -2,9 +2,10 @@
  * Context and events of the agent statechart. All of it is plain JSON: the
  * persisted snapshot is `JSON.stringify`-able and restores to the same state.
  */
-import type { AfterExecution, Outcome } from "../store/types.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { VerificationOutcome } from "../common/verifier.ts";
 
-/** Bumped when the persisted context changes shape; see machines/migrate.ts. */
+/** Bumped when the persisted context changes shape; add the upgrade to `MIGRATIONS` in machines/persist.ts. */
 export const SNAPSHOT_SCHEMA_VERSION = 1;
 
 export const STATES = ["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"] as const;
@@ -32,8 +33,6 @@ export interface Usage {
   cost: number;
   steps: number;
 }
-
-export type VerificationOutcome = "passed" | "rejected" | "system_error";
 
 export interface VerificationState {
   maxAttempts: number;

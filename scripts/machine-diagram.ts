@@ -7,7 +7,8 @@
  * so a diagram that no longer matches the machine fails the suite.
  * Web APIs only (Web Crypto, Uint8Array).
  */
-import { describeMachine, toMermaid } from "../machines/definition.ts";
+import { sha256Hex } from "../common/hex.ts";
+import { describeMachine, toMermaid } from "../mod.ts";
 
 export const DIAGRAM_FILES = { mermaid: "docs/machine.mmd", svg: "docs/machine.svg", png: "docs/machine.png" } as const;
 export const HASH_KEY = "source-sha256";
@@ -15,10 +16,7 @@ export const HASH_KEY = "source-sha256";
 /** The Mermaid text of the agent statechart, as `GET /v1/machine` serves it. */
 export const machineMermaid = (): string => toMermaid(describeMachine());
 
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export { sha256Hex };
 
 /** Marks the root `<svg>` element with the source hash. */
 export function stampSvg(svg: string, hash: string): string {

@@ -2,8 +2,10 @@
  * memoryStore(): the embedded default store. Each method does all its checks
  * and writes synchronously (no await in between), which makes it as atomic as
  * a Lua script on one Redis. Records are deep-copied in and out so callers
- * can never mutate stored state. This file is the reference the Lua scripts
- * in store/lua/ follow step by step.
+ * can never mutate stored state. It implements the contract of store/port.ts
+ * independently of the Lua scripts in store/lua/ (used by the Redis
+ * adapters); tests/store-conformance.ts runs the same cases on both, which is
+ * what keeps them alike.
  */
 import type {
   CancelRequest,
@@ -22,7 +24,11 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
-import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { normalizeRecord } from "./spelling.ts";
+import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
+import { jsonClone } from "../common/json.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -36,7 +42,7 @@ interface AgentRecords {
   verdicts: string[]; // verdict ids, append-only
 }
 
-const clone = <T>(v: T): T => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+const clone = jsonClone;
 const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
 
 /** Creates the in-process store. Nothing survives the process. */
@@ -327,7 +333,7 @@ export function memoryStore(): Store {
     async getToolCalls(agentId, turnId) {
       const a = agents.get(agentId);
       if (!a) return [];
-      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map(clone);
+      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(clone(r)));
     },
 
     async readMessages(agentId, fromIndex = 0) {

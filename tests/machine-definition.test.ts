@@ -179,7 +179,7 @@ function eventFor(value: string, context: { turns: number; turnId: string | null
         type,
         at,
         toolCallId: ids[s.callPick % ids.length],
-        outcome: s.ok ? { ok: true, value: s.value } : { ok: false, error: { type: "boom", message: "x", retriable: false } },
+        outcome: s.ok ? { ok: true, value: s.value } : { ok: false, error: { type: "boom", message: "x", retryable: false } },
         afterExecution: s.terminate ? "terminate" : "continue",
       };
     }

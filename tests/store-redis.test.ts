@@ -4,7 +4,8 @@ import { StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
-import { EvictionPolicyError, sha1Hex } from "../store/script-runner.ts";
+import { sha1Hex } from "../common/hex.ts";
+import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 

@@ -13,8 +13,9 @@
  * default would be dead).
  */
 import { z } from "zod";
+import { isPlainObject } from "../common/json.ts";
 import { DefinitionError } from "../errors/errors.ts";
-import type { AfterExecution } from "../store/types.ts";
+import type { AfterExecution } from "../common/outcome.ts";
 
 export interface ToolExecuteContext {
   agentId: string;
@@ -75,9 +76,6 @@ export function describeSchema(schema: unknown): string {
   }
   return schema === null || typeof schema !== "object" ? JSON.stringify(schema) ?? String(schema) : "not a zod schema";
 }
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === "object" && !Array.isArray(v) && [Object.prototype, null].includes(Object.getPrototypeOf(v));
 
 function checkArgumentValues(name: string, shape: Shape, config: ToolConfig<z.ZodType>) {
   for (const which of ["defaults", "fixed"] as const) {
