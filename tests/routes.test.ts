@@ -396,11 +396,9 @@ describe("routes: machine, watchdog, health", () => {
       expect(config.some((t) => (t.target ?? from) === to), `config ${from} ${event} ${to}`).toBe(true);
     }
     expect(m.meta.transitions.find((t) => t.from === "running" && t.to === "waiting-tools")?.guard).toBe("stepCallsTools");
-    expect(m.states.running.on?.MODEL_STEP?.find((t) => t.target === "waiting-tools")).toEqual({
-      target: "waiting-tools",
-      guard: "stepCallsTools",
-      actions: ["countStep", "recordPending"],
-    });
+    const toTools = m.states.running.on?.MODEL_STEP?.find((t) => t.target === "waiting-tools");
+    expect(toTools?.guard).toBe("stepCallsTools");
+    expect(toTools?.actions).toContain("recordPending");
     expect(m.meta.mermaid.startsWith("stateDiagram-v2\n")).toBe(true);
     expect(m.meta.mermaid).toContain('state "waiting-tools" as waiting_tools');
     expect(m.meta.mermaid).toContain("[*] --> idle");
