@@ -175,6 +175,7 @@ describe("createGatehouse: options", () => {
       pollMs: 10,
       watchdogIntervalMs: 1_000,
       maxBodyBytes: 1024,
+      maxEventPageBytes: 65_536,
       externalToolTimeoutMs: 1_000,
       toolTimeoutMs: 1_000,
       verifierBackoffMs: 10,

@@ -68,12 +68,20 @@ describe("upstashStore", () => {
     expect((d as { record: { outcome: unknown } }).record.outcome).toEqual({ ok: true, value: 2 });
 
     bridge.dropResponses(1, isScript);
-    expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 })).toEqual({ status: "accepted" });
+    expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 })).toEqual({ status: "accepted", turnId: "turn_1" });
 
     const head = await store.getAgent("a1");
     expect(head!.pendingMail).toBe(2);
     expect(head!.lastEventId).toBe(4); // task_enqueued, step, tool_result_received, cancel_requested
-    expect(bridge.stats.dropped - dropped).toBe(4);
+
+    // A queued task cancelled by a lost first attempt: the retry answers cancelled (already) and writes nothing more.
+    await store.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: "later", options: {}, turnId: "turn_2", now: T0 + 5 });
+    bridge.dropResponses(1, isScript);
+    expect(await store.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 6 })).toEqual({ status: "cancelled", already: true });
+    const after = await store.getAgent("a1");
+    expect(after!.pendingTasks).toBe(0);
+    expect(after!.lastEventId).toBe(6); // + task_enqueued, task_cancelled
+    expect(bridge.stats.dropped - dropped).toBe(5);
   });
 
   it("every operation is one billed command", async () => {
