@@ -281,7 +281,7 @@ function depths(def: MachineDefinition): Map<string, number> {
  * state's box, chosen so that no two edge labels compete for one spot in
  * Mermaid's layered layout:
  * - inside the source's box: transitions that stay in their state
- *   (`⟲ EVENT [guard] (reenter)` / `(targetless)`), transitions out of a turn-ending
+ *   (`⟲ EVENT [guard]`, marked `(reenter)` or `(targetless)` where it is), transitions out of a turn-ending
  *   state (`TASK_STARTED → running`), and of two states joined both ways the
  *   edge that points back toward the initial state (`TOOL_RESULT [lastOutstanding] → running`);
  * - inside a turn-ending state's box: one event that reaches it unguarded
@@ -319,7 +319,7 @@ export function toMermaid(def: MachineDefinition): string {
     const g = guardText(def, t);
     const guard = g ? ` [${g}]` : "";
     if (t.from === t.to) {
-      put(t.from, `⟲ ${t.event}${guard} (${t.targetless ? "targetless" : "reenter"})`);
+      put(t.from, `⟲ ${t.event}${guard}${t.targetless ? " (targetless)" : t.reenter ? " (reenter)" : ""}`);
       inBox.add(t);
     } else if (endsTurn.has(t.from) || pointsBack(t)) {
       put(t.from, `${t.event}${guard} → ${t.to}`);

@@ -116,6 +116,7 @@ const KINDS: AgentEvent["type"][] = [
   "VERIFY_ERROR",
   "FEEDBACK_APPENDED",
   "CANCEL",
+  "TURN_FAILED",
 ];
 /** The kinds each state takes, to steer sequences deep; other kinds are sent too (and must be ignored alike). */
 const TAKES: Record<string, AgentEvent["type"][]> = {
@@ -193,6 +194,8 @@ function eventFor(value: string, context: { turns: number; turnId: string | null
       return { type, at };
     case "CANCEL":
       return { type, at, reason: "stop" };
+    case "TURN_FAILED":
+      return { type, at, turnId: s.retryable ? `t${context.turns + 1}` : context.turnId ?? "t0", reason: "claim_error", message: "x" };
   }
 }
 

@@ -65,7 +65,9 @@ function places(p: Parsed, t: MachineDefinition["transitions"][number]): string[
   }
   const g = t.guard ? ` [${t.guard}]` : "";
   for (const line of p.boxes.get(t.from) ?? []) {
-    if (t.from === t.to && line.startsWith(`⟲ ${t.event}${g} `)) found.push(`box ${t.from}`);
+    const mark = t.targetless ? " (targetless)" : t.reenter ? " (reenter)" : "";
+    const guards = t.guard ? [g] : ["", " [else]"];
+    if (t.from === t.to && guards.some((gg) => line === `⟲ ${t.event}${gg}${mark}`)) found.push(`box ${t.from}`);
     if (t.from !== t.to && line === `${t.event}${g} → ${t.to}`) found.push(`box ${t.from}`);
   }
   for (const line of p.boxes.get(t.to) ?? []) {
