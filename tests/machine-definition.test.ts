@@ -132,6 +132,7 @@ const stepArb = fc.record({
   at: fc.nat({ max: 1e9 }),
   config: fc.record({
     maxSteps: fc.integer({ min: 1, max: 4 }),
+    completion: fc.constantFrom("submit_result" as const, "agent_output" as const),
     mustEndWith: fc.constantFrom<string[]>([], ["finish"]),
     verifyMaxAttempts: fc.integer({ min: 1, max: 3 }),
     maxVerifierErrors: fc.integer({ min: 1, max: 3 }),
