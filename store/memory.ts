@@ -37,6 +37,45 @@ interface AgentRecords {
 }
 
 const clone = <T>(v: T): T => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+
+/**
+ * Every stored record of one memory store, as plain data (maps become arrays
+ * of entries in insertion order). For tests that compare the whole stored
+ * state before and after an operation; not part of the Store port, and no
+ * other code reads it.
+ */
+export interface MemoryStoreDump {
+  agents: Array<[agentId: string, records: {
+    head: AgentHead;
+    tasks: InboxTask[];
+    mail: MailItem[];
+    mailSeq: number;
+    messages: Message[];
+    events: StoredEvent[];
+    toolCalls: Array<[key: string, record: ToolCallRecord]>;
+    idempotency: Array<[key: string, turnId: string]>;
+    verdicts: string[];
+  }]>;
+  /** workerTarget -> [agentId, ready score] entries. */
+  ready: Array<[target: string, entries: Array<[agentId: string, score: number]>]>;
+  /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
+  deadlines: Array<[member: string, deadline: number]>;
+  verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+}
+
+/**
+ * The key under which a memory store carries its dump function. A symbol
+ * (so it is no method of the Store port) and enumerable (so a wrapper built
+ * with `{ ...store }` keeps it). Read it with `dumpMemoryStore`.
+ */
+const DUMP = Symbol.for("gatehouse.memoryStore.dump");
+
+/** A deep copy of every record of a memory store (see MemoryStoreDump); throws for any other store. */
+export function dumpMemoryStore(store: Store): MemoryStoreDump {
+  const dump = (store as unknown as Record<symbol, (() => MemoryStoreDump) | undefined>)[DUMP];
+  if (typeof dump !== "function") throw new TypeError(`dumpMemoryStore needs a memoryStore(), got a "${store.kind}" store`);
+  return dump();
+}
 const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
 
 /** Creates the in-process store. Nothing survives the process. */
@@ -383,5 +422,16 @@ export function memoryStore(): Store {
 
     async close() {},
   };
+  const dump = (): MemoryStoreDump => clone({
+    agents: [...agents].map(([id, a]) => [id, {
+      ...a,
+      toolCalls: [...a.toolCalls],
+      idempotency: [...a.idempotency],
+    }]),
+    ready: [...ready].map(([target, q]) => [target, [...q]]),
+    deadlines: [...deadlines],
+    verdicts: [...verdicts],
+  });
+  Object.defineProperty(store, DUMP, { value: dump, enumerable: true });
   return store;
 }

@@ -10,7 +10,10 @@
  * key prefix is enough). `open()`, when given, opens another client on the
  * same data; the concurrency tests spread their calls over several clients
  * with it. Every store it returns is closed by the test; `cleanup()` runs
- * after that.
+ * after that. `state` reads the whole stored state of one agent
+ * (tests/helpers/store-state.ts): every operation that must write nothing is
+ * checked by comparing it before and after, so a write before a refusal
+ * (to tasks, tool calls, mail, deadlines, bells, verdicts) fails the test.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { watchdogTick } from "../actors/watchdog.ts";
@@ -21,12 +24,15 @@ import type {
   Store,
 } from "../store/port.ts";
 import type { MailItem, Message, NewEvent, Outcome, ToolCallRecord } from "../store/types.ts";
+import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
 
 export interface ConformanceHandle {
   store: Store;
   cleanup(): Promise<void>;
   /** Opens another client on the same data (optional). */
   open?(): Promise<Store>;
+  /** Reads the whole stored state of one agent of this store. */
+  state: StateReader;
 }
 
 const T0 = 1_700_000_000_000;
@@ -68,6 +74,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     }
 
     const freshTurn = () => `turn_${++turnSeq}`;
+
+    /** The whole stored state of the given agents (default a1), for before/after comparisons. */
+    const states = (...agentIds: string[]) => statesOf(h.state, agentIds.length > 0 ? agentIds : ["a1"]);
 
     async function enqueue(over: Partial<EnqueueTaskRequest> = {}) {
       const req: EnqueueTaskRequest = {
@@ -180,11 +189,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("answers duplicate with the first turn id for a repeated idempotency key and adds nothing", async () => {
         const first = await enqueue({ idempotencyKey: "k1" });
+        const before = await states();
         const second = await enqueue({ idempotencyKey: "k1", now: T0 + 5 });
         expect(second.r).toEqual({ status: "duplicate", turnId: first.req.turnId });
-        const head = await store.getAgent("a1");
-        expect(head!.pendingTasks).toBe(1);
-        expect(head!.lastEventId).toBe(1);
+        expect(await states()).toEqual(before);
       });
 
       it("keeps idempotency keys per agent", async () => {
@@ -195,11 +203,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("refuses a task for another definition with definition_conflict and writes nothing", async () => {
         await enqueue();
-        const { r } = await enqueue({ agentName: "other", idempotencyKey: "k2" });
+        const before = await states();
+        const { r } = await enqueue({ agentName: "other", idempotencyKey: "k2", workerTarget: "other" });
         expect(r).toEqual({ status: "definition_conflict", boundTo: "calc" });
-        const head = await store.getAgent("a1");
-        expect(head!.pendingTasks).toBe(1);
-        expect(head!.lastEventId).toBe(1);
+        expect(await states()).toEqual(before);
         // The key of the refused task was not recorded.
         const again = await enqueue({ idempotencyKey: "k2" });
         expect(again.r.status).toBe("enqueued");
@@ -230,6 +237,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     describe("claim", () => {
       it("answers agent_not_found for an unknown agent", async () => {
         expect(await store.claim({ agentId: "nobody", workerId: "w1", leaseMs: LEASE, now: T0 })).toEqual({ status: "agent_not_found" });
+        expect(await states("nobody")).toEqual({ nobody: NOTHING });
       });
 
       it("takes the oldest task, increments epoch and leases the agent until now + leaseMs", async () => {
@@ -258,9 +266,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("answers busy with the lease end while another worker holds the agent", async () => {
         await enqueue();
         await claimOk("a1", "w1", T0);
+        const before = await states();
         const c = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + LEASE - 1 });
         expect(c).toEqual({ status: "busy", agentId: "a1", leaseUntil: T0 + LEASE });
-        expect((await store.getAgent("a1"))!.epoch).toBe(1);
+        expect(await states()).toEqual(before);
       });
 
       it("answers empty when nothing is claimable, changes nothing and drops the bell", async () => {
@@ -270,10 +279,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         // A second task rings, but it is not claimable while the first turn is active.
         await enqueue({ now: T0 + 4 });
         expect(await store.nextReadyAt(TARGET)).toBe(T0 + 4);
-        const before = await store.getAgent("a1");
+        const before = await states();
         const e = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 5 });
         expect(e).toEqual({ status: "empty", agentId: "a1" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        // The only write: the bell is gone.
+        expect(await states()).toEqual({ a1: withIndexes(before.a1, { ready: {} }) });
         expect(await store.nextReadyAt(TARGET)).toBeNull();
       });
 
@@ -320,20 +330,17 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c1 = await claimOk("a1", "w1", T0);
         const c2 = await claimOk("a1", "w2", T0 + LEASE);
         expect(c2.task).toEqual(c1.task);
-        const before = await store.getAgent("a1");
+        const before = await states();
         const stale = await store.commit(commitOf(c1, "w1", {
           now: T0 + LEASE + 1,
           events: [{ type: "step", data: { phase: "started" } }],
           messages: [{ role: "assistant", content: "late" }],
           recordToolCalls: [toolCall(c1.task!.turnId, "call_1", T0 + 99)],
+          ackMailThrough: 99,
           release: { runnableAt: null },
         }));
         expect(stale).toEqual({ status: "conflict", reason: "fenced" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await store.readMessages("a1")).toEqual([]);
-        expect((await allEvents()).length).toBe(1);
-        expect(await store.getToolCalls("a1", c1.task!.turnId)).toEqual([]);
-        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+        expect(await states()).toEqual(before);
       });
     });
 
@@ -458,34 +465,45 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue();
         const c = await claimOk();
         expect((await store.commit(commitOf(c, "w1"))).status).toBe("applied");
-        const before = await store.getAgent("a1");
-        const r = await store.commit(commitOf(c, "w1", { now: T0 + 2, events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }] }));
+        const before = await states();
+        const r = await store.commit(commitOf(c, "w1", {
+          now: T0 + 2, events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }],
+          recordToolCalls: [toolCall(c.task!.turnId, "call_v", T0 + 99)], activeTurnId: null, release: { runnableAt: T0 + 3 },
+        }));
         expect(r).toEqual({ status: "conflict", reason: "version" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await store.readMessages("a1")).toEqual([]);
+        expect(await states()).toEqual(before);
       });
 
       it("refuses a turn mismatch with conflict turn and writes nothing", async () => {
         await enqueue();
         const c = await claimOk();
-        const before = await store.getAgent("a1");
-        const r = await store.commit(commitOf(c, "w1", { turnId: "turn_other", events: [{ type: "x", data: {} }] }));
+        const before = await states();
+        // A commit of another turn, recording tool calls of that turn: nothing of it may land.
+        const r = await store.commit(commitOf(c, "w1", {
+          turnId: "turn_other", events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }],
+          recordToolCalls: [toolCall("turn_other", "call_1", T0 + 99), toolCall("turn_other", "call_2", T0 + 98)],
+        }));
         expect(r).toEqual({ status: "conflict", reason: "turn" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states()).toEqual(before);
       });
 
       it("fences a commit of another worker id, and one made after the lease ran out", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
-        expect(await store.commit(commitOf(c, "w2"))).toEqual({ status: "conflict", reason: "fenced" });
-        expect(await store.commit(commitOf(c, "w1", { now: T0 + LEASE }))).toEqual({ status: "conflict", reason: "fenced" });
-        expect((await store.getAgent("a1"))!.version).toBe(0);
+        const before = await states();
+        const writes = { events: [{ type: "x", data: {} }], recordToolCalls: [toolCall(c.task!.turnId, "call_1", T0 + 99)] };
+        expect(await store.commit(commitOf(c, "w2", writes))).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await store.commit(commitOf(c, "w1", { ...writes, now: T0 + LEASE }))).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await states()).toEqual(before);
       });
 
       it("fences a commit whose epoch is stale", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
-        expect(await store.commit(commitOf(c, "w1", { epoch: c.epoch - 1 }))).toEqual({ status: "conflict", reason: "fenced" });
+        const before = await states();
+        expect(await store.commit(commitOf(c, "w1", { epoch: c.epoch - 1, messages: [{ role: "user", content: "m" }] })))
+          .toEqual({ status: "conflict", reason: "fenced" });
+        expect(await states()).toEqual(before);
       });
 
       it("answers agent_not_found for an unknown agent", async () => {
@@ -495,6 +513,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           release: null, leaseMs: LEASE, now: T0,
         });
         expect(r).toEqual({ status: "conflict", reason: "agent_not_found" });
+        expect(await states("nobody")).toEqual({ nobody: NOTHING });
       });
 
       it("ends the turn: activeTurnId and currentTask become null and the lease is released", async () => {
@@ -568,11 +587,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("answers lost for another worker, a stale epoch, an expired lease or an unknown agent", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
+        const before = await states("a1", "zz");
         expect(await store.renewLease({ agentId: "a1", workerId: "w2", epoch: c.epoch, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch + 1, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch, leaseMs: LEASE, now: T0 + LEASE })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "zz", workerId: "w1", epoch: 1, leaseMs: LEASE, now: T0 })).toEqual({ status: "lost" });
-        expect((await store.getAgent("a1"))!.leaseUntil).toBe(T0 + LEASE);
+        expect(await states("a1", "zz")).toEqual(before);
       });
     });
 
@@ -615,8 +635,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("requestCancel: agent_not_found, not_active between turns, accepted with mail, event and bell", async () => {
         expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 })).toEqual({ status: "agent_not_found" });
+        expect(await states()).toEqual({ a1: NOTHING });
         const { req } = await enqueue();
+        const before = await states();
         expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 + 1 })).toEqual({ status: "not_active" });
+        expect(await states()).toEqual(before);
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
         expect(await store.nextReadyAt(TARGET)).toBeNull();
@@ -676,17 +699,20 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("a later delivery answers duplicate with the stored record and changes nothing", async () => {
         const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
         const first = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 10 });
-        const before = await store.getAgent("a1");
+        const before = await states();
         const second = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: timeout, afterExecution: "terminate", source: "watchdog", now: T0 + 20 });
         expect(second).toEqual({ status: "duplicate", record: (first as { record: ToolCallRecord }).record });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states()).toEqual(before);
       });
 
       it("answers agent_not_found and unknown_call", async () => {
         expect((await store.deliverToolResult({ agentId: "zz", turnId: "t", toolCallId: "c", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("agent_not_found");
+        expect(await states("zz")).toEqual({ zz: NOTHING });
         const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        const before = await states();
         expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "nope", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
         expect((await store.deliverToolResult({ agentId: "a1", turnId: "turn_x", toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
+        expect(await states()).toEqual(before);
       });
 
       it("answers turn_finished for a pending call of a turn that ended, which is no longer due", async () => {
@@ -694,9 +720,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const end = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, state: "failed", activeTurnId: null, release: { runnableAt: null } }));
         expect(end.status).toBe("applied");
         expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
-        const before = await store.getAgent("a1");
+        const before = await states();
         expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 3 })).status).toBe("turn_finished");
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states()).toEqual(before);
       });
 
       it("resolveToolCalls in a commit resolves in-process calls with source inline", async () => {
@@ -716,19 +742,22 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
         const tick = await watchdogTick(store, { now: () => T0 + 100 });
         expect(tick.timedOut).toBe(1);
-        const before = await store.getAgent("a1");
+        const before = (await states()).a1;
         const r = await store.commit(commitOf(claim, "w1", {
           expectedVersion: version, now: T0 + 101,
           events: [{ type: "tool_result", data: {} }],
           messages: [{ role: "tool", content: "3", toolCallId: "call_1" }],
+          recordToolCalls: [toolCall(turnId, "call_2", T0 + 500)],
           resolveToolCalls: [{ toolCallId: "call_1", outcome: { ok: true, value: 3 }, afterExecution: "continue" }],
+          ackMailThrough: 99, activeTurnId: null,
         }));
         expect(r).toEqual({ status: "conflict", reason: "tool_call_resolved" });
-        const after = await store.getAgent("a1");
-        expect(after!.version).toBe(before!.version);
-        expect(after!.lastEventId).toBe(before!.lastEventId);
-        expect(after!.snapshot).toEqual(before!.snapshot);
-        expect(await store.readMessages("a1")).toEqual([]);
+        // Nothing of the commit landed; the only writes are the released lease and the bell rung at now.
+        const after = (await states()).a1;
+        const lease = ["leaseOwner", "leaseUntil"];
+        expect(omitHeadFields(after, lease)).toEqual(withIndexes(omitHeadFields(before, lease), { ready: { [TARGET]: T0 + 101 } }));
+        const head = await store.getAgent("a1");
+        expect([head!.leaseOwner, head!.leaseUntil]).toEqual([null, 0]);
         const [rec] = await store.getToolCalls("a1", turnId);
         expect(rec).toMatchObject({ status: "resolved", source: "watchdog", outcome: { ok: false, error: { type: "timeout" } } });
         // The lease was released so another worker picks up the timeout mail at once.
@@ -793,8 +822,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("writes a verdict once: a second write answers exists and leaves the record as it was", async () => {
         await enqueue();
         expect(await store.putVerdict(v("verdict_1", "t1", "PASS"))).toEqual({ status: "written" });
+        const before = await states();
         const again = { ...v("verdict_1", "t1", "FAIL"), json: "{\"changed\":true}" };
         expect(await store.putVerdict(again)).toEqual({ status: "exists" });
+        expect(await states()).toEqual(before);
         expect(await store.getVerdict("verdict_1")).toBe(v("verdict_1", "t1", "PASS").json);
         expect(await store.listVerdicts("a1", {})).toEqual([v("verdict_1", "t1", "PASS").json]);
       });
@@ -823,6 +854,26 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const json = "{\"b\":1,  \"a\":\"ü \\u00fc\"}";
         await store.putVerdict({ agentId: "a1", verdictId: "v_raw", turnId: "t1", status: "PASS", json });
         expect(await store.getVerdict("v_raw")).toBe(json);
+      });
+    });
+
+    // ---------------------------------------------------------------- reads
+
+    describe("reads", () => {
+      it("no read writes anything: getAgent, getToolCalls, readMessages, readEvents, dueToolCalls, nextReadyAt, getVerdict, listVerdicts", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        await store.putVerdict({ agentId: "a1", verdictId: "v1", turnId, status: "PASS", json: "{}" });
+        const before = await states("a1", "nobody");
+        await store.getAgent("a1");
+        await store.getAgent("nobody");
+        await store.getToolCalls("a1", turnId);
+        await store.readMessages("a1", 0);
+        await store.readEvents("a1", 0, 100);
+        await store.dueToolCalls(T0 + 1_000, 10);
+        await store.nextReadyAt(TARGET);
+        await store.getVerdict("v1");
+        await store.listVerdicts("a1", { status: "PASS" });
+        expect(await states("a1", "nobody")).toEqual(before);
       });
     });
 

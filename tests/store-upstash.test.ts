@@ -6,17 +6,22 @@ import type { CommitRequest } from "../store/port.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
+/** A TCP client on the server behind the bridge: the state reader sees the keys as stored. */
+let tcp: TcpRedis;
 let n = 0;
 const freshPrefix = () => `u${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
+  tcp = new TcpRedis(server.url);
 });
 afterAll(async () => {
+  tcp?.disconnect();
   await bridge?.close();
   await server?.stop();
 });
@@ -26,6 +31,7 @@ storeConformance("upstash", async () => {
   return {
     store: upstashStore({ url: bridge.url, token: bridge.token, prefix }),
     open: async () => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
+    state: redisStateReader((c) => tcp.call(c[0], ...c.slice(1)), prefix),
     cleanup: async () => {},
   };
 });
@@ -38,9 +44,7 @@ describe("upstashStore", () => {
   it("retried applied commands (response lost after the script ran) cause no duplicate effects", async () => {
     const store = upstashStore({ url: bridge.url, token: bridge.token, prefix: freshPrefix() });
     // Load every script so the dropped request is the one that applied (not a NOSCRIPT answer).
-    const tcp = new TcpRedis(server.url);
     for (const source of Object.values(scripts)) await tcp.script("LOAD", source);
-    tcp.disconnect();
     const dropped = bridge.stats.dropped;
 
     bridge.dropResponses(1, isScript);
