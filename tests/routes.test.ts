@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { Gatehouse, GatehouseOptions, Store, StoredEvent } from "../mod.ts";
+import { memoryStateReader } from "./helpers/store-state.ts";
 import { AgentView, EventsPage, MachineView, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
@@ -152,19 +153,19 @@ describe("routes: tasks", () => {
     const { gh, call } = setup();
     const body = { agent: "helper", input: "hi", idempotencyKey: "order-42" };
     const first = TaskAccepted.parse(await (await call("POST", "/v1/agents/a1/tasks", body)).json());
-    const before = await gh.store.getAgent("a1");
+    const state = memoryStateReader(gh.store);
+    const before = await state("a1");
     const again = await call("POST", "/v1/agents/a1/tasks", { ...body, input: "different input" });
     expect(again.status).toBe(202);
     expect(TaskAccepted.parse(await again.json())).toEqual({ agentId: "a1", turnId: first.turnId, duplicate: true });
-    expect(await gh.store.getAgent("a1")).toEqual(before);
-    const events = await gh.store.readEvents("a1", 0, 100);
-    expect(events.filter((e) => e.type === "task_enqueued")).toHaveLength(1);
+    expect(await state("a1")).toEqual(before);
   });
 
   it("refuses a task naming another definition than the one the id is bound to (409)", async () => {
     const { gh, call } = setup();
     await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "hi" });
-    const before = await gh.store.readEvents("a1", 0, 100);
+    const state = memoryStateReader(gh.store);
+    const before = await state("a1");
     const res = await call("POST", "/v1/agents/a1/tasks", { agent: "other", input: "hi" });
     expect(res.status).toBe(409);
     expect(res.headers.get("content-type")).toBe("application/problem+json");
@@ -173,7 +174,7 @@ describe("routes: tasks", () => {
     expect(typeof p.type).toBe("string");
     expect(typeof p.title).toBe("string");
     expect(typeof p.detail).toBe("string");
-    expect(await gh.store.readEvents("a1", 0, 100)).toEqual(before);
+    expect(await state("a1")).toEqual(before);
   });
 
   it("passes verifyMaxAttempts into the task options", async () => {
@@ -193,8 +194,8 @@ describe("routes: tool results", () => {
     const body = { turnId, toolCallId, outcome: { ok: true, value: "first" } };
     const first = await call("POST", "/v1/agents/a1/tool-results", body);
     expect(await first.json()).toEqual({ accepted: true, duplicate: false });
-    const head = await gh.store.getAgent("a1");
-    const events = await gh.store.readEvents("a1", 0, 1000);
+    const state = memoryStateReader(gh.store);
+    const before = await state("a1");
     for (let i = 0; i < 10; i++) {
       const res = await call("POST", "/v1/agents/a1/tool-results", {
         ...body,
@@ -203,8 +204,7 @@ describe("routes: tool results", () => {
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ accepted: true, duplicate: true });
     }
-    expect(await gh.store.getAgent("a1")).toEqual(head);
-    expect(await gh.store.readEvents("a1", 0, 1000)).toEqual(events);
+    expect(await state("a1")).toEqual(before);
     const calls = await gh.store.getToolCalls("a1", turnId);
     expect(calls.find((c) => c.toolCallId === toolCallId)?.outcome).toEqual({ ok: true, value: "first" });
     await gh.drain();
@@ -217,9 +217,12 @@ describe("routes: tool results", () => {
     expect((await call("POST", "/v1/agents/a1/cancel")).status).toBe(202);
     await gh.drain();
     expect((await gh.store.getAgent("a1"))!.state).toBe("failed");
+    const state = memoryStateReader(gh.store);
+    const before = await state("a1");
     const res = await call("POST", "/v1/agents/a1/tool-results", { turnId, toolCallId, outcome: { ok: true, value: 1 } });
     expect(res.status).toBe(409);
     expect((await res.json()).code).toBe("turn_finished");
+    expect(await state("a1")).toEqual(before);
   });
 
   it("answers 409 unknown_tool_call for a call the agent never made and 404 for an unknown agent", async () => {
