@@ -14,7 +14,7 @@
  * are frozen, so the copies are shallow.
  */
 import type { AnyActorRef } from "xstate";
-import type { Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
 
 export interface CachedAgent<A extends AnyActorRef = AnyActorRef> {
   messages: Message[];

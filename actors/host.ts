@@ -26,7 +26,10 @@ import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../mach
 import { AGENT_OUTPUT, type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
 import type { ModelResponse } from "../models/types.ts";
 import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
-import type { AfterExecution, InboxTask, Message, NewEvent, Outcome } from "../store/types.ts";
+import type { NewEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { type AfterExecution, normalizeOutcome, type Outcome } from "../common/outcome.ts";
+import type { InboxTask } from "../store/types.ts";
 import type { AnyTool, ToolTermination } from "../tools/define.ts";
 import { prepareArgs } from "../tools/specs.ts";
 import { runVerification, type VerificationHooks } from "../verification/gate.ts";
@@ -34,7 +37,10 @@ import { agentToolSpecs } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
-import { deepFreeze } from "../verdicts/json.ts";
+import { deepFreeze } from "../common/freeze.ts";
+import { jsonClone } from "../common/json.ts";
+import { abortableSleep } from "../common/sleep.ts";
+import { ID_PATTERN } from "../common/ids.ts";
 
 export interface HostDeps {
   store: Store;
@@ -62,7 +68,7 @@ export type HostOutcome =
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 const FINAL = new Set(["done", "failed"]);
 const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
-const SAFE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+const SAFE_ID = ID_PATTERN;
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 const WATCHDOG_GRACE_MS = 5_000;
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
@@ -73,7 +79,7 @@ function isTermination(v: unknown): v is ToolTermination {
 }
 
 function jsonValue(v: unknown): unknown {
-  return v === undefined ? null : JSON.parse(JSON.stringify(v));
+  return v === undefined ? null : jsonClone(v);
 }
 
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
@@ -280,7 +286,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       }
       const { value, context } = snap();
       if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
-        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome: m.outcome, afterExecution: m.afterExecution });
+        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome: normalizeOutcome(m.outcome), afterExecution: m.afterExecution });
       } else {
         emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
       }
@@ -313,11 +319,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
           agent, agentId, turnId: context.turnId!, context, workerId, epoch,
           input: claim.task?.input ?? head.currentTask?.input ?? null,
           now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: abort.signal,
-          hooks: deps.verification, store,
+          hooks: deps.verification,
         });
         for (const e of result.before) events.push(e);
         apply(result.event);
-        for (const e of result.after) events.push(e);
       }
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
       const next = needsMe();
@@ -363,7 +368,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
         lastError = (err as Error)?.message ?? String(err);
         emit("model_error", { step, attempt: i + 1, message: lastError });
         if (err instanceof ModelError && !err.retryable) break;
-        if (i + 1 < attempts) await sleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
+        if (i + 1 < attempts) await abortableSleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
       }
     }
     if (abort.signal.aborted) return;
@@ -442,14 +447,14 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
     const tool: AnyTool | undefined = agent!.offeredTools.find((t) => t.name === name);
     if (!tool) {
-      return { outcome: { ok: false, error: { type: "unknown_tool", message: `No tool named "${name}" is available`, retriable: false } }, afterExecution: "continue" };
+      return { outcome: { ok: false, error: { type: "unknown_tool", message: `No tool named "${name}" is available`, retryable: false } }, afterExecution: "continue" };
     }
     const prepared = prepareArgs(tool, args);
     if (!prepared.ok) {
-      return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retriable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
+      return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
     }
     if (!tool.execute) {
-      return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retriable: false } }, afterExecution: "continue" };
+      return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue" };
     }
     const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -457,16 +462,16 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       const value = await Promise.race([
         Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: abort.signal })),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retriable: true })), timeoutMs);
+          timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
         }),
       ]);
       if (isTermination(value)) return { outcome: { ok: true, value: jsonValue(value.value) }, afterExecution: "terminate" };
       return { outcome: { ok: true, value: jsonValue(value) }, afterExecution: "continue" };
     } catch (err) {
       if (err instanceof ToolError) {
-        return { outcome: { ok: false, error: { type: err.type, message: err.message, retriable: err.retriable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
+        return { outcome: { ok: false, error: { type: err.type, message: err.message, retryable: err.retryable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
       }
-      return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retriable: false } }, afterExecution: "continue" };
+      return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retryable: false } }, afterExecution: "continue" };
     } finally {
       clearTimeout(timer);
     }
@@ -511,15 +516,4 @@ export function missingResultFields(input: unknown, value: unknown): string[] {
 
 function createAgentActor(persisted: PersistedSnapshot, inspect?: (event: InspectionEvent) => void) {
   return createActor(agentMachine, { snapshot: persisted as never, ...(inspect ? { inspect } : {}) }).start();
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
-  });
 }

@@ -1,4 +1,5 @@
 /** Injected environment of the actors: time, ids and logging. */
+import { randomHex } from "../common/hex.ts";
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -19,7 +20,7 @@ export interface Logger {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-const hex = (bytes: number) => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const hex = randomHex;
 
 export const randomIds: IdSource = {
   turnId: () => `turn_${hex(8)}`,

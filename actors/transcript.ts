@@ -7,7 +7,8 @@
  */
 import { classifyStep } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import type { Message, Outcome } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
+import type { Outcome } from "../common/outcome.ts";
 import { canonicalJson } from "../verification/hash.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */

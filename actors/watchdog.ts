@@ -23,7 +23,7 @@ export async function watchdogTick(store: Store, clock: Clock, limit = 100): Pro
       agentId: d.agentId,
       turnId: d.turnId,
       toolCallId: d.toolCallId,
-      outcome: { ok: false, error: { type: "timeout", message: "No result before the resume deadline", retriable: true } },
+      outcome: { ok: false, error: { type: "timeout", message: "No result before the resume deadline", retryable: true } },
       afterExecution: "continue",
       source: "watchdog",
       now,

@@ -7,8 +7,8 @@ import { DefinitionError } from "../errors/errors.ts";
 import type { Model } from "../models/types.ts";
 import type { AnyTool } from "../tools/define.ts";
 import type { Guardian } from "../verdicts/guardian.ts";
-import { checkOutputKeys, checkVerifierShape } from "../verification/signature.ts";
-import type { Verifier } from "../verification/types.ts";
+import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
+import type { Verifier } from "../common/verifier.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   /** Parameters of the model-facing `agent_output` tool. */

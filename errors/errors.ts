@@ -12,16 +12,21 @@ export class DefinitionError extends Error {
   }
 }
 
-/** A tool failed in a way the model should see as a typed error outcome. */
+/**
+ * A tool failed in a way the model should see as a typed error outcome.
+ * `retriable` is accepted as another spelling of `retryable` (the latter wins).
+ */
 export class ToolError extends Error {
   readonly type: string;
-  readonly retriable: boolean;
+  readonly retryable: boolean;
   readonly metadata?: Record<string, unknown>;
-  constructor(opts: { type: string; message: string; retriable?: boolean; metadata?: Record<string, unknown> }) {
+  constructor(
+    opts: { type: string; message: string; retryable?: boolean; retriable?: boolean; metadata?: Record<string, unknown> },
+  ) {
     super(opts.message);
     this.name = "ToolError";
     this.type = opts.type;
-    this.retriable = opts.retriable ?? false;
+    this.retryable = opts.retryable ?? opts.retriable ?? false;
     this.metadata = opts.metadata;
   }
 }

@@ -12,7 +12,7 @@
 import { z } from "zod";
 import { defineAgent } from "../agents/define.ts";
 import { scriptedModel } from "../models/scripted.ts";
-import type { Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
 import { defineTool } from "../tools/define.ts";
 import { VerificationRejected } from "../verification/rejected.ts";
 

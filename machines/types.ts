@@ -2,7 +2,8 @@
  * Context and events of the agent statechart. All of it is plain JSON: the
  * persisted snapshot is `JSON.stringify`-able and restores to the same state.
  */
-import type { AfterExecution, Outcome } from "../store/types.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { VerificationOutcome } from "../common/verifier.ts";
 
 /** Bumped when the persisted context changes shape; see machines/migrate.ts. */
 export const SNAPSHOT_SCHEMA_VERSION = 1;
@@ -32,8 +33,6 @@ export interface Usage {
   cost: number;
   steps: number;
 }
-
-export type VerificationOutcome = "passed" | "rejected" | "system_error";
 
 export interface VerificationState {
   maxAttempts: number;

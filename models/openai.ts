@@ -27,7 +27,7 @@
  *   or for the next piece of the stream.
  */
 import { ModelError } from "../errors/errors.ts";
-import type { Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
 import type { Model, ModelRequest, ModelResponse, ModelToolCallRequest } from "./types.ts";
 
 export interface OpenAICompatibleOptions {

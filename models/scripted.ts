@@ -4,7 +4,7 @@
  * function, it is called with `{ agentId, turnId, step, messages }`.
  */
 import { ModelError } from "../errors/errors.ts";
-import type { Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
 import type { Model, ModelResponse } from "./types.ts";
 
 export interface ScriptContext {

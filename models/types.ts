@@ -3,7 +3,7 @@
  * returns text and/or tool calls. Adapters: scriptedModel (deterministic),
  * openaiCompatible (any chat-completions server).
  */
-import type { Message } from "../store/types.ts";
+import type { Message } from "../common/message.ts";
 import type { ToolSpec } from "../tools/specs.ts";
 
 export interface ModelToolCallRequest {

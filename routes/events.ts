@@ -17,12 +17,13 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { StoredEvent as StoredEventRecord } from "../store/types.ts";
+import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
 import { queryOf, validate } from "./body.ts";
 import type { RouteModule } from "./module.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
+import { abortableSleep } from "../common/sleep.ts";
 
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
@@ -36,19 +37,6 @@ export function wantsEventStream(accept: string | undefined): boolean {
 /** One SSE frame. Event types are identifiers; line breaks are stripped so a frame cannot be split. */
 export function sseFrame(e: StoredEventRecord): string {
   return `id: ${e.id}\nevent: ${e.type.replace(/[\r\n]/g, "")}\ndata: ${JSON.stringify(e)}\n\n`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 interface StreamOptions {
@@ -88,7 +76,7 @@ export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOpti
             controller.enqueue(enc.encode(": keep-alive\n\n"));
             return;
           }
-          await sleep(pollMs, stop.signal);
+          await abortableSleep(pollMs, stop.signal);
         }
       } catch (err) {
         // A failed read ends the stream cleanly; EventSource reconnects with Last-Event-ID.

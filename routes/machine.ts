@@ -10,11 +10,12 @@ import { describeMachine, toMermaid } from "../machines/definition.ts";
 import type { RouteModule } from "./module.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { MachineView } from "./schemas.ts";
+import { jsonClone } from "../common/json.ts";
 
 export function machineView() {
   const def = describeMachine(agentMachine);
   return {
-    definition: JSON.parse(JSON.stringify(agentMachine.toJSON())) as Record<string, unknown>,
+    definition: jsonClone(agentMachine.toJSON()) as unknown as Record<string, unknown>,
     states: def.states,
     transitions: def.transitions,
     mermaid: toMermaid(def),

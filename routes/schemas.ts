@@ -6,9 +6,10 @@
  */
 import { z } from "zod";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
+import { ID_PATTERN } from "../common/ids.ts";
 
 /** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
-export const AGENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+export const AGENT_ID = ID_PATTERN;
 
 export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`");
 
@@ -40,7 +41,8 @@ export const Outcome = z.discriminatedUnion("ok", [
     error: z.strictObject({
       type: z.string().min(1).max(128),
       message: z.string().max(10_000),
-      retriable: z.boolean().optional(),
+      retryable: z.boolean().optional(),
+      retriable: z.boolean().optional().describe("Accepted spelling of `retryable`; stored as `retryable`"),
       metadata: z.record(z.string(), z.unknown()).optional(),
     }),
   }),

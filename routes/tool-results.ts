@@ -12,6 +12,7 @@
 import { Hono } from "hono";
 import { jsonBody } from "./body.ts";
 import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { normalizeOutcome } from "../common/outcome.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ToolResultAccepted, ToolResultRequest } from "./schemas.ts";
@@ -26,7 +27,7 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
       agentId,
       turnId: body.turnId,
       toolCallId: body.toolCallId,
-      outcome: body.outcome,
+      outcome: normalizeOutcome(body.outcome),
       afterExecution: body.afterExecution ?? "continue",
       source: "http",
       now: rt.clock.now(),

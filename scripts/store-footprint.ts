@@ -12,7 +12,7 @@ import { createGatehouse } from "../gatehouse.ts";
 import { concierge } from "../examples/demo.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import { redisStore } from "../store/redis.ts";
-import { sha1Hex } from "../store/script-runner.ts";
+import { sha1Hex } from "../common/hex.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 
 const turns = Number(process.argv[2] ?? 5);

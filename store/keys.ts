@@ -30,6 +30,7 @@
  * turn id may not contain control characters; a worker target is one token
  * of `[a-z0-9_-]`; the prefix is `[A-Za-z0-9_.:-]`.
  */
+import { ID_CHARS, SHORT_ID_PATTERN } from "../common/ids.ts";
 
 /** Bad input to a store adapter: an identifier that cannot become a key, a time that is not an integer. */
 export class StoreInputError extends Error {
@@ -43,7 +44,7 @@ export class StoreInputError extends Error {
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const TARGET = /^[a-z0-9_-]{1,64}$/;
-const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/;
+const PREFIX = SHORT_ID_PATTERN;
 
 export function checkAgentId(agentId: string): string {
   if (typeof agentId !== "string" || agentId.length === 0 || agentId.length > 256 || /[{}]/.test(agentId) || CONTROL.test(agentId)) {
@@ -70,7 +71,7 @@ export function checkTarget(target: string): string {
 
 export function checkPrefix(prefix: string): string {
   if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
-    throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [A-Za-z0-9_.:-]`);
+    throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [${ID_CHARS}]`);
   }
   return prefix;
 }

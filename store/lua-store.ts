@@ -25,7 +25,10 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
-import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { normalizeRecord } from "./spelling.ts";
+import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { type RunScript, StoreReplyError } from "./script-runner.ts";
@@ -236,7 +239,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async getToolCalls(agentId, turnId): Promise<ToolCallRecord[]> {
       const list = await call<ToolCallRecord[]>("get_tool_calls", [keys.agent(agentId).calls(turnId)], []);
       // Hash order is not insertion order once a hash grows: order by recording time.
-      return list.sort((x, y) => x.recordedAt - y.recordedAt || (x.toolCallId < y.toolCallId ? -1 : x.toolCallId > y.toolCallId ? 1 : 0));
+      return list.map(normalizeRecord).sort((x, y) => x.recordedAt - y.recordedAt || (x.toolCallId < y.toolCallId ? -1 : x.toolCallId > y.toolCallId ? 1 : 0));
     },
 
     async readMessages(agentId, fromIndex = 0): Promise<Message[]> {

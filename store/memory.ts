@@ -22,7 +22,11 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
-import type { AgentHead, InboxTask, MailItem, Message, StoredEvent, ToolCallRecord } from "./types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { normalizeRecord } from "./spelling.ts";
+import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
+import { jsonClone } from "../common/json.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -36,7 +40,7 @@ interface AgentRecords {
   verdicts: string[]; // verdict ids, append-only
 }
 
-const clone = <T>(v: T): T => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+const clone = jsonClone;
 
 /**
  * Every stored record of one memory store, as plain data (maps become arrays
@@ -366,7 +370,7 @@ export function memoryStore(): Store {
     async getToolCalls(agentId, turnId) {
       const a = agents.get(agentId);
       if (!a) return [];
-      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map(clone);
+      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(clone(r)));
     },
 
     async readMessages(agentId, fromIndex = 0) {

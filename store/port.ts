@@ -29,19 +29,10 @@
  *    `exists` and leaves the stored record as it was.
  * 8. No operation reads a clock: `now` comes from the caller.
  */
-import type {
-  AfterExecution,
-  AgentHead,
-  InboxTask,
-  MailItem,
-  Message,
-  NewEvent,
-  Outcome,
-  StoredEvent,
-  TaskOptions,
-  ToolCallRecord,
-  ToolResultSource,
-} from "./types.ts";
+import type { NewEvent, StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;

@@ -11,6 +11,7 @@
  * automatic deserialization on) hands the string through unchanged, and both
  * adapters see identical values.
  */
+import { sha1Hex } from "../common/hex.ts";
 import { type ScriptName, scripts } from "./lua/scripts.gen.ts";
 
 /** What a Redis client must offer to run the store scripts. */
@@ -48,11 +49,6 @@ export class EvictionPolicyError extends Error {
 export function assertNoEviction(policy: string | null, allowEviction: boolean): void {
   if (policy === null || allowEviction) return;
   if (/^(allkeys|volatile)-/.test(policy)) throw new EvictionPolicyError(policy);
-}
-
-export async function sha1Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export type RunScript = (name: ScriptName, keys: string[], args: string[]) => Promise<string>;

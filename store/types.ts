@@ -2,21 +2,7 @@
  * Records kept by a store. Everything here is plain JSON so every adapter
  * (memory, Redis over TCP, Upstash over REST) stores the same bytes.
  */
-
-/** The result of a tool or delegation: a value or a typed error. */
-export type Outcome =
-  | { ok: true; value: unknown }
-  | {
-    ok: false;
-    error: {
-      type: string;
-      message: string;
-      retriable?: boolean;
-      metadata?: Record<string, unknown>;
-    };
-  };
-
-export type AfterExecution = "continue" | "terminate";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
 
 /** Per-task options given at enqueue time. */
 export interface TaskOptions {
@@ -98,25 +84,4 @@ export interface ToolCallRecord {
   afterExecution?: AfterExecution;
   source?: ToolResultSource;
   resolvedAt?: number;
-}
-
-export interface NewEvent {
-  type: string;
-  data: Record<string, unknown>;
-}
-
-/** An entry of the agent's append-only event log. Ids are 1, 2, 3, … per agent. */
-export interface StoredEvent extends NewEvent {
-  id: number;
-  at: number;
-  turnId: string | null;
-}
-
-/** A conversation message, as the model sees it. */
-export interface Message {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string;
-  toolCalls?: Array<{ id: string; name: string; args: unknown }>;
-  toolCallId?: string;
-  name?: string;
 }

@@ -22,7 +22,7 @@ import { Redis } from "ioredis";
 import { createGatehouse, type Gatehouse } from "../mod.ts";
 import type { Message } from "../mod.ts";
 import { type ScriptName, scripts } from "../store/lua/scripts.gen.ts";
-import { sha1Hex } from "../store/script-runner.ts";
+import { sha1Hex } from "../common/hex.ts";
 import { upstashStore } from "../store/upstash.ts";
 import type { Store } from "../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "./helpers/fault-agent.ts";

@@ -324,11 +324,11 @@ describe("tool errors are outcomes the model sees", () => {
     expect(executed).toBe(0);
     const msgs = model.requests[1].messages;
     const errorOf = (id: string) => JSON.parse(toolMessages(msgs, id)[0].content).error;
-    expect(errorOf("u1")).toMatchObject({ type: "unknown_tool", retriable: false });
+    expect(errorOf("u1")).toMatchObject({ type: "unknown_tool", retryable: false });
     expect(errorOf("u1").message).toContain("no_such_tool");
-    expect(errorOf("u2")).toMatchObject({ type: "invalid_arguments", retriable: true });
+    expect(errorOf("u2")).toMatchObject({ type: "invalid_arguments", retryable: true });
     expect(errorOf("u2").message).toContain("charge");
-    expect(errorOf("u3")).toEqual({ type: "rate_limited", message: "slow down", retriable: true, metadata: { retryAfterMs: 50 } });
+    expect(errorOf("u3")).toEqual({ type: "rate_limited", message: "slow down", retryable: true, metadata: { retryAfterMs: 50 } });
     expect(errorOf("u4")).toMatchObject({ type: "tool_exception", message: "x is undefined" });
   });
 

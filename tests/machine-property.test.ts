@@ -15,7 +15,7 @@ import { createActor, initialTransition, transition } from "xstate";
 import { agentMachine } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext, AgentEvent, ModelToolCall, TurnConfig } from "../machines/types.ts";
-import type { AfterExecution, Outcome } from "../store/types.ts";
+import type { AfterExecution, Outcome } from "../common/outcome.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 type View = { value: string; context: AgentContext };
@@ -28,7 +28,7 @@ interface Recording {
 const jsonArb = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<unknown>;
 const outcomeArb: fc.Arbitrary<Outcome> = fc.oneof(
   jsonArb.map((value) => ({ ok: true as const, value })),
-  fc.record({ type: fc.constantFrom("timeout", "boom", "invalid_arguments"), message: fc.string({ maxLength: 8 }), retriable: fc.boolean() })
+  fc.record({ type: fc.constantFrom("timeout", "boom", "invalid_arguments"), message: fc.string({ maxLength: 8 }), retryable: fc.boolean() })
     .map((error) => ({ ok: false as const, error })),
 );
 const configArb: fc.Arbitrary<TurnConfig> = fc.record({

@@ -331,7 +331,7 @@ describe("snapshots", () => {
     ...pathTo.revising(),
     ev.feedback(),
     ev.step([call("c1", "lookup", { nested: { a: [1, 2, { b: null }] } }), call("c2", "ask", {}, true)], "thinking"),
-    ev.result("c1", { ok: false, error: { type: "timeout", message: "late", retriable: true, metadata: { ms: 5 } } }),
+    ev.result("c1", { ok: false, error: { type: "timeout", message: "late", retryable: true, metadata: { ms: 5 } } }),
   ];
 
   it("the context stays JSON-serialisable through a turn", () => {

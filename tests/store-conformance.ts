@@ -23,7 +23,10 @@ import type {
   EnqueueTaskRequest,
   Store,
 } from "../store/port.ts";
-import type { MailItem, Message, NewEvent, Outcome, ToolCallRecord } from "../store/types.ts";
+import type { NewEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import type { Outcome } from "../common/outcome.ts";
+import type { MailItem, ToolCallRecord } from "../store/types.ts";
 import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
 
 export interface ConformanceHandle {
@@ -137,7 +140,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     }
 
     const ok: Outcome = { ok: true, value: "yes" };
-    const timeout: Outcome = { ok: false, error: { type: "timeout", message: "late", retriable: true } };
+    const timeout: Outcome = { ok: false, error: { type: "timeout", message: "late", retryable: true } };
 
     async function allEvents(agentId = "a1") {
       return store.readEvents(agentId, 0, 10_000);
@@ -694,6 +697,15 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(ev[ev.length - 1]).toMatchObject({ at: T0 + 10, turnId, type: "tool_result_received", data: { toolCallId: "call_1", ok: true, source: "http", afterExecution: "terminate" } });
         const c = await claimOk("a1", "w2", T0 + 11);
         expect(c.mail).toEqual([{ kind: "tool_result", seq: c.mail[0].seq, at: T0 + 10, turnId, toolCallId: "call_1", outcome: ok, afterExecution: "terminate", source: "http" }]);
+      });
+
+      it("an outcome stored with the older `retriable` spelling is read back as `retryable`", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        const legacy = { ok: false, error: { type: "timeout", message: "late", retriable: true } } as unknown as Outcome;
+        const d = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: legacy, afterExecution: "continue", source: "http", now: T0 + 10 });
+        expect(d.status).toBe("accepted");
+        const [rec] = await store.getToolCalls("a1", turnId);
+        expect(rec.outcome).toEqual(timeout);
       });
 
       it("a later delivery answers duplicate with the stored record and changes nothing", async () => {

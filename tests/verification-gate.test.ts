@@ -8,7 +8,7 @@
 import { initialTransition, type SnapshotFrom, transition } from "xstate";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
+import { defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { AgentEvent, AnyAgent, VerifyContext } from "../mod.ts";
 import { agentMachine, DEFAULT_TURN_CONFIG, isReplayedRejection } from "../machines/agent.ts";
 import type { TurnConfig, VerificationState } from "../machines/types.ts";
@@ -37,7 +37,7 @@ const agentOf = (verify: ((c: any, ctx: VerifyContext) => unknown) | undefined, 
 function args(agent: AnyAgent, snap: Snap, hooks?: VerificationHooks): GateArgs {
   return {
     agent, agentId: "a1", turnId: "t1", context: snap.context, input: "fix it", workerId: "w1", epoch: 3,
-    now: () => NOW, backoffMs: 100, signal: new AbortController().signal, store: memoryStore(), ...(hooks ? { hooks } : {}),
+    now: () => NOW, backoffMs: 100, signal: new AbortController().signal, ...(hooks ? { hooks } : {}),
   };
 }
 const types = (r: { before: Array<{ type: string }> }) => r.before.map((e) => e.type);

@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
-import type { AfterExecution } from "../store/types.ts";
+import type { AfterExecution } from "../common/outcome.ts";
 
 export interface ToolExecuteContext {
   agentId: string;

@@ -8,7 +8,7 @@
  * review that throws is a system error (retried with backoff, not counted).
  *
  * `review(candidate, ctx)` follows the verifier signature rules
- * (verification/signature.ts); `ctx` is the verifier's context plus
+ * (common/verifier-shape.ts); `ctx` is the verifier's context plus
  * `result`, the value the output verifier accepted.
  *
  * @example
@@ -21,14 +21,15 @@
  * });
  */
 import { DefinitionError } from "../errors/errors.ts";
-import { checkVerifierShape } from "../verification/signature.ts";
-import type { VerifyContext } from "../verification/types.ts";
+import { checkVerifierShape } from "../common/verifier-shape.ts";
+import type { VerifyContext } from "../common/verifier.ts";
 import { VerdictError } from "./errors.ts";
-import { isPlainObject, type Json, jsonCopy, JsonValueError } from "./json.ts";
+import { isPlainObject, type Json, jsonCopy, JsonValueError } from "../common/json.ts";
 import { VERDICT_STATUSES, type VerdictFlag, type VerdictStatus } from "./snapshot.ts";
+import { ID_PATTERN } from "../common/ids.ts";
 
 /** Guardian codes: a token; `output_verifier:` is reserved for agents' output verifiers. */
-export const GUARDIAN_CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
+export const GUARDIAN_CODE = ID_PATTERN;
 export const OUTPUT_VERIFIER_PREFIX = "output_verifier:";
 
 /** The guardian code of an agent's output verifier. */

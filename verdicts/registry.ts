@@ -19,7 +19,6 @@
  * assignment naming an unknown agent or guardian, an agent without `output`,
  * or the same assignment twice.
  */
-import type { AnyAgent } from "../agents/define.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import { type Guardian, outputVerifierCode } from "./guardian.ts";
 
@@ -48,9 +47,19 @@ export interface GuardianRegistry {
 }
 
 export interface RegistryInput {
-  agents: Iterable<AnyAgent>;
+  agents: Iterable<RegistryAgent>;
   guardians?: Guardian[];
   assignments?: Array<{ agent: string; guardian: string }>;
+}
+
+/**
+ * What the registry reads of an agent definition (an `AgentDefinition` fits).
+ * Spelled out here so that verdicts/ does not import agents/, which imports it.
+ */
+export interface RegistryAgent {
+  readonly name: string;
+  readonly output?: unknown;
+  readonly guardians?: readonly Guardian[];
 }
 
 export const assignmentIdOf = (agentName: string, guardianCode: string) => `assignment:${agentName}:${guardianCode}`;
@@ -59,7 +68,7 @@ export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
   const byCode = new Map<string, RegisteredGuardian>();
   const byId = new Map<string, GuardianAssignment>();
   const perAgent = new Map<string, Guardian[]>();
-  const agents = new Map<string, AnyAgent>();
+  const agents = new Map<string, RegistryAgent>();
   for (const a of input.agents) agents.set(a.name, a);
 
   const register = (g: Guardian, where: string) => {

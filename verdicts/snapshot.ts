@@ -24,7 +24,8 @@
  * JSON.stringify(v); // the v2.0.0 record
  */
 import { VerdictError } from "./errors.ts";
-import { deepFreeze, isPlainObject, type Json, jsonCopy, JsonValueError } from "./json.ts";
+import { deepFreeze } from "../common/freeze.ts";
+import { isPlainObject, type Json, jsonCopy, JsonValueError } from "../common/json.ts";
 import { upgradeVerdictRecord } from "./versions.ts";
 
 export const VERDICT_STATUSES = ["PASS", "NEEDS_CHANGES", "FAIL"] as const;

@@ -42,15 +42,15 @@ import { z } from "zod";
 import type { AnyAgent } from "../agents/define.ts";
 import { attemptNumber, isLastVerifierError, isReplayedRejection } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import type { Store } from "../store/port.ts";
-import type { NewEvent } from "../store/types.ts";
+import type { NewEvent } from "../common/events.ts";
 import { checkReview, type CheckedReview, type Guardian, outputVerifierCode } from "../verdicts/guardian.ts";
-import { deepFreeze, isPlainObject, type Json, jsonCopy } from "../verdicts/json.ts";
+import { deepFreeze } from "../common/freeze.ts";
+import { isPlainObject, type Json, jsonCopy } from "../common/json.ts";
 import type { GuardianVerdictSnapshot, VerdictFlag, VerdictStatus } from "../verdicts/snapshot.ts";
 import { candidateHash } from "./hash.ts";
 import type { ReviewKey, VerdictDraft, VerdictRecorder } from "./recorder.ts";
 import { VerificationRejected } from "./rejected.ts";
-import type { VerifyContext } from "./types.ts";
+import type { VerifyContext } from "../common/verifier.ts";
 
 export type AttemptOutcome =
   | { kind: "passed"; result: Json }
@@ -106,16 +106,12 @@ export interface GateArgs {
   backoffMs: number;
   signal: AbortSignal;
   hooks?: VerificationHooks;
-  /** The worker's store. The gate itself writes through `hooks.verdicts` only (hooks bring their own store). */
-  store: Store;
 }
 
 export interface GateResult {
   /** Events logged before the transition (every gate event: cause before effect). */
   before: NewEvent[];
   event: AgentEvent;
-  /** Events logged after the transition (none today; kept for the host's contract). */
-  after: NewEvent[];
 }
 
 /** Feedback and error texts from user code are cut to this length. */
@@ -171,7 +167,7 @@ function systemError(a: GateArgs, message: string, events: NewEvent[], base: Rec
     type: "verification_error",
     data: { ...base, message, systemErrors: v.systemErrors + 1, final: isLastVerifierError(a.context), retryAt },
   });
-  return { before: events, event: { type: "VERIFY_ERROR", at, message, retryAt }, after: [] };
+  return { before: events, event: { type: "VERIFY_ERROR", at, message, retryAt } };
 }
 
 export async function runVerification(a: GateArgs): Promise<GateResult> {
@@ -212,7 +208,7 @@ async function gate(a: GateArgs): Promise<GateResult> {
   const base = { toolCallId: cand.toolCallId, attempt, maxAttempts, candidateHash: hash };
 
   if (!gated && parsed.ok) {
-    return { before: [], event: { type: "VERIFY_PASSED", at: a.now(), hash, result: candidateJson }, after: [] };
+    return { before: [], event: { type: "VERIFY_PASSED", at: a.now(), hash, result: candidateJson } };
   }
 
   const events: NewEvent[] = [{ type: "verification_started", data: { ...base, replayed } }];
@@ -377,7 +373,7 @@ async function gate(a: GateArgs): Promise<GateResult> {
         { type: "verification_attempt_counted", data: { ...base, attemptsUsed: attempt } },
         ...tail,
       );
-      return { before: events, event: { type: "VERIFY_PASSED", at, hash, result: outcome.result }, after: [] };
+      return { before: events, event: { type: "VERIFY_PASSED", at, hash, result: outcome.result } };
     case "rejected": {
       events.push({
         type: "verification_rejected",
@@ -397,7 +393,6 @@ async function gate(a: GateArgs): Promise<GateResult> {
           retryable: outcome.retryable,
           ...(outcome.metadata !== undefined ? { metadata: outcome.metadata } : {}),
         },
-        after: [],
       };
     }
     case "system_error":

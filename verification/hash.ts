@@ -13,6 +13,7 @@
  * Values without a JSON form (non-finite numbers, bigints, functions,
  * symbols) are refused with a TypeError.
  */
+import { sha256Hex } from "../common/hex.ts";
 
 export function canonicalJson(value: unknown): string {
   if (value === null) return "null";
@@ -34,12 +35,6 @@ export function canonicalJson(value: unknown): string {
     default:
       throw new TypeError(`Cannot canonicalize a ${typeof value}`);
   }
-}
-
-/** SHA-256 (Web Crypto) of a text's UTF-8 bytes, lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** The candidate hash: SHA-256 of the canonical JSON of the parsed candidate. */

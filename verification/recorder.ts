@@ -18,11 +18,12 @@
  *   back (`exists`); the gate then goes by the stored verdict.
  */
 import { VerdictError } from "../verdicts/errors.ts";
-import type { Json } from "../verdicts/json.ts";
+import type { Json } from "../common/json.ts";
 import type { RecordResult, VerdictLog } from "../verdicts/log.ts";
 import type { GuardianRegistry } from "../verdicts/registry.ts";
 import { GuardianVerdictSnapshot, type VerdictFlag, type VerdictStatus } from "../verdicts/snapshot.ts";
-import { canonicalJson, sha256Hex } from "./hash.ts";
+import { sha256Hex } from "../common/hex.ts";
+import { canonicalJson } from "./hash.ts";
 
 /** Which review a verdict records. */
 export interface ReviewKey {

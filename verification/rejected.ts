@@ -16,9 +16,10 @@
  * @example
  * throw new VerificationRejected({ message: "3 tests failed", code: "tests_failed", retryable: true });
  */
-import { isPlainObject } from "../verdicts/json.ts";
+import { isPlainObject } from "../common/json.ts";
+import { SHORT_ID_PATTERN } from "../common/ids.ts";
 
-export const REJECTION_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const REJECTION_CODE = SHORT_ID_PATTERN;
 
 export interface VerificationRejectedOptions {
   message: string;

@@ -1,10 +1,12 @@
 /**
- * Core modules use Web APIs only, so the same source runs on Node, Deno and
- * Workers. Runtime-specific code lives in `entry/` (and in test or bench
- * helpers). This test reads every `.ts` file in the core folders and fails on:
+ * Core modules use Web APIs only. Runtime-specific code lives in `entry/`
+ * (and in test or bench helpers). This test reads every `.ts` file in the
+ * core folders and fails on:
  * - an import of a `node:*` module, or a `require(...)` call;
  * - a use of a runtime global: `process`, `Buffer`, `Deno`, `__dirname`,
- *   `__filename`, `setImmediate`, `global.`, or the `NodeJS.` type namespace.
+ *   `__filename`, `setImmediate`, `global.`, or the `NodeJS.` type namespace;
+ * - an import of a runtime-bound package (`RUNTIME_BOUND_PACKAGES`) from a
+ *   file not listed in `RUNTIME_ADAPTERS`.
  * Comments and string contents are blanked first, so prose such as
  * "in-process tools" does not count; property names (`x.process`,
  * `{ process: 1 }`) are not globals and do not count either.
@@ -12,13 +14,22 @@
 import { readdir, readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
-export const CORE_FOLDERS = ["machines", "actors", "store", "routes", "models", "tools", "agents", "verification", "verdicts"] as const;
+export const CORE_FOLDERS = ["common", "errors", "machines", "actors", "store", "routes", "models", "tools", "agents", "verification", "verdicts"] as const;
 
 /**
- * Files inside core folders that are runtime adapters by design (a TCP
- * client's entry file, say). Each entry names its runtime. Empty: none yet.
+ * npm packages that need more than Web APIs (ioredis opens TCP sockets
+ * through node:net).
  */
-const RUNTIME_ADAPTERS: Record<string, string> = {};
+const RUNTIME_BOUND_PACKAGES = ["ioredis"];
+
+/**
+ * Core files that import a runtime-bound package, each with the runtimes it
+ * runs on. They are held to the same rules otherwise (no `node:*` import, no
+ * runtime global): the package is their only tie to a runtime.
+ */
+const RUNTIME_ADAPTERS: Record<string, string> = {
+  "store/redis.ts": "Node and Deno (ioredis: TCP sockets); not Workers, which use store/upstash.ts",
+};
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -118,18 +129,23 @@ describe("core modules use Web APIs only", () => {
     expect(findRuntimeUses(`import { z } from "zod"; const r = new Request("http://x");`)).toEqual([]);
   });
 
-  it("no core file imports node:* modules or touches runtime globals", async () => {
+  it("no core file imports node:* modules or touches runtime globals; runtime-bound packages only in listed adapters", async () => {
     const offenders: string[] = [];
+    const boundFiles: string[] = [];
     let checked = 0;
     for (const dir of CORE_FOLDERS) {
       for (const file of await listTs(dir)) {
-        if (file in RUNTIME_ADAPTERS) continue;
         checked++;
         const src = await readFile(new URL(file, ROOT), "utf8");
         for (const p of findRuntimeUses(src)) offenders.push(`${file}: ${p}`);
+        const bound = stripSource(src).specifiers.filter((s) => RUNTIME_BOUND_PACKAGES.includes(s));
+        if (bound.length > 0) boundFiles.push(file);
+        if (bound.length > 0 && !(file in RUNTIME_ADAPTERS)) offenders.push(`${file}: imports runtime-bound ${bound.join(", ")} but is not in RUNTIME_ADAPTERS`);
       }
     }
     expect(checked).toBeGreaterThan(10);
     expect(offenders).toEqual([]);
+    // The list stays true: every listed adapter exists and does import a runtime-bound package.
+    expect(boundFiles.sort()).toEqual(Object.keys(RUNTIME_ADAPTERS).sort());
   });
 });

@@ -12,7 +12,9 @@ import { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
 import type { Model, ModelRequest, ModelResponse } from "../../models/types.ts";
 import type { CommitRequest, CommitResult, Store } from "../../store/port.ts";
-import type { AgentHead, Message, StoredEvent, TaskOptions } from "../../store/types.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import type { Message } from "../../common/message.ts";
+import type { AgentHead, TaskOptions } from "../../store/types.ts";
 
 export interface Deferred<T> {
   promise: Promise<T>;

@@ -6,7 +6,7 @@
 import { initialTransition, type SnapshotFrom, transition } from "xstate";
 import { agentMachine, DEFAULT_TURN_CONFIG } from "../../machines/agent.ts";
 import type { AgentEvent, ModelToolCall, TurnConfig } from "../../machines/types.ts";
-import type { AfterExecution, Outcome } from "../../store/types.ts";
+import type { AfterExecution, Outcome } from "../../common/outcome.ts";
 
 export type Snap = SnapshotFrom<typeof agentMachine>;
 

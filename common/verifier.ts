@@ -1,5 +1,11 @@
-/** Types of the verifier gate. */
-import type { VerificationOutcome } from "../machines/types.ts";
+/**
+ * The verifier contract: what an agent's `output.verify` and a guardian's
+ * review are given and return. Shared by agent definitions, guardians and the
+ * gate, so it sits below all three.
+ */
+
+/** How a verification attempt ended (kept in the statechart's context). */
+export type VerificationOutcome = "passed" | "rejected" | "system_error";
 
 /** What a verifier is told about the agent: its persisted state (a read-only copy). */
 export interface VerifyAgentContext {
@@ -43,6 +49,6 @@ export interface VerifyContext {
 /**
  * Returns the final result (any JSON value; `undefined` keeps the parsed
  * candidate as the result) or throws `VerificationRejected`. Any other throw
- * is a system error. See verification/signature.ts for the accepted shapes.
+ * is a system error. See common/verifier-shape.ts for the accepted shapes.
  */
 export type Verifier<C = unknown> = (candidate: C, ctx: VerifyContext) => unknown | Promise<unknown>;

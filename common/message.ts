@@ -1,0 +1,8 @@
+/** A conversation message, as the model sees it. */
+export interface Message {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  toolCalls?: Array<{ id: string; name: string; args: unknown }>;
+  toolCallId?: string;
+  name?: string;
+}
