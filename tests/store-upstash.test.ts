@@ -42,7 +42,8 @@ const isScript = (cmds: string[][]) => cmds.some((c) => /^eval/i.test(c[0]));
 
 describe("upstashStore", () => {
   it("retried applied commands (response lost after the script ran) cause no duplicate effects", async () => {
-    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix: freshPrefix() });
+    const prefix = freshPrefix();
+    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix });
     // Load every script so the dropped request is the one that applied (not a NOSCRIPT answer).
     for (const source of Object.values(scripts)) await tcp.script("LOAD", source);
     const dropped = bridge.stats.dropped;
@@ -78,6 +79,17 @@ describe("upstashStore", () => {
     expect(head!.pendingMail).toBe(2);
     expect(head!.lastEventId).toBe(4); // task_enqueued, step, tool_result_received, cancel_requested
     expect(bridge.stats.dropped - dropped).toBe(4);
+
+    // The same calls without lost responses leave exactly the same stored state: the retries wrote nothing.
+    const refPrefix = freshPrefix();
+    const ref = upstashStore({ url: bridge.url, token: bridge.token, prefix: refPrefix });
+    await ref.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: "turn_1", now: T0 });
+    await ref.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+    await ref.commit(commit);
+    await ref.deliverToolResult({ agentId: "a1", turnId: "turn_1", toolCallId: "c1", outcome: { ok: true, value: 2 }, afterExecution: "continue", source: "http", now: T0 + 3 });
+    await ref.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 });
+    const raw = (c: string[]) => tcp.call(c[0], ...c.slice(1));
+    expect(await redisStateReader(raw, prefix)("a1")).toEqual(await redisStateReader(raw, refPrefix)("a1"));
   });
 
   it("every operation is one billed command", async () => {
