@@ -1,6 +1,10 @@
 /**
- * The error classes gatehouse throws. Each carries a stable `code`; routes map
- * them to problem+json in one place (routes/problem.ts).
+ * The error classes gatehouse throws. Most carry a stable `code`. Of these
+ * only `SnapshotError` reaches HTTP: the app's error handler in routes/app.ts
+ * (and the agent view, routes/agent-view.ts) turn it into problem+json
+ * `snapshot_unrestorable`; the codes and statuses of the HTTP surface are
+ * listed in routes/problem.ts. `DefinitionError` is thrown at startup,
+ * `ToolError` and `ModelError` become outcomes and events of a turn.
  */
 
 /** A definition (tool, agent, guardian) is invalid. Thrown at definition time. */

@@ -5,7 +5,7 @@
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { VerificationOutcome } from "../common/verifier.ts";
 
-/** Bumped when the persisted context changes shape; see machines/migrate.ts. */
+/** Bumped when the persisted context changes shape; add the upgrade to `MIGRATIONS` in machines/persist.ts. */
 export const SNAPSHOT_SCHEMA_VERSION = 1;
 
 export const STATES = ["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"] as const;

@@ -2,8 +2,10 @@
  * memoryStore(): the embedded default store. Each method does all its checks
  * and writes synchronously (no await in between), which makes it as atomic as
  * a Lua script on one Redis. Records are deep-copied in and out so callers
- * can never mutate stored state. This file is the reference the Lua scripts
- * in store/lua/ follow step by step.
+ * can never mutate stored state. It implements the contract of store/port.ts
+ * independently of the Lua scripts in store/lua/ (used by the Redis
+ * adapters); tests/store-conformance.ts runs the same cases on both, which is
+ * what keeps them alike.
  */
 import type {
   CancelRequest,
