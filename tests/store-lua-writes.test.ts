@@ -36,7 +36,7 @@ describe("store scripts: checks before writes", () => {
     for (const r of reports) for (const e of r.exemptions) expect(e.why.length, `${r.file}:${e.line}`).toBeGreaterThan(10);
   });
 
-  it("units that write without checks say so, and read-only scripts write nothing", () => {
+  it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all and append_events (includes/head.lua) are in every script that includes head.lua.
     expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual(["claim.lua main", "claim_next.lua main"]);
@@ -68,6 +68,7 @@ local function push(k, v)
 end
 `;
   const problemsOf = (main: string) => checkScript(helpers + main, "t.lua").problems;
+  const readsOnly = "-- reads only\n";
 
   it("accepts checks, then the marker, then writes and one final return", () => {
     expect(problemsOf(`
@@ -130,8 +131,11 @@ return 'ok'
 
   it("requires exactly one marker in a writing unit, none in a reading one, and literal known commands", () => {
     expect(problemsOf(`redis.call('SET', KEYS[1], '1')`)).toEqual([expect.stringMatching(/needs exactly one .* found 0/)]);
-    expect(problemsOf(`-- checks done\nreturn read(KEYS[1])`)).toEqual([expect.stringMatching(/carries a marker but writes nothing/)]);
-    expect(problemsOf(`local c = 'SET'\n-- checks done\nredis.call(c, KEYS[1], '1')`)).toEqual([
+    expect(problemsOf(`-- checks done\n${readsOnly}return read(KEYS[1])`)).toEqual([expect.stringMatching(/carries a marker but writes nothing/)]);
+    expect(problemsOf(`return read(KEYS[1])`)).toEqual([expect.stringMatching(/writes nothing, so it says "-- reads only" once, found 0/)]);
+    expect(problemsOf(`${readsOnly}return read(KEYS[1])`)).toEqual([]);
+    expect(problemsOf(`${readsOnly}-- checks done\nredis.call('SET', KEYS[1], '1')`)).toEqual([expect.stringMatching(/says "-- reads only" but writes/)]);
+    expect(problemsOf(`local c = 'SET'\n-- checks done\n${readsOnly}redis.call(c, KEYS[1], '1')`)).toEqual([
       expect.stringMatching(/not a string literal/),
       expect.stringMatching(/carries a marker but writes nothing/),
     ]);

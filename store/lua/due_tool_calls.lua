@@ -6,6 +6,7 @@
   ARGV[1] now   ARGV[2] limit (>= 1)
   Returns: 'list ["<agentId>\n<turnId>\n<toolCallId>", ...]'
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])

@@ -6,6 +6,7 @@
   ARGV[1] after (>= 0)   ARGV[2] limit (>= 1)
   Returns: 'list [StoredEvent JSON, ...]'
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local after, limit = tonumber(ARGV[1]), tonumber(ARGV[2])

@@ -18,7 +18,8 @@
  * A write before the marker that belongs to a refusal on purpose (the
  * refusal itself writes, e.g. releasing the lease) is annotated on its line
  * or the line above with `-- write before checks done: <why>`; the test pins
- * the list of those exemptions. A unit without writes carries no marker.
+ * the list of those exemptions. The main chunk of a script that writes
+ * nothing says `-- reads only`; a function without writes carries no marker.
  * Every command a script sends must be a string literal and be known here as
  * reading or writing, so a new command cannot slip past unclassified.
  */
@@ -226,6 +227,7 @@ export interface Report {
 const CHECKS_DONE = /^checks done\b/i;
 const NO_CHECKS = /^no checks:\s*\S/i;
 const EXEMPT = /^write before checks done:\s*(\S.*)$/i;
+const READS_ONLY = /^reads only\b/i;
 
 /** Checks one expanded script; `file` names it in the messages. */
 export function checkScript(src: string, file: string): Report {
@@ -260,10 +262,15 @@ export function checkScript(src: string, file: string): Report {
     const where = `${file} (${u.name === "main" ? "main chunk" : `function ${u.name}`})`;
     const comments = u.tokens.map((t, index) => ({ t, index })).filter(({ t }) => t.kind === "comment");
     const markers = comments.filter(({ t }) => CHECKS_DONE.test(t.text) || NO_CHECKS.test(t.text));
+    const readsOnly = comments.filter(({ t }) => READS_ONLY.test(t.text));
     if (!writes.has(u.name)) {
       if (markers.length > 0) problems.push(`${where}:${markers[0].t.line}: carries a marker but writes nothing`);
+      if (u.name === "main" && readsOnly.length !== 1) {
+        problems.push(`${where}: writes nothing, so it says "-- reads only" once, found ${readsOnly.length}`);
+      }
       continue;
     }
+    if (readsOnly.length > 0) problems.push(`${where}:${readsOnly[0].t.line}: says "-- reads only" but writes`);
     if (markers.length !== 1) {
       problems.push(`${where}: writes, so it needs exactly one "-- checks done" or "-- no checks: <why>" marker, found ${markers.length}`);
       continue;
