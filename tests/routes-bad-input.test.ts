@@ -108,6 +108,14 @@ const BODY_ROUTES: BodyRoute[] = [
         (c) => ({ turnId: c.turnId, toolCallId: c.toolCallId, outcome: { ok: false, error: { type: "x" } } }),
       ],
       [
+        "outcome.error.retryable is a string",
+        (c) => ({
+          turnId: c.turnId,
+          toolCallId: c.toolCallId,
+          outcome: { ok: false, error: { type: "x", message: "m", retryable: "no" } },
+        }),
+      ],
+      [
         "outcome.error.retriable is a string",
         (c) => ({
           turnId: c.turnId,
