@@ -65,6 +65,7 @@ export const MUTATIONS: Mutation[] = [
       ),
     tests: [
       { file: "tests/store-redis.test.ts", name: "refuses a turn mismatch" },
+      { file: "tests/store-redis.test.ts", name: "random operations" },
       { file: "tests/store-upstash.test.ts", name: "refuses a turn mismatch" },
       { file: "tests/store-lua-writes.test.ts" },
     ],
@@ -81,6 +82,7 @@ export const MUTATIONS: Mutation[] = [
       ),
     tests: [
       { file: "tests/store-redis.test.ts", name: "turn_finished" },
+      { file: "tests/store-redis.test.ts", name: "random operations" },
       { file: "tests/store-upstash.test.ts", name: "turn_finished" },
       { file: "tests/store-lua-writes.test.ts" },
     ],
@@ -98,6 +100,7 @@ export const MUTATIONS: Mutation[] = [
       ),
     tests: [
       { file: "tests/store-redis.test.ts", name: "definition_conflict" },
+      { file: "tests/store-redis.test.ts", name: "random operations" },
       { file: "tests/store-upstash.test.ts", name: "definition_conflict" },
       { file: "tests/store-lua-writes.test.ts" },
     ],
@@ -112,7 +115,10 @@ export const MUTATIONS: Mutation[] = [
         "      if (a.head.activeTurnId !== req.turnId) return { status: \"turn_finished\" };\n",
         "\n      rec.resolvedAt = req.now;\n",
       ),
-    tests: [{ file: "tests/store-memory.test.ts", name: "turn_finished" }],
+    tests: [
+      { file: "tests/store-memory.test.ts", name: "turn_finished" },
+      { file: "tests/store-memory.test.ts", name: "random operations" },
+    ],
   },
   {
     id: "e",

@@ -15,6 +15,7 @@
  * checked by comparing it before and after, so a write before a refusal
  * (to tasks, tool calls, mail, deadlines, bells, verdicts) fails the test.
  */
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { watchdogTick } from "../actors/watchdog.ts";
 import type {
@@ -887,6 +888,163 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await store.listVerdicts("a1", { status: "PASS" });
         expect(await states("a1", "nobody")).toEqual(before);
       });
+    });
+
+    // ---------------------------------------------------------------- refusals, at random
+
+    describe("refusals (random operations)", () => {
+      // Mostly valid operations (so agents get claimed, commits apply, calls get recorded and turns end)
+      // with a fault now and then, so that every kind of refusal comes up.
+      type Op =
+        | { op: "enqueue"; agent: number; other: boolean; key: number }
+        | { op: "claim"; agent: number; worker: number }
+        | { op: "commit"; agent: number; fault: number; record: boolean; resolve: number; end: boolean; release: boolean }
+        | { op: "deliver"; agent: number; call: number; otherTurn: boolean }
+        | { op: "cancel"; agent: number }
+        | { op: "renew"; agent: number; fault: boolean }
+        | { op: "verdict"; agent: number; id: number }
+        | { op: "advance"; ms: number };
+      // r1 and r2 exist from the start; "ghost" never does.
+      const agent = fc.constantFrom(0, 0, 1, 1, 2);
+      const opArb: fc.Arbitrary<Op> = fc.oneof(
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("enqueue" as const), agent, other: fc.integer({ min: 0, max: 4 }).map((x) => x === 0), key: fc.integer({ min: 0, max: 2 }) }) },
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("claim" as const), agent, worker: fc.integer({ min: 0, max: 1 }) }) },
+        {
+          weight: 6,
+          arbitrary: fc.record({
+            op: fc.constant("commit" as const), agent, fault: fc.integer({ min: 0, max: 11 }), record: fc.integer({ min: 0, max: 2 }).map((x) => x > 0),
+            resolve: fc.integer({ min: -3, max: 2 }), end: fc.integer({ min: 0, max: 3 }).map((x) => x === 0), release: fc.boolean(),
+          }),
+        },
+        { weight: 4, arbitrary: fc.record({ op: fc.constant("deliver" as const), agent, call: fc.integer({ min: 0, max: 4 }), otherTurn: fc.integer({ min: 0, max: 3 }).map((x) => x === 0) }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("cancel" as const), agent }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("renew" as const), agent, fault: fc.boolean() }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("verdict" as const), agent, id: fc.integer({ min: 0, max: 2 }) }) },
+        { weight: 2, arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, LEASE / 2, LEASE) }) },
+      );
+      const AGENTS = ["r1", "r2", "ghost"];
+      const WORKERS = ["w1", "w2"];
+      /** Statuses that promise no write at all. */
+      const NO_WRITE = new Set([
+        "duplicate", "definition_conflict", "busy", "agent_not_found", "fenced", "version", "turn", "unknown_call", "turn_finished",
+        "not_active", "lost", "exists",
+      ]);
+
+      it("an operation that is refused, or answers duplicate, writes nothing (the documented bell and lease writes aside)", async () => {
+        const seen = new Map<string, number>();
+        await fc.assert(
+          fc.asyncProperty(fc.array(opArb, { minLength: 10, maxLength: 40 }), async (ops) => {
+            const hh = await make();
+            const s = hh.store;
+            try {
+              let now = T0;
+              let n = 0;
+              /** agent -> its latest claim, the worker that holds it and the version after its last applied commit. */
+              const claims = new Map<string, { c: Claimed; worker: string; version: number }>();
+              const calls = new Map<string, Array<{ id: string; turnId: string }>>();
+              for (const id of ["r1", "r2"]) {
+                await s.enqueueTask({ agentId: id, agentName: "calc", workerTarget: TARGET, input: 0, options: {}, turnId: `rt_${++n}`, now });
+              }
+              for (const o of ops) {
+                if (o.op === "advance") {
+                  now += o.ms;
+                  continue;
+                }
+                const id = AGENTS[o.agent];
+                if (o.op === "commit" && !claims.has(id)) {
+                  // A commit needs a claim: take one first (setup, not the operation under test).
+                  const r = await s.claim({ agentId: id, workerId: WORKERS[0], leaseMs: LEASE, now });
+                  if (r.status === "claimed") claims.set(id, { c: r, worker: WORKERS[0], version: r.head.version });
+                }
+                const before = await statesOf(hh.state, AGENTS);
+                let expected = before;
+                let status: string;
+                if (o.op === "enqueue") {
+                  status = (await s.enqueueTask({
+                    agentId: id, agentName: o.other ? "other" : "calc", workerTarget: TARGET, input: o.key, options: {},
+                    turnId: `rt_${++n}`, now, ...(o.key > 0 ? { idempotencyKey: `k${o.key}` } : {}),
+                  })).status;
+                } else if (o.op === "claim") {
+                  const r = await s.claim({ agentId: id, workerId: WORKERS[o.worker], leaseMs: LEASE, now });
+                  status = r.status;
+                  if (r.status === "claimed") claims.set(id, { c: r, worker: WORKERS[o.worker], version: r.head.version });
+                  if (r.status === "empty") {
+                    // Documented: an empty claim drops or moves the agent's bell, and writes nothing else.
+                    const bell = (await statesOf(hh.state, [id]))[id].ready;
+                    expected = { ...before, [id]: withIndexes(before[id], { ready: bell }) };
+                  }
+                } else if (o.op === "commit") {
+                  const held = claims.get(id);
+                  if (!held) continue;
+                  const { c } = held;
+                  const turnId = o.fault === 3 ? "turn_other" : c.head.activeTurnId;
+                  const known = calls.get(id) ?? [];
+                  // Negative: resolve nothing; an index of a recorded call: that call; 2 past the end: a call never recorded.
+                  const resolve = o.resolve < 0 ? undefined : o.resolve < known.length ? known[o.resolve].id : o.resolve === 2 ? "call_none" : undefined;
+                  const recordId = `call_${++n}`;
+                  const r = await s.commit(commitOf(c, o.fault === 4 ? "w_other" : held.worker, {
+                    epoch: c.epoch - (o.fault === 1 ? 1 : 0),
+                    expectedVersion: held.version - (o.fault === 2 ? 1 : 0),
+                    turnId,
+                    now,
+                    events: [{ type: "step", data: { n } }],
+                    messages: [{ role: "assistant", content: `m${n}` }],
+                    recordToolCalls: o.record && turnId ? [toolCall(turnId, recordId, now + LEASE)] : [],
+                    resolveToolCalls: resolve ? [{ toolCallId: resolve, outcome: ok, afterExecution: "continue" }] : [],
+                    activeTurnId: o.end ? null : turnId,
+                    release: o.release ? { runnableAt: null } : null,
+                    ackMailThrough: 1,
+                  }));
+                  status = r.status === "applied" ? "applied" : r.reason;
+                  if (r.status === "applied") {
+                    held.version = r.version;
+                    if (o.record && turnId) calls.set(id, [...known, { id: recordId, turnId }]);
+                  }
+                  if (status === "tool_call_resolved") {
+                    // Documented: the lease is released and the bell rung at now; nothing of the commit lands.
+                    const lease = ["leaseOwner", "leaseUntil"];
+                    const after = (await statesOf(hh.state, AGENTS))[id];
+                    expect(omitHeadFields(after, lease), `${JSON.stringify(o)} -> ${status}`)
+                      .toEqual(withIndexes(omitHeadFields(before[id], lease), { ready: { [TARGET]: now } }));
+                  }
+                } else if (o.op === "deliver") {
+                  const known = calls.get(id) ?? [];
+                  // 0-3: a recorded call (when there is one); 4: a call never recorded.
+                  const call = o.call < 4 && known.length > 0 ? known[o.call % known.length] : { id: "call_none", turnId: "rt_1" };
+                  status = (await s.deliverToolResult({
+                    agentId: id, turnId: o.otherTurn ? "turn_other" : call.turnId, toolCallId: call.id, outcome: ok, afterExecution: "continue",
+                    source: "http", now,
+                  })).status;
+                } else if (o.op === "cancel") {
+                  status = (await s.requestCancel({ agentId: id, reason: "r", now })).status;
+                } else if (o.op === "renew") {
+                  const held = claims.get(id);
+                  if (!held) continue;
+                  status = (await s.renewLease({ agentId: id, workerId: held.worker, epoch: held.c.epoch - (o.fault ? 1 : 0), leaseMs: LEASE, now })).status;
+                } else {
+                  status = (await s.putVerdict({ agentId: id, verdictId: `rv_${id}_${o.id % 2}`, turnId: "t", status: "PASS", json: "{}" })).status;
+                }
+                seen.set(`${o.op}:${status}`, (seen.get(`${o.op}:${status}`) ?? 0) + 1);
+                if (NO_WRITE.has(status) || status === "empty") {
+                  expect(await statesOf(hh.state, AGENTS), `${JSON.stringify(o)} -> ${status}`).toEqual(expected);
+                }
+              }
+            } finally {
+              await s.close();
+              await hh.cleanup();
+            }
+          }),
+          { numRuns: 20, seed: 20261123 },
+        );
+        // The runs came by every kind of refusal.
+        const kinds = [
+          "enqueue:duplicate", "enqueue:definition_conflict", "claim:busy", "claim:empty", "claim:agent_not_found",
+          "commit:fenced", "commit:version", "commit:turn", "commit:tool_call_resolved",
+          "deliver:duplicate", "deliver:unknown_call", "deliver:turn_finished", "deliver:agent_not_found",
+          "cancel:not_active", "renew:lost", "verdict:exists",
+        ];
+        expect(kinds.filter((k) => !seen.has(k)), [...seen].sort().map(([k, v]) => `${k}=${v}`).join(" ")).toEqual([]);
+      }, 60_000);
     });
 
     // ---------------------------------------------------------------- concurrency
