@@ -12,6 +12,7 @@ import { type Clock, type IdSource, type Logger, randomIds, silentLogger, system
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
+import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
@@ -62,8 +63,14 @@ export interface GatehouseOptions {
   assignments?: Array<{ agent: string; guardian: string }>;
   /** Bearer-token auth of every route but `/healthz` (off by default). */
   auth?: RouteAuth;
-  /** Event streams: store poll interval (default 250 ms) and idle keep-alive interval (default 15 000 ms). */
-  sse?: { pollMs?: number; keepAliveMs?: number };
+  /**
+   * Event streams: store poll interval (default 250 ms), idle keep-alive
+   * interval (default 15 000 ms), and caps on open streams per agent
+   * (default 8) and per process (default 1 000), 429 beyond them.
+   */
+  sse?: { pollMs?: number; keepAliveMs?: number; maxStreamsPerAgent?: number; maxStreams?: number };
+  /** Byte budget of one events page (default 1 MiB; a page always holds at least one event). */
+  maxEventPageBytes?: number;
 }
 
 export interface Gatehouse {
@@ -141,11 +148,15 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     workerId: ids.workerId(),
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
-  const tick = () => watchdogTick(store, clock);
+  const tick = () => watchdogTick(store, clock, 100, { logger });
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,
-    limits: { maxBodyBytes: options.maxBodyBytes ?? 256 * 1024, maxEventPage: 500 },
+    limits: {
+      maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
+      maxEventPage: 500,
+      maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
+    },
     wake() {
       if (pool.running) pool.nudge();
       else if (options.inline) {
@@ -159,6 +170,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
     ssePollMs: options.sse?.pollMs ?? 250,
     sseKeepAliveMs: options.sse?.keepAliveMs ?? 15_000,
+    sseLimits: {
+      ...(options.sse?.maxStreamsPerAgent !== undefined ? { maxStreamsPerAgent: options.sse.maxStreamsPerAgent } : {}),
+      ...(options.sse?.maxStreams !== undefined ? { maxStreams: options.sse.maxStreams } : {}),
+    },
     ...(options.auth ? { auth: { bearerTokens: [...options.auth.bearerTokens] } } : {}),
   };
   const app = createApp(runtime);

@@ -41,6 +41,7 @@ import { deepFreeze } from "../common/freeze.ts";
 import { jsonClone } from "../common/json.ts";
 import { abortableSleep } from "../common/sleep.ts";
 import { ID_PATTERN } from "../common/ids.ts";
+import { inputRefMessage } from "../store/inputs.ts";
 
 export interface HostDeps {
   store: Store;
@@ -169,12 +170,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       emit("event_ignored", { event: ev.type, state: before.value });
       return false;
     }
-    emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: ev });
+    // A turn's input is stored once, by the store (store/inputs.ts): the logged TASK_STARTED names it by
+    // its turn id, and the turn's user message is stored as a reference to it.
+    const logged = ev.type === "TASK_STARTED" ? { ...ev, input: undefined } : ev;
+    emit("transition", { seq: ++transitionSeq, from: before.value, to: after.value, event: logged });
     const msgs = messagesFor(ev, before, after);
     for (const m of msgs) {
       deepFreeze(m);
       history.push(m);
-      newMessages.push(m);
+      newMessages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
     }
     if (FINAL.has(after.value) && !FINAL.has(before.value)) {
       emit("task", {
@@ -267,7 +271,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
   try {
     // 1. The task of this turn (new, or carried over from a worker that died before starting it).
     const ctx0 = snap().context;
+    let startedHere = false;
     if (claim.task && ctx0.turnId !== claim.task.turnId && !IN_TURN.has(snap().value)) {
+      startedHere = true;
       apply({
         type: "TASK_STARTED",
         at: clock.now(),
@@ -280,8 +286,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     for (const m of claim.mail) {
       ackMail = Math.max(ackMail, m.seq);
       if (m.kind === "cancel") {
-        if (IN_TURN.has(snap().value)) apply({ type: "CANCEL", at: m.at, reason: m.reason });
-        else emit("mail_ignored", { seq: m.seq, kind: m.kind, state: snap().value });
+        // A cancel applies to the turn it was accepted for, never to another one. Mail written before
+        // cancels named their turn was accepted while the turn active at this claim's start ran: it
+        // belongs to that turn unless this claim started a new one.
+        const { value, context } = snap();
+        const aimedAt = m.turnId ?? (startedHere ? ctx0.turnId : context.turnId);
+        if (aimedAt === context.turnId && IN_TURN.has(value)) apply({ type: "CANCEL", at: m.at, reason: m.reason });
+        else {
+          emit("mail_ignored", {
+            seq: m.seq, kind: m.kind, state: value, turnId: aimedAt, activeTurnId: context.turnId,
+            why: aimedAt === context.turnId ? "not_in_turn" : "turn_finished",
+          });
+        }
         continue;
       }
       const { value, context } = snap();
@@ -317,7 +333,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       } else if (value === "verifying") {
         const result = await runVerification({
           agent, agentId, turnId: context.turnId!, context, workerId, epoch,
-          input: claim.task?.input ?? head.currentTask?.input ?? null,
+          input: claim.task?.input ?? null,
           now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: abort.signal,
           hooks: deps.verification,
         });
@@ -416,7 +432,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
     const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
     if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
     if (completion?.name === SUBMIT_RESULT && kind === "submit") {
-      const missing = missingResultFields(claim.task?.input ?? head.currentTask?.input, submittedValue(completion.args));
+      const missing = missingResultFields(claim.task?.input, submittedValue(completion.args));
       // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
       if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
     }

@@ -10,11 +10,11 @@ import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import { canonicalJson } from "../verification/hash.ts";
+import { inputText } from "../store/inputs.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */
 export const FEEDBACK_LIMIT = 2000;
 
-const inputText = (input: unknown) => (typeof input === "string" ? input : JSON.stringify(input));
 
 export function outcomeText(outcome: Outcome): string {
   return outcome.ok

@@ -5,4 +5,6 @@ export interface Message {
   toolCalls?: Array<{ id: string; name: string; args: unknown }>;
   toolCallId?: string;
   name?: string;
+  /** Stored form only: this user message is the input of that turn (the store's readMessages fills `content`). */
+  inputOf?: string;
 }

@@ -7,15 +7,33 @@
  *   is refused (409). An idempotency key seen before answers the first
  *   task's turn with `duplicate: true` and enqueues nothing.
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
- * - `POST /v1/agents/:agentId/cancel` mails a cancel to the active turn.
+ * - `POST /v1/agents/:agentId/cancel` mails a cancel aimed at one turn: the
+ *   `turnId` of the body, else the turn active now (fixed when the store
+ *   accepts it). A cancel never reaches another turn: one for a turn that
+ *   ended is 409 `turn_finished`; one accepted while its turn was ending does
+ *   nothing (the host logs `mail_ignored` with `why: "turn_finished"`).
+ * - `GET /v1/agents/:agentId/tasks/:turnId` says where a turn is.
+ * - `DELETE /v1/agents/:agentId/tasks/:turnId` cancels a queued task: it
+ *   leaves the inbox and its turn reads `cancelled` from then on (its
+ *   idempotency key keeps answering that turn). A task that started is 409
+ *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
 import { Hono } from "hono";
 import { agentView } from "./agent-view.ts";
-import { jsonBody, optionalJsonBody } from "./body.ts";
+import { jsonBody, optionalJsonBody, validate } from "./body.ts";
 import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { AgentView, CancelAccepted, CancelRequest, TaskAccepted, TaskRequest } from "./schemas.ts";
+import {
+  AgentView,
+  CancelAccepted,
+  CancelRequest,
+  TaskAccepted,
+  TaskCancelled,
+  TaskRequest,
+  TurnParams,
+  TurnView,
+} from "./schemas.ts";
 
 const DEFAULT_CANCEL_REASON = "Cancelled by request";
 
@@ -64,15 +82,62 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
     const body = await optionalJsonBody(c, max, CancelRequest);
     const r = await rt.store.requestCancel({
       agentId,
+      ...(body?.turnId !== undefined ? { turnId: body.turnId } : {}),
       reason: body?.reason ?? DEFAULT_CANCEL_REASON,
       now: rt.clock.now(),
     });
-    if (r.status === "agent_not_found") throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-    if (r.status === "not_active") {
-      throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to cancel`);
+    const turn = JSON.stringify(body?.turnId);
+    switch (r.status) {
+      case "accepted":
+        rt.wake();
+        return c.json({ accepted: true as const, turnId: r.turnId }, 202);
+      case "agent_not_found":
+        throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      case "not_active":
+        throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to cancel`);
+      case "turn_finished":
+        throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
+      case "turn_not_started":
+        throw new ProblemError(
+          "turn_not_started",
+          `Turn ${turn} of agent "${agentId}" is still queued; cancel it with DELETE /v1/agents/${agentId}/tasks/<turnId>`,
+        );
+      case "turn_not_found":
+        throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
     }
-    rt.wake();
-    return c.json({ accepted: true as const }, 202);
+  });
+
+  app.get("/v1/agents/:agentId/tasks/:turnId", async (c) => {
+    const agentId = c.req.param("agentId");
+    const { turnId } = validate(TurnParams, { turnId: c.req.param("turnId") }, "path");
+    const t = await rt.store.getTurn(agentId, turnId);
+    if (!t) {
+      if (!(await rt.store.getAgent(agentId))) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${JSON.stringify(turnId)}`);
+    }
+    return c.json({ agentId, turnId, status: t.status, ...(t.input !== undefined ? { input: t.input } : {}) });
+  });
+
+  app.delete("/v1/agents/:agentId/tasks/:turnId", async (c) => {
+    const agentId = c.req.param("agentId");
+    const { turnId } = validate(TurnParams, { turnId: c.req.param("turnId") }, "path");
+    const r = await rt.store.cancelTask({ agentId, turnId, reason: DEFAULT_CANCEL_REASON, now: rt.clock.now() });
+    const turn = JSON.stringify(turnId);
+    switch (r.status) {
+      case "cancelled":
+        return c.json({ agentId, turnId, status: "cancelled" as const, duplicate: r.already });
+      case "agent_not_found":
+        throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      case "turn_not_found":
+        throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
+      case "turn_started":
+        throw new ProblemError(
+          "turn_started",
+          `Turn ${turn} of agent "${agentId}" has started; cancel it with POST /v1/agents/${agentId}/cancel`,
+        );
+      case "turn_finished":
+        throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
+    }
   });
 
   return {
@@ -103,11 +168,37 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
         method: "post",
         path: "/v1/agents/:agentId/cancel",
         operationId: "cancelTurn",
-        summary: "Cancel the active turn (it fails with reason `cancelled`)",
+        summary: "Cancel a running turn (it fails with reason `cancelled`)",
+        description: "Aimed at `turnId`, else at the turn active when the cancel is accepted; it never applies " +
+          "to another turn. A cancel accepted while its turn was already ending does nothing (event " +
+          "`mail_ignored`, `why: turn_finished`). Queued tasks are cancelled with `DELETE .../tasks/{turnId}`.",
         tags: ["agents"],
         body: { schema: { name: "CancelRequest", schema: CancelRequest }, required: false },
         responses: { 202: { description: "Cancel mailed", schema: { name: "CancelAccepted", schema: CancelAccepted } } },
-        problems: ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active"],
+        problems: [
+          "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "turn_finished", "turn_not_started",
+          "turn_not_found",
+        ],
+      },
+      {
+        method: "get",
+        path: "/v1/agents/:agentId/tasks/:turnId",
+        operationId: "getTurn",
+        summary: "Where a turn is (queued, active, done, failed, cancelled), with its task's input",
+        tags: ["agents"],
+        responses: { 200: { description: "The turn", schema: { name: "TurnView", schema: TurnView } } },
+        problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"],
+      },
+      {
+        method: "delete",
+        path: "/v1/agents/:agentId/tasks/:turnId",
+        operationId: "cancelTask",
+        summary: "Cancel a queued task before it starts",
+        description: "Removes the task from the inbox; the turn reads `cancelled` and its idempotency key keeps " +
+          "answering it. Repeating the request answers 200 with `duplicate: true`.",
+        tags: ["agents"],
+        responses: { 200: { description: "Cancelled", schema: { name: "TaskCancelled", schema: TaskCancelled } } },
+        problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"],
       },
     ],
   };

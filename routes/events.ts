@@ -14,6 +14,19 @@
  * `rt.sseKeepAliveMs` without events, and stops when the client disconnects
  * (request signal aborted or body stream cancelled). It is pull-driven: a
  * client that does not read does not make it poll.
+ *
+ * Bounded reads and fan-out:
+ * - A page (the JSON answer, or one write of the stream) holds at most
+ *   `limit` events and at most `rt.limits.maxEventPageBytes` bytes of event
+ *   JSON, but always one event when there is one: a single event larger
+ *   than the budget comes alone. `more` says whether the log held events
+ *   after `nextAfter` when the page was read; clients continue with
+ *   `after=nextAfter` (the stream continues by itself).
+ * - Open streams are capped per agent and per app (`rt.sseLimits`); a stream
+ *   beyond a cap is refused with 429 `too_many_streams` and `Retry-After`
+ *   before it opens. A stream's slot is released once, whichever way it
+ *   ends: client disconnect (request signal), body cancelled, or a failed
+ *   read that closes it.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -26,6 +39,10 @@ import { EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
 import { abortableSleep } from "../common/sleep.ts";
 
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
+export const DEFAULT_EVENT_PAGE_BYTES = 1024 * 1024;
+export const DEFAULT_SSE_LIMITS = { maxStreamsPerAgent: 8, maxStreams: 1_000 };
+/** Seconds a client refused with too_many_streams is told to wait. */
+const STREAM_RETRY_AFTER_S = 5;
 
 const LastEventIdHeader = z.object({ "Last-Event-ID": LastEventId });
 
@@ -46,9 +63,25 @@ interface StreamOptions {
   pageSize: number;
   /** The request's signal: aborted when the client goes away. */
   signal: AbortSignal;
+  /** Byte budget of one write (default: the route limit, else 1 MiB). */
+  maxBytes?: number;
+  /** Called once when the stream ends, however it ends (releases its slot). */
+  onEnd?: () => void;
 }
 
-export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOptions): ReadableStream<Uint8Array> {
+export function eventStream(
+  { rt, agentId, after, pageSize, signal, maxBytes, onEnd }: StreamOptions,
+): ReadableStream<Uint8Array> {
+  const budget = maxBytes ?? rt.limits.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    signal.removeEventListener("abort", end);
+    onEnd?.();
+  };
+  signal.addEventListener("abort", end, { once: true });
+  if (signal.aborted) end();
   const enc = new TextEncoder();
   const pollMs = Math.max(1, rt.ssePollMs);
   const keepAliveEvery = Math.max(1, Math.ceil((rt.sseKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / pollMs));
@@ -62,7 +95,7 @@ export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOpti
     async pull(controller) {
       try {
         while (!stop.signal.aborted) {
-          const events = await rt.store.readEvents(agentId, cursor, pageSize);
+          const events = await rt.store.readEvents(agentId, cursor, pageSize, budget);
           // The client may have left while the read was in flight: drop what it returned.
           if (stop.signal.aborted) break;
           if (events.length > 0) {
@@ -83,6 +116,7 @@ export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOpti
         rt.logger.warn("event stream read failed", { agentId, error: String(err) });
       }
       signal.removeEventListener("abort", onAbort);
+      end();
       try {
         controller.close();
       } catch {
@@ -92,6 +126,7 @@ export function eventStream({ rt, agentId, after, pageSize, signal }: StreamOpti
     cancel() {
       stop.abort();
       signal.removeEventListener("abort", onAbort);
+      end();
     },
   });
 }
@@ -100,6 +135,29 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
   const app = new Hono();
   const Query = eventsQuery(rt.limits.maxEventPage);
   const defaultLimit = Math.min(100, rt.limits.maxEventPage);
+  const maxBytes = rt.limits.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES;
+  const caps = { ...DEFAULT_SSE_LIMITS, ...rt.sseLimits };
+  /** Open streams of this app: in all, and per agent. */
+  let open = 0;
+  const openPerAgent = new Map<string, number>();
+  const take = (agentId: string): (() => void) => {
+    const mine = openPerAgent.get(agentId) ?? 0;
+    if (open >= caps.maxStreams || mine >= caps.maxStreamsPerAgent) {
+      const which = open >= caps.maxStreams ? `${caps.maxStreams} in all` : `${caps.maxStreamsPerAgent} for agent "${agentId}"`;
+      throw new ProblemError("too_many_streams", `Too many open event streams (at most ${which}); retry later or read pages`, {
+        headers: { "Retry-After": String(STREAM_RETRY_AFTER_S) },
+        extra: { maxStreams: caps.maxStreams, maxStreamsPerAgent: caps.maxStreamsPerAgent },
+      });
+    }
+    open++;
+    openPerAgent.set(agentId, mine + 1);
+    return () => {
+      open--;
+      const n = (openPerAgent.get(agentId) ?? 1) - 1;
+      if (n <= 0) openPerAgent.delete(agentId);
+      else openPerAgent.set(agentId, n);
+    };
+  };
 
   app.get("/v1/agents/:agentId/events", async (c) => {
     const agentId = c.req.param("agentId");
@@ -113,10 +171,20 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
     if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
     const sse = q.format !== undefined ? q.format === "sse" : wantsEventStream(c.req.header("accept"));
     if (!sse) {
-      const events = await rt.store.readEvents(agentId, after, limit);
-      return c.json({ events, nextAfter: events.length > 0 ? events[events.length - 1].id : after });
+      const events = await rt.store.readEvents(agentId, after, limit, maxBytes);
+      const nextAfter = events.length > 0 ? events[events.length - 1].id : after;
+      const last = Math.max(head.lastEventId, nextAfter);
+      return c.json({ events, nextAfter, more: nextAfter < last });
     }
-    return new Response(eventStream({ rt, agentId, after, pageSize: limit, signal: c.req.raw.signal }), {
+    const release = take(agentId);
+    let body: ReadableStream<Uint8Array>;
+    try {
+      body = eventStream({ rt, agentId, after, pageSize: limit, signal: c.req.raw.signal, maxBytes, onEnd: release });
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return new Response(body, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache, no-transform",
@@ -134,7 +202,9 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
       summary: "Read the agent's event log: a JSON page, or a resumable SSE stream",
       description: "SSE when `format=sse`, or without `format` when Accept includes text/event-stream; JSON " +
         "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
-        "event type, `data` = the stored event JSON; `: keep-alive` comments while idle.",
+        "event type, `data` = the stored event JSON; `: keep-alive` comments while idle. A page stops at `limit` " +
+        "events or at the server's byte budget (at least one event); `more` says whether to read on. Open streams " +
+        "are capped per agent and per process: 429 `too_many_streams` with `Retry-After` beyond the cap.",
       tags: ["agents"],
       query: Query,
       headers: {
@@ -147,7 +217,7 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
           contentType: "text/event-stream",
         },
       },
-      problems: ["invalid_agent_id", "validation_failed", "agent_not_found"],
+      problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "too_many_streams"],
     }],
   };
 }

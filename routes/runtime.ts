@@ -9,6 +9,20 @@ export interface RouteLimits {
   maxBodyBytes: number;
   /** Largest page of `GET /events?after=`. */
   maxEventPage: number;
+  /**
+   * Byte budget of one events page (JSON page or one SSE write): the page
+   * stops before the event that would pass it, but always holds one event.
+   * Default 1 MiB.
+   */
+  maxEventPageBytes?: number;
+}
+
+/** Caps on open SSE streams of this app (one process); 429 `too_many_streams` beyond them. */
+export interface SseLimits {
+  /** Open streams of one agent (default 8). */
+  maxStreamsPerAgent: number;
+  /** Open streams in all (default 1 000). */
+  maxStreams: number;
 }
 
 export interface RouteRuntime {
@@ -25,6 +39,8 @@ export interface RouteRuntime {
   ssePollMs: number;
   /** Interval of keep-alive comments on an idle SSE stream (ms, default 15 000). */
   sseKeepAliveMs?: number;
+  /** Caps on open event streams (defaults in routes/events.ts). */
+  sseLimits?: Partial<SseLimits>;
   /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
   auth?: RouteAuth;
 }

@@ -57,9 +57,18 @@ export const ToolResultRequest = z.strictObject({
 });
 export type ToolResultRequest = z.infer<typeof ToolResultRequest>;
 
+/** Turn ids: what `rt.ids` hands out and the store accepts (no control characters). */
+// deno-lint-ignore no-control-regex
+export const TurnId = z.string().min(1).max(256).regex(/^[^\u0000-\u001f\u007f]+$/, "no control characters")
+  .describe("A turn id (from the task's 202 answer)");
+
 export const CancelRequest = z.strictObject({
   reason: z.string().min(1).max(1_000).optional().describe("Becomes the turn's error message"),
+  turnId: TurnId.optional()
+    .describe("The turn to cancel; omitted: the turn active when the cancel is accepted (fixed at that moment)"),
 });
+
+export const TurnParams = z.object({ turnId: TurnId });
 
 /** Body of routes that take none: absent, empty, or `{}`. */
 export const EmptyRequest = z.strictObject({});
@@ -93,7 +102,29 @@ export const ToolResultAccepted = z.object({
   duplicate: z.boolean().describe("True when the call was already resolved; nothing changed"),
 });
 
-export const CancelAccepted = z.object({ accepted: z.literal(true) });
+export const CancelAccepted = z.object({
+  accepted: z.literal(true),
+  turnId: z.string().describe("The turn the cancel is aimed at; it never applies to another turn"),
+});
+
+export const TURN_STATUSES = ["queued", "active", "done", "failed", "ended", "cancelled"] as const;
+
+export const TurnView = z.object({
+  agentId: z.string(),
+  turnId: z.string(),
+  status: z.enum(TURN_STATUSES).describe(
+    "`queued` in the inbox, `active`, `done` / `failed` once it ended (`ended`: ended, state not recorded), " +
+      "`cancelled` while queued",
+  ),
+  input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
+});
+
+export const TaskCancelled = z.object({
+  agentId: z.string(),
+  turnId: z.string(),
+  status: z.literal("cancelled"),
+  duplicate: z.boolean().describe("True when an earlier request cancelled it; nothing changed"),
+});
 
 const Usage = z.object({
   inputTokens: z.number(),
@@ -157,7 +188,12 @@ export const StoredEvent = z.object({
 export const EventsPage = z.object({
   events: z.array(StoredEvent),
   nextAfter: z.int().describe("Pass as `after` to read the next page (the last id returned, or `after` when empty)"),
-});
+  more: z.boolean().describe(
+    "True when the log held events after `nextAfter` when the page was read (the page ended at `limit` or at " +
+      "the byte budget): read on with `after=nextAfter`",
+  ),
+}).describe("A page is cut at `limit` events or at the server's byte budget, whichever comes first; it always " +
+  "holds at least one event when there is one after `after`");
 
 const Transition = z.object({
   from: z.string(),
@@ -184,7 +220,11 @@ export const MachineView = z.object({
 export const WatchdogTick = z.object({
   timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),
   alreadyResolved: z.int().describe("Calls a result resolved first"),
-  turnFinished: z.int().describe("Calls whose turn had ended"),
+  turnFinished: z.int().describe("Calls whose turn had ended (or whose call or agent is unknown)"),
+  skipped: z.int().describe(
+    "Records the pass could not time out, taken out of the due index (or pushed back after an error) so they " +
+      "never hold up the others; each is logged as `watchdog_skipped`",
+  ),
 });
 
 export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });

@@ -16,7 +16,7 @@ export function watchdogRoutes(rt: RouteRuntime): RouteModule {
   app.post("/v1/watchdog/tick", async (c) => {
     await optionalJsonBody(c, rt.limits.maxBodyBytes, EmptyRequest);
     const r = await rt.watchdogTick();
-    return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished });
+    return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished, skipped: r.skipped });
   });
   return {
     app,

@@ -112,8 +112,8 @@ export const MUTATIONS: Mutation[] = [
     apply: (s) =>
       moveAfter(
         s,
-        "      if (a.head.activeTurnId !== req.turnId) return { status: \"turn_finished\" };\n",
-        "\n      rec.resolvedAt = req.now;\n",
+        "        if (a.head.activeTurnId !== req.turnId) return { status: \"turn_finished\" };\n",
+        "        w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);\n",
       ),
     tests: [
       { file: "tests/store-memory.test.ts", name: "turn_finished" },

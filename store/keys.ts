@@ -15,6 +15,8 @@
  * | `<p>:{a:<id>}:idem`              | hash   | `k:<idempotency key>` -> turnId JSON; `t:<turnId JSON>` -> 1 |
  * | `<p>:{a:<id>}:calls:<turnId>`    | hash   | `c:<toolCallId>` -> record JSON; `r:<toolCallId>` -> resolution JSON |
  * | `<p>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
+ * | `<p>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
+ * | `<p>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
  *
  * Cross-agent indexes (no agent hash tag):
  *
@@ -85,6 +87,10 @@ export interface AgentKeys {
   events: string;
   idem: string;
   verdicts: string;
+  /** turnId -> where the turn is when it is not the active one. */
+  turns: string;
+  /** turnId -> the task's input JSON (store/inputs.ts). */
+  inputs: string;
   /** The tool-call hash of one turn. */
   calls(turnId: string): string;
 }
@@ -115,6 +121,8 @@ export function keySpace(prefix = "gh"): KeySpace {
         events: `${tag}:events`,
         idem: `${tag}:idem`,
         verdicts: `${tag}:verdicts`,
+        turns: `${tag}:turns`,
+        inputs: `${tag}:inputs`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
       };
     },

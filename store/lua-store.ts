@@ -11,6 +11,8 @@
 import type {
   CancelRequest,
   CancelResult,
+  CancelTaskRequest,
+  CancelTaskResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -21,7 +23,9 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  SkipDueToolCallRequest,
   Store,
+  TurnStatus,
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
@@ -32,6 +36,7 @@ import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts"
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { type RunScript, StoreReplyError } from "./script-runner.ts";
+import { inputBytes } from "./inputs.ts";
 
 /** A store backed by Redis scripts. */
 export interface ScriptStore extends Store {
@@ -73,6 +78,7 @@ export const REPLY = [
   "applied", "fenced", "version", "turn", "tool_call_resolved",
   "head", "none", "list", "at", "verdict",
   "written", "exists",
+  "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -90,12 +96,22 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "deliver_tool_result":
       return word === "accepted" || word === "duplicate" ? { status: word, record: json() } : { status: word };
     case "request_cancel":
+      return word === "accepted" ? { status: word, turnId: json() } : { status: word };
+    case "cancel_task":
+      if (word === "cancelled" || word === "already_cancelled") return { status: "cancelled", already: word === "already_cancelled" };
+      return { status: word };
+    case "get_turn":
+      return word === "turn" ? json() : null;
+    case "skip_due_tool_call":
       return { status: word };
     case "claim":
     case "claim_next": {
       if (word === "claimed") {
-        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[] };
-        const task: InboxTask | null = c.head.currentTask === null ? null : structuredClone(c.head.currentTask);
+        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; input?: unknown };
+        // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
+        const task: InboxTask | null = c.head.currentTask === null
+          ? null
+          : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
         return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail };
       }
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
@@ -147,17 +163,17 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const now = int(req.now, "now");
       const task: InboxTask = {
         turnId: req.turnId,
-        input: req.input,
         options: req.options,
         enqueuedAt: req.now,
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
-      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events], [
+      const input = j(req.input ?? null);
+      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
         prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
-        tail({ type: "task_enqueued", data: { turnId: req.turnId, input: req.input, options: req.options } }),
-        now,
+        tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
+        now, req.turnId, input,
       ]);
     },
 
@@ -177,16 +193,32 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async requestCancel(req: CancelRequest): Promise<CancelResult> {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
-      return call("request_cancel", [k.head, k.mail, k.events], [
-        prefix, req.agentId, now, j(req.reason),
-        tail({ kind: "cancel", at: req.now, reason: req.reason }),
-        tail({ type: "cancel_requested", data: { reason: req.reason } }),
+      if (req.turnId !== undefined) checkTurnId(req.turnId);
+      return call("request_cancel", [k.head, k.mail, k.events, k.turns, k.tasks, k.idem], [
+        prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
       ]);
+    },
+
+    async cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult> {
+      const k = keys.agent(req.agentId);
+      checkTurnId(req.turnId);
+      const now = int(req.now, "now");
+      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem], [
+        req.turnId, j(req.turnId), now,
+        tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
+      ]);
+    },
+
+    async getTurn(agentId, turnId) {
+      const k = keys.agent(agentId);
+      checkTurnId(turnId);
+      const r = await call<{ status: TurnStatus; input?: unknown } | null>("get_turn", [k.head, k.tasks, k.turns, k.idem, k.inputs], [turnId, j(turnId)]);
+      return r === null ? null : { turnId, ...r };
     },
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
-      return call("claim", [k.head, k.tasks, k.mail], [
+      return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
         prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
@@ -229,7 +261,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
-      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines], args);
+      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {
@@ -243,13 +275,16 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async readMessages(agentId, fromIndex = 0): Promise<Message[]> {
-      return call("read_messages", [keys.agent(agentId).messages], [int(Math.max(0, fromIndex), "fromIndex")]);
+      const k = keys.agent(agentId);
+      return call("read_messages", [k.messages, k.inputs], [int(Math.max(0, fromIndex), "fromIndex")]);
     },
 
-    async readEvents(agentId, after, limit): Promise<StoredEvent[]> {
+    async readEvents(agentId, after, limit, maxBytes): Promise<StoredEvent[]> {
       const k = keys.agent(agentId);
       if (limit <= 0) return [];
-      return call("read_events", [k.events], [int(Math.max(0, after), "after"), int(limit, "limit")]);
+      return call("read_events", [k.events], [
+        int(Math.max(0, after), "after"), int(limit, "limit"), maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
+      ]);
     },
 
     async dueToolCalls(now, limit) {
@@ -261,6 +296,23 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         const b = m.indexOf("\n", a + 1);
         return { agentId: m.slice(0, a), turnId: m.slice(a + 1, b), toolCallId: m.slice(b + 1) };
       });
+    },
+
+    async skipDueToolCall(req: SkipDueToolCallRequest) {
+      const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
+      let head = `${prefix}:none`;
+      let events = `${prefix}:none`;
+      try {
+        const k = keys.agent(req.agentId);
+        head = k.head;
+        events = k.events;
+      } catch {
+        // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
+      }
+      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [keys.deadlines, head, events], [
+        member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
+        tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
+      ]);
     },
 
     async nextReadyAt(workerTarget): Promise<number | null> {

@@ -6,10 +6,22 @@
  * independently of the Lua scripts in store/lua/ (used by the Redis
  * adapters); tests/store-conformance.ts runs the same cases on both, which is
  * what keeps them alike.
+ *
+ * All or nothing (store/port.ts, invariant 10): every operation first copies
+ * and checks its inputs (a value that cannot be copied, a nesting too deep for
+ * JSON, throws here, before anything changed), then writes. Every write goes
+ * through the journal of the running operation (`w.*`), and an exception at
+ * any point, a copy or a write, undoes the journal in reverse order, so the
+ * store is left exactly as it was and event ids stay dense. `faults` (tests
+ * only) is called before every copy and every write, so a test can throw at
+ * each step of each operation and compare the whole state before and after
+ * (`memoryStoreState`).
  */
 import type {
   CancelRequest,
   CancelResult,
+  CancelTaskRequest,
+  CancelTaskResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -20,7 +32,9 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  SkipDueToolCallRequest,
   Store,
+  TurnStatus,
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
@@ -28,7 +42,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { jsonClone } from "../common/json.ts";
+import { inputBytes, inputText } from "./inputs.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -37,31 +51,50 @@ interface AgentRecords {
   mailSeq: number;
   messages: Message[];
   events: StoredEvent[];
+  /** UTF-8 size of each event's JSON, for byte-bounded pages (same index as `events`). */
+  eventBytes: number[];
   toolCalls: Map<string, ToolCallRecord>; // key: turnId + "\n" + toolCallId
   idempotency: Map<string, string>; // key -> turnId
+  /** turnId -> where the turn is when it is not the active one: queued, done, failed, ended, cancelled. */
+  turns: Map<string, Exclude<TurnStatus, "active">>;
+  /** turnId -> the task's input: its one stored copy (store/inputs.ts). */
+  inputs: Map<string, unknown>;
   verdicts: string[]; // verdict ids, append-only
 }
 
-const clone = jsonClone;
+export interface MemoryStoreOptions {
+  /**
+   * Tests only: called with the name of each step (`copy`, `write`) before it
+   * runs; a throw there aborts the operation, which must then leave the store
+   * as it was.
+   */
+  faults?: (step: string) => void;
+}
+
+const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
+/** UTF-8 length of a string (what Redis counts for the same JSON text), without encoding it. */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // a surrogate pair: 4 bytes for 2 units
+      i++;
+    } else n += 2;
+  }
+  return n;
+}
 
 /**
- * Every stored record of one memory store, as plain data (maps become arrays
- * of entries in insertion order). For tests that compare the whole stored
- * state before and after an operation; not part of the Store port, and no
+ * Every stored record of one memory store as plain JSON data (maps become
+ * arrays of entries in insertion order), for tests that compare the whole
+ * stored state before and after an operation. Not part of the Store port; no
  * other code reads it.
  */
-export interface MemoryStoreDump {
-  agents: Array<[agentId: string, records: {
-    head: AgentHead;
-    tasks: InboxTask[];
-    mail: MailItem[];
-    mailSeq: number;
-    messages: Message[];
-    events: StoredEvent[];
-    toolCalls: Array<[key: string, record: ToolCallRecord]>;
-    idempotency: Array<[key: string, turnId: string]>;
-    verdicts: string[];
-  }]>;
+export interface MemoryStoreState {
+  agents: Array<[agentId: string, records: Record<string, unknown> & { verdicts: string[] }]>;
   /** workerTarget -> [agentId, ready score] entries. */
   ready: Array<[target: string, entries: Array<[agentId: string, score: number]>]>;
   /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
@@ -70,55 +103,141 @@ export interface MemoryStoreDump {
 }
 
 /**
- * The key under which a memory store carries its dump function. A symbol
- * (so it is no method of the Store port) and enumerable (so a wrapper built
- * with `{ ...store }` keeps it). Read it with `dumpMemoryStore`.
+ * The key under which a memory store carries its state function: a symbol (no
+ * method of the Store port) and enumerable, so a wrapper built with
+ * `{ ...store }` keeps it.
  */
-const DUMP = Symbol.for("gatehouse.memoryStore.dump");
+const STATE = Symbol.for("gatehouse.memoryStore.state");
 
-/** A deep copy of every record of a memory store (see MemoryStoreDump); throws for any other store. */
-export function dumpMemoryStore(store: Store): MemoryStoreDump {
-  const dump = (store as unknown as Record<symbol, (() => MemoryStoreDump) | undefined>)[DUMP];
-  if (typeof dump !== "function") throw new TypeError(`dumpMemoryStore needs a memoryStore(), got a "${store.kind}" store`);
-  return dump();
+/** A deep copy of the whole raw state of a memory store (or of a `{ ...store }` wrapper of one). */
+export function memoryStoreState(store: Store): MemoryStoreState {
+  const f = (store as unknown as Record<symbol, (() => MemoryStoreState) | undefined>)[STATE];
+  if (typeof f !== "function") throw new TypeError(`memoryStoreState needs a memoryStore(), got a "${store.kind}" store`);
+  return JSON.parse(JSON.stringify(f()));
 }
-const callKey = (turnId: string, toolCallId: string) => `${turnId}\n${toolCallId}`;
 
 /** Creates the in-process store. Nothing survives the process. */
-export function memoryStore(): Store {
+export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const agents = new Map<string, AgentRecords>();
   /** workerTarget -> (agentId -> ready score) */
   const ready = new Map<string, Map<string, number>>();
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   const deadlines = new Map<string, number>();
   const verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
+  const fault = opts.faults ?? (() => {});
+
+  // ------------------------------------------------------------ journal
+
+  let journal: Array<() => void> | null = null;
+  const log = (undo: () => void) => {
+    if (!journal) throw new Error("memoryStore: write outside an operation");
+    journal.push(undo);
+  };
+  /** Runs one operation: all of it, or (on any exception) none of it. */
+  function atomic<T>(fn: () => T): T {
+    journal = [];
+    try {
+      const r = fn();
+      journal = null;
+      return r;
+    } catch (err) {
+      const undo = journal ?? [];
+      journal = null;
+      for (let i = undo.length - 1; i >= 0; i--) undo[i]();
+      throw err;
+    }
+  }
+  const copy = <T>(v: T): T => {
+    fault("copy");
+    return v === undefined ? v : JSON.parse(JSON.stringify(v));
+  };
+  /** Journaled writes: each records how to undo itself before it changes anything. */
+  const w = {
+    set<O extends object, K extends keyof O>(o: O, k: K, v: O[K]) {
+      fault("write");
+      const had = Object.prototype.hasOwnProperty.call(o, k);
+      const old = o[k];
+      log(() => {
+        if (had) o[k] = old;
+        else delete o[k];
+      });
+      o[k] = v;
+    },
+    push<T>(arr: T[], v: T) {
+      fault("write");
+      const len = arr.length;
+      log(() => {
+        arr.length = len;
+      });
+      arr.push(v);
+    },
+    mapSet<K, V>(m: Map<K, V>, k: K, v: V) {
+      fault("write");
+      const had = m.has(k);
+      const old = m.get(k);
+      log(() => {
+        if (had) m.set(k, old as V);
+        else m.delete(k);
+      });
+      m.set(k, v);
+    },
+    mapDelete<K, V>(m: Map<K, V>, k: K) {
+      if (!m.has(k)) return;
+      fault("write");
+      const old = m.get(k) as V;
+      log(() => {
+        m.set(k, old);
+      });
+      m.delete(k);
+    },
+  };
+
+  // ------------------------------------------------------------ helpers
 
   const readyOf = (target: string) => {
     let m = ready.get(target);
-    if (!m) ready.set(target, (m = new Map()));
+    if (!m) {
+      m = new Map();
+      w.mapSet(ready, target, m);
+    }
     return m;
   };
   const ring = (a: AgentRecords, score: number) => {
     const q = readyOf(a.head.workerTarget);
     const cur = q.get(a.head.agentId);
-    if (cur === undefined || score < cur) q.set(a.head.agentId, score);
+    if (cur === undefined || score < cur) w.mapSet(q, a.head.agentId, score);
   };
   const setReady = (a: AgentRecords, score: number | null) => {
     const q = readyOf(a.head.workerTarget);
-    if (score === null) q.delete(a.head.agentId);
-    else q.set(a.head.agentId, score);
+    if (score === null) w.mapDelete(q, a.head.agentId);
+    else w.mapSet(q, a.head.agentId, score);
   };
-  const appendEvent = (a: AgentRecords, turnId: string | null, type: string, data: Record<string, unknown>, at: number) => {
-    const id = ++a.head.lastEventId;
-    a.events.push({ id, at, turnId, type, data: clone(data) });
-    return id;
+  /** Builds an event from data already copied; the append itself cannot fail half-way. */
+  const eventOf = (a: AgentRecords, offset: number, turnId: string | null, type: string, data: Record<string, unknown>, at: number) => {
+    const e: StoredEvent = { id: a.head.lastEventId + offset, at, turnId, type, data };
+    return { e, bytes: utf8Length(JSON.stringify(e)) };
+  };
+  const appendEvents = (a: AgentRecords, built: Array<{ e: StoredEvent; bytes: number }>) => {
+    for (const b of built) {
+      w.push(a.events, b.e);
+      w.push(a.eventBytes, b.bytes);
+    }
+    if (built.length > 0) w.set(a.head, "lastEventId", a.head.lastEventId + built.length);
   };
   const leaseHeld = (h: AgentHead, now: number) => h.leaseOwner !== null && h.leaseUntil > now;
-  /** What a claim would take now; mirrors store/lua/claim.lua. */
+  /** What a claim would take now; mirrors store/lua/includes/claim.lua. */
   const claimable = (a: AgentRecords, now: number) =>
     a.mail.length > 0 ||
     (a.head.activeTurnId === null && a.tasks.length > 0) ||
     (a.head.runnableAt !== null && a.head.runnableAt <= now);
+  /** Where a turn is; null when unknown. Mirrors store/lua/includes/turns.lua. */
+  const turnStatus = (a: AgentRecords, turnId: string): TurnStatus | null => {
+    if (a.head.activeTurnId === turnId) return "active";
+    const st = a.turns.get(turnId);
+    // Listed as queued but no longer in the inbox: only a claim takes a task out, so it ran.
+    if (st === "queued" && !a.tasks.some((t) => t.turnId === turnId)) return "ended";
+    return st ?? null;
+  };
 
   function doClaim(a: AgentRecords, req: { workerId: string; leaseMs: number; now: number }): ClaimResult {
     const h = a.head;
@@ -129,24 +248,26 @@ export function memoryStore(): Store {
       return { status: "empty", agentId: h.agentId };
     }
     if (h.activeTurnId === null && a.tasks.length > 0) {
-      const task = a.tasks.shift()!;
-      h.activeTurnId = task.turnId;
-      h.currentTask = task;
-      h.pendingTasks = a.tasks.length;
-      h.runnableAt = req.now;
+      const task = a.tasks[0];
+      w.set(a, "tasks", a.tasks.slice(1));
+      w.set(h, "activeTurnId", task.turnId);
+      w.set(h, "currentTask", task);
+      w.set(h, "pendingTasks", a.tasks.length);
+      w.set(h, "runnableAt", req.now);
     }
-    h.epoch += 1;
-    h.leaseOwner = req.workerId;
-    h.leaseUntil = req.now + req.leaseMs;
-    h.updatedAt = req.now;
+    w.set(h, "epoch", h.epoch + 1);
+    w.set(h, "leaseOwner", req.workerId);
+    w.set(h, "leaseUntil", req.now + req.leaseMs);
+    w.set(h, "updatedAt", req.now);
     setReady(a, h.leaseUntil);
+    const task = h.currentTask === null ? null : { ...copy(h.currentTask), input: copy(a.inputs.get(h.currentTask.turnId)) };
     return {
       status: "claimed",
       agentId: h.agentId,
       epoch: h.epoch,
-      head: clone(h),
-      task: clone(h.currentTask),
-      mail: clone(a.mail),
+      head: copy(h),
+      task,
+      mail: copy(a.mail),
     };
   }
 
@@ -154,237 +275,342 @@ export function memoryStore(): Store {
     kind: "memory",
 
     async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
-      let a = agents.get(req.agentId);
-      if (a && a.head.agentName !== req.agentName) {
-        return { status: "definition_conflict", boundTo: a.head.agentName };
-      }
-      if (a && req.idempotencyKey !== undefined) {
-        const prior = a.idempotency.get(req.idempotencyKey);
-        if (prior !== undefined) return { status: "duplicate", turnId: prior };
-      }
-      if (!a) {
-        a = {
-          head: {
-            agentId: req.agentId,
-            agentName: req.agentName,
-            workerTarget: req.workerTarget,
-            createdAt: req.now,
-            updatedAt: req.now,
-            activeTurnId: null,
-            currentTask: null,
-            epoch: 0,
-            version: 0,
-            snapshot: null,
-            state: "idle",
-            leaseOwner: null,
-            leaseUntil: 0,
-            runnableAt: null,
-            pendingTasks: 0,
-            pendingMail: 0,
-            messageCount: 0,
-            lastEventId: 0,
-          },
-          tasks: [],
-          mail: [],
-          mailSeq: 0,
-          messages: [],
-          events: [],
-          toolCalls: new Map(),
-          idempotency: new Map(),
-          verdicts: [],
+      return atomic(() => {
+        let a = agents.get(req.agentId);
+        if (a && a.head.agentName !== req.agentName) {
+          return { status: "definition_conflict", boundTo: a.head.agentName };
+        }
+        if (a && req.idempotencyKey !== undefined) {
+          const prior = a.idempotency.get(req.idempotencyKey);
+          if (prior !== undefined) return { status: "duplicate", turnId: prior };
+        }
+        // Copies first: an input that cannot be copied throws before anything changed.
+        const input = copy(req.input);
+        const options = copy(req.options);
+        const data = { turnId: req.turnId, options: copy(req.options), inputBytes: inputBytes(input) };
+        const task: InboxTask = {
+          turnId: req.turnId,
+          options,
+          enqueuedAt: req.now,
+          ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
         };
-        agents.set(req.agentId, a);
-      }
-      const task: InboxTask = {
-        turnId: req.turnId,
-        input: clone(req.input),
-        options: clone(req.options),
-        enqueuedAt: req.now,
-        ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
-      };
-      a.tasks.push(task);
-      a.head.pendingTasks = a.tasks.length;
-      if (req.idempotencyKey !== undefined) a.idempotency.set(req.idempotencyKey, req.turnId);
-      appendEvent(a, req.turnId, "task_enqueued", { turnId: req.turnId, input: req.input, options: req.options }, req.now);
-      ring(a, req.now);
-      return { status: "enqueued", turnId: req.turnId };
+        if (!a) {
+          a = {
+            head: {
+              agentId: req.agentId,
+              agentName: req.agentName,
+              workerTarget: req.workerTarget,
+              createdAt: req.now,
+              updatedAt: req.now,
+              activeTurnId: null,
+              currentTask: null,
+              epoch: 0,
+              version: 0,
+              snapshot: null,
+              state: "idle",
+              leaseOwner: null,
+              leaseUntil: 0,
+              runnableAt: null,
+              pendingTasks: 0,
+              pendingMail: 0,
+              messageCount: 0,
+              lastEventId: 0,
+            },
+            tasks: [],
+            mail: [],
+            mailSeq: 0,
+            messages: [],
+            events: [],
+            eventBytes: [],
+            toolCalls: new Map(),
+            idempotency: new Map(),
+            turns: new Map(),
+            inputs: new Map(),
+            verdicts: [],
+          };
+        }
+        const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
+        // Writes.
+        if (!agents.has(req.agentId)) w.mapSet(agents, req.agentId, a);
+        w.push(a.tasks, task);
+        w.set(a.head, "pendingTasks", a.tasks.length);
+        if (req.idempotencyKey !== undefined) w.mapSet(a.idempotency, req.idempotencyKey, req.turnId);
+        w.mapSet(a.turns, req.turnId, "queued");
+        w.mapSet(a.inputs, req.turnId, input);
+        appendEvents(a, [ev]);
+        ring(a, req.now);
+        return { status: "enqueued", turnId: req.turnId };
+      });
     },
 
     async deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
-      const a = agents.get(req.agentId);
-      if (!a) return { status: "agent_not_found" };
-      const rec = a.toolCalls.get(callKey(req.turnId, req.toolCallId));
-      if (!rec) return { status: "unknown_call" };
-      if (rec.status === "resolved") return { status: "duplicate", record: clone(rec) };
-      if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
-      rec.status = "resolved";
-      rec.outcome = clone(req.outcome);
-      rec.afterExecution = req.afterExecution;
-      rec.source = req.source;
-      rec.resolvedAt = req.now;
-      deadlines.delete(`${req.agentId}\n${req.turnId}\n${req.toolCallId}`);
-      a.mail.push({
-        kind: "tool_result",
-        seq: ++a.mailSeq,
-        at: req.now,
-        turnId: req.turnId,
-        toolCallId: req.toolCallId,
-        outcome: clone(req.outcome),
-        afterExecution: req.afterExecution,
-        source: req.source,
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        const rec = a.toolCalls.get(callKey(req.turnId, req.toolCallId));
+        if (!rec) return { status: "unknown_call" };
+        if (rec.status === "resolved") return { status: "duplicate", record: copy(rec) };
+        if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
+        const outcome = copy(req.outcome);
+        const resolved: ToolCallRecord = {
+          ...rec,
+          status: "resolved",
+          outcome,
+          afterExecution: req.afterExecution,
+          source: req.source,
+          resolvedAt: req.now,
+        };
+        const mail: MailItem = {
+          kind: "tool_result",
+          seq: a.mailSeq + 1,
+          at: req.now,
+          turnId: req.turnId,
+          toolCallId: req.toolCallId,
+          outcome: copy(req.outcome),
+          afterExecution: req.afterExecution,
+          source: req.source,
+        };
+        const ev = eventOf(a, 1, req.turnId, "tool_result_received", {
+          toolCallId: req.toolCallId,
+          ok: req.outcome.ok === true,
+          source: req.source,
+          afterExecution: req.afterExecution,
+        }, req.now);
+        const reply = copy(resolved);
+        // Writes.
+        w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);
+        w.mapDelete(deadlines, `${req.agentId}\n${req.turnId}\n${req.toolCallId}`);
+        w.set(a, "mailSeq", mail.seq);
+        w.push(a.mail, mail);
+        w.set(a.head, "pendingMail", a.mail.length);
+        appendEvents(a, [ev]);
+        ring(a, req.now);
+        return { status: "accepted", record: reply };
       });
-      a.head.pendingMail = a.mail.length;
-      appendEvent(a, req.turnId, "tool_result_received", {
-        toolCallId: req.toolCallId,
-        ok: req.outcome.ok,
-        source: req.source,
-        afterExecution: req.afterExecution,
-      }, req.now);
-      ring(a, req.now);
-      return { status: "accepted", record: clone(rec) };
     },
 
     async requestCancel(req: CancelRequest): Promise<CancelResult> {
-      const a = agents.get(req.agentId);
-      if (!a) return { status: "agent_not_found" };
-      if (a.head.activeTurnId === null) return { status: "not_active" };
-      a.mail.push({ kind: "cancel", seq: ++a.mailSeq, at: req.now, reason: req.reason });
-      a.head.pendingMail = a.mail.length;
-      appendEvent(a, a.head.activeTurnId, "cancel_requested", { reason: req.reason }, req.now);
-      ring(a, req.now);
-      return { status: "accepted" };
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        let turnId: string;
+        if (req.turnId === undefined) {
+          if (a.head.activeTurnId === null) return { status: "not_active" };
+          turnId = a.head.activeTurnId;
+        } else {
+          const st = turnStatus(a, req.turnId);
+          if (st === null) return { status: "turn_not_found" };
+          if (st === "queued") return { status: "turn_not_started" };
+          if (st !== "active") return { status: "turn_finished" };
+          turnId = req.turnId;
+        }
+        const reason = String(req.reason);
+        const mail: MailItem = { kind: "cancel", seq: a.mailSeq + 1, at: req.now, reason, turnId };
+        const ev = eventOf(a, 1, turnId, "cancel_requested", { reason, turnId }, req.now);
+        // Writes.
+        w.set(a, "mailSeq", mail.seq);
+        w.push(a.mail, mail);
+        w.set(a.head, "pendingMail", a.mail.length);
+        appendEvents(a, [ev]);
+        ring(a, req.now);
+        return { status: "accepted", turnId };
+      });
+    },
+
+    async cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult> {
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        const st = turnStatus(a, req.turnId);
+        if (st === null) return { status: "turn_not_found" };
+        if (st === "active") return { status: "turn_started" };
+        if (st === "cancelled") return { status: "cancelled", already: true };
+        if (st !== "queued") return { status: "turn_finished" };
+        const reason = String(req.reason);
+        const ev = eventOf(a, 1, req.turnId, "task_cancelled", { turnId: req.turnId, reason }, req.now);
+        // Writes.
+        w.set(a, "tasks", a.tasks.filter((t) => t.turnId !== req.turnId));
+        w.set(a.head, "pendingTasks", a.tasks.length);
+        w.mapSet(a.turns, req.turnId, "cancelled");
+        appendEvents(a, [ev]);
+        return { status: "cancelled", already: false };
+      });
+    },
+
+    async getTurn(agentId, turnId) {
+      const a = agents.get(agentId);
+      if (!a) return null;
+      const status = turnStatus(a, turnId);
+      if (status === null) return null;
+      return { turnId, status, ...(a.inputs.has(turnId) ? { input: copy(a.inputs.get(turnId)) } : {}) };
     },
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
-      const a = agents.get(req.agentId);
-      if (!a) return { status: "agent_not_found" };
-      return doClaim(a, req);
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        return doClaim(a, req);
+      });
     },
 
     async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
-      const q = readyOf(req.workerTarget);
-      // Oldest due bell first; skip (and re-score) bells of agents that are busy or empty.
-      const due = [...q.entries()].filter(([, s]) => s <= req.now).sort((x, y) => x[1] - y[1]);
-      for (const [agentId] of due) {
-        const a = agents.get(agentId);
-        if (!a) {
-          q.delete(agentId);
-          continue;
+      return atomic(() => {
+        const q = readyOf(req.workerTarget);
+        // Oldest due bell first; skip (and re-score) bells of agents that are busy or empty.
+        const due = [...q.entries()].filter(([, s]) => s <= req.now).sort((x, y) => x[1] - y[1]);
+        for (const [agentId] of due) {
+          const a = agents.get(agentId);
+          if (!a) {
+            w.mapDelete(q, agentId);
+            continue;
+          }
+          const r = doClaim(a, req);
+          if (r.status === "claimed") return r;
+          if (r.status === "busy") w.mapSet(q, agentId, r.leaseUntil);
         }
-        const r = doClaim(a, req);
-        if (r.status === "claimed") return r;
-        if (r.status === "busy") q.set(agentId, r.leaseUntil);
-      }
-      return { status: "empty" };
+        return { status: "empty" };
+      });
     },
 
     async renewLease(req: RenewRequest) {
-      const a = agents.get(req.agentId);
-      if (!a) return { status: "lost" as const };
-      const h = a.head;
-      if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId || h.leaseUntil <= req.now) {
-        return { status: "lost" as const };
-      }
-      h.leaseUntil = req.now + req.leaseMs;
-      setReady(a, h.leaseUntil);
-      return { status: "renewed" as const, leaseUntil: h.leaseUntil };
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "lost" as const };
+        const h = a.head;
+        if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId || h.leaseUntil <= req.now) {
+          return { status: "lost" as const };
+        }
+        w.set(h, "leaseUntil", req.now + req.leaseMs);
+        setReady(a, h.leaseUntil);
+        return { status: "renewed" as const, leaseUntil: h.leaseUntil };
+      });
     },
 
     async commit(req: CommitRequest): Promise<CommitResult> {
-      const a = agents.get(req.agentId);
-      if (!a) return { status: "conflict", reason: "agent_not_found" };
-      const h = a.head;
-      // All checks before the first write.
-      if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId || h.leaseUntil <= req.now) {
-        return { status: "conflict", reason: "fenced" };
-      }
-      if (h.version !== req.expectedVersion) return { status: "conflict", reason: "version" };
-      if (h.activeTurnId !== req.turnId) return { status: "conflict", reason: "turn" };
-      for (const r of req.resolveToolCalls) {
-        const rec = a.toolCalls.get(callKey(req.turnId ?? "", r.toolCallId));
-        if (!rec || rec.status !== "pending") {
-          // Someone (the watchdog) resolved it first: give the agent back at once.
-          h.leaseOwner = null;
-          h.leaseUntil = 0;
-          setReady(a, req.now);
-          return { status: "conflict", reason: "tool_call_resolved" };
+      return atomic((): CommitResult => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "conflict", reason: "agent_not_found" };
+        const h = a.head;
+        // All checks before the first write.
+        if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId || h.leaseUntil <= req.now) {
+          return { status: "conflict", reason: "fenced" };
         }
-      }
-      // Writes.
-      for (const c of req.recordToolCalls) {
-        const rec: ToolCallRecord = {
-          ...clone(c),
+        if (h.version !== req.expectedVersion) return { status: "conflict", reason: "version" };
+        if (h.activeTurnId !== req.turnId) return { status: "conflict", reason: "turn" };
+        for (const r of req.resolveToolCalls) {
+          const rec = a.toolCalls.get(callKey(req.turnId ?? "", r.toolCallId));
+          if (!rec || rec.status !== "pending") {
+            // Someone (the watchdog) resolved it first: give the agent back at once.
+            w.set(h, "leaseOwner", null);
+            w.set(h, "leaseUntil", 0);
+            setReady(a, req.now);
+            return { status: "conflict", reason: "tool_call_resolved" };
+          }
+        }
+        // Copies of everything the commit stores, before the first write.
+        const recorded = req.recordToolCalls.map((c): ToolCallRecord => ({
+          ...copy(c),
           agentId: req.agentId,
           status: "pending",
           recordedAt: req.now,
-        };
-        a.toolCalls.set(callKey(c.turnId, c.toolCallId), rec);
-        deadlines.set(`${req.agentId}\n${c.turnId}\n${c.toolCallId}`, c.deadline);
-      }
-      for (const r of req.resolveToolCalls) {
-        const rec = a.toolCalls.get(callKey(req.turnId ?? "", r.toolCallId))!;
-        rec.status = "resolved";
-        rec.outcome = clone(r.outcome);
-        rec.afterExecution = r.afterExecution;
-        rec.source = "inline";
-        rec.resolvedAt = req.now;
-        deadlines.delete(`${req.agentId}\n${req.turnId}\n${r.toolCallId}`);
-      }
-      if (req.ackMailThrough > 0) a.mail = a.mail.filter((m) => m.seq > req.ackMailThrough);
-      for (const m of req.messages) a.messages.push(clone(m));
-      for (const e of req.events) appendEvent(a, req.turnId ?? req.activeTurnId, e.type, e.data, req.now);
-      h.snapshot = clone(req.snapshot);
-      h.state = req.state;
-      h.version += 1;
-      h.updatedAt = req.now;
-      h.messageCount = a.messages.length;
-      h.pendingMail = a.mail.length;
-      if (req.activeTurnId === null && h.activeTurnId !== null) {
-        // The turn ended: its unresolved calls can no longer be answered.
-        for (const [k, rec] of a.toolCalls) {
-          if (rec.turnId === h.activeTurnId && rec.status === "pending") {
-            deadlines.delete(`${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
-          }
-          void k;
+        }));
+        const resolved = req.resolveToolCalls.map((r): ToolCallRecord => ({
+          ...a.toolCalls.get(callKey(req.turnId ?? "", r.toolCallId))!,
+          status: "resolved",
+          outcome: copy(r.outcome),
+          afterExecution: r.afterExecution,
+          source: "inline",
+          resolvedAt: req.now,
+        }));
+        const messages = req.messages.map((m) => copy(m));
+        const events = req.events.map((e, i) =>
+          eventOf(a, i + 1, req.turnId ?? req.activeTurnId, String(e.type), copy(e.data), req.now)
+        );
+        const snapshot = copy(req.snapshot);
+        const endsTurn = req.activeTurnId === null && h.activeTurnId !== null;
+        // Writes.
+        for (const rec of recorded) {
+          w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);
+          w.mapSet(deadlines, `${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`, rec.deadline);
         }
-        h.currentTask = null;
-      }
-      h.activeTurnId = req.activeTurnId;
-      if (req.release) {
-        h.leaseOwner = null;
-        h.leaseUntil = 0;
-        h.runnableAt = req.release.runnableAt;
-        if (claimable(a, req.now)) setReady(a, req.now);
-        else setReady(a, h.runnableAt);
-      } else {
-        h.runnableAt = req.now;
-        h.leaseUntil = req.now + req.leaseMs;
-        setReady(a, h.leaseUntil);
-      }
-      return { status: "applied", version: h.version, lastEventId: h.lastEventId };
+        for (const rec of resolved) {
+          w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);
+          w.mapDelete(deadlines, `${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
+        }
+        if (req.ackMailThrough > 0) w.set(a, "mail", a.mail.filter((m) => m.seq > req.ackMailThrough));
+        for (const m of messages) w.push(a.messages, m);
+        appendEvents(a, events);
+        w.set(h, "snapshot", snapshot);
+        w.set(h, "state", req.state);
+        w.set(h, "version", h.version + 1);
+        w.set(h, "updatedAt", req.now);
+        w.set(h, "messageCount", a.messages.length);
+        w.set(h, "pendingMail", a.mail.length);
+        if (endsTurn) {
+          const ended = h.activeTurnId!;
+          // The turn ended: its unresolved calls can no longer be answered.
+          for (const rec of a.toolCalls.values()) {
+            if (rec.turnId === ended && rec.status === "pending") {
+              w.mapDelete(deadlines, `${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
+            }
+          }
+          w.mapSet(a.turns, ended, req.state === "done" || req.state === "failed" ? req.state : "ended");
+          w.set(h, "currentTask", null);
+        }
+        w.set(h, "activeTurnId", req.activeTurnId);
+        if (req.release) {
+          w.set(h, "leaseOwner", null);
+          w.set(h, "leaseUntil", 0);
+          w.set(h, "runnableAt", req.release.runnableAt);
+          if (claimable(a, req.now)) setReady(a, req.now);
+          else setReady(a, h.runnableAt);
+        } else {
+          w.set(h, "runnableAt", req.now);
+          w.set(h, "leaseUntil", req.now + req.leaseMs);
+          setReady(a, h.leaseUntil);
+        }
+        return { status: "applied", version: h.version, lastEventId: h.lastEventId };
+      });
     },
 
     async getAgent(agentId) {
       const a = agents.get(agentId);
-      return a ? clone(a.head) : null;
+      return a ? copy(a.head) : null;
     },
 
     async getToolCalls(agentId, turnId) {
       const a = agents.get(agentId);
       if (!a) return [];
-      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(clone(r)));
+      return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(copy(r)));
     },
 
     async readMessages(agentId, fromIndex = 0) {
       const a = agents.get(agentId);
-      return a ? clone(a.messages.slice(fromIndex)) : [];
+      if (!a) return [];
+      // A turn's user message is stored as a reference to its input (store/inputs.ts).
+      return a.messages.slice(fromIndex).map((m) =>
+        m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
+      );
     },
 
-    async readEvents(agentId, after, limit) {
+    async readEvents(agentId, after, limit, maxBytes) {
       const a = agents.get(agentId);
-      if (!a) return [];
+      if (!a || limit <= 0) return [];
       // Ids are dense (1..n), so the event with id k sits at index k-1.
-      return clone(a.events.slice(Math.max(0, after), Math.max(0, after) + limit));
+      const from = Math.max(0, after);
+      let to = Math.min(a.events.length, from + limit);
+      if (maxBytes !== undefined) {
+        // Stop before the event that would pass the budget; the first one always comes.
+        let used = 0;
+        for (let i = from; i < to; i++) {
+          used += a.eventBytes[i];
+          if (i > from && used > maxBytes) {
+            to = i;
+            break;
+          }
+        }
+      }
+      return copy(a.events.slice(from, to));
     },
 
     async dueToolCalls(now, limit) {
@@ -398,6 +624,26 @@ export function memoryStore(): Store {
         });
     },
 
+    async skipDueToolCall(req: SkipDueToolCallRequest) {
+      return atomic(() => {
+        const key = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
+        if (!deadlines.has(key)) return { status: "absent" as const };
+        const a = agents.get(req.agentId);
+        const ev = a
+          ? eventOf(a, 1, req.turnId, "watchdog_skipped", {
+            toolCallId: req.toolCallId,
+            reason: String(req.reason),
+            retryAt: req.retryAt,
+          }, req.now)
+          : null;
+        // Writes.
+        if (req.retryAt === null) w.mapDelete(deadlines, key);
+        else w.mapSet(deadlines, key, req.retryAt);
+        if (a && ev) appendEvents(a, [ev]);
+        return { status: "skipped" as const };
+      });
+    },
+
     async nextReadyAt(workerTarget) {
       const q = ready.get(workerTarget);
       if (!q || q.size === 0) return null;
@@ -405,11 +651,14 @@ export function memoryStore(): Store {
     },
 
     async putVerdict(req: VerdictPut) {
-      if (verdicts.has(req.verdictId)) return { status: "exists" as const };
-      const a = agents.get(req.agentId);
-      verdicts.set(req.verdictId, { agentId: req.agentId, turnId: req.turnId, status: req.status, json: req.json });
-      a?.verdicts.push(req.verdictId);
-      return { status: "written" as const };
+      return atomic(() => {
+        if (verdicts.has(req.verdictId)) return { status: "exists" as const };
+        const a = agents.get(req.agentId);
+        const rec = { agentId: String(req.agentId), turnId: String(req.turnId), status: String(req.status), json: String(req.json) };
+        w.mapSet(verdicts, req.verdictId, rec);
+        if (a) w.push(a.verdicts, req.verdictId);
+        return { status: "written" as const };
+      });
     },
 
     async getVerdict(verdictId) {
@@ -428,16 +677,19 @@ export function memoryStore(): Store {
 
     async close() {},
   };
-  const dump = (): MemoryStoreDump => clone({
-    agents: [...agents].map(([id, a]) => [id, {
+
+  const state = (): MemoryStoreState => ({
+    agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,
-      toolCalls: [...a.toolCalls],
-      idempotency: [...a.idempotency],
+      toolCalls: [...a.toolCalls.entries()],
+      idempotency: [...a.idempotency.entries()],
+      turns: [...a.turns.entries()],
+      inputs: [...a.inputs.entries()],
     }]),
-    ready: [...ready].map(([target, q]) => [target, [...q]]),
-    deadlines: [...deadlines],
-    verdicts: [...verdicts],
+    ready: [...ready.entries()].map(([t, m]) => [t, [...m.entries()]]),
+    deadlines: [...deadlines.entries()],
+    verdicts: [...verdicts.entries()],
   });
-  Object.defineProperty(store, DUMP, { value: dump, enumerable: true });
+  Object.defineProperty(store, STATE, { value: state, enumerable: true });
   return store;
 }

@@ -28,6 +28,17 @@
  * 7. Verdicts are write-once: a second write of a verdict id answers
  *    `exists` and leaves the stored record as it was.
  * 8. No operation reads a clock: `now` comes from the caller.
+ * 9. Cancels are aimed at one turn. `requestCancel` fixes the turn when it
+ *    accepts (the named one, else the active one) and stores it in the mail
+ *    item; the host applies a cancel only to that turn. A queued task is
+ *    cancelled by `cancelTask`, which removes it from the inbox and records
+ *    the turn as `cancelled`; its idempotency key keeps answering that turn.
+ * 10. All or nothing: an operation that throws (bad input, a value that
+ *    cannot be copied) leaves the store exactly as it was; event ids stay
+ *    dense.
+ * 11. A task's input is stored once per turn and referenced elsewhere
+ *    (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
+ *    task, `readMessages` puts it into the turn's user message.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -70,14 +81,47 @@ export type DeliverToolResultResult =
 
 export interface CancelRequest {
   agentId: string;
+  /**
+   * The turn to cancel. Omitted: the turn active now, fixed at this moment
+   * (stored in the cancel mail), so the cancel can never reach a later turn.
+   */
+  turnId?: string;
   reason: string;
   now: number;
 }
 
 export type CancelResult =
-  | { status: "accepted" }
+  | { status: "accepted"; turnId: string }
   | { status: "agent_not_found" }
-  | { status: "not_active" };
+  /** No turnId given and no turn is active. */
+  | { status: "not_active" }
+  /** The named turn ran and ended (or was cancelled while queued). */
+  | { status: "turn_finished" }
+  /** The named turn is still queued: cancel it with `cancelTask`. */
+  | { status: "turn_not_started" }
+  | { status: "turn_not_found" };
+
+export interface CancelTaskRequest {
+  agentId: string;
+  turnId: string;
+  reason: string;
+  now: number;
+}
+
+export type CancelTaskResult =
+  /** Removed from the inbox now, or by an earlier call (`already: true`; nothing changed). */
+  | { status: "cancelled"; already: boolean }
+  | { status: "agent_not_found" }
+  | { status: "turn_not_found" }
+  /** The turn is active: cancel it with `requestCancel`. */
+  | { status: "turn_started" }
+  | { status: "turn_finished" };
+
+/**
+ * Where a turn is: `queued` in the inbox, `active`, ended (`done`, `failed`,
+ * or `ended` when the final state is not known), or `cancelled` while queued.
+ */
+export type TurnStatus = "queued" | "active" | "done" | "failed" | "ended" | "cancelled";
 
 export interface ClaimRequest {
   agentId: string;
@@ -149,6 +193,18 @@ export type CommitResult =
   | { status: "applied"; version: number; lastEventId: number }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
+/** Takes a due record the watchdog could not process out of the way (see actors/watchdog.ts). */
+export interface SkipDueToolCallRequest {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
+  /** Move the record's deadline to this time; null removes it from the due index. */
+  retryAt: number | null;
+  /** Why it was skipped; logged in a `watchdog_skipped` event when the agent exists. */
+  reason: string;
+  now: number;
+}
+
 export interface VerdictPut {
   agentId: string;
   verdictId: string;
@@ -169,6 +225,10 @@ export interface Store {
   enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult>;
   deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult>;
   requestCancel(req: CancelRequest): Promise<CancelResult>;
+  /** Removes a queued (not yet started) task from the inbox and records its turn as cancelled. */
+  cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult>;
+  /** Where a turn of the agent is; null when the agent or the turn is unknown. */
+  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
   claim(req: ClaimRequest): Promise<ClaimResult>;
   /** Claims the first ready agent of a worker target whose ready score is due. */
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
@@ -177,9 +237,20 @@ export interface Store {
   getAgent(agentId: string): Promise<AgentHead | null>;
   getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
-  readEvents(agentId: string, after: number, limit: number): Promise<StoredEvent[]>;
+  /**
+   * Events with id > after, at most `limit`, and (with `maxBytes`) no more
+   * than fit in `maxBytes` bytes of stored JSON (UTF-8), except that the
+   * first event always comes, however large.
+   */
+  readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /** Pending tool calls whose deadline is at or before `now`, oldest first. */
   dueToolCalls(now: number, limit: number): Promise<Array<{ agentId: string; turnId: string; toolCallId: string }>>;
+  /**
+   * Moves a due record to `retryAt`, or out of the due index (null), and
+   * logs `watchdog_skipped` on its agent when the agent exists. A record no
+   * longer in the index answers `absent` and changes nothing.
+   */
+  skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;

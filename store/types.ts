@@ -10,10 +10,14 @@ export interface TaskOptions {
   verifyMaxAttempts?: number;
 }
 
-/** A task waiting in (or taken from) an agent's inbox. */
+/**
+ * A task waiting in (or taken from) an agent's inbox. Stored without its
+ * input (see store/inputs.ts): `input` is present in the task a claim hands
+ * out, absent in `AgentHead.currentTask`.
+ */
 export interface InboxTask {
   turnId: string;
-  input: unknown;
+  input?: unknown;
   options: TaskOptions;
   enqueuedAt: number;
   idempotencyKey?: string;
@@ -35,7 +39,11 @@ export type MailItem =
     afterExecution: AfterExecution;
     source: ToolResultSource;
   }
-  | { kind: "cancel"; seq: number; at: number; reason: string };
+  /**
+   * `turnId`: the turn the cancel was accepted for (absent only in mail
+   * written before cancels named their turn).
+   */
+  | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string };
 
 export type ToolResultSource = "http" | "watchdog" | "inline";
 

@@ -105,7 +105,8 @@ describe("faults: Redis restarted mid-run (AOF, appendfsync always)", () => {
     for (const agentId of agentIds) {
       for (const e of await readAllEvents(store, agentId)) {
         if (e.type !== "task_enqueued") continue;
-        const input = e.data.input as FaultTaskInput;
+        // The input is stored once per turn; the event names the turn.
+        const input = (await store.getTurn(agentId, e.turnId!))!.input as FaultTaskInput;
         turns.push({ agentId, turnId: e.turnId!, label: input.label, external: input.external });
       }
     }

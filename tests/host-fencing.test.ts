@@ -234,7 +234,8 @@ describe("crash recovery", () => {
     expect(model.requests).toHaveLength(1);
     let h = await head(store, "c1");
     expect(h).toMatchObject({ version: 0, activeTurnId: turnId, pendingTasks: 0, state: "idle" });
-    expect(h.currentTask?.input).toBe("the task");
+    expect(h.currentTask?.turnId).toBe(turnId);
+    expect((await store.getTurn("c1", turnId))?.input).toBe("the task");
     expect(await store.getToolCalls("c1", turnId)).toEqual([]);
 
     // 2. Dead worker 2 (after the lease ran out) records the call, runs the tool, and dies committing its result.
@@ -363,7 +364,7 @@ describe("watchdog", () => {
     const { gh, clock, store } = setup([agent]);
     const { turnId } = await enqueue(store, clock, "w1", agent, "go");
     await gh.drain();
-    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
 
     clock.advance(1_000);
     expect((await gh.tick()).timedOut).toBe(1);
@@ -379,7 +380,7 @@ describe("watchdog", () => {
     const before = await memoryStateReader(store)("w1");
     const late = await store.deliverToolResult({ agentId: "w1", turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "late" }, afterExecution: "continue", source: "http", now: clock.now() });
     expect(late.status).toBe("duplicate");
-    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
     expect(await memoryStateReader(store)("w1")).toEqual(before);
   });
 

@@ -134,7 +134,7 @@ describe("routes: a full turn over HTTP", () => {
     expect(p2.events[0].id).toBe(4);
     expect(p2.events.at(-1)!.id).toBe(total);
     const p3 = EventsPage.parse(await (await call("GET", `/v1/agents/a1/events?after=${total}`)).json());
-    expect(p3).toEqual({ events: [], nextAfter: total });
+    expect(p3).toEqual({ events: [], nextAfter: total, more: false });
   });
 
   it("answers 404 agent_not_found for reads of an unknown agent", async () => {
@@ -267,7 +267,8 @@ describe("routes: cancel", () => {
     await startTurn(gh, call);
     const res = await call("POST", "/v1/agents/a1/cancel", { reason: "user gave up" });
     expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ accepted: true });
+    const turnId = (await gh.store.getAgent("a1"))!.activeTurnId;
+    expect(await res.json()).toEqual({ accepted: true, turnId });
     await gh.drain();
     const view = AgentView.parse(await (await call("GET", "/v1/agents/a1")).json());
     expect(view.state).toBe("failed");
@@ -408,11 +409,11 @@ describe("routes: machine, watchdog, health", () => {
     const { gh, clock, call } = setup();
     await startTurn(gh, call);
     const early = await call("POST", "/v1/watchdog/tick");
-    expect(WatchdogTick.parse(await early.json())).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0 });
+    expect(WatchdogTick.parse(await early.json())).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
     clock.t += 11 * 60_000;
     const res = await call("POST", "/v1/watchdog/tick", {});
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0 });
+    expect(await res.json()).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
     await gh.drain();
     expect((await gh.store.getAgent("a1"))!.state).toBe("done");
   });

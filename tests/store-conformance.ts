@@ -177,8 +177,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         });
       });
 
-      it("appends a task_enqueued event carrying the turn id and input", async () => {
-        const { req } = await enqueue({ input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } });
+      it("stores the input once: task_enqueued carries the turn id, options and inputBytes; getTurn and the claim carry the input", async () => {
+        const input = { q: "x", n: [1, 2], s: "é\"" };
+        const { req } = await enqueue({ input, options: { verifyMaxAttempts: 2 } });
         const ev = await allEvents();
         expect(ev).toEqual([
           {
@@ -186,8 +187,36 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
             at: T0,
             turnId: req.turnId,
             type: "task_enqueued",
-            data: { turnId: req.turnId, input: { q: "x", n: [1, 2] }, options: { verifyMaxAttempts: 2 } },
+            data: { turnId: req.turnId, options: { verifyMaxAttempts: 2 }, inputBytes: new TextEncoder().encode(JSON.stringify(input)).byteLength },
           },
+        ]);
+        expect(await store.getTurn("a1", req.turnId)).toEqual({ turnId: req.turnId, status: "queued", input });
+        const c = await claimOk();
+        expect(c.task).toEqual({ turnId: req.turnId, input, options: { verifyMaxAttempts: 2 }, enqueuedAt: T0 });
+      });
+
+      it("readMessages answers a stored input reference with the turn's input as the content (text as is, objects as JSON)", async () => {
+        const text = await enqueue({ input: "plain \"text\" / é" });
+        const obj = await enqueue({ input: { q: "a/b", n: [], o: {} }, now: T0 + 1 });
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", {
+          messages: [
+            { role: "user", content: "", inputOf: text.req.turnId },
+            { role: "assistant", content: "ok" },
+            { role: "user", content: "", inputOf: obj.req.turnId },
+            { role: "user", content: "", inputOf: "turn_unknown" },
+          ],
+        }));
+        expect(r.status).toBe("applied");
+        expect(await store.readMessages("a1")).toEqual([
+          { role: "user", content: "plain \"text\" / é" },
+          { role: "assistant", content: "ok" },
+          { role: "user", content: JSON.stringify({ q: "a/b", n: [], o: {} }) },
+          { role: "user", content: "" },
+        ]);
+        expect(await store.readMessages("a1", 2)).toEqual([
+          { role: "user", content: JSON.stringify({ q: "a/b", n: [], o: {} }) },
+          { role: "user", content: "" },
         ]);
       });
 
@@ -253,7 +282,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(c.task!.turnId).toBe(first.req.turnId);
         expect(c.mail).toEqual([]);
         expect(c.head.activeTurnId).toBe(first.req.turnId);
-        expect(c.head.currentTask).toEqual(c.task);
+        // The task is handed out with its input; the head keeps it without (the input is stored once).
+        expect(c.task).toEqual({ ...c.head.currentTask, input: { q: "1+2" } });
+        expect(c.head.currentTask).not.toHaveProperty("input");
         expect(c.head.epoch).toBe(1);
         expect(c.head.leaseOwner).toBe("w1");
         expect(c.head.leaseUntil).toBe(T0 + 2 + LEASE);
@@ -539,7 +570,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue();
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { state: "waiting-tools", release: { runnableAt: null } }));
-        expect((await store.getAgent("a1"))!.currentTask).toEqual(c.task);
+        const { input, ...stored } = c.task!;
+        expect(input).toEqual({ q: "1+2" });
+        expect((await store.getAgent("a1"))!.currentTask).toEqual(stored);
         await store.requestCancel({ agentId: "a1", reason: "r", now: T0 + 2 });
         const c2 = await claimOk("a1", "w2", T0 + 3);
         expect(c2.task).toEqual(c.task);
@@ -620,11 +653,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
 
       it("acknowledges only mail with seq <= ackMailThrough", async () => {
-        await enqueue();
+        const { req } = await enqueue();
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { release: { runnableAt: null } }));
         for (let i = 0; i < 3; i++) {
-          expect(await store.requestCancel({ agentId: "a1", reason: `r${i}`, now: T0 + 10 + i })).toEqual({ status: "accepted" });
+          expect(await store.requestCancel({ agentId: "a1", reason: `r${i}`, now: T0 + 10 + i })).toEqual({ status: "accepted", turnId: req.turnId });
         }
         const c2 = await claimOk("a1", "w2", T0 + 20);
         expect(c2.mail.map((m) => (m as Extract<MailItem, { kind: "cancel" }>).reason)).toEqual(["r0", "r1", "r2"]);
@@ -647,14 +680,174 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
         expect(await store.nextReadyAt(TARGET)).toBeNull();
-        expect(await store.requestCancel({ agentId: "a1", reason: "user asked", now: T0 + 3 })).toEqual({ status: "accepted" });
+        expect(await store.requestCancel({ agentId: "a1", reason: "user asked", now: T0 + 3 })).toEqual({ status: "accepted", turnId: req.turnId });
         expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3);
         const head = await store.getAgent("a1");
         expect(head!.pendingMail).toBe(1);
         const ev = await allEvents();
-        expect(ev[ev.length - 1]).toEqual({ id: head!.lastEventId, at: T0 + 3, turnId: req.turnId, type: "cancel_requested", data: { reason: "user asked" } });
+        expect(ev[ev.length - 1]).toEqual({ id: head!.lastEventId, at: T0 + 3, turnId: req.turnId, type: "cancel_requested", data: { reason: "user asked", turnId: req.turnId } });
         const c2 = await claimOk("a1", "w1", T0 + 4);
-        expect(c2.mail).toEqual([{ kind: "cancel", seq: c2.mail[0].seq, at: T0 + 3, reason: "user asked" }]);
+        expect(c2.mail).toEqual([{ kind: "cancel", seq: c2.mail[0].seq, at: T0 + 3, reason: "user asked", turnId: req.turnId }]);
+      });
+    });
+
+    // ---------------------------------------------------------------- turns and cancels
+
+    describe("cancels aimed at a turn", () => {
+      /** Two tasks: the first claimed (active), the second queued. */
+      async function activeAndQueued() {
+        const first = await enqueue({ idempotencyKey: "k1" });
+        const second = await enqueue({ idempotencyKey: "k2", now: T0 + 1 });
+        const c = await claimOk("a1", "w1", T0 + 2);
+        return { t1: first.req.turnId, t2: second.req.turnId, c };
+      }
+      /** Ends the active turn of claim `c` in `state`, releasing the lease. */
+      async function endTurn(c: Claimed, state = "done", now = T0 + 5) {
+        const r = await store.commit(commitOf(c, "w1", { now, state, snapshot: { value: state }, activeTurnId: null, release: { runnableAt: null } }));
+        expect(r.status).toBe("applied");
+      }
+
+      it("getTurn: queued, active, then done or failed once the turn ended; null when unknown", async () => {
+        const { t1, t2, c } = await activeAndQueued();
+        expect(await store.getTurn("a1", t1)).toEqual({ turnId: t1, status: "active", input: { q: "1+2" } });
+        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "queued", input: { q: "1+2" } });
+        expect(await store.getTurn("a1", "turn_unknown")).toBeNull();
+        expect(await store.getTurn("nobody", t1)).toBeNull();
+        await endTurn(c, "failed");
+        expect(await store.getTurn("a1", t1)).toMatchObject({ turnId: t1, status: "failed" });
+        const c2 = await claimOk("a1", "w1", T0 + 6);
+        expect(c2.head.activeTurnId).toBe(t2);
+        await endTurn(c2, "done", T0 + 7);
+        expect(await store.getTurn("a1", t2)).toMatchObject({ turnId: t2, status: "done" });
+      });
+
+      it("a cancel without turnId is fixed to the turn active when accepted, in its mail and event", async () => {
+        const { t1 } = await activeAndQueued();
+        expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 3 })).toEqual({ status: "accepted", turnId: t1 });
+        const ev = (await allEvents()).at(-1)!;
+        expect(ev).toMatchObject({ type: "cancel_requested", turnId: t1, data: { reason: "stop", turnId: t1 } });
+      });
+
+      it("a cancel naming a turn: accepted while it is active; turn_not_started while queued; turn_not_found when unknown", async () => {
+        const { t1, t2 } = await activeAndQueued();
+        const before = await store.getAgent("a1");
+        expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_started" });
+        expect(await store.requestCancel({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
+        expect(await store.requestCancel({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "accepted", turnId: t1 });
+        const c = await claimOk("a1", "w2", T0 + LEASE + 10);
+        expect(c.mail).toEqual([{ kind: "cancel", seq: c.mail[0].seq, at: T0 + 3, reason: "x", turnId: t1 }]);
+      });
+
+      it("a cancel naming a turn that ended answers turn_finished and writes nothing, also while the next turn runs", async () => {
+        const { t1, c } = await activeAndQueued();
+        await endTurn(c);
+        const c2 = await claimOk("a1", "w1", T0 + 6);
+        const before = await store.getAgent("a1");
+        const events = await allEvents();
+        expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "late", now: T0 + 7 })).toEqual({ status: "turn_finished" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await allEvents()).toEqual(events);
+        expect(c2.mail).toEqual([]);
+      });
+
+      it("cancelTask removes a queued task: turn cancelled, event logged, idempotency key still answers it, never claimed", async () => {
+        const { t2, c } = await activeAndQueued();
+        expect(await store.cancelTask({ agentId: "a1", turnId: t2, reason: "not needed", now: T0 + 3 })).toEqual({ status: "cancelled", already: false });
+        const head = await store.getAgent("a1");
+        expect(head!.pendingTasks).toBe(0);
+        expect(await store.getTurn("a1", t2)).toEqual({ turnId: t2, status: "cancelled", input: { q: "1+2" } });
+        expect((await allEvents()).at(-1)).toEqual({
+          id: head!.lastEventId, at: T0 + 3, turnId: t2, type: "task_cancelled", data: { turnId: t2, reason: "not needed" },
+        });
+        expect((await enqueue({ idempotencyKey: "k2", now: T0 + 4 })).r).toEqual({ status: "duplicate", turnId: t2 });
+        // Again: answered cancelled, nothing written.
+        const events = await allEvents();
+        expect(await store.cancelTask({ agentId: "a1", turnId: t2, reason: "again", now: T0 + 4 })).toEqual({ status: "cancelled", already: true });
+        expect(await allEvents()).toEqual(events);
+        // A cancel naming it is turn_finished; the turn after the active one finds no task.
+        expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 4 })).toEqual({ status: "turn_finished" });
+        await endTurn(c);
+        const after = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 6 });
+        expect(after.status).toBe("empty");
+        expect((await store.getAgent("a1"))!.activeTurnId).toBeNull();
+      });
+
+      it("cancelTask answers turn_started for the active turn, turn_finished once ended, turn_not_found and agent_not_found", async () => {
+        const { t1, c } = await activeAndQueued();
+        const before = await store.getAgent("a1");
+        expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_started" });
+        expect(await store.cancelTask({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
+        expect(await store.cancelTask({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
+        expect(await store.getAgent("a1")).toEqual(before);
+        await endTurn(c);
+        expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 6 })).toEqual({ status: "turn_finished" });
+      });
+
+      it("cancelTask takes the named task out of the middle of the queue; the others run in order", async () => {
+        const { c } = await activeAndQueued();
+        const t3 = (await enqueue({ now: T0 + 3 })).req.turnId;
+        const t4 = (await enqueue({ now: T0 + 3 })).req.turnId;
+        expect((await store.cancelTask({ agentId: "a1", turnId: t3, reason: "x", now: T0 + 4 })).status).toBe("cancelled");
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(2);
+        await endTurn(c);
+        const c2 = await claimOk("a1", "w1", T0 + 6);
+        await endTurn(c2, "done", T0 + 7);
+        const c3 = await claimOk("a1", "w1", T0 + 8);
+        expect(c3.head.activeTurnId).toBe(t4);
+      });
+    });
+
+    // ---------------------------------------------------------------- all or nothing
+
+    describe("all or nothing", () => {
+      /** Every record of agent a1 a reader can see, for before/after comparisons. */
+      async function visible(turnId?: string) {
+        return {
+          head: await store.getAgent("a1"),
+          events: await allEvents(),
+          messages: await store.readMessages("a1"),
+          calls: turnId ? await store.getToolCalls("a1", turnId) : [],
+          due: await store.dueToolCalls(T0 + 1_000_000, 100),
+        };
+      }
+      const unserialisable = () => ({ deep: { toJSON() {
+        throw new Error("cannot serialise");
+      } } });
+
+      it("a task whose input cannot be serialised is refused and leaves nothing: no key, no event id, no task", async () => {
+        await enqueue({ idempotencyKey: "k0" });
+        const before = await visible();
+        await expect(enqueue({ input: unserialisable(), idempotencyKey: "k1" })).rejects.toThrow();
+        await expect(enqueue({ input: { n: 1n }, idempotencyKey: "k1" })).rejects.toThrow();
+        expect(await visible()).toEqual(before);
+        // The key is free and the next event id is 2: pages read on without a gap.
+        const next = await enqueue({ idempotencyKey: "k1" });
+        expect(next.r.status).toBe("enqueued");
+        expect((await allEvents()).map((e) => e.id)).toEqual([1, 2]);
+      });
+
+      it("a tool result that cannot be serialised is refused: the call stays pending and due, a valid retry is accepted", async () => {
+        const { turnId } = await withPendingCalls({ c1: T0 + 100 });
+        const before = await visible(turnId);
+        await expect(store.deliverToolResult({
+          agentId: "a1", turnId, toolCallId: "c1", outcome: { ok: true, value: unserialisable() }, afterExecution: "continue", source: "http", now: T0 + 5,
+        })).rejects.toThrow();
+        expect(await visible(turnId)).toEqual(before);
+        const retry = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "c1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 });
+        expect(retry.status).toBe("accepted");
+      });
+
+      it("a commit whose snapshot or event cannot be serialised is refused and writes nothing", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ c1: T0 + 100 });
+        const before = await visible(turnId);
+        await expect(store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 5, snapshot: unserialisable(), events: [{ type: "step", data: {} }] })))
+          .rejects.toThrow();
+        await expect(store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 5, events: [{ type: "step", data: unserialisable() }], messages: [{ role: "user", content: "x" }] })))
+          .rejects.toThrow();
+        expect(await visible(turnId)).toEqual(before);
+        expect((await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 6 }))).status).toBe("applied");
       });
     });
 
@@ -738,6 +931,80 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await states()).toEqual(before);
       });
 
+      it("skipDueToolCall moves a due record or takes it out of the index, logging watchdog_skipped; absent changes nothing", async () => {
+        const { turnId } = await withPendingCalls({ c1: T0 + 100, c2: T0 + 101 });
+        expect(await store.skipDueToolCall({ agentId: "a1", turnId, toolCallId: "c1", retryAt: T0 + 5_000, reason: "error: x", now: T0 + 200 }))
+          .toEqual({ status: "skipped" });
+        expect(await store.dueToolCalls(T0 + 200, 10)).toEqual([{ agentId: "a1", turnId, toolCallId: "c2" }]);
+        expect(await store.dueToolCalls(T0 + 5_000, 10)).toEqual([
+          { agentId: "a1", turnId, toolCallId: "c2" },
+          { agentId: "a1", turnId, toolCallId: "c1" },
+        ]);
+        expect(await store.skipDueToolCall({ agentId: "a1", turnId, toolCallId: "c2", retryAt: null, reason: "unknown_call", now: T0 + 201 }))
+          .toEqual({ status: "skipped" });
+        expect(await store.dueToolCalls(T0 + 5_000, 10)).toEqual([{ agentId: "a1", turnId, toolCallId: "c1" }]);
+        const ev = (await allEvents()).slice(-2);
+        expect(ev.map((e) => [e.type, e.turnId, e.data])).toEqual([
+          ["watchdog_skipped", turnId, { toolCallId: "c1", reason: "error: x", retryAt: T0 + 5_000 }],
+          ["watchdog_skipped", turnId, { toolCallId: "c2", reason: "unknown_call", retryAt: null }],
+        ]);
+        const head = await store.getAgent("a1");
+        expect(await store.skipDueToolCall({ agentId: "a1", turnId, toolCallId: "c2", retryAt: null, reason: "again", now: T0 + 202 }))
+          .toEqual({ status: "absent" });
+        expect(await store.skipDueToolCall({ agentId: "nobody", turnId, toolCallId: "c9", retryAt: null, reason: "x", now: T0 + 202 }))
+          .toEqual({ status: "absent" });
+        expect(await store.getAgent("a1")).toEqual(head);
+      });
+
+      it("the watchdog: a record whose delivery throws is pushed back and skipped; it never holds up the others", async () => {
+        const { turnId } = await withPendingCalls({ p1: T0 + 10, p2: T0 + 11, g1: T0 + 20, g2: T0 + 21, g3: T0 + 22 });
+        // A store whose delivery throws for the poison calls (unreadable data, a failing script).
+        const poisoned = new Proxy(store, {
+          get(target, prop, recv) {
+            if (prop === "deliverToolResult") {
+              return (req: Parameters<Store["deliverToolResult"]>[0]) => {
+                if (req.toolCallId.startsWith("p")) return Promise.reject(new Error("cannot read record"));
+                return target.deliverToolResult(req);
+              };
+            }
+            const v = Reflect.get(target, prop, recv);
+            return typeof v === "function" ? v.bind(target) : v;
+          },
+        });
+        const ticks = [];
+        for (let i = 0; i < 3; i++) ticks.push(await watchdogTick(poisoned, { now: () => T0 + 100 + i }, 2, { retryMs: 60_000 }));
+        expect(ticks).toEqual([
+          { timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 2 },
+          { timedOut: 2, alreadyResolved: 0, turnFinished: 0, skipped: 0 },
+          { timedOut: 1, alreadyResolved: 0, turnFinished: 0, skipped: 0 },
+        ]);
+        const resolved = (await store.getToolCalls("a1", turnId)).filter((c) => c.status === "resolved").map((c) => c.toolCallId).sort();
+        expect(resolved).toEqual(["g1", "g2", "g3"]);
+        // The poison records come back after the backoff, behind nothing.
+        expect((await store.dueToolCalls(T0 + 100 + 60_000, 10)).map((d) => d.toolCallId)).toEqual(["p1", "p2"]);
+        const skipped = (await allEvents()).filter((e) => e.type === "watchdog_skipped");
+        expect(skipped.map((e) => e.data.toolCallId)).toEqual(["p1", "p2"]);
+        expect(skipped[0].data.reason).toBe("error: cannot read record");
+        // Once readable, they time out like any other.
+        expect(await watchdogTick(store, { now: () => T0 + 100 + 60_000 })).toMatchObject({ timedOut: 2, skipped: 0 });
+      });
+
+      it("the watchdog: a failing skip does not stop the pass either", async () => {
+        await withPendingCalls({ p1: T0 + 10, g1: T0 + 20 });
+        const broken = new Proxy(store, {
+          get(target, prop, recv) {
+            if (prop === "deliverToolResult") {
+              return (req: Parameters<Store["deliverToolResult"]>[0]) =>
+                req.toolCallId === "p1" ? Promise.reject(new Error("boom")) : target.deliverToolResult(req);
+            }
+            if (prop === "skipDueToolCall") return () => Promise.reject(new Error("store down"));
+            const v = Reflect.get(target, prop, recv);
+            return typeof v === "function" ? v.bind(target) : v;
+          },
+        });
+        expect(await watchdogTick(broken, { now: () => T0 + 100 })).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+      });
+
       it("resolveToolCalls in a commit resolves in-process calls with source inline", async () => {
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
         const r = await store.commit(commitOf(claim, "w1", {
@@ -803,6 +1070,35 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.readEvents("a1", 8, 10)).toEqual([]);
         expect(await store.readEvents("nobody", 0, 10)).toEqual([]);
         expect((await store.readEvents("other", 0, 10)).map((e) => e.id)).toEqual([1]);
+      });
+
+      it("readEvents stops a page at the byte budget, but always returns the first event", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const events = [1_000, 10, 10, 5_000, 10].map((n, i) => ({ type: "step", data: { i, pad: "é".repeat(n) } }));
+        await store.commit(commitOf(c, "w1", { events }));
+        const all = await allEvents();
+        const size = (e: unknown) => new TextEncoder().encode(JSON.stringify(e)).byteLength;
+        const sizes = all.map(size);
+        // Budget = events 2..4 exactly: three events; one byte less: two.
+        expect((await store.readEvents("a1", 1, 100, sizes[1] + sizes[2] + sizes[3])).map((e) => e.id)).toEqual([2, 3, 4]);
+        expect((await store.readEvents("a1", 1, 100, sizes[1] + sizes[2] + sizes[3] - 1)).map((e) => e.id)).toEqual([2, 3]);
+        // An event larger than the budget comes alone.
+        expect((await store.readEvents("a1", 4, 100, 10)).map((e) => e.id)).toEqual([5]);
+        expect((await store.readEvents("a1", 0, 100, 0)).map((e) => e.id)).toEqual([1]);
+        // The count limit still applies, and a large budget changes nothing.
+        expect((await store.readEvents("a1", 0, 2, 1e9)).map((e) => e.id)).toEqual([1, 2]);
+        expect(await store.readEvents("a1", 0, 100, 1e9)).toEqual(all);
+        expect(await store.readEvents("a1", 6, 100, 10)).toEqual([]);
+        // Paging by budget visits every event once.
+        const seen: number[] = [];
+        for (let after = 0; ; ) {
+          const page = await store.readEvents("a1", after, 100, 3_000);
+          if (page.length === 0) break;
+          seen.push(...page.map((e) => e.id));
+          after = page.at(-1)!.id;
+        }
+        expect(seen).toEqual(all.map((e) => e.id));
       });
 
       it("messages are appended across commits and read from an index", async () => {

@@ -39,9 +39,10 @@ describe("store scripts: checks before writes", () => {
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all and append_events (includes/head.lua) are in every script that includes head.lua.
-    expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual(["claim.lua main", "claim_next.lua main"]);
+    expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual(["claim.lua main", "claim_next.lua main", "due_tool_calls.lua main"]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
     expect(checked).toEqual([
+      "cancel_task.lua main",
       "claim.lua claim_agent",
       "claim_next.lua claim_agent",
       "commit.lua main",
@@ -50,10 +51,11 @@ describe("store scripts: checks before writes", () => {
       "put_verdict.lua main",
       "renew_lease.lua main",
       "request_cancel.lua main",
+      "skip_due_tool_call.lua main",
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "due_tool_calls.lua", "get_agent.lua", "get_tool_calls.lua", "get_verdict.lua", "list_verdicts.lua",
+      "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_verdicts.lua",
       "next_ready_at.lua", "read_events.lua", "read_messages.lua",
     ]);
   });

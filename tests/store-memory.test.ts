@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dumpMemoryStore, memoryStore } from "../store/memory.ts";
+import { memoryStore, memoryStoreState } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { memoryStateReader } from "./helpers/store-state.ts";
 import { storeConformance } from "./store-conformance.ts";
@@ -9,18 +9,20 @@ storeConformance("memory", async () => {
   return { store, state: memoryStateReader(store), cleanup: async () => {} };
 });
 
-describe("memoryStore dump (tests only)", () => {
+describe("memoryStoreState (tests only)", () => {
   it("is a deep copy, survives a { ...store } wrapper, and is refused for other stores", async () => {
     const store = memoryStore();
     await store.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: { n: 1 }, options: {}, turnId: "t1", now: 1 });
     const wrapped: Store = { ...store };
-    const d = dumpMemoryStore(wrapped);
+    const d = memoryStoreState(wrapped);
     expect(d.agents.map(([id]) => id)).toEqual(["a1"]);
     expect(d.ready).toEqual([["default", [["a1", 1]]]]);
-    (d.agents[0][1].tasks[0].input as { n: number }).n = 2;
-    expect((dumpMemoryStore(store).agents[0][1].tasks[0].input as { n: number }).n).toBe(1);
-    expect(() => dumpMemoryStore({ ...store, kind: "redis" } as Store & { kind: "redis" })).not.toThrow();
-    expect(() => dumpMemoryStore({ kind: "redis" } as unknown as Store)).toThrow(/needs a memoryStore/);
+    const inputs = d.agents[0][1].inputs as Array<[string, { n: number }]>;
+    expect(inputs).toEqual([["t1", { n: 1 }]]);
+    inputs[0][1].n = 2;
+    expect((memoryStoreState(store).agents[0][1].inputs as Array<[string, { n: number }]>)[0][1].n).toBe(1);
+    expect(() => memoryStoreState({ ...store, kind: "redis" } as Store & { kind: "redis" })).not.toThrow();
+    expect(() => memoryStoreState({ kind: "redis" } as unknown as Store)).toThrow(/needs a memoryStore/);
   });
 
   it("the state reader of the tests sees every record of the agent and only its index entries", async () => {

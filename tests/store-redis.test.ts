@@ -4,6 +4,7 @@ import { StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
+import { watchdogTick } from "../actors/watchdog.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
@@ -67,9 +68,9 @@ describe("redisStore", () => {
     expect(indexes).toEqual([`${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
     for (const id of ["a1", "b2"]) {
       const own = keys.filter((k) => k.includes(`{a:${id}}`));
-      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, calls, verdicts
+      // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, turns, inputs, calls, verdicts
       expect(own.map((k) => k.slice(`${prefix}:{a:${id}}:`.length)).sort()).toEqual(
-        ["calls:turn_" + id, "events", "head", "idem", "mail", "msgs", "verdicts"].sort(),
+        ["calls:turn_" + id, "events", "head", "idem", "inputs", "mail", "msgs", "turns", "verdicts"].sort(),
       );
       for (const k of own) expect(k.startsWith(`${prefix}:{a:${id}}:`)).toBe(true);
     }
@@ -83,7 +84,7 @@ describe("redisStore", () => {
     await busyAgent(store, "a*");
     await busyAgent(store, "ab");
     const base = await state("a*");
-    expect(Object.keys(base.records).sort()).toEqual(["calls:turn_a*", "events", "head", "idem", "mail", "msgs", "verdicts"]);
+    expect(Object.keys(base.records).sort()).toEqual(["calls:turn_a*", "events", "head", "idem", "inputs", "mail", "msgs", "turns", "verdicts"]);
     expect(base.deadlines).toEqual({ "turn_a*\nc2": T0 + 100 });
     expect(Object.keys(base.verdicts)).toEqual(["v_a*"]);
     expect(Object.keys(base.ready)).toEqual(["default"]);
@@ -179,14 +180,78 @@ describe("redisStore", () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     await busyAgent(store);
     const req = { agentId: "a1", reason: "stop", now: T0 + 10 };
-    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
+    const accepted = { status: "accepted", turnId: "turn_a1" };
+    expect(await store.requestCancel(req)).toEqual(accepted);
     const state = redisStateReader(rawCommand, store.prefix);
     const before = await state("a1");
-    expect(await store.requestCancel(req)).toEqual({ status: "accepted" });
+    expect(await store.requestCancel(req)).toEqual(accepted);
     expect(await state("a1")).toEqual(before);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(2); // the tool result and one cancel
-    expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual({ status: "accepted" });
+    expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual(accepted);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(3);
+    await store.close();
+  });
+
+  it("the watchdog skips records it cannot process (unknown agent, bad id, malformed member, unreadable head) and times out the rest", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    await busyAgent(store, "a1"); // c1 resolved, c2 pending, deadline T0 + 100
+    await busyAgent(store, "b2");
+    // b2's head becomes unreadable: its delivery fails inside the script, before any write.
+    await raw.hset(`${prefix}:{a:b2}:head`, "_mailSeq", "not a number");
+    const deadlines = `${prefix}:deadlines`;
+    // Records older than every real one, each of a kind the watchdog cannot time out.
+    await raw.zadd(deadlines, T0 + 1, "ghost\nturn_x\nc1", T0 + 2, "{bad}\nturn_x\nc1", T0 + 3, "no-newlines",
+      T0 + 4, "a1\nturn_a1\nc1", T0 + 5, "a1\nturn_none\nc9");
+    const logger = { debug() {}, info() {}, warn() {}, error() {} };
+    const tick = (now: number) => watchdogTick(store, { now: () => now }, 3, { retryMs: 60_000, logger });
+    const results = [await tick(T0 + 200), await tick(T0 + 201), await tick(T0 + 202)];
+    // Tick 1 (3 due): ghost (unknown agent), {bad} (not a key: throws, pushed back); the malformed member is dropped.
+    // Tick 2: a1/c1 (already resolved), a1/turn_none (unknown call), a1/c2 (times out).
+    // Tick 3: b2/c2 (unreadable head: throws, pushed back). Every tick made progress past the bad records.
+    expect(results).toEqual([
+      { timedOut: 0, alreadyResolved: 0, turnFinished: 1, skipped: 2 },
+      { timedOut: 1, alreadyResolved: 1, turnFinished: 1, skipped: 2 },
+      { timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 1 },
+    ]);
+    expect(await tick(T0 + 203)).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+    const left = await raw.zrange(deadlines, 0, -1, "WITHSCORES");
+    expect(left).toEqual(["{bad}\nturn_x\nc1", String(T0 + 200 + 60_000), "b2\nturn_b2\nc2", String(T0 + 202 + 60_000)]);
+    const skipped = (await store.readEvents("a1", 0, 100)).filter((e) => e.type === "watchdog_skipped");
+    expect(skipped.map((e) => e.data.reason)).toEqual(["duplicate", "unknown_call"]);
+    const b2 = (await store.readEvents("b2", 0, 100)).filter((e) => e.type === "watchdog_skipped");
+    expect(b2.map((e) => e.data.reason)).toEqual([expect.stringMatching(/^error: .*unreadable head/)]);
+    expect((await store.getToolCalls("a1", "turn_a1")).find((c) => c.toolCallId === "c2")?.outcome).toMatchObject({ ok: false, error: { type: "timeout" } });
+    await store.close();
+  });
+
+  it("a script that finds an unreadable head number fails before its first write; claimNext moves such an agent's bell back", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    await store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "x", options: {}, turnId: "turn_bad", now: T0 });
+    await store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "y", options: {}, turnId: "turn_bad2", now: T0 });
+    await store.enqueueTask({ agentId: "good", agentName: "calc", workerTarget: "default", input: "z", options: {}, turnId: "turn_good", now: T0 + 1 });
+    await raw.hset(`${prefix}:{a:bad}:head`, "lastEventId", "garbage", "epoch", "x");
+    const dump = async () => {
+      const out: Record<string, unknown> = {};
+      for (const k of (await raw.keys(`${prefix}:*`)).sort()) {
+        const t = await raw.type(k);
+        out[k] = t === "hash" ? await raw.hgetall(k) : t === "list" ? await raw.lrange(k, 0, -1) : await raw.zrange(k, 0, -1, "WITHSCORES");
+      }
+      return out;
+    };
+    const before = await dump();
+    const fails = [
+      () => store.enqueueTask({ agentId: "bad", agentName: "calc", workerTarget: "default", input: "w", options: {}, turnId: "turn_bad3", now: T0 + 2 }),
+      () => store.cancelTask({ agentId: "bad", turnId: "turn_bad2", reason: "x", now: T0 + 2 }),
+      () => store.claim({ agentId: "bad", workerId: "w1", leaseMs: LEASE, now: T0 + 2 }),
+    ];
+    for (const f of fails) await expect(f()).rejects.toThrow(/unreadable head field/);
+    expect(await dump()).toEqual(before);
+    // claimNext skips it (its bell moves back by a lease) and claims the good agent behind it.
+    const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now: T0 + 3 });
+    expect(c.status === "claimed" && c.agentId).toBe("good");
+    expect(Number(await raw.zscore(`${prefix}:ready:default`, "bad"))).toBe(T0 + 3 + LEASE);
     await store.close();
   });
 

@@ -73,12 +73,20 @@ describe("upstashStore", () => {
     expect((d as { record: { outcome: unknown } }).record.outcome).toEqual({ ok: true, value: 2 });
 
     bridge.dropResponses(1, isScript);
-    expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 })).toEqual({ status: "accepted" });
+    expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 })).toEqual({ status: "accepted", turnId: "turn_1" });
 
     const head = await store.getAgent("a1");
     expect(head!.pendingMail).toBe(2);
     expect(head!.lastEventId).toBe(4); // task_enqueued, step, tool_result_received, cancel_requested
-    expect(bridge.stats.dropped - dropped).toBe(4);
+
+    // A queued task cancelled by a lost first attempt: the retry answers cancelled (already) and writes nothing more.
+    await store.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: "later", options: {}, turnId: "turn_2", now: T0 + 5 });
+    bridge.dropResponses(1, isScript);
+    expect(await store.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 6 })).toEqual({ status: "cancelled", already: true });
+    const after = await store.getAgent("a1");
+    expect(after!.pendingTasks).toBe(0);
+    expect(after!.lastEventId).toBe(6); // + task_enqueued, task_cancelled
+    expect(bridge.stats.dropped - dropped).toBe(5);
 
     // The same calls without lost responses leave exactly the same stored state: the retries wrote nothing.
     const refPrefix = freshPrefix();
@@ -88,6 +96,8 @@ describe("upstashStore", () => {
     await ref.commit(commit);
     await ref.deliverToolResult({ agentId: "a1", turnId: "turn_1", toolCallId: "c1", outcome: { ok: true, value: 2 }, afterExecution: "continue", source: "http", now: T0 + 3 });
     await ref.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 });
+    await ref.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: "later", options: {}, turnId: "turn_2", now: T0 + 5 });
+    await ref.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 6 });
     const raw = (c: string[]) => tcp.call(c[0], ...c.slice(1));
     expect(await redisStateReader(raw, prefix)("a1")).toEqual(await redisStateReader(raw, refPrefix)("a1"));
   });

@@ -1,7 +1,7 @@
 --[[
   claim: claims one named agent. Mirrors memoryStore.claim.
 
-  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] mail list
+  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] mail list   KEYS[4] inputs hash
   ARGV[1] key prefix  ARGV[2] agentId (raw)
   ARGV[3] workerId JSON
   ARGV[4] leaseMs     ARGV[5] now
@@ -16,6 +16,6 @@
 -- @include claim.lua
 
 -- no checks: claim_agent checks before it writes.
-local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3] },
+local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], inputs = KEYS[4] },
   ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5], nil)
 return reply

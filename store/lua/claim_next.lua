@@ -8,7 +8,7 @@
   KEYS[1] ready zset of the worker target
   ARGV[1] key prefix  ARGV[2] workerId JSON
   ARGV[3] leaseMs     ARGV[4] now
-  Undeclared keys: the head, tasks and mail keys of each visited agent, built
+  Undeclared keys: the head, tasks, mail and inputs keys of each visited agent, built
   from the prefix like store/keys.ts does. Standalone Redis only (see
   docs/store.md, "Redis Cluster").
 
@@ -43,6 +43,7 @@ while true do
       head = agent_key(prefix, agent_id, 'head'),
       tasks = agent_key(prefix, agent_id, 'tasks'),
       mail = agent_key(prefix, agent_id, 'mail'),
+      inputs = agent_key(prefix, agent_id, 'inputs'),
     }
     local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready)
     if status == 'claimed' then
@@ -52,6 +53,9 @@ while true do
     elseif status == 'missing' or status == 'stale' then
       -- The agent is gone, or its bell belongs to another target's queue.
       redis.call('ZREM', ready, agent_id)
+    elseif status == 'error' then
+      -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
+      redis.call('ZADD', ready, int(now + lease_ms), agent_id)
     end
   end
 end

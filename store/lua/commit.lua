@@ -6,7 +6,7 @@
 
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset
+  KEYS[7] deadlines zset  KEYS[8] turns hash
   ARGV[1]  key prefix
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
@@ -46,6 +46,7 @@
 -- @include head.lua
 
 local head, tasks, mail, msgs, events, calls, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local turns = KEYS[8]
 local prefix, agent_id, worker_json = ARGV[1], ARGV[2], ARGV[3]
 local epoch, expected = ARGV[4], tonumber(ARGV[5])
 local turn_json, turn_id, next_active = ARGV[6], ARGV[7], ARGV[8]
@@ -80,6 +81,11 @@ if h.activeTurnId ~= turn_json then
   return 'turn'
 end
 local ready = ready_key(prefix, h.workerTarget)
+-- Numbers of the head are read before the first write: an unreadable head fails the commit whole.
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId', 'messageCount' })
+if bad then
+  return bad
+end
 for i = 0, n_res - 1 do
   local id = ARGV[res_at + 2 * i]
   local call = redis.call('HMGET', calls, 'c:' .. id, 'r:' .. id)
@@ -167,6 +173,10 @@ if next_active == 'null' and h.activeTurnId ~= 'null' then
   if #members > 0 then
     redis.call('ZREM', deadlines, unpack(members))
   end
+  -- Where the turn ended, for getTurn and for cancels naming it.
+  local final = 'ended'
+  if state == '"done"' then final = 'done' elseif state == '"failed"' then final = 'failed' end
+  redis.call('HSET', turns, turn_id, final)
   w[#w + 1] = 'currentTask'
   w[#w + 1] = 'null'
 end

@@ -42,13 +42,19 @@ end
 if h.activeTurnId ~= turn_json then
   return 'turn_finished'
 end
+-- Numbers of the head are read before the first write: an unreadable head fails the call whole.
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId' })
+if bad then
+  return bad
+end
+local mail_seq, last_event = tonumber(h._mailSeq), tonumber(h.lastEventId)
 
 -- Checks done; writes follow.
 redis.call('HSET', calls, 'r:' .. call_id, resolution)
 redis.call('ZREM', deadlines, agent_id .. '\n' .. turn_id .. '\n' .. call_id)
-local seq = int(tonumber(h._mailSeq) + 1)
+local seq = int(mail_seq + 1)
 local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
-local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
+local last = append_events(events, last_event, turn_json, now_str, { event_tail })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last))
 redis.call('ZADD', ready_key(prefix, h.workerTarget), 'LT', now_str, agent_id)
 return 'accepted ' .. string.sub(base, 1, -2) .. ',' .. string.sub(resolution, 2)

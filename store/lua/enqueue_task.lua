@@ -4,13 +4,15 @@
 
   KEYS[1] head hash          KEYS[2] tasks list
   KEYS[3] idem hash          KEYS[4] events list
+  KEYS[5] turns hash         KEYS[6] inputs hash
   ARGV[1] key prefix
   ARGV[2] agentId (raw)      ARGV[3] agentId JSON
   ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
   ARGV[6] turnId JSON        ARGV[7] '1' when an idempotency key is given, else '0'
   ARGV[8] idempotency key    ARGV[9] task entry: `<turnId JSON>\n<InboxTask JSON>`
   ARGV[10] event tail (task_enqueued)
-  ARGV[11] now
+  ARGV[11] now               ARGV[12] turnId (raw)
+  ARGV[13] input JSON: its one stored copy (the task entry holds none)
   Undeclared key: the ready zset of the agent's stored target (see docs/store.md).
 
   Returns:
@@ -28,6 +30,7 @@ local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, agent_id, agent_id_json = ARGV[1], ARGV[2], ARGV[3]
 local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
 local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
 
 local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId' })
 if h then
@@ -41,6 +44,10 @@ if h then
   if has_key and seen[2] then
     return 'duplicate ' .. seen[2]
   end
+  local bad = check_numbers(h, { 'lastEventId' })
+  if bad then
+    return bad
+  end
 end
 
 -- Checks done; writes follow.
@@ -50,6 +57,8 @@ if has_key then
 else
   redis.call('HSET', idem, 't:' .. turn_json, '1')
 end
+redis.call('HSET', turns, turn_raw, 'queued')
+redis.call('HSET', inputs, turn_raw, input_json)
 local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
 if h then
   redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last))

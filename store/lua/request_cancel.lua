@@ -1,40 +1,70 @@
 --[[
-  request_cancel: cancel mail for the active turn, then the bell.
+  request_cancel: cancel mail aimed at one turn, then the bell.
   Mirrors memoryStore.requestCancel.
 
   KEYS[1] head hash   KEYS[2] mail list   KEYS[3] events list
+  KEYS[4] turns hash  KEYS[5] tasks list  KEYS[6] idem hash
   ARGV[1] key prefix  ARGV[2] agentId (raw)
   ARGV[3] now         ARGV[4] reason JSON
-  ARGV[5] mail tail: {"kind":"cancel","at":..,"reason":..} without its opening brace
-  ARGV[6] event tail (cancel_requested)
+  ARGV[5] turnId (raw; '' when the cancel names no turn)
+  ARGV[6] turnId JSON ('null' when the cancel names no turn)
   Undeclared key: the ready zset of the agent's stored target.
 
-  Returns: 'accepted' | 'agent_not_found' | 'not_active'
+  The turn is fixed here: the named one when it is active, else (none named)
+  the active one. The mail item and the event carry it, so the host applies
+  the cancel to that turn only.
+
+  Returns: 'accepted <turnId JSON>' | 'agent_not_found' | 'not_active'
+    | 'turn_finished' | 'turn_not_started' | 'turn_not_found'
   Replay guard: the same reason at the same `now` for the same turn as the
   last accepted cancel is a replay; it answers 'accepted' and writes nothing.
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include turns.lua
 
 local head, mail, events = KEYS[1], KEYS[2], KEYS[3]
-local prefix, agent_id, now_str, reason_json, mail_tail, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local k = { turns = KEYS[4], tasks = KEYS[5], idem = KEYS[6] }
+local prefix, agent_id, now_str, reason_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local turn_raw, turn_json = ARGV[5], ARGV[6]
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId', '_cancel' })
 if not h then
   return 'agent_not_found'
 end
-if h.activeTurnId == 'null' then
-  return 'not_active'
+local target
+if turn_json == 'null' then
+  if h.activeTurnId == 'null' then
+    return 'not_active'
+  end
+  target = h.activeTurnId
+else
+  local st = turn_status(k, h.activeTurnId, turn_raw, turn_json)
+  if not st then
+    return 'turn_not_found'
+  elseif st == 'queued' then
+    return 'turn_not_started'
+  elseif st ~= 'active' then
+    return 'turn_finished'
+  end
+  target = turn_json
 end
-local token = now_str .. '\n' .. h.activeTurnId .. '\n' .. reason_json
+local token = now_str .. '\n' .. target .. '\n' .. reason_json
 if h._cancel == token then
-  return 'accepted'
+  return 'accepted ' .. target
+end
+
+local bad = check_numbers(h, { '_mailSeq', 'lastEventId' })
+if bad then
+  return bad
 end
 
 -- Checks done; writes follow.
 local seq = int(tonumber(h._mailSeq) + 1)
-local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
-local last = append_events(events, tonumber(h.lastEventId), h.activeTurnId, now_str, { event_tail })
+local pending = redis.call('RPUSH', mail,
+  '{"seq":' .. seq .. ',"kind":"cancel","at":' .. now_str .. ',"reason":' .. reason_json .. ',"turnId":' .. target .. '}')
+local last = append_events(events, tonumber(h.lastEventId), target, now_str,
+  { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. '}}' })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token)
 redis.call('ZADD', ready_key(prefix, h.workerTarget), 'LT', now_str, agent_id)
-return 'accepted'
+return 'accepted ' .. target

@@ -5,9 +5,9 @@
  * deadlines or bells that happen before a refusal.
  *
  * What is captured:
- * - memory store (`dumpMemoryStore`, store/memory.ts): every record of the
+ * - memory store (`memoryStoreState`, store/memory.ts): every record of the
  *   agent (head, tasks, mail and its seq, messages, events, tool calls,
- *   idempotency keys, verdict ids);
+ *   idempotency keys, turns, inputs, verdict ids);
  * - Redis (TCP and Upstash adapters, read over a raw TCP connection to the
  *   same server): every key under the agent's hash tag `<p>:{a:<id>}:*`
  *   (found with SCAN MATCH), dumped by TYPE (string, hash, list, set, zset,
@@ -24,7 +24,7 @@
  * index parts have one shape for every adapter, so a test can state the one
  * index change it expects (`withIndexes`).
  */
-import { dumpMemoryStore } from "../../store/memory.ts";
+import { memoryStoreState } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 
 export interface AgentState {
@@ -46,7 +46,7 @@ export type RawRedis = (command: string[]) => Promise<unknown>;
 /** The state reader of a memory store (also through `{ ...store }` wrappers). */
 export function memoryStateReader(store: Store): StateReader {
   return async (agentId) => {
-    const d = dumpMemoryStore(store);
+    const d = memoryStoreState(store);
     const own = d.agents.find(([id]) => id === agentId)?.[1];
     const ready: Record<string, number> = {};
     for (const [target, entries] of d.ready) {

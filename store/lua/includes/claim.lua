@@ -2,13 +2,15 @@
   The claim of one agent, shared by claim.lua and claim_next.lua. Mirrors
   doClaim in store/memory.ts step by step. Needs keys.lua and head.lua.
 
-  k: { head, tasks, mail } keys of the agent.
+  k: { head, tasks, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
-  'empty', 'missing' (no such agent) or 'stale'. The claimed reply is
-  `claimed {"epoch":n,"head":{...},"mail":[...]}`; the task of the turn is
-  head.currentTask.
+  'empty', 'missing' (no such agent), 'stale' or 'error' (the head holds a
+  number it cannot read; reply is the error, nothing was written). The claimed reply is
+  `claimed {"epoch":n,"head":{...},"mail":[...],"input":...}`; the task of
+  the turn is head.currentTask, its input (stored once, in the inputs hash)
+  is `input`, absent for a task stored with its input inline.
 ]]
 local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready)
   local h = read_head(k.head, HEAD_FIELDS)
@@ -43,6 +45,11 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     return 'empty', 'empty'
   end
 
+  local bad = check_numbers(h, { 'epoch', 'pendingTasks' })
+  if bad then
+    return bad, 'error'
+  end
+
   -- Checks done; writes follow.
   if takes_task then
     -- A task entry is `<turnId JSON>\n<task JSON>`; JSON text never holds a raw newline.
@@ -64,5 +71,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   redis.call('ZADD', ready, h.leaseUntil, agent_id)
 
-  return 'claimed {"epoch":' .. h.epoch .. ',"head":' .. head_json(h) .. ',"mail":' .. json_list(mail) .. '}', 'claimed'
+  local input = ''
+  if h.currentTask ~= 'null' then
+    local turn = cjson.decode(h.activeTurnId)
+    local raw = redis.call('HGET', k.inputs, turn)
+    if raw then
+      input = ',"input":' .. raw
+    end
+  end
+  return 'claimed {"epoch":' .. h.epoch .. ',"head":' .. head_json(h) .. ',"mail":' .. json_list(mail) .. input .. '}', 'claimed'
 end

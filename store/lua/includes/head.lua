@@ -33,6 +33,20 @@ local function read_head(head_key, names)
   return h
 end
 
+--[[
+  Checks that the named head fields hold numbers. Scripts call it before
+  their first write: a head they cannot read fails the call whole (an error
+  reply, nothing written) instead of half-way through its writes.
+]]
+local function check_numbers(h, names)
+  for i = 1, #names do
+    if not tonumber(h[names[i]]) then
+      return redis.error_reply('unreadable head field ' .. names[i] .. ' of agent ' .. tostring(h.agentId))
+    end
+  end
+  return nil
+end
+
 -- The AgentHead JSON from a table holding every HEAD_FIELDS entry.
 local function head_json(h)
   local parts = {}

@@ -1,0 +1,47 @@
+--[[
+  cancel_task: removes a queued (not yet started) task from the inbox and
+  records its turn as cancelled. Mirrors memoryStore.cancelTask.
+
+  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] events list
+  KEYS[4] turns hash  KEYS[5] idem hash
+  ARGV[1] turnId (raw)   ARGV[2] turnId JSON
+  ARGV[3] now            ARGV[4] event tail (task_cancelled)
+
+  The idempotency key of the task stays: it keeps answering this turn.
+  Returns: 'cancelled' | 'already_cancelled' (nothing written; also what a
+    replay answers) | 'agent_not_found' | 'turn_not_found' | 'turn_started'
+    | 'turn_finished'
+]]
+-- @include head.lua
+-- @include turns.lua
+
+local head, events = KEYS[1], KEYS[3]
+local k = { tasks = KEYS[2], turns = KEYS[4], idem = KEYS[5] }
+local turn_raw, turn_json, now_str, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId' })
+if not h then
+  return 'agent_not_found'
+end
+local st, entry = turn_status(k, h.activeTurnId, turn_raw, turn_json)
+if not st then
+  return 'turn_not_found'
+elseif st == 'active' then
+  return 'turn_started'
+elseif st == 'cancelled' then
+  return 'already_cancelled'
+elseif st ~= 'queued' or not entry then
+  return 'turn_finished'
+end
+
+local bad = check_numbers(h, { 'lastEventId' })
+if bad then
+  return bad
+end
+
+-- Checks done; writes follow.
+redis.call('LREM', k.tasks, 1, entry)
+redis.call('HSET', k.turns, turn_raw, 'cancelled')
+local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
+redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks)), 'lastEventId', int(last))
+return 'cancelled'
