@@ -730,11 +730,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("a cancel naming a turn: accepted while it is active; turn_not_started while queued; turn_not_found when unknown", async () => {
         const { t1, t2 } = await activeAndQueued();
-        const before = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_started" });
         expect(await store.requestCancel({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
         expect(await store.requestCancel({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states("a1", "nobody")).toEqual(before);
         expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "accepted", turnId: t1 });
         const c = await claimOk("a1", "w2", T0 + LEASE + 10);
         expect(c.mail).toEqual([{ kind: "cancel", seq: c.mail[0].seq, at: T0 + 3, reason: "x", turnId: t1 }]);
@@ -744,11 +744,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const { t1, c } = await activeAndQueued();
         await endTurn(c);
         const c2 = await claimOk("a1", "w1", T0 + 6);
-        const before = await store.getAgent("a1");
-        const events = await allEvents();
+        const before = await states();
         expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "late", now: T0 + 7 })).toEqual({ status: "turn_finished" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await allEvents()).toEqual(events);
+        expect(await states()).toEqual(before);
         expect(c2.mail).toEqual([]);
       });
 
@@ -763,11 +761,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         });
         expect((await enqueue({ idempotencyKey: "k2", now: T0 + 4 })).r).toEqual({ status: "duplicate", turnId: t2 });
         // Again: answered cancelled, nothing written.
-        const events = await allEvents();
+        const before = await states();
         expect(await store.cancelTask({ agentId: "a1", turnId: t2, reason: "again", now: T0 + 4 })).toEqual({ status: "cancelled", already: true });
-        expect(await allEvents()).toEqual(events);
         // A cancel naming it is turn_finished; the turn after the active one finds no task.
         expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 4 })).toEqual({ status: "turn_finished" });
+        expect(await states()).toEqual(before);
         await endTurn(c);
         const after = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 6 });
         expect(after.status).toBe("empty");
@@ -776,13 +774,15 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("cancelTask answers turn_started for the active turn, turn_finished once ended, turn_not_found and agent_not_found", async () => {
         const { t1, c } = await activeAndQueued();
-        const before = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_started" });
         expect(await store.cancelTask({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
         expect(await store.cancelTask({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states("a1", "nobody")).toEqual(before);
         await endTurn(c);
+        const ended = await states();
         expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 6 })).toEqual({ status: "turn_finished" });
+        expect(await states()).toEqual(ended);
       });
 
       it("cancelTask takes the named task out of the middle of the queue; the others run in order", async () => {
@@ -802,16 +802,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     // ---------------------------------------------------------------- all or nothing
 
     describe("all or nothing", () => {
-      /** Every record of agent a1 a reader can see, for before/after comparisons. */
-      async function visible(turnId?: string) {
-        return {
-          head: await store.getAgent("a1"),
-          events: await allEvents(),
-          messages: await store.readMessages("a1"),
-          calls: turnId ? await store.getToolCalls("a1", turnId) : [],
-          due: await store.dueToolCalls(T0 + 1_000_000, 100),
-        };
-      }
+      /** The whole stored state of agent a1, for before/after comparisons. */
+      const visible = (_turnId?: string) => states();
       const unserialisable = () => ({ deep: { toJSON() {
         throw new Error("cannot serialise");
       } } });
@@ -948,12 +940,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           ["watchdog_skipped", turnId, { toolCallId: "c1", reason: "error: x", retryAt: T0 + 5_000 }],
           ["watchdog_skipped", turnId, { toolCallId: "c2", reason: "unknown_call", retryAt: null }],
         ]);
-        const head = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.skipDueToolCall({ agentId: "a1", turnId, toolCallId: "c2", retryAt: null, reason: "again", now: T0 + 202 }))
           .toEqual({ status: "absent" });
         expect(await store.skipDueToolCall({ agentId: "nobody", turnId, toolCallId: "c9", retryAt: null, reason: "x", now: T0 + 202 }))
           .toEqual({ status: "absent" });
-        expect(await store.getAgent("a1")).toEqual(head);
+        expect(await states("a1", "nobody")).toEqual(before);
       });
 
       it("the watchdog: a record whose delivery throws is pushed back and skipped; it never holds up the others", async () => {
@@ -1196,7 +1188,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         | { op: "claim"; agent: number; worker: number }
         | { op: "commit"; agent: number; fault: number; record: boolean; resolve: number; end: boolean; release: boolean }
         | { op: "deliver"; agent: number; call: number; otherTurn: boolean }
-        | { op: "cancel"; agent: number }
+        | { op: "cancel"; agent: number; turn: number; task: boolean }
         | { op: "renew"; agent: number; fault: boolean }
         | { op: "verdict"; agent: number; id: number }
         | { op: "advance"; ms: number };
@@ -1213,7 +1205,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           }),
         },
         { weight: 4, arbitrary: fc.record({ op: fc.constant("deliver" as const), agent, call: fc.integer({ min: 0, max: 4 }), otherTurn: fc.integer({ min: 0, max: 3 }).map((x) => x === 0) }) },
-        { weight: 1, arbitrary: fc.record({ op: fc.constant("cancel" as const), agent }) },
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("cancel" as const), agent, turn: fc.integer({ min: -1, max: 4 }), task: fc.boolean() }) },
         { weight: 1, arbitrary: fc.record({ op: fc.constant("renew" as const), agent, fault: fc.boolean() }) },
         { weight: 1, arbitrary: fc.record({ op: fc.constant("verdict" as const), agent, id: fc.integer({ min: 0, max: 2 }) }) },
         { weight: 2, arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, LEASE / 2, LEASE) }) },
@@ -1223,7 +1215,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       /** Statuses that promise no write at all. */
       const NO_WRITE = new Set([
         "duplicate", "definition_conflict", "busy", "agent_not_found", "fenced", "version", "turn", "unknown_call", "turn_finished",
-        "not_active", "lost", "exists",
+        "not_active", "lost", "exists", "turn_not_started", "turn_not_found", "turn_started", "cancelled_already",
       ]);
 
       it("an operation that is refused, or answers duplicate, writes nothing (the documented bell and lease writes aside)", async () => {
@@ -1238,8 +1230,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
               /** agent -> its latest claim, the worker that holds it and the version after its last applied commit. */
               const claims = new Map<string, { c: Claimed; worker: string; version: number }>();
               const calls = new Map<string, Array<{ id: string; turnId: string }>>();
+              /** agent -> turn ids it enqueued */
+              const turnsOf = new Map<string, string[]>([["r1", []], ["r2", []], ["ghost", []]]);
               for (const id of ["r1", "r2"]) {
                 await s.enqueueTask({ agentId: id, agentName: "calc", workerTarget: TARGET, input: 0, options: {}, turnId: `rt_${++n}`, now });
+                turnsOf.get(id)!.push(`rt_${n}`);
               }
               for (const o of ops) {
                 if (o.op === "advance") {
@@ -1260,6 +1255,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
                     agentId: id, agentName: o.other ? "other" : "calc", workerTarget: TARGET, input: o.key, options: {},
                     turnId: `rt_${++n}`, now, ...(o.key > 0 ? { idempotencyKey: `k${o.key}` } : {}),
                   })).status;
+                  if (status === "enqueued") turnsOf.get(id)!.push(`rt_${n}`);
                 } else if (o.op === "claim") {
                   const r = await s.claim({ agentId: id, workerId: WORKERS[o.worker], leaseMs: LEASE, now });
                   status = r.status;
@@ -1312,13 +1308,21 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
                     source: "http", now,
                   })).status;
                 } else if (o.op === "cancel") {
-                  status = (await s.requestCancel({ agentId: id, reason: "r", now })).status;
+                  // -1: no turn named; 4: a turn never enqueued; else one of the agent's turns.
+                  const mine = turnsOf.get(id)!;
+                  const turnId = o.turn < 0 ? undefined : o.turn < 4 && mine.length > 0 ? mine[o.turn % mine.length] : "turn_zz";
+                  if (o.task) {
+                    const r = await s.cancelTask({ agentId: id, turnId: turnId ?? "turn_zz", reason: "r", now });
+                    status = r.status === "cancelled" && r.already ? "cancelled_already" : r.status;
+                  } else {
+                    status = (await s.requestCancel({ agentId: id, reason: "r", now, ...(turnId ? { turnId } : {}) })).status;
+                  }
                 } else if (o.op === "renew") {
                   const held = claims.get(id);
                   if (!held) continue;
                   status = (await s.renewLease({ agentId: id, workerId: held.worker, epoch: held.c.epoch - (o.fault ? 1 : 0), leaseMs: LEASE, now })).status;
                 } else {
-                  status = (await s.putVerdict({ agentId: id, verdictId: `rv_${id}_${o.id % 2}`, turnId: "t", status: "PASS", json: "{}" })).status;
+                  status = (await s.putVerdict({ agentId: id, verdictId: o.id === 2 ? `rv_${id}_${n}` : `rv_${id}`, turnId: "t", status: "PASS", json: "{}" })).status;
                 }
                 seen.set(`${o.op}:${status}`, (seen.get(`${o.op}:${status}`) ?? 0) + 1);
                 if (NO_WRITE.has(status) || status === "empty") {
@@ -1330,14 +1334,15 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
               await hh.cleanup();
             }
           }),
-          { numRuns: 20, seed: 20261123 },
+          { numRuns: 30, seed: 20261123 },
         );
         // The runs came by every kind of refusal.
         const kinds = [
           "enqueue:duplicate", "enqueue:definition_conflict", "claim:busy", "claim:empty", "claim:agent_not_found",
           "commit:fenced", "commit:version", "commit:turn", "commit:tool_call_resolved",
           "deliver:duplicate", "deliver:unknown_call", "deliver:turn_finished", "deliver:agent_not_found",
-          "cancel:not_active", "renew:lost", "verdict:exists",
+          "cancel:not_active", "cancel:turn_not_started", "cancel:turn_not_found", "cancel:turn_started", "cancel:cancelled_already",
+          "cancel:turn_finished", "renew:lost", "verdict:exists",
         ];
         expect(kinds.filter((k) => !seen.has(k)), [...seen].sort().map(([k, v]) => `${k}=${v}`).join(" ")).toEqual([]);
       }, 60_000);
