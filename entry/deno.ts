@@ -5,11 +5,13 @@
 import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
+import { redisStore } from "../redis.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = Deno.env.toObject();
 const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
 const store = await storeFromEnv(env, {
+  redis: redisStore,
   onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
 });
 const gh = createGatehouse({ agents: demoAgents, store, logger, concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4) });

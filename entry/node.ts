@@ -12,6 +12,7 @@ import { serve } from "@hono/node-server";
 import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
+import { redisStore } from "../redis.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = process.env;
@@ -20,6 +21,7 @@ const hostname = env.HOST ?? "127.0.0.1";
 const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
 
 const store = await storeFromEnv(env, {
+  redis: redisStore,
   onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
 });
 const gh = createGatehouse({
