@@ -38,8 +38,11 @@ describe("store scripts: checks before writes", () => {
 
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
-    // push_all and append_events (includes/head.lua) are in every script that includes head.lua.
-    expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual(["claim.lua main", "claim_next.lua main", "due_tool_calls.lua main"]);
+    // push_all and append_events (includes/head.lua) are in every script that includes head.lua,
+    // end_turn (includes/end_turn.lua) in the two that end a turn from outside.
+    expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual([
+      "claim.lua main", "claim_next.lua main", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
+    ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
     expect(checked).toEqual([
       "cancel_task.lua main",
@@ -49,14 +52,16 @@ describe("store scripts: checks before writes", () => {
       "deliver_tool_result.lua main",
       "enqueue_task.lua main",
       "put_verdict.lua main",
+      "record_claim_failure.lua main",
       "renew_lease.lua main",
       "request_cancel.lua main",
+      "reset_turn.lua main",
       "skip_due_tool_call.lua main",
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
       "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_verdicts.lua",
-      "next_ready_at.lua", "read_events.lua", "read_messages.lua",
+      "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua",
     ]);
   });
 });
@@ -114,6 +119,21 @@ if read(KEYS[1]) then
 end
 return 'ok'
 `)).toEqual([expect.stringMatching(/return inside a block after "-- checks done"/)]);
+  });
+
+  it("accepts a second success reply after the marker when it is annotated", () => {
+    const branch = (note: string) => `
+if read(KEYS[1]) then return 'exists' end
+-- checks done
+redis.call('SET', KEYS[1], '1')
+if read(KEYS[2]) then
+  redis.call('SET', KEYS[2], '1')${note}
+  return 'retry'
+end
+return 'ok'
+`;
+    expect(problemsOf(branch(""))).toEqual([expect.stringMatching(/return inside a block after/)]);
+    expect(problemsOf(branch("\n  -- outcome after checks done: the retry reply"))).toEqual([]);
   });
 
   it("accepts an annotated refusal write, and reports it", () => {

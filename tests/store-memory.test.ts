@@ -1,12 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { memoryStore, memoryStoreState } from "../store/memory.ts";
+import { memoryStore, memoryStoreInternals, memoryStoreState } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { memoryStateReader } from "./helpers/store-state.ts";
 import { storeConformance } from "./store-conformance.ts";
 
 storeConformance("memory", async () => {
   const store = memoryStore();
-  return { store, state: memoryStateReader(store), cleanup: async () => {} };
+  return {
+    store,
+    state: memoryStateReader(store),
+    cleanup: async () => {},
+    idempotencyEntries: async (agentId) => memoryStoreInternals(store)!.idempotencyEntries(agentId),
+  };
 });
 
 describe("memoryStoreState (tests only)", () => {

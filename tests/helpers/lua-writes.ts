@@ -11,7 +11,8 @@
  * - `-- checks done` (any text may follow, e.g. `-- Checks done; writes
  *   follow.`): no write happens before it, and no `return` after it except
  *   the unit's last statement (a `return` inside a branch after the marker
- *   would be a refusal after writes);
+ *   would be a refusal after writes), unless the line above says
+ *   `-- outcome after checks done: <why>` (a second success reply);
  * - `-- no checks: <why>`: the unit refuses nothing (it claims, or only
  *   maintains bells); writes and returns are free.
  *
@@ -228,6 +229,7 @@ const CHECKS_DONE = /^checks done\b/i;
 const NO_CHECKS = /^no checks:\s*\S/i;
 const EXEMPT = /^write before checks done:\s*(\S.*)$/i;
 const READS_ONLY = /^reads only\b/i;
+const OUTCOME = /^outcome after checks done:\s*\S/i;
 
 /** Checks one expanded script; `file` names it in the messages. */
 export function checkScript(src: string, file: string): Report {
@@ -295,7 +297,8 @@ export function checkScript(src: string, file: string): Report {
       }
     }
     u.tokens.forEach((t, index) => {
-      if (index > m.index && t.kind === "name" && t.text === "return" && t.depth !== 0) {
+      const outcome = comments.some(({ t: c }) => OUTCOME.test(c.text) && (c.line === t.line || c.line === t.line - 1));
+      if (index > m.index && t.kind === "name" && t.text === "return" && t.depth !== 0 && !outcome) {
         problems.push(`${where}:${t.line}: return inside a block after "-- checks done" (line ${m.t.line}): a refusal after writes`);
       }
     });
