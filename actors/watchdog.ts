@@ -76,6 +76,7 @@ export async function watchdogTick(
     }
     if (status === "accepted") {
       out.timedOut++;
+      opts.logger?.info("watchdog_timeout", { agentId: d.agentId, turnId: d.turnId, toolCallId: d.toolCallId });
       continue;
     }
     if (status === "duplicate") out.alreadyResolved++;

@@ -18,6 +18,7 @@ import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
+import { metricsRoutes } from "./metrics.ts";
 import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
@@ -38,6 +39,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   machineRoutes,
   watchdogRoutes,
   verdictRoutes,
+  metricsRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
