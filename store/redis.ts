@@ -97,11 +97,16 @@ function watchConnection(client: Redis, logger: StoreLogger): void {
   client.on("error", (err: Error) => {
     lastError = err.message;
   });
+  client.on("close", () => {
+    // A server that went away cleanly (or was killed) closes the socket without an error event.
+    lastError ||= "connection closed";
+  });
   client.on("reconnecting", (delayMs: number) => {
     downSince ??= Date.now();
     logger.info("store_reconnecting", { delayMs, error: lastError });
   });
   client.on("ready", () => {
+    lastError = "";
     if (downSince === null) return;
     logger.info("store_ready", { downMs: Date.now() - downSince });
     downSince = null;
