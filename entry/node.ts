@@ -8,11 +8,11 @@
  * GATEHOUSE_CONCURRENCY (default 4), GATEHOUSE_LOG (debug|info|warn|error),
  * plus the store selection of entry/store-from-env.ts.
  */
-import { serve } from "@hono/node-server";
 import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
+import { createNodeServer } from "./node-server.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = process.env;
@@ -32,7 +32,9 @@ const gh = createGatehouse({
   concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4),
 });
 gh.startWorker();
-const server = serve({ fetch: gh.app.fetch, port, hostname }, (info) => {
+const server = createNodeServer(gh.app.fetch, logger);
+server.listen(port, hostname, () => {
+  const info = server.address() as { port: number };
   logger.info("gatehouse listening", { url: `http://${hostname}:${info.port}`, store: store.kind });
 });
 
