@@ -1,0 +1,17 @@
+/**
+ * `gatehouse/redis`: the store on Redis over TCP (ioredis), for long-running
+ * Node, Deno and Bun workers. It is a subpath of its own because it needs
+ * Node built-ins (`net`, `tls`, `events`): `mod.ts` stays Web-only, so it
+ * bundles for Cloudflare Workers, and only programs that import this module
+ * pull in ioredis. On the edge use `upstashStore` from `gatehouse`.
+ *
+ * @example
+ * import { createGatehouse } from "gatehouse";
+ * import { redisStore } from "gatehouse/redis";
+ * const store = redisStore("redis://127.0.0.1:6379");
+ * await store.checkEviction();
+ * const gh = createGatehouse({ agents, store });
+ * @module
+ */
+export { redisStore } from "./store/redis.ts";
+export type { RedisStoreOptions } from "./store/redis.ts";
