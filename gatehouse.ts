@@ -1,6 +1,10 @@
 /**
  * createGatehouse(): wires agents, a store, the worker pool, the watchdog and
  * the Hono app. Reads no environment: runtime entry files (entry/) do that.
+ *
+ * Construction does no I/O, starts no timer and draws no random value (the
+ * worker id is drawn on first use): Cloudflare Workers refuse randomness
+ * outside a handler, and an instance built at module scope must still start.
  */
 import type { Hono } from "hono";
 import type { InspectionEvent } from "xstate";
@@ -50,7 +54,12 @@ export interface GatehouseOptions {
   verifierBackoffMs?: number;
   /** XState inspection callback for every actor this process runs. */
   inspect?: (event: InspectionEvent) => void;
-  /** Process work inline after each accepted request (serverless without a worker). */
+  /**
+   * Process work inline after each accepted request (serverless without a
+   * worker). Refused on Cloudflare Workers, where work running after the
+   * response is dropped unless it is in `ctx.waitUntil`: use
+   * createWorkersHandler() there.
+   */
   inline?: boolean;
   /**
    * Verifier gate hooks, laid over the defaults (guardians from the registry,
@@ -65,10 +74,21 @@ export interface GatehouseOptions {
   auth?: RouteAuth;
   /**
    * Event streams: store poll interval (default 250 ms), idle keep-alive
-   * interval (default 15 000 ms), and caps on open streams per agent
-   * (default 8) and per process (default 1 000), 429 beyond them.
+   * interval (default 15 000 ms), caps on open streams per agent (default
+   * 8) and per process (default 1 000), 429 beyond them, and `maxReads`, the
+   * store reads after which a stream ends with a `retry:` field so the client
+   * reconnects with `Last-Event-ID` (default: unbounded; createWorkersHandler
+   * sets 40, to stay within a Worker's subrequest limit), and that `retry:`
+   * value (`retryMs`, default 1 000).
    */
-  sse?: { pollMs?: number; keepAliveMs?: number; maxStreamsPerAgent?: number; maxStreams?: number };
+  sse?: {
+    pollMs?: number;
+    keepAliveMs?: number;
+    maxStreamsPerAgent?: number;
+    maxStreams?: number;
+    maxReads?: number;
+    retryMs?: number;
+  };
   /** Byte budget of one events page (default 1 MiB; a page always holds at least one event). */
   maxEventPageBytes?: number;
 }
@@ -92,6 +112,11 @@ export interface Gatehouse {
   close(): Promise<void>;
 }
 
+/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
+function onWorkers(): boolean {
+  return (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
+}
+
 /**
  * @example
  * const gh = createGatehouse({ agents: [support] });
@@ -102,6 +127,37 @@ export interface Gatehouse {
  * await gh.drain();
  */
 export function createGatehouse(options: GatehouseOptions): Gatehouse {
+  if (options?.inline && onWorkers()) {
+    throw new DefinitionError(
+      "createGatehouse({ inline: true }) cannot run on Cloudflare Workers: work after the response is dropped " +
+        "unless it runs in ctx.waitUntil, and the agent would sit under its lease. Use createWorkersHandler()",
+    );
+  }
+  return buildGatehouse(options).gatehouse;
+}
+
+/** How a runtime entry drives work, for buildGatehouse(). */
+export interface GatehouseHooks {
+  /**
+   * Replaces the default wake (nudge the pool, or drain inline): called when
+   * a request enqueued work, with the agent whose bell rang (none: any due
+   * agent, after a watchdog tick) and the request that rang it.
+   */
+  wake?: (agentId: string | undefined, request: Request | undefined) => void;
+  /** Most tool calls one watchdog pass times out (default 100); each is one store call. */
+  watchdogLimit?: number;
+}
+
+/** A gatehouse and the parts a runtime entry drives it with. */
+export interface BuiltGatehouse {
+  gatehouse: Gatehouse;
+  deps: HostDeps;
+  targets: string[];
+  ids: IdSource;
+}
+
+/** createGatehouse() with hooks for runtime entries (workers.ts); not part of the public API. */
+export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks = {}): BuiltGatehouse {
   if (!options || !Array.isArray(options.agents) || options.agents.length === 0) {
     throw new DefinitionError("createGatehouse() needs at least one agent in `agents`");
   }
@@ -114,6 +170,13 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   if (options.auth !== undefined) {
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
+  }
+  const { maxReads, retryMs } = options.sse ?? {};
+  if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
+    throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`);
+  }
+  if (retryMs !== undefined && !(Number.isFinite(retryMs) && retryMs >= 0)) {
+    throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`);
   }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
@@ -145,10 +208,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     targets,
     concurrency: options.concurrency ?? 4,
     pollMs: options.pollMs ?? 100,
-    workerId: ids.workerId(),
+    workerId: () => ids.workerId(),
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
-  const tick = () => watchdogTick(store, clock, 100, { logger });
+  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
 
   const runtime: RouteRuntime = {
     store, agents, clock, ids, logger,
@@ -157,15 +220,16 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
     },
-    wake() {
-      if (pool.running) pool.nudge();
+    wake(agentId, request) {
+      if (hooks.wake) hooks.wake(agentId, request);
+      else if (pool.running) pool.nudge();
       else if (options.inline) {
         pool.drain().catch((err) => logger.error("inline drain failed", { error: String(err) }));
       }
     },
-    async watchdogTick() {
+    async watchdogTick(request) {
       const r = await tick();
-      runtime.wake();
+      runtime.wake(undefined, request);
       return r;
     },
     ssePollMs: options.sse?.pollMs ?? 250,
@@ -174,11 +238,13 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       ...(options.sse?.maxStreamsPerAgent !== undefined ? { maxStreamsPerAgent: options.sse.maxStreamsPerAgent } : {}),
       ...(options.sse?.maxStreams !== undefined ? { maxStreams: options.sse.maxStreams } : {}),
     },
+    ...(options.sse?.maxReads !== undefined ? { sseMaxReads: options.sse.maxReads } : {}),
+    ...(options.sse?.retryMs !== undefined ? { sseRetryMs: options.sse.retryMs } : {}),
     ...(options.auth ? { auth: { bearerTokens: [...options.auth.bearerTokens] } } : {}),
   };
   const app = createApp(runtime);
 
-  return {
+  const gatehouse: Gatehouse = {
     app,
     fetch: (req: Request) => Promise.resolve(app.fetch(req)),
     store,
@@ -209,4 +275,5 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       await store.close();
     },
   };
+  return { gatehouse, deps, targets, ids };
 }

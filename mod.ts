@@ -1,5 +1,10 @@
 /**
  * gatehouse: durable actor-model runtime for LLM agents. Public API (named exports only).
+ *
+ * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
+ * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
+ * Node built-in). The TCP Redis adapter needs Node built-ins and lives in the
+ * subpath `@gatehouse-runtime/core/redis` (`redis.ts`).
  * @module
  */
 export { defineTool, terminate } from "./tools/define.ts";
@@ -8,9 +13,16 @@ export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
+export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";
+export type {
+  WorkersEnv,
+  WorkersExecutionContext,
+  WorkersHandler,
+  WorkersHandlerOptions,
+  WorkersScheduledController,
+} from "./workers.ts";
+export type { WorkBudget } from "./actors/budget.ts";
 export { memoryStore } from "./store/memory.ts";
-export { redisStore } from "./store/redis.ts";
-export type { RedisStoreOptions } from "./store/redis.ts";
 export { upstashStore } from "./store/upstash.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
 export type { ScriptStore } from "./store/lua-store.ts";

@@ -16,6 +16,10 @@
  * - Mail that arrives while a claim runs is not lost in a long turn: the
  *   lease renewal notices it and the claim hands the agent back at the next
  *   step boundary, so the next claim applies it (a cancel takes effect).
+ * - With a budget (actors/budget.ts), a claim whose budget is spent hands the
+ *   agent back at the next step boundary: the commit that ends the step
+ *   releases the lease with `runnableAt = now`, so any worker (or the next
+ *   invocation) can go on at once; the hand-back is logged as `claim_yielded`.
  */
 import { createActor, type InspectionEvent } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
@@ -41,6 +45,7 @@ import { deepFreeze } from "../common/freeze.ts";
 import { jsonClone } from "../common/json.ts";
 import { abortableSleep } from "../common/sleep.ts";
 import { ID_PATTERN } from "../common/ids.ts";
+import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
 
 export interface HostDeps {
@@ -62,7 +67,8 @@ export interface HostDeps {
 }
 
 export type HostOutcome =
-  | { status: "released"; state: string; commits: number }
+  /** `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now. */
+  | { status: "released"; state: string; commits: number; yielded: boolean }
   | { status: "fenced"; reason: string; commits: number }
   | { status: "unrestorable"; message: string };
 
@@ -92,8 +98,12 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
   };
 }
 
-/** Processes one claim until the agent is released or the claim is lost. */
-export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<HostOutcome> {
+/**
+ * Processes one claim until the agent is released or the claim is lost. With
+ * a `budget`, each step spends one of its steps, and the agent is handed back
+ * when the budget is spent (shared by the claims of one drive).
+ */
+export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome> {
   const { store, clock, logger, cache } = deps;
   const { agentId, epoch } = claim;
   const head = claim.head;
@@ -315,7 +325,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       if (!need.yes) {
         if (!(await flush({ runnableAt: need.runnableAt }))) return { status: "fenced", reason: fenceReason, commits };
         resident = true;
-        return { status: "released", state: snap().value, commits };
+        return { status: "released", state: snap().value, commits, yielded: false };
       }
       const { value, context } = snap();
       if (value === "revising") {
@@ -342,15 +352,21 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string)
       }
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
       const next = needsMe();
+      if (budget) budget.stepsLeft--;
       // Mail that arrived during this claim (a cancel, say) is applied by a fresh claim, which takes it
       // as one batch: hand the agent back at this step boundary rather than run the turn to its end.
-      const handBack = !next.yes ? { runnableAt: next.runnableAt } : mailWaiting ? { runnableAt: clock.now() } : null;
+      // A spent budget hands back the same way, in the commit that ends this step (no lease is left behind).
+      const yielded = next.yes && (mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
+      const handBack = !next.yes ? { runnableAt: next.runnableAt } : yielded ? { runnableAt: clock.now() } : null;
+      if (yielded && !mailWaiting) {
+        emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
+      }
       if (!(await flush(handBack))) {
         return { status: "fenced", reason: fenceReason, commits };
       }
       if (handBack) {
         resident = true;
-        return { status: "released", state: snap().value, commits };
+        return { status: "released", state: snap().value, commits, yielded };
       }
     }
   } finally {

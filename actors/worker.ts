@@ -11,7 +11,12 @@ export interface WorkerPoolOptions {
   concurrency: number;
   /** Longest sleep of an idle loop before it polls again (ms). */
   pollMs: number;
-  workerId: string;
+  /**
+   * This process's worker id, asked for on first use: an id source may use
+   * randomness, which Cloudflare Workers refuse outside a request handler,
+   * so building the pool at module scope must not call it.
+   */
+  workerId: () => string;
 }
 
 export interface WorkerPool {
@@ -25,6 +30,8 @@ export interface WorkerPool {
 }
 
 export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
+  let id: string | undefined;
+  const workerId = () => (id ??= opts.workerId());
   let running = false;
   let loops: Promise<void>[] = [];
   let waiters: Array<() => void> = [];
@@ -60,7 +67,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   }
 
   async function loop(i: number) {
-    const loopId = `${opts.workerId}/${i}`;
+    const loopId = `${workerId()}/${i}`;
     while (running) {
       let worked = false;
       try {
@@ -100,7 +107,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
     async drain() {
       let total = 0;
       const one = async (i: number) => {
-        while (await once(`${opts.workerId}/drain${i}`)) total++;
+        while (await once(`${workerId()}/drain${i}`)) total++;
       };
       // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
       for (;;) {

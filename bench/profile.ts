@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import process from "node:process";
 import { createGatehouse } from "../mod.ts";
 import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { countingStore } from "./counting-store.ts";

@@ -36,7 +36,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { createGatehouse } from "../mod.ts";
 import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";

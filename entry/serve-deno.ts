@@ -16,7 +16,7 @@
  * @module
  */
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
 import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
 

@@ -23,7 +23,7 @@ import type { Server } from "node:http";
 import process from "node:process";
 import { createAdaptorServer } from "@hono/node-server";
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
 import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
 

@@ -30,7 +30,7 @@ import {
   StoreInputError,
 } from "../mod.ts";
 import { ConfigError, configFromEnv, type Env, type EnvConfig } from "./config.ts";
-import { storeFromEnv } from "./store-from-env.ts";
+import { storeFromEnv, type TcpStoreFactory } from "./store-from-env.ts";
 
 /** Exit codes of a failed start (documented in docs/operations.md). */
 export const STARTUP_EXIT_CODES = {
@@ -82,14 +82,6 @@ export function redactedRedis(url: string): string {
   }
 }
 
-/** What the runtime file passes in: the TCP Redis adapter (`redisStore`), when it has one. */
-export type TcpStoreFactory = (opts: {
-  url: string;
-  prefix?: string;
-  allowEviction?: boolean;
-  onError?: (err: Error) => void;
-}) => Store & { checkEviction(): Promise<unknown> };
-
 export interface StartFromEnvInput {
   agents: AnyAgent[];
   env: Env;
@@ -128,7 +120,6 @@ export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started>
     if (started) logger.warn("redis connection error; reconnecting", { error: err.message });
     else lastConnectionError = err;
   };
-  // Passed as a variable: the store-from-env options may or may not declare `redis`.
   const storeOptions = { onError, ...(input.redis ? { redis: input.redis } : {}) };
   const where = input.env.GATEHOUSE_REDIS_URL?.trim()
     ? `redis at ${redactedRedis(input.env.GATEHOUSE_REDIS_URL.trim())}`

@@ -5,7 +5,7 @@
  *
  * | variables | store |
  * | --- | --- |
- * | `GATEHOUSE_REDIS_URL` | redisStore (TCP, ioredis) |
+ * | `GATEHOUSE_REDIS_URL` | `opts.redis` (pass `redisStore` from `@gatehouse-runtime/core/redis`) |
  * | `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` | upstashStore (REST) |
  * | neither | memoryStore (nothing survives the process) |
  *
@@ -14,18 +14,34 @@
  * otherwise the eviction check runs here and startup fails with
  * EvictionPolicyError on `allkeys-*` / `volatile-*`.
  *
+ * Web APIs only, so `mod.ts` can export it: the TCP adapter comes in as
+ * `opts.redis` (its module needs Node built-ins). Without it,
+ * `GATEHOUSE_REDIS_URL` is refused with a StoreInputError that names the
+ * subpath, never silently ignored.
+ *
  * @example
- * const store = await storeFromEnv(process.env);
+ * import { redisStore } from "@gatehouse-runtime/core/redis";
+ * const store = await storeFromEnv(process.env, { redis: redisStore });
  */
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { StoreInputError } from "../store/keys.ts";
-import { redisStore } from "../store/redis.ts";
+import type { ScriptStore } from "../store/lua-store.ts";
 import { upstashStore } from "../store/upstash.ts";
 
 export type Env = Record<string, string | undefined>;
 
+/** What storeFromEnv needs of the TCP adapter: `redisStore` from `@gatehouse-runtime/core/redis` fits. */
+export type TcpStoreFactory = (opts: {
+  url: string;
+  prefix?: string;
+  allowEviction?: boolean;
+  onError?: (err: Error) => void;
+}) => ScriptStore;
+
 export interface StoreFromEnvOptions {
+  /** The TCP adapter for `GATEHOUSE_REDIS_URL` (`redisStore` from `@gatehouse-runtime/core/redis`). */
+  redis?: TcpStoreFactory;
   /** Connection errors of the TCP client while it reconnects (default: ignored). */
   onError?: (err: Error) => void;
 }
@@ -34,7 +50,13 @@ export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Pr
   const allowEviction = env.GATEHOUSE_ALLOW_EVICTION === "1" || env.GATEHOUSE_ALLOW_EVICTION === "true";
   const prefix = env.GATEHOUSE_REDIS_PREFIX || undefined;
   if (env.GATEHOUSE_REDIS_URL) {
-    const store = redisStore({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError });
+    if (!opts.redis) {
+      throw new StoreInputError(
+        "GATEHOUSE_REDIS_URL is set but no TCP adapter was passed: call storeFromEnv(env, { redis: redisStore }) " +
+          "with redisStore from @gatehouse-runtime/core/redis (Node, Deno, Bun), or use UPSTASH_REDIS_REST_URL on the edge",
+      );
+    }
+    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError });
     try {
       await store.checkEviction();
     } catch (err) {

@@ -66,7 +66,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
       );
     }
     // A duplicate enqueued nothing: no bell to ring.
-    if (r.status === "enqueued") rt.wake();
+    if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
     return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
   });
 
@@ -89,7 +89,7 @@ export function agentRoutes(rt: RouteRuntime): RouteModule {
     const turn = JSON.stringify(body?.turnId);
     switch (r.status) {
       case "accepted":
-        rt.wake();
+        rt.wake(agentId, c.req.raw);
         return c.json({ accepted: true as const, turnId: r.turnId }, 202);
       case "agent_not_found":
         throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);

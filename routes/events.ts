@@ -27,6 +27,13 @@
  *   before it opens. A stream's slot is released once, whichever way it
  *   ends: client disconnect (request signal), body cancelled, or a failed
  *   read that closes it.
+ * Bounded streams (`rt.sseMaxReads`): every poll is one store read, and on
+ * Cloudflare Workers every read through the Upstash adapter is a subrequest,
+ * limited per request (50 on the Free plan). After `sseMaxReads` reads the
+ * stream sends `retry: <rt.sseRetryMs>` and a `: reconnect` comment and ends;
+ * `EventSource` reconnects after that delay with `Last-Event-ID`, so the
+ * client sees one gapless stream, served by a chain of bounded requests (each
+ * costing 1 + sseMaxReads reads). See docs/runtimes.md.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -90,11 +97,19 @@ export function eventStream(
   signal.addEventListener("abort", onAbort, { once: true });
   let cursor = after;
   let idlePolls = 0;
+  let reads = 0;
+  const maxReads = rt.sseMaxReads ?? Infinity;
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         while (!stop.signal.aborted) {
+          if (reads >= maxReads) {
+            // The request's read budget is spent: tell the client when to come back, then end.
+            controller.enqueue(enc.encode(`retry: ${Math.max(0, Math.trunc(rt.sseRetryMs ?? 1_000))}\n: reconnect\n\n`));
+            break;
+          }
+          reads++;
           const events = await rt.store.readEvents(agentId, cursor, pageSize, budget);
           // The client may have left while the read was in flight: drop what it returned.
           if (stop.signal.aborted) break;

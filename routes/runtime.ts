@@ -32,15 +32,28 @@ export interface RouteRuntime {
   ids: IdSource;
   logger: Logger;
   limits: RouteLimits;
-  /** Rings local workers after this process enqueued work. */
-  wake(): void;
-  watchdogTick(): Promise<WatchdogTickResult>;
+  /**
+   * Rings local workers after this process enqueued work for `agentId`
+   * (none: any agent may be due, e.g. after a watchdog tick). `request` is the
+   * request that rang, so a per-request runtime (Workers: `ctx.waitUntil`)
+   * can drive the work within that request's lifetime.
+   */
+  wake(agentId?: string, request?: Request): void;
+  watchdogTick(request?: Request): Promise<WatchdogTickResult>;
   /** How often an open SSE stream polls the store for new events (ms). */
   ssePollMs: number;
   /** Interval of keep-alive comments on an idle SSE stream (ms, default 15 000). */
   sseKeepAliveMs?: number;
   /** Caps on open event streams (defaults in routes/events.ts). */
   sseLimits?: Partial<SseLimits>;
+  /**
+   * Store reads after which an SSE stream ends, telling the client to
+   * reconnect (`retry:`), so one request's subrequests stay bounded (default:
+   * unbounded).
+   */
+  sseMaxReads?: number;
+  /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
+  sseRetryMs?: number;
   /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
   auth?: RouteAuth;
 }

@@ -34,7 +34,7 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
     });
     switch (r.status) {
       case "accepted":
-        rt.wake();
+        rt.wake(agentId, c.req.raw);
         return c.json({ accepted: true as const, duplicate: false });
       case "duplicate":
         return c.json({ accepted: true as const, duplicate: true });

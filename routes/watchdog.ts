@@ -15,7 +15,7 @@ export function watchdogRoutes(rt: RouteRuntime): RouteModule {
   const app = new Hono();
   app.post("/v1/watchdog/tick", async (c) => {
     await optionalJsonBody(c, rt.limits.maxBodyBytes, EmptyRequest);
-    const r = await rt.watchdogTick();
+    const r = await rt.watchdogTick(c.req.raw);
     return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished, skipped: r.skipped });
   });
   return {

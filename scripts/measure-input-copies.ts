@@ -15,7 +15,8 @@
  * JSON size.
  */
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, redisStore, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
+import { redisStore } from "../redis.ts";
 import type { Store } from "../mod.ts";
 import { memoryStoreState } from "../store/memory.ts";
 

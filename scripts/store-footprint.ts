@@ -11,7 +11,7 @@ import { Redis } from "ioredis";
 import { createGatehouse } from "../gatehouse.ts";
 import { concierge } from "../examples/demo.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 

@@ -9,22 +9,43 @@
  * keep it on: every script reply starts with a status word that is not JSON,
  * so it passes through unparsed either way.
  *
+ * Any client of the package works, whichever entry built it
+ * (`@upstash/redis`, `@upstash/redis/cloudflare`, `@upstash/redis/fastly`):
+ * each entry has its own `Redis` class, so a client is recognised by its
+ * methods (`UpstashClient`), not by `instanceof`. Built from url and token,
+ * the client comes from the `cloudflare` entry when running in workerd: the
+ * default entry sends `cache: "no-store"`, which Workers refuse before
+ * compatibility date 2024-11-11 (every command would fail).
+ *
  * @example
  * const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
  * const gh = createGatehouse({ agents, store });
  */
 import { Redis } from "@upstash/redis";
+import { Redis as WorkersRedis } from "@upstash/redis/cloudflare";
 import { keySpace, StoreInputError } from "./keys.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
+
+/** What the store needs of an @upstash/redis client (any of the package's entries). */
+export type UpstashClient = Pick<Redis, "evalsha" | "eval" | "exec">;
+
+/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
+const onWorkers = () => (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
+
+function isClient(v: unknown): v is UpstashClient {
+  const c = v as Partial<Record<keyof UpstashClient, unknown>> | null;
+  return !!c && typeof c === "object" && typeof c.evalsha === "function" && typeof c.eval === "function" &&
+    typeof c.exec === "function";
+}
 
 export interface UpstashStoreOptions {
   /** REST URL (`UPSTASH_REDIS_REST_URL`). */
   url?: string;
   /** REST token (`UPSTASH_REDIS_REST_TOKEN`). */
   token?: string;
-  /** An existing @upstash/redis client instead of url and token. */
-  redis?: Redis;
+  /** An existing @upstash/redis client (`@upstash/redis` or `@upstash/redis/cloudflare`) instead of url and token. */
+  redis?: UpstashClient;
   /** Key prefix (default `gh`). */
   prefix?: string;
   /** Accept a maxmemory-policy that may evict keys (default false). */
@@ -33,12 +54,17 @@ export interface UpstashStoreOptions {
   retries?: number;
 }
 
-export function upstashStore(opts: UpstashStoreOptions | Redis): ScriptStore {
-  const o: UpstashStoreOptions = opts instanceof Redis ? { redis: opts } : opts;
+export function upstashStore(opts: UpstashStoreOptions | UpstashClient): ScriptStore {
+  if (!opts || typeof opts !== "object") throw new StoreInputError("upstashStore needs { url, token } or an @upstash/redis client");
+  const o: UpstashStoreOptions = isClient(opts) ? { redis: opts } : opts as UpstashStoreOptions;
   let redis = o.redis;
+  if (redis !== undefined && !isClient(redis)) {
+    throw new StoreInputError("upstashStore: `redis` must be an @upstash/redis client (evalsha, eval and exec)");
+  }
   if (!redis) {
     if (!o.url || !o.token) throw new StoreInputError("upstashStore needs { url, token } or an @upstash/redis client");
-    redis = new Redis({
+    const Client = onWorkers() ? WorkersRedis : Redis;
+    redis = new Client({
       url: o.url,
       token: o.token,
       automaticDeserialization: false,

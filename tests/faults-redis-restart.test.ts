@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import type { Store } from "../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "./helpers/fault-agent.ts";
 import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "./helpers/fault-checks.ts";

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createGatehouse, type Gatehouse } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import { upstashStore } from "../store/upstash.ts";
 import type { Store } from "../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "./helpers/fault-agent.ts";

@@ -5,13 +5,11 @@
  * middle of the session, which must lose nothing. Node-only: it spawns
  * processes.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { expectSessionOutput, runBash, sessionParts as parts } from "./helpers/readme-session.ts";
 
-const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-const session = /<!-- readme-session:start -->\n```sh\n([\s\S]*?)```\n<!-- readme-session:end -->/.exec(readme)?.[1];
 const root = new URL("..", import.meta.url).pathname;
 
 async function startServer(env: Record<string, string>) {
@@ -32,34 +30,6 @@ async function startServer(env: Record<string, string>) {
   }
   child.kill("SIGKILL");
   throw new Error(`server did not start:\n${log}`);
-}
-
-function runBash(script: string) {
-  const r = spawnSync("bash", ["-c", script], { encoding: "utf8", timeout: 30_000 });
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout.trim().split("\n");
-}
-
-/** The session in two parts (steps 1–2, steps 3–4), so something can happen in between. */
-function parts(port: number): [string, string] {
-  expect(session, "README has the marked session block").toBeDefined();
-  const script = session!.replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`);
-  const cut = script.indexOf("\n# 3.");
-  expect(cut).toBeGreaterThan(0);
-  const first = script.slice(0, cut);
-  const base = /^B=.*$/m.exec(first)![0];
-  return [first, `${base}\n${script.slice(cut)}`];
-}
-
-function expectSessionOutput(lines: string[]) {
-  expect(lines[0]).toMatch(/^\{"agentId":"alice","turnId":"turn_[0-9a-f]+","duplicate":false\}$/);
-  expect(lines[1]).toMatch(/^"type":"tool_call","data":\{"step":2,"toolCallId":"call_turn_[0-9a-f]+_2_0","name":"approve_refund"$/);
-  expect(lines[2]).toBe('"state":"waiting-tools"');
-  expect(lines[3]).toBe('{"accepted":true,"duplicate":false}');
-  expect(lines[4]).toBe('{"accepted":true,"duplicate":true}');
-  expect(lines[5]).toBe('"state":"done"');
-  expect(lines[6]).toBe('"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}');
-  expect(lines).toHaveLength(7);
 }
 
 describe("README curl session on the memory store", () => {

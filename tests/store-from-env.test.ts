@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storeFromEnv } from "../entry/store-from-env.ts";
+import { redisStore } from "../redis.ts";
 import { StoreInputError } from "../store/keys.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
@@ -24,13 +25,19 @@ describe("storeFromEnv", () => {
   });
 
   it("uses redisStore for GATEHOUSE_REDIS_URL, with GATEHOUSE_REDIS_PREFIX", async () => {
-    const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_PREFIX: "envtest" });
+    const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_PREFIX: "envtest" }, { redis: redisStore });
     expect(store.kind).toBe("redis");
     await store.enqueueTask({ agentId: "a1", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t1", now: 1 });
     const raw = new Redis(server.url);
     expect(await raw.exists("envtest:{a:a1}:head")).toBe(1);
     raw.disconnect();
     await store.close();
+  });
+
+  it("refuses GATEHOUSE_REDIS_URL without a TCP adapter, naming @gatehouse-runtime/core/redis (mod.ts carries no ioredis)", async () => {
+    const err = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url }).catch((e) => e);
+    expect(err).toBeInstanceOf(StoreInputError);
+    expect((err as Error).message).toContain("@gatehouse-runtime/core/redis");
   });
 
   it("uses upstashStore for UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, and refuses one without the other", async () => {
@@ -44,9 +51,9 @@ describe("storeFromEnv", () => {
     const raw = new Redis(server.url);
     await raw.config("SET", "maxmemory-policy", "allkeys-lru");
     try {
-      await expect(storeFromEnv({ GATEHOUSE_REDIS_URL: server.url })).rejects.toBeInstanceOf(EvictionPolicyError);
+      await expect(storeFromEnv({ GATEHOUSE_REDIS_URL: server.url }, { redis: redisStore })).rejects.toBeInstanceOf(EvictionPolicyError);
       await expect(storeFromEnv({ UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token })).rejects.toBeInstanceOf(EvictionPolicyError);
-      const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_ALLOW_EVICTION: "1" });
+      const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_ALLOW_EVICTION: "1" }, { redis: redisStore });
       expect(store.kind).toBe("redis");
       await store.close();
     } finally {

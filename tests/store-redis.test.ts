@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
+import { redisStore } from "../redis.ts";
 import { watchdogTick } from "../actors/watchdog.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";

@@ -1,4 +1,5 @@
 import { Redis } from "@upstash/redis";
+import { Redis as CloudflareRedis } from "@upstash/redis/cloudflare";
 import { Redis as TcpRedis } from "ioredis";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +120,20 @@ describe("upstashStore", () => {
     expect(await mixed.getVerdict("v1")).toBe("123");
     expect(await mixed.listVerdicts("a1", {})).toEqual(["123"]);
     expect(await parsing.getAgent("a1")).toBeNull(); // default prefix: another key space
+  });
+
+  it("accepts a client from @upstash/redis/cloudflare (another Redis class than the default entry's)", async () => {
+    const prefix = freshPrefix();
+    const cf = new CloudflareRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
+    expect(cf instanceof Redis).toBe(false);
+    const direct = upstashStore(cf);
+    const wrapped = upstashStore({ redis: cf, prefix });
+    const plain = upstashStore({ url: bridge.url, token: bridge.token, prefix });
+    await wrapped.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: "hi", options: {}, turnId: "turn_1", now: T0 });
+    expect(await plain.getAgent("a1")).toEqual(await wrapped.getAgent("a1"));
+    expect((await plain.getAgent("a1"))?.agentName).toBe("calc");
+    expect(await direct.getAgent("a1")).toBeNull(); // default prefix: another key space
+    expect(() => upstashStore({ redis: {} as never })).toThrow(/@upstash\/redis client/);
   });
 
   it("surfaces a refused token as an error", async () => {

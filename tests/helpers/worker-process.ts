@@ -21,7 +21,7 @@ import process from "node:process";
 import { Redis } from "ioredis";
 import { createGatehouse } from "../../mod.ts";
 import type { Logger, Store } from "../../mod.ts";
-import { redisStore } from "../../store/redis.ts";
+import { redisStore } from "../../redis.ts";
 import { type DispatchRecord, faultAgent } from "./fault-agent.ts";
 
 export interface WorkerProcessConfig {

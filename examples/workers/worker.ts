@@ -1,0 +1,29 @@
+/**
+ * gatehouse on Cloudflare Workers: the example agents of `npm start`
+ * (examples/demo.ts) behind `fetch`, with the watchdog and the drain of due
+ * agents on a cron trigger (`scheduled`), on Upstash Redis.
+ *
+ * Secrets (`wrangler secret put NAME`; never in wrangler.toml):
+ * - UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN: the Upstash database;
+ * - GATEHOUSE_TOKEN (optional): when set, every route but /healthz needs
+ *   `Authorization: Bearer <GATEHOUSE_TOKEN>`.
+ *
+ * In a project that installed gatehouse, import from "@gatehouse-runtime/core" instead.
+ */
+import { createWorkersHandler, upstashStore } from "../../mod.ts";
+import { demoAgents } from "../demo.ts";
+
+interface Env {
+  UPSTASH_REDIS_REST_URL: string;
+  UPSTASH_REDIS_REST_TOKEN: string;
+  GATEHOUSE_TOKEN?: string;
+}
+
+export default createWorkersHandler<Env>({
+  agents: demoAgents,
+  store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+  auth: (env) => (env.GATEHOUSE_TOKEN ? { bearerTokens: [env.GATEHOUSE_TOKEN] } : undefined),
+  // What a request may drive in ctx.waitUntil, and what one cron run may drive (docs/runtimes.md).
+  budget: { steps: 10, ms: 20_000 },
+  scheduledBudget: { steps: 20, ms: 20_000 },
+});

@@ -1,0 +1,28 @@
+/**
+ * `mod.ts` is Web-only: bundled for workerd exactly as a Worker that imports
+ * it would be, the module graph reaches no Node built-in (ioredis, the TCP
+ * adapter, lives in `redis.ts`). The bundle size is printed so a change that
+ * bloats the edge bundle shows in the test log.
+ */
+import { gzipSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import { bundleForWorkerd } from "./workerd/bundle.ts";
+
+const path = (p: string) => new URL(`../${p}`, import.meta.url).pathname;
+
+describe("workerd bundle", () => {
+  it("mod.ts bundles for workerd (neutral platform, workerd/worker/browser conditions) without any Node built-in", async () => {
+    const b = await bundleForWorkerd(path("mod.ts"));
+    const gz = gzipSync(b.code).byteLength;
+    console.log(`mod.ts workerd bundle: ${(b.bytes / 1024).toFixed(1)} KiB minified, ${(gz / 1024).toFixed(1)} KiB gzip`);
+    expect(b.nodeBuiltins).toEqual([]);
+    expect(b.code).not.toMatch(/\bioredis\b/);
+  }, 60_000);
+
+  it("the check catches Node built-ins: redis.ts (ioredis) needs them", async () => {
+    const b = await bundleForWorkerd(path("redis.ts"));
+    const paths = new Set(b.nodeBuiltins.map((x) => x.path.replace(/^node:/, "")));
+    expect(paths.has("net")).toBe(true);
+    expect(paths.has("events")).toBe(true);
+  }, 60_000);
+});

@@ -1,0 +1,258 @@
+/**
+ * createWorkersHandler(): the Cloudflare Workers entry. A Worker has no
+ * process that lives on: work runs inside invocations, each limited in wall
+ * time and subrequests, so the handler drives agents in bounded pieces.
+ * The design, its limits and their numbers are in docs/runtimes.md.
+ *
+ * Invariants:
+ * - Nothing runs at module scope: the gatehouse, its store and its worker id
+ *   are built on the first invocation (workerd refuses randomness and I/O
+ *   outside a handler), once per `env` object, so resident actors and the
+ *   script cache survive across invocations of one isolate. The resident
+ *   cache is keyed by snapshot version, so an actor another isolate has moved
+ *   on is a miss, never stale state.
+ * - `fetch`: a request that rings a bell (task, tool result, cancel, watchdog
+ *   tick) gets its response first; the woken agent is then driven in
+ *   `ctx.waitUntil` within `budget` (steps and wall time). At the budget the
+ *   agent is handed back in the commit that ends the step (lease released,
+ *   due at once); nothing is left under a lease except while a step runs.
+ * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
+ *   target are claimed and driven within `scheduledBudget`. A turn longer
+ *   than one invocation therefore finishes across invocations; nothing
+ *   depends on an isolate living on.
+ * - Optional continuation bell: when a drive stops on its budget with work
+ *   left, `continuation(env)` gives a request to send (for example a QStash
+ *   publish whose destination is this Worker's `POST /v1/watchdog/tick`), so
+ *   the next piece starts without waiting for the cron.
+ *
+ * @example
+ * import { createWorkersHandler, upstashStore } from "@gatehouse-runtime/core";
+ * export default createWorkersHandler({
+ *   agents: [helper],
+ *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+ * });
+ */
+import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/budget.ts";
+import { runClaim } from "./actors/host.ts";
+import { DefinitionError } from "./errors/errors.ts";
+import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
+import { ProblemError } from "./routes/problem.ts";
+import type { RouteAuth } from "./routes/runtime.ts";
+import { silentLogger } from "./actors/runtime.ts";
+import type { Store } from "./store/port.ts";
+
+/** The part of a Workers `ExecutionContext` the handler uses. */
+export interface WorkersExecutionContext {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** The part of a Workers `ScheduledController` (cron trigger) the handler uses. */
+export interface WorkersScheduledController {
+  readonly scheduledTime: number;
+  readonly cron: string;
+}
+
+/** Bindings of the Worker: whatever the store factory reads. */
+// deno-lint-ignore no-explicit-any
+export type WorkersEnv = any;
+
+export interface WorkersHandlerOptions<E = WorkersEnv>
+  extends Omit<GatehouseOptions, "store" | "auth" | "inline" | "concurrency" | "pollMs" | "watchdogIntervalMs"> {
+  /** Builds the store from the Worker's bindings; called once per isolate (per `env` object). */
+  store: (env: E) => Store | Promise<Store>;
+  /**
+   * Bearer-token auth of every route but `/healthz`, fixed or read from the
+   * bindings (secrets reach a Worker only through `env`); undefined: off.
+   */
+  auth?: RouteAuth | ((env: E) => RouteAuth | undefined);
+  /** What a request that rings a bell may spend in `ctx.waitUntil` (default 10 steps, 20 000 ms). */
+  budget?: Partial<WorkBudget>;
+  /** What one `scheduled` invocation may spend after its watchdog pass (default 15 steps, 20 000 ms). */
+  scheduledBudget?: Partial<WorkBudget>;
+  /**
+   * The continuation bell: a request to send when a drive stopped on its
+   * budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
+   * a failed send is logged, the cron still picks the work up.
+   */
+  continuation?: (env: E) => Request | null | undefined;
+}
+
+export interface WorkersHandler<E = WorkersEnv> {
+  fetch(request: Request, env: E, ctx: WorkersExecutionContext): Promise<Response>;
+  scheduled(controller: WorkersScheduledController, env: E, ctx: WorkersExecutionContext): Promise<void>;
+}
+
+/** Default budgets: they leave room for one slow step inside waitUntil's 30 s and the Free plan's 50 subrequests. */
+export const DEFAULT_FETCH_BUDGET: WorkBudget = { steps: 10, ms: 20_000 };
+export const DEFAULT_SCHEDULED_BUDGET: WorkBudget = { steps: 15, ms: 20_000 };
+/** Tool calls one watchdog pass on Workers times out at most (one store call each; the rest wait for the next pass). */
+export const WORKERS_WATCHDOG_LIMIT = 10;
+/** SSE on Workers: one store read a second, at most 40 per stream request (1 + 40 subrequests). */
+export const WORKERS_SSE = { pollMs: 1_000, maxReads: 40, retryMs: 1_000 } as const;
+
+/** What rang during one request: the agents to drive, or any due agent (after a watchdog tick). */
+interface Bells {
+  agents: Set<string>;
+  any: boolean;
+}
+
+interface Instance {
+  built: BuiltGatehouse;
+  workerId: () => string;
+}
+
+/**
+ * @example
+ * export default createWorkersHandler({
+ *   agents: [helper],
+ *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+ *   budget: { steps: 10, ms: 20_000 },
+ * });
+ */
+export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOptions<E>): WorkersHandler<E> {
+  if (!options || typeof options.store !== "function") {
+    throw new DefinitionError("createWorkersHandler() needs `store: (env) => Store` (for example upstashStore)");
+  }
+  if ((options as { inline?: unknown }).inline !== undefined) {
+    throw new DefinitionError("createWorkersHandler() drives work in ctx.waitUntil itself; remove the `inline` option");
+  }
+  const fetchBudget = checkWorkBudget("budget", options.budget, DEFAULT_FETCH_BUDGET);
+  const cronBudget = checkWorkBudget("scheduledBudget", options.scheduledBudget, DEFAULT_SCHEDULED_BUDGET);
+  const { store: makeStore, auth, budget: _b, scheduledBudget: _s, continuation, ...rest } = options;
+  const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
+  // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
+  // bad definition fails the deployment, not the first request.
+  buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
+
+  /** The bells each in-flight request rang, keyed by its Request (what the routes see as `c.req.raw`). */
+  const bells = new WeakMap<Request, Bells>();
+  const instances = new WeakMap<object, Promise<Instance>>();
+  let drives = 0;
+
+  function instance(env: E): Promise<Instance> {
+    const key = (env ?? instances) as object;
+    let p = instances.get(key);
+    if (!p) {
+      p = (async () => {
+        const store = await makeStore(env);
+        const a = authFor(env);
+        const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse } }, {
+          wake(agentId, request) {
+            const b = request && bells.get(request);
+            if (!b) return; // rung outside a request of this handler: the cron picks it up
+            if (agentId === undefined) b.any = true;
+            else b.agents.add(agentId);
+          },
+          watchdogLimit: WORKERS_WATCHDOG_LIMIT,
+        });
+        let id: string | undefined;
+        return { built, workerId: () => (id ??= built.ids.workerId()) };
+      })();
+      // A failed build (a store factory that threw) is retried by the next invocation.
+      p.catch(() => instances.delete(key));
+      instances.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * Claims `agentId` and runs it until it needs nothing more or the budget is
+   * spent; true when the budget stopped it with work left.
+   */
+  async function driveAgent(inst: Instance, agentId: string, budget: Budget, workerId: string): Promise<boolean> {
+    const { deps } = inst.built;
+    while (!budgetSpent(budget, deps.clock)) {
+      const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
+      // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
+      if (c.status !== "claimed") return false;
+      const out = await runClaim(deps, c, workerId, budget);
+      if (out.status !== "released" || !out.yielded) return false;
+    }
+    return true;
+  }
+
+  /** Claims due agents of every target until none is due or the budget is spent; true when the budget stopped it. */
+  async function drainDue(inst: Instance, budget: Budget, workerId: string): Promise<boolean> {
+    const { deps, targets } = inst.built;
+    for (;;) {
+      if (budgetSpent(budget, deps.clock)) return true;
+      let claimed = false;
+      for (const target of targets) {
+        if (budgetSpent(budget, deps.clock)) return true;
+        const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
+        if (c.status !== "claimed") continue;
+        claimed = true;
+        await runClaim(deps, c, workerId, budget);
+      }
+      if (!claimed) return false;
+    }
+  }
+
+  async function ringContinuation(env: E, inst: Instance): Promise<void> {
+    const req = continuation?.(env);
+    if (!req) return;
+    try {
+      const res = await fetch(req);
+      if (!res.ok) inst.built.deps.logger.warn("continuation bell refused", { status: res.status, url: req.url });
+      await res.body?.cancel();
+    } catch (err) {
+      inst.built.deps.logger.warn("continuation bell failed", { error: String(err), url: req.url });
+    }
+  }
+
+  /** One drive: the rung agents first, then (after a tick) any due agent; the continuation when work is left. */
+  async function drive(inst: Instance, env: E, b: Bells, limit: WorkBudget): Promise<void> {
+    const { deps } = inst.built;
+    const budget = startBudget(limit, deps.clock);
+    const workerId = `${inst.workerId()}/d${++drives}`;
+    let left = false;
+    try {
+      for (const agentId of b.agents) left = (await driveAgent(inst, agentId, budget, workerId)) || left;
+      if (b.any) left = (await drainDue(inst, budget, workerId)) || left;
+    } catch (err) {
+      // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
+      deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });
+      return;
+    }
+    if (left) await ringContinuation(env, inst);
+  }
+
+  return {
+    async fetch(request, env, ctx) {
+      let inst: Instance;
+      try {
+        inst = await instance(env);
+      } catch (err) {
+        // The store factory failed (a missing binding, say): a problem response, no stack; the next request retries.
+        (rest.logger ?? silentLogger).error("cannot build the gatehouse for this Worker", { error: String(err) });
+        return new ProblemError("internal_error", "An internal error occurred").toResponse();
+      }
+      const b: Bells = { agents: new Set(), any: false };
+      bells.set(request, b);
+      try {
+        const res = await inst.built.gatehouse.app.fetch(request, env as never, ctx as never);
+        if (b.any || b.agents.size > 0) {
+          const work = drive(inst, env, b, fetchBudget);
+          // Without an execution context (called outside a Worker) the drive still runs, unguarded.
+          if (typeof ctx?.waitUntil === "function") ctx.waitUntil(work);
+        }
+        return res;
+      } finally {
+        bells.delete(request);
+      }
+    },
+    async scheduled(_controller, env, ctx) {
+      const inst = await instance(env);
+      const run = (async () => {
+        try {
+          await inst.built.gatehouse.tick();
+        } catch (err) {
+          inst.built.deps.logger.error("watchdog tick failed", { error: String(err) });
+        }
+        await drive(inst, env, { agents: new Set(), any: true }, cronBudget);
+      })();
+      if (typeof ctx?.waitUntil === "function") ctx.waitUntil(run);
+      await run;
+    },
+  };
+}
