@@ -23,11 +23,12 @@
  * | revising             | FEEDBACK_APPENDED                    | running       |
  * | any non-final        | CANCEL                               | failed        |
  */
-import { assign, setup } from "xstate";
+import { assign, type EventObject, type MetaObject, type NonReducibleUnknown, setup, type StateMachine } from "xstate";
 import {
   AGENT_OUTPUT,
   type AgentContext,
   type AgentEvent,
+  type AgentState,
   type ModelToolCall,
   SNAPSHOT_SCHEMA_VERSION,
   SUBMIT_RESULT,
@@ -125,9 +126,9 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
   steps: u.steps + 1,
 });
 
-const attemptsAfter = (v: VerificationState, e: RejectEvent) => attemptNumber(v, e.hash);
+const attemptsAfter = (v: VerificationState, e: RejectEvent): number => attemptNumber(v, e.hash);
 
-export const agentMachine = setup({
+const machine = setup({
   types: {
     context: {} as AgentContext,
     events: {} as AgentEvent,
@@ -355,4 +356,44 @@ export const agentMachine = setup({
   },
 });
 
-export type AgentMachine = typeof agentMachine;
+/** The names of the machine's actions and guards. */
+type AgentActionName =
+  | "cancel" | "startTurn" | "countStep" | "takeCandidate" | "takeSubmission" | "takeText" | "recordPending"
+  | "resolvePending" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification" | "countRejection"
+  | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate";
+type AgentGuardName =
+  | "stepVerifies" | "stepSubmits" | "stepCallsTools" | "stepFinishesWithText" | "budgetSpent" | "knownCall"
+  | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";
+/** `{ type: N; params: P }` for each name N, as a union (XState's parameterized objects). */
+type Parameterized<N extends string, P> = { [K in N]: { type: K; params: P } }[N];
+
+/**
+ * The machine's type, written out (published type declarations must not be
+ * inferred). `MachineTypeIsExact` below fails the type check when it drifts
+ * from what `setup().createMachine()` infers.
+ */
+export type AgentMachine = StateMachine<
+  AgentContext,
+  AgentEvent,
+  // deno-lint-ignore ban-types -- the exact type XState infers for "no children"
+  {},
+  never,
+  Parameterized<AgentActionName, NonReducibleUnknown>,
+  Parameterized<AgentGuardName, unknown>,
+  never,
+  AgentState,
+  string,
+  NonReducibleUnknown,
+  NonReducibleUnknown,
+  EventObject,
+  MetaObject,
+  { id: "agent"; states: { readonly [S in AgentState]: {} } },
+  MetaObject
+>;
+
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+const MachineTypeIsExact: Equals<typeof machine, AgentMachine> = true;
+void MachineTypeIsExact;
+
+/** The agent statechart. */
+export const agentMachine: AgentMachine = machine;

@@ -3,8 +3,9 @@
  * (and in test or bench helpers). This test reads every `.ts` file in the
  * core folders and fails on:
  * - an import of a `node:*` module, or a `require(...)` call;
- * - a use of a runtime global: `process`, `Buffer`, `Deno`, `__dirname`,
- *   `__filename`, `setImmediate`, `global.`, or the `NodeJS.` type namespace;
+ * - a use of a runtime global: `process`, `Buffer`, `Deno`, `Bun`,
+ *   `__dirname`, `__filename`, `setImmediate`, `global.`, or the `NodeJS.`
+ *   type namespace;
  * - an import of a runtime-bound package (`RUNTIME_BOUND_PACKAGES`) from a
  *   file not listed in `RUNTIME_ADAPTERS`.
  * Comments and string contents are blanked first, so prose such as
@@ -28,7 +29,7 @@ const RUNTIME_BOUND_PACKAGES = ["ioredis"];
  * runtime global): the package is their only tie to a runtime.
  */
 const RUNTIME_ADAPTERS: Record<string, string> = {
-  "store/redis.ts": "Node and Deno (ioredis: TCP sockets); not Workers, which use store/upstash.ts",
+  "store/redis.ts": "Node, Deno and Bun (ioredis: TCP sockets); not Workers, which use store/upstash.ts",
 };
 
 const ROOT = new URL("../../", import.meta.url);
@@ -97,7 +98,7 @@ export function stripSource(src: string): { code: string; specifiers: string[] }
   return { code, specifiers };
 }
 
-const GLOBAL = /(?<![\w$.])(process|Buffer|Deno|__dirname|__filename|setImmediate|global(?=\s*\.)|NodeJS(?=\s*\.)|require(?=\s*\())(?![\w$])(?!\s*:(?!:))/g;
+const GLOBAL = /(?<![\w$.])(process|Buffer|Deno|Bun|__dirname|__filename|setImmediate|global(?=\s*\.)|NodeJS(?=\s*\.)|require(?=\s*\())(?![\w$])(?!\s*:(?!:))/g;
 
 export function findRuntimeUses(src: string): string[] {
   const { code, specifiers } = stripSource(src);
@@ -121,6 +122,7 @@ describe("core modules use Web APIs only", () => {
     expect(findRuntimeUses(`const env = process.env.X;`)).toEqual(["line 1: uses process"]);
     expect(findRuntimeUses(`\nconst b = Buffer.from("x");`)).toEqual(["line 2: uses Buffer"]);
     expect(findRuntimeUses(`Deno.serve(h);`)).toEqual(["line 1: uses Deno"]);
+    expect(findRuntimeUses(`Bun.serve({ fetch: h });`)).toEqual(["line 1: uses Bun"]);
     expect(findRuntimeUses(`let t: NodeJS.Timeout;`)).toEqual(["line 1: uses NodeJS"]);
     expect(findRuntimeUses(`const fs = require("fs");`)).toEqual(["line 1: uses require"]);
     expect(findRuntimeUses(`setImmediate(f);`)).toEqual(["line 1: uses setImmediate"]);
