@@ -13,6 +13,7 @@ export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/workers": "workers.ts",
   "@gatehouse-runtime/core/node": "entry/serve-node.ts",
   "@gatehouse-runtime/core/deno": "entry/serve-deno.ts",
+  "@gatehouse-runtime/core/bun": "entry/serve-bun.ts",
   "@gatehouse-runtime/core": "mod.ts",
 };
 

@@ -12,8 +12,9 @@
  * environment (entry/config.ts); a failed start prints one line and exits
  * with a code of STARTUP_EXIT_CODES (usage errors: 2).
  *
- * Runs on Node (`npx @gatehouse-runtime/core serve …`) and Deno
- * (`deno run -A entry/cli.ts serve …`); only `demo` imports the demo agents.
+ * Runs on Node (`npx @gatehouse-runtime/core serve …`), Deno
+ * (`deno run -A entry/cli.ts serve …`) and Bun (`bunx @gatehouse-runtime/core serve …`);
+ * only `demo` imports the demo agents.
  */
 import process from "node:process";
 import { pathToFileURL } from "node:url";
@@ -82,6 +83,9 @@ async function main(args: string[]) {
   if (isDeno) {
     const { startDeno } = await import("./serve-deno.ts");
     await startDeno({ agents });
+  } else if (isBun) {
+    const { startBun } = await import("./serve-bun.ts");
+    await startBun({ agents });
   } else {
     const { startNode } = await import("./serve-node.ts");
     await startNode({ agents });
