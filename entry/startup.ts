@@ -108,7 +108,7 @@ export interface Started {
  */
 export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started> {
   const config = configFromEnv(input.env);
-  const logger = input.logger ?? consoleLogger(config.logLevel);
+  const logger = input.logger ?? input.options?.logger ?? consoleLogger(config.logLevel);
   for (const name of config.unknown) logger.warn("unknown environment variable ignored", { variable: name });
   if (!Array.isArray(input.agents) || input.agents.length === 0) {
     throw new StartupError("agents", "no agents to serve");
