@@ -10,6 +10,7 @@ import type { Hono } from "hono";
 import type { InspectionEvent } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { DefinitionError } from "./errors/errors.ts";
+import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
 import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
@@ -21,6 +22,7 @@ import { checkAuthConfig } from "./routes/auth.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
+import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
 import type { Guardian } from "./verdicts/guardian.ts";
@@ -46,12 +48,27 @@ export interface GatehouseOptions {
   watchdogIntervalMs?: number;
   /** Largest request body in bytes (default 256 KiB). */
   maxBodyBytes?: number;
+  /**
+   * Bounds of every JSON value from outside: request bodies (400
+   * `json_limit_exceeded` above them), model tool-call arguments and
+   * in-process tool results. Defaults: depth 64 (at most 256), strings of
+   * 262 144 characters, 10 000 items per array or object.
+   */
+  jsonLimits?: Partial<JsonLimits>;
   /** Default resume deadline of external tool calls in ms (default 10 min). */
   externalToolTimeoutMs?: number;
   /** Default timeout of in-process tools in ms (default 60 s). */
   toolTimeoutMs?: number;
   /** Base backoff after a verifier system error in ms (default 1 000, doubled per error). */
   verifierBackoffMs?: number;
+  /**
+   * Claims of one turn that may throw an unexpected error before the turn
+   * ends `failed` with reason `claim_error` and the tasks behind it proceed
+   * (default 5). A store outage does not count.
+   */
+  maxClaimFailures?: number;
+  /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
+  claimRetryBackoffMs?: number;
   /** XState inspection callback for every actor this process runs. */
   inspect?: (event: InspectionEvent) => void;
   /**
@@ -70,7 +87,13 @@ export interface GatehouseOptions {
   guardians?: Guardian[];
   /** Assigns registered guardians to agents by name; they review after the agent's own guardians. */
   assignments?: Array<{ agent: string; guardian: string }>;
-  /** Bearer-token auth of every route but `/healthz` (off by default). */
+  /**
+   * Longest wait for the store in a request handler, in ms (default 3 000):
+   * past it, or when the store is unreachable, the request answers 503
+   * `store_unavailable` with `Retry-After`. Workers are not bounded by it.
+   */
+  storeTimeoutMs?: number;
+  /** Bearer-token auth of every route but `/healthz` and `/readyz` (off by default). */
   auth?: RouteAuth;
   /**
    * Event streams: store poll interval (default 250 ms), idle keep-alive
@@ -167,6 +190,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`);
     agents.set(a.name, a);
   }
+  for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
+    const v = options[k];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
+      throw new DefinitionError(`createGatehouse(): ${k} must be a non-negative integer${k === "maxClaimFailures" ? " of at least 1" : ""}`);
+    }
+  }
   if (options.auth !== undefined) {
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
@@ -177,6 +206,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   }
   if (retryMs !== undefined && !(Number.isFinite(retryMs) && retryMs >= 0)) {
     throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`);
+  }
+  let limits: JsonLimits;
+  try {
+    limits = jsonLimits(options.jsonLimits);
+  } catch (err) {
+    throw new DefinitionError(`createGatehouse(): jsonLimits.${(err as Error).message}`);
   }
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
@@ -203,6 +238,9 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
+    jsonLimits: limits,
+    maxClaimFailures: options.maxClaimFailures ?? 5,
+    claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
   };
   const pool = createWorkerPool(deps, {
     targets,
@@ -212,11 +250,17 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   });
   let watchdogTimer: ReturnType<typeof setInterval> | undefined;
   const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
+  const storeTimeoutMs = options.storeTimeoutMs ?? 3_000;
+  if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
+    throw new DefinitionError("createGatehouse(): storeTimeoutMs must be a positive integer");
+  }
+  const routeStore = storeWithDeadline(store, storeTimeoutMs);
 
   const runtime: RouteRuntime = {
-    store, agents, clock, ids, logger,
+    store: routeStore, agents, clock, ids, logger,
     limits: {
       maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
+      json: limits,
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
     },
@@ -228,7 +272,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       }
     },
     async watchdogTick(request) {
-      const r = await tick();
+      const r = await watchdogTick(routeStore, clock, hooks.watchdogLimit ?? 100, { logger });
       runtime.wake(undefined, request);
       return r;
     },

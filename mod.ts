@@ -58,7 +58,7 @@ export type { MachineDefinition, MachineStateInfo, MachineTransition } from "./m
 export { createApp } from "./routes/app.ts";
 export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { OperationDoc, RouteModule, RouteModuleFactory } from "./routes/module.ts";
-export { ProblemError } from "./routes/problem.ts";
+export { PROBLEMS, ProblemError, problemType } from "./routes/problem.ts";
 export type { ProblemCode } from "./routes/problem.ts";
 export type { AgentContext, AgentEvent, AgentState } from "./machines/types.ts";
 export type { Clock, IdSource, Logger } from "./actors/runtime.ts";

@@ -33,7 +33,7 @@
  * });
  */
 import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/budget.ts";
-import { runClaim } from "./actors/host.ts";
+import { claimRunner } from "./actors/claim-failure.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { ProblemError } from "./routes/problem.ts";
@@ -99,6 +99,8 @@ interface Bells {
 interface Instance {
   built: BuiltGatehouse;
   workerId: () => string;
+  /** Runs claims with poison handling (actors/claim-failure.ts). */
+  runner: ReturnType<typeof claimRunner>;
 }
 
 /**
@@ -146,7 +148,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
           watchdogLimit: WORKERS_WATCHDOG_LIMIT,
         });
         let id: string | undefined;
-        return { built, workerId: () => (id ??= built.ids.workerId()) };
+        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps) };
       })();
       // A failed build (a store factory that threw) is retried by the next invocation.
       p.catch(() => instances.delete(key));
@@ -165,8 +167,9 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
       if (c.status !== "claimed") return false;
-      const out = await runClaim(deps, c, workerId, budget);
-      if (out.status !== "released" || !out.yielded) return false;
+      const out = await inst.runner.run(c, workerId, budget);
+      // null: the claim threw; it was counted and the agent is offered again after a backoff.
+      if (out === null || out.status !== "released" || !out.yielded) return false;
     }
     return true;
   }
@@ -182,7 +185,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
         if (c.status !== "claimed") continue;
         claimed = true;
-        await runClaim(deps, c, workerId, budget);
+        await inst.runner.run(c, workerId, budget);
       }
       if (!claimed) return false;
     }

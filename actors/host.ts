@@ -41,6 +41,7 @@ import { agentToolSpecs } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits } from "../common/json-bounds.ts";
 import { deepFreeze } from "../common/freeze.ts";
 import { jsonClone } from "../common/json.ts";
 import { abortableSleep } from "../common/sleep.ts";
@@ -64,6 +65,17 @@ export interface HostDeps {
   toolTimeoutMs: number;
   /** Base backoff after a verifier system error (ms), doubled per error. */
   verifierBackoffMs: number;
+  /**
+   * Bounds of values that enter a turn from code (model tool-call arguments,
+   * in-process tool results); default DEFAULT_JSON_LIMITS. A model response
+   * over them is a retryable model error; a tool result over them becomes the
+   * error outcome `invalid_result`.
+   */
+  jsonLimits?: JsonLimits;
+  /** Claims of one turn that may throw before the turn fails with `claim_error` (default 5; actors/claim-failure.ts). */
+  maxClaimFailures?: number;
+  /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
+  claimRetryBackoffMs?: number;
 }
 
 export type HostOutcome =
@@ -105,6 +117,7 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
  */
 export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome> {
   const { store, clock, logger, cache } = deps;
+  const limits = deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const { agentId, epoch } = claim;
   const head = claim.head;
   const agent = deps.agents.get(head.agentName);
@@ -395,6 +408,14 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
           messages: [{ role: "system", content: agent!.instructions }, ...history],
           tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
         });
+        // Arguments enter the context, the log and the transcript: bounded before anything else sees them.
+        for (const c of res.toolCalls ?? []) {
+          const v = checkJsonValue(c.args, limits);
+          if (v) {
+            res = null;
+            throw new ModelError(`Tool call "${String(c.name).slice(0, 64)}": ${describeViolation(v)}`, { retryable: true });
+          }
+        }
         break;
       } catch (err) {
         lastError = (err as Error)?.message ?? String(err);
@@ -497,10 +518,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
           timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
         }),
       ]);
-      if (isTermination(value)) return { outcome: { ok: true, value: jsonValue(value.value) }, afterExecution: "terminate" };
-      return { outcome: { ok: true, value: jsonValue(value) }, afterExecution: "continue" };
+      const terminate = isTermination(value);
+      const result = terminate ? value.value : value;
+      const over = checkJsonValue(result, limits);
+      if (over) {
+        return { outcome: { ok: false, error: { type: "invalid_result", message: `Tool "${name}" returned a value over the limits: ${describeViolation(over)}`, retryable: false } }, afterExecution: "continue" };
+      }
+      return { outcome: { ok: true, value: jsonValue(result) }, afterExecution: terminate ? "terminate" : "continue" };
     } catch (err) {
       if (err instanceof ToolError) {
+        if (err.metadata && checkJsonValue(err.metadata, limits)) {
+          return { outcome: { ok: false, error: { type: err.type, message: err.message, retryable: err.retryable } }, afterExecution: "continue" };
+        }
         return { outcome: { ok: false, error: { type: err.type, message: err.message, retryable: err.retryable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
       }
       return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retryable: false } }, afterExecution: "continue" };

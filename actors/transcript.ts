@@ -4,12 +4,19 @@
  * pure, replaying the event log rebuilds the history exactly. Every assistant
  * tool call gets exactly one tool message before the next model call, as
  * chat-completions APIs require.
+ *
+ * Values are turned into text with a bounded check first (common/json-bounds):
+ * a value nested deeper than HARD_MAX_DEPTH becomes a fixed error text
+ * instead of overflowing the stack, so building the transcript never throws
+ * on data. Entry points refuse such values long before (HTTP bodies, model
+ * responses, tool results); this is the last line.
  */
 import { classifyStep } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import { canonicalJson } from "../verification/hash.ts";
+import { safeJsonText as jsonText } from "../common/json-bounds.ts";
 import { inputText } from "../store/inputs.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */
@@ -18,8 +25,17 @@ export const FEEDBACK_LIMIT = 2000;
 
 export function outcomeText(outcome: Outcome): string {
   return outcome.ok
-    ? (typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value ?? null))
-    : JSON.stringify({ error: outcome.error });
+    ? (typeof outcome.value === "string" ? outcome.value : jsonText(outcome.value ?? null))
+    : jsonText({ error: outcome.error });
+}
+
+function canonicalText(v: unknown): string {
+  try {
+    return canonicalJson(v);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    return jsonText({ error: { type: "json_limit_exceeded", message: err.message } });
+  }
 }
 
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
@@ -39,13 +55,15 @@ function cut(s: string, n: number): string {
  */
 export function feedbackText(r: { code: string; message: string; retryable: boolean; metadata?: unknown }): string {
   let body = r.message.trim().replace(/<\/verification_rejected/gi, "<\\/verification_rejected");
-  if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalJson(r.metadata)}`;
+  if (r.metadata !== undefined && r.metadata !== null) body += `\nDetails: ${canonicalText(r.metadata)}`;
   const open = `<verification_rejected code="${escapeAttr(cut(r.code, 128))}" retryable="${r.retryable}">\n`;
   const close = `\n</verification_rejected>`;
   const room = FEEDBACK_LIMIT - open.length - close.length;
   if (body.length > room) body = cut(body, room - 1) + "…";
   return open + body + close;
 }
+
+const FINAL_STATES = new Set(["idle", "done", "failed"]);
 
 const tool = (toolCallId: string, content: string): Message => ({ role: "tool", toolCallId, content });
 
@@ -121,6 +139,14 @@ export function messagesFor(
       const c = before.context.verification.candidate;
       if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
       return ids.map((id) => tool(id, JSON.stringify({ error: { type: "cancelled", message: event.reason } })));
+    }
+    case "TURN_FAILED": {
+      // Only calls of this turn are open (a turn that never started in the machine has none).
+      if (before.context.turnId !== event.turnId || FINAL_STATES.has(before.value)) return [];
+      const ids = [...Object.keys(before.context.pending)];
+      const c = before.context.verification.candidate;
+      if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
+      return ids.map((id) => tool(id, JSON.stringify({ error: { type: event.reason, message: event.message } })));
     }
     default:
       return [];

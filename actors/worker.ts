@@ -3,8 +3,13 @@
  * ready agent of its targets and running the claim through the host. The pool
  * holds only config, clients and timers; all business state lives in the
  * store and in the local variables of one claim.
+ *
+ * A claim that throws out of `runClaim` is counted in the store and ends its
+ * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
+ * poison turn cannot hold the agent and the tasks behind it forever.
  */
-import { runClaim, type HostDeps } from "./host.ts";
+import { claimRunner } from "./claim-failure.ts";
+import type { HostDeps } from "./host.ts";
 
 export interface WorkerPoolOptions {
   targets: string[];
@@ -32,6 +37,7 @@ export interface WorkerPool {
 export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
   let id: string | undefined;
   const workerId = () => (id ??= opts.workerId());
+  const runner = claimRunner(deps);
   let running = false;
   let loops: Promise<void>[] = [];
   let waiters: Array<() => void> = [];
@@ -55,11 +61,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
     for (const target of opts.targets) {
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
-        try {
-          await runClaim(deps, c, loopId);
-        } catch (err) {
-          deps.logger.error("claim failed", { agentId: c.agentId, error: String((err as Error)?.stack ?? err) });
-        }
+        await runner.run(c, loopId);
         return true;
       }
     }

@@ -1,8 +1,12 @@
-/** Recursively freezes a value (plain objects and arrays) and returns it. */
+/** Freezes a value and everything it holds (iteratively: no depth limit, no recursion) and returns it. */
 export function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
+  const stack: unknown[] = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (x !== null && typeof x === "object" && !Object.isFrozen(x)) {
+      Object.freeze(x);
+      for (const y of Object.values(x as object)) stack.push(y);
+    }
   }
   return v;
 }

@@ -3,13 +3,16 @@
  * `JSON.parse(JSON.stringify(v))` would, but refuses what JSON would silently
  * change or drop instead of storing something else than what was given:
  * functions, symbols, bigints, non-finite numbers, cycles, class instances
- * without `toJSON`. `undefined` members of objects are dropped and
+ * without `toJSON`, values nested deeper than HARD_MAX_DEPTH (the copy
+ * recurses, bounded by that depth). `undefined` members of objects are dropped and
  * `undefined` array items become null, as in JSON. Errors name the path.
  *
  * `jsonClone` is the plain round trip `JSON.parse(JSON.stringify(v))` for
  * values already known to be JSON (store records, machine definitions); it
  * keeps `undefined` as `undefined`.
  */
+
+import { HARD_MAX_DEPTH } from "./json-bounds.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -30,10 +33,10 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /** A JSON copy of `value`; throws `JsonValueError` naming the first offending path. */
 export function jsonCopy(value: unknown, path = "value"): Json {
-  return copy(value, path, new Set());
+  return copy(value, path, new Set(), 0);
 }
 
-function copy(v: unknown, path: string, seen: Set<object>): Json {
+function copy(v: unknown, path: string, seen: Set<object>, depth: number): Json {
   switch (typeof v) {
     case "string":
     case "boolean":
@@ -45,16 +48,17 @@ function copy(v: unknown, path: string, seen: Set<object>): Json {
       if (v === null) return null;
       if (seen.has(v)) throw new JsonValueError(path, "it refers to itself (cycle)");
       const toJSON = (v as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === "function") return copy(toJSON.call(v), path, seen);
+      if (depth >= HARD_MAX_DEPTH) throw new JsonValueError(path, `it nests deeper than ${HARD_MAX_DEPTH} levels`);
+      if (typeof toJSON === "function") return copy(toJSON.call(v), path, seen, depth + 1);
       seen.add(v);
       try {
-        if (Array.isArray(v)) return v.map((x, i) => (x === undefined ? null : copy(x, `${path}[${i}]`, seen)));
+        if (Array.isArray(v)) return v.map((x, i) => (x === undefined ? null : copy(x, `${path}[${i}]`, seen, depth + 1)));
         if (!isPlainObject(v)) {
           throw new JsonValueError(path, `a ${v.constructor?.name ?? "non-plain"} object without toJSON()`);
         }
         const out: Record<string, Json> = {};
         for (const [k, x] of Object.entries(v)) {
-          if (x !== undefined) out[k] = copy(x, `${path}.${k}`, seen);
+          if (x !== undefined) out[k] = copy(x, `${path}.${k}`, seen, depth + 1);
         }
         return out;
       } finally {

@@ -41,6 +41,7 @@ export type EnvGatehouseOptions = Pick<
   | "maxBodyBytes"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
+  | "storeTimeoutMs"
   | "auth"
 >;
 
@@ -51,7 +52,7 @@ export interface EnvConfig {
   hostname: string;
   /** GATEHOUSE_LOG (default info). */
   logLevel: LogLevel;
-  /** Bound of the startup store check in ms (GATEHOUSE_STORE_TIMEOUT_MS, default 5 000). */
+  /** Bound of the startup store check in ms (GATEHOUSE_STORE_TIMEOUT_MS, default 5 000 at startup). */
   storeTimeoutMs: number;
   /** createGatehouse options set by the environment (only those that are set). */
   gatehouse: EnvGatehouseOptions;
@@ -80,7 +81,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: "600000", meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: "60000", meaning: "timeout of in-process tools" },
   { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated bearer tokens (16+ visible ASCII characters each); turns on auth for every route but `/healthz`" },
-  { name: "GATEHOUSE_STORE_TIMEOUT_MS", default: "5000", meaning: "how long startup waits for the store before it gives up (exit code 4)" },
+  { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
@@ -134,6 +135,8 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("maxBodyBytes", integer(env, "GATEHOUSE_MAX_BODY_BYTES", 1_024, 1_073_741_824));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
+  const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);
+  opt("storeTimeoutMs", storeTimeoutMs);
 
   const tokens = set(env, "GATEHOUSE_BEARER_TOKENS");
   if (tokens !== undefined) {
@@ -177,7 +180,7 @@ export function configFromEnv(env: Env): EnvConfig {
     port: integer(env, "PORT", 0, 65_535) ?? 8787,
     hostname,
     logLevel: (logRaw as LogLevel | undefined) ?? "info",
-    storeTimeoutMs: integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000) ?? 5_000,
+    storeTimeoutMs: storeTimeoutMs ?? 5_000,
     gatehouse,
     unknown: Object.keys(env).filter((k) => k.startsWith("GATEHOUSE_") && !KNOWN.has(k)).sort(),
   };

@@ -1,7 +1,8 @@
 /**
  * `@gatehouse-runtime/core/node`: serve a gatehouse on Node.
  *
- * - `serveNode(gatehouse, options)` listens, then starts the worker pool and
+ * - `serveNode(gatehouse, options)` listens (node:http through
+ *   entry/node-server.ts: Node's parser errors answered as problem+json), then starts the worker pool and
  *   the watchdog; it resolves once the port is bound and rejects with a
  *   StartupError (kind `listen`, exit code 5) when it cannot be (EADDRINUSE,
  *   EACCES, EADDRNOTAVAIL), starting nothing. By default SIGINT/SIGTERM stop
@@ -21,10 +22,10 @@
  */
 import type { Server } from "node:http";
 import process from "node:process";
-import { createAdaptorServer } from "@hono/node-server";
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
+import { createNodeServer } from "./node-server.ts";
 import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
 
 export { ConfigError, configFromEnv, ENV_VARIABLES } from "./config.ts";
@@ -69,7 +70,7 @@ export async function serveNode(gatehouse: Gatehouse, options: ServeNodeOptions 
   const hostname = options.hostname ?? "127.0.0.1";
   const wanted = options.port ?? 8787;
   const logger = options.logger ?? consoleLogger("info");
-  const server = createAdaptorServer({ fetch: gatehouse.app.fetch, hostname }) as Server;
+  const server: Server = createNodeServer(gatehouse.app.fetch, logger);
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => reject(listenFailure(err, hostname, wanted));
     server.once("error", onError);

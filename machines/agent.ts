@@ -22,6 +22,7 @@
  * | verifying            | VERIFY_ERROR (at the error bound)    | failed        |
  * | revising             | FEEDBACK_APPENDED                    | running       |
  * | any non-final        | CANCEL                               | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset)     | failed        |
  */
 import { assign, type EventObject, type MetaObject, type NonReducibleUnknown, setup, type StateMachine } from "xstate";
 import {
@@ -127,6 +128,9 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
 });
 
 const attemptsAfter = (v: VerificationState, e: RejectEvent): number => attemptNumber(v, e.hash);
+
+/** Every state takes TURN_FAILED into `failed` (a turn ended from outside the machine). */
+const TURN_FAILED = { target: "failed", actions: "failTurn" } as const;
 
 const machine = setup({
   types: {
@@ -286,6 +290,23 @@ const machine = setup({
       error: { reason: "verifier_error", message: (event as ErrorEvent).message },
     })),
     clearCandidate: assign(({ context }) => ({ verification: { ...context.verification, candidate: null, retryAt: null } })),
+    failTurn: assign(({ context, event }) => {
+      const e = event as Extract<AgentEvent, { type: "TURN_FAILED" }>;
+      // The turn may not have started in the machine (the claim threw before TASK_STARTED was committed).
+      const fresh = context.turnId !== e.turnId;
+      return {
+        turnId: e.turnId,
+        turns: fresh ? context.turns + 1 : context.turns,
+        step: fresh ? 0 : context.step,
+        pending: {},
+        output: null,
+        error: { reason: e.reason, message: e.message },
+        verification: fresh
+          ? freshVerification(context.config.verifyMaxAttempts)
+          : { ...context.verification, candidate: null, retryAt: null },
+        turnUsage: fresh ? zeroUsage() : context.turnUsage,
+      };
+    }),
     cancel: assign(({ event }) => ({
       pending: {},
       error: { reason: "cancelled", message: (event as Extract<AgentEvent, { type: "CANCEL" }>).reason },
@@ -296,7 +317,7 @@ const machine = setup({
   initial: "idle",
   context: initialContext,
   states: {
-    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    idle: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
     running: {
       on: {
         MODEL_STEP: [
@@ -310,6 +331,7 @@ const machine = setup({
         MODEL_FAILED: { target: "failed", actions: "failModel" },
         STEP_BUDGET_EXHAUSTED: { guard: "budgetSpent", target: "failed", actions: "failBudget" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     "waiting-tools": {
@@ -320,6 +342,7 @@ const machine = setup({
           { guard: "knownCall", actions: "resolvePending" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     verifying: {
@@ -343,16 +366,18 @@ const machine = setup({
           { target: "verifying", reenter: true, actions: "noteVerifierError" },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
     revising: {
       on: {
         FEEDBACK_APPENDED: { target: "running", actions: "clearCandidate" },
         CANCEL: { target: "failed", actions: "cancel" },
+        TURN_FAILED: TURN_FAILED,
       },
     },
-    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
-    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" } } },
+    done: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
+    failed: { on: { TASK_STARTED: { target: "running", actions: "startTurn" }, TURN_FAILED: TURN_FAILED } },
   },
 });
 
@@ -360,7 +385,7 @@ const machine = setup({
 type AgentActionName =
   | "cancel" | "startTurn" | "countStep" | "takeCandidate" | "takeSubmission" | "takeText" | "recordPending"
   | "resolvePending" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification" | "countRejection"
-  | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate";
+  | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn";
 type AgentGuardName =
   | "stepVerifies" | "stepSubmits" | "stepCallsTools" | "stepFinishesWithText" | "budgetSpent" | "knownCall"
   | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";

@@ -100,7 +100,13 @@ export type AgentEvent =
   }
   | { type: "VERIFY_ERROR"; at: number; message: string; retryAt: number }
   | { type: "FEEDBACK_APPENDED"; at: number }
-  | { type: "CANCEL"; at: number; reason: string };
+  | { type: "CANCEL"; at: number; reason: string }
+  /**
+   * The turn ended from outside the machine (actors/turn-end.ts): its claims
+   * kept throwing (`claim_error`) or an operator reset it (`reset`).
+   * Accepted in every state; the turn may never have started in the machine.
+   */
+  | { type: "TURN_FAILED"; at: number; turnId: string; reason: "claim_error" | "reset"; message: string };
 
 export type AgentEventType = AgentEvent["type"];
 

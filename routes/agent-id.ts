@@ -2,7 +2,9 @@
  * Every route under `/v1/agents/:agentId` validates the id before anything
  * else (mounted once in app.ts, so routes added later are covered too). Ids
  * with `{`, `}`, `/`, whitespace or control characters are refused with 400
- * `invalid_agent_id`: they would break the store's per-agent hash tag.
+ * `invalid_agent_id`: they would break the store's per-agent hash tag. So are
+ * `.` and `..`: URL normalization turns `/v1/agents/../x` into another path,
+ * so such an agent could never be addressed again.
  */
 import type { MiddlewareHandler } from "hono";
 import { ProblemError } from "./problem.ts";

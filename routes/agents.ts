@@ -39,7 +39,7 @@ const DEFAULT_CANCEL_REASON = "Cancelled by request";
 
 export function agentRoutes(rt: RouteRuntime): RouteModule {
   const app = new Hono();
-  const max = rt.limits.maxBodyBytes;
+  const max = rt.limits;
 
   app.post("/v1/agents/:agentId/tasks", async (c) => {
     const agentId = c.req.param("agentId");

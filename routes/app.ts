@@ -12,6 +12,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
+import { StoreUnavailableError } from "../store/outage.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
 import { agentRoutes } from "./agents.ts";
 import { bearerAuth } from "./auth.ts";
@@ -20,8 +21,9 @@ import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
 import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
-import { type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
+import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { resetRoutes } from "./reset.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -38,6 +40,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   machineRoutes,
   watchdogRoutes,
   verdictRoutes,
+  resetRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
@@ -64,7 +67,16 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
   app.onError((err, c) => {
     if (err instanceof ProblemError) return err.toResponse();
     if (err instanceof SnapshotError) return new ProblemError("snapshot_unrestorable", err.message).toResponse();
+    if (err instanceof StoreUnavailableError) {
+      rt.logger.warn("store unavailable", { method: c.req.method, path: c.req.path, error: err.message });
+      return storeUnavailable(err.message).toResponse();
+    }
     if (err instanceof HTTPException && err.status < 500) return fromHttpException(err).toResponse();
+    if (c.req.raw.signal?.aborted) {
+      // The client disconnected; whatever failed afterwards is no server error.
+      rt.logger.info("client disconnected", { method: c.req.method, path: c.req.path, error: String(err) });
+      return new ProblemError("internal_error", "The client disconnected").toResponse();
+    }
     rt.logger.error("request failed", { method: c.req.method, path: c.req.path, error: String(err) });
     return new ProblemError("internal_error", "An internal error occurred").toResponse();
   });

@@ -14,7 +14,7 @@ import type { MiddlewareHandler } from "hono";
 import { ProblemError } from "./problem.ts";
 import type { RouteAuth } from "./runtime.ts";
 
-const UNAUTHENTICATED_PATHS = new Set(["/healthz"]);
+const UNAUTHENTICATED_PATHS = new Set(["/healthz", "/readyz"]);
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));

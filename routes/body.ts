@@ -6,12 +6,22 @@
  * Order of checks on a body: declared `Content-Length` above the limit (413),
  * media type (415), the bytes actually read above the limit (413: a lying or
  * absent `Content-Length` cannot bypass it; reading stops at limit + 1 byte),
- * UTF-8 and JSON syntax (400 `malformed_json`), then the schema (400
- * `validation_failed`).
+ * UTF-8 (400 `malformed_json`), the JSON limits on the text (400
+ * `json_limit_exceeded`: nesting depth, string length, items per array or
+ * object; a linear scan before `JSON.parse`, so a hostile body is refused
+ * before any structure is built from it), JSON syntax (400 `malformed_json`),
+ * then the schema (400 `validation_failed`).
  */
 import type { Context } from "hono";
 import type { z } from "zod";
+import { DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits, scanJsonText } from "../common/json-bounds.ts";
 import { ProblemError } from "./problem.ts";
+
+/** What a body may be: its size in bytes and the JSON limits. */
+export interface BodyLimits {
+  maxBodyBytes: number;
+  json?: JsonLimits;
+}
 
 /** `application/json` or any `application/*+json`, parameters (charset) allowed. */
 export function isJsonMediaType(contentType: string | null): boolean {
@@ -28,7 +38,14 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, max: n
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // The client went away mid-upload (or the stream broke): not a server error, nothing was read into the store.
+        throw new ProblemError("malformed_json", "The body could not be read to its end");
+      }
+      const { done, value } = chunk;
       if (done) break;
       size += value.byteLength;
       if (size > max) {
@@ -55,7 +72,9 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, max: n
  * body (whatever its media type) yields `undefined`; a non-empty one must
  * still be JSON.
  */
-export async function readJson(c: Context, maxBytes: number, opts: { optional?: boolean } = {}): Promise<unknown> {
+export async function readJson(c: Context, limits: number | BodyLimits, opts: { optional?: boolean } = {}): Promise<unknown> {
+  const maxBytes = typeof limits === "number" ? limits : limits.maxBodyBytes;
+  const jsonLimits = (typeof limits === "number" ? undefined : limits.json) ?? DEFAULT_JSON_LIMITS;
   const req = c.req.raw;
   const declared = req.headers.get("content-length");
   if (declared !== null) {
@@ -83,6 +102,12 @@ export async function readJson(c: Context, maxBytes: number, opts: { optional?: 
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     throw new ProblemError("malformed_json", "The body is not valid UTF-8");
+  }
+  const violation = scanJsonText(text, jsonLimits);
+  if (violation) {
+    throw new ProblemError("json_limit_exceeded", describeViolation(violation), {
+      extra: { limit: violation.limit, max: violation.max },
+    });
   }
   try {
     return JSON.parse(text);
@@ -112,17 +137,17 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, where: 
 }
 
 /** Reads and validates a JSON body. */
-export async function jsonBody<S extends z.ZodType>(c: Context, maxBytes: number, schema: S): Promise<z.output<S>> {
-  return validate(schema, await readJson(c, maxBytes), "body");
+export async function jsonBody<S extends z.ZodType>(c: Context, limits: number | BodyLimits, schema: S): Promise<z.output<S>> {
+  return validate(schema, await readJson(c, limits), "body");
 }
 
 /** Reads and validates an optional JSON body (absent or empty: `undefined`). */
 export async function optionalJsonBody<S extends z.ZodType>(
   c: Context,
-  maxBytes: number,
+  limits: number | BodyLimits,
   schema: S,
 ): Promise<z.output<S> | undefined> {
-  const raw = await readJson(c, maxBytes, { optional: true });
+  const raw = await readJson(c, limits, { optional: true });
   return raw === undefined ? undefined : validate(schema, raw, "body");
 }
 

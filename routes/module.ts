@@ -51,6 +51,7 @@ export type RouteModuleFactory = (rt: RouteRuntime) => RouteModule;
 /** Problems of every route that reads a JSON body. */
 export const BODY_PROBLEMS: ProblemCode[] = [
   "malformed_json",
+  "json_limit_exceeded",
   "validation_failed",
   "payload_too_large",
   "unsupported_media_type",

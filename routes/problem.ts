@@ -10,7 +10,9 @@
 /** Every code the routes answer with, its status and title (see docs/http.md). */
 export const PROBLEMS = {
   malformed_json: { status: 400, title: "Malformed JSON body" },
+  bad_request: { status: 400, title: "The HTTP request cannot be parsed or served" },
   validation_failed: { status: 400, title: "Request does not match the schema" },
+  json_limit_exceeded: { status: 400, title: "JSON body nests too deep or holds too much" },
   invalid_agent_id: { status: 400, title: "Invalid agent id" },
   invalid_verdict_id: { status: 400, title: "Invalid verdict id" },
   unauthorized: { status: 401, title: "Missing or invalid bearer token" },
@@ -23,14 +25,19 @@ export const PROBLEMS = {
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
   turn_finished: { status: 409, title: "The turn has finished" },
   not_active: { status: 409, title: "The agent has no active turn" },
+  reset_conflict: { status: 409, title: "The agent kept changing during the reset" },
   turn_not_started: { status: 409, title: "The turn has not started" },
   turn_started: { status: 409, title: "The turn has started" },
+  request_timeout: { status: 408, title: "The request did not arrive in time" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
   too_many_streams: { status: 429, title: "Too many open event streams" },
+  headers_too_large: { status: 431, title: "Request header fields too large" },
   snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },
   internal_error: { status: 500, title: "Internal error" },
+  method_not_implemented: { status: 501, title: "Unknown HTTP method" },
+  store_unavailable: { status: 503, title: "The store is unreachable or did not answer in time" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -87,4 +94,12 @@ export class ProblemError extends Error {
       headers: { ...this.headers, "content-type": PROBLEM_CONTENT_TYPE },
     });
   }
+}
+
+/** Seconds a client should wait before retrying after `store_unavailable`. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/** 503 `store_unavailable` with `Retry-After`. */
+export function storeUnavailable(detail: string): ProblemError {
+  return new ProblemError("store_unavailable", detail, { headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } });
 }

@@ -1,5 +1,6 @@
 /** What the routes need from the runtime. Routes never touch workers or timers directly. */
 import type { AnyAgent } from "../agents/define.ts";
+import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
@@ -7,6 +8,8 @@ import type { Store } from "../store/port.ts";
 export interface RouteLimits {
   /** Largest accepted request body in bytes (413 above it). */
   maxBodyBytes: number;
+  /** Nesting depth, string length and items per array/object of every JSON body (400 above them). */
+  json: JsonLimits;
   /** Largest page of `GET /events?after=`. */
   maxEventPage: number;
   /**

@@ -6,12 +6,13 @@
  */
 import { z } from "zod";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
-import { ID_PATTERN } from "../common/ids.ts";
+import { ID_CHARS } from "../common/ids.ts";
 
 /** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
-export const AGENT_ID = ID_PATTERN;
+/** Not `.` or `..`: URL normalization removes such a path segment, so the agent could never be addressed. */
+export const AGENT_ID = new RegExp(`^(?!\\.{1,2}$)[${ID_CHARS}]{1,128}$`);
 
-export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`");
+export const AgentId = z.string().regex(AGENT_ID).describe("Agent id, `^[A-Za-z0-9_.:-]{1,128}$`, not `.` or `..`");
 
 const Ref = (what: string) => z.string().min(1).max(256).describe(what);
 
@@ -245,3 +246,16 @@ export const Problem = z.looseObject({
   code: z.string().describe("Stable error code (see docs/http.md)"),
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
 });
+
+/** Body of `POST /v1/agents/:agentId/reset` (optional). */
+export const ResetRequest = z.strictObject({
+  reason: z.string().min(1).max(500).optional().describe("Becomes the turn's error message"),
+});
+
+export const ResetAccepted = z.object({
+  reset: z.literal(true),
+  turnId: z.string().describe("The turn that was ended (failed, reason `reset`)"),
+  version: z.number().describe("The agent's snapshot version after the reset"),
+});
+
+export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });

@@ -22,7 +22,7 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
 
   app.post("/v1/agents/:agentId/tool-results", async (c) => {
     const agentId = c.req.param("agentId");
-    const body = await jsonBody(c, rt.limits.maxBodyBytes, ToolResultRequest);
+    const body = await jsonBody(c, rt.limits, ToolResultRequest);
     const r = await rt.store.deliverToolResult({
       agentId,
       turnId: body.turnId,

@@ -14,7 +14,7 @@ import { EmptyRequest, WatchdogTick } from "./schemas.ts";
 export function watchdogRoutes(rt: RouteRuntime): RouteModule {
   const app = new Hono();
   app.post("/v1/watchdog/tick", async (c) => {
-    await optionalJsonBody(c, rt.limits.maxBodyBytes, EmptyRequest);
+    await optionalJsonBody(c, rt.limits, EmptyRequest);
     const r = await rt.watchdogTick(c.req.raw);
     return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished, skipped: r.skipped });
   });

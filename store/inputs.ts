@@ -14,10 +14,11 @@
  * no input in its context); the transcript of a replay reads the input of
  * each `TASK_STARTED` through its turn id.
  */
+import { safeJsonText } from "../common/json-bounds.ts";
 import type { Message } from "../common/message.ts";
 
-/** The user message text of a task input: a string as is, anything else as JSON. */
-export const inputText = (input: unknown): string => (typeof input === "string" ? input : JSON.stringify(input));
+/** The user message text of a task input: a string as is, anything else as JSON (bounded: never overflows the stack). */
+export const inputText = (input: unknown): string => (typeof input === "string" ? input : safeJsonText(input));
 
 /** The stored form of a turn's user message (see the module comment). Key order matters: Lua matches it. */
 export const inputRefMessage = (turnId: string): Message => ({ role: "user", content: "", inputOf: turnId });

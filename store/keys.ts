@@ -49,9 +49,12 @@ const TARGET = /^[a-z0-9_-]{1,64}$/;
 const PREFIX = SHORT_ID_PATTERN;
 
 export function checkAgentId(agentId: string): string {
-  if (typeof agentId !== "string" || agentId.length === 0 || agentId.length > 256 || /[{}]/.test(agentId) || CONTROL.test(agentId)) {
+  if (
+    typeof agentId !== "string" || agentId.length === 0 || agentId.length > 256 || /[{}]/.test(agentId) || CONTROL.test(agentId) ||
+    agentId === "." || agentId === ".."
+  ) {
     throw new StoreInputError(
-      `Cannot use agent id ${JSON.stringify(agentId)} as a store key: it must be 1-256 characters without "{", "}" or control characters`,
+      `Cannot use agent id ${JSON.stringify(agentId)} as a store key: it must be 1-256 characters without "{", "}" or control characters, and not "." or ".."`,
     );
   }
   return agentId;

@@ -11,6 +11,8 @@
 import type {
   CancelRequest,
   CancelResult,
+  ClaimFailureRequest,
+  ClaimFailureResult,
   CancelTaskRequest,
   CancelTaskResult,
   ClaimNextRequest,
@@ -23,8 +25,11 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
-  SkipDueToolCallRequest,
+  ResetTurnRequest,
+  ResetTurnResult,
   Store,
+  TurnEnd,
+  SkipDueToolCallRequest,
   TurnStatus,
   VerdictFilter,
   VerdictPut,
@@ -35,7 +40,7 @@ import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
-import { type RunScript, StoreReplyError } from "./script-runner.ts";
+import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
 import { inputBytes } from "./inputs.ts";
 
 /** A store backed by Redis scripts. */
@@ -69,6 +74,14 @@ function int(n: number, what: string): string {
   return String(n);
 }
 
+/** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
+function turnEndArgs(end: TurnEnd): string[] {
+  return [
+    j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
+    ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
+  ];
+}
+
 /** Reply words of every script, named once. */
 export const REPLY = [
   "enqueued", "duplicate", "definition_conflict",
@@ -78,6 +91,7 @@ export const REPLY = [
   "applied", "fenced", "version", "turn", "tool_call_resolved",
   "head", "none", "list", "at", "verdict",
   "written", "exists",
+  "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
 ] as const;
 type Word = (typeof REPLY)[number];
@@ -122,6 +136,12 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "renewed" ? { status: word, leaseUntil: json() } : { status: word };
     case "commit":
       return word === "applied" ? { status: word, ...json() } : { status: "conflict", reason: word };
+    case "record_claim_failure":
+      return word === "retry" || word === "turn_failed" ? { status: word, ...json() } : { status: word };
+    case "reset_turn":
+      return word === "reset" ? { status: word, ...json() } : { status: word };
+    case "ping":
+      return undefined;
     case "get_agent":
       return word === "head" ? json() : null;
     case "next_ready_at":
@@ -144,7 +164,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   let checked: Promise<{ policy: string | null }> | null = null;
-  const checkEviction = () => (checked ??= deps.checkEviction());
+  const checkEviction = () =>
+    (checked ??= deps.checkEviction().catch((err) => {
+      // An outage is not an answer: check again at the next call. A refused policy stays refused.
+      if (!(err instanceof EvictionPolicyError)) checked = null;
+      throw err;
+    }));
 
   async function call<T>(name: ScriptName, k: string[], args: string[], ctx?: { agentId?: string }): Promise<T> {
     await checkEviction();
@@ -262,6 +287,31 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
       return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+    },
+
+    async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      const k = keys.agent(req.agentId);
+      if (req.turnId !== null) checkTurnId(req.turnId);
+      const args = [
+        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
+        int(req.now, "now"), ...turnEndArgs(req.end),
+      ];
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+    },
+
+    async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      const k = keys.agent(req.agentId);
+      checkTurnId(req.turnId);
+      const args = [
+        prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
+        ...turnEndArgs(req.end),
+      ];
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns], args);
+    },
+
+    async ping(): Promise<void> {
+      await call("ping", [], []);
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {

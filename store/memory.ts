@@ -22,6 +22,8 @@ import type {
   CancelResult,
   CancelTaskRequest,
   CancelTaskResult,
+  ClaimFailureRequest,
+  ClaimFailureResult,
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
@@ -32,8 +34,11 @@ import type {
   EnqueueTaskRequest,
   EnqueueTaskResult,
   RenewRequest,
+  ResetTurnRequest,
+  ResetTurnResult,
   SkipDueToolCallRequest,
   Store,
+  TurnEnd,
   TurnStatus,
   VerdictFilter,
   VerdictPut,
@@ -60,6 +65,8 @@ interface AgentRecords {
   /** turnId -> the task's input: its one stored copy (store/inputs.ts). */
   inputs: Map<string, unknown>;
   verdicts: string[]; // verdict ids, append-only
+  /** Claims of one turn that threw (invariant 12); null when none counted. */
+  claimFailures: { turnId: string | null; count: number } | null;
 }
 
 export interface MemoryStoreOptions {
@@ -94,6 +101,19 @@ export function memoryStoreState(store: Store): unknown {
   const f = states.get(store);
   if (!f) throw new Error("not a memory store");
   return f();
+}
+
+/** What a memory store shows of itself beyond the port, for tests. */
+export interface MemoryStoreInternals {
+  /** Idempotency entries kept for an agent (store/port.ts invariant 13). */
+  idempotencyEntries(agentId: string): number;
+}
+
+const internals = new WeakMap<Store, MemoryStoreInternals>();
+
+/** The internals of a memory store (undefined for any other store). */
+export function memoryStoreInternals(store: Store): MemoryStoreInternals | undefined {
+  return internals.get(store);
 }
 
 /** Creates the in-process store. Nothing survives the process. */
@@ -219,6 +239,47 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     return st ?? null;
   };
 
+  /**
+   * Ends the active turn with `end` (invariant 12); mirrors
+   * store/lua/includes/end_turn.lua. Copies everything first, so a value that
+   * cannot be copied throws before anything is written; the returned
+   * function does the (journaled) writes and answers the new version.
+   * `before`: the caller's own events, logged ahead of the end's.
+   */
+  function prepareEndTurn(a: AgentRecords, end: TurnEnd, now: number, before: Array<{ type: string; data: Record<string, unknown> }>): () => number {
+    const turnId = a.head.activeTurnId;
+    const snapshot = copy(end.snapshot);
+    const messages = end.messages.map((m) => copy(m));
+    const events = [...before, ...end.events].map((e, i) => eventOf(a, i + 1, turnId, String(e.type), copy(e.data), now));
+    const state = String(end.state);
+    return () => {
+      const h = a.head;
+      for (const m of messages) w.push(a.messages, m);
+      appendEvents(a, events);
+      if (turnId !== null) {
+        for (const rec of a.toolCalls.values()) {
+          if (rec.turnId === turnId && rec.status === "pending") w.mapDelete(deadlines, `${h.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
+        }
+        w.mapSet(a.turns, turnId, state === "done" || state === "failed" ? state : "ended");
+      }
+      w.set(a, "mail", []);
+      w.set(a, "claimFailures", null);
+      w.set(h, "snapshot", snapshot);
+      w.set(h, "state", state);
+      w.set(h, "version", h.version + 1);
+      w.set(h, "updatedAt", now);
+      w.set(h, "activeTurnId", null);
+      w.set(h, "currentTask", null);
+      w.set(h, "messageCount", a.messages.length);
+      w.set(h, "pendingMail", 0);
+      w.set(h, "leaseOwner", null);
+      w.set(h, "leaseUntil", 0);
+      w.set(h, "runnableAt", null);
+      setReady(a, a.tasks.length > 0 ? now : null);
+      return h.version;
+    };
+  }
+
   function doClaim(a: AgentRecords, req: { workerId: string; leaseMs: number; now: number }): ClaimResult {
     const h = a.head;
     if (leaseHeld(h, req.now)) return { status: "busy", agentId: h.agentId, leaseUntil: h.leaseUntil };
@@ -307,6 +368,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             turns: new Map(),
             inputs: new Map(),
             verdicts: [],
+            claimFailures: null,
           };
         }
         const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
@@ -553,6 +615,57 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       });
     },
 
+    async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      return atomic((): ClaimFailureResult => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        const h = a.head;
+        if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId) return { status: "stale" };
+        if (h.version !== req.expectedVersion || h.activeTurnId !== req.turnId) return { status: "stale" };
+        const prior = a.claimFailures?.turnId === req.turnId ? a.claimFailures.count : 0;
+        const failures = prior + 1;
+        const max = Math.max(1, req.maxFailures);
+        const error = String(req.error);
+        if (failures < max) {
+          const retryAt = req.now + req.retryBaseMs * 2 ** Math.min(failures - 1, 5);
+          const ev = eventOf(a, 1, req.turnId, "claim_failed", {
+            attempt: failures, maxAttempts: max, error, workerId: req.workerId, retryAt,
+          }, req.now);
+          // Writes.
+          w.set(a, "claimFailures", { turnId: req.turnId, count: failures });
+          appendEvents(a, [ev]);
+          w.set(h, "leaseOwner", null);
+          w.set(h, "leaseUntil", 0);
+          w.set(h, "runnableAt", retryAt);
+          w.set(h, "updatedAt", req.now);
+          setReady(a, retryAt);
+          return { status: "retry", failures, retryAt };
+        }
+        const end = prepareEndTurn(a, req.end, req.now, [{
+          type: "claim_failed",
+          data: { attempt: failures, maxAttempts: max, error, workerId: req.workerId, retryAt: null },
+        }]);
+        return { status: "turn_failed", failures, version: end() };
+      });
+    },
+
+    async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      return atomic((): ResetTurnResult => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" };
+        const h = a.head;
+        if (h.activeTurnId === null) return { status: "not_active" };
+        if (h.version !== req.expectedVersion || h.activeTurnId !== req.turnId) return { status: "conflict" };
+        const end = prepareEndTurn(a, req.end, req.now, []);
+        // Writes. Fence out a worker that may still run the turn.
+        w.set(h, "epoch", h.epoch + 1);
+        const version = end();
+        return { status: "reset", version, epoch: h.epoch };
+      });
+    },
+
+    async ping() {},
+
     async getAgent(agentId) {
       const a = agents.get(agentId);
       return a ? copy(a.head) : null;
@@ -670,5 +783,6 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     deadlines: [...deadlines.entries()],
     verdicts: [...verdicts.entries()],
   }));
+  internals.set(store, { idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0 });
   return store;
 }

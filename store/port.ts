@@ -39,6 +39,22 @@
  * 11. A task's input is stored once per turn and referenced elsewhere
  *    (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
  *    task, `readMessages` puts it into the turn's user message.
+ * 12. A turn can be ended without the machine. `recordClaimFailure` counts
+ *     the claims of one turn that threw (per agent and turn, cumulative, kept
+ *     in the store so every worker process sees one count); below
+ *     `maxFailures` it releases the lease and offers the agent again at a
+ *     backoff, at `maxFailures` it applies the caller's `TurnEnd` (failed
+ *     snapshot, events, messages) and ends the turn, like `resetTurn` does
+ *     for an operator. Ending a turn this way drops the turn's pending mail,
+ *     takes its pending calls off the deadline index, clears `currentTask`
+ *     and the failure count, releases the lease and rings when tasks wait, so
+ *     the tasks behind the turn proceed. Both are fenced: a failure counts
+ *     only for the claim that still owns the agent (same epoch and worker) at
+ *     the version and turn it read; a reset only at the version and turn it
+ *     read, and it increments `epoch` so a worker still running the turn is
+ *     fenced out. The `TurnEnd` is computed from that version by the caller
+ *     without running the failing code path (actors/turn-end.ts).
+ * 13. An idempotency entry is kept only for a task that carries a key.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -193,6 +209,57 @@ export type CommitResult =
   | { status: "applied"; version: number; lastEventId: number }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
+/** The writes that end a turn from outside the machine (see invariant 12). */
+export interface TurnEnd {
+  /** The persisted snapshot of the failed turn. */
+  snapshot: unknown;
+  /** Its state value (`failed`; unchanged when no turn was active). */
+  state: string;
+  events: NewEvent[];
+  messages: Message[];
+}
+
+export interface ClaimFailureRequest {
+  agentId: string;
+  workerId: string;
+  epoch: number;
+  /** The head version and active turn the caller read after the failure. */
+  expectedVersion: number;
+  turnId: string | null;
+  /** What went wrong (logged in the `claim_failed` event). */
+  error: string;
+  /** Failures of one turn that end it (>= 1). */
+  maxFailures: number;
+  /** Backoff before the next attempt: baseMs * 2^(failures-1), at most 32 * baseMs. */
+  retryBaseMs: number;
+  /** Applied when this failure is the turn's `maxFailures`-th. */
+  end: TurnEnd;
+  now: number;
+}
+
+export type ClaimFailureResult =
+  | { status: "retry"; failures: number; retryAt: number }
+  | { status: "turn_failed"; failures: number; version: number }
+  /** The claim no longer owns the agent, or the head moved: nothing written. */
+  | { status: "stale" }
+  | { status: "agent_not_found" };
+
+export interface ResetTurnRequest {
+  agentId: string;
+  /** The head version and active turn the caller read. */
+  expectedVersion: number;
+  turnId: string;
+  end: TurnEnd;
+  now: number;
+}
+
+export type ResetTurnResult =
+  | { status: "reset"; version: number; epoch: number }
+  | { status: "agent_not_found" }
+  | { status: "not_active" }
+  /** The head moved since it was read (a commit, another reset): nothing written; read again. */
+  | { status: "conflict" };
+
 /** Takes a due record the watchdog could not process out of the way (see actors/watchdog.ts). */
 export interface SkipDueToolCallRequest {
   agentId: string;
@@ -234,6 +301,12 @@ export interface Store {
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
   renewLease(req: RenewRequest): Promise<{ status: "renewed"; leaseUntil: number } | { status: "lost" }>;
   commit(req: CommitRequest): Promise<CommitResult>;
+  /** Counts a claim that threw; ends the turn at `maxFailures` (invariant 12). */
+  recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult>;
+  /** Ends the active turn at once (operator reset, invariant 12). */
+  resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult>;
+  /** One cheap round trip to the store (readiness). */
+  ping(): Promise<void>;
   getAgent(agentId: string): Promise<AgentHead | null>;
   getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;

@@ -47,6 +47,7 @@ describe("configFromEnv", () => {
         maxBodyBytes: 1048576,
         externalToolTimeoutMs: 120000,
         toolTimeoutMs: 30000,
+        storeTimeoutMs: 2000,
         auth: { bearerTokens: ["token-aaaaaaaaaaaaaaaa", "token-bbbbbbbbbbbbbbbb"] },
       },
       unknown: [],

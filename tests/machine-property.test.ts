@@ -76,18 +76,18 @@ type Kind = AgentEvent["type"];
 function accepted(v: View): Kind[] {
   switch (v.value) {
     case "running": {
-      const k: Kind[] = ["MODEL_STEP", "MODEL_STEP", "MODEL_STEP", "MODEL_STEP", "MODEL_FAILED", "CANCEL"];
+      const k: Kind[] = ["MODEL_STEP", "MODEL_STEP", "MODEL_STEP", "MODEL_STEP", "MODEL_FAILED", "CANCEL", "TURN_FAILED"];
       // The budget event is accepted only once the budget is spent (its guard).
       return v.context.step >= v.context.config.maxSteps ? [...k, "STEP_BUDGET_EXHAUSTED", "STEP_BUDGET_EXHAUSTED"] : k;
     }
     case "waiting-tools":
-      return ["TOOL_RESULT", "TOOL_RESULT", "TOOL_RESULT", "TOOL_RESULT", "CANCEL"];
+      return ["TOOL_RESULT", "TOOL_RESULT", "TOOL_RESULT", "TOOL_RESULT", "CANCEL", "TURN_FAILED"];
     case "verifying":
       return ["VERIFY_PASSED", "VERIFY_REJECTED", "VERIFY_REJECTED", "VERIFY_REJECTED", "VERIFY_ERROR", "VERIFY_ERROR", "CANCEL"];
     case "revising":
       return ["FEEDBACK_APPENDED", "FEEDBACK_APPENDED", "FEEDBACK_APPENDED", "CANCEL"];
     default:
-      return ["TASK_STARTED"];
+      return ["TASK_STARTED", "TASK_STARTED", "TASK_STARTED", "TURN_FAILED"];
   }
 }
 
@@ -140,6 +140,11 @@ function eventFor(v: View, s: Step): AgentEvent {
       return { type: kind, at };
     case "CANCEL":
       return { type: kind, at, reason: s.message };
+    case "TURN_FAILED": {
+      // In a turn: that turn; between turns: the next one, which never started in the machine.
+      const turnId = v.value === "idle" || v.value === "done" || v.value === "failed" ? `t${v.context.turns + 1}` : v.context.turnId!;
+      return { type: kind, at, turnId, reason: s.pick % 2 ? "claim_error" : "reset", message: s.message };
+    }
   }
 }
 

@@ -15,10 +15,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { watchdogTick } from "../actors/watchdog.ts";
 import type {
+  ClaimFailureRequest,
+  ClaimFailureResult,
   ClaimResult,
   CommitRequest,
   EnqueueTaskRequest,
   Store,
+  TurnEnd,
 } from "../store/port.ts";
 import type { NewEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -30,6 +33,8 @@ export interface ConformanceHandle {
   cleanup(): Promise<void>;
   /** Opens another client on the same data (optional). */
   open?(): Promise<Store>;
+  /** How many idempotency entries the store keeps for an agent (invariant 13; read from the adapter's internals). */
+  idempotencyEntries(agentId: string): Promise<number>;
 }
 
 const T0 = 1_700_000_000_000;
@@ -217,6 +222,16 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const head = await store.getAgent("a1");
         expect(head!.pendingTasks).toBe(1);
         expect(head!.lastEventId).toBe(1);
+      });
+
+      it("keeps an idempotency entry only for tasks that carry a key", async () => {
+        for (let i = 0; i < 5; i++) await enqueue();
+        expect(await h.idempotencyEntries("a1")).toBe(0);
+        await enqueue({ idempotencyKey: "k1" });
+        await enqueue({ idempotencyKey: "k1" });
+        await enqueue();
+        expect(await h.idempotencyEntries("a1")).toBe(1);
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(7);
       });
 
       it("keeps idempotency keys per agent", async () => {
@@ -1131,6 +1146,127 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const json = "{\"b\":1,  \"a\":\"ü \\u00fc\"}";
         await store.putVerdict({ agentId: "a1", verdictId: "v_raw", turnId: "t1", status: "PASS", json });
         expect(await store.getVerdict("v_raw")).toBe(json);
+      });
+    });
+
+    // ---------------------------------------------------------------- turns ended from outside
+
+    describe("recordClaimFailure and resetTurn", () => {
+      const END: TurnEnd = {
+        snapshot: { value: "failed", context: { error: { reason: "claim_error" } } },
+        state: "failed",
+        events: [{ type: "transition", data: { to: "failed" } }, { type: "task", data: { status: "failed" } }],
+        messages: [{ role: "tool", toolCallId: "call_1", content: "failed" }],
+      };
+
+      /** a1 with turn 1 claimed by w1 (a pending external call, a tool result in the mail) and a second task queued. */
+      async function failingTurn() {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 60_000, call_2: T0 + 60_000 });
+        await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 2 });
+        const second = await enqueue({ now: T0 + 3 });
+        return { turnId, next: second.req.turnId, c: claim, version };
+      }
+      const fail = (c: Claimed, turnId: string | null, version: number, over: Partial<ClaimFailureRequest> = {}): ClaimFailureRequest => ({
+        agentId: "a1", workerId: "w1", epoch: c.epoch, expectedVersion: version, turnId, error: "boom",
+        maxFailures: 3, retryBaseMs: 1_000, end: END, now: T0 + 10, ...over,
+      });
+
+      it("below maxFailures: counts, logs claim_failed, releases the lease and offers the agent again after the backoff", async () => {
+        const { turnId, c, version } = await failingTurn();
+        const r = await store.recordClaimFailure(fail(c, turnId, version));
+        expect(r).toEqual({ status: "retry", failures: 1, retryAt: T0 + 1_010 });
+        const h1 = (await store.getAgent("a1"))!;
+        expect(h1).toMatchObject({ activeTurnId: turnId, leaseOwner: null, version, runnableAt: T0 + 1_010 });
+        const ev = (await allEvents()).at(-1)!;
+        expect(ev).toMatchObject({ type: "claim_failed", turnId, data: { attempt: 1, maxAttempts: 3, error: "boom", workerId: "w1", retryAt: T0 + 1_010 } });
+        // Not offered before the backoff, offered at it.
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 500 })).toEqual({ status: "empty" });
+        const c2 = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 1_010 });
+        expect(c2).toMatchObject({ status: "claimed", agentId: "a1" });
+        // The second failure doubles the backoff; the count is per turn, across workers.
+        const r2 = await store.recordClaimFailure(fail(c2 as Claimed, turnId, version, { workerId: "w2", now: T0 + 1_100 }));
+        expect(r2).toEqual({ status: "retry", failures: 2, retryAt: T0 + 3_100 });
+      });
+
+      it("at maxFailures: ends the turn with the given end, drops its mail and deadlines, and the next task proceeds", async () => {
+        const first = await failingTurn();
+        const { turnId, next } = first;
+        let now = T0 + 5;
+        let r: ClaimFailureResult | undefined = await store.recordClaimFailure(fail(first.c, turnId, first.version, { now }));
+        expect(r.status).toBe("retry");
+        for (let i = 2; i <= 3; i++) {
+          now += 100_000;
+          const c = await claimOk("a1", `w${i}`, now);
+          r = await store.recordClaimFailure(fail(c, turnId, c.head.version, { workerId: `w${i}`, now: now + 1 }));
+        }
+        expect(r).toMatchObject({ status: "turn_failed", failures: 3 });
+        const h = (await store.getAgent("a1"))!;
+        expect(h).toMatchObject({
+          activeTurnId: null, currentTask: null, state: "failed", snapshot: END.snapshot, leaseOwner: null,
+          pendingMail: 0, pendingTasks: 1, version: (r as { version: number }).version,
+        });
+        const events = await allEvents();
+        expect(events.slice(-3).map((e) => [e.type, e.turnId])).toEqual([["claim_failed", turnId], ["transition", turnId], ["task", turnId]]);
+        expect(events.at(-3)!.data).toMatchObject({ attempt: 3, retryAt: null });
+        expect((await store.readMessages("a1")).at(-1)).toEqual(END.messages[0]);
+        expect(await store.dueToolCalls(T0 + 10_000_000, 100)).toEqual([]);
+        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_2", outcome: ok, afterExecution: "continue", source: "http", now })).status).toBe("turn_finished");
+        now += 1;
+        const c = await store.claimNext({ workerTarget: TARGET, workerId: "w9", leaseMs: LEASE, now });
+        expect(c).toMatchObject({ status: "claimed", task: { turnId: next }, mail: [] });
+        // A new turn starts its own count.
+        const again = await store.recordClaimFailure(fail(c as Claimed, next, (c as Claimed).head.version, { workerId: "w9", now: now + 1 }));
+        expect(again).toMatchObject({ status: "retry", failures: 1 });
+      });
+
+      it("counts only for the claim that owns the agent at the version and turn it read; otherwise stale and nothing written", async () => {
+        const { turnId, c, version } = await failingTurn();
+        const head = await store.getAgent("a1");
+        expect(await store.recordClaimFailure(fail(c, turnId, version, { workerId: "w2" }))).toEqual({ status: "stale" });
+        expect(await store.recordClaimFailure(fail(c, turnId, version, { epoch: c.epoch - 1 }))).toEqual({ status: "stale" });
+        expect(await store.recordClaimFailure(fail(c, turnId, version + 1))).toEqual({ status: "stale" });
+        expect(await store.recordClaimFailure(fail(c, "turn_other", version))).toEqual({ status: "stale" });
+        expect(await store.recordClaimFailure(fail(c, turnId, version, { agentId: "nobody" }))).toEqual({ status: "agent_not_found" });
+        expect(await store.getAgent("a1")).toEqual(head);
+        // A replay of an applied failure finds the lease released: stale.
+        const req = fail(c, turnId, version);
+        expect((await store.recordClaimFailure(req)).status).toBe("retry");
+        const after = await store.getAgent("a1");
+        expect(await store.recordClaimFailure(req)).toEqual({ status: "stale" });
+        expect(await store.getAgent("a1")).toEqual(after);
+      });
+
+      it("maxFailures 1 ends the turn at the first failure", async () => {
+        const { turnId, c, version } = await failingTurn();
+        expect(await store.recordClaimFailure(fail(c, turnId, version, { maxFailures: 1 }))).toMatchObject({ status: "turn_failed", failures: 1 });
+      });
+
+      it("resetTurn answers agent_not_found, and not_active between turns without writing", async () => {
+        await enqueue();
+        expect(await store.resetTurn({ agentId: "nobody", expectedVersion: 0, turnId: "t", end: END, now: T0 })).toEqual({ status: "agent_not_found" });
+        const head = await store.getAgent("a1");
+        expect(await store.resetTurn({ agentId: "a1", expectedVersion: 0, turnId: "t", end: END, now: T0 })).toEqual({ status: "not_active" });
+        expect(await store.getAgent("a1")).toEqual(head);
+      });
+
+      it("resetTurn ends the active turn, increments epoch (the running worker is fenced) and lets the next task run", async () => {
+        const { turnId, next, c } = await failingTurn();
+        const head = (await store.getAgent("a1"))!;
+        expect(await store.resetTurn({ agentId: "a1", expectedVersion: head.version + 1, turnId, end: END, now: T0 + 6 })).toEqual({ status: "conflict" });
+        expect(await store.resetTurn({ agentId: "a1", expectedVersion: head.version, turnId: "turn_x", end: END, now: T0 + 6 })).toEqual({ status: "conflict" });
+        expect(await store.getAgent("a1")).toEqual(head);
+        const r = await store.resetTurn({ agentId: "a1", expectedVersion: head.version, turnId, end: END, now: T0 + 6 });
+        expect(r).toEqual({ status: "reset", version: head.version + 1, epoch: c.epoch + 1 });
+        expect(await store.getAgent("a1")).toMatchObject({ activeTurnId: null, state: "failed", leaseOwner: null, pendingMail: 0, epoch: c.epoch + 1 });
+        expect(await store.commit(commitOf(c, "w1", { now: T0 + 7 }))).toEqual({ status: "conflict", reason: "fenced" });
+        expect((await allEvents()).slice(-2).map((e) => [e.type, e.turnId])).toEqual([["transition", turnId], ["task", turnId]]);
+        const c2 = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 8 });
+        expect(c2).toMatchObject({ status: "claimed", task: { turnId: next } });
+        expect(await store.resetTurn({ agentId: "a1", expectedVersion: head.version + 1, turnId, end: END, now: T0 + 9 })).toEqual({ status: "conflict" });
+      });
+
+      it("ping answers", async () => {
+        await expect(store.ping()).resolves.toBeUndefined();
       });
     });
 

@@ -1,4 +1,7 @@
-import { memoryStore } from "../store/memory.ts";
+import { memoryStore, memoryStoreInternals } from "../store/memory.ts";
 import { storeConformance } from "./store-conformance.ts";
 
-storeConformance("memory", async () => ({ store: memoryStore(), cleanup: async () => {} }));
+storeConformance("memory", async () => {
+  const store = memoryStore();
+  return { store, cleanup: async () => {}, idempotencyEntries: async (agentId) => memoryStoreInternals(store)!.idempotencyEntries(agentId) };
+});

@@ -1,6 +1,6 @@
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StoreInputError } from "../store/keys.ts";
+import { keySpace, StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../redis.ts";
@@ -29,6 +29,7 @@ storeConformance("redis", async () => {
     store: redisStore({ url: server.url, prefix }),
     open: async () => redisStore({ url: server.url, prefix }),
     cleanup: async () => {},
+    idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
 });
 
@@ -76,7 +77,7 @@ describe("redisStore", () => {
 
   it("refuses agent ids that would move the hash tag, and non-integer times, with StoreInputError", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
-    for (const agentId of ["a{b", "a}b", "a\nb", ""]) {
+    for (const agentId of ["a{b", "a}b", "a\nb", "", ".", ".."]) {
       await expect(store.getAgent(agentId)).rejects.toBeInstanceOf(StoreInputError);
     }
     await expect(store.enqueueTask({ agentId: "a", agentName: "x", workerTarget: "Bad.Target", input: 1, options: {}, turnId: "t", now: T0 }))

@@ -5,6 +5,7 @@ import { scripts } from "../store/lua/scripts.gen.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CommitRequest } from "../store/port.ts";
 import { upstashStore } from "../store/upstash.ts";
+import { keySpace } from "../store/keys.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
@@ -24,10 +25,12 @@ afterAll(async () => {
 
 storeConformance("upstash", async () => {
   const prefix = freshPrefix();
+  const raw = new TcpRedis(server.url);
   return {
     store: upstashStore({ url: bridge.url, token: bridge.token, prefix }),
     open: async () => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
-    cleanup: async () => {},
+    cleanup: async () => raw.disconnect(),
+    idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
 });
 

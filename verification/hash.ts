@@ -11,11 +11,17 @@
  * - `undefined` object members dropped, `undefined` array items `null`,
  *   `toJSON()` honoured, as in JSON.
  * Values without a JSON form (non-finite numbers, bigints, functions,
- * symbols) are refused with a TypeError.
+ * symbols) are refused with a TypeError, as are values nested deeper than
+ * HARD_MAX_DEPTH (the recursion is bounded by it).
  */
+import { HARD_MAX_DEPTH } from "../common/json-bounds.ts";
 import { sha256Hex } from "../common/hex.ts";
 
 export function canonicalJson(value: unknown): string {
+  return canon(value, 0);
+}
+
+function canon(value: unknown, depth: number): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "number":
@@ -25,12 +31,13 @@ export function canonicalJson(value: unknown): string {
     case "boolean":
       return JSON.stringify(value);
     case "object": {
-      if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+      if (depth >= HARD_MAX_DEPTH) throw new TypeError(`Cannot canonicalize a value nested deeper than ${HARD_MAX_DEPTH} levels`);
+      if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canon(v, depth + 1))).join(",")}]`;
       const json = (value as { toJSON?: () => unknown }).toJSON;
-      if (typeof json === "function") return canonicalJson(json.call(value));
+      if (typeof json === "function") return canon(json.call(value), depth + 1);
       const obj = value as Record<string, unknown>;
       const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+      return `{${keys.map((k) => `${JSON.stringify(k)}:${canon(obj[k], depth + 1)}`).join(",")}}`;
     }
     default:
       throw new TypeError(`Cannot canonicalize a ${typeof value}`);

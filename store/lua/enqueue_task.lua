@@ -19,9 +19,12 @@
     'enqueued <turnId JSON>'
     'duplicate <turnId JSON>'          (idempotency key seen before)
     'definition_conflict <name JSON>'  (the agent is bound to another definition)
-  Replay guard: a turn id this agent has already enqueued is a replay of an
+  Replay guard: a turn id this agent has just enqueued is a replay of an
   applied call (turn ids are fresh per request); it answers 'enqueued' again
-  and writes nothing.
+  and writes nothing. With a key, the key's entry names the turn; without
+  one, the head field _recentTurns keeps the last RECENT_TURNS turn ids
+  (a replay follows its call within a reconnect), so no entry per task is
+  kept (store/port.ts, invariant 13).
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -32,17 +35,24 @@ local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
 local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
 
-local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId' })
+local RECENT_TURNS = 32
+
+local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns' })
+local recent = (h and h._recentTurns) or ''
 if h then
   if h.agentName ~= name_json then
     return 'definition_conflict ' .. h.agentName
   end
-  local seen = redis.call('HMGET', idem, 't:' .. turn_json, 'k:' .. idem_key)
-  if seen[1] then
+  if has_key then
+    local prior = redis.call('HGET', idem, 'k:' .. idem_key)
+    if prior == turn_json then
+      return 'enqueued ' .. turn_json
+    end
+    if prior then
+      return 'duplicate ' .. prior
+    end
+  elseif string.find('\n' .. recent .. '\n', '\n' .. turn_json .. '\n', 1, true) then
     return 'enqueued ' .. turn_json
-  end
-  if has_key and seen[2] then
-    return 'duplicate ' .. seen[2]
   end
   local bad = check_numbers(h, { 'lastEventId' })
   if bad then
@@ -53,15 +63,19 @@ end
 -- Checks done; writes follow.
 local pending = redis.call('RPUSH', tasks, entry)
 if has_key then
-  redis.call('HSET', idem, 'k:' .. idem_key, turn_json, 't:' .. turn_json, '1')
+  redis.call('HSET', idem, 'k:' .. idem_key, turn_json)
 else
-  redis.call('HSET', idem, 't:' .. turn_json, '1')
+  -- Turn ids hold no control characters (checked by the adapter), so '\n' separates them.
+  local list = {}
+  for t in string.gmatch(recent, '[^\n]+') do list[#list + 1] = t end
+  list[#list + 1] = turn_json
+  recent = table.concat(list, '\n', math.max(1, #list - RECENT_TURNS + 1), #list)
 end
 redis.call('HSET', turns, turn_raw, 'queued')
 redis.call('HSET', inputs, turn_raw, input_json)
 local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
 if h then
-  redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last))
+  redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last), '_recentTurns', recent)
 else
   redis.call('HSET', head,
     'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
@@ -69,7 +83,7 @@ else
     'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
     'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
     'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
-    '_mailSeq', '0')
+    '_mailSeq', '0', '_recentTurns', recent)
 end
 -- Ring: the bell moves earlier, never later.
 redis.call('ZADD', ready_key(prefix, h and h.workerTarget or target_json), 'LT', now_str, agent_id)

@@ -42,6 +42,10 @@ export interface RedisServer {
   readonly running: boolean;
   /** Sends a signal (default SIGKILL: a crash) and waits for the process to exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing (a stall) until resume(). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
   /** Starts the server again on the same port and dir; resolves when it answers PING. */
   start(): Promise<void>;
   /** kill("SIGKILL") then start(). */
@@ -136,6 +140,12 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
 
   await start();
   return {
+    pause() {
+      proc?.kill("SIGSTOP");
+    },
+    resume() {
+      proc?.kill("SIGCONT");
+    },
     port,
     url: `redis://127.0.0.1:${port}`,
     dir,

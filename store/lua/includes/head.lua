@@ -6,6 +6,8 @@
     _commit       token of the last applied commit (replay guard)
     _commitEvent  lastEventId right after that commit
     _cancel       token of the last accepted cancel (replay guard)
+    _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
+    _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 12)
 ]]
 local HEAD_FIELDS = {
   'agentId', 'agentName', 'workerTarget', 'createdAt', 'updatedAt', 'activeTurnId',

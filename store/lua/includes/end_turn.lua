@@ -1,0 +1,70 @@
+--[[
+  Ends the active turn of an agent from outside the machine: the worker's
+  claims of the turn kept throwing (record_claim_failure.lua), or an operator
+  reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
+  it after every check (it writes). Needs head.lua.
+
+  k: { head, tasks, mail, msgs, events, calls, deadlines, turns } keys of the agent
+  h: head fields read by the caller: activeTurnId, workerTarget,
+     messageCount, version
+  turn_raw: the active turn id, raw ('' when none)
+  end_at: ARGV index of the TurnEnd: snapshot JSON, state JSON, M, E, then
+     M message JSONs and E event tails ({type, data} without the opening brace)
+  last_event: lastEventId after the caller's own events
+  extra: more head field/value pairs to write
+  Returns the new version.
+]]
+local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, now_str, extra)
+  local snapshot, state = ARGV[end_at], ARGV[end_at + 1]
+  local n_msg, n_ev = tonumber(ARGV[end_at + 2]), tonumber(ARGV[end_at + 3])
+  local message_count = tonumber(h.messageCount)
+  if n_msg > 0 then
+    local items = {}
+    for i = 1, n_msg do items[i] = ARGV[end_at + 3 + i] end
+    message_count = push_all(k.msgs, items)
+  end
+  local tails = {}
+  for i = 1, n_ev do tails[i] = ARGV[end_at + 3 + n_msg + i] end
+  last_event = append_events(k.events, last_event, h.activeTurnId, now_str, tails)
+
+  if h.activeTurnId ~= 'null' then
+    -- The turn's unresolved calls can no longer be answered: off the deadline index.
+    local all = redis.call('HGETALL', k.calls)
+    local resolved, open = {}, {}
+    for i = 1, #all, 2 do
+      local kind, id = string.sub(all[i], 1, 2), string.sub(all[i], 3)
+      if kind == 'r:' then resolved[id] = true elseif kind == 'c:' then open[#open + 1] = id end
+    end
+    local members = {}
+    for _, id in ipairs(open) do
+      if not resolved[id] then members[#members + 1] = agent_id .. '\n' .. turn_raw .. '\n' .. id end
+    end
+    if #members > 0 then
+      redis.call('ZREM', k.deadlines, unpack(members))
+    end
+    -- Where the turn is now (includes/turns.lua).
+    local final = 'ended'
+    if state == '"failed"' then final = 'failed' elseif state == '"done"' then final = 'done' end
+    redis.call('HSET', k.turns, turn_raw, final)
+  end
+  -- Mail is for the active turn only: it goes with it.
+  redis.call('DEL', k.mail)
+
+  local version = int(tonumber(h.version) + 1)
+  local w = {
+    'snapshot', snapshot, 'state', state, 'version', version, 'updatedAt', now_str,
+    'activeTurnId', 'null', 'currentTask', 'null', 'messageCount', int(message_count),
+    'pendingMail', '0', 'lastEventId', int(last_event), 'leaseOwner', 'null', 'leaseUntil', '0',
+    'runnableAt', 'null', '_failTurn', '', '_failCount', '0',
+  }
+  for i = 1, #extra do w[#w + 1] = extra[i] end
+  redis.call('HSET', k.head, unpack(w))
+  local ready = ready_key(prefix, h.workerTarget)
+  if redis.call('LLEN', k.tasks) > 0 then
+    -- The tasks behind the turn proceed.
+    redis.call('ZADD', ready, now_str, agent_id)
+  else
+    redis.call('ZREM', ready, agent_id)
+  end
+  return version
+end

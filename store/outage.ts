@@ -1,0 +1,65 @@
+/**
+ * Telling a store outage from a store error that repeats. An outage (the
+ * connection is down or stalled, a request timed out) is worth retrying and
+ * answers 503 over HTTP; an error that repeats on every attempt (bad input to
+ * the store, a value JSON cannot hold, an error answered by Redis such as a
+ * script error, anything the in-process memory store throws) is not.
+ */
+import { StoreInputError } from "./keys.ts";
+import type { Store } from "./port.ts";
+import { StoreReplyError } from "./script-runner.ts";
+
+/** A store call did not complete: the store is unreachable or did not answer in time. */
+export class StoreUnavailableError extends Error {
+  readonly code = "store_unavailable";
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = "StoreUnavailableError";
+  }
+}
+
+/** True when `err`, thrown by a call of `store`, means the store could not be reached. */
+export function isOutageError(err: unknown, kind: Store["kind"]): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (kind === "memory") return false;
+  if (err instanceof StoreInputError || err instanceof StoreReplyError || err instanceof RangeError) return false;
+  const name = (err as Error | null)?.name;
+  // Errors answered by Redis (ioredis ReplyError, @upstash/redis UpstashError) repeat on every attempt.
+  return name !== "ReplyError" && name !== "UpstashError";
+}
+
+/**
+ * The store as request handlers see it: every call settles within
+ * `timeoutMs`, and a call that fails because the store is unreachable, or
+ * does not answer in time, rejects with StoreUnavailableError (answered 503
+ * with `Retry-After`). A call that timed out may still be applied later (a
+ * command already sent, or queued by the client until it reconnects): the
+ * caller does not know its outcome, which is why clients retry enqueues with
+ * an idempotency key.
+ *
+ * @example
+ * const routeStore = storeWithDeadline(redisStore(url), 3_000);
+ */
+export function storeWithDeadline(store: Store, timeoutMs: number): Store {
+  return new Proxy(store, {
+    get(target, p, receiver) {
+      const v = Reflect.get(target, p, receiver);
+      if (typeof v !== "function" || p === "close") return v;
+      return (...args: unknown[]) =>
+        new Promise((resolve, reject) => {
+          const timer = setTimeout(
+            () => reject(new StoreUnavailableError(`The ${target.kind} store did not answer ${String(p)} within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
+          Promise.resolve()
+            .then(() => v.apply(target, args))
+            .then(resolve, (err: unknown) =>
+              reject(isOutageError(err, target.kind) && !(err instanceof StoreUnavailableError)
+                ? new StoreUnavailableError(`The ${target.kind} store is unreachable (${String(p)})`, { cause: err })
+                : err)
+            )
+            .finally(() => clearTimeout(timer));
+        });
+    },
+  });
+}
