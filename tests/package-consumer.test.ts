@@ -121,7 +121,7 @@ let packedFiles: string[] = [];
 afterAll(() => {
   for (const s of servers) s.kill("SIGKILL");
   if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+}, 60_000);
 
 describe("the packed package", () => {
   it("ships dist/ for every export, the bin, and no TypeScript source or tests", () => {
