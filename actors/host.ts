@@ -8,6 +8,10 @@
  *
  * Invariants:
  * - A tool call is recorded (committed) before it is dispatched.
+ * - Only what the turn offered runs (actors/tool-specs.ts): a call of any
+ *   other name, the completion tool the turn does not finish with included,
+ *   is answered with the error outcome `tool_not_offered` and never reaches
+ *   a tool. Finishing is the statechart's decision, from the turn's config.
  * - Every effect's result is committed before the next effect starts.
  * - A lost compare-and-set stops this attempt: the abort signal fires, no
  *   further commit, dispatch or model call happens, the cache entry is dropped.
@@ -25,9 +29,9 @@ import { createActor, type InspectionEvent } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
-import { agentMachine, classifyStep, submittedValue } from "../machines/agent.ts";
+import { agentMachine, classifyStep, completionCall, submittedValue } from "../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
-import { AGENT_OUTPUT, type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
+import { type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
 import type { ModelResponse } from "../models/types.ts";
 import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
 import type { NewEvent } from "../common/events.ts";
@@ -37,7 +41,7 @@ import type { InboxTask } from "../store/types.ts";
 import type { AnyTool, ToolTermination } from "../tools/define.ts";
 import { prepareArgs } from "../tools/specs.ts";
 import { runVerification, type VerificationHooks } from "../verification/gate.ts";
-import { agentToolSpecs } from "./tool-specs.ts";
+import { agentToolSpecs, completionToolOf, offeredToolNames } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
 import type { SnapshotCache } from "./cache.ts";
@@ -104,6 +108,7 @@ function jsonValue(v: unknown): unknown {
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
   return {
     maxSteps: agent.maxStepsPerTurn,
+    completion: completionToolOf(agent),
     mustEndWith: agent.effectiveMustEndWith,
     verifyMaxAttempts: resolveVerifyMaxAttempts(agent, task.options.verifyMaxAttempts),
     maxVerifierErrors: agent.maxVerifierErrors ?? 3,
@@ -154,7 +159,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   if (!restored) {
     let persisted: PersistedSnapshot;
     try {
-      persisted = head.snapshot ? checkSnapshot(head.snapshot) : initialPersisted();
+      persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(agent) }) : initialPersisted();
     } catch (err) {
       const message = (err as Error).message;
       logger.error("snapshot unrestorable", { agentId, message });
@@ -466,7 +471,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       }
       emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
     }
-    const completion = calls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
+    const completion = completionCall(calls, context.config);
     if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
     if (completion?.name === SUBMIT_RESULT && kind === "submit") {
       const missing = missingResultFields(claim.task?.input, submittedValue(completion.args));
@@ -500,7 +505,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
     const tool: AnyTool | undefined = agent!.offeredTools.find((t) => t.name === name);
     if (!tool) {
-      return { outcome: { ok: false, error: { type: "unknown_tool", message: `No tool named "${name}" is available`, retryable: false } }, afterExecution: "continue" };
+      // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
+      const offered = offeredToolNames(agent!).join(", ");
+      return {
+        outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retryable: false } },
+        afterExecution: "continue",
+      };
     }
     const prepared = prepareArgs(tool, args);
     if (!prepared.ok) {

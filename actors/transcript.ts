@@ -11,8 +11,8 @@
  * on data. Entry points refuse such values long before (HTTP bodies, model
  * responses, tool results); this is the last line.
  */
-import { classifyStep } from "../machines/agent.ts";
-import type { AgentContext, AgentEvent } from "../machines/types.ts";
+import { classifyStep, completionCall, requiredEnding } from "../machines/agent.ts";
+import type { AgentContext, AgentEvent, VerificationState } from "../machines/types.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import { canonicalJson } from "../verification/hash.ts";
@@ -67,6 +67,19 @@ const FINAL_STATES = new Set(["idle", "done", "failed"]);
 
 const tool = (toolCallId: string, content: string): Message => ({ role: "tool", toolCallId, content });
 
+/**
+ * What the gate says about a candidate: the answer to its `agent_output`
+ * call, or, for a candidate taken from a terminating tool result (whose call
+ * already has its tool message), a system message naming that call.
+ */
+function aboutCandidate(c: NonNullable<VerificationState["candidate"]>, content: string): Message {
+  if (c.from !== "terminate") return tool(c.toolCallId, content);
+  return {
+    role: "system",
+    content: `The result of tool call ${c.toolCallId} ended the turn and was checked as its output:\n${content}`,
+  };
+}
+
 export function messagesFor(
   event: AgentEvent,
   before: { value: string; context: AgentContext },
@@ -85,8 +98,7 @@ export function messagesFor(
       }];
       const kind = classifyStep(event.toolCalls, before.context.config);
       if (kind === "verify" || kind === "submit") {
-        const name = kind === "verify" ? "agent_output" : "submit_result";
-        const chosen = event.toolCalls.find((c) => c.name === name)!;
+        const chosen = completionCall(event.toolCalls, before.context.config)!;
         for (const c of event.toolCalls) {
           if (c.id === chosen.id) {
             if (kind === "submit") out.push(tool(c.id, "Result submitted; the turn is complete."));
@@ -96,7 +108,7 @@ export function messagesFor(
       if (kind === "remind") {
         out.push({
           role: "system",
-          content: `You must end this turn by calling one of: ${before.context.config.mustEndWith.join(", ")}.`,
+          content: `You must end this turn by calling one of: ${requiredEnding(before.context.config).join(", ")}.`,
         });
       }
       return out;
@@ -104,7 +116,8 @@ export function messagesFor(
     case "TOOL_RESULT": {
       if (!(event.toolCallId in before.context.pending)) return [];
       const out = [tool(event.toolCallId, outcomeText(event.outcome))];
-      if (after.value === "done") {
+      // A terminating result ends the step (into done, or into verifying as the candidate).
+      if (after.value === "done" || after.value === "verifying") {
         for (const id of Object.keys(before.context.pending)) {
           if (id !== event.toolCallId) {
             out.push(tool(id, JSON.stringify({ error: { type: "not_executed", message: "The turn was terminated by another tool" } })));
@@ -115,29 +128,29 @@ export function messagesFor(
     }
     case "VERIFY_PASSED": {
       const c = before.context.verification.candidate;
-      return c ? [tool(c.toolCallId, "Output accepted.")] : [];
+      return c && c.from !== "terminate" ? [tool(c.toolCallId, "Output accepted.")] : [];
     }
     case "VERIFY_REJECTED": {
       // Into revising, the feedback message comes with FEEDBACK_APPENDED; a final rejection closes the call now.
       const c = before.context.verification.candidate;
       if (!c || after.value !== "failed") return [];
-      return [tool(c.toolCallId, feedbackText(event))];
+      return [aboutCandidate(c, feedbackText(event))];
     }
     case "VERIFY_ERROR": {
       const c = before.context.verification.candidate;
       if (!c || after.value !== "failed") return [];
-      return [tool(c.toolCallId, JSON.stringify({ error: { type: "verifier_error", message: event.message } }))];
+      return [aboutCandidate(c, JSON.stringify({ error: { type: "verifier_error", message: event.message } }))];
     }
     case "FEEDBACK_APPENDED": {
       const c = before.context.verification.candidate;
       const r = before.context.verification.lastRejection;
       if (!c || !r) return [];
-      return [tool(c.toolCallId, feedbackText(r))];
+      return [aboutCandidate(c, feedbackText(r))];
     }
     case "CANCEL": {
       const ids = [...Object.keys(before.context.pending)];
       const c = before.context.verification.candidate;
-      if (c && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
+      if (c && c.from !== "terminate" && (before.value === "verifying" || before.value === "revising")) ids.push(c.toolCallId);
       return ids.map((id) => tool(id, JSON.stringify({ error: { type: "cancelled", message: event.reason } })));
     }
     case "TURN_FAILED": {

@@ -3,7 +3,10 @@
  * timeout results and wakes their agents. It writes through the same
  * first-wins `deliverToolResult` as HTTP, so a result racing the watchdog
  * yields exactly one of result or timeout: whichever the store applies first
- * wins, the other answers `duplicate` (or `turn_finished`) and changes nothing.
+ * wins, the other changes nothing (a late result is told `already_resolved`,
+ * `resolvedBy: "timeout"`; a late timeout is counted as `alreadyResolved`, or
+ * `turnFinished`). It is the one source that may also resolve in-process
+ * calls: a tool that never returns still ends in a timeout.
  *
  * Nothing can stop it. The due index is read oldest first, so a record that
  * stays due would be offered ahead of every other one at every tick; the
@@ -78,7 +81,7 @@ export async function watchdogTick(
       out.timedOut++;
       continue;
     }
-    if (status === "duplicate") out.alreadyResolved++;
+    if (status === "duplicate" || status === "already_resolved") out.alreadyResolved++;
     else out.turnFinished++;
     // Normally the store already dropped the record with the result or the turn's end (skip answers
     // `absent`); a record still there would be offered first at every tick.

@@ -5,24 +5,41 @@
  * an event carrying its time (`at`), so replaying the event log reproduces
  * every snapshot exactly.
  *
- * | from                 | event                                | to            |
- * | idle / done / failed | TASK_STARTED                         | running       |
- * | running              | MODEL_STEP with tool calls           | waiting-tools |
- * | running              | MODEL_STEP calling agent_output      | verifying     |
- * | running              | MODEL_STEP calling submit_result,    | done          |
- * |                      |   or text with mustEndWith empty     |               |
- * | running              | MODEL_STEP text, mustEndWith set     | running       |
- * | running              | MODEL_FAILED / STEP_BUDGET_EXHAUSTED | failed        |
- * | waiting-tools        | TOOL_RESULT, last one outstanding    | running       |
- * | waiting-tools        | TOOL_RESULT afterExecution=terminate | done          |
- * | verifying            | VERIFY_PASSED                        | done          |
- * | verifying            | VERIFY_REJECTED retryable, budget    | revising      |
- * | verifying            | VERIFY_REJECTED final or exhausted   | failed        |
- * | verifying            | VERIFY_ERROR (below the error bound) | verifying     |
- * | verifying            | VERIFY_ERROR (at the error bound)    | failed        |
- * | revising             | FEEDBACK_APPENDED                    | running       |
- * | any non-final        | CANCEL                               | failed        |
- * | any                  | TURN_FAILED (claim_error, reset)     | failed        |
+ * Finishing is decided by the turn's config, never by which tool the model
+ * happened to call: `config.completion` is the one completion tool the turn
+ * offers (`agent_output` when the agent declares `output`, else
+ * `submit_result`). A call of any other name is an ordinary tool call; the
+ * host answers one that was not offered with the error outcome
+ * `tool_not_offered`, and the step counts.
+ *
+ * | from                 | event                                  | to            |
+ * | idle / done / failed | TASK_STARTED                           | running       |
+ * | running              | MODEL_STEP calling config.completion   | verifying     |
+ * |                      |   = agent_output                       |               |
+ * | running              | MODEL_STEP calling config.completion   | done          |
+ * |                      |   = submit_result                      |               |
+ * | running              | MODEL_STEP with other tool calls       | waiting-tools |
+ * | running              | MODEL_STEP text, completion            | done          |
+ * |                      |   submit_result, mustEndWith empty     |               |
+ * | running              | MODEL_STEP text, otherwise             | running       |
+ * | running              | MODEL_FAILED / STEP_BUDGET_EXHAUSTED   | failed        |
+ * | waiting-tools        | TOOL_RESULT, last one outstanding      | running       |
+ * | waiting-tools        | TOOL_RESULT terminate, agent_output    | verifying     |
+ * |                      |   (its value is the candidate)         |               |
+ * | waiting-tools        | TOOL_RESULT terminate, submit_result   | done          |
+ * | verifying            | VERIFY_PASSED                          | done          |
+ * | verifying            | VERIFY_REJECTED retryable, budget      | revising      |
+ * | verifying            | VERIFY_REJECTED final or exhausted     | failed        |
+ * | verifying            | VERIFY_ERROR (below the error bound)   | verifying     |
+ * | verifying            | VERIFY_ERROR (at the error bound)      | failed        |
+ * | revising             | FEEDBACK_APPENDED                      | running       |
+ * | any non-final        | CANCEL                                 | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset)       | failed        |
+ *
+ * The only ways into `done`: VERIFY_PASSED (any turn), and for a turn whose
+ * completion is `submit_result` also a `submit_result` call, text with
+ * `mustEndWith` empty, and a terminating tool result. A turn whose completion
+ * is `agent_output` reaches `done` through `verifying` only.
  */
 import { assign, type EventObject, type MetaObject, type NonReducibleUnknown, setup, type StateMachine } from "xstate";
 import {
@@ -30,6 +47,7 @@ import {
   type AgentContext,
   type AgentEvent,
   type AgentState,
+  type CompletionTool,
   type ModelToolCall,
   SNAPSHOT_SCHEMA_VERSION,
   SUBMIT_RESULT,
@@ -42,6 +60,7 @@ const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cost: 0, step
 
 export const DEFAULT_TURN_CONFIG: TurnConfig = {
   maxSteps: 32,
+  completion: SUBMIT_RESULT,
   mustEndWith: [],
   verifyMaxAttempts: 5,
   maxVerifierErrors: 3,
@@ -79,11 +98,31 @@ export function initialContext(): AgentContext {
 /** How a model step ends, decided from its tool calls and the turn config. */
 export type StepKind = "verify" | "submit" | "tools" | "finish_text" | "remind";
 
+/** True for the two completion tools; any other value (a damaged config) offers neither. */
+export function isCompletionTool(name: unknown): name is CompletionTool {
+  return name === AGENT_OUTPUT || name === SUBMIT_RESULT;
+}
+
+/** The call of the turn's completion tool in a step, if the model made one (the first one counts). */
+export function completionCall(toolCalls: ModelToolCall[], config: TurnConfig): ModelToolCall | undefined {
+  return isCompletionTool(config.completion) ? toolCalls.find((c) => c.name === config.completion) : undefined;
+}
+
+/**
+ * Only the turn's own completion tool finishes it; the other one is an
+ * ordinary (not offered) tool call. Text ends a turn only when its
+ * completion is `submit_result` and `mustEndWith` is empty; a turn that
+ * finishes with `agent_output` is reminded instead.
+ */
 export function classifyStep(toolCalls: ModelToolCall[], config: TurnConfig): StepKind {
-  const completion = toolCalls.find((c) => c.name === AGENT_OUTPUT || c.name === SUBMIT_RESULT);
-  if (completion) return completion.name === AGENT_OUTPUT ? "verify" : "submit";
+  if (completionCall(toolCalls, config)) return config.completion === AGENT_OUTPUT ? "verify" : "submit";
   if (toolCalls.length > 0) return "tools";
-  return config.mustEndWith.length === 0 ? "finish_text" : "remind";
+  return config.completion === SUBMIT_RESULT && config.mustEndWith.length === 0 ? "finish_text" : "remind";
+}
+
+/** The tool names a reminder asks for: `mustEndWith`, or the completion tool when it is empty. */
+export function requiredEnding(config: TurnConfig): string[] {
+  return config.mustEndWith.length > 0 ? config.mustEndWith : [config.completion];
 }
 
 /** The value `submit_result` delivers: its `result` argument, or all arguments. */
@@ -92,6 +131,11 @@ export function submittedValue(args: unknown): unknown {
     return (args as { result: unknown }).result;
   }
   return args;
+}
+
+/** The value a terminating tool result ends the turn with (or proposes, through the gate). */
+export function terminatedValue(e: { outcome: ToolResultEvent["outcome"] }): unknown {
+  return e.outcome.ok ? e.outcome.value : { error: e.outcome.error };
 }
 
 /**
@@ -148,9 +192,14 @@ const machine = setup({
       classifyStep((event as StepEvent).toolCalls, context.config) === "finish_text",
     budgetSpent: ({ context }) => context.step >= context.config.maxSteps,
     knownCall: ({ context, event }) => (event as ToolResultEvent).toolCallId in context.pending,
+    // A terminating result of a turn that finishes with agent_output goes through the gate.
+    terminatesThroughGate: ({ context, event }) => {
+      const e = event as ToolResultEvent;
+      return e.toolCallId in context.pending && e.afterExecution === "terminate" && context.config.completion === AGENT_OUTPUT;
+    },
     terminates: ({ context, event }) => {
       const e = event as ToolResultEvent;
-      return e.toolCallId in context.pending && e.afterExecution === "terminate";
+      return e.toolCallId in context.pending && e.afterExecution === "terminate" && context.config.completion === SUBMIT_RESULT;
     },
     lastOutstanding: ({ context, event }) => {
       const e = event as ToolResultEvent;
@@ -181,18 +230,30 @@ const machine = setup({
       return { step: context.step + 1, usage: addUsage(context.usage, e), turnUsage: addUsage(context.turnUsage, e) };
     }),
     takeCandidate: assign(({ context, event }) => {
-      const call = (event as StepEvent).toolCalls.find((c) => c.name === AGENT_OUTPUT)!;
+      const call = completionCall((event as StepEvent).toolCalls, context.config)!;
       return {
         verification: {
           ...context.verification,
-          candidate: { toolCallId: call.id, args: call.args },
+          candidate: { toolCallId: call.id, args: call.args, from: "agent_output" as const },
           systemErrors: 0,
           retryAt: null,
         },
       };
     }),
-    takeSubmission: assign(({ event }) => {
-      const call = (event as StepEvent).toolCalls.find((c) => c.name === SUBMIT_RESULT)!;
+    takeTerminationCandidate: assign(({ context, event }) => {
+      const e = event as ToolResultEvent;
+      return {
+        pending: {},
+        verification: {
+          ...context.verification,
+          candidate: { toolCallId: e.toolCallId, args: terminatedValue(e), from: "terminate" as const },
+          systemErrors: 0,
+          retryAt: null,
+        },
+      };
+    }),
+    takeSubmission: assign(({ context, event }) => {
+      const call = completionCall((event as StepEvent).toolCalls, context.config)!;
       return { output: submittedValue(call.args) };
     }),
     takeText: assign(({ event }) => {
@@ -211,10 +272,7 @@ const machine = setup({
       delete pending[(event as ToolResultEvent).toolCallId];
       return { pending };
     }),
-    terminateWithResult: assign(({ event }) => {
-      const e = event as ToolResultEvent;
-      return { pending: {}, output: e.outcome.ok ? e.outcome.value : { error: e.outcome.error } };
-    }),
+    terminateWithResult: assign(({ event }) => ({ pending: {}, output: terminatedValue(event as ToolResultEvent) })),
     failModel: assign(({ event }) => ({
       error: { reason: "model_error", message: (event as Extract<AgentEvent, { type: "MODEL_FAILED" }>).message },
     })),
@@ -337,6 +395,7 @@ const machine = setup({
     "waiting-tools": {
       on: {
         TOOL_RESULT: [
+          { guard: "terminatesThroughGate", target: "verifying", actions: "takeTerminationCandidate" },
           { guard: "terminates", target: "done", actions: "terminateWithResult" },
           { guard: "lastOutstanding", target: "running", actions: "resolvePending" },
           { guard: "knownCall", actions: "resolvePending" },
@@ -384,11 +443,11 @@ const machine = setup({
 /** The names of the machine's actions and guards. */
 type AgentActionName =
   | "cancel" | "startTurn" | "countStep" | "takeCandidate" | "takeSubmission" | "takeText" | "recordPending"
-  | "resolvePending" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification" | "countRejection"
-  | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn";
+  | "resolvePending" | "takeTerminationCandidate" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification"
+  | "countRejection" | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn";
 type AgentGuardName =
   | "stepVerifies" | "stepSubmits" | "stepCallsTools" | "stepFinishesWithText" | "budgetSpent" | "knownCall"
-  | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";
+  | "terminatesThroughGate" | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";
 /** `{ type: N; params: P }` for each name N, as a union (XState's parameterized objects). */
 type Parameterized<N extends string, P> = { [K in N]: { type: K; params: P } }[N];
 

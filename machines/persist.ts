@@ -6,7 +6,7 @@
 import { createActor, type SnapshotFrom } from "xstate";
 import { SnapshotError } from "../errors/errors.ts";
 import { agentMachine } from "./agent.ts";
-import { type AgentContext, SNAPSHOT_SCHEMA_VERSION, STATES } from "./types.ts";
+import { AGENT_OUTPUT, type AgentContext, type CompletionTool, SNAPSHOT_SCHEMA_VERSION, STATES, SUBMIT_RESULT } from "./types.ts";
 
 export type PersistedSnapshot = {
   status: string;
@@ -15,11 +15,56 @@ export type PersistedSnapshot = {
   [k: string]: unknown;
 };
 
-/** Upgrades, keyed by the version they upgrade from. Add one per schema bump. */
-const MIGRATIONS: Record<number, (ctx: Record<string, unknown>) => Record<string, unknown>> = {};
+/** What the reader knows about the agent that will run the snapshot. */
+export interface RestoreHints {
+  /** The completion tool the agent's definition offers now (actors/tool-specs.ts `completionToolOf`). */
+  completion?: CompletionTool;
+}
 
-/** Validates a stored snapshot and migrates it to the current schema version. */
-export function checkSnapshot(raw: unknown): PersistedSnapshot {
+type Migration = (ctx: Record<string, unknown>, state: string, hints: RestoreHints) => Record<string, unknown>;
+
+/**
+ * Version 1 -> 2: the turn config gains `completion`, the candidate `from`.
+ *
+ * Version 1 let either completion tool finish any turn, so the config does
+ * not say which one the turn offered. The upgrade must not hand an in-flight
+ * turn a way around the gate, so it picks `agent_output` (finish through the
+ * verifier only) whenever anything says the turn may be gated: the v1 config
+ * requires `agent_output` (`mustEndWith`), the turn has a candidate or is in
+ * `verifying` / `revising`, or the reader cannot tell (no hint). Only when
+ * the reader runs the agent and its definition offers `submit_result` (it
+ * declares no `output`) does the turn keep finishing with `submit_result`,
+ * which is what its model is offered from then on anyway. Every v1 candidate
+ * came from an `agent_output` call.
+ */
+function migrate1to2(ctx: Record<string, unknown>, state: string, hints: RestoreHints): Record<string, unknown> {
+  const config = (ctx.config && typeof ctx.config === "object" ? ctx.config : {}) as Record<string, unknown>;
+  const verification = (ctx.verification && typeof ctx.verification === "object" ? ctx.verification : {}) as Record<string, unknown>;
+  const candidate = verification.candidate as Record<string, unknown> | null | undefined;
+  const mustEndWith = Array.isArray(config.mustEndWith) ? config.mustEndWith : [];
+  const gatedSigns = mustEndWith.includes(AGENT_OUTPUT) || (candidate !== null && candidate !== undefined) ||
+    state === "verifying" || state === "revising";
+  const completion: CompletionTool = !gatedSigns && hints.completion === SUBMIT_RESULT ? SUBMIT_RESULT : AGENT_OUTPUT;
+  return {
+    ...ctx,
+    schemaVersion: 2,
+    config: { ...config, completion },
+    verification: {
+      ...verification,
+      candidate: candidate && typeof candidate === "object" ? { ...candidate, from: "agent_output" } : null,
+    },
+  };
+}
+
+/** Upgrades, keyed by the version they upgrade from. Add one per schema bump. */
+const MIGRATIONS: Record<number, Migration> = { 1: migrate1to2 };
+
+/**
+ * Validates a stored snapshot and migrates it to the current schema version.
+ * `hints` describe the agent that will run it (the actor host passes them);
+ * without them an upgrade takes the conservative choice (see migrate1to2).
+ */
+export function checkSnapshot(raw: unknown, hints: RestoreHints = {}): PersistedSnapshot {
   if (!raw || typeof raw !== "object") throw new SnapshotError("Cannot restore agent: snapshot is not an object");
   const s = raw as Record<string, unknown>;
   if (typeof s.value !== "string" || !(STATES as readonly string[]).includes(s.value)) {
@@ -29,7 +74,7 @@ export function checkSnapshot(raw: unknown): PersistedSnapshot {
   if (!ctx || typeof ctx !== "object") throw new SnapshotError("Cannot restore agent: snapshot has no context");
   let v = ctx.schemaVersion;
   while (typeof v === "number" && v < SNAPSHOT_SCHEMA_VERSION && MIGRATIONS[v]) {
-    ctx = MIGRATIONS[v](ctx);
+    ctx = MIGRATIONS[v](ctx, s.value, hints);
     v = ctx.schemaVersion;
   }
   if (v !== SNAPSHOT_SCHEMA_VERSION) {

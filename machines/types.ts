@@ -5,15 +5,28 @@
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { VerificationOutcome } from "../common/verifier.ts";
 
-/** Bumped when the persisted context changes shape; add the upgrade to `MIGRATIONS` in machines/persist.ts. */
-export const SNAPSHOT_SCHEMA_VERSION = 1;
+/**
+ * Bumped when the persisted context changes shape; the upgrades live in
+ * machines/persist.ts (`MIGRATIONS`). 2: `config.completion` and
+ * `verification.candidate.from`.
+ */
+export const SNAPSHOT_SCHEMA_VERSION = 2;
 
 export const STATES = ["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"] as const;
 export type AgentState = typeof STATES[number];
 
+/** The built-in tool a turn finishes with: `agent_output` for an agent that declares `output`, else `submit_result`. */
+export type CompletionTool = typeof AGENT_OUTPUT | typeof SUBMIT_RESULT;
+
 /** Per-turn settings, fixed when the turn starts (the machine is one definition for all agents). */
 export interface TurnConfig {
   maxSteps: number;
+  /**
+   * The completion tool this turn offers. Only a call of it finishes the
+   * turn; with `agent_output`, nothing but a verified candidate does (no
+   * text, no `submit_result`, no bare `terminate`).
+   */
+  completion: CompletionTool;
   /** Tool names one of which must end the turn; empty: plain text may end it. */
   mustEndWith: string[];
   verifyMaxAttempts: number;
@@ -34,6 +47,8 @@ export interface Usage {
   steps: number;
 }
 
+export type CandidateSource = "agent_output" | "terminate";
+
 export interface VerificationState {
   maxAttempts: number;
   attemptsUsed: number;
@@ -46,8 +61,12 @@ export interface VerificationState {
   systemErrors: number;
   /** When the verifier may run again after a system error. */
   retryAt: number | null;
-  /** The candidate waiting in `verifying`. */
-  candidate: { toolCallId: string; args: unknown } | null;
+  /**
+   * The candidate waiting in `verifying`: the arguments of an `agent_output`
+   * call, or the value of a tool result that asked to terminate the turn
+   * (`from: "terminate"`; its call already has its tool message).
+   */
+  candidate: { toolCallId: string; args: unknown; from: CandidateSource } | null;
   lastRejection: { code: string; message: string; retryable: boolean; metadata?: Record<string, unknown> } | null;
 }
 

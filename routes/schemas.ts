@@ -54,7 +54,9 @@ export const ToolResultRequest = z.strictObject({
   toolCallId: Ref("The tool call's id (from its `tool_call` event)"),
   outcome: Outcome,
   afterExecution: z.enum(["continue", "terminate"]).optional()
-    .describe("`terminate` ends the turn with this result as its output (default `continue`)"),
+    .describe(
+      "`terminate` ends the turn with this result (default `continue`); for an agent that declares `output`, the result is the candidate the verifier gate judges",
+    ),
 });
 export type ToolResultRequest = z.infer<typeof ToolResultRequest>;
 
@@ -100,7 +102,7 @@ export const TaskAccepted = z.object({
 
 export const ToolResultAccepted = z.object({
   accepted: z.literal(true),
-  duplicate: z.boolean().describe("True when the call was already resolved; nothing changed"),
+  duplicate: z.boolean().describe("True when this exact result was delivered before and won; nothing changed"),
 });
 
 export const CancelAccepted = z.object({
@@ -245,6 +247,8 @@ export const Problem = z.looseObject({
   detail: z.string(),
   code: z.string().describe("Stable error code (see docs/http.md)"),
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
+  resolvedBy: z.enum(["timeout", "result"]).optional()
+    .describe("`already_resolved`: whether the watchdog's timeout or another result resolved the call"),
 });
 
 /** Body of `POST /v1/agents/:agentId/reset` (optional). */

@@ -2,11 +2,17 @@
  * `POST /v1/agents/:agentId/tool-results`: delivers the result of an
  * external tool call (announced by a `tool_call` event with `external: true`).
  *
+ * Only external calls take results here: a call the worker runs in-process
+ * is answered by its own tool (or the watchdog), so a result for it is 409
+ * `not_external` and changes nothing, whether the tool still runs or not.
+ *
  * First wins per (agent, turn, toolCallId): the first delivery resolves the
- * call and mails it to the agent; a later one — a retry of the same request,
- * or a result racing the watchdog's timeout — answers 200 with
- * `duplicate: true` and changes nothing. A call the store never recorded is
- * 409 `unknown_tool_call`; a pending call of a turn that has ended (e.g.
+ * call and mails it to the agent. A later one changes nothing and says what
+ * happened: the same result again (outcome and afterExecution, compared as
+ * canonical JSON) answers 200 `duplicate: true`; another result, or any
+ * result after the watchdog's timeout, is 409 `already_resolved` with
+ * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
+ * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
  * cancelled) is 409 `turn_finished`.
  */
 import { Hono } from "hono";
@@ -38,6 +44,19 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
         return c.json({ accepted: true as const, duplicate: false });
       case "duplicate":
         return c.json({ accepted: true as const, duplicate: true });
+      case "already_resolved":
+        throw new ProblemError(
+          "already_resolved",
+          r.resolvedBy === "timeout"
+            ? `Tool call "${body.toolCallId}" timed out before this result arrived; the result was dropped`
+            : `Tool call "${body.toolCallId}" was already resolved with another result; this one was dropped`,
+          { extra: { resolvedBy: r.resolvedBy } },
+        );
+      case "not_external":
+        throw new ProblemError(
+          "not_external",
+          `Tool call "${body.toolCallId}" runs in-process in the worker; only its own result is applied`,
+        );
       case "agent_not_found":
         throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       case "unknown_call":
@@ -56,16 +75,19 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
       method: "post",
       path: "/v1/agents/:agentId/tool-results",
       operationId: "deliverToolResult",
-      summary: "Deliver the result of an external tool call (first delivery wins)",
+      summary: "Deliver the result of an external tool call (first delivery wins; in-process calls are refused)",
       tags: ["agents"],
       body: { schema: { name: "ToolResultRequest", schema: ToolResultRequest }, required: true },
       responses: {
         200: {
-          description: "Accepted, or a duplicate of an earlier delivery (nothing changed)",
+          description: "Accepted, or the same result as the delivery that won (duplicate; nothing changed)",
           schema: { name: "ToolResultAccepted", schema: ToolResultAccepted },
         },
       },
-      problems: ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "turn_finished"],
+      problems: [
+        "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "already_resolved",
+        "turn_finished",
+      ],
     }],
   };
 }

@@ -40,6 +40,7 @@ import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
+import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
 import { inputBytes } from "./inputs.ts";
 
@@ -85,7 +86,7 @@ function turnEndArgs(end: TurnEnd): string[] {
 /** Reply words of every script, named once. */
 export const REPLY = [
   "enqueued", "duplicate", "definition_conflict",
-  "accepted", "agent_not_found", "unknown_call", "turn_finished", "not_active",
+  "accepted", "resolved", "not_external", "agent_not_found", "unknown_call", "turn_finished", "not_active",
   "claimed", "busy", "empty",
   "renewed", "lost",
   "applied", "fenced", "version", "turn", "tool_call_resolved",
@@ -108,7 +109,8 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "enqueue_task":
       return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, turnId: json() };
     case "deliver_tool_result":
-      return word === "accepted" || word === "duplicate" ? { status: word, record: json() } : { status: word };
+      // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).
+      return word === "accepted" || word === "resolved" ? { status: word, record: json() } : { status: word };
     case "request_cancel":
       return word === "accepted" ? { status: word, turnId: json() } : { status: word };
     case "cancel_task":
@@ -206,13 +208,18 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       const { outcome, afterExecution, source } = req;
-      return call("deliver_tool_result", [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines], [
-        prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
-        j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now }),
-        tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
-        tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution } }),
-        now,
-      ]);
+      const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(
+        "deliver_tool_result",
+        [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines],
+        [
+          prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
+          j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now }),
+          tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
+          tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution } }),
+          now, source === "watchdog" ? "1" : "0",
+        ],
+      );
+      return r.status === "resolved" ? answerResolved(r.record, req) : r;
     },
 
     async requestCancel(req: CancelRequest): Promise<CancelResult> {

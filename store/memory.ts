@@ -43,6 +43,7 @@ import type {
   VerdictFilter,
   VerdictPut,
 } from "./port.ts";
+import { answerResolved } from "./redelivery.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
@@ -391,7 +392,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (!a) return { status: "agent_not_found" };
         const rec = a.toolCalls.get(callKey(req.turnId, req.toolCallId));
         if (!rec) return { status: "unknown_call" };
-        if (rec.status === "resolved") return { status: "duplicate", record: copy(rec) };
+        // An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
+        if (!rec.external && req.source !== "watchdog") return { status: "not_external" };
+        if (rec.status === "resolved") return answerResolved(copy(rec), req);
         if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
         const outcome = copy(req.outcome);
         const resolved: ToolCallRecord = {

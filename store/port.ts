@@ -21,9 +21,16 @@
  *    (`ackMailThrough`); a task leaves the queue at claim but stays in
  *    `currentTask` until the turn that runs it ends.
  * 5. Tool results are first-wins per (agent, turn, toolCallId): the first
- *    delivery resolves the call and enqueues mail; later ones answer
- *    `duplicate` with the stored record and change nothing. A call of a turn
- *    that is no longer active answers `turn_finished`.
+ *    delivery resolves the call and enqueues mail; a later one changes
+ *    nothing and answers with the stored record: `duplicate` when the call
+ *    was resolved by a result (not the watchdog) with the same outcome and
+ *    `afterExecution` (compared as canonical JSON), else `already_resolved`
+ *    with `resolvedBy: "timeout"` (the watchdog) or `"result"`. A call of a
+ *    turn that is no longer active answers `turn_finished`.
+ * 5a. Only the watchdog may resolve an in-process call (`external: false`)
+ *    through `deliverToolResult`; any other source answers `not_external`
+ *    and changes nothing, pending or resolved (the tool's own result is
+ *    applied by the worker's commit).
  * 6. Idempotency keys of tasks are first-wins per agent.
  * 7. Verdicts are write-once: a second write of a verdict id answers
  *    `exists` and leaves the stored record as it was.
@@ -91,9 +98,14 @@ export interface DeliverToolResultRequest {
 export type DeliverToolResultResult =
   | { status: "accepted"; record: ToolCallRecord }
   | { status: "duplicate"; record: ToolCallRecord }
+  | { status: "already_resolved"; record: ToolCallRecord; resolvedBy: ResolvedBy }
+  | { status: "not_external" }
   | { status: "agent_not_found" }
   | { status: "unknown_call" }
   | { status: "turn_finished" };
+
+/** How a resolved call was resolved: by the watchdog's timeout, or by a result. */
+export type ResolvedBy = "timeout" | "result";
 
 export interface CancelRequest {
   agentId: string;

@@ -379,7 +379,7 @@ describe("watchdog", () => {
     expect(JSON.parse(seen[0].content).error.type).toBe("timeout");
     // A late result changes nothing.
     const late = await store.deliverToolResult({ agentId: "w1", turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "late" }, afterExecution: "continue", source: "http", now: clock.now() });
-    expect(late.status).toBe("duplicate");
+    expect(late).toMatchObject({ status: "already_resolved", resolvedBy: "timeout" });
     expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
   });
 
@@ -450,10 +450,13 @@ describe("watchdog", () => {
         yieldTimes((i + 2) % 4).then(() => gh.tick()),
       ]);
       const httpWon = delivered.status === "accepted";
-      // The loser changes nothing: a late HTTP delivery answers duplicate; a late watchdog finds the call
-      // already resolved (or, when the result came before its scan, no longer due at all).
+      // The loser changes nothing: a late HTTP delivery is told the timeout resolved the call; a late
+      // watchdog finds the call already resolved (or, when the result came before its scan, no longer due).
       if (httpWon) expect(ticked.timedOut, `round ${i}`).toBe(0);
-      else expect([delivered.status, ticked.timedOut], `round ${i}`).toEqual(["duplicate", 1]);
+      else {
+        expect([delivered.status, ticked.timedOut], `round ${i}`).toEqual(["already_resolved", 1]);
+        expect(delivered).toMatchObject({ resolvedBy: "timeout" });
+      }
       winners[httpWon ? "http" : "watchdog"]++;
 
       await gh.drain();

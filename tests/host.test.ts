@@ -324,7 +324,7 @@ describe("tool errors are outcomes the model sees", () => {
     expect(executed).toBe(0);
     const msgs = model.requests[1].messages;
     const errorOf = (id: string) => JSON.parse(toolMessages(msgs, id)[0].content).error;
-    expect(errorOf("u1")).toMatchObject({ type: "unknown_tool", retryable: false });
+    expect(errorOf("u1")).toMatchObject({ type: "tool_not_offered", retryable: false });
     expect(errorOf("u1").message).toContain("no_such_tool");
     expect(errorOf("u2")).toMatchObject({ type: "invalid_arguments", retryable: true });
     expect(errorOf("u2").message).toContain("charge");
@@ -332,7 +332,7 @@ describe("tool errors are outcomes the model sees", () => {
     expect(errorOf("u4")).toMatchObject({ type: "tool_exception", message: "x is undefined" });
   });
 
-  it("a tool not in allowedTools is unknown to the model and never runs", async () => {
+  it("a tool not in allowedTools is not offered to the model and never runs", async () => {
     let ran = 0;
     const secret = defineTool({ name: "secret", description: "s", parameters: z.object({}), execute: () => ++ran });
     const model = recordingModel((req) =>
@@ -343,7 +343,8 @@ describe("tool errors are outcomes the model sees", () => {
     await enqueue(store, clock, "al", agent, "go");
     await gh.drain();
     expect(ran).toBe(0);
-    expect(JSON.parse(toolMessages(model.requests[1].messages, "s1")[0].content).error.type).toBe("unknown_tool");
+    expect(model.requests[0].tools.map((t) => t.function.name)).toEqual(["lookup", "submit_result"]);
+    expect(JSON.parse(toolMessages(model.requests[1].messages, "s1")[0].content).error.type).toBe("tool_not_offered");
   });
 });
 

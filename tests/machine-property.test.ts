@@ -33,6 +33,7 @@ const outcomeArb: fc.Arbitrary<Outcome> = fc.oneof(
 );
 const configArb: fc.Arbitrary<TurnConfig> = fc.record({
   maxSteps: fc.integer({ min: 1, max: 4 }),
+  completion: fc.constantFrom("agent_output" as const, "submit_result" as const),
   mustEndWith: fc.constantFrom([], ["finish"], ["agent_output"]),
   verifyMaxAttempts: fc.integer({ min: 1, max: 3 }),
   maxVerifierErrors: fc.integer({ min: 1, max: 3 }),

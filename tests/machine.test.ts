@@ -70,9 +70,9 @@ describe("running", () => {
   });
 
   it("a step calling agent_output -> verifying with the candidate, other calls of the step are not recorded", () => {
-    const s = at([ev.task(), ev.step([call("c1"), call("o1", "agent_output", { summary: "x" })])]);
+    const s = at([ev.task("t1", { completion: "agent_output" }), ev.step([call("c1"), call("o1", "agent_output", { summary: "x" })])]);
     expect(s.value).toBe("verifying");
-    expect(s.context.verification.candidate).toEqual({ toolCallId: "o1", args: { summary: "x" } });
+    expect(s.context.verification.candidate).toEqual({ toolCallId: "o1", args: { summary: "x" }, from: "agent_output" });
     expect(s.context.pending).toEqual({});
   });
 
@@ -124,6 +124,77 @@ describe("running", () => {
   it("STEP_BUDGET_EXHAUSTED is refused while steps are left", () => {
     const s = at([ev.task("t1", { maxSteps: 2, mustEndWith: ["finish"] }), ev.step([], "a")]);
     expect(at([ev.budget()], s)).toBe(s);
+  });
+});
+
+describe("one rule for finishing: the turn's completion tool decides", () => {
+  const gated = { completion: "agent_output" as const };
+
+  it("submit_result on a turn that finishes with agent_output is an ordinary call: waiting-tools, no output", () => {
+    const s = at([ev.task("t1", gated), ev.step([call("s1", "submit_result", { result: { amount: 1_000_000 } })])]);
+    expect(s.value).toBe("waiting-tools");
+    expect(s.context.pending).toEqual({ s1: { name: "submit_result", args: { result: { amount: 1_000_000 } }, external: false, deadline: 10_000 } });
+    expect(s.context.output).toBeNull();
+    expect(s.context.step).toBe(1);
+  });
+
+  it("agent_output on a turn that finishes with submit_result is an ordinary call: no candidate, no verifying", () => {
+    const s = at([ev.task("t1", { completion: "submit_result" }), ev.step([call("o1", "agent_output", { summary: "x" })])]);
+    expect(s.value).toBe("waiting-tools");
+    expect(s.context.verification.candidate).toBeNull();
+    expect(Object.keys(s.context.pending)).toEqual(["o1"]);
+  });
+
+  it("both completion tools in one step: only the turn's own one finishes", () => {
+    const both = [call("s1", "submit_result", { result: 1 }), call("o1", "agent_output", { summary: "x" })];
+    const g = at([ev.task("t1", gated), ev.step(both)]);
+    expect(g.value).toBe("verifying");
+    expect(g.context.verification.candidate?.toolCallId).toBe("o1");
+    const u = at([ev.task("t1", { completion: "submit_result" }), ev.step(both)]);
+    expect(u.value).toBe("done");
+    expect(u.context.output).toBe(1);
+  });
+
+  it("text never finishes a turn that finishes with agent_output, even with mustEndWith empty", () => {
+    const s = at([ev.task("t1", { ...gated, mustEndWith: [] }), ev.step([], "here is my answer")]);
+    expect(s.value).toBe("running");
+    expect(s.context.output).toBeNull();
+    expect(s.context.step).toBe(1);
+  });
+
+  it("a terminating result on a turn that finishes with agent_output -> verifying with the value as candidate", () => {
+    const s = at([
+      ev.task("t1", gated),
+      ev.step([call("c1"), call("c2", "ask", {}, true)]),
+      ev.result("c2", { ok: true, value: { amount: 5 } }, "terminate"),
+    ]);
+    expect(s.value).toBe("verifying");
+    expect(s.context.pending).toEqual({});
+    expect(s.context.output).toBeNull();
+    expect(s.context.verification.candidate).toEqual({ toolCallId: "c2", args: { amount: 5 }, from: "terminate" });
+    const passed = at([ev.passed({ amount: 5 }, "h5")], s);
+    expect(passed.value).toBe("done");
+    expect(passed.context.output).toEqual({ amount: 5 });
+    const rejected = at([ev.rejected("h5")], s);
+    expect(rejected.value).toBe("revising");
+    expect(rejected.context.verification.attemptsUsed).toBe(1);
+  });
+
+  it("an error outcome that terminates a gated turn becomes a candidate too (the schema judges it)", () => {
+    const outcome = { ok: false as const, error: { type: "boom", message: "no" } };
+    const s = at([ev.task("t1", gated), ev.step([call("c1")]), ev.result("c1", outcome, "terminate")]);
+    expect(s.value).toBe("verifying");
+    expect(s.context.verification.candidate?.args).toEqual({ error: outcome.error });
+  });
+
+  it("a damaged completion value finishes nothing: no completion tool, no text, no terminate", () => {
+    const bad = { completion: "finish" as never };
+    expect(at([ev.task("t1", bad), ev.step([call("s1", "submit_result", { result: 1 })])]).value).toBe("waiting-tools");
+    expect(at([ev.task("t1", bad), ev.step([call("o1", "agent_output", {})])]).value).toBe("waiting-tools");
+    expect(at([ev.task("t1", { ...bad, mustEndWith: [] }), ev.step([], "text")]).value).toBe("running");
+    const t = at([ev.task("t1", bad), ev.step([call("c1")]), ev.result("c1", { ok: true, value: 1 }, "terminate")]);
+    expect(t.value).toBe("running");
+    expect(t.context.output).toBeNull();
   });
 });
 
@@ -315,7 +386,7 @@ describe("the machine is pure", () => {
   });
 
   it("transitions return no executable side effects", () => {
-    const events = [...pathTo.revising(), ev.feedback(), ev.step([call("c1")]), ev.result("c1"), ev.step([], "done")];
+    const events = [...pathTo.revising(), ev.feedback(), ev.step([call("c1")]), ev.result("c1"), ev.step([call("o2", "agent_output", { summary: "s2" })]), ev.passed()];
     let [s, actions] = initialTransition(agentMachine);
     expect(actions).toEqual([]);
     for (const e of events) {
@@ -358,7 +429,7 @@ describe("snapshots", () => {
     const stored = JSON.parse(JSON.stringify(a.getPersistedSnapshot()));
     const b = createActor(agentMachine, { snapshot: checkSnapshot(stored) as never }).start();
     expect(b.getPersistedSnapshot()).toEqual(a.getPersistedSnapshot());
-    for (const e of [ev.result("c2"), ev.step([], "end")]) {
+    for (const e of [ev.result("c2"), ev.step([call("o9", "agent_output", { summary: "end" })]), ev.passed()]) {
       a.send(e);
       b.send(e);
     }
@@ -371,6 +442,58 @@ describe("snapshots", () => {
   it("checkSnapshot accepts the current version unchanged", () => {
     const p = JSON.parse(JSON.stringify(createActor(agentMachine).getPersistedSnapshot()));
     expect(checkSnapshot(p)).toEqual(p);
+  });
+
+  /** The persisted snapshot after `events`, written back in the version 1 shape (no completion, no candidate source). */
+  const v1After = (events: AgentEvent[]) => {
+    const p = JSON.parse(JSON.stringify(agentMachine.getPersistedSnapshot(drive(events)))) as Record<string, any>;
+    p.context.schemaVersion = 1;
+    delete p.context.config.completion;
+    if (p.context.verification.candidate) delete p.context.verification.candidate.from;
+    return p;
+  };
+
+  describe("version 1 snapshots are upgraded without reopening a way around the gate", () => {
+    it("a running turn of an agent whose definition offers submit_result keeps submit_result", () => {
+      const p = checkSnapshot(v1After([ev.task("t1", { mustEndWith: [] })]), { completion: "submit_result" });
+      expect(p.context.schemaVersion).toBe(SNAPSHOT_SCHEMA_VERSION);
+      expect(p.context.config.completion).toBe("submit_result");
+      const b = createActor(agentMachine, { snapshot: p as never }).start();
+      b.send(ev.step([call("s1", "submit_result", { result: 7 })]));
+      expect(b.getSnapshot().value).toBe("done");
+      b.stop();
+    });
+
+    it("without a hint (the reader does not run the agent) the turn finishes through the gate only", () => {
+      const p = checkSnapshot(v1After([ev.task("t1", { mustEndWith: [] })]));
+      expect(p.context.config.completion).toBe("agent_output");
+      const b = createActor(agentMachine, { snapshot: p as never }).start();
+      b.send(ev.step([call("s1", "submit_result", { result: 7 })]));
+      expect(b.getSnapshot().value).toBe("waiting-tools");
+      b.stop();
+    });
+
+    it("any sign of a gated turn wins over a submit_result hint", () => {
+      const signs: Array<[string, AgentEvent[]]> = [
+        ["mustEndWith names agent_output", [ev.task("t1", { mustEndWith: ["agent_output"] })]],
+        ["a candidate in verifying", pathTo.verifying()],
+        ["revising", pathTo.revising()],
+      ];
+      for (const [what, events] of signs) {
+        const p = checkSnapshot(v1After(events), { completion: "submit_result" });
+        expect(p.context.config.completion, what).toBe("agent_output");
+      }
+    });
+
+    it("a version 1 candidate came from agent_output and keeps its call", () => {
+      const p = checkSnapshot(v1After(pathTo.verifying()), { completion: "agent_output" });
+      expect(p.value).toBe("verifying");
+      expect(p.context.verification.candidate).toEqual({ toolCallId: "out1", args: { summary: "s" }, from: "agent_output" });
+      const b = createActor(agentMachine, { snapshot: p as never }).start();
+      b.send(ev.passed());
+      expect(b.getSnapshot().value).toBe("done");
+      b.stop();
+    });
   });
 
   const base = () => JSON.parse(JSON.stringify(initialPersisted())) as Record<string, any>;

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { Gatehouse, GatehouseOptions, Store, StoredEvent } from "../mod.ts";
-import { AgentView, EventsPage, MachineView, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../routes/schemas.ts";
+import { deferred, recordingModel } from "./helpers/host.ts";
+import { AgentView, EventsPage, MachineView, Problem, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -187,28 +188,109 @@ describe("routes: tasks", () => {
 });
 
 describe("routes: tool results", () => {
-  it("accepts a result once; 10 repeated deliveries answer duplicate: true and change nothing", async () => {
+  it("accepts a result once; 10 repeated deliveries of the same result answer duplicate: true and change nothing", async () => {
     const { gh, call } = setup();
     const { turnId, toolCallId } = await startTurn(gh, call);
-    const body = { turnId, toolCallId, outcome: { ok: true, value: "first" } };
+    const body = { turnId, toolCallId, outcome: { ok: true, value: { first: 1, list: [1, 2] } } };
     const first = await call("POST", "/v1/agents/a1/tool-results", body);
     expect(await first.json()).toEqual({ accepted: true, duplicate: false });
     const head = await gh.store.getAgent("a1");
     const events = await gh.store.readEvents("a1", 0, 1000);
     for (let i = 0; i < 10; i++) {
-      const res = await call("POST", "/v1/agents/a1/tool-results", {
-        ...body,
-        outcome: i % 2 ? { ok: true, value: `retry ${i}` } : { ok: false, error: { type: "late", message: "late" } },
-      });
+      // Key order and number spelling do not matter: values compare as canonical JSON.
+      const outcome = i % 2 ? { value: { list: [1.0, 2], first: 1 }, ok: true } : body.outcome;
+      const res = await call("POST", "/v1/agents/a1/tool-results", { ...body, outcome, ...(i % 3 ? { afterExecution: "continue" } : {}) });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ accepted: true, duplicate: true });
+      expect(ToolResultAccepted.parse(await res.json())).toEqual({ accepted: true, duplicate: true });
+    }
+    expect(await gh.store.getAgent("a1")).toEqual(head);
+    expect(await gh.store.readEvents("a1", 0, 1000)).toEqual(events);
+    await gh.drain();
+    expect((await gh.store.getAgent("a1"))!.state).toBe("done");
+  });
+
+  it("a different result after the first answers 409 already_resolved with resolvedBy result and changes nothing", async () => {
+    const { gh, call } = setup();
+    const { turnId, toolCallId } = await startTurn(gh, call);
+    const body = { turnId, toolCallId, outcome: { ok: true, value: "first" } };
+    expect((await call("POST", "/v1/agents/a1/tool-results", body)).status).toBe(200);
+    const head = await gh.store.getAgent("a1");
+    const events = await gh.store.readEvents("a1", 0, 1000);
+    const others = [
+      { ...body, outcome: { ok: true, value: "second" } },
+      { ...body, outcome: { ok: false, error: { type: "late", message: "late" } } },
+      { ...body, afterExecution: "terminate" },
+    ];
+    for (const other of others) {
+      const res = await call("POST", "/v1/agents/a1/tool-results", other);
+      expect(res.status).toBe(409);
+      expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      const problem = Problem.parse(await res.json());
+      expect(problem).toMatchObject({ code: "already_resolved", resolvedBy: "result" });
     }
     expect(await gh.store.getAgent("a1")).toEqual(head);
     expect(await gh.store.readEvents("a1", 0, 1000)).toEqual(events);
     const calls = await gh.store.getToolCalls("a1", turnId);
     expect(calls.find((c) => c.toolCallId === toolCallId)?.outcome).toEqual({ ok: true, value: "first" });
-    await gh.drain();
-    expect((await gh.store.getAgent("a1"))!.state).toBe("done");
+  });
+
+  it("any result after the watchdog's timeout answers 409 already_resolved with resolvedBy timeout", async () => {
+    const { gh, call, clock } = setup({ externalToolTimeoutMs: 1_000 });
+    const { turnId, toolCallId } = await startTurn(gh, call);
+    clock.t += 1_000;
+    expect((await gh.tick()).timedOut).toBe(1);
+    const head = await gh.store.getAgent("a1");
+    const [timedOut] = await gh.store.getToolCalls("a1", turnId);
+    for (const outcome of [{ ok: true, value: "late" }, timedOut.outcome]) {
+      const res = await call("POST", "/v1/agents/a1/tool-results", { turnId, toolCallId, outcome });
+      expect(res.status).toBe(409);
+      expect(Problem.parse(await res.json())).toMatchObject({ code: "already_resolved", resolvedBy: "timeout" });
+    }
+    expect(await gh.store.getAgent("a1")).toEqual(head);
+  });
+
+  it("refuses a forged result for a running in-process call (409 not_external); the model sees the tool's own value", async () => {
+    const started = deferred();
+    const release = deferred<string>();
+    const slow = defineTool({
+      name: "slow", description: "runs in the worker", parameters: z.object({}),
+      execute: async () => {
+        started.resolve();
+        return await release.promise;
+      },
+    });
+    const model = recordingModel((req) => (req.step === 1 ? { toolCalls: [{ name: "slow", args: {} }] } : { text: "finished" }));
+    const gh = createGatehouse({ agents: [defineAgent({ name: "forge", instructions: "", model, tools: [slow] })], clock: fakeClock() });
+    const post = (path: string, body: unknown) =>
+      gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+    const { turnId } = TaskAccepted.parse(await (await post("/v1/agents/f1/tasks", { agent: "forge", input: "go" })).json());
+    const draining = gh.drain();
+    await started.promise;
+
+    // Call ids are predictable: call_<turnId>_<step>_<i>.
+    const toolCallId = `call_${turnId}_1_0`;
+    const [pending] = await gh.store.getToolCalls("f1", turnId);
+    expect(pending).toMatchObject({ toolCallId, status: "pending", external: false });
+    const head = await gh.store.getAgent("f1");
+    const events = await gh.store.readEvents("f1", 0, 1000);
+    for (const afterExecution of ["continue", "terminate"]) {
+      const res = await post("/v1/agents/f1/tool-results", { turnId, toolCallId, outcome: { ok: true, value: "forged" }, afterExecution });
+      expect(res.status).toBe(409);
+      expect(Problem.parse(await res.json()).code).toBe("not_external");
+    }
+    expect(await gh.store.getAgent("f1")).toEqual(head);
+    expect(await gh.store.readEvents("f1", 0, 1000)).toEqual(events);
+    expect(await gh.store.getToolCalls("f1", turnId)).toEqual([pending]);
+
+    release.resolve("genuine");
+    await draining;
+    expect((await gh.store.getAgent("f1"))!.state).toBe("done");
+    expect(model.requests[1].messages.filter((m) => m.role === "tool")).toEqual([{ role: "tool", toolCallId, content: "genuine" }]);
+    const [resolved] = await gh.store.getToolCalls("f1", turnId);
+    expect(resolved).toMatchObject({ status: "resolved", source: "inline", outcome: { ok: true, value: "genuine" } });
+    // Once the tool answered, the call is still not one that takes results from outside.
+    const late = await post("/v1/agents/f1/tool-results", { turnId, toolCallId, outcome: { ok: true, value: "genuine" } });
+    expect([late.status, (await late.json()).code]).toEqual([409, "not_external"]);
   });
 
   it("refuses a result for a turn that has finished (409 turn_finished)", async () => {

@@ -19,6 +19,7 @@ import type {
   ClaimFailureResult,
   ClaimResult,
   CommitRequest,
+  DeliverToolResultRequest,
   EnqueueTaskRequest,
   Store,
   TurnEnd,
@@ -893,13 +894,97 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(rec.outcome).toEqual(timeout);
       });
 
-      it("a later delivery answers duplicate with the stored record and changes nothing", async () => {
+      /** What a refused delivery must leave as it was: head, the turn's calls, events, deadlines, bell, messages. */
+      async function recordsOf(turnId: string, agentId = "a1") {
+        return {
+          head: await store.getAgent(agentId),
+          calls: await store.getToolCalls(agentId, turnId),
+          events: await store.readEvents(agentId, 0, 10_000),
+          due: await store.dueToolCalls(T0 + 10_000_000, 1_000),
+          ready: await store.nextReadyAt(TARGET),
+          messages: await store.readMessages(agentId),
+        };
+      }
+      const deliver = (turnId: string, toolCallId: string, outcome: Outcome, over: Partial<DeliverToolResultRequest> = {}) =>
+        store.deliverToolResult({ agentId: "a1", turnId, toolCallId, outcome, afterExecution: "continue", source: "http", now: T0 + 10, ...over });
+
+      it("the same result again answers duplicate with the stored record and changes nothing", async () => {
         const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
-        const first = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 10 });
-        const before = await store.getAgent("a1");
-        const second = await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: timeout, afterExecution: "terminate", source: "watchdog", now: T0 + 20 });
-        expect(second).toEqual({ status: "duplicate", record: (first as { record: ToolCallRecord }).record });
-        expect(await store.getAgent("a1")).toEqual(before);
+        const value = { answer: { n: 1, list: [1, 2] }, note: "x" };
+        const first = await deliver(turnId, "call_1", { ok: true, value }, { afterExecution: "terminate" });
+        expect(first.status).toBe("accepted");
+        const before = await recordsOf(turnId);
+        // Same value with its keys in another order: canonical JSON compares equal.
+        const again = await deliver(turnId, "call_1", { value: { note: "x", answer: { list: [1, 2], n: 1 } }, ok: true }, { afterExecution: "terminate", now: T0 + 20 });
+        expect(again).toEqual({ status: "duplicate", record: (first as { record: ToolCallRecord }).record });
+        expect(await recordsOf(turnId)).toEqual(before);
+      });
+
+      it("another result answers already_resolved with resolvedBy result and the stored record, and changes nothing", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        const first = await deliver(turnId, "call_1", ok);
+        const record = (first as { record: ToolCallRecord }).record;
+        const before = await recordsOf(turnId);
+        const others: Array<[Outcome, "continue" | "terminate"]> = [
+          [{ ok: true, value: "no" }, "continue"],
+          [ok, "terminate"],
+          [timeout, "continue"],
+        ];
+        for (const [outcome, afterExecution] of others) {
+          expect(await deliver(turnId, "call_1", outcome, { afterExecution, now: T0 + 20 })).toEqual({ status: "already_resolved", record, resolvedBy: "result" });
+        }
+        expect(await recordsOf(turnId)).toEqual(before);
+      });
+
+      it("any result after the watchdog's timeout answers already_resolved with resolvedBy timeout, and changes nothing", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        expect((await watchdogTick(store, { now: () => T0 + 100 })).timedOut).toBe(1);
+        const [record] = await store.getToolCalls("a1", turnId);
+        expect(record).toMatchObject({ status: "resolved", source: "watchdog" });
+        const before = await recordsOf(turnId);
+        // Even a result equal to the timeout's own outcome: the client's result was not what resolved the call.
+        for (const outcome of [ok, record.outcome!]) {
+          expect(await deliver(turnId, "call_1", outcome, { now: T0 + 200 })).toEqual({ status: "already_resolved", record, resolvedBy: "timeout" });
+        }
+        expect(await recordsOf(turnId)).toEqual(before);
+        // A second watchdog pass finds nothing due and counts nothing.
+        expect(await watchdogTick(store, { now: () => T0 + 300 })).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+      });
+
+      it("a result for an in-process call answers not_external and changes nothing, pending or resolved", async () => {
+        const { req } = await enqueue();
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", {
+          state: "waiting-tools",
+          recordToolCalls: [toolCall(req.turnId, "call_in", T0 + 100, false), toolCall(req.turnId, "call_in2", T0 + 100, false)],
+        }));
+        expect(r.status).toBe("applied");
+        const before = await recordsOf(req.turnId);
+        for (const afterExecution of ["continue", "terminate"] as const) {
+          expect(await deliver(req.turnId, "call_in", ok, { afterExecution })).toEqual({ status: "not_external" });
+        }
+        expect(await recordsOf(req.turnId)).toEqual(before);
+        // The tool's own result, applied by the worker's commit, is the one that counts.
+        const own = await store.commit(commitOf(c, "w1", {
+          expectedVersion: (r as { version: number }).version, now: T0 + 5,
+          resolveToolCalls: [{ toolCallId: "call_in", outcome: { ok: true, value: "own" }, afterExecution: "continue" }],
+        }));
+        expect(own.status).toBe("applied");
+        const resolved = await recordsOf(req.turnId);
+        expect(await deliver(req.turnId, "call_in", { ok: true, value: "own" }, { now: T0 + 6 })).toEqual({ status: "not_external" });
+        expect(await recordsOf(req.turnId)).toEqual(resolved);
+        expect(resolved.calls.find((x) => x.toolCallId === "call_in")).toMatchObject({ source: "inline", outcome: { ok: true, value: "own" } });
+      });
+
+      it("the watchdog still times out an in-process call whose tool never answered", async () => {
+        const { req } = await enqueue();
+        const c = await claimOk();
+        await store.commit(commitOf(c, "w1", { state: "waiting-tools", recordToolCalls: [toolCall(req.turnId, "call_in", T0 + 100, false)], release: { runnableAt: null } }));
+        expect(await watchdogTick(store, { now: () => T0 + 100 })).toEqual({ timedOut: 1, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+        const [rec] = await store.getToolCalls("a1", req.turnId);
+        expect(rec).toMatchObject({ status: "resolved", source: "watchdog", external: false, outcome: { ok: false, error: { type: "timeout" } } });
+        const c2 = await claimOk("a1", "w2", T0 + 101);
+        expect(c2.mail).toEqual([expect.objectContaining({ kind: "tool_result", toolCallId: "call_in", source: "watchdog" })]);
       });
 
       it("answers agent_not_found and unknown_call", async () => {
@@ -1003,7 +1088,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const [rec] = await store.getToolCalls("a1", turnId);
         expect(rec).toMatchObject({ status: "resolved", outcome: { ok: true, value: 3 }, afterExecution: "continue", source: "inline", resolvedAt: T0 + 5 });
         expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
-        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 })).status).toBe("duplicate");
+        expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: { ok: true, value: 3 }, afterExecution: "continue", source: "http", now: T0 + 6 })).status).toBe("duplicate");
+        expect(await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 })).toEqual({ status: "already_resolved", record: rec, resolvedBy: "result" });
       });
 
       it("refuses a commit resolving a call the watchdog resolved first with tool_call_resolved, and gives the agent back", async () => {
@@ -1312,7 +1398,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect((await allEvents()).map((e) => e.type)).toEqual(["task_enqueued", "new"]);
       });
 
-      it("a tool result delivered 10 times concurrently is applied once", async () => {
+      it("a tool result delivered 10 times concurrently (different values) is applied once; the others learn it was resolved", async () => {
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 60_000 });
         await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, release: { runnableAt: null } }));
         const cs = await clients(5);
@@ -1322,7 +1408,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           })),
         );
         expect(results.filter((r) => r.status === "accepted")).toHaveLength(1);
-        expect(results.filter((r) => r.status === "duplicate")).toHaveLength(9);
+        expect(results.filter((r) => r.status === "already_resolved" && r.resolvedBy === "result")).toHaveLength(9);
         const winner = results.find((r) => r.status === "accepted") as { record: ToolCallRecord };
         for (const r of results) expect((r as { record: ToolCallRecord }).record).toEqual(winner.record);
         expect((await store.getAgent("a1"))!.pendingMail).toBe(1);
@@ -1344,8 +1430,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
             watchdogTick(cs[cs.length - 1], { now: () => T0 + 60 }),
           ]);
           const httpWon = http.status === "accepted";
-          // The loser learns it lost: HTTP answers duplicate, or the watchdog did not time the call out.
-          if (!httpWon) expect(http.status).toBe("duplicate");
+          // The loser learns it lost: HTTP is told the timeout resolved the call, or the watchdog did not time it out.
+          if (!httpWon) expect(http).toMatchObject({ status: "already_resolved", resolvedBy: "timeout" });
           expect(tick.timedOut).toBe(httpWon ? 0 : 1);
           const [rec] = await store.getToolCalls(agentId, req.turnId);
           expect(rec.source).toBe(httpWon ? "http" : "watchdog");

@@ -173,7 +173,7 @@ describe("redisStore", () => {
     const left = await raw.zrange(deadlines, 0, -1, "WITHSCORES");
     expect(left).toEqual(["{bad}\nturn_x\nc1", String(T0 + 200 + 60_000), "b2\nturn_b2\nc2", String(T0 + 202 + 60_000)]);
     const skipped = (await store.readEvents("a1", 0, 100)).filter((e) => e.type === "watchdog_skipped");
-    expect(skipped.map((e) => e.data.reason)).toEqual(["duplicate", "unknown_call"]);
+    expect(skipped.map((e) => e.data.reason)).toEqual(["already_resolved", "unknown_call"]);
     const b2 = (await store.readEvents("b2", 0, 100)).filter((e) => e.type === "watchdog_skipped");
     expect(b2.map((e) => e.data.reason)).toEqual([expect.stringMatching(/^error: .*unreadable head/)]);
     expect((await store.getToolCalls("a1", "turn_a1")).find((c) => c.toolCallId === "c2")?.outcome).toMatchObject({ ok: false, error: { type: "timeout" } });

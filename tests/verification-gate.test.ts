@@ -21,7 +21,7 @@ const model = scriptedModel([{ text: "unused" }]);
 const Schema = z.object({ summary: z.string(), profile: z.string().default("fast") });
 
 const taskEv = (over: Partial<TurnConfig> = {}): AgentEvent => ({
-  type: "TASK_STARTED", at: 1, turnId: "t1", input: "fix it", config: { ...DEFAULT_TURN_CONFIG, ...over },
+  type: "TASK_STARTED", at: 1, turnId: "t1", input: "fix it", config: { ...DEFAULT_TURN_CONFIG, completion: "agent_output", ...over },
 });
 const outputStep = (id: string, args: unknown): AgentEvent => ({
   type: "MODEL_STEP", at: 2, text: null, cost: 0, usage: { inputTokens: 0, outputTokens: 0 },
@@ -238,11 +238,11 @@ describe("attempt counting", () => {
   it("isReplayedRejection needs the same hash, the same call and a counted rejection", () => {
     const v: VerificationState = {
       maxAttempts: 5, attemptsUsed: 1, lastCandidateHash: "h", lastCandidateCallId: "o1", lastOutcome: "rejected",
-      lastAttemptAt: 1, systemErrors: 0, retryAt: null, candidate: { toolCallId: "o1", args: {} }, lastRejection: null,
+      lastAttemptAt: 1, systemErrors: 0, retryAt: null, candidate: { toolCallId: "o1", args: {}, from: "agent_output" }, lastRejection: null,
     };
     expect(isReplayedRejection(v, "h")).toBe(true);
     expect(isReplayedRejection(v, "other")).toBe(false);
-    expect(isReplayedRejection({ ...v, candidate: { toolCallId: "o2", args: {} } }, "h")).toBe(false);
+    expect(isReplayedRejection({ ...v, candidate: { toolCallId: "o2", args: {}, from: "agent_output" } }, "h")).toBe(false);
     expect(isReplayedRejection({ ...v, lastOutcome: "system_error" }, "h")).toBe(false);
     expect(isReplayedRejection({ ...v, candidate: null }, "h")).toBe(false);
   });

@@ -1,12 +1,13 @@
 /**
  * What the gate must not change: agents without a verifier complete as
  * before (no gate events, no verdicts), and tool calls, external results
- * delivered over HTTP, watchdog timeouts and terminating tools behave the
- * same for gated agents.
+ * delivered over HTTP and watchdog timeouts behave the same for gated
+ * agents. (A terminating tool result of a gated agent goes through the gate:
+ * tests/verification-bypass.test.ts.)
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel, terminate, VerificationRejected } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { AnyTool, Gatehouse, Message, ModelResponse } from "../mod.ts";
 import { allEvents, contextOf, enqueue, get, manualClock, seqIds } from "./fixtures/gate-kit.ts";
 
@@ -18,10 +19,6 @@ const add = defineTool({
   name: "add", description: "add", parameters: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b,
 });
 const approval = defineTool({ name: "approval", description: "a human approves", parameters: z.object({ q: z.string() }) });
-const stop = defineTool({
-  name: "stop", description: "ends the turn with a value", parameters: z.object({}), execute: () => terminate({ stopped: true }),
-});
-
 /** step 1: add + approval (external); step 2: the completion given. */
 const toolsThen = (completion: ModelResponse) =>
   scriptedModel(({ step }) =>
@@ -138,17 +135,6 @@ describe("tools and waits of a gated agent", () => {
     expect([state, context.output]).toEqual(["done", { final: "timed out, done anyway" }]);
     const messages = await gh.store.readMessages("a1");
     expect(messages.some((m) => m.role === "tool" && m.content.includes('"type":"timeout"'))).toBe(true);
-  });
-
-  it("a tool result with afterExecution terminate ends the turn without the gate", async () => {
-    const model = scriptedModel([{ toolCalls: [{ name: "stop", args: {} }] }]);
-    const gh = createGatehouse({ agents: [verifying(model, [stop])], ids: seqIds() });
-    await enqueue(gh, "a1", { agent: "fixer", input: "go" });
-    await gh.drain();
-    const { state, context } = await contextOf(gh, "a1");
-    expect([state, context.output]).toEqual(["done", { stopped: true }]);
-    expect(await gateEvents(gh)).toEqual([]);
-    expect(await gh.verdicts.list("a1")).toEqual([]);
   });
 
   it("a delivered external result of a finished turn is refused as before", async () => {

@@ -12,13 +12,16 @@
   ARGV[7] mail tail: the MailItem JSON without seq and without its opening brace
   ARGV[8] event tail (tool_result_received)
   ARGV[9] now
+  ARGV[10] '1' when the source may resolve in-process calls (the watchdog), else '0'
   Undeclared key: the ready zset of the agent's stored target.
 
   Returns:
     'accepted <ToolCallRecord JSON>'
-    'duplicate <ToolCallRecord JSON>'  (resolved before; nothing changes)
+    'resolved <ToolCallRecord JSON>'  (resolved before; nothing changes; the
+                                      adapter tells duplicate from already_resolved)
+    'not_external'  (an in-process call and a source other than the watchdog)
     'agent_not_found' | 'unknown_call' | 'turn_finished'
-  A replayed delivery finds the call resolved and answers 'duplicate'.
+  A replayed delivery finds the call resolved and answers 'resolved'.
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -26,6 +29,7 @@
 local head, calls, mail, events, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, agent_id, turn_json, turn_id, call_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local resolution, mail_tail, event_tail, now_str = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local may_answer_in_process = ARGV[10] == '1'
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId' })
 if not h then
@@ -36,8 +40,12 @@ local base, prior = call[1], call[2]
 if not base then
   return 'unknown_call'
 end
+-- An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
+if cjson.decode(base).external ~= true and not may_answer_in_process then
+  return 'not_external'
+end
 if prior then
-  return 'duplicate ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
+  return 'resolved ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
 end
 if h.activeTurnId ~= turn_json then
   return 'turn_finished'

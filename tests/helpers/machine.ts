@@ -75,7 +75,7 @@ export const pathTo = {
     ev.step([call("c1"), call("c2", "ask", { q: "?" }, true)]),
   ],
   verifying: (over: Partial<TurnConfig> = {}): AgentEvent[] => [
-    ev.task("t1", over),
+    ev.task("t1", { completion: "agent_output", ...over }),
     ev.step([call("out1", "agent_output", { summary: "s" })]),
   ],
   revising: (over: Partial<TurnConfig> = {}): AgentEvent[] => [...pathTo.verifying(over), ev.rejected("h1", true)],
