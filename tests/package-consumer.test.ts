@@ -111,7 +111,8 @@ beforeAll(async () => {
     }),
   });
   await Promise.all([
-    npmInstall(jsDir, [tarball, ...peers()]),
+    // tsx too: `gatehouse serve ./agents.ts` loads TypeScript through the project's tsx.
+    npmInstall(jsDir, [tarball, ...peers(), `tsx@${pkg.devDependencies.tsx}`]),
     npmInstall(tsDir, [tarball, ...peers()]),
   ]);
 }, 240_000);
@@ -285,6 +286,20 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
     expect(r.lines[0]).toBe("gatehouse: cannot start: unknown arguments: serve");
     expect(r.code).toBe(2);
   }, 20_000);
+
+  it("serves a TypeScript agents module through the project's tsx", async () => {
+    copyFileSync(join(jsDir, "agents.mjs"), join(jsDir, "agents-ts.ts"));
+    const port = await freePort();
+    const s = startBin(["serve", "./agents-ts.ts"], { PORT: String(port) });
+    let agents: string | undefined;
+    for (let i = 0; i < 150 && !agents && s.child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      agents = /"agents":\[[^\]]*\]/.exec(s.out())?.[0];
+    }
+    expect(agents, s.err()).toBe('"agents":["concierge"]');
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+  }, 30_000);
 
   it("demo serves the example agents", async () => {
     const port = await freePort();
