@@ -25,6 +25,7 @@ import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
+import { metricsRoutes } from "./metrics.ts";
 import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
@@ -53,6 +54,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
+  metricsRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
