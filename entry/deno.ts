@@ -12,6 +12,7 @@ const env = Deno.env.toObject();
 const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
 const store = await storeFromEnv(env, {
   redis: redisStore,
+  logger,
   onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
 });
 const gh = createGatehouse({ agents: demoAgents, store, logger, concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4) });

@@ -22,6 +22,7 @@ const logger = consoleLogger((env.GATEHOUSE_LOG as "info") ?? "info");
 
 const store = await storeFromEnv(env, {
   redis: redisStore,
+  logger,
   onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
 });
 const gh = createGatehouse({

@@ -37,6 +37,7 @@ export type TcpStoreFactory = (opts: {
   prefix?: string;
   allowEviction?: boolean;
   onError?: (err: Error) => void;
+  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
 }) => ScriptStore;
 
 export interface StoreFromEnvOptions {
@@ -44,6 +45,8 @@ export interface StoreFromEnvOptions {
   redis?: TcpStoreFactory;
   /** Connection errors of the TCP client while it reconnects (default: ignored). */
   onError?: (err: Error) => void;
+  /** Gets the TCP client's `store_reconnecting` / `store_ready` lines (docs/operations.md). */
+  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
 }
 
 export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Promise<Store> {
@@ -56,7 +59,7 @@ export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Pr
           "with redisStore from gatehouse/redis (Node, Deno, Bun), or use UPSTASH_REDIS_REST_URL on the edge",
       );
     }
-    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError });
+    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError, logger: opts.logger });
     try {
       await store.checkEviction();
     } catch (err) {

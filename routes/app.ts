@@ -24,6 +24,7 @@ import { bearerAuth } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
+import { metricsRoutes } from "./metrics.ts";
 import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
@@ -46,6 +47,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   watchdogRoutes,
   verdictRoutes,
   resetRoutes,
+  metricsRoutes,
   agentListRoutes,
   historyRoutes,
   forkRoutes,
