@@ -48,13 +48,13 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   watchdogRoutes,
   verdictRoutes,
   resetRoutes,
+  metricsRoutes,
   agentListRoutes,
   historyRoutes,
   forkRoutes,
   debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
-  metricsRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

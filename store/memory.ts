@@ -100,6 +100,21 @@ export function utf8Length(s: string): number {
   return n;
 }
 
+/**
+ * Every stored record of one memory store as plain JSON data (maps become
+ * arrays of entries in insertion order), for tests that compare the whole
+ * stored state before and after an operation. Not part of the Store port; no
+ * other code reads it.
+ */
+export interface MemoryStoreState {
+  agents: Array<[agentId: string, records: Record<string, unknown> & { verdicts: string[] }]>;
+  /** workerTarget -> [agentId, ready score] entries. */
+  ready: Array<[target: string, entries: Array<[agentId: string, score: number]>]>;
+  /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
+  deadlines: Array<[member: string, deadline: number]>;
+  verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+}
+
 const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
 
 /** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
@@ -125,21 +140,6 @@ export function memoryStoreImport(store: Store, rec: ImportedAgent): "imported" 
   const f = importers.get(store);
   if (!f) throw new Error("not a memory store");
   return f(rec);
-}
-
-/**
- * Every stored record of one memory store as plain JSON data (maps become
- * arrays of entries in insertion order), for tests that compare the whole
- * stored state before and after an operation. Not part of the Store port; no
- * other code reads it.
- */
-export interface MemoryStoreState {
-  agents: Array<[agentId: string, records: Record<string, unknown> & { verdicts: string[] }]>;
-  /** workerTarget -> [agentId, ready score] entries. */
-  ready: Array<[target: string, entries: Array<[agentId: string, score: number]>]>;
-  /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
-  deadlines: Array<[member: string, deadline: number]>;
-  verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
 }
 
 /**

@@ -26,7 +26,7 @@ describe("replay bundles", () => {
     expect(exp.status).toBe(200);
     const bundle = JSON.parse(JSON.stringify(exp.body));
     expect(bundle).toMatchObject({ schemaVersion: 1, agentId: "a1", agent: "helper" });
-    expect(bundle.machine.states.map((s: { name: string }) => s.name)).toContain("waiting-tools");
+    expect(bundle.machine.meta.states.map((s: { name: string }) => s.name)).toContain("waiting-tools");
     expect(Object.keys(bundle.inputs)).toHaveLength(2);
 
     const offline = await serveReplay(bundle, { agents: [helperAgent()] });
