@@ -285,7 +285,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   // lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
   // Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check: the first tool
   // that looks after the wake-up fires the abort for every tool of the claim.
-  const toolSignal = abort.signal;
+  // A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
+  const toolAbort = new AbortController();
+  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
+  const toolSignal = toolAbort.signal;
   const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
   const throwIfAborted = AbortSignal.prototype.throwIfAborted;
   Object.defineProperty(toolSignal, "aborted", {
@@ -522,7 +525,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       const r = await dispatch(tId, id, p.name, p.args);
       return { id, name: p.name, ...r, ms: clock.now() - started };
     }));
-    if (leaseLapsed()) return;
+    if (abort.signal.aborted) return;
     for (const r of results) {
       emit("tool_result", { toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms });
       if (snap().value !== "waiting-tools") continue; // an earlier result terminated the turn
