@@ -14,6 +14,7 @@ import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
 import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
+import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
@@ -29,6 +30,9 @@ import type { Guardian } from "./verdicts/guardian.ts";
 import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
 import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/registry.ts";
 
+/** Default lease of a claim (ms), chosen from bench/takeover.ts (docs/operations.md). */
+export const DEFAULT_LEASE_MS = 15_000;
+
 export interface GatehouseOptions {
   agents: AnyAgent[];
   /** Default: memoryStore(). */
@@ -40,7 +44,11 @@ export interface GatehouseOptions {
   workerTargets?: string[];
   /** Concurrent worker loops per process (default 4). */
   concurrency?: number;
-  /** Lease of one claim in ms (default 30 000); renewed while the claim runs. */
+  /**
+   * Lease of one claim in ms (default DEFAULT_LEASE_MS, 15 000); renewed every
+   * third of it while the claim runs. A crashed worker's agents resume about
+   * one lease after its last renewal (docs/operations.md, "Leases and takeover").
+   */
   leaseMs?: number;
   /** Longest idle poll interval of a worker loop in ms (default 100). */
   pollMs?: number;
@@ -296,7 +304,10 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   } catch (err) {
     throw new DefinitionError(`createGatehouse(): jsonLimits.${(err as Error).message}`);
   }
-  const store = options.store ?? memoryStore();
+  const baseStore = options.store ?? memoryStore();
+  const metrics = createMetrics();
+  // Workers, watchdog and routes write through the metered store (actors/metrics.ts).
+  const store = meteredStore(baseStore, metrics);
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
   const logger = options.logger ?? silentLogger;
@@ -315,7 +326,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const deps: HostDeps = {
     store, agents, clock, logger,
     cache: lruCache(),
-    leaseMs: options.leaseMs ?? 30_000,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    metrics,
     inspect: options.inspect,
     verification,
     externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
@@ -341,6 +353,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
 
   const runtime: RouteRuntime = {
     store: routeStore, agents, clock, ids, logger,
+    metrics,
+    workerTargets: targets,
     limits: {
       maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
       json: limits,
@@ -374,7 +388,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const gatehouse: Gatehouse = {
     app,
     fetch: (req: Request) => Promise.resolve(app.fetch(req)),
-    store,
+    store: baseStore,
     agents,
     guardians,
     verdicts,

@@ -4,7 +4,7 @@
  * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
  * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
  * Node built-in). The TCP Redis adapter needs Node built-ins and lives in the
- * subpath `gatehouse/redis` (`redis.ts`).
+ * subpath `@gatehouse-runtime/core/redis` (`redis.ts`).
  * @module
  */
 export { defineTool, terminate } from "./tools/define.ts";

@@ -2,6 +2,7 @@
 import type { AnyAgent } from "../agents/define.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
+import type { Metrics } from "../actors/metrics.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
 
@@ -57,6 +58,10 @@ export interface RouteRuntime {
   sseMaxReads?: number;
   /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
   sseRetryMs?: number;
+  /** The process metrics `GET /metrics` serves (default: an empty set). */
+  metrics?: Metrics;
+  /** Worker targets whose ready-queue depth `GET /metrics` reports. */
+  workerTargets?: readonly string[];
   /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
   auth?: RouteAuth;
 }

@@ -18,6 +18,7 @@ import type {
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
+  PreviousLease,
   CommitRequest,
   CommitResult,
   DeliverToolResultRequest,
@@ -90,7 +91,7 @@ export const REPLY = [
   "claimed", "busy", "empty",
   "renewed", "lost",
   "applied", "fenced", "version", "turn", "tool_call_resolved",
-  "head", "none", "list", "at", "verdict",
+  "head", "none", "list", "at", "count", "verdict",
   "written", "exists",
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
@@ -123,12 +124,12 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "claim":
     case "claim_next": {
       if (word === "claimed") {
-        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; input?: unknown };
+        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; previousLease: PreviousLease | null; input?: unknown };
         // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
         const task: InboxTask | null = c.head.currentTask === null
           ? null
           : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
-        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail };
+        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
       }
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : { status: "empty" };
@@ -148,6 +149,8 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "head" ? json() : null;
     case "next_ready_at":
       return word === "at" ? Number(payload) : null;
+    case "ready_count":
+      return Number(payload);
     case "get_verdict":
       return word === "verdict" ? payload : null;
     case "put_verdict":
@@ -370,6 +373,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
         tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
       ]);
+    },
+
+    async readyCount(workerTarget, now): Promise<number> {
+      return call("ready_count", [keys.ready(workerTarget)], [String(now)]);
     },
 
     async nextReadyAt(workerTarget): Promise<number | null> {

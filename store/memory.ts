@@ -309,6 +309,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       setReady(a, h.runnableAt);
       return { status: "empty", agentId: h.agentId };
     }
+    const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
     if (h.activeTurnId === null && a.tasks.length > 0) {
       const task = a.tasks[0];
       w.set(a, "tasks", a.tasks.slice(1));
@@ -330,6 +331,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       head: copy(h),
       task,
       mail: copy(a.mail),
+      previousLease,
     };
   }
 
@@ -758,6 +760,12 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (a && ev) appendEvents(a, [ev]);
         return { status: "skipped" as const };
       });
+    },
+
+    async readyCount(workerTarget, now) {
+      let n = 0;
+      for (const at of ready.get(workerTarget)?.values() ?? []) if (at <= now) n++;
+      return n;
     },
 
     async nextReadyAt(workerTarget) {

@@ -175,10 +175,24 @@ export type ClaimResult =
     task: InboxTask | null;
     /** Pending mail, oldest first (greedy batch). */
     mail: MailItem[];
+    /**
+     * The lease this claim took over: set when the agent was still leased to
+     * a worker whose lease had run out (it died or stalled without releasing
+     * it); null when the agent was free. `updatedAt` is the last write to the
+     * agent before this claim (the previous holder's last commit, claim or
+     * renewal). Read only; the claim writes the same with or without it.
+     */
+    previousLease?: PreviousLease | null;
   }
   | { status: "busy"; agentId: string; leaseUntil: number }
   | { status: "empty"; agentId?: string }
   | { status: "agent_not_found" };
+
+export interface PreviousLease {
+  workerId: string;
+  leaseUntil: number;
+  updatedAt: number;
+}
 
 export interface RenewRequest {
   agentId: string;
@@ -338,6 +352,8 @@ export interface Store {
   skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
+  /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
+  readyCount(workerTarget: string, now: number): Promise<number>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
   getVerdict(verdictId: string): Promise<string | null>;
   listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;

@@ -323,6 +323,34 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await states()).toEqual(before);
       });
 
+      it("names the lease it took over: none for a free agent, the expired holder's otherwise", async () => {
+        await enqueue();
+        const first = await claimOk("a1", "w1", T0 + 1);
+        expect(first.previousLease).toBeNull();
+        // w1 dies holding the lease; after it runs out, w2 takes over.
+        const second = await claimOk("a1", "w2", T0 + 1 + LEASE + 5);
+        expect(second.previousLease).toEqual({ workerId: "w1", leaseUntil: T0 + 1 + LEASE, updatedAt: T0 + 1 });
+        expect(second.head.leaseOwner).toBe("w2");
+        // A released lease is no takeover.
+        const applied = await store.commit(commitOf(second, "w2", { release: { runnableAt: T0 + LEASE * 3 }, now: T0 + 2 + LEASE }));
+        expect(applied.status).toBe("applied");
+        const third = await claimOk("a1", "w3", T0 + LEASE * 3);
+        expect(third.previousLease).toBeNull();
+      });
+
+      it("counts the due bells of a worker target (the ready-queue depth)", async () => {
+        expect(await store.readyCount(TARGET, T0)).toBe(0);
+        await enqueue({ agentId: "a1", now: T0 });
+        await enqueue({ agentId: "a2", now: T0 + 10 });
+        expect(await store.readyCount(TARGET, T0 + 5)).toBe(1);
+        expect(await store.readyCount(TARGET, T0 + 10)).toBe(2);
+        expect(await store.readyCount("other", T0 + 10)).toBe(0);
+        // A claimed agent's bell moves to its lease end: not due now.
+        await claimOk("a1", "w1", T0 + 10);
+        expect(await store.readyCount(TARGET, T0 + 10)).toBe(1);
+        expect(await store.readyCount(TARGET, T0 + 10 + LEASE)).toBe(2);
+      });
+
       it("answers empty when nothing is claimable, changes nothing and drops the bell", async () => {
         await enqueue();
         const c = await claimOk();

@@ -8,7 +8,7 @@
  * - GATEHOUSE_TOKEN (optional): when set, every route but /healthz needs
  *   `Authorization: Bearer <GATEHOUSE_TOKEN>`.
  *
- * In a project that installed gatehouse, import from "gatehouse" instead.
+ * In a project that installed gatehouse, import from "@gatehouse-runtime/core" instead.
  */
 import { createWorkersHandler, upstashStore } from "../../mod.ts";
 import { demoAgents } from "../demo.ts";
