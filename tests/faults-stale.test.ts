@@ -33,6 +33,7 @@ import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 
 const LEASE_MS = 600;
 const TOOL_MS = 2_000;
+const TAKER_LEASE_MS = 10_000;
 
 let redis: RedisServer;
 const workers: WorkerHandle[] = [];
@@ -70,7 +71,9 @@ describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => 
     stale.signal("SIGSTOP");
 
     // A second worker takes over once the lease has expired and finishes the turn.
-    const taker = await spawnWorker({ ...base, name: "taker", concurrency: 1, toolMsCap: 20 });
+    // The taker's own lease is long: only the stale worker's lease is under test, and a taker starved past a
+    // 600 ms lease on a loaded machine would lose the agent too and (rightly) run the call again.
+    const taker = await spawnWorker({ ...base, leaseMs: TAKER_LEASE_MS, name: "taker", concurrency: 1, toolMsCap: 20 });
     workers.push(taker);
     const finished = await waitFor("the taker to finish the turn", async () => {
       const h = await store.getAgent("a1");
