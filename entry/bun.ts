@@ -16,6 +16,7 @@ import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
+import { authFromEnv } from "./auth-from-env.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = Bun.env;
@@ -32,6 +33,7 @@ const gh = createGatehouse({
   store,
   logger,
   concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4),
+  auth: authFromEnv(env),
 });
 gh.startWorker();
 // idleTimeout 0: an SSE stream (GET /v1/agents/:id/events) writes its

@@ -6,6 +6,7 @@ import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
+import { authFromEnv } from "./auth-from-env.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = Deno.env.toObject();
@@ -14,7 +15,7 @@ const store = await storeFromEnv(env, {
   redis: redisStore,
   onError: (err) => logger.warn("redis connection error; reconnecting", { error: err.message }),
 });
-const gh = createGatehouse({ agents: demoAgents, store, logger, concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4) });
+const gh = createGatehouse({ agents: demoAgents, store, logger, concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4), auth: authFromEnv(env) });
 gh.startWorker();
 const server = Deno.serve({ port: Number(env.PORT ?? 8787), hostname: env.HOST ?? "127.0.0.1" }, gh.fetch);
 

@@ -6,13 +6,15 @@
  *
  * Environment: PORT (default 8787), HOST (default 127.0.0.1),
  * GATEHOUSE_CONCURRENCY (default 4), GATEHOUSE_LOG (debug|info|warn|error),
- * plus the store selection of entry/store-from-env.ts.
+ * plus the store selection of entry/store-from-env.ts and the auth of
+ * entry/auth-from-env.ts.
  */
 import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
 import { createNodeServer } from "./node-server.ts";
+import { authFromEnv } from "./auth-from-env.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = process.env;
@@ -29,6 +31,7 @@ const gh = createGatehouse({
   store,
   logger,
   concurrency: Number(env.GATEHOUSE_CONCURRENCY ?? 4),
+  auth: authFromEnv(env),
 });
 gh.startWorker();
 const server = createNodeServer(gh.app.fetch, logger);

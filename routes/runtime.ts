@@ -4,6 +4,7 @@ import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
+import type { RouteAuth } from "./auth/config.ts";
 
 export interface RouteLimits {
   /** Largest accepted request body in bytes (413 above it). */
@@ -57,11 +58,8 @@ export interface RouteRuntime {
   sseMaxReads?: number;
   /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
   sseRetryMs?: number;
-  /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
+  /** When set, every route but `/healthz` and `/readyz` requires a token or (write routes) a signature; see routes/auth.ts. */
   auth?: RouteAuth;
 }
 
-export interface RouteAuth {
-  /** Accepted tokens (non-empty strings); several allow rotation. */
-  bearerTokens: string[];
-}
+export type { RouteAuth } from "./auth/config.ts";
