@@ -58,7 +58,7 @@ export type { MachineDefinition, MachineStateInfo, MachineTransition } from "./m
 export { createApp } from "./routes/app.ts";
 export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
-export { authFromEnv } from "./entry/auth-from-env.ts";
+export { authFromEnv } from "./routes/auth/from-env.ts";
 export type { OperationDoc, RouteModule, RouteModuleFactory } from "./routes/module.ts";
 export { PROBLEMS, ProblemError, problemType } from "./routes/problem.ts";
 export type { ProblemCode } from "./routes/problem.ts";

@@ -6,7 +6,7 @@ import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
-import { authFromEnv } from "./auth-from-env.ts";
+import { authFromEnv } from "../mod.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = Deno.env.toObject();

@@ -7,14 +7,14 @@
  * Environment: PORT (default 8787), HOST (default 127.0.0.1),
  * GATEHOUSE_CONCURRENCY (default 4), GATEHOUSE_LOG (debug|info|warn|error),
  * plus the store selection of entry/store-from-env.ts and the auth of
- * entry/auth-from-env.ts.
+ * routes/auth/from-env.ts.
  */
 import { consoleLogger } from "../actors/runtime.ts";
 import { demoAgents } from "../examples/demo.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { redisStore } from "../redis.ts";
 import { createNodeServer } from "./node-server.ts";
-import { authFromEnv } from "./auth-from-env.ts";
+import { authFromEnv } from "../mod.ts";
 import { storeFromEnv } from "./store-from-env.ts";
 
 const env = process.env;

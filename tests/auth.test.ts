@@ -10,7 +10,7 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { GatehouseOptions, Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
-import { authFromEnv } from "../entry/auth-from-env.ts";
+import { authFromEnv } from "../mod.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;

@@ -7,7 +7,7 @@
  * - UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN: the Upstash database;
  * - GATEHOUSE_TOKEN / GATEHOUSE_TOKENS, GATEHOUSE_WEBHOOK_SECRETS,
  *   QSTASH_CURRENT_SIGNING_KEY + QSTASH_NEXT_SIGNING_KEY (optional): auth,
- *   read by authFromEnv (entry/auth-from-env.ts, docs/security.md); any of
+ *   read by authFromEnv (routes/auth/from-env.ts, docs/security.md); any of
  *   them set turns auth on for every route but /healthz and /readyz.
  *
  * In a project that installed gatehouse, import from "gatehouse" instead.

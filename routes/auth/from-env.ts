@@ -12,7 +12,7 @@
  * None set: auth is off. Any set: auth is on and fails closed; a bad value
  * throws at startup (checked by createGatehouse) rather than opening a route.
  */
-import type { RouteAuth, ScopedToken } from "../routes/auth/config.ts";
+import type { RouteAuth, ScopedToken } from "./config.ts";
 
 const list = (v: string | undefined) => (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
 
