@@ -146,6 +146,81 @@ function onWorkers(): boolean {
 }
 
 /**
+ * Every option `createGatehouse` takes. `satisfies` keeps this list and
+ * `GatehouseOptions` in step: an option added to one and not the other fails
+ * the type check.
+ */
+const OPTION_KEYS: readonly string[] = Object.keys(
+  {
+    agents: true,
+    store: true,
+    clock: true,
+    ids: true,
+    logger: true,
+    workerTargets: true,
+    concurrency: true,
+    leaseMs: true,
+    pollMs: true,
+    watchdogIntervalMs: true,
+    maxBodyBytes: true,
+    maxEventPageBytes: true,
+    jsonLimits: true,
+    maxClaimFailures: true,
+    claimRetryBackoffMs: true,
+    storeTimeoutMs: true,
+    externalToolTimeoutMs: true,
+    toolTimeoutMs: true,
+    verifierBackoffMs: true,
+    inspect: true,
+    inline: true,
+    verification: true,
+    guardians: true,
+    assignments: true,
+    auth: true,
+    sse: true,
+  } satisfies Record<keyof GatehouseOptions, true>,
+);
+
+/** Edit distance of two short strings (for "did you mean"). */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
+ * Option checks, before anything is built: only known keys (a misspelt
+ * option would otherwise be silently ignored), and `concurrency` an integer
+ * of at least 1 (0 worker loops would accept tasks and never run them).
+ */
+function checkOptions(options: GatehouseOptions): void {
+  for (const k of Object.keys(options)) {
+    if (OPTION_KEYS.includes(k)) continue;
+    const near = OPTION_KEYS.find((o) => o.toLowerCase() === k.toLowerCase() || distance(o, k) <= 2);
+    throw new DefinitionError(
+      `createGatehouse(): unknown option "${k}"${near ? ` (did you mean "${near}"?)` : ""}; it takes ${OPTION_KEYS.join(", ")}`,
+      { key: k },
+    );
+  }
+  const c = options.concurrency;
+  if (c !== undefined && (typeof c !== "number" || !Number.isInteger(c) || c < 1)) {
+    throw new DefinitionError(`createGatehouse(): concurrency must be an integer of at least 1, got ${JSON.stringify(c) ?? String(c)}`, {
+      key: "concurrency",
+    });
+  }
+}
+
+/**
+ * Refuses with a `DefinitionError` (its `key` names the option): no agents,
+ * an unknown option key, `concurrency` below 1 or not an integer, an invalid
+ * `auth`, and the guardian and assignment errors of verdicts/registry.ts.
+ *
  * @example
  * const gh = createGatehouse({ agents: [support] });
  * const res = await gh.fetch(new Request("http://x/v1/agents/a1/tasks", {
@@ -159,6 +234,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     throw new DefinitionError(
       "createGatehouse({ inline: true }) cannot run on Cloudflare Workers: work after the response is dropped " +
         "unless it runs in ctx.waitUntil, and the agent would sit under its lease. Use createWorkersHandler()",
+      { key: "inline" },
     );
   }
   return buildGatehouse(options).gatehouse;
@@ -186,31 +262,38 @@ export interface BuiltGatehouse {
 
 /** createGatehouse() with hooks for runtime entries (workers.ts); not part of the public API. */
 export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks = {}): BuiltGatehouse {
-  if (!options || !Array.isArray(options.agents) || options.agents.length === 0) {
-    throw new DefinitionError("createGatehouse() needs at least one agent in `agents`");
+  if (!options || typeof options !== "object") throw new DefinitionError("createGatehouse() needs an options object");
+  checkOptions(options);
+  if (!Array.isArray(options.agents) || options.agents.length === 0) {
+    throw new DefinitionError("createGatehouse() needs at least one agent in `agents`", { key: "agents" });
   }
   const agents = new Map<string, AnyAgent>();
   for (const a of options.agents) {
-    if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()");
-    if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`);
+    if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()", { key: "agents" });
+    if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`, { key: "agents" });
     agents.set(a.name, a);
   }
   for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
     const v = options[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
-      throw new DefinitionError(`createGatehouse(): ${k} must be a non-negative integer${k === "maxClaimFailures" ? " of at least 1" : ""}`);
+      throw new DefinitionError(
+        `createGatehouse(): ${k} must be a non-negative integer${k === "maxClaimFailures" ? " of at least 1" : ""}`,
+        { key: k },
+      );
     }
   }
   if (options.auth !== undefined) {
     const e = checkAuthConfig(options.auth);
-    if (e) throw new DefinitionError(`createGatehouse(): ${e}`);
+    if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "auth" });
   }
   const { maxReads, retryMs } = options.sse ?? {};
   if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
-    throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`);
+    throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`, { key: "sse.maxReads" });
   }
   if (retryMs !== undefined && !(Number.isFinite(retryMs) && retryMs >= 0)) {
-    throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`);
+    throw new DefinitionError(`createGatehouse(): sse.retryMs must be a number of milliseconds >= 0, got ${retryMs}`, {
+      key: "sse.retryMs",
+    });
   }
   let limits: JsonLimits;
   try {

@@ -53,8 +53,16 @@ export { createGuardianRegistry } from "./verdicts/registry.ts";
 export type { GuardianAssignment, GuardianRegistry, RegisteredGuardian } from "./verdicts/registry.ts";
 export { DefinitionError, ModelError, SnapshotError, ToolError } from "./errors/errors.ts";
 export { agentMachine } from "./machines/agent.ts";
-export { describeMachine, toMermaid } from "./machines/definition.ts";
-export type { MachineDefinition, MachineStateInfo, MachineTransition } from "./machines/definition.ts";
+export { describeMachine, machineConfig, toMermaid } from "./machines/definition.ts";
+export type {
+  ImplementationRef,
+  MachineConfigJSON,
+  MachineDefinition,
+  MachineStateInfo,
+  MachineTransition,
+  StateConfigJSON,
+  TransitionConfigJSON,
+} from "./machines/definition.ts";
 export { createApp } from "./routes/app.ts";
 export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";

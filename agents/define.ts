@@ -5,7 +5,7 @@
 import type { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
 import type { Model } from "../models/types.ts";
-import type { AnyTool } from "../tools/define.ts";
+import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts";
 import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
@@ -83,75 +83,88 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   if (!config || typeof config !== "object") throw new DefinitionError("defineAgent() needs a config object");
   const where = `Agent ${JSON.stringify(config.name)}`;
   if (typeof config.name !== "string" || !NAME.test(config.name)) {
-    throw new DefinitionError(`${where}: name must match ${NAME}`);
+    throw new DefinitionError(`${where}: name must match ${NAME}`, { key: "name" });
   }
-  if (typeof config.instructions !== "string") throw new DefinitionError(`${where}: instructions must be a string`);
+  if (typeof config.instructions !== "string") {
+    throw new DefinitionError(`${where}: instructions must be a string`, { key: "instructions" });
+  }
   if (!config.model || typeof config.model.generate !== "function") {
-    throw new DefinitionError(`${where}: model must be a Model (scriptedModel(), openaiCompatible(), …)`);
+    throw new DefinitionError(`${where}: model must be a Model (scriptedModel(), openaiCompatible(), …)`, { key: "model" });
   }
   const tools = [...(config.tools ?? [])];
   const names = new Set<string>();
   for (const t of tools) {
-    if (!t || t.kind !== "tool") throw new DefinitionError(`${where}: tools must come from defineTool()`);
-    if (names.has(t.name)) throw new DefinitionError(`${where}: two tools are named "${t.name}"`);
+    if (!t || t.kind !== "tool") throw new DefinitionError(`${where}: tools must come from defineTool()`, { key: "tools" });
+    if (names.has(t.name)) throw new DefinitionError(`${where}: two tools are named "${t.name}"`, { key: "tools" });
     names.add(t.name);
   }
   if (config.allowedTools !== undefined) {
     for (const n of config.allowedTools) {
-      if (!names.has(n)) throw new DefinitionError(`${where}: allowedTools names unknown tool "${n}"`);
+      if (!names.has(n)) {
+        throw new DefinitionError(`${where}: allowedTools names unknown tool "${n}"`, { key: "allowedTools" });
+      }
     }
   }
   const offeredTools = config.allowedTools ? tools.filter((t) => config.allowedTools!.includes(t.name)) : tools;
   if (config.output !== undefined) {
     if (!config.output || typeof config.output !== "object") {
-      throw new DefinitionError(`${where}: output must be an object { schema, verify?, verifyMaxAttempts? }`);
+      throw new DefinitionError(`${where}: output must be an object { schema, verify?, verifyMaxAttempts? }`, { key: "output" });
     }
     checkOutputKeys(config.output as unknown as Record<string, unknown>, where);
-    if (!config.output.schema || typeof config.output.schema.safeParse !== "function") {
-      throw new DefinitionError(`${where}: output.schema must be a zod schema`);
+    // The schema is the parameters of the model-facing agent_output tool: an object, as every tool's.
+    if (!zodObjectShape(config.output.schema)) {
+      throw new DefinitionError(
+        `${where}: output.schema must be a zod object schema (z.object({ ... })), got ${describeSchema(config.output.schema)}`,
+        { key: "output.schema" },
+      );
     }
     if (config.output.verify !== undefined) checkVerifierShape(config.output.verify, `${where}: output.verify`);
     const e = checkAttemptBudget(config.output.verifyMaxAttempts);
-    if (e) throw new DefinitionError(`${where}: output.verifyMaxAttempts ${e}`);
+    if (e) throw new DefinitionError(`${where}: output.verifyMaxAttempts ${e}`, { key: "output.verifyMaxAttempts" });
   }
   const e = checkAttemptBudget(config.verifyMaxAttempts);
-  if (e) throw new DefinitionError(`${where}: verifyMaxAttempts ${e}`);
+  if (e) throw new DefinitionError(`${where}: verifyMaxAttempts ${e}`, { key: "verifyMaxAttempts" });
   if (config.verifyMaxAttempts !== undefined && config.output === undefined) {
-    throw new DefinitionError(`${where}: verifyMaxAttempts needs output (there is no agent_output to verify)`);
+    throw new DefinitionError(`${where}: verifyMaxAttempts needs output (there is no agent_output to verify)`, {
+      key: "verifyMaxAttempts",
+    });
   }
   if (config.guardians !== undefined && !Array.isArray(config.guardians)) {
-    throw new DefinitionError(`${where}: guardians must be a list of defineGuardian() results`);
+    throw new DefinitionError(`${where}: guardians must be a list of defineGuardian() results`, { key: "guardians" });
   }
   const guardians = [...(config.guardians ?? [])];
   const codes = new Set<string>();
   for (const g of guardians) {
-    if (!g || g.kind !== "guardian") throw new DefinitionError(`${where}: guardians must come from defineGuardian()`);
-    if (codes.has(g.code)) throw new DefinitionError(`${where}: guardian "${g.code}" is listed twice`);
+    if (!g || g.kind !== "guardian") {
+      throw new DefinitionError(`${where}: guardians must come from defineGuardian()`, { key: "guardians" });
+    }
+    if (codes.has(g.code)) throw new DefinitionError(`${where}: guardian "${g.code}" is listed twice`, { key: "guardians" });
     codes.add(g.code);
   }
   if (guardians.length > 0 && config.output === undefined) {
-    throw new DefinitionError(`${where}: guardians need output (they review agent_output candidates)`);
+    throw new DefinitionError(`${where}: guardians need output (they review agent_output candidates)`, { key: "guardians" });
   }
   const maxStepsPerTurn = config.maxStepsPerTurn ?? DEFAULT_MAX_STEPS;
   if (!Number.isInteger(maxStepsPerTurn) || maxStepsPerTurn < 1 || maxStepsPerTurn > 10_000) {
-    throw new DefinitionError(`${where}: maxStepsPerTurn must be an integer from 1 to 10000`);
+    throw new DefinitionError(`${where}: maxStepsPerTurn must be an integer from 1 to 10000`, { key: "maxStepsPerTurn" });
   }
   const workerTarget = config.workerTarget ?? "default";
   if (!WORKER_TARGET.test(workerTarget)) {
     throw new DefinitionError(
       `${where}: workerTarget ${JSON.stringify(workerTarget)} must be one token of [a-z0-9_-] (no ".", "*", ">" or spaces)`,
+      { key: "workerTarget" },
     );
   }
   const completion = config.output ? "agent_output" : "submit_result";
   const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);
   for (const n of mustEndWith) {
     if (n !== completion && !names.has(n)) {
-      throw new DefinitionError(`${where}: mustEndWith names unknown tool "${n}"`);
+      throw new DefinitionError(`${where}: mustEndWith names unknown tool "${n}"`, { key: "mustEndWith" });
     }
   }
   for (const [k, v] of [["maxVerifierErrors", config.maxVerifierErrors], ["modelAttempts", config.modelAttempts]] as const) {
     if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 100)) {
-      throw new DefinitionError(`${where}: ${k} must be an integer from 1 to 100`);
+      throw new DefinitionError(`${where}: ${k} must be an integer from 1 to 100`, { key: k });
     }
   }
   return Object.freeze({

@@ -67,6 +67,8 @@ export function checkOutputKeys(output: Record<string, unknown>, where: string):
       : LIKELY_VERIFY.test(k)
       ? ' (did you mean "verify"?)'
       : "";
-    throw new DefinitionError(`${where}: output has an unknown key "${k}"${hint}; it takes ${OUTPUT_KEYS.join(", ")}`);
+    throw new DefinitionError(`${where}: output has an unknown key "${k}"${hint}; it takes ${OUTPUT_KEYS.join(", ")}`, {
+      key: `output.${k}`,
+    });
   }
 }

@@ -7,12 +7,18 @@
  * `ToolError` and `ModelError` become outcomes and events of a turn.
  */
 
-/** A definition (tool, agent, guardian) is invalid. Thrown at definition time. */
+/**
+ * A definition (tool, agent, guardian, gatehouse options) is invalid. Thrown
+ * at definition time. `key` names the option at fault as a path, when there
+ * is one: `parameters`, `defaults.limit`, `output.schema`, `concurrency`.
+ */
 export class DefinitionError extends Error {
   readonly code = "invalid_definition";
-  constructor(message: string) {
+  readonly key?: string;
+  constructor(message: string, options: { key?: string } = {}) {
     super(message);
     this.name = "DefinitionError";
+    if (options.key !== undefined) this.key = options.key;
   }
 }
 

@@ -1,24 +1,25 @@
 /**
- * `GET /v1/machine`: the agent statechart for visualizers: XState's JSON
- * definition, the states and transitions `{ from, event, to, guard? }` of
- * machines/definition.ts, and a Mermaid `stateDiagram-v2` text. Computed
- * once: the machine is one definition for all agents.
+ * `GET /v1/machine`: the agent statechart as an XState v5 machine config
+ * that `createMachine` runs as is (`machineConfig` of machines/definition.ts:
+ * `{ id, initial, context, states: { s: { on: { E: [{ target, guard, actions }] } } } }`,
+ * guards and actions by name), with the richer introspection under XState's
+ * own `meta` key: states with `endsTurn`, the flat transition list and the
+ * Mermaid text. Read from `agentMachine` and computed once: the machine is
+ * one definition for all agents.
  */
 import { Hono } from "hono";
 import { agentMachine } from "../machines/agent.ts";
-import { describeMachine, toMermaid } from "../machines/definition.ts";
+import { describeMachine, type MachineConfigJSON, machineConfig, toMermaid } from "../machines/definition.ts";
 import type { RouteModule } from "./module.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { MachineView } from "./schemas.ts";
-import { jsonClone } from "../common/json.ts";
 
-export function machineView() {
+export function machineView(): MachineConfigJSON & { meta: Record<string, unknown> } {
+  const config = machineConfig(agentMachine);
   const def = describeMachine(agentMachine);
   return {
-    definition: jsonClone(agentMachine.toJSON()) as unknown as Record<string, unknown>,
-    states: def.states,
-    transitions: def.transitions,
-    mermaid: toMermaid(def),
+    ...config,
+    meta: { ...config.meta, states: def.states, transitions: def.transitions, mermaid: toMermaid(def) },
   };
 }
 
@@ -32,7 +33,7 @@ export function machineRoutes(_rt: RouteRuntime): RouteModule {
       method: "get",
       path: "/v1/machine",
       operationId: "getMachine",
-      summary: "The agent statechart: XState definition, states, transitions, Mermaid text",
+      summary: "The agent statechart as an XState machine config (createMachine runs it), with states, transitions and Mermaid text under meta",
       tags: ["machine"],
       responses: { 200: { description: "The machine", schema: { name: "MachineView", schema: MachineView } } },
       problems: [],

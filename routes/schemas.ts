@@ -208,17 +208,50 @@ const Transition = z.object({
   targetless: z.literal(true).optional(),
 });
 
-export const MachineView = z.object({
-  definition: z.record(z.string(), z.unknown()).describe("XState's JSON definition of the machine"),
-  states: z.array(z.object({
-    name: z.string(),
-    initial: z.boolean(),
-    endsTurn: z.boolean(),
-    events: z.array(z.string()),
-  })),
-  transitions: z.array(Transition),
-  mermaid: z.string().describe("Mermaid stateDiagram-v2 text"),
+const ImplementationRef = z.union([z.string(), z.object({ type: z.string(), params: z.unknown() })])
+  .describe("A guard or action by the name the machine gives it in setup()");
+
+const TransitionConfig = z.object({
+  target: z.union([z.string(), z.array(z.string())]).optional()
+    .describe("A sibling state's key, or `#id`; absent for a targetless transition (actions only)"),
+  guard: ImplementationRef.optional(),
+  actions: z.array(ImplementationRef).optional(),
+  reenter: z.literal(true).optional(),
+  description: z.string().optional(),
 });
+
+const StateConfig = z.object({
+  type: z.enum(["parallel", "final", "history"]).optional(),
+  initial: z.string().optional(),
+  entry: z.array(ImplementationRef).optional(),
+  exit: z.array(ImplementationRef).optional(),
+  on: z.record(z.string(), z.array(TransitionConfig)).optional().describe("Transitions per event, in the order XState tries them"),
+  always: z.array(TransitionConfig).optional(),
+  states: z.record(z.string(), z.record(z.string(), z.unknown())).optional()
+    .describe("Child states of a compound state, of this same shape (the agent machine has none)"),
+  tags: z.array(z.string()).optional(),
+  description: z.string().optional(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const MachineView = z.object({
+  id: z.string(),
+  initial: z.string(),
+  context: z.record(z.string(), z.unknown()).describe("The initial context of a new agent"),
+  states: z.record(z.string(), StateConfig),
+  meta: z.object({
+    states: z.array(z.object({
+      name: z.string(),
+      initial: z.boolean(),
+      endsTurn: z.boolean(),
+      events: z.array(z.string()),
+    })),
+    transitions: z.array(Transition).describe("Every transition, flat, in the order XState tries them"),
+    mermaid: z.string().describe("Mermaid stateDiagram-v2 text (docs/machine.svg)"),
+  }).describe("Introspection: states, a flat transition list and a Mermaid text"),
+}).describe(
+  "The agent statechart as an XState v5 machine config: `createMachine(body)` runs it as is; guards and actions are named (provide them with `.provide(agentMachine.implementations)`)",
+);
 
 export const WatchdogTick = z.object({
   timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),

@@ -14,7 +14,8 @@ import { fileURLToPath } from "node:url";
 export const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "store", "lua");
 export const GENERATED = join(LUA_DIR, "scripts.gen.ts");
 
-function expand(source: string, dir: string, file: string): string {
+/** `source` with each `-- @include <file>` line replaced by that file of `dir`/includes. */
+export function expand(source: string, dir: string, file: string): string {
   const included = new Set<string>();
   return source.replace(/^-- @include (\S+)\s*$/gm, (_line, name: string) => {
     if (included.has(name)) throw new Error(`${file}: ${name} is included twice`);

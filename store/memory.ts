@@ -100,13 +100,33 @@ export function utf8Length(s: string): number {
   return n;
 }
 
-const states = new WeakMap<Store, () => unknown>();
+/**
+ * Every stored record of one memory store as plain JSON data (maps become
+ * arrays of entries in insertion order), for tests that compare the whole
+ * stored state before and after an operation. Not part of the Store port; no
+ * other code reads it.
+ */
+export interface MemoryStoreState {
+  agents: Array<[agentId: string, records: Record<string, unknown> & { verdicts: string[] }]>;
+  /** workerTarget -> [agentId, ready score] entries. */
+  ready: Array<[target: string, entries: Array<[agentId: string, score: number]>]>;
+  /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
+  deadlines: Array<[member: string, deadline: number]>;
+  verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+}
 
-/** The whole raw state of a memory store as plain JSON (tests compare it before and after an operation). */
-export function memoryStoreState(store: Store): unknown {
-  const f = states.get(store);
-  if (!f) throw new Error("not a memory store");
-  return f();
+/**
+ * The key under which a memory store carries its state function: a symbol (no
+ * method of the Store port) and enumerable, so a wrapper built with
+ * `{ ...store }` keeps it.
+ */
+const STATE = Symbol.for("gatehouse.memoryStore.state");
+
+/** A deep copy of the whole raw state of a memory store (or of a `{ ...store }` wrapper of one). */
+export function memoryStoreState(store: Store): MemoryStoreState {
+  const f = (store as unknown as Record<symbol, (() => MemoryStoreState) | undefined>)[STATE];
+  if (typeof f !== "function") throw new TypeError(`memoryStoreState needs a memoryStore(), got a "${store.kind}" store`);
+  return JSON.parse(JSON.stringify(f()));
 }
 
 /** What a memory store shows of itself beyond the port, for tests. */
@@ -799,7 +819,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async close() {},
   };
 
-  states.set(store, () => ({
+  const state = (): MemoryStoreState => ({
     agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,
       toolCalls: [...a.toolCalls.entries()],
@@ -810,7 +830,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ready: [...ready.entries()].map(([t, m]) => [t, [...m.entries()]]),
     deadlines: [...deadlines.entries()],
     verdicts: [...verdicts.entries()],
-  }));
+  });
+  Object.defineProperty(store, STATE, { value: state, enumerable: true });
   internals.set(store, { idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0 });
   return store;
 }

@@ -5,8 +5,9 @@
  * would have finished.
  *
  * Invariants:
- * - once resumed, the stale worker writes nothing: the event log, the head
- *   and the conversation are exactly what the new owner left;
+ * - once resumed, the stale worker writes nothing: the agent's whole stored
+ *   state (every key under its hash tag and its index entries,
+ *   tests/helpers/store-state.ts) is exactly what the new owner left;
  * - its fencing token is dead: a commit with its (worker, epoch) is refused;
  * - its side effects stop: its tool finds the abort signal fired and records
  *   nothing but that (no `done`), even though the tool's own timer was
@@ -19,7 +20,7 @@ import { Redis } from "ioredis";
 import { redisStore } from "../redis.ts";
 import type { Store } from "../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "./helpers/fault-agent.ts";
-import { readAllEvents } from "./helpers/fault-checks.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 import { sleep, spawnWorker, waitFor, type WorkerHandle } from "./helpers/processes.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 
@@ -69,7 +70,8 @@ describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => 
       return h && h.state === "done" && h.activeTurnId === null ? h : undefined;
     }, 15_000);
     expect(finished.epoch).toBeGreaterThan(owned.epoch);
-    const eventsBefore = await readAllEvents(store, "a1");
+    const state = redisStateReader((c) => side.call(c[0], ...c.slice(1)), prefix);
+    const stateBefore = await state("a1");
     const messagesBefore = await store.readMessages("a1");
 
     // Resume only after the stale tool's own timer is due, so both its timer and the lease check are pending at once.
@@ -82,11 +84,7 @@ describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => 
     await sleep(3 * LEASE_MS); // room for any stray renewal, commit or dispatch
 
     // Nothing of the stale worker's reached the store after the takeover.
-    expect(await readAllEvents(store, "a1")).toEqual(eventsBefore);
-    expect(await store.readMessages("a1")).toEqual(messagesBefore);
-    const after = (await store.getAgent("a1"))!;
-    expect(after.version).toBe(finished.version);
-    expect(after.epoch).toBe(finished.epoch);
+    expect(await state("a1")).toEqual(stateBefore);
 
     // Its side effects stopped: for the slow call it recorded start and aborted, never done.
     const staleRecords = (await records()).filter((r) => r.worker === "stale");
@@ -106,7 +104,7 @@ describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => 
       messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0, release: null, leaseMs: LEASE_MS, now: Date.now(),
     });
     expect(refused).toEqual({ status: "conflict", reason: "fenced" });
-    expect(await readAllEvents(store, "a1")).toEqual(eventsBefore);
+    expect(await state("a1")).toEqual(stateBefore);
 
     // The resumed process is still a working worker.
     expect(stale.alive()).toBe(true);

@@ -41,6 +41,7 @@ import {
   transitionsOf,
   until,
 } from "./helpers/host.ts";
+import { memoryStateReader } from "./helpers/store-state.ts";
 
 const LEASE = 30_000;
 const open: Gatehouse[] = [];
@@ -109,7 +110,7 @@ describe("epoch fencing", () => {
     expect(outB).toMatchObject({ status: "released", state: "done" });
     const after = await head(store, "f1");
     const messagesAfterB = await store.readMessages("f1");
-    const eventsAfterB = await eventsOf(store, "f1");
+    const stateAfterB = await memoryStateReader(store)("f1");
     expect(model.requests).toHaveLength(2);
     expect(invocations.map((i) => i.toolCallId)).toEqual(["w1", "w1"]);
 
@@ -125,9 +126,7 @@ describe("epoch fencing", () => {
     expect(commitsOfA.map((c) => c.status)).toEqual(["applied", "conflict"]);
     expect(commitsOfA[1].reason).toBe("fenced");
 
-    expect(await head(store, "f1")).toEqual(after);
-    expect(await store.readMessages("f1")).toEqual(messagesAfterB);
-    expect(await eventsOf(store, "f1")).toEqual(eventsAfterB);
+    expect(await memoryStateReader(store)("f1")).toEqual(stateAfterB);
     expect((await ctxOf(store, "f1")).output).toEqual(["from-worker-2"]);
     expect(JSON.stringify(messagesAfterB)).not.toContain("from-worker-A");
     expect(await replayLog(store, "f1")).toEqual(after.snapshot);
@@ -378,9 +377,11 @@ describe("watchdog", () => {
     expect(seen).toHaveLength(1);
     expect(JSON.parse(seen[0].content).error.type).toBe("timeout");
     // A late result changes nothing.
+    const before = await memoryStateReader(store)("w1");
     const late = await store.deliverToolResult({ agentId: "w1", turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "late" }, afterExecution: "continue", source: "http", now: clock.now() });
     expect(late).toMatchObject({ status: "already_resolved", resolvedBy: "timeout" });
     expect(await gh.tick()).toEqual({ timedOut: 0, alreadyResolved: 0, turnFinished: 0, skipped: 0 });
+    expect(await memoryStateReader(store)("w1")).toEqual(before);
   });
 
   it("an in-process tool that outlives its deadline: the watchdog's timeout wins and the late result is dropped", async () => {

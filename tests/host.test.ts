@@ -16,6 +16,7 @@ import type { ToolSpec } from "../tools/specs.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { SNAPSHOT_SCHEMA_VERSION } from "../machines/types.ts";
 import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog, toolMessages, transitionsOf } from "./helpers/host.ts";
+import { memoryStateReader } from "./helpers/store-state.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {
@@ -633,13 +634,17 @@ describe("idempotency", () => {
     const agent = defineAgent({ name: "idem", instructions: "", model });
     const { gh, clock, store } = setup([agent]);
     const a = await enqueue(store, clock, "i1", agent, "charge once", { idempotencyKey: "order-77" });
+    const state = memoryStateReader(store);
+    let before = await state("i1");
     const b = await enqueue(store, clock, "i1", agent, "charge once", { idempotencyKey: "order-77" });
     expect(a.status).toBe("enqueued");
     expect(b).toEqual({ status: "duplicate", turnId: a.turnId });
-    expect((await head(store, "i1")).pendingTasks).toBe(1);
+    expect(await state("i1")).toEqual(before);
     await gh.drain();
+    before = await state("i1");
     const c = await enqueue(store, clock, "i1", agent, "charge once", { idempotencyKey: "order-77" });
     expect(c).toEqual({ status: "duplicate", turnId: a.turnId });
+    expect(await state("i1")).toEqual(before);
     await gh.drain();
     expect(model.requests).toHaveLength(1);
     expect((await ctxOf(store, "i1")).turns).toBe(1);

@@ -1,13 +1,15 @@
 /**
  * Bad input on every route gets its documented status and a problem+json body
  * with its documented code (docs/http.md), and changes nothing: the agent's
- * head, event log, tool calls and messages are the same afterwards, and no
- * agent is created.
+ * whole stored state (every record and its entries in the ready, deadline and
+ * verdict indexes, tests/helpers/store-state.ts) is the same afterwards, and
+ * no agent is created.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
 import type { Gatehouse } from "../mod.ts";
+import { memoryStateReader, statesOf } from "./helpers/store-state.ts";
 
 const MAX_BODY = 1024;
 const BASE = "http://gh.test";
@@ -368,15 +370,9 @@ const STORE_CASES: Case[] = [
 const ctx = {} as Ctx;
 
 /** Everything the store holds about a1, plus proof that no other agent exists. */
+/** The whole stored state of a1 and of every other id the cases name (which must stay empty). */
 async function observable(c: Ctx) {
-  const { store } = c.gh;
-  return {
-    head: await store.getAgent("a1"),
-    events: await store.readEvents("a1", 0, 10_000),
-    toolCalls: await store.getToolCalls("a1", c.turnId),
-    messages: await store.readMessages("a1"),
-    others: await Promise.all(["fresh", "b2", "a{b", "a}", "{a1}", "ghost"].map((id) => store.getAgent(id))),
-  };
+  return statesOf(memoryStateReader(c.gh.store), ["a1", "fresh", "b2", "a{b", "a}", "{a1}", "ghost"]);
 }
 
 async function expectProblem(res: Response, status: number, code: string) {
@@ -417,7 +413,9 @@ beforeAll(async () => {
   const events = await ctx.gh.store.readEvents("a1", 0, 1000);
   ctx.toolCallId = events.find((e) => e.type === "tool_call" && e.data.external === true)!.data.toolCallId as string;
   before = await observable(ctx);
-  expect(before.head!.state).toBe("waiting-tools");
+  expect((await ctx.gh.store.getAgent("a1"))!.state).toBe("waiting-tools");
+  expect(Object.keys(before.a1.deadlines)).toHaveLength(1);
+  for (const id of ["fresh", "b2", "ghost"]) expect(before[id].records).toEqual({});
 });
 
 afterAll(async () => {
@@ -473,7 +471,7 @@ describe("validation details", () => {
 });
 
 describe("bad input changes nothing", () => {
-  it("leaves the agent's head, events, tool calls and messages unchanged and creates no agent", async () => {
+  it("leaves the agent's whole stored state unchanged and creates no agent", async () => {
     const all: Case[] = [
       ...BODY_ROUTES.flatMap(bodyCases),
       ...agentIdCases().map(([, c]) => c),

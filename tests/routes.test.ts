@@ -443,12 +443,13 @@ describe("routes: server-sent events", () => {
 });
 
 describe("routes: machine, watchdog, health", () => {
-  it("describes every BRIEF §1 transition and a Mermaid stateDiagram-v2", async () => {
+  it("serves an XState machine config with every BRIEF §1 transition, and the introspection under meta", async () => {
     const { call } = setup();
     const res = await call("GET", "/v1/machine");
     expect(res.status).toBe(200);
     const m = MachineView.parse(await res.json());
-    expect(m.states.map((s) => s.name)).toEqual(["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"]);
+    expect(Object.keys(m.states)).toEqual(m.meta.states.map((s) => s.name));
+    expect(m.meta.states.map((s) => s.name)).toEqual(["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"]);
     const brief: Array<[string, string, string]> = [
       ["idle", "TASK_STARTED", "running"],
       ["done", "TASK_STARTED", "running"],
@@ -471,17 +472,20 @@ describe("routes: machine, watchdog, health", () => {
       ["verifying", "CANCEL", "failed"],
       ["revising", "CANCEL", "failed"],
     ];
-    const alias = (s: string) => s.replace("-", "_");
     for (const [from, event, to] of brief) {
-      expect(m.transitions.some((t) => t.from === from && t.event === event && t.to === to), `${from} ${event} ${to}`)
+      expect(m.meta.transitions.some((t) => t.from === from && t.event === event && t.to === to), `${from} ${event} ${to}`)
         .toBe(true);
-      expect(m.mermaid).toContain(`${alias(from)} --> ${alias(to)} : ${event}`);
+      const config = m.states[from].on?.[event] ?? [];
+      expect(config.some((t) => (t.target ?? from) === to), `config ${from} ${event} ${to}`).toBe(true);
     }
-    expect(m.transitions.find((t) => t.from === "running" && t.to === "waiting-tools")?.guard).toBe("stepCallsTools");
-    expect(m.mermaid.startsWith("stateDiagram-v2\n")).toBe(true);
-    expect(m.mermaid).toContain('state "waiting-tools" as waiting_tools');
-    expect(m.mermaid).toContain("[*] --> idle");
-    expect(m.definition.id).toBe("agent");
+    expect(m.meta.transitions.find((t) => t.from === "running" && t.to === "waiting-tools")?.guard).toBe("stepCallsTools");
+    const toTools = m.states.running.on?.MODEL_STEP?.find((t) => t.target === "waiting-tools");
+    expect(toTools?.guard).toBe("stepCallsTools");
+    expect(toTools?.actions).toContain("recordPending");
+    expect(m.meta.mermaid.startsWith("stateDiagram-v2\n")).toBe(true);
+    expect(m.meta.mermaid).toContain('state "waiting-tools" as waiting_tools');
+    expect(m.meta.mermaid).toContain("[*] --> idle");
+    expect({ id: m.id, initial: m.initial }).toEqual({ id: "agent", initial: "idle" });
   });
 
   it("times out an external call past its deadline on POST /v1/watchdog/tick and the turn goes on", async () => {

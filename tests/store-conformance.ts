@@ -10,8 +10,12 @@
  * key prefix is enough). `open()`, when given, opens another client on the
  * same data; the concurrency tests spread their calls over several clients
  * with it. Every store it returns is closed by the test; `cleanup()` runs
- * after that.
+ * after that. `state` reads the whole stored state of one agent
+ * (tests/helpers/store-state.ts): every operation that must write nothing is
+ * checked by comparing it before and after, so a write before a refusal
+ * (to tasks, tool calls, mail, deadlines, bells, verdicts) fails the test.
  */
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { watchdogTick } from "../actors/watchdog.ts";
 import type {
@@ -28,12 +32,15 @@ import type { NewEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { MailItem, ToolCallRecord } from "../store/types.ts";
+import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
 
 export interface ConformanceHandle {
   store: Store;
   cleanup(): Promise<void>;
   /** Opens another client on the same data (optional). */
   open?(): Promise<Store>;
+  /** Reads the whole stored state of one agent of this store. */
+  state: StateReader;
   /** How many idempotency entries the store keeps for an agent (invariant 13; read from the adapter's internals). */
   idempotencyEntries(agentId: string): Promise<number>;
 }
@@ -77,6 +84,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     }
 
     const freshTurn = () => `turn_${++turnSeq}`;
+
+    /** The whole stored state of the given agents (default a1), for before/after comparisons. */
+    const states = (...agentIds: string[]) => statesOf(h.state, agentIds.length > 0 ? agentIds : ["a1"]);
 
     async function enqueue(over: Partial<EnqueueTaskRequest> = {}) {
       const req: EnqueueTaskRequest = {
@@ -218,11 +228,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("answers duplicate with the first turn id for a repeated idempotency key and adds nothing", async () => {
         const first = await enqueue({ idempotencyKey: "k1" });
+        const before = await states();
         const second = await enqueue({ idempotencyKey: "k1", now: T0 + 5 });
         expect(second.r).toEqual({ status: "duplicate", turnId: first.req.turnId });
-        const head = await store.getAgent("a1");
-        expect(head!.pendingTasks).toBe(1);
-        expect(head!.lastEventId).toBe(1);
+        expect(await states()).toEqual(before);
       });
 
       it("keeps an idempotency entry only for tasks that carry a key", async () => {
@@ -243,11 +252,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("refuses a task for another definition with definition_conflict and writes nothing", async () => {
         await enqueue();
-        const { r } = await enqueue({ agentName: "other", idempotencyKey: "k2" });
+        const before = await states();
+        const { r } = await enqueue({ agentName: "other", idempotencyKey: "k2", workerTarget: "other" });
         expect(r).toEqual({ status: "definition_conflict", boundTo: "calc" });
-        const head = await store.getAgent("a1");
-        expect(head!.pendingTasks).toBe(1);
-        expect(head!.lastEventId).toBe(1);
+        expect(await states()).toEqual(before);
         // The key of the refused task was not recorded.
         const again = await enqueue({ idempotencyKey: "k2" });
         expect(again.r.status).toBe("enqueued");
@@ -278,6 +286,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     describe("claim", () => {
       it("answers agent_not_found for an unknown agent", async () => {
         expect(await store.claim({ agentId: "nobody", workerId: "w1", leaseMs: LEASE, now: T0 })).toEqual({ status: "agent_not_found" });
+        expect(await states("nobody")).toEqual({ nobody: NOTHING });
       });
 
       it("takes the oldest task, increments epoch and leases the agent until now + leaseMs", async () => {
@@ -308,9 +317,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("answers busy with the lease end while another worker holds the agent", async () => {
         await enqueue();
         await claimOk("a1", "w1", T0);
+        const before = await states();
         const c = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + LEASE - 1 });
         expect(c).toEqual({ status: "busy", agentId: "a1", leaseUntil: T0 + LEASE });
-        expect((await store.getAgent("a1"))!.epoch).toBe(1);
+        expect(await states()).toEqual(before);
       });
 
       it("answers empty when nothing is claimable, changes nothing and drops the bell", async () => {
@@ -320,10 +330,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         // A second task rings, but it is not claimable while the first turn is active.
         await enqueue({ now: T0 + 4 });
         expect(await store.nextReadyAt(TARGET)).toBe(T0 + 4);
-        const before = await store.getAgent("a1");
+        const before = await states();
         const e = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 5 });
         expect(e).toEqual({ status: "empty", agentId: "a1" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        // The only write: the bell is gone.
+        expect(await states()).toEqual({ a1: withIndexes(before.a1, { ready: {} }) });
         expect(await store.nextReadyAt(TARGET)).toBeNull();
       });
 
@@ -370,20 +381,17 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c1 = await claimOk("a1", "w1", T0);
         const c2 = await claimOk("a1", "w2", T0 + LEASE);
         expect(c2.task).toEqual(c1.task);
-        const before = await store.getAgent("a1");
+        const before = await states();
         const stale = await store.commit(commitOf(c1, "w1", {
           now: T0 + LEASE + 1,
           events: [{ type: "step", data: { phase: "started" } }],
           messages: [{ role: "assistant", content: "late" }],
           recordToolCalls: [toolCall(c1.task!.turnId, "call_1", T0 + 99)],
+          ackMailThrough: 99,
           release: { runnableAt: null },
         }));
         expect(stale).toEqual({ status: "conflict", reason: "fenced" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await store.readMessages("a1")).toEqual([]);
-        expect((await allEvents()).length).toBe(1);
-        expect(await store.getToolCalls("a1", c1.task!.turnId)).toEqual([]);
-        expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
+        expect(await states()).toEqual(before);
       });
     });
 
@@ -508,34 +516,45 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue();
         const c = await claimOk();
         expect((await store.commit(commitOf(c, "w1"))).status).toBe("applied");
-        const before = await store.getAgent("a1");
-        const r = await store.commit(commitOf(c, "w1", { now: T0 + 2, events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }] }));
+        const before = await states();
+        const r = await store.commit(commitOf(c, "w1", {
+          now: T0 + 2, events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }],
+          recordToolCalls: [toolCall(c.task!.turnId, "call_v", T0 + 99)], activeTurnId: null, release: { runnableAt: T0 + 3 },
+        }));
         expect(r).toEqual({ status: "conflict", reason: "version" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await store.readMessages("a1")).toEqual([]);
+        expect(await states()).toEqual(before);
       });
 
       it("refuses a turn mismatch with conflict turn and writes nothing", async () => {
         await enqueue();
         const c = await claimOk();
-        const before = await store.getAgent("a1");
-        const r = await store.commit(commitOf(c, "w1", { turnId: "turn_other", events: [{ type: "x", data: {} }] }));
+        const before = await states();
+        // A commit of another turn, recording tool calls of that turn: nothing of it may land.
+        const r = await store.commit(commitOf(c, "w1", {
+          turnId: "turn_other", events: [{ type: "x", data: {} }], messages: [{ role: "user", content: "m" }],
+          recordToolCalls: [toolCall("turn_other", "call_1", T0 + 99), toolCall("turn_other", "call_2", T0 + 98)],
+        }));
         expect(r).toEqual({ status: "conflict", reason: "turn" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states()).toEqual(before);
       });
 
       it("fences a commit of another worker id, and one made after the lease ran out", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
-        expect(await store.commit(commitOf(c, "w2"))).toEqual({ status: "conflict", reason: "fenced" });
-        expect(await store.commit(commitOf(c, "w1", { now: T0 + LEASE }))).toEqual({ status: "conflict", reason: "fenced" });
-        expect((await store.getAgent("a1"))!.version).toBe(0);
+        const before = await states();
+        const writes = { events: [{ type: "x", data: {} }], recordToolCalls: [toolCall(c.task!.turnId, "call_1", T0 + 99)] };
+        expect(await store.commit(commitOf(c, "w2", writes))).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await store.commit(commitOf(c, "w1", { ...writes, now: T0 + LEASE }))).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await states()).toEqual(before);
       });
 
       it("fences a commit whose epoch is stale", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
-        expect(await store.commit(commitOf(c, "w1", { epoch: c.epoch - 1 }))).toEqual({ status: "conflict", reason: "fenced" });
+        const before = await states();
+        expect(await store.commit(commitOf(c, "w1", { epoch: c.epoch - 1, messages: [{ role: "user", content: "m" }] })))
+          .toEqual({ status: "conflict", reason: "fenced" });
+        expect(await states()).toEqual(before);
       });
 
       it("answers agent_not_found for an unknown agent", async () => {
@@ -545,6 +564,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           release: null, leaseMs: LEASE, now: T0,
         });
         expect(r).toEqual({ status: "conflict", reason: "agent_not_found" });
+        expect(await states("nobody")).toEqual({ nobody: NOTHING });
       });
 
       it("ends the turn: activeTurnId and currentTask become null and the lease is released", async () => {
@@ -620,11 +640,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("answers lost for another worker, a stale epoch, an expired lease or an unknown agent", async () => {
         await enqueue();
         const c = await claimOk("a1", "w1", T0);
+        const before = await states("a1", "zz");
         expect(await store.renewLease({ agentId: "a1", workerId: "w2", epoch: c.epoch, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch + 1, leaseMs: LEASE, now: T0 + 1 })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "a1", workerId: "w1", epoch: c.epoch, leaseMs: LEASE, now: T0 + LEASE })).toEqual({ status: "lost" });
         expect(await store.renewLease({ agentId: "zz", workerId: "w1", epoch: 1, leaseMs: LEASE, now: T0 })).toEqual({ status: "lost" });
-        expect((await store.getAgent("a1"))!.leaseUntil).toBe(T0 + LEASE);
+        expect(await states("a1", "zz")).toEqual(before);
       });
     });
 
@@ -667,8 +688,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("requestCancel: agent_not_found, not_active between turns, accepted with mail, event and bell", async () => {
         expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 })).toEqual({ status: "agent_not_found" });
+        expect(await states()).toEqual({ a1: NOTHING });
         const { req } = await enqueue();
+        const before = await states();
         expect(await store.requestCancel({ agentId: "a1", reason: "x", now: T0 + 1 })).toEqual({ status: "not_active" });
+        expect(await states()).toEqual(before);
         const c = await claimOk();
         await store.commit(commitOf(c, "w1", { now: T0 + 2, release: { runnableAt: null } }));
         expect(await store.nextReadyAt(TARGET)).toBeNull();
@@ -722,11 +746,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("a cancel naming a turn: accepted while it is active; turn_not_started while queued; turn_not_found when unknown", async () => {
         const { t1, t2 } = await activeAndQueued();
-        const before = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_started" });
         expect(await store.requestCancel({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
         expect(await store.requestCancel({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states("a1", "nobody")).toEqual(before);
         expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "accepted", turnId: t1 });
         const c = await claimOk("a1", "w2", T0 + LEASE + 10);
         expect(c.mail).toEqual([{ kind: "cancel", seq: c.mail[0].seq, at: T0 + 3, reason: "x", turnId: t1 }]);
@@ -736,11 +760,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const { t1, c } = await activeAndQueued();
         await endTurn(c);
         const c2 = await claimOk("a1", "w1", T0 + 6);
-        const before = await store.getAgent("a1");
-        const events = await allEvents();
+        const before = await states();
         expect(await store.requestCancel({ agentId: "a1", turnId: t1, reason: "late", now: T0 + 7 })).toEqual({ status: "turn_finished" });
-        expect(await store.getAgent("a1")).toEqual(before);
-        expect(await allEvents()).toEqual(events);
+        expect(await states()).toEqual(before);
         expect(c2.mail).toEqual([]);
       });
 
@@ -755,11 +777,11 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         });
         expect((await enqueue({ idempotencyKey: "k2", now: T0 + 4 })).r).toEqual({ status: "duplicate", turnId: t2 });
         // Again: answered cancelled, nothing written.
-        const events = await allEvents();
+        const before = await states();
         expect(await store.cancelTask({ agentId: "a1", turnId: t2, reason: "again", now: T0 + 4 })).toEqual({ status: "cancelled", already: true });
-        expect(await allEvents()).toEqual(events);
         // A cancel naming it is turn_finished; the turn after the active one finds no task.
         expect(await store.requestCancel({ agentId: "a1", turnId: t2, reason: "x", now: T0 + 4 })).toEqual({ status: "turn_finished" });
+        expect(await states()).toEqual(before);
         await endTurn(c);
         const after = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 6 });
         expect(after.status).toBe("empty");
@@ -768,13 +790,15 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("cancelTask answers turn_started for the active turn, turn_finished once ended, turn_not_found and agent_not_found", async () => {
         const { t1, c } = await activeAndQueued();
-        const before = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "turn_started" });
         expect(await store.cancelTask({ agentId: "a1", turnId: "turn_zz", reason: "x", now: T0 + 3 })).toEqual({ status: "turn_not_found" });
         expect(await store.cancelTask({ agentId: "nobody", turnId: t1, reason: "x", now: T0 + 3 })).toEqual({ status: "agent_not_found" });
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states("a1", "nobody")).toEqual(before);
         await endTurn(c);
+        const ended = await states();
         expect(await store.cancelTask({ agentId: "a1", turnId: t1, reason: "x", now: T0 + 6 })).toEqual({ status: "turn_finished" });
+        expect(await states()).toEqual(ended);
       });
 
       it("cancelTask takes the named task out of the middle of the queue; the others run in order", async () => {
@@ -794,16 +818,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     // ---------------------------------------------------------------- all or nothing
 
     describe("all or nothing", () => {
-      /** Every record of agent a1 a reader can see, for before/after comparisons. */
-      async function visible(turnId?: string) {
-        return {
-          head: await store.getAgent("a1"),
-          events: await allEvents(),
-          messages: await store.readMessages("a1"),
-          calls: turnId ? await store.getToolCalls("a1", turnId) : [],
-          due: await store.dueToolCalls(T0 + 1_000_000, 100),
-        };
-      }
+      /** The whole stored state of agent a1, for before/after comparisons. */
+      const visible = (_turnId?: string) => states();
       const unserialisable = () => ({ deep: { toJSON() {
         throw new Error("cannot serialise");
       } } });
@@ -894,16 +910,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(rec.outcome).toEqual(timeout);
       });
 
-      /** What a refused delivery must leave as it was: head, the turn's calls, events, deadlines, bell, messages. */
+      /** What a refused delivery must leave as it was: the turn's calls and the agent's whole stored state (tests/helpers/store-state.ts). */
       async function recordsOf(turnId: string, agentId = "a1") {
-        return {
-          head: await store.getAgent(agentId),
-          calls: await store.getToolCalls(agentId, turnId),
-          events: await store.readEvents(agentId, 0, 10_000),
-          due: await store.dueToolCalls(T0 + 10_000_000, 1_000),
-          ready: await store.nextReadyAt(TARGET),
-          messages: await store.readMessages(agentId),
-        };
+        return { calls: await store.getToolCalls(agentId, turnId), whole: await states(agentId) };
       }
       const deliver = (turnId: string, toolCallId: string, outcome: Outcome, over: Partial<DeliverToolResultRequest> = {}) =>
         store.deliverToolResult({ agentId: "a1", turnId, toolCallId, outcome, afterExecution: "continue", source: "http", now: T0 + 10, ...over });
@@ -989,9 +998,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("answers agent_not_found and unknown_call", async () => {
         expect((await store.deliverToolResult({ agentId: "zz", turnId: "t", toolCallId: "c", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("agent_not_found");
+        expect(await states("zz")).toEqual({ zz: NOTHING });
         const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        const before = await states();
         expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "nope", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
         expect((await store.deliverToolResult({ agentId: "a1", turnId: "turn_x", toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 })).status).toBe("unknown_call");
+        expect(await states()).toEqual(before);
       });
 
       it("answers turn_finished for a pending call of a turn that ended, which is no longer due", async () => {
@@ -999,9 +1011,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const end = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, state: "failed", activeTurnId: null, release: { runnableAt: null } }));
         expect(end.status).toBe("applied");
         expect(await store.dueToolCalls(T0 + 1_000, 10)).toEqual([]);
-        const before = await store.getAgent("a1");
+        const before = await states();
         expect((await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 3 })).status).toBe("turn_finished");
-        expect(await store.getAgent("a1")).toEqual(before);
+        expect(await states()).toEqual(before);
       });
 
       it("skipDueToolCall moves a due record or takes it out of the index, logging watchdog_skipped; absent changes nothing", async () => {
@@ -1021,12 +1033,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           ["watchdog_skipped", turnId, { toolCallId: "c1", reason: "error: x", retryAt: T0 + 5_000 }],
           ["watchdog_skipped", turnId, { toolCallId: "c2", reason: "unknown_call", retryAt: null }],
         ]);
-        const head = await store.getAgent("a1");
+        const before = await states("a1", "nobody");
         expect(await store.skipDueToolCall({ agentId: "a1", turnId, toolCallId: "c2", retryAt: null, reason: "again", now: T0 + 202 }))
           .toEqual({ status: "absent" });
         expect(await store.skipDueToolCall({ agentId: "nobody", turnId, toolCallId: "c9", retryAt: null, reason: "x", now: T0 + 202 }))
           .toEqual({ status: "absent" });
-        expect(await store.getAgent("a1")).toEqual(head);
+        expect(await states("a1", "nobody")).toEqual(before);
       });
 
       it("the watchdog: a record whose delivery throws is pushed back and skipped; it never holds up the others", async () => {
@@ -1096,19 +1108,22 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
         const tick = await watchdogTick(store, { now: () => T0 + 100 });
         expect(tick.timedOut).toBe(1);
-        const before = await store.getAgent("a1");
+        const before = (await states()).a1;
         const r = await store.commit(commitOf(claim, "w1", {
           expectedVersion: version, now: T0 + 101,
           events: [{ type: "tool_result", data: {} }],
           messages: [{ role: "tool", content: "3", toolCallId: "call_1" }],
+          recordToolCalls: [toolCall(turnId, "call_2", T0 + 500)],
           resolveToolCalls: [{ toolCallId: "call_1", outcome: { ok: true, value: 3 }, afterExecution: "continue" }],
+          ackMailThrough: 99, activeTurnId: null,
         }));
         expect(r).toEqual({ status: "conflict", reason: "tool_call_resolved" });
-        const after = await store.getAgent("a1");
-        expect(after!.version).toBe(before!.version);
-        expect(after!.lastEventId).toBe(before!.lastEventId);
-        expect(after!.snapshot).toEqual(before!.snapshot);
-        expect(await store.readMessages("a1")).toEqual([]);
+        // Nothing of the commit landed; the only writes are the released lease and the bell rung at now.
+        const after = (await states()).a1;
+        const lease = ["leaseOwner", "leaseUntil"];
+        expect(omitHeadFields(after, lease)).toEqual(withIndexes(omitHeadFields(before, lease), { ready: { [TARGET]: T0 + 101 } }));
+        const head = await store.getAgent("a1");
+        expect([head!.leaseOwner, head!.leaseUntil]).toEqual([null, 0]);
         const [rec] = await store.getToolCalls("a1", turnId);
         expect(rec).toMatchObject({ status: "resolved", source: "watchdog", outcome: { ok: false, error: { type: "timeout" } } });
         // The lease was released so another worker picks up the timeout mail at once.
@@ -1202,8 +1217,10 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("writes a verdict once: a second write answers exists and leaves the record as it was", async () => {
         await enqueue();
         expect(await store.putVerdict(v("verdict_1", "t1", "PASS"))).toEqual({ status: "written" });
+        const before = await states();
         const again = { ...v("verdict_1", "t1", "FAIL"), json: "{\"changed\":true}" };
         expect(await store.putVerdict(again)).toEqual({ status: "exists" });
+        expect(await states()).toEqual(before);
         expect(await store.getVerdict("verdict_1")).toBe(v("verdict_1", "t1", "PASS").json);
         expect(await store.listVerdicts("a1", {})).toEqual([v("verdict_1", "t1", "PASS").json]);
       });
@@ -1233,6 +1250,196 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await store.putVerdict({ agentId: "a1", verdictId: "v_raw", turnId: "t1", status: "PASS", json });
         expect(await store.getVerdict("v_raw")).toBe(json);
       });
+    });
+
+    // ---------------------------------------------------------------- reads
+
+    describe("reads", () => {
+      it("no read writes anything: getAgent, getToolCalls, readMessages, readEvents, dueToolCalls, nextReadyAt, getVerdict, listVerdicts", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 100 });
+        await store.putVerdict({ agentId: "a1", verdictId: "v1", turnId, status: "PASS", json: "{}" });
+        const before = await states("a1", "nobody");
+        await store.getAgent("a1");
+        await store.getAgent("nobody");
+        await store.getToolCalls("a1", turnId);
+        await store.readMessages("a1", 0);
+        await store.readEvents("a1", 0, 100);
+        await store.dueToolCalls(T0 + 1_000, 10);
+        await store.nextReadyAt(TARGET);
+        await store.getVerdict("v1");
+        await store.listVerdicts("a1", { status: "PASS" });
+        expect(await states("a1", "nobody")).toEqual(before);
+      });
+    });
+
+    // ---------------------------------------------------------------- refusals, at random
+
+    describe("refusals (random operations)", () => {
+      // Mostly valid operations (so agents get claimed, commits apply, calls get recorded and turns end)
+      // with a fault now and then, so that every kind of refusal comes up.
+      type Op =
+        | { op: "enqueue"; agent: number; other: boolean; key: number }
+        | { op: "claim"; agent: number; worker: number }
+        | { op: "commit"; agent: number; fault: number; record: boolean; resolve: number; end: boolean; release: boolean }
+        | { op: "deliver"; agent: number; call: number; otherTurn: boolean }
+        | { op: "cancel"; agent: number; turn: number; task: boolean }
+        | { op: "renew"; agent: number; fault: boolean }
+        | { op: "verdict"; agent: number; id: number }
+        | { op: "advance"; ms: number };
+      // r1 and r2 exist from the start; "ghost" never does.
+      const agent = fc.constantFrom(0, 0, 1, 1, 2);
+      const opArb: fc.Arbitrary<Op> = fc.oneof(
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("enqueue" as const), agent, other: fc.integer({ min: 0, max: 4 }).map((x) => x === 0), key: fc.integer({ min: 0, max: 2 }) }) },
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("claim" as const), agent, worker: fc.integer({ min: 0, max: 1 }) }) },
+        {
+          weight: 6,
+          arbitrary: fc.record({
+            op: fc.constant("commit" as const), agent, fault: fc.integer({ min: 0, max: 11 }), record: fc.integer({ min: 0, max: 2 }).map((x) => x > 0),
+            resolve: fc.integer({ min: -3, max: 2 }), end: fc.integer({ min: 0, max: 3 }).map((x) => x === 0), release: fc.boolean(),
+          }),
+        },
+        { weight: 4, arbitrary: fc.record({ op: fc.constant("deliver" as const), agent, call: fc.integer({ min: 0, max: 4 }), otherTurn: fc.integer({ min: 0, max: 3 }).map((x) => x === 0) }) },
+        { weight: 3, arbitrary: fc.record({ op: fc.constant("cancel" as const), agent, turn: fc.integer({ min: -1, max: 4 }), task: fc.boolean() }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("renew" as const), agent, fault: fc.boolean() }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("verdict" as const), agent, id: fc.integer({ min: 0, max: 2 }) }) },
+        { weight: 2, arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, LEASE / 2, LEASE) }) },
+      );
+      const AGENTS = ["r1", "r2", "ghost"];
+      const WORKERS = ["w1", "w2"];
+      /** Statuses that promise no write at all. */
+      const NO_WRITE = new Set([
+        "duplicate", "definition_conflict", "busy", "agent_not_found", "fenced", "version", "turn", "unknown_call", "turn_finished",
+        "not_active", "lost", "exists", "turn_not_started", "turn_not_found", "turn_started", "cancelled_already",
+      ]);
+
+      it("an operation that is refused, or answers duplicate, writes nothing (the documented bell and lease writes aside)", async () => {
+        const seen = new Map<string, number>();
+        await fc.assert(
+          fc.asyncProperty(fc.array(opArb, { minLength: 10, maxLength: 40 }), async (ops) => {
+            const hh = await make();
+            const s = hh.store;
+            try {
+              let now = T0;
+              let n = 0;
+              /** agent -> its latest claim, the worker that holds it and the version after its last applied commit. */
+              const claims = new Map<string, { c: Claimed; worker: string; version: number }>();
+              const calls = new Map<string, Array<{ id: string; turnId: string }>>();
+              /** agent -> turn ids it enqueued */
+              const turnsOf = new Map<string, string[]>([["r1", []], ["r2", []], ["ghost", []]]);
+              for (const id of ["r1", "r2"]) {
+                await s.enqueueTask({ agentId: id, agentName: "calc", workerTarget: TARGET, input: 0, options: {}, turnId: `rt_${++n}`, now });
+                turnsOf.get(id)!.push(`rt_${n}`);
+              }
+              for (const o of ops) {
+                if (o.op === "advance") {
+                  now += o.ms;
+                  continue;
+                }
+                const id = AGENTS[o.agent];
+                if (o.op === "commit" && !claims.has(id)) {
+                  // A commit needs a claim: take one first (setup, not the operation under test).
+                  const r = await s.claim({ agentId: id, workerId: WORKERS[0], leaseMs: LEASE, now });
+                  if (r.status === "claimed") claims.set(id, { c: r, worker: WORKERS[0], version: r.head.version });
+                }
+                const before = await statesOf(hh.state, AGENTS);
+                let expected = before;
+                let status: string;
+                if (o.op === "enqueue") {
+                  status = (await s.enqueueTask({
+                    agentId: id, agentName: o.other ? "other" : "calc", workerTarget: TARGET, input: o.key, options: {},
+                    turnId: `rt_${++n}`, now, ...(o.key > 0 ? { idempotencyKey: `k${o.key}` } : {}),
+                  })).status;
+                  if (status === "enqueued") turnsOf.get(id)!.push(`rt_${n}`);
+                } else if (o.op === "claim") {
+                  const r = await s.claim({ agentId: id, workerId: WORKERS[o.worker], leaseMs: LEASE, now });
+                  status = r.status;
+                  if (r.status === "claimed") claims.set(id, { c: r, worker: WORKERS[o.worker], version: r.head.version });
+                  if (r.status === "empty") {
+                    // Documented: an empty claim drops or moves the agent's bell, and writes nothing else.
+                    const bell = (await statesOf(hh.state, [id]))[id].ready;
+                    expected = { ...before, [id]: withIndexes(before[id], { ready: bell }) };
+                  }
+                } else if (o.op === "commit") {
+                  const held = claims.get(id);
+                  if (!held) continue;
+                  const { c } = held;
+                  const turnId = o.fault === 3 ? "turn_other" : c.head.activeTurnId;
+                  const known = calls.get(id) ?? [];
+                  // Negative: resolve nothing; an index of a recorded call: that call; 2 past the end: a call never recorded.
+                  const resolve = o.resolve < 0 ? undefined : o.resolve < known.length ? known[o.resolve].id : o.resolve === 2 ? "call_none" : undefined;
+                  const recordId = `call_${++n}`;
+                  const r = await s.commit(commitOf(c, o.fault === 4 ? "w_other" : held.worker, {
+                    epoch: c.epoch - (o.fault === 1 ? 1 : 0),
+                    expectedVersion: held.version - (o.fault === 2 ? 1 : 0),
+                    turnId,
+                    now,
+                    events: [{ type: "step", data: { n } }],
+                    messages: [{ role: "assistant", content: `m${n}` }],
+                    recordToolCalls: o.record && turnId ? [toolCall(turnId, recordId, now + LEASE)] : [],
+                    resolveToolCalls: resolve ? [{ toolCallId: resolve, outcome: ok, afterExecution: "continue" }] : [],
+                    activeTurnId: o.end ? null : turnId,
+                    release: o.release ? { runnableAt: null } : null,
+                    ackMailThrough: 1,
+                  }));
+                  status = r.status === "applied" ? "applied" : r.reason;
+                  if (r.status === "applied") {
+                    held.version = r.version;
+                    if (o.record && turnId) calls.set(id, [...known, { id: recordId, turnId }]);
+                  }
+                  if (status === "tool_call_resolved") {
+                    // Documented: the lease is released and the bell rung at now; nothing of the commit lands.
+                    const lease = ["leaseOwner", "leaseUntil"];
+                    const after = (await statesOf(hh.state, AGENTS))[id];
+                    expect(omitHeadFields(after, lease), `${JSON.stringify(o)} -> ${status}`)
+                      .toEqual(withIndexes(omitHeadFields(before[id], lease), { ready: { [TARGET]: now } }));
+                  }
+                } else if (o.op === "deliver") {
+                  const known = calls.get(id) ?? [];
+                  // 0-3: a recorded call (when there is one); 4: a call never recorded.
+                  const call = o.call < 4 && known.length > 0 ? known[o.call % known.length] : { id: "call_none", turnId: "rt_1" };
+                  status = (await s.deliverToolResult({
+                    agentId: id, turnId: o.otherTurn ? "turn_other" : call.turnId, toolCallId: call.id, outcome: ok, afterExecution: "continue",
+                    source: "http", now,
+                  })).status;
+                } else if (o.op === "cancel") {
+                  // -1: no turn named; 4: a turn never enqueued; else one of the agent's turns.
+                  const mine = turnsOf.get(id)!;
+                  const turnId = o.turn < 0 ? undefined : o.turn < 4 && mine.length > 0 ? mine[o.turn % mine.length] : "turn_zz";
+                  if (o.task) {
+                    const r = await s.cancelTask({ agentId: id, turnId: turnId ?? "turn_zz", reason: "r", now });
+                    status = r.status === "cancelled" && r.already ? "cancelled_already" : r.status;
+                  } else {
+                    status = (await s.requestCancel({ agentId: id, reason: "r", now, ...(turnId ? { turnId } : {}) })).status;
+                  }
+                } else if (o.op === "renew") {
+                  const held = claims.get(id);
+                  if (!held) continue;
+                  status = (await s.renewLease({ agentId: id, workerId: held.worker, epoch: held.c.epoch - (o.fault ? 1 : 0), leaseMs: LEASE, now })).status;
+                } else {
+                  status = (await s.putVerdict({ agentId: id, verdictId: o.id === 2 ? `rv_${id}_${n}` : `rv_${id}`, turnId: "t", status: "PASS", json: "{}" })).status;
+                }
+                seen.set(`${o.op}:${status}`, (seen.get(`${o.op}:${status}`) ?? 0) + 1);
+                if (NO_WRITE.has(status) || status === "empty") {
+                  expect(await statesOf(hh.state, AGENTS), `${JSON.stringify(o)} -> ${status}`).toEqual(expected);
+                }
+              }
+            } finally {
+              await s.close();
+              await hh.cleanup();
+            }
+          }),
+          { numRuns: 30, seed: 20261123 },
+        );
+        // The runs came by every kind of refusal.
+        const kinds = [
+          "enqueue:duplicate", "enqueue:definition_conflict", "claim:busy", "claim:empty", "claim:agent_not_found",
+          "commit:fenced", "commit:version", "commit:turn", "commit:tool_call_resolved",
+          "deliver:duplicate", "deliver:unknown_call", "deliver:turn_finished", "deliver:agent_not_found",
+          "cancel:not_active", "cancel:turn_not_started", "cancel:turn_not_found", "cancel:turn_started", "cancel:cancelled_already",
+          "cancel:turn_finished", "renew:lost", "verdict:exists",
+        ];
+        expect(kinds.filter((k) => !seen.has(k)), [...seen].sort().map(([k, v]) => `${k}=${v}`).join(" ")).toEqual([]);
+      }, 60_000);
     });
 
     // ---------------------------------------------------------------- turns ended from outside

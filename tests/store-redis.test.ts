@@ -9,10 +9,12 @@ import { sha1Hex } from "../common/hex.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 
 let server: RedisServer;
 let raw: Redis;
 let n = 0;
+const rawCommand = (c: string[]) => raw.call(c[0], ...c.slice(1));
 const freshPrefix = () => `t${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedisServer();
@@ -28,6 +30,7 @@ storeConformance("redis", async () => {
   return {
     store: redisStore({ url: server.url, prefix }),
     open: async () => redisStore({ url: server.url, prefix }),
+    state: redisStateReader(rawCommand, prefix),
     cleanup: async () => {},
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
@@ -75,6 +78,46 @@ describe("redisStore", () => {
     await store.close();
   });
 
+  it("the state reader of the tests sees a write of any type under the agent's tag, a TTL, and the agent's index entries only", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix });
+    const state = redisStateReader(rawCommand, prefix);
+    await busyAgent(store, "a*");
+    await busyAgent(store, "ab");
+    const base = await state("a*");
+    expect(Object.keys(base.records).sort()).toEqual(["calls:turn_a*", "events", "head", "idem", "inputs", "mail", "msgs", "turns", "verdicts"]);
+    expect(base.deadlines).toEqual({ "turn_a*\nc2": T0 + 100 });
+    expect(Object.keys(base.verdicts)).toEqual(["v_a*"]);
+    expect(Object.keys(base.ready)).toEqual(["default"]);
+    const tag = `${prefix}:{a:a*}:`;
+    const writes: Array<[string, () => Promise<unknown>]> = [
+      ["string", () => raw.set(`${tag}s`, "1")],
+      ["set", () => raw.sadd(`${tag}set`, "x")],
+      ["zset", () => raw.zadd(`${tag}z`, 1, "x")],
+      ["stream", () => raw.xadd(`${tag}x`, "*", "f", "v")],
+      ["hash field", () => raw.hset(`${tag}head`, "_x", "1")],
+      ["list item", () => raw.rpush(`${tag}mail`, "m")],
+      ["ttl", () => raw.pexpire(`${tag}events`, 100_000)],
+      ["bell in another queue", () => raw.zadd(`${prefix}:ready:gpu`, 5, "a*")],
+      ["deadline", () => raw.zadd(`${prefix}:deadlines`, 5, "a*\nt\nc")],
+      ["verdict naming the agent", () => raw.hset(`${prefix}:verdicts`, "v9", JSON.stringify({ agentId: "a*" }))],
+    ];
+    let prev = base;
+    for (const [what, write] of writes) {
+      await write();
+      const next = await state("a*");
+      expect(next, what).not.toEqual(prev);
+      prev = next;
+    }
+    // Another agent's records and index entries are not part of a*'s state, glob characters notwithstanding.
+    const other = await state("ab");
+    await raw.set(`${prefix}:{a:ab}:s`, "1");
+    await raw.zadd(`${prefix}:deadlines`, 5, "ab\nt\nc");
+    expect(await state("a*")).toEqual(prev);
+    expect(await state("ab")).not.toEqual(other);
+    await store.close();
+  });
+
   it("refuses agent ids that would move the hash tag, and non-integer times, with StoreInputError", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     for (const agentId of ["a{b", "a}b", "a\nb", "", ".", ".."]) {
@@ -111,36 +154,39 @@ describe("redisStore", () => {
     await store.close();
   });
 
-  it("a replayed enqueue (same turn id) answers enqueued and adds nothing", async () => {
+  it("a replayed enqueue (same turn id) answers enqueued and writes nothing", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    const state = redisStateReader(rawCommand, store.prefix);
     const req = { agentId: "a1", agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: "turn_1", now: T0 };
     expect(await store.enqueueTask(req)).toEqual({ status: "enqueued", turnId: "turn_1" });
+    const before = await state("a1");
     expect(await store.enqueueTask(req)).toEqual({ status: "enqueued", turnId: "turn_1" });
-    const head = await store.getAgent("a1");
-    expect(head!.pendingTasks).toBe(1);
-    expect(head!.lastEventId).toBe(1);
+    expect(await state("a1")).toEqual(before);
     await store.close();
   });
 
-  it("a replayed commit answers applied with the same numbers and appends nothing twice", async () => {
+  it("a replayed commit answers applied with the same numbers and writes nothing", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     const { commit } = await busyAgent(store);
-    const head = await store.getAgent("a1");
+    const state = redisStateReader(rawCommand, store.prefix);
+    const before = await state("a1");
     // busyAgent's commit was applied; a replay of it (a client resend) must not apply again.
     const again = await store.commit(commit);
     expect(again).toEqual({ status: "applied", version: 1, lastEventId: 2 });
-    expect(await store.getAgent("a1")).toEqual(head);
-    expect(await store.readMessages("a1")).toHaveLength(1);
+    expect(await state("a1")).toEqual(before);
     await store.close();
   });
 
-  it("a replayed cancel answers accepted and adds no second mail", async () => {
+  it("a replayed cancel answers accepted and writes nothing", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     await busyAgent(store);
     const req = { agentId: "a1", reason: "stop", now: T0 + 10 };
     const accepted = { status: "accepted", turnId: "turn_a1" };
     expect(await store.requestCancel(req)).toEqual(accepted);
+    const state = redisStateReader(rawCommand, store.prefix);
+    const before = await state("a1");
     expect(await store.requestCancel(req)).toEqual(accepted);
+    expect(await state("a1")).toEqual(before);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(2); // the tool result and one cancel
     expect(await store.requestCancel({ ...req, now: T0 + 11 })).toEqual(accepted);
     expect((await store.getAgent("a1"))!.pendingMail).toBe(3);

@@ -8,17 +8,22 @@ import { upstashStore } from "../store/upstash.ts";
 import { keySpace } from "../store/keys.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
+/** A TCP client on the server behind the bridge: the state reader sees the keys as stored. */
+let tcp: TcpRedis;
 let n = 0;
 const freshPrefix = () => `u${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
+  tcp = new TcpRedis(server.url);
 });
 afterAll(async () => {
+  tcp?.disconnect();
   await bridge?.close();
   await server?.stop();
 });
@@ -29,6 +34,7 @@ storeConformance("upstash", async () => {
   return {
     store: upstashStore({ url: bridge.url, token: bridge.token, prefix }),
     open: async () => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
+    state: redisStateReader((c) => tcp.call(c[0], ...c.slice(1)), prefix),
     cleanup: async () => raw.disconnect(),
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
@@ -40,11 +46,10 @@ const isScript = (cmds: string[][]) => cmds.some((c) => /^eval/i.test(c[0]));
 
 describe("upstashStore", () => {
   it("retried applied commands (response lost after the script ran) cause no duplicate effects", async () => {
-    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix: freshPrefix() });
+    const prefix = freshPrefix();
+    const store = upstashStore({ url: bridge.url, token: bridge.token, prefix });
     // Load every script so the dropped request is the one that applied (not a NOSCRIPT answer).
-    const tcp = new TcpRedis(server.url);
     for (const source of Object.values(scripts)) await tcp.script("LOAD", source);
-    tcp.disconnect();
     const dropped = bridge.stats.dropped;
 
     bridge.dropResponses(1, isScript);
@@ -86,6 +91,19 @@ describe("upstashStore", () => {
     expect(after!.pendingTasks).toBe(0);
     expect(after!.lastEventId).toBe(6); // + task_enqueued, task_cancelled
     expect(bridge.stats.dropped - dropped).toBe(5);
+
+    // The same calls without lost responses leave exactly the same stored state: the retries wrote nothing.
+    const refPrefix = freshPrefix();
+    const ref = upstashStore({ url: bridge.url, token: bridge.token, prefix: refPrefix });
+    await ref.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: "turn_1", now: T0 });
+    await ref.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1 });
+    await ref.commit(commit);
+    await ref.deliverToolResult({ agentId: "a1", turnId: "turn_1", toolCallId: "c1", outcome: { ok: true, value: 2 }, afterExecution: "continue", source: "http", now: T0 + 3 });
+    await ref.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 });
+    await ref.enqueueTask({ agentId: "a1", agentName: "calc", workerTarget: "default", input: "later", options: {}, turnId: "turn_2", now: T0 + 5 });
+    await ref.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 6 });
+    const raw = (c: string[]) => tcp.call(c[0], ...c.slice(1));
+    expect(await redisStateReader(raw, prefix)("a1")).toEqual(await redisStateReader(raw, refPrefix)("a1"));
   });
 
   it("every operation is one billed command", async () => {

@@ -18,6 +18,7 @@ import {
 import type { Gatehouse, ModelResponse, NewVerdict } from "../mod.ts";
 import { verdictIdOf } from "../verification/recorder.ts";
 import { enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { memoryStateReader } from "./helpers/store-state.ts";
 import v1 from "./fixtures/verdict-v1.0.0.json" with { type: "json" };
 
 const Summary = z.object({ summary: z.string() });
@@ -103,11 +104,13 @@ describe("write-once storage", () => {
 
   it("a second write of a verdict id answers exists and leaves the stored record unchanged", async () => {
     const { gh, first } = await withTurn();
-    const before = await gh.store.getVerdict(first.verdictId);
+    const state = memoryStateReader(gh.store);
+    const before = await state("a1");
+    expect(Object.keys(before.verdicts)).toContain(first.verdictId);
     const other = JSON.stringify({ ...first.toJSON(), status: "PASS" });
     expect(await gh.store.putVerdict({ agentId: "a1", verdictId: first.verdictId, turnId: first.taskId, status: "PASS", json: other }))
       .toEqual({ status: "exists" });
-    expect(await gh.store.getVerdict(first.verdictId)).toBe(before);
+    expect(await state("a1")).toEqual(before);
     expect((await gh.verdicts.get(first.verdictId))?.status).toBe("NEEDS_CHANGES");
     expect(await gh.verdicts.list("a1", { status: "PASS" })).toEqual([]);
   });
@@ -136,12 +139,17 @@ describe("write-once storage", () => {
       }
       return null;
     };
+    const state = memoryStateReader(gh.store);
+    let before = await state("a1");
     expect(await refused({ guardianCode: "nobody" })).toEqual(["unknown_guardian", "guardianCode"]);
     expect(await refused({ assignmentId: "assignment:other:output_verifier:fixer" })).toEqual(["unknown_assignment", "assignmentId"]);
     // turn_1 is enqueued but not yet claimed: not active.
     expect(await refused({})).toEqual(["unknown_task", "taskId"]);
+    expect(await state("a1")).toEqual(before);
     await gh.drain(); // claims and finishes turn_1
+    before = await state("a1");
     expect(await refused({})).toEqual(["unknown_task", "taskId"]);
+    expect(await state("a1")).toEqual(before);
     expect(await gh.verdicts.list("a1")).toEqual([]);
   });
 

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, scriptedModel, VERDICT_SCHEMA_VERSION, VerificationRejected } from "../mod.ts";
 import type { Gatehouse } from "../mod.ts";
 import { enqueue, get, seqIds } from "./fixtures/gate-kit.ts";
+import { memoryStateReader, statesOf } from "./helpers/store-state.ts";
 import v1 from "./fixtures/verdict-v1.0.0.json" with { type: "json" };
 
 let gh: Gatehouse;
@@ -56,13 +57,15 @@ describe("GET /v1/agents/:agentId/verdicts", () => {
     expect((await get(gh, "/v1/agents/a1/verdicts?turnId=turn_9")).json.verdicts).toEqual([]);
   });
 
-  it("answers 400 validation_failed for a status that is not PASS, NEEDS_CHANGES or FAIL", async () => {
+  it("answers 400 validation_failed for a status that is not PASS, NEEDS_CHANGES or FAIL, changing nothing", async () => {
+    const before = await statesOf(memoryStateReader(gh.store), ["a1"]);
     for (const q of ["status=pass", "status=OK", "status=PASS&status=FAIL", "colour=red"]) {
       const r = await get(gh, `/v1/agents/a1/verdicts?${q}`);
       expect(r.status).toBe(400);
       expect(r.type).toBe("application/problem+json");
       expect(r.json.code).toBe("validation_failed");
     }
+    expect(await statesOf(memoryStateReader(gh.store), ["a1"])).toEqual(before);
   });
 
   it("answers 404 agent_not_found for an unknown agent and 400 for an invalid agent id", async () => {

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { AnyTool, Gatehouse, Message, ModelResponse } from "../mod.ts";
 import { allEvents, contextOf, enqueue, get, manualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { memoryStateReader } from "./helpers/store-state.ts";
 
 const Summary = z.object({ summary: z.string(), profile: z.string().default("fast") });
 const gateEvents = async (gh: Gatehouse) =>
@@ -147,12 +148,14 @@ describe("tools and waits of a gated agent", () => {
     await gh.fetch(new Request("http://gatehouse/v1/agents/a1/cancel", { method: "POST" }));
     await gh.drain();
     const call = (await gh.store.getToolCalls("a1", json.turnId)).find((c) => c.name === "approval")!;
+    const before = await memoryStateReader(gh.store)("a1");
     const res = await gh.fetch(new Request("http://gatehouse/v1/agents/a1/tool-results", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ turnId: json.turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "late" } }),
     }));
     expect(res.status).toBe(409);
+    expect(await memoryStateReader(gh.store)("a1")).toEqual(before);
     expect((await contextOf(gh, "a1")).context.error?.reason).toBe("cancelled");
   });
 

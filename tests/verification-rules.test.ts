@@ -49,9 +49,9 @@ describe("verifier discovery", () => {
     expect(definitionError(() => agentWith({ schema, extra: 1 })).message).toMatch(/unknown key "extra"; it takes schema, verify, verifyMaxAttempts/);
   });
 
-  it("output needs a zod schema", () => {
-    expect(definitionError(() => agentWith({ verify: () => 1 })).message).toMatch(/output.schema must be a zod schema/);
-    expect(definitionError(() => agentWith({ schema: { type: "object" } })).message).toMatch(/output.schema must be a zod schema/);
+  it("output needs a zod object schema", () => {
+    expect(definitionError(() => agentWith({ verify: () => 1 })).message).toMatch(/output.schema must be a zod object schema/);
+    expect(definitionError(() => agentWith({ schema: { type: "object" } })).message).toMatch(/output.schema must be a zod object schema/);
   });
 });
 

@@ -2,8 +2,18 @@
  * defineTool(): a tool the model may call. A tool with `execute` runs in the
  * worker (in-process); one without is *external*: its calls are announced as
  * `tool_call` events and its results arrive over HTTP.
+ *
+ * Checked here, each refusal a `DefinitionError` whose `key` names the field:
+ * `parameters` is a zod object schema (the model's arguments are an object:
+ * a JSON Schema `{ type: "object" }`, and `defaults`/`fixed` are keyed by
+ * its properties); every key of `defaults` and `fixed` is one of its
+ * properties, and the value is one that property's schema accepts (so a
+ * default or fixed value can never make every call invalid); a key is
+ * either defaulted or fixed, not both (a fixed value always wins, so the
+ * default would be dead).
  */
-import type { z } from "zod";
+import { z } from "zod";
+import { isPlainObject } from "../common/json.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import type { AfterExecution } from "../common/outcome.ts";
 
@@ -49,6 +59,55 @@ export type AnyTool = ToolDefinition<any>;
 export type { AfterExecution };
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+type Shape = Record<string, z.ZodType>;
+
+/** The property schemas of a zod object schema (`z.object`, `z.strictObject`, `z.looseObject`, zod/mini too), or null. */
+export function zodObjectShape(schema: unknown): Shape | null {
+  const def = (schema as { _zod?: { def?: { type?: unknown; shape?: unknown } } } | null)?._zod?.def;
+  return def?.type === "object" && def.shape && typeof def.shape === "object" ? def.shape as Shape : null;
+}
+
+/** What a value that should be a zod object schema is, for error messages. */
+export function describeSchema(schema: unknown): string {
+  const type = (schema as { _zod?: { def?: { type?: unknown } } } | null)?._zod?.def?.type;
+  if (typeof type === "string") {
+    return type === "pipe" ? "a zod pipe (.transform() or .pipe() around the object)" : `a zod ${type} schema`;
+  }
+  return schema === null || typeof schema !== "object" ? JSON.stringify(schema) ?? String(schema) : "not a zod schema";
+}
+
+function checkArgumentValues(name: string, shape: Shape, config: ToolConfig<z.ZodType>) {
+  for (const which of ["defaults", "fixed"] as const) {
+    const values = config[which];
+    if (values === undefined) continue;
+    if (!isPlainObject(values)) {
+      throw new DefinitionError(`Tool "${name}": ${which} must be an object of argument values`, { key: which });
+    }
+    for (const [k, v] of Object.entries(values)) {
+      const key = `${which}.${k}`;
+      if (!Object.hasOwn(shape, k)) {
+        const known = Object.keys(shape);
+        throw new DefinitionError(
+          `Tool "${name}": ${key} is not a parameter (${known.length > 0 ? `parameters: ${known.join(", ")}` : "it takes none"})`,
+          { key },
+        );
+      }
+      const parsed = z.safeParse(shape[k], v);
+      if (!parsed.success) {
+        throw new DefinitionError(
+          `Tool "${name}": ${key} = ${JSON.stringify(v)} is refused by the parameter's schema: ${z.prettifyError(parsed.error)}`,
+          { key },
+        );
+      }
+      if (which === "defaults" && config.fixed && Object.hasOwn(config.fixed, k)) {
+        throw new DefinitionError(`Tool "${name}": ${key} is also fixed; a fixed argument always wins, drop the default`, {
+          key,
+        });
+      }
+    }
+  }
+}
 export const RESERVED_TOOL_NAMES = new Set(["agent_output", "submit_result"]);
 
 /**
@@ -62,22 +121,29 @@ export const RESERVED_TOOL_NAMES = new Set(["agent_output", "submit_result"]);
 export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefinition<S> {
   if (!config || typeof config !== "object") throw new DefinitionError("defineTool() needs a config object");
   if (typeof config.name !== "string" || !NAME.test(config.name)) {
-    throw new DefinitionError(`Tool name ${JSON.stringify(config.name)} must match ${NAME}`);
+    throw new DefinitionError(`Tool name ${JSON.stringify(config.name)} must match ${NAME}`, { key: "name" });
   }
   if (RESERVED_TOOL_NAMES.has(config.name)) {
-    throw new DefinitionError(`Tool name "${config.name}" is reserved for the built-in completion tool`);
+    throw new DefinitionError(`Tool name "${config.name}" is reserved for the built-in completion tool`, {
+      key: "name",
+    });
   }
   if (typeof config.description !== "string" || config.description.trim() === "") {
-    throw new DefinitionError(`Tool "${config.name}" needs a description`);
+    throw new DefinitionError(`Tool "${config.name}" needs a description`, { key: "description" });
   }
-  if (!config.parameters || typeof (config.parameters as z.ZodType).safeParse !== "function") {
-    throw new DefinitionError(`Tool "${config.name}": parameters must be a zod schema`);
+  const shape = zodObjectShape(config.parameters);
+  if (!shape) {
+    throw new DefinitionError(
+      `Tool "${config.name}": parameters must be a zod object schema (z.object({ ... })), got ${describeSchema(config.parameters)}`,
+      { key: "parameters" },
+    );
   }
+  checkArgumentValues(config.name, shape, config);
   if (config.execute !== undefined && typeof config.execute !== "function") {
-    throw new DefinitionError(`Tool "${config.name}": execute must be a function`);
+    throw new DefinitionError(`Tool "${config.name}": execute must be a function`, { key: "execute" });
   }
   if (config.timeoutMs !== undefined && (!Number.isInteger(config.timeoutMs) || config.timeoutMs <= 0)) {
-    throw new DefinitionError(`Tool "${config.name}": timeoutMs must be a positive integer`);
+    throw new DefinitionError(`Tool "${config.name}": timeoutMs must be a positive integer`, { key: "timeoutMs" });
   }
   return Object.freeze({ ...config, kind: "tool" as const, external: config.execute === undefined });
 }

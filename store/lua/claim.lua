@@ -15,6 +15,7 @@
 -- @include head.lua
 -- @include claim.lua
 
+-- no checks: claim_agent checks before it writes.
 local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], inputs = KEYS[4] },
   ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5], nil)
 return reply

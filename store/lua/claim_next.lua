@@ -20,6 +20,8 @@
 -- @include head.lua
 -- @include claim.lua
 
+-- no checks: it refuses nothing. Each visit either claims (claim_agent checks
+-- before it writes) or moves or removes the visited bell.
 local ready = KEYS[1]
 local prefix, worker_json, lease_ms, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = tonumber(now_str)

@@ -92,7 +92,9 @@ for i = 0, n_res - 1 do
   if not call[1] or call[2] then
     -- The watchdog (or an HTTP delivery) resolved it first: give the agent
     -- back at once so a worker picks up the result that won.
+    -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    -- write before checks done: and rings the bell so the result that won is picked up
     redis.call('ZADD', ready, now_str, agent_id)
     return 'tool_call_resolved'
   end

@@ -7,6 +7,7 @@
   ARGV[1] now   ARGV[2] limit (>= 1)
   Returns: 'list ["<agentId>\n<turnId>\n<toolCallId>", ...]'
 ]]
+-- no checks: it refuses nothing; its one write removes members that name no call.
 -- @include head.lua
 
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])

@@ -4,6 +4,7 @@
   KEYS[1] head hash
   Returns: 'head {AgentHead JSON}' | 'none'
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local h = read_head(KEYS[1], HEAD_FIELDS)

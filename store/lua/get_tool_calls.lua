@@ -4,6 +4,7 @@
   KEYS[1] calls hash of the turn
   Returns: 'list [ToolCallRecord JSON, ...]' (unordered)
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local all = redis.call('HGETALL', KEYS[1])

@@ -6,6 +6,7 @@
   ARGV[1] turnId (raw)   ARGV[2] turnId JSON
   Returns: 'turn {"status":"<status>"[,"input":...]}' | 'none' (unknown agent or turn)
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 -- @include turns.lua
 

@@ -6,6 +6,7 @@
   ARGV[3] '1' to filter by status, else '0'   ARGV[4] status
   Returns: 'list ["<record text>", ...]' (each record as a JSON string)
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local by_turn, turn_id, by_status, status = ARGV[1] == '1', ARGV[2], ARGV[3] == '1', ARGV[4]

@@ -3,4 +3,5 @@
   No keys, no arguments.
   Returns: 'pong'
 ]]
+-- reads only: writes nothing.
 return 'pong'

@@ -12,6 +12,8 @@
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
   return 'exists'
 end
+
+-- Checks done; writes follow.
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('RPUSH', KEYS[1], ARGV[2])

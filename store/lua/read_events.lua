@@ -8,6 +8,7 @@
   ARGV[1] after (>= 0)   ARGV[2] limit (>= 1)   ARGV[3] maxBytes ('' = no budget)
   Returns: 'list [StoredEvent JSON, ...]'
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local after, limit, budget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])

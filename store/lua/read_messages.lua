@@ -8,6 +8,7 @@
   ARGV[1] fromIndex (>= 0)
   Returns: 'list [Message JSON, ...]'
 ]]
+-- reads only: writes nothing.
 -- @include head.lua
 
 local items = redis.call('LRANGE', KEYS[1], ARGV[1], -1)

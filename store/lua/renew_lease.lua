@@ -21,6 +21,8 @@ local h = read_head(head, { 'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'wor
 if not h or h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'lost'
 end
+
+-- Checks done; writes follow.
 local until_str = int(now + lease_ms)
 redis.call('HSET', head, 'leaseUntil', until_str)
 redis.call('ZADD', ready_key(prefix, h.workerTarget), until_str, agent_id)

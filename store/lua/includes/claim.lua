@@ -36,8 +36,10 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   if not claimable then
     -- A bell with nothing behind it: forget the bell, keep a future wakeup.
     if h.runnableAt == 'null' then
+      -- write before checks done: an empty claim drops the bell that rang for nothing
       redis.call('ZREM', ready, agent_id)
     else
+      -- write before checks done: or moves it to the agent's future wakeup
       redis.call('ZADD', ready, h.runnableAt, agent_id)
     end
     return 'empty', 'empty'

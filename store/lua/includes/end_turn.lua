@@ -15,6 +15,7 @@
   Returns the new version.
 ]]
 local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, now_str, extra)
+  -- no checks: the calling script has checked; this ends the turn.
   local snapshot, state = ARGV[end_at], ARGV[end_at + 1]
   local n_msg, n_ev = tonumber(ARGV[end_at + 2]), tonumber(ARGV[end_at + 3])
   local message_count = tonumber(h.messageCount)

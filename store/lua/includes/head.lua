@@ -61,6 +61,7 @@ end
 -- RPUSH in slices: unpack() of a very long table would overflow the Lua stack.
 -- Returns the list length.
 local function push_all(key, items)
+  -- no checks: appends what the calling script has checked.
   local len = 0
   for i = 1, #items, 1000 do
     len = redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
@@ -75,6 +76,7 @@ end
   writes into the head.
 ]]
 local function append_events(events_key, last, turn_id_json, now_str, tails)
+  -- no checks: appends what the calling script has checked.
   local items = {}
   for i = 1, #tails do
     items[i] = '{"id":' .. int(last + i) .. ',"at":' .. now_str .. ',"turnId":' .. turn_id_json .. ',' .. tails[i]
