@@ -28,6 +28,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { readCapped } from "./body.ts";
 import { ProblemError } from "./problem.ts";
+import { AGENT_ID } from "./schemas.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { requirementOf } from "./auth/access.ts";
 import { type NormalizedToken, normalizeTokens, type RouteAuth } from "./auth/config.ts";
@@ -107,6 +108,10 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
     c.req.raw = new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal });
     principals.set(c, "signed");
 
+    // The id becomes part of a store key: the agent id guard's check, before the claim.
+    if (!AGENT_ID.test(need.agentId)) {
+      throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
+    }
     const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
     const claimed = await rt.store.claimDelivery({ ...dedup, now });
     if (claimed.status === "seen") {

@@ -163,6 +163,19 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
       }
     });
 
+    it("answers a signed request to an agent id that cannot be a key with 400 invalid_agent_id, and one over the body cap with 413", async () => {
+      const { gh, send } = setup({ webhookSecrets: [SECRET] });
+      try {
+        const r = await send("POST", "/v1/agents/bad%7Bid/tasks", task, signed(SECRET, "msg_k", T0, task));
+        expect(r.status).toBe(400);
+        expect((await r.json()).code).toBe("invalid_agent_id");
+        const big = JSON.stringify({ agent: "helper", input: "x".repeat(2_000_000) });
+        expect((await send("POST", "/v1/agents/w7/tasks", big, signed(SECRET, "msg_b", T0, big))).status).toBe(413);
+      } finally {
+        await gh.close();
+      }
+    });
+
     it("answers 409 delivery_in_progress while the first delivery of the id is still being handled", async () => {
       const { gh, store, send } = setup({ webhookSecrets: [SECRET] });
       try {
