@@ -50,6 +50,7 @@ describe("store scripts: checks before writes", () => {
       "claim_next.lua claim_agent",
       "commit.lua main",
       "deliver_tool_result.lua main",
+      "delivery.lua main",
       "enqueue_task.lua main",
       "put_verdict.lua main",
       "record_claim_failure.lua main",

@@ -21,15 +21,18 @@ if cur then
     live = string.sub(cur, nl + 1)
   end
 end
+if mode == 'claim' and live then
+  return 'seen ' .. live
+end
+-- checks done
+local reply = 'absent'
 if mode == 'claim' then
-  if live then
-    return 'seen ' .. live
-  end
   redis.call('SET', KEYS[1], tostring(now + window) .. '\n', 'PX', window)
-  return 'fresh'
+  reply = 'fresh'
 elseif mode == 'record' then
   redis.call('SET', KEYS[1], tostring(now + window) .. '\n' .. ARGV[4], 'PX', window)
-  return 'written'
+  reply = 'written'
+else
+  redis.call('DEL', KEYS[1])
 end
-redis.call('DEL', KEYS[1])
-return 'absent'
+return reply
