@@ -7,13 +7,14 @@
  * outside a handler, and an instance built at module scope must still start.
  */
 import type { Hono } from "hono";
-import type { InspectionEvent } from "xstate";
+import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
 import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
+import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
@@ -30,6 +31,9 @@ import type { Guardian } from "./verdicts/guardian.ts";
 import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
 import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/registry.ts";
 
+/** Default lease of a claim (ms), chosen from bench/takeover.ts (docs/operations.md). */
+export const DEFAULT_LEASE_MS = 15_000;
+
 export interface GatehouseOptions {
   agents: AnyAgent[];
   /** Default: memoryStore(). */
@@ -41,7 +45,11 @@ export interface GatehouseOptions {
   workerTargets?: string[];
   /** Concurrent worker loops per process (default 4). */
   concurrency?: number;
-  /** Lease of one claim in ms (default 30 000); renewed while the claim runs. */
+  /**
+   * Lease of one claim in ms (default DEFAULT_LEASE_MS, 15 000); renewed every
+   * third of it while the claim runs. A crashed worker's agents resume about
+   * one lease after its last renewal (docs/operations.md, "Leases and takeover").
+   */
   leaseMs?: number;
   /** Longest idle poll interval of a worker loop in ms (default 100). */
   pollMs?: number;
@@ -70,8 +78,12 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
-  /** XState inspection callback for every actor this process runs. */
-  inspect?: (event: InspectionEvent) => void;
+  /**
+   * XState inspection for every actor this process runs: a callback or an
+   * observer, e.g. `createBrowserInspector().inspect` of @statelyai/inspect
+   * (docs/debugging.md).
+   */
+  inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   /**
    * Process work inline after each accepted request (serverless without a
    * worker). Refused on Cloudflare Workers, where work running after the
@@ -301,7 +313,10 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   } catch (err) {
     throw new DefinitionError(`createGatehouse(): jsonLimits.${(err as Error).message}`);
   }
-  const store = options.store ?? memoryStore();
+  const baseStore = options.store ?? memoryStore();
+  const metrics = createMetrics();
+  // Workers, watchdog and routes write through the metered store (actors/metrics.ts).
+  const store = meteredStore(baseStore, metrics);
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
   const logger = options.logger ?? silentLogger;
@@ -320,7 +335,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const deps: HostDeps = {
     store, agents, clock, logger,
     cache: lruCache(),
-    leaseMs: options.leaseMs ?? 30_000,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    metrics,
     inspect: options.inspect,
     verification,
     externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
@@ -345,7 +361,9 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const routeStore = storeWithDeadline(store, storeTimeoutMs);
 
   const runtime: RouteRuntime = {
-    store: routeStore, agents, clock, ids, logger,
+    store: routeStore, agents, clock, ids, logger, guardians,
+    metrics,
+    workerTargets: targets,
     limits: {
       maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
       json: limits,
@@ -379,7 +397,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const gatehouse: Gatehouse = {
     app,
     fetch: (req: Request) => Promise.resolve(app.fetch(req)),
-    store,
+    store: baseStore,
     agents,
     guardians,
     verdicts,

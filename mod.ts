@@ -4,7 +4,7 @@
  * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
  * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
  * Node built-in). The TCP Redis adapter needs Node built-ins and lives in the
- * subpath `gatehouse/redis` (`redis.ts`).
+ * subpath `@gatehouse-runtime/core/redis` (`redis.ts`).
  * @module
  */
 export { defineTool, terminate } from "./tools/define.ts";
@@ -64,9 +64,15 @@ export type {
   TransitionConfigJSON,
 } from "./machines/definition.ts";
 export { createApp } from "./routes/app.ts";
+export { exportReplayBundle, loadReplayBundle, REPLAY_BUNDLE_SCHEMA_VERSION, ReplayBundleError } from "./routes/replay-bundle.ts";
+export type { ReplayBundleV1 } from "./routes/replay-bundle.ts";
+export { serveReplay } from "./replay.ts";
+export { historyAt, HistoryDivergedError } from "./actors/time-travel.ts";
+export type { HistoryPoint } from "./actors/time-travel.ts";
 export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
 export { authFromEnv } from "./routes/auth/from-env.ts";
+export { checkAuthConfig } from "./routes/auth/config.ts";
 export type { OperationDoc, RouteModule, RouteModuleFactory } from "./routes/module.ts";
 export { PROBLEMS, ProblemError, problemType } from "./routes/problem.ts";
 export type { ProblemCode } from "./routes/problem.ts";

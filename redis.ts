@@ -1,13 +1,13 @@
 /**
- * `gatehouse/redis`: the store on Redis over TCP (ioredis), for long-running
+ * `@gatehouse-runtime/core/redis`: the store on Redis over TCP (ioredis), for long-running
  * Node, Deno and Bun workers. It is a subpath of its own because it needs
  * Node built-ins (`net`, `tls`, `events`): `mod.ts` stays Web-only, so it
  * bundles for Cloudflare Workers, and only programs that import this module
- * pull in ioredis. On the edge use `upstashStore` from `gatehouse`.
+ * pull in ioredis. On the edge use `upstashStore` from `@gatehouse-runtime/core`.
  *
  * @example
- * import { createGatehouse } from "gatehouse";
- * import { redisStore } from "gatehouse/redis";
+ * import { createGatehouse } from "@gatehouse-runtime/core";
+ * import { redisStore } from "@gatehouse-runtime/core/redis";
  * const store = redisStore("redis://127.0.0.1:6379");
  * await store.checkEviction();
  * const gh = createGatehouse({ agents, store });

@@ -26,7 +26,7 @@
  *   the next piece starts without waiting for the cron.
  *
  * @example
- * import { createWorkersHandler, upstashStore } from "gatehouse";
+ * import { createWorkersHandler, upstashStore } from "@gatehouse-runtime/core";
  * export default createWorkersHandler({
  *   agents: [helper],
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),

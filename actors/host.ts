@@ -25,7 +25,7 @@
  *   releases the lease with `runnableAt = now`, so any worker (or the next
  *   invocation) can go on at once; the hand-back is logged as `claim_yielded`.
  */
-import { createActor, type InspectionEvent } from "xstate";
+import { createActor, type InspectionEvent, type Observer } from "xstate";
 import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
@@ -52,6 +52,8 @@ import { abortableSleep } from "../common/sleep.ts";
 import { ID_PATTERN } from "../common/ids.ts";
 import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
+import type { Metrics } from "./metrics.ts";
+import { endSpan, startSpan, type Span } from "./tracing.ts";
 
 export interface HostDeps {
   store: Store;
@@ -60,8 +62,8 @@ export interface HostDeps {
   logger: Logger;
   cache: SnapshotCache;
   leaseMs: number;
-  /** XState inspection callback (works with @statelyai/inspect). */
-  inspect?: (event: InspectionEvent) => void;
+  /** XState inspection callback or observer (`createInspector(...).inspect` of @statelyai/inspect fits). */
+  inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   verification?: VerificationHooks;
   /** Default external tool deadline (ms). */
   externalToolTimeoutMs: number;
@@ -69,6 +71,8 @@ export interface HostDeps {
   toolTimeoutMs: number;
   /** Base backoff after a verifier system error (ms), doubled per error. */
   verifierBackoffMs: number;
+  /** Process metrics (step latency is observed here; the store wrapper counts the rest). */
+  metrics?: Metrics;
   /**
    * Bounds of values that enter a turn from code (model tool-call arguments,
    * in-process tool results); default DEFAULT_JSON_LIMITS. A model response
@@ -130,6 +134,16 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let version = head.version;
   let commits = 0;
   const turnId = head.activeTurnId;
+  const claimedAt = clock.now();
+  const prev = claim.previousLease;
+  if (prev) {
+    // The agent was still leased to a worker that neither renewed nor released it: it died or stalled.
+    logger.info("lease_takeover", {
+      agentId, workerId, epoch, previousWorker: prev.workerId, previousLeaseUntil: prev.leaseUntil,
+      waitedMs: Math.max(0, claimedAt - prev.leaseUntil), sinceLastWriteMs: Math.max(0, claimedAt - prev.updatedAt),
+    });
+  }
+  logger.debug("claim", { agentId, workerId, epoch, state: head.state, mail: claim.mail.length, task: claim.task?.turnId ?? null });
 
   /**
    * Logs why this worker cannot run the agent and parks it: the lease is kept
@@ -249,12 +263,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
       abort.abort();
       cache.delete(agentId);
-      logger.info("commit refused; attempt stopped", { agentId, epoch, reason: res.reason });
+      logger.info("commit_refused", { agentId, workerId, epoch, reason: res.reason });
       fenceReason = res.reason;
       return false;
     }
     commits++;
     version = res.version;
+    logger.debug("commit", { agentId, workerId, epoch, version, state: s.value, released: releaseAt !== null });
     if (!releaseAt) leaseUntil = now + deps.leaseMs;
     events = [];
     newMessages = [];
@@ -295,6 +310,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       logger.warn("lease renewal failed", { agentId, error: String(err) });
     }
   }, renewEvery);
+
+  // One span per claim that works on a turn (a turn handed back or waiting for an external tool shows as several).
+  const turnSpan: Span | undefined = turnId === null ? undefined : startSpan("gatehouse.turn", {
+    "gatehouse.agent_id": agentId, "gatehouse.agent": head.agentName, "gatehouse.turn_id": turnId,
+    "gatehouse.worker_id": workerId, "gatehouse.epoch": epoch,
+  });
+  const ids = { "gatehouse.agent_id": agentId, "gatehouse.turn_id": turnId ?? "" };
 
   try {
     // 1. The task of this turn (new, or carried over from a worker that died before starting it).
@@ -359,6 +381,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       } else if (value === "waiting-tools") {
         await runInProcessTools(context);
       } else if (value === "verifying") {
+        const vSpan = startSpan("gatehouse.verification", ids, turnSpan);
+        const vStarted = clock.now();
         const result = await runVerification({
           agent, agentId, turnId: context.turnId!, context, workerId, epoch,
           input: claim.task?.input ?? null,
@@ -367,6 +391,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         });
         for (const e of result.before) events.push(e);
         apply(result.event);
+        const outcome = result.event.type === "VERIFY_PASSED" ? "passed" : result.event.type === "VERIFY_REJECTED" ? "rejected" : "error";
+        logger.info("verification", {
+          agentId, turnId: context.turnId, outcome, attempt: snap().context.verification.attemptsUsed,
+          state: snap().value, durationMs: clock.now() - vStarted,
+        });
+        endSpan(vSpan, { "gatehouse.verification_outcome": outcome }, outcome === "error" ? "verifier error" : undefined);
       }
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
       const next = needsMe();
@@ -389,6 +419,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
   } finally {
     clearInterval(renewTimer);
+    if (turnSpan) {
+      const { value, context } = snap();
+      endSpan(turnSpan, {
+        "gatehouse.state": value, "gatehouse.commits": commits,
+        "gen_ai.usage.input_tokens": context.turnUsage.inputTokens, "gen_ai.usage.output_tokens": context.turnUsage.outputTokens,
+      }, abort.signal.aborted ? fenceReason || "lease_lost" : undefined);
+    }
     if (resident) cache.put(agentId, version, history, actor);
     else {
       actor.stop();
@@ -405,6 +442,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     let res: ModelResponse | null = null;
     let lastError = "";
     const attempts = agent!.modelAttempts ?? 3;
+    const span = startSpan("gatehouse.model_step", { ...ids, "gatehouse.step": step, "gen_ai.request.model": agent!.model.name }, turnSpan);
+    const started = clock.now();
     for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
       try {
         chunks.length = 0;
@@ -429,9 +468,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         if (i + 1 < attempts) await abortableSleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
       }
     }
-    if (abort.signal.aborted) return;
-    if (!res) {
-      apply({ type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
+    deps.metrics?.stepDuration((clock.now() - started) / 1000);
+    if (abort.signal.aborted || !res) {
+      endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
+      if (!abort.signal.aborted) apply({ type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
       return;
     }
     const now = clock.now();
@@ -479,6 +519,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
     }
     apply({ type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
+    endSpan(span, {
+      "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
+      "gatehouse.tool_calls": calls.length,
+    });
     emit("step", {
       phase: "completed", step, model: agent!.model.name,
       llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
@@ -490,7 +534,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
     const results = await Promise.all(todo.map(async ([id, p]) => {
       const started = clock.now();
+      const span = startSpan("gatehouse.tool_call", { ...ids, "gatehouse.tool_call_id": id, "gatehouse.tool": p.name }, turnSpan);
       const r = await dispatch(tId, id, p.name, p.args);
+      endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
       return { id, name: p.name, ...r, ms: clock.now() - started };
     }));
     if (abort.signal.aborted) return;
@@ -585,6 +631,6 @@ export function missingResultFields(input: unknown, value: unknown): string[] {
   return fields.filter((f) => !(f in (value as Record<string, unknown>)));
 }
 
-function createAgentActor(persisted: PersistedSnapshot, inspect?: (event: InspectionEvent) => void) {
+function createAgentActor(persisted: PersistedSnapshot, inspect?: HostDeps["inspect"]) {
   return createActor(agentMachine, { snapshot: persisted as never, ...(inspect ? { inspect } : {}) }).start();
 }

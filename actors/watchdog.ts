@@ -79,6 +79,7 @@ export async function watchdogTick(
     }
     if (status === "accepted") {
       out.timedOut++;
+      opts.logger?.info("watchdog_timeout", { agentId: d.agentId, turnId: d.turnId, toolCallId: d.toolCallId });
       continue;
     }
     if (status === "duplicate" || status === "already_resolved") out.alreadyResolved++;

@@ -5,7 +5,7 @@
  *
  * | variables | store |
  * | --- | --- |
- * | `GATEHOUSE_REDIS_URL` | `opts.redis` (pass `redisStore` from `gatehouse/redis`) |
+ * | `GATEHOUSE_REDIS_URL` | `opts.redis` (pass `redisStore` from `@gatehouse-runtime/core/redis`) |
  * | `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` | upstashStore (REST) |
  * | neither | memoryStore (nothing survives the process) |
  *
@@ -20,7 +20,7 @@
  * subpath, never silently ignored.
  *
  * @example
- * import { redisStore } from "gatehouse/redis";
+ * import { redisStore } from "@gatehouse-runtime/core/redis";
  * const store = await storeFromEnv(process.env, { redis: redisStore });
  */
 import { memoryStore } from "../store/memory.ts";
@@ -31,19 +31,22 @@ import { upstashStore } from "../store/upstash.ts";
 
 export type Env = Record<string, string | undefined>;
 
-/** What storeFromEnv needs of the TCP adapter: `redisStore` from `gatehouse/redis` fits. */
+/** What storeFromEnv needs of the TCP adapter: `redisStore` from `@gatehouse-runtime/core/redis` fits. */
 export type TcpStoreFactory = (opts: {
   url: string;
   prefix?: string;
   allowEviction?: boolean;
   onError?: (err: Error) => void;
+  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
 }) => ScriptStore;
 
 export interface StoreFromEnvOptions {
-  /** The TCP adapter for `GATEHOUSE_REDIS_URL` (`redisStore` from `gatehouse/redis`). */
+  /** The TCP adapter for `GATEHOUSE_REDIS_URL` (`redisStore` from `@gatehouse-runtime/core/redis`). */
   redis?: TcpStoreFactory;
   /** Connection errors of the TCP client while it reconnects (default: ignored). */
   onError?: (err: Error) => void;
+  /** Gets the TCP client's `store_reconnecting` / `store_ready` lines (docs/operations.md). */
+  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
 }
 
 export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Promise<Store> {
@@ -53,10 +56,10 @@ export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Pr
     if (!opts.redis) {
       throw new StoreInputError(
         "GATEHOUSE_REDIS_URL is set but no TCP adapter was passed: call storeFromEnv(env, { redis: redisStore }) " +
-          "with redisStore from gatehouse/redis (Node, Deno, Bun), or use UPSTASH_REDIS_REST_URL on the edge",
+          "with redisStore from @gatehouse-runtime/core/redis (Node, Deno, Bun), or use UPSTASH_REDIS_REST_URL on the edge",
       );
     }
-    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError });
+    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError, logger: opts.logger });
     try {
       await store.checkEviction();
     } catch (err) {

@@ -75,7 +75,8 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
   const redact = (s: string) => (o.apiKey && o.apiKey.length >= 4 ? s.split(o.apiKey).join("[redacted]") : s);
   const timeoutMs = o.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
   // Called through globalThis: Workers refuse a `fetch` detached from its receiver ("Illegal invocation").
-  const doFetch: typeof fetch = o.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const doFetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> =
+    o.fetch ?? ((input, init) => globalThis.fetch(input, init));
 
   return {
     name: o.model,

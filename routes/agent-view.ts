@@ -2,7 +2,9 @@
  * The public view of an agent (`GET /v1/agents/:agentId`): its head record
  * plus what the snapshot's context says about the current turn. An agent
  * whose first task is not claimed yet has no snapshot; it reads as the
- * machine's initial context. Times are ISO 8601 (UTC); the `…Ms` twins keep
+ * machine's initial context. `lease` says which worker holds the agent and
+ * until when, so an agent that waits for a dead worker's lease explains
+ * itself (docs/operations.md, "A stuck-looking agent"). Times are ISO 8601 (UTC); the `…Ms` twins keep
  * the raw milliseconds.
  */
 import { SnapshotError } from "../errors/errors.ts";
@@ -39,6 +41,9 @@ export function agentView(head: AgentHead): AgentView {
     epoch: head.epoch,
     version: head.version,
     pendingTasks: head.pendingTasks,
+    lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
+    runnableAt: isoOrNull(head.runnableAt),
+    runnableAtMs: head.runnableAt,
     pendingToolCalls: Object.entries(ctx.pending).map(([toolCallId, p]) => ({
       toolCallId,
       name: p.name,

@@ -15,11 +15,17 @@ import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
 import { StoreUnavailableError } from "../store/outage.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
+import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
+import { forkRoutes } from "./fork.ts";
+import { historyRoutes } from "./history.ts";
+import { whatIfRoutes } from "./what-if.ts";
+import { exportRoutes } from "./replay-bundle.ts";
 import { authMiddleware } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
+import { metricsRoutes } from "./metrics.ts";
 import type { RouteModuleFactory } from "./module.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
@@ -42,6 +48,12 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   watchdogRoutes,
   verdictRoutes,
   resetRoutes,
+  metricsRoutes,
+  agentListRoutes,
+  historyRoutes,
+  forkRoutes,
+  whatIfRoutes,
+  exportRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

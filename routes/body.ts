@@ -38,7 +38,7 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, max: n
   let size = 0;
   try {
     for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
         chunk = await reader.read();
       } catch {

@@ -2,9 +2,11 @@
 import type { AnyAgent } from "../agents/define.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
+import type { Metrics } from "../actors/metrics.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
 import type { RouteAuth } from "./auth/config.ts";
+import type { GuardianRegistry } from "../verdicts/registry.ts";
 
 export interface RouteLimits {
   /** Largest accepted request body in bytes (413 above it). */
@@ -59,6 +61,12 @@ export interface RouteRuntime {
   /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
   sseRetryMs?: number;
   /** When set, every route but `/healthz` and `/readyz` requires a token or (write routes) a signature; see routes/auth.ts. */
+  /** The guardian registry (for `POST .../what-if`); without it only the agents' output verifiers can be named. */
+  guardians?: GuardianRegistry;
+  /** The process metrics `GET /metrics` serves (default: an empty set). */
+  metrics?: Metrics;
+  /** Worker targets whose ready-queue depth `GET /metrics` reports. */
+  workerTargets?: readonly string[];
   auth?: RouteAuth;
 }
 

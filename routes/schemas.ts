@@ -147,6 +147,16 @@ export const AgentView = z.object({
   epoch: z.int(),
   version: z.int(),
   pendingTasks: z.int(),
+  lease: z.object({
+    workerId: z.string().describe("The worker loop holding the agent (`<process worker id>/<loop>`)"),
+    until: IsoTime,
+    untilMs: z.number().describe("`until` in ms since the epoch"),
+  }).nullable().describe(
+    "Who holds the agent and until when; null when no worker does. A lease whose `until` has passed belongs to " +
+      "a worker that stopped renewing it (crashed or stalled): the next worker poll takes the agent over.",
+  ),
+  runnableAt: IsoTime.nullable().describe("When the agent is due for a worker without new mail; null: only on mail or a task"),
+  runnableAtMs: z.number().nullable().describe("`runnableAt` in ms since the epoch"),
   pendingToolCalls: z.array(z.object({
     toolCallId: z.string(),
     name: z.string(),

@@ -26,6 +26,15 @@
  * | `<p>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell) |
  * | `<p>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<p>:verdicts`         | hash   | verdictId -> verdict record text |
+ * | `<p>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
+ *
+ * The agents index is written by the scripts that write a head's
+ * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
+ * create_fork). Like the ready queues and the deadlines it is one key for all
+ * agents: on Redis Cluster it lives in one slot, apart from the agents'
+ * slots, so these scripts are (as the ready queue writes already are)
+ * single-node scripts; a Cluster deployment needs the index kept by a
+ * second call instead.
  *
  * Identifiers that become part of a key or of an index member are checked
  * here: an agent id may not contain `{`, `}` or control characters (they
@@ -120,6 +129,8 @@ export interface KeySpace {
   readonly deadlines: string;
   /** verdictId -> verdict record. */
   readonly verdicts: string;
+  /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
+  readonly agents: string;
 }
 
 /** The key space under `prefix` (default `gh`). */
@@ -146,5 +157,6 @@ export function keySpace(prefix = "gh"): KeySpace {
     ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
     deadlines: `${prefix}:deadlines`,
     verdicts: `${prefix}:verdicts`,
+    agents: `${prefix}:agents`,
   };
 }

@@ -12,6 +12,11 @@ import type {
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
   RecordDeliveryRequest,
+  AgentIndexEntry,
+  CreateForkRequest,
+  CreateForkResult,
+  ListAgentsRequest,
+  RecordForkRequest,
   CancelRequest,
   CancelResult,
   ClaimFailureRequest,
@@ -21,6 +26,7 @@ import type {
   ClaimNextRequest,
   ClaimRequest,
   ClaimResult,
+  PreviousLease,
   CommitRequest,
   CommitResult,
   DeliverToolResultRequest,
@@ -93,11 +99,12 @@ export const REPLY = [
   "claimed", "busy", "empty",
   "renewed", "lost",
   "applied", "fenced", "version", "turn", "tool_call_resolved",
-  "head", "none", "list", "at", "verdict",
+  "head", "none", "list", "at", "count", "verdict",
   "written", "exists",
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
   "fresh", "seen",
+  "created", "recorded",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -127,12 +134,12 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "claim":
     case "claim_next": {
       if (word === "claimed") {
-        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; input?: unknown };
+        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; previousLease: PreviousLease | null; input?: unknown };
         // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
         const task: InboxTask | null = c.head.currentTask === null
           ? null
           : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
-        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail };
+        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
       }
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : { status: "empty" };
@@ -155,10 +162,17 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "head" ? json() : null;
     case "next_ready_at":
       return word === "at" ? Number(payload) : null;
+    case "ready_count":
+      return Number(payload);
     case "get_verdict":
       return word === "verdict" ? payload : null;
     case "put_verdict":
       return { status: word };
+    case "create_fork":
+    case "record_fork":
+      return word === "created" || word === "recorded" ? { status: word, ...json() } : { status: word };
+    case "list_agents":
+      return (json() as Array<[string, number]>).map(([agentId, updatedAt]) => ({ agentId, updatedAt }));
     case "read_messages":
     case "read_events":
     case "get_tool_calls":
@@ -379,6 +393,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       ]);
     },
 
+    async readyCount(workerTarget, now): Promise<number> {
+      return call("ready_count", [keys.ready(workerTarget)], [String(now)]);
+    },
+
     async nextReadyAt(workerTarget): Promise<number | null> {
       return call("next_ready_at", [keys.ready(workerTarget)], []);
     },
@@ -411,6 +429,42 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         filter.turnId !== undefined ? "1" : "0", filter.turnId ?? "",
         filter.status !== undefined ? "1" : "0", filter.status ?? "",
       ]);
+    },
+
+    async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
+      if (req.limit <= 0) return [];
+      return call("list_agents", [keys.agents], [
+        int(req.limit, "limit"),
+        req.updatedSince === undefined ? "-inf" : int(req.updatedSince, "updatedSince"),
+        req.after ? int(req.after.updatedAt, "after.updatedAt") : "",
+        req.after ? req.after.agentId : "",
+      ]);
+    },
+
+    async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
+      const k = keys.agent(req.agentId);
+      const turn = req.activeTurnId;
+      if (turn !== null) checkTurnId(turn);
+      const args = [
+        prefix, req.agentId, j(req.agentId), j(req.agentName), j(checkTarget(req.workerTarget)),
+        j(req.snapshot), j(req.state), j(turn), turn ?? "", j(req.currentTask),
+        turn !== null && req.input !== undefined ? j(req.input) : "",
+        req.runnableAt === null ? "null" : int(req.runnableAt, "runnableAt"), int(req.now, "now"),
+        tail({ type: req.event.type, data: req.event.data }),
+        String(req.messages.length), String(turn === null ? 0 : req.toolCalls.length),
+      ];
+      for (const m of req.messages) args.push(j(m));
+      if (turn !== null) {
+        for (const c of req.toolCalls) {
+          args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
+        }
+      }
+      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), keys.deadlines, k.inputs, keys.ready(req.workerTarget)], args);
+    },
+
+    async recordFork(req: RecordForkRequest) {
+      const k = keys.agent(req.agentId);
+      return call("record_fork", [k.head, k.events], [int(req.now, "now"), tail({ type: req.event.type, data: req.event.data })]);
     },
 
     close: deps.close,

@@ -22,6 +22,11 @@ import type {
   ClaimDeliveryResult,
   DeliveryResponse,
   RecordDeliveryRequest,
+  AgentIndexEntry,
+  CreateForkRequest,
+  CreateForkResult,
+  ListAgentsRequest,
+  RecordForkRequest,
   CancelRequest,
   CancelResult,
   CancelTaskRequest,
@@ -113,6 +118,33 @@ export interface MemoryStoreState {
   /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
   deadlines: Array<[member: string, deadline: number]>;
   verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+}
+
+const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
+
+/** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
+export interface ImportedAgent {
+  head: AgentHead;
+  events: StoredEvent[];
+  /** The conversation with inputs filled in (stored as given). */
+  messages: Message[];
+  /** turnId -> the task's input. */
+  inputs: Record<string, unknown>;
+  toolCalls: ToolCallRecord[];
+  verdicts: Array<{ verdictId: string; turnId: string; status: string; json: string }>;
+  /** turnId -> status, for turns that are not active. */
+  turns: Record<string, Exclude<TurnStatus, "active">>;
+}
+
+/**
+ * Puts an agent's records into a memory store as they are (offline
+ * debugging of an exported run): no lease, not due, nothing queued. Answers
+ * `exists` and changes nothing when the id is taken.
+ */
+export function memoryStoreImport(store: Store, rec: ImportedAgent): "imported" | "exists" {
+  const f = importers.get(store);
+  if (!f) throw new Error("not a memory store");
+  return f(rec);
 }
 
 /**
@@ -316,6 +348,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       setReady(a, h.runnableAt);
       return { status: "empty", agentId: h.agentId };
     }
+    const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
     if (h.activeTurnId === null && a.tasks.length > 0) {
       const task = a.tasks[0];
       w.set(a, "tasks", a.tasks.slice(1));
@@ -337,6 +370,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       head: copy(h),
       task,
       mail: copy(a.mail),
+      previousLease,
     };
   }
 
@@ -767,6 +801,12 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       });
     },
 
+    async readyCount(workerTarget, now) {
+      let n = 0;
+      for (const at of ready.get(workerTarget)?.values() ?? []) if (at <= now) n++;
+      return n;
+    },
+
     async nextReadyAt(workerTarget) {
       const q = ready.get(workerTarget);
       if (!q || q.size === 0) return null;
@@ -816,9 +856,117 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         .map((v) => v.json);
     },
 
+    async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
+      // The map of agents is this store's index: every head carries its updatedAt (port invariant 14).
+      if (req.limit <= 0) return [];
+      const since = req.updatedSince ?? -Infinity;
+      const after = req.after;
+      const below = (e: AgentIndexEntry) =>
+        !after || e.updatedAt < after.updatedAt || (e.updatedAt === after.updatedAt && e.agentId < after.agentId);
+      return [...agents.values()]
+        .map((a) => ({ agentId: a.head.agentId, updatedAt: a.head.updatedAt }))
+        .filter((e) => e.updatedAt >= since && below(e))
+        .sort((x, y) => y.updatedAt - x.updatedAt || (x.agentId < y.agentId ? 1 : x.agentId > y.agentId ? -1 : 0))
+        .slice(0, req.limit);
+    },
+
+    async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
+      return atomic(() => {
+        if (agents.has(req.agentId)) return { status: "exists" };
+        const turn = req.activeTurnId;
+        // Copies first.
+        const snapshot = copy(req.snapshot);
+        const currentTask = copy(req.currentTask);
+        const input = turn !== null && req.input !== undefined ? copy(req.input) : undefined;
+        const messages = copy(req.messages);
+        const calls = turn === null ? [] : req.toolCalls.map((c): ToolCallRecord => ({
+          ...copy(c), turnId: turn, agentId: req.agentId, status: "pending", recordedAt: req.now,
+        }));
+        const data = copy(req.event.data);
+        const a: AgentRecords = {
+          head: {
+            agentId: req.agentId,
+            agentName: req.agentName,
+            workerTarget: req.workerTarget,
+            createdAt: req.now,
+            updatedAt: req.now,
+            activeTurnId: turn,
+            currentTask,
+            epoch: 0,
+            version: 0,
+            snapshot,
+            state: req.state,
+            leaseOwner: null,
+            leaseUntil: 0,
+            runnableAt: req.runnableAt,
+            pendingTasks: 0,
+            pendingMail: 0,
+            messageCount: messages.length,
+            lastEventId: 0,
+          },
+          tasks: [],
+          mail: [],
+          mailSeq: 0,
+          messages,
+          events: [],
+          eventBytes: [],
+          toolCalls: new Map(calls.map((c) => [callKey(c.turnId, c.toolCallId), c])),
+          idempotency: new Map(),
+          turns: new Map(),
+          inputs: new Map(input !== undefined && turn !== null ? [[turn, input]] : []),
+          verdicts: [],
+          claimFailures: null,
+        };
+        const ev = eventOf(a, 1, turn, req.event.type, data, req.now);
+        // Writes.
+        w.mapSet(agents, req.agentId, a);
+        appendEvents(a, [ev]);
+        for (const c of calls) w.mapSet(deadlines, `${req.agentId}\n${c.turnId}\n${c.toolCallId}`, c.deadline);
+        if (req.runnableAt !== null) setReady(a, req.runnableAt);
+        return { status: "created", lastEventId: a.head.lastEventId };
+      });
+    },
+
+    async recordFork(req: RecordForkRequest) {
+      return atomic(() => {
+        const a = agents.get(req.agentId);
+        if (!a) return { status: "agent_not_found" as const };
+        const ev = eventOf(a, 1, null, req.event.type, copy(req.event.data), req.now);
+        appendEvents(a, [ev]);
+        return { status: "recorded" as const, eventId: a.head.lastEventId };
+      });
+    },
+
     async close() {},
   };
 
+  importers.set(store, (rec) =>
+    atomic(() => {
+      if (agents.has(rec.head.agentId)) return "exists" as const;
+      const r = copy(rec);
+      const a: AgentRecords = {
+        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length },
+        tasks: [],
+        mail: [],
+        mailSeq: 0,
+        messages: r.messages,
+        events: r.events,
+        eventBytes: r.events.map((e) => utf8Length(JSON.stringify(e))),
+        toolCalls: new Map(r.toolCalls.map((c) => [callKey(c.turnId, c.toolCallId), { ...c, agentId: r.head.agentId }])),
+        idempotency: new Map(),
+        turns: new Map(Object.entries(r.turns)),
+        inputs: new Map(Object.entries(r.inputs)),
+        verdicts: r.verdicts.map((v) => v.verdictId),
+        claimFailures: null,
+      };
+      for (const v of r.verdicts) {
+        if (verdicts.has(v.verdictId)) continue;
+        w.mapSet(verdicts, v.verdictId, { agentId: r.head.agentId, turnId: v.turnId, status: v.status, json: v.json });
+      }
+      w.mapSet(agents, r.head.agentId, a);
+      return "imported" as const;
+    })
+  );
   const state = (): MemoryStoreState => ({
     agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,

@@ -62,6 +62,15 @@
  *     fenced out. The `TurnEnd` is computed from that version by the caller
  *     without running the failing code path (actors/turn-end.ts).
  * 13. An idempotency entry is kept only for a task that carries a key.
+ * 14. The agents index: every write of a head's `updatedAt` (enqueue that
+ *    creates the agent, claim, commit, createFork) writes the same score in
+ *    the index, so `listAgents` pages exactly the agents that exist, newest
+ *    `updatedAt` first. Other writes (mail, cancels, recordFork) leave
+ *    `updatedAt` and the index alone.
+ * 15. A fork is a new agent: `createFork` writes only the new agent's
+ *    records (refusing, with nothing written, an id that exists), and
+ *    `recordFork` appends one `forked_to` event to the source and changes
+ *    nothing else of it.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -175,10 +184,24 @@ export type ClaimResult =
     task: InboxTask | null;
     /** Pending mail, oldest first (greedy batch). */
     mail: MailItem[];
+    /**
+     * The lease this claim took over: set when the agent was still leased to
+     * a worker whose lease had run out (it died or stalled without releasing
+     * it); null when the agent was free. `updatedAt` is the last write to the
+     * agent before this claim (the previous holder's last commit, claim or
+     * renewal). Read only; the claim writes the same with or without it.
+     */
+    previousLease?: PreviousLease | null;
   }
   | { status: "busy"; agentId: string; leaseUntil: number }
   | { status: "empty"; agentId?: string }
   | { status: "agent_not_found" };
+
+export interface PreviousLease {
+  workerId: string;
+  leaseUntil: number;
+  updatedAt: number;
+}
 
 export interface RenewRequest {
   agentId: string;
@@ -326,6 +349,55 @@ export interface RecordDeliveryRequest extends ClaimDeliveryRequest {
   response: DeliveryResponse | null;
 }
 
+/** One entry of the agents index (invariant 12). */
+export interface AgentIndexEntry {
+  agentId: string;
+  updatedAt: number;
+}
+
+export interface ListAgentsRequest {
+  /** At most this many entries (> 0). */
+  limit: number;
+  /** Only agents whose updatedAt is at or after this time. */
+  updatedSince?: number;
+  /** Resume after this entry: the last one of the previous page. */
+  after?: AgentIndexEntry;
+}
+
+export interface CreateForkRequest {
+  /** The new agent's id. */
+  agentId: string;
+  agentName: string;
+  workerTarget: string;
+  /** The persisted snapshot at the fork point, and its state value. */
+  snapshot: unknown;
+  state: string;
+  /** The turn active at the fork point (null between turns) and its task, stored without input. */
+  activeTurnId: string | null;
+  currentTask: InboxTask | null;
+  /** The active turn's input (stored once, store/inputs.ts); absent when no turn is active. */
+  input?: unknown;
+  /** The conversation at the fork point, stored as given. */
+  messages: Message[];
+  /** Tool calls of the active turn pending at the fork point: stored pending, with their deadlines. */
+  toolCalls: Array<Omit<ToolCallRecord, "status" | "agentId" | "recordedAt">>;
+  /** The new log's first event (`forked_from`). */
+  event: NewEvent;
+  /** When a worker should take the fork up without mail (a turn in a working state); null: on mail only. */
+  runnableAt: number | null;
+  now: number;
+}
+
+export type CreateForkResult = { status: "created"; lastEventId: number } | { status: "exists" };
+
+export interface RecordForkRequest {
+  /** The source agent. */
+  agentId: string;
+  /** The `forked_to` event. */
+  event: NewEvent;
+  now: number;
+}
+
 /** See the invariants at the top of this file. */
 export interface Store {
   readonly kind: "memory" | "redis" | "upstash";
@@ -366,11 +438,19 @@ export interface Store {
   skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
+  /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
+  readyCount(workerTarget: string, now: number): Promise<number>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
   getVerdict(verdictId: string): Promise<string | null>;
   listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
   /** Transport dedup of signed deliveries (see DeliveryResponse). */
   claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
   recordDelivery(req: RecordDeliveryRequest): Promise<void>;
+  /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
+  listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
+  /** Creates a fork (invariant 13); `exists` when the id is taken. */
+  createFork(req: CreateForkRequest): Promise<CreateForkResult>;
+  /** Logs `forked_to` on the source of a fork (invariant 13). */
+  recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
   close(): Promise<void>;
 }

@@ -35,6 +35,17 @@ export interface RedisStoreOptions {
    * ignored here, since the failing operations surface them to the worker.
    */
   onError?: (err: Error) => void;
+  /**
+   * Receives `store_reconnecting` ({ delayMs, error }) when the connection is
+   * lost and ioredis schedules a reconnect, and `store_ready` ({ downMs })
+   * when it is back (docs/operations.md). A `Logger` of actors/runtime.ts fits.
+   */
+  logger?: StoreLogger;
+}
+
+/** What the adapter needs of a logger. */
+export interface StoreLogger {
+  info(msg: string, fields?: Record<string, unknown>): void;
 }
 
 export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
@@ -50,6 +61,7 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: false });
   // Without a listener ioredis reports every failed reconnect attempt as an unhandled error event.
   if (owned) client.on("error", o.onError ?? (() => {}));
+  if (o.logger) watchConnection(client, o.logger);
 
   const run = scriptRunner({
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
@@ -75,5 +87,28 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     async close() {
       if (owned) await client.quit().catch(() => client.disconnect());
     },
+  });
+}
+
+/** Logs the reconnects of a client: one line when a reconnect is scheduled, one when it is back. */
+function watchConnection(client: Redis, logger: StoreLogger): void {
+  let lastError = "";
+  let downSince: number | null = null;
+  client.on("error", (err: Error) => {
+    lastError = err.message;
+  });
+  client.on("close", () => {
+    // A server that went away cleanly (or was killed) closes the socket without an error event.
+    lastError ||= "connection closed";
+  });
+  client.on("reconnecting", (delayMs: number) => {
+    downSince ??= Date.now();
+    logger.info("store_reconnecting", { delayMs, error: lastError });
+  });
+  client.on("ready", () => {
+    lastError = "";
+    if (downSince === null) return;
+    logger.info("store_ready", { downMs: Date.now() - downSince });
+    downSince = null;
   });
 }

@@ -288,6 +288,48 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
       }
     });
 
+    it("scopes the list, history, export, fork, what-if and metrics routes; /healthz and /readyz need no token", async () => {
+      const { gh, send, store } = setup(auth);
+      try {
+        expect((await send("POST", "/v1/agents/globex-1/tasks", task, bearer(ADMIN))).status).toBe(202);
+        expect((await send("POST", "/v1/agents/acme-1/tasks", task, bearer(TENANT_A))).status).toBe(202);
+        await gh.drain();
+        // The list spans tenants: full-access tokens only (403 for a tenant-limited token, 401 without one).
+        expect((await send("GET", "/v1/agents", undefined, bearer(ADMIN))).status).toBe(200);
+        expect((await send("GET", "/v1/agents", undefined, bearer(TENANT_A))).status).toBe(403);
+        expect((await send("GET", "/v1/agents", undefined, bearer(READER_A))).status).toBe(403);
+        expect((await send("GET", "/v1/agents")).status).toBe(401);
+        // History and export: read, with the tenant check.
+        for (const path of ["/history/1", "/export"]) {
+          expect((await send("GET", `/v1/agents/acme-1${path}`, undefined, bearer(READER_A))).status).toBe(200);
+          expect((await send("GET", `/v1/agents/globex-1${path}`, undefined, bearer(READER_A))).status).toBe(403);
+        }
+        // What-if: read (writes nothing), tenant-checked.
+        const beforeA = await store.readEvents("acme-1", 0, 1000);
+        expect((await send("POST", "/v1/agents/acme-1/what-if", "{}", bearer(READER_A))).status).not.toBe(403);
+        expect((await send("POST", "/v1/agents/globex-1/what-if", "{}", bearer(READER_A))).status).toBe(403);
+        expect(await store.readEvents("acme-1", 0, 1000)).toEqual(beforeA);
+        // Fork: admin over the source and the new id.
+        const fork = (to: string) => JSON.stringify({ atEventId: 1, newAgentId: to });
+        expect((await send("POST", "/v1/agents/acme-1/fork", fork("acme-9"), bearer(READER_A))).status).toBe(403);
+        expect((await send("POST", "/v1/agents/globex-1/fork", fork("acme-9"), bearer(TENANT_A))).status).toBe(403);
+        expect((await send("POST", "/v1/agents/acme-1/fork", fork("globex-9"), bearer(TENANT_A))).status).toBe(403);
+        expect(await store.getAgent("globex-9")).toBeNull();
+        expect(await store.getAgent("acme-9")).toBeNull();
+        expect(await store.readEvents("acme-1", 0, 1000)).toEqual(beforeA);
+        expect((await send("POST", "/v1/agents/acme-1/fork", fork("acme-9"), bearer(TENANT_A))).status).toBe(201);
+        expect(await store.getAgent("acme-9")).not.toBeNull();
+        // Metrics: admin over every tenant.
+        expect((await send("GET", "/metrics", undefined, bearer(TENANT_A))).status).toBe(403);
+        expect((await send("GET", "/metrics")).status).toBe(401);
+        expect((await send("GET", "/metrics", undefined, bearer(ADMIN))).status).toBe(200);
+        expect((await send("GET", "/healthz")).status).toBe(200);
+        expect((await send("GET", "/readyz")).status).toBe(200);
+      } finally {
+        await gh.close();
+      }
+    });
+
     it("gives 403 to a verb the token lacks, and changes nothing", async () => {
       const { gh, send, store } = setup(auth);
       try {

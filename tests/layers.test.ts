@@ -36,7 +36,7 @@ const ALLOWED: Record<string, readonly string[]> = {
 };
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SKIP = new Set(["node_modules", "tests", "docs"]);
+const SKIP = new Set(["node_modules", "tests", "docs", "dist"]);
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
   for (const e of readdirSync(dir, { withFileTypes: true })) {

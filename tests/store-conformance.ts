@@ -323,6 +323,34 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await states()).toEqual(before);
       });
 
+      it("names the lease it took over: none for a free agent, the expired holder's otherwise", async () => {
+        await enqueue();
+        const first = await claimOk("a1", "w1", T0 + 1);
+        expect(first.previousLease).toBeNull();
+        // w1 dies holding the lease; after it runs out, w2 takes over.
+        const second = await claimOk("a1", "w2", T0 + 1 + LEASE + 5);
+        expect(second.previousLease).toEqual({ workerId: "w1", leaseUntil: T0 + 1 + LEASE, updatedAt: T0 + 1 });
+        expect(second.head.leaseOwner).toBe("w2");
+        // A released lease is no takeover.
+        const applied = await store.commit(commitOf(second, "w2", { release: { runnableAt: T0 + LEASE * 3 }, now: T0 + 2 + LEASE }));
+        expect(applied.status).toBe("applied");
+        const third = await claimOk("a1", "w3", T0 + LEASE * 3);
+        expect(third.previousLease).toBeNull();
+      });
+
+      it("counts the due bells of a worker target (the ready-queue depth)", async () => {
+        expect(await store.readyCount(TARGET, T0)).toBe(0);
+        await enqueue({ agentId: "a1", now: T0 });
+        await enqueue({ agentId: "a2", now: T0 + 10 });
+        expect(await store.readyCount(TARGET, T0 + 5)).toBe(1);
+        expect(await store.readyCount(TARGET, T0 + 10)).toBe(2);
+        expect(await store.readyCount("other", T0 + 10)).toBe(0);
+        // A claimed agent's bell moves to its lease end: not due now.
+        await claimOk("a1", "w1", T0 + 10);
+        expect(await store.readyCount(TARGET, T0 + 10)).toBe(1);
+        expect(await store.readyCount(TARGET, T0 + 10 + LEASE)).toBe(2);
+      });
+
       it("answers empty when nothing is claimable, changes nothing and drops the bell", async () => {
         await enqueue();
         const c = await claimOk();
@@ -1249,6 +1277,135 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const json = "{\"b\":1,  \"a\":\"ü \\u00fc\"}";
         await store.putVerdict({ agentId: "a1", verdictId: "v_raw", turnId: "t1", status: "PASS", json });
         expect(await store.getVerdict("v_raw")).toBe(json);
+      });
+    });
+
+    // ---------------------------------------------------------------- agents index
+
+    describe("agents index (listAgents)", () => {
+      it("lists every agent newest updatedAt first, follows claims and commits, pages with a cursor, filters by time", async () => {
+        expect(await store.listAgents({ limit: 10 })).toEqual([]);
+        await enqueue({ agentId: "a1", now: T0 });
+        await enqueue({ agentId: "a2", now: T0 + 5 });
+        await enqueue({ agentId: "a3", now: T0 + 5 });
+        await enqueue({ agentId: "a4", now: T0 + 9 });
+        // A second task of a1 does not move its updatedAt (enqueue writes it only when it creates the head).
+        await enqueue({ agentId: "a1", now: T0 + 20 });
+        expect(await store.listAgents({ limit: 10 })).toEqual([
+          { agentId: "a4", updatedAt: T0 + 9 },
+          { agentId: "a3", updatedAt: T0 + 5 },
+          { agentId: "a2", updatedAt: T0 + 5 },
+          { agentId: "a1", updatedAt: T0 },
+        ]);
+        // A claim and a commit move an agent to the front, with the head's updatedAt.
+        const c = await claimOk("a1", "w1", T0 + 30);
+        expect((await store.listAgents({ limit: 1 }))[0]).toEqual({ agentId: "a1", updatedAt: T0 + 30 });
+        expect((await store.commit(commitOf(c, "w1", { now: T0 + 40 }))).status).toBe("applied");
+        expect((await store.getAgent("a1"))!.updatedAt).toBe(T0 + 40);
+        const all = await store.listAgents({ limit: 10 });
+        expect(all.map((e) => e.agentId)).toEqual(["a1", "a4", "a3", "a2"]);
+        for (const e of all) expect((await store.getAgent(e.agentId))!.updatedAt).toBe(e.updatedAt);
+        // Pages of 1 across the tie at T0 + 5 reach each agent once.
+        const seen: string[] = [];
+        let after: { agentId: string; updatedAt: number } | undefined;
+        for (;;) {
+          const page = await store.listAgents({ limit: 1, ...(after ? { after } : {}) });
+          if (page.length === 0) break;
+          seen.push(page[0].agentId);
+          after = page[0];
+        }
+        expect(seen).toEqual(["a1", "a4", "a3", "a2"]);
+        // Pages of 2 starting mid-tie.
+        expect(await store.listAgents({ limit: 2, after: { agentId: "a3", updatedAt: T0 + 5 } })).toEqual([{ agentId: "a2", updatedAt: T0 + 5 }]);
+        expect((await store.listAgents({ limit: 10, updatedSince: T0 + 5 })).map((e) => e.agentId)).toEqual(["a1", "a4", "a3", "a2"]);
+        expect((await store.listAgents({ limit: 10, updatedSince: T0 + 6 })).map((e) => e.agentId)).toEqual(["a1", "a4"]);
+        expect((await store.listAgents({ limit: 10, updatedSince: T0 + 5, after: { agentId: "a3", updatedAt: T0 + 5 } })).map((e) => e.agentId)).toEqual(["a2"]);
+        expect(await store.listAgents({ limit: 10, updatedSince: T0 + 41 })).toEqual([]);
+      });
+
+      it("mail and cancels do not move an agent in the index", async () => {
+        const { turnId } = await withPendingCalls({ call_1: T0 + 1_000 });
+        const before = await store.listAgents({ limit: 10 });
+        await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 500 });
+        expect(await store.listAgents({ limit: 10 })).toEqual(before);
+      });
+    });
+
+    // ---------------------------------------------------------------- forks
+
+    describe("forks (createFork, recordFork)", () => {
+      const forkReq = (over: Record<string, unknown> = {}) => ({
+        agentId: "f1",
+        agentName: "calc2",
+        workerTarget: TARGET,
+        snapshot: { value: "waiting-tools", context: { n: 1 } },
+        state: "waiting-tools",
+        activeTurnId: "turn_9",
+        currentTask: { turnId: "turn_9", options: {}, enqueuedAt: T0 },
+        input: { q: "fork me" },
+        messages: [{ role: "user", content: "{\"q\":\"fork me\"}" }, { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "ask", args: {} }] }] as Message[],
+        toolCalls: [toolCall("turn_9", "call_1", T0 + 5_000)],
+        event: { type: "forked_from", data: { agentId: "a1", atEventId: 3 } },
+        runnableAt: null,
+        now: T0 + 100,
+        ...over,
+      });
+
+      it("creates the new agent with its snapshot, messages, pending calls and first event; the calls resolve like any", async () => {
+        const r = await store.createFork(forkReq());
+        expect(r).toEqual({ status: "created", lastEventId: 1 });
+        const head = (await store.getAgent("f1"))!;
+        expect(head).toMatchObject({
+          agentId: "f1", agentName: "calc2", workerTarget: TARGET, state: "waiting-tools", activeTurnId: "turn_9",
+          snapshot: { value: "waiting-tools", context: { n: 1 } }, version: 0, epoch: 0, messageCount: 2, lastEventId: 1,
+          createdAt: T0 + 100, updatedAt: T0 + 100, pendingTasks: 0, pendingMail: 0, runnableAt: null, leaseOwner: null,
+        });
+        expect(await store.readMessages("f1")).toEqual(forkReq().messages);
+        const ev = await allEvents("f1");
+        expect(ev).toEqual([{ id: 1, at: T0 + 100, turnId: "turn_9", type: "forked_from", data: { agentId: "a1", atEventId: 3 } }]);
+        expect(await store.getTurn("f1", "turn_9")).toEqual({ turnId: "turn_9", status: "active", input: { q: "fork me" } });
+        const [rec] = await store.getToolCalls("f1", "turn_9");
+        expect(rec).toMatchObject({ agentId: "f1", turnId: "turn_9", toolCallId: "call_1", status: "pending", external: true, deadline: T0 + 5_000 });
+        expect(await store.dueToolCalls(T0 + 5_000, 10)).toEqual([{ agentId: "f1", turnId: "turn_9", toolCallId: "call_1" }]);
+        expect(await store.listAgents({ limit: 10 })).toEqual([{ agentId: "f1", updatedAt: T0 + 100 }]);
+        const d = await store.deliverToolResult({ agentId: "f1", turnId: "turn_9", toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 200 });
+        expect(d.status).toBe("accepted");
+        const c = await claimOk("f1", "w1", T0 + 300);
+        expect(c.task).toEqual({ turnId: "turn_9", options: {}, enqueuedAt: T0, input: { q: "fork me" } });
+        expect(c.mail).toHaveLength(1);
+      });
+
+      it("refuses an id that exists and writes nothing", async () => {
+        await enqueue({ agentId: "f1" });
+        const before = { head: await store.getAgent("f1"), events: await allEvents("f1"), msgs: await store.readMessages("f1") };
+        expect(await store.createFork(forkReq())).toEqual({ status: "exists" });
+        expect({ head: await store.getAgent("f1"), events: await allEvents("f1"), msgs: await store.readMessages("f1") }).toEqual(before);
+        expect(await store.getToolCalls("f1", "turn_9")).toEqual([]);
+        expect(await store.dueToolCalls(T0 + 10_000, 10)).toEqual([]);
+      });
+
+      it("a fork between turns is idle with no active turn and is rung when runnable", async () => {
+        const r = await store.createFork(forkReq({ state: "done", snapshot: { value: "done" }, activeTurnId: null, currentTask: null, input: undefined, toolCalls: [], messages: [] }));
+        expect(r.status).toBe("created");
+        const head = (await store.getAgent("f1"))!;
+        expect(head).toMatchObject({ state: "done", activeTurnId: null, currentTask: null, messageCount: 0 });
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+        await store.createFork(forkReq({ agentId: "f2", state: "running", snapshot: { value: "running" }, toolCalls: [], runnableAt: T0 + 100 }));
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 100);
+        expect((await claimOk("f2", "w1", T0 + 100)).head.state).toBe("running");
+      });
+
+      it("recordFork appends forked_to to the source and changes nothing else", async () => {
+        await enqueue({ agentId: "a1", now: T0 });
+        const before = (await store.getAgent("a1"))!;
+        const index = await store.listAgents({ limit: 10 });
+        const r = await store.recordFork({ agentId: "a1", event: { type: "forked_to", data: { agentId: "f1", atEventId: 1 } }, now: T0 + 50 });
+        expect(r).toEqual({ status: "recorded", eventId: 2 });
+        expect(await store.getAgent("a1")).toEqual({ ...before, lastEventId: 2 });
+        expect((await allEvents("a1"))[1]).toEqual({ id: 2, at: T0 + 50, turnId: null, type: "forked_to", data: { agentId: "f1", atEventId: 1 } });
+        expect(await store.listAgents({ limit: 10 })).toEqual(index);
+        expect(await store.recordFork({ agentId: "nobody", event: { type: "forked_to", data: {} }, now: T0 })).toEqual({ status: "agent_not_found" });
+        expect(await store.getAgent("nobody")).toBeNull();
       });
     });
 

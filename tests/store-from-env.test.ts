@@ -34,10 +34,10 @@ describe("storeFromEnv", () => {
     await store.close();
   });
 
-  it("refuses GATEHOUSE_REDIS_URL without a TCP adapter, naming gatehouse/redis (mod.ts carries no ioredis)", async () => {
+  it("refuses GATEHOUSE_REDIS_URL without a TCP adapter, naming @gatehouse-runtime/core/redis (mod.ts carries no ioredis)", async () => {
     const err = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url }).catch((e) => e);
     expect(err).toBeInstanceOf(StoreInputError);
-    expect((err as Error).message).toContain("gatehouse/redis");
+    expect((err as Error).message).toContain("@gatehouse-runtime/core/redis");
   });
 
   it("uses upstashStore for UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, and refuses one without the other", async () => {

@@ -66,7 +66,7 @@ describe("redisStore", () => {
     await busyAgent(store, "b2");
     const keys = (await raw.keys(`${prefix}:*`)).sort();
     const indexes = keys.filter((k) => !k.includes("{a:"));
-    expect(indexes).toEqual([`${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
+    expect(indexes).toEqual([`${prefix}:agents`, `${prefix}:deadlines`, `${prefix}:ready:default`, `${prefix}:verdicts`]);
     for (const id of ["a1", "b2"]) {
       const own = keys.filter((k) => k.includes(`{a:${id}}`));
       // head, tasks are consumed (empty list is deleted), mail, msgs, events, idem, turns, inputs, calls, verdicts

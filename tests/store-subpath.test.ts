@@ -1,13 +1,13 @@
 /**
- * The package shape: `gatehouse` (mod.ts) is Web-only and no longer exports
- * the TCP adapter; `gatehouse/redis` (redis.ts) does. Imported by package
+ * The package shape: `@gatehouse-runtime/core` (mod.ts) is Web-only and no longer exports
+ * the TCP adapter; `@gatehouse-runtime/core/redis` (redis.ts) does. Imported by package
  * name, so this resolves through `exports` of package.json, under Node
  * (vitest) and under Deno (deno test), and the adapter it gives runs against
  * a real redis-server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as gatehouse from "gatehouse";
-import { redisStore } from "gatehouse/redis";
+import * as gatehouse from "@gatehouse-runtime/core";
+import { redisStore } from "@gatehouse-runtime/core/redis";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 
 let server: RedisServer;
@@ -26,7 +26,7 @@ describe("package subpaths", () => {
     expect(typeof gatehouse.createWorkersHandler).toBe("function");
   });
 
-  it("redisStore from gatehouse/redis runs a turn's first write on a real Redis", async () => {
+  it("redisStore from @gatehouse-runtime/core/redis runs a turn's first write on a real Redis", async () => {
     const store = redisStore({ url: server.url, prefix: "subpath" });
     try {
       const r = await store.enqueueTask({ agentId: "a1", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t1", now: 1 });

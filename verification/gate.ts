@@ -123,7 +123,7 @@ const errorText = (err: unknown) => {
 };
 
 /** `VerificationRejected`, also from another copy of the module. */
-function asRejection(err: unknown): VerificationRejected | null {
+export function asRejection(err: unknown): VerificationRejected | null {
   if (err instanceof VerificationRejected) return err;
   const e = err as Partial<VerificationRejected> | null;
   return e && typeof e === "object" && e.name === "VerificationRejected" && typeof e.code === "string" &&

@@ -10,7 +10,7 @@
  *   read by authFromEnv (routes/auth/from-env.ts, docs/security.md); any of
  *   them set turns auth on for every route but /healthz and /readyz.
  *
- * In a project that installed gatehouse, import from "gatehouse" instead.
+ * In a project that installed gatehouse, import from "@gatehouse-runtime/core" instead.
  */
 import { authFromEnv, createWorkersHandler, upstashStore } from "../../mod.ts";
 import { demoAgents } from "../demo.ts";

@@ -153,6 +153,7 @@ for i = 0, n_ev - 1 do tails[i + 1] = ARGV[ev_at + i] end
 local last_event = append_events(events, tonumber(h.lastEventId), event_turn, now_str, tails)
 
 version = version + 1
+redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 local w = {
   'snapshot', snapshot, 'state', state, 'version', int(version), 'updatedAt', now_str,
   'messageCount', int(message_count), 'pendingMail', int(pending_mail), 'lastEventId', int(last_event),

@@ -84,6 +84,7 @@ else
     'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
     'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
     '_mailSeq', '0', '_recentTurns', recent)
+  redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 end
 -- Ring: the bell moves earlier, never later.
 redis.call('ZADD', ready_key(prefix, h and h.workerTarget or target_json), 'LT', now_str, agent_id)

@@ -1,8 +1,8 @@
 /**
  * The JSR package shape under Deno: `@gatehouse/gatehouse` and
  * `@gatehouse/gatehouse/redis` (deno.json `name` + `exports`) resolve to the
- * same modules as the npm names `gatehouse` and `gatehouse/redis`
- * (package.json `exports`); the root does not export the TCP adapter; the
+ * same modules as the npm names `@gatehouse-runtime/core` and `@gatehouse-runtime/core/redis`
+ * (deno.json `imports`); the root does not export the TCP adapter; the
  * adapter imported through the subpath writes to a real redis-server.
  *
  * Runs `deno run` on tests/deno/fixtures/jsr-imports.ts, so it checks Deno's
@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 describe("JSR exports under Deno", () => {
-  it("@gatehouse/gatehouse/redis is the TCP adapter of gatehouse/redis, and it writes to Redis", () => {
+  it("@gatehouse/gatehouse/redis is the TCP adapter of @gatehouse-runtime/core/redis, and it writes to Redis", () => {
     const r = spawnSync(
       join(root, "node_modules", ".bin", "deno"),
       ["run", "--allow-all", "tests/deno/fixtures/jsr-imports.ts"],

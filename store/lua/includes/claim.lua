@@ -8,7 +8,7 @@
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
   'empty', 'missing' (no such agent), 'stale' or 'error' (the head holds a
   number it cannot read; reply is the error, nothing was written). The claimed reply is
-  `claimed {"epoch":n,"head":{...},"mail":[...],"input":...}`; the task of
+  `claimed {"epoch":n,"head":{...},"mail":[...],"previousLease":{...}|null,"input":...}`; the task of
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
 ]]
@@ -50,6 +50,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     return bad, 'error'
   end
 
+  -- The lease this claim takes over (read before the writes; the reply only).
+  local previous = 'null'
+  if h.leaseOwner ~= 'null' then
+    previous = '{"workerId":' .. h.leaseOwner .. ',"leaseUntil":' .. int(lease_until)
+      .. ',"updatedAt":' .. int(tonumber(h.updatedAt) or 0) .. '}'
+  end
+
   -- Checks done; writes follow.
   if takes_task then
     -- A task entry is `<turnId JSON>\n<task JSON>`; JSON text never holds a raw newline.
@@ -68,6 +75,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     'activeTurnId', h.activeTurnId, 'currentTask', h.currentTask, 'pendingTasks', h.pendingTasks,
     'runnableAt', h.runnableAt, 'epoch', h.epoch, 'leaseOwner', h.leaseOwner,
     'leaseUntil', h.leaseUntil, 'updatedAt', h.updatedAt)
+  redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   redis.call('ZADD', ready, h.leaseUntil, agent_id)
 
@@ -79,5 +87,5 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
       input = ',"input":' .. raw
     end
   end
-  return 'claimed {"epoch":' .. h.epoch .. ',"head":' .. head_json(h) .. ',"mail":' .. json_list(mail) .. input .. '}', 'claimed'
+  return 'claimed {"epoch":' .. h.epoch .. ',"head":' .. head_json(h) .. ',"mail":' .. json_list(mail) .. ',"previousLease":' .. previous .. input .. '}', 'claimed'
 end

@@ -60,6 +60,7 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   }
   for i = 1, #extra do w[#w + 1] = extra[i] end
   redis.call('HSET', k.head, unpack(w))
+  redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   local ready = ready_key(prefix, h.workerTarget)
   if redis.call('LLEN', k.tasks) > 0 then
     -- The tasks behind the turn proceed.

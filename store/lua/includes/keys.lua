@@ -1,7 +1,9 @@
 --[[
   Key builders. Mirror store/keys.ts: `<prefix>:{a:<agentId>}:<suffix>` for
   the records of one agent, `<prefix>:ready:<target>` for the bell of a
-  worker target.
+  worker target, `<prefix>:agents` for the index of every agent by
+  `updatedAt` (store/keys.ts). Every script that writes a head's
+  `updatedAt` writes the same score into the index.
 ]]
 local function agent_key(prefix, agent_id, suffix)
   return prefix .. ':{a:' .. agent_id .. '}:' .. suffix
@@ -11,4 +13,9 @@ end
 -- the adapter before it is stored), so dropping the quotes decodes it.
 local function ready_key(prefix, target_json)
   return prefix .. ':ready:' .. string.sub(target_json, 2, -2)
+end
+
+-- The cross-agent index: member agentId, score the head's updatedAt.
+local function agents_key(prefix)
+  return prefix .. ':agents'
 end

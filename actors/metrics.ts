@@ -1,0 +1,129 @@
+/**
+ * Process metrics in the Prometheus text exposition format 0.0.4, served by
+ * `GET /metrics` (routes/metrics.ts). Each gatehouse owns one `Metrics`; the
+ * counters and the histogram count what this process did since it started
+ * (scrape every process and sum in queries), the ready-queue gauge is read
+ * from the store at scrape time. docs/operations.md lists every metric.
+ *
+ * Where the numbers come from: `meteredStore` wraps the store the workers,
+ * the watchdog and the routes write through, so each counter follows the
+ * store's answer (a task counts once it is `enqueued`, a turn once the commit
+ * that ends it is applied, a refusal once the store refused); the host
+ * observes step latency around the model call. Web APIs only.
+ */
+import type { CommitRequest, Store } from "../store/port.ts";
+
+/** Upper bounds of the step latency buckets (seconds). */
+export const STEP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
+
+export interface Metrics {
+  taskEnqueued(): void;
+  turnEnded(status: string): void;
+  stepCommitted(): void;
+  commitRefused(reason: string): void;
+  watchdogTimeout(): void;
+  /** One model step took `seconds`. */
+  stepDuration(seconds: number): void;
+  /** The exposition text; `ready` maps each worker target to its due agents. */
+  render(ready: ReadonlyMap<string, number>): string;
+}
+
+/** The media type of the exposition format. */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+}
+
+function num(n: number): string {
+  if (n === Infinity) return "+Inf";
+  return Number.isFinite(n) ? String(n) : "NaN";
+}
+
+export function createMetrics(): Metrics {
+  let enqueued = 0;
+  let steps = 0;
+  let timeouts = 0;
+  const turns = new Map<string, number>([["done", 0], ["failed", 0]]);
+  const refused = new Map<string, number>();
+  const buckets = STEP_BUCKETS.map(() => 0);
+  let stepSum = 0;
+  let stepCount = 0;
+  const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+
+  return {
+    taskEnqueued: () => void enqueued++,
+    turnEnded: (status) => void bump(turns, status),
+    stepCommitted: () => void steps++,
+    commitRefused: (reason) => void bump(refused, reason),
+    watchdogTimeout: () => void timeouts++,
+    stepDuration(seconds) {
+      if (!Number.isFinite(seconds) || seconds < 0) return;
+      stepSum += seconds;
+      stepCount++;
+      STEP_BUCKETS.forEach((le, i) => {
+        if (seconds <= le) buckets[i]++;
+      });
+    },
+    render(ready) {
+      const out: string[] = [];
+      const head = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      const labelled = (name: string, label: string, m: ReadonlyMap<string, number>) => {
+        for (const [k, v] of m) out.push(`${name}{${label}="${escapeLabel(k)}"} ${num(v)}`);
+      };
+      head("gatehouse_tasks_enqueued_total", "counter", "Tasks accepted by this process.");
+      out.push(`gatehouse_tasks_enqueued_total ${enqueued}`);
+      head("gatehouse_turns_ended_total", "counter", "Turns that ended in a commit of this process, by final state.");
+      labelled("gatehouse_turns_ended_total", "status", turns);
+      head("gatehouse_steps_total", "counter", "Model steps committed by this process.");
+      out.push(`gatehouse_steps_total ${steps}`);
+      head("gatehouse_commits_refused_total", "counter", "Commits of this process refused by the store, by reason.");
+      labelled("gatehouse_commits_refused_total", "reason", refused);
+      head("gatehouse_watchdog_timeouts_total", "counter", "Tool calls timed out by this process's watchdog.");
+      out.push(`gatehouse_watchdog_timeouts_total ${timeouts}`);
+      head("gatehouse_ready_agents", "gauge", "Agents due now in the ready queue of each worker target.");
+      labelled("gatehouse_ready_agents", "target", ready);
+      head("gatehouse_step_duration_seconds", "histogram", "Duration of one model step (all attempts of the model call).");
+      STEP_BUCKETS.forEach((le, i) => out.push(`gatehouse_step_duration_seconds_bucket{le="${le}"} ${buckets[i]}`));
+      out.push(`gatehouse_step_duration_seconds_bucket{le="+Inf"} ${stepCount}`);
+      out.push(`gatehouse_step_duration_seconds_sum ${num(stepSum)}`);
+      out.push(`gatehouse_step_duration_seconds_count ${stepCount}`);
+      return out.join("\n") + "\n";
+    },
+  };
+}
+
+/** Counts what a commit carries: turn ends (`task` events) and completed steps. */
+function countCommit(metrics: Metrics, req: CommitRequest): void {
+  for (const e of req.events) {
+    const d = e.data as Record<string, unknown> | undefined;
+    if (e.type === "task" && typeof d?.status === "string") metrics.turnEnded(d.status);
+    else if (e.type === "step" && d?.phase === "completed") metrics.stepCommitted();
+  }
+}
+
+/**
+ * The store with every write counted by its answer. The wrapper inherits
+ * everything else from `store` (its prototype), so adapter extras such as
+ * `checkEviction` stay reachable.
+ */
+export function meteredStore<S extends Store>(store: S, metrics: Metrics): S {
+  const m = Object.create(store) as S;
+  m.enqueueTask = async (req) => {
+    const r = await store.enqueueTask(req);
+    if (r.status === "enqueued") metrics.taskEnqueued();
+    return r;
+  };
+  m.commit = async (req) => {
+    const r = await store.commit(req);
+    if (r.status === "applied") countCommit(metrics, req);
+    else metrics.commitRefused(r.reason);
+    return r;
+  };
+  m.deliverToolResult = async (req) => {
+    const r = await store.deliverToolResult(req);
+    if (req.source === "watchdog" && r.status === "accepted") metrics.watchdogTimeout();
+    return r;
+  };
+  return m;
+}

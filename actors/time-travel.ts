@@ -1,0 +1,179 @@
+/**
+ * Time travel: an agent as it was right after one event of its log, rebuilt
+ * by replaying the log's `transition` events through the pure machine and
+ * the pure transcript (actors/transcript.ts), exactly as the host applied
+ * them. Nothing is read but the event log, the turns' inputs (a
+ * `TASK_STARTED` names its input by turn id, store/inputs.ts) and, for a
+ * fork, the messages it was created with.
+ *
+ * Invariants (tests/time-travel-property.test.ts):
+ * - The snapshot rebuilt at the last event of a commit equals the snapshot
+ *   that commit stored; at the log's last event it equals the head's.
+ * - The messages rebuilt at that event equal the stored conversation's
+ *   first `messages.length` entries.
+ * - Each replayed transition lands in the state its event names (`to`);
+ *   otherwise the log cannot be replayed and `HistoryDivergedError` says
+ *   where.
+ *
+ * A fork's log starts with `forked_from`, which carries the snapshot and
+ * the number of messages it started from: the replay starts there.
+ */
+import { createActor } from "xstate";
+import { agentMachine } from "../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
+import type { AgentContext, AgentEvent } from "../machines/types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { jsonClone } from "../common/json.ts";
+import type { Store } from "../store/port.ts";
+import { messagesFor } from "./transcript.ts";
+
+/** The log holds a transition the machine does not take the same way (a changed machine, a corrupt log). */
+export class HistoryDivergedError extends Error {
+  readonly code = "history_diverged";
+  readonly eventId: number;
+  constructor(eventId: number, message: string) {
+    super(message);
+    this.name = "HistoryDivergedError";
+    this.eventId = eventId;
+  }
+}
+
+export interface HistoryPoint {
+  /** The event the agent is shown after. */
+  event: StoredEvent;
+  /** The machine state value after that event. */
+  state: string;
+  context: AgentContext;
+  /** What a commit right after this event stores as the head's snapshot. */
+  snapshot: PersistedSnapshot;
+  /** The conversation after this event (user inputs filled in). */
+  messages: Message[];
+  /** The turn active after this event, when it is in one. */
+  activeTurnId: string | null;
+}
+
+/** Page size of the log reads of a replay. */
+const PAGE = 500;
+const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
+
+/** Reads events 1..`through` of an agent, in pages. */
+export async function readEventsThrough(store: Store, agentId: string, through: number): Promise<StoredEvent[]> {
+  const out: StoredEvent[] = [];
+  while (out.length < through) {
+    const page = await store.readEvents(agentId, out.length, Math.min(PAGE, through - out.length));
+    if (page.length === 0) break;
+    out.push(...page);
+  }
+  return out;
+}
+
+/**
+ * A replayer over a list of events: `step` applies one, `point` answers the
+ * agent after the last one applied. `inputOf` answers a turn's input.
+ */
+export function createReplayer(opts: {
+  inputOf: (turnId: string) => Promise<unknown>;
+  /** Messages a fork was created with (the first `n` of its stored conversation). */
+  forkMessages: (n: number) => Promise<Message[]>;
+}) {
+  let actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
+  let messages: Message[] = [];
+  let last: StoredEvent | null = null;
+  const snap = () => actor.getSnapshot() as unknown as { value: string; context: AgentContext };
+
+  return {
+    async step(e: StoredEvent): Promise<void> {
+      last = e;
+      if (e.type === "forked_from") {
+        const d = e.data as { snapshot?: unknown; messageCount?: number };
+        let persisted: PersistedSnapshot;
+        try {
+          persisted = checkSnapshot(d.snapshot);
+        } catch (err) {
+          throw new HistoryDivergedError(e.id, `Event ${e.id} (forked_from) holds no usable snapshot: ${(err as Error).message}`);
+        }
+        actor.stop();
+        actor = createActor(agentMachine, { snapshot: persisted as never }).start();
+        messages = await opts.forkMessages(typeof d.messageCount === "number" ? d.messageCount : 0);
+        return;
+      }
+      if (e.type !== "transition") return;
+      const d = e.data as { from?: string; to?: string; event?: AgentEvent; snapshotReset?: boolean };
+      if (!d.event || typeof d.event !== "object") throw new HistoryDivergedError(e.id, `Event ${e.id} (transition) carries no machine event`);
+      let ev = d.event;
+      if (ev.type === "TASK_STARTED") ev = { ...ev, input: await opts.inputOf(ev.turnId) };
+      if (d.snapshotReset === true) {
+        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/turn-end.ts).
+        actor.stop();
+        actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
+      }
+      const before = snap();
+      actor.send(ev);
+      const after = snap();
+      if (after.value !== d.to) {
+        throw new HistoryDivergedError(
+          e.id,
+          `Event ${e.id}: ${ev.type} led from ${before.value} to ${after.value} on replay, the log says ${String(d.to)}`,
+        );
+      }
+      messages.push(...messagesFor(ev, before, after));
+    },
+    point(): HistoryPoint {
+      if (!last) throw new Error("no event replayed");
+      const s = snap();
+      const snapshot = jsonClone(actor.getPersistedSnapshot()) as unknown as PersistedSnapshot;
+      return {
+        event: last,
+        state: s.value,
+        context: jsonClone(s.context) as AgentContext,
+        snapshot,
+        messages: jsonClone(messages) as Message[],
+        activeTurnId: IN_TURN.has(s.value) ? s.context.turnId : null,
+      };
+    },
+    stop() {
+      actor.stop();
+    },
+  };
+}
+
+/** Inputs and fork messages of one stored agent, for a replayer. */
+export function storeSources(store: Store, agentId: string) {
+  const inputs = new Map<string, unknown>();
+  return {
+    async inputOf(turnId: string): Promise<unknown> {
+      if (!inputs.has(turnId)) inputs.set(turnId, (await store.getTurn(agentId, turnId))?.input ?? null);
+      return inputs.get(turnId);
+    },
+    async forkMessages(n: number): Promise<Message[]> {
+      return n > 0 ? (await store.readMessages(agentId)).slice(0, n) : [];
+    },
+  };
+}
+
+/**
+ * The agent after event `eventId`; null when the agent has no such event.
+ * Throws HistoryDivergedError when the log cannot be replayed.
+ */
+export async function historyAt(store: Store, agentId: string, eventId: number): Promise<HistoryPoint | null> {
+  return (await replayThrough(store, agentId, eventId))?.point ?? null;
+}
+
+/** historyAt, also answering the events it replayed (1..eventId). */
+export async function replayThrough(
+  store: Store,
+  agentId: string,
+  eventId: number,
+): Promise<{ point: HistoryPoint; events: StoredEvent[] } | null> {
+  if (!Number.isSafeInteger(eventId) || eventId < 1) return null;
+  const events = await readEventsThrough(store, agentId, eventId);
+  if (events.length < eventId) return null;
+  const r = createReplayer(storeSources(store, agentId));
+  try {
+    for (const e of events) await r.step(e);
+    return { point: r.point(), events };
+  } finally {
+    r.stop();
+  }
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+/**
+ * The `gatehouse` command (package.json `bin`):
+ *
+ *   gatehouse serve ./agents.js   serve the agents a module exports
+ *   gatehouse demo                serve the two example agents (examples/demo.ts)
+ *
+ * The module exports its agents: named exports of defineAgent() results, an
+ * `agents` array, or a default export (an agent, an array, `{ agents }`).
+ * A `.ts` module loads under Deno and Bun as is, and under Node through tsx
+ * (installed in the project, or `npx tsx`). Everything else comes from the
+ * environment (entry/config.ts); a failed start prints one line and exits
+ * with a code of STARTUP_EXIT_CODES (usage errors: 2).
+ *
+ * Runs on Node (`npx @gatehouse-runtime/core serve …`), Deno
+ * (`deno run -A entry/cli.ts serve …`) and Bun (`bunx @gatehouse-runtime/core serve …`);
+ * only `demo` imports the demo agents.
+ */
+import process from "node:process";
+import { pathToFileURL } from "node:url";
+import { resolve } from "node:path";
+import type { AnyAgent } from "../mod.ts";
+import { agentsOfModule, describeStartupFailure, StartupError } from "./startup.ts";
+
+const USAGE = `usage: gatehouse serve <module>   serve the agents the module exports (.js, .mjs; .ts under tsx, Deno or Bun)
+       gatehouse demo              serve the example agents (concierge, summarizer)
+configuration: environment variables (PORT, HOST, GATEHOUSE_*), see docs/operations.md`;
+
+const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+const isBun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
+
+function fail(err: unknown): never {
+  const { line, exitCode } = describeStartupFailure(err);
+  process.stderr.write(`${line}\n`);
+  process.exit(exitCode);
+}
+
+async function loadAgents(spec: string): Promise<AnyAgent[]> {
+  const url = pathToFileURL(resolve(process.cwd(), spec)).href;
+  const isTs = /\.[mc]?tsx?$/.test(spec);
+  if (isTs && !isDeno && !isBun) {
+    // Node 20 cannot load TypeScript by itself: register tsx's loader when the project has it.
+    try {
+      const api = "tsx/esm/api";
+      const { register } = (await import(api)) as { register: () => unknown };
+      register();
+    } catch {
+      // Already running under tsx (node --import tsx) works without it; otherwise the import below says so.
+    }
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    if (e.code === "ERR_MODULE_NOT_FOUND" && e.message.includes(url.replace("file://", ""))) {
+      throw new StartupError("agents", `cannot load ${spec}: no such file`);
+    }
+    if (e.code === "ERR_UNKNOWN_FILE_EXTENSION") {
+      throw new StartupError("agents", `cannot load ${spec}: Node runs .ts files only through tsx (npm install -D tsx), or serve the compiled .js`);
+    }
+    if (e.name === "DefinitionError") throw err;
+    throw new StartupError("agents", `cannot load ${spec}: ${e.name}: ${e.message}`, { cause: err });
+  }
+  return agentsOfModule(mod, spec);
+}
+
+async function main(args: string[]) {
+  const [command, ...rest] = args;
+  if (command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let agents: AnyAgent[];
+  if (command === "serve" && rest.length === 1 && !rest[0]!.startsWith("-")) {
+    agents = await loadAgents(rest[0]!);
+  } else if (command === "demo" && rest.length === 0) {
+    agents = (await import("../examples/demo.ts")).demoAgents;
+  } else {
+    process.stderr.write(`gatehouse: cannot start: ${command === undefined ? "no command given" : `unknown arguments: ${args.join(" ")}`}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (isDeno) {
+    const { startDeno } = await import("./serve-deno.ts");
+    await startDeno({ agents });
+  } else if (isBun) {
+    const { startBun } = await import("./serve-bun.ts");
+    await startBun({ agents });
+  } else {
+    const { startNode } = await import("./serve-node.ts");
+    await startNode({ agents });
+  }
+}
+
+main(process.argv.slice(2)).catch(fail);

@@ -1,0 +1,207 @@
+/**
+ * configFromEnv(): the one parser of the environment shared by every entry
+ * (the CLI, `serveNode`/`serveDeno`/`serveBun`'s `startFromEnv`, the demo
+ * entries). The environment comes in as a plain record (`process.env`,
+ * `Deno.env.toObject()`, `Bun.env`), so this file reads no globals.
+ *
+ * Invariants:
+ * - Every variable is checked whole: `GATEHOUSE_LEASE_MS=30s`, `PORT=-1` or
+ *   `GATEHOUSE_CONCURRENCY=0` is a ConfigError naming the variable, the value
+ *   and what is expected; nothing is half-parsed or silently defaulted.
+ * - An empty value counts as unset (so `VAR= cmd` turns a setting off).
+ * - Options left unset are left out of `gatehouse`, so createGatehouse's own
+ *   defaults apply and stay defined in one place.
+ * - An unknown `GATEHOUSE_*` variable is reported in `unknown` (the entries
+ *   log a warning naming it): a typo does not pass silently, and variables
+ *   read by other parts of a deployment do not stop it.
+ *
+ * The table `ENV_VARIABLES` is the reference the README and
+ * docs/operations.md print; tests/config.test.ts checks both against it.
+ */
+import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
+
+export type Env = Record<string, string | undefined>;
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** A bad configuration value: one line naming the variable. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(message: string, readonly variable?: string) {
+    super(message);
+  }
+}
+
+/** What the environment sets of createGatehouse's options. */
+export type EnvGatehouseOptions = Pick<
+  GatehouseOptions,
+  | "concurrency"
+  | "leaseMs"
+  | "pollMs"
+  | "watchdogIntervalMs"
+  | "maxBodyBytes"
+  | "externalToolTimeoutMs"
+  | "toolTimeoutMs"
+  | "storeTimeoutMs"
+  | "auth"
+>;
+
+export interface EnvConfig {
+  /** Listening port (PORT, default 8787; 0 picks a free one). */
+  port: number;
+  /** Listening address (HOST, default 127.0.0.1). */
+  hostname: string;
+  /** GATEHOUSE_LOG (default info). */
+  logLevel: LogLevel;
+  /** Bound of the startup store check in ms (GATEHOUSE_STORE_TIMEOUT_MS, default 5 000 at startup). */
+  storeTimeoutMs: number;
+  /** createGatehouse options set by the environment (only those that are set). */
+  gatehouse: EnvGatehouseOptions;
+  /** GATEHOUSE_* variables this parser does not know (the entries warn about them). */
+  unknown: string[];
+}
+
+export interface EnvVariable {
+  name: string;
+  /** The createGatehouse option it sets, if any. */
+  option?: string;
+  default: string;
+  meaning: string;
+}
+
+/** Every variable the entries read, in the order the docs list them. */
+export const ENV_VARIABLES: readonly EnvVariable[] = [
+  { name: "PORT", default: "8787", meaning: "listening port (0: any free port)" },
+  { name: "HOST", default: "127.0.0.1", meaning: "listening address (`0.0.0.0` for every interface)" },
+  { name: "GATEHOUSE_LOG", default: "info", meaning: "log level: `debug`, `info`, `warn`, `error` (JSON lines on stdout)" },
+  { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: "4", meaning: "worker loops per process (1 to 1024)" },
+  { name: "GATEHOUSE_LEASE_MS", option: "leaseMs", default: "15000", meaning: "claim lease; a dead worker's agents are offered again after it" },
+  { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: "100", meaning: "longest idle sleep of a worker loop" },
+  { name: "GATEHOUSE_WATCHDOG_INTERVAL_MS", option: "watchdogIntervalMs", default: "1000", meaning: "watchdog pass interval" },
+  { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: "262144", meaning: "request body limit (413 above it)" },
+  { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: "600000", meaning: "resume deadline of external tool calls" },
+  { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: "60000", meaning: "timeout of in-process tools" },
+  { name: "GATEHOUSE_TOKENS", option: "auth", default: "off", meaning: "bearer tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` scoped to tenant prefixes and verbs (docs/security.md)" },
+  { name: "GATEHOUSE_TOKEN", option: "auth", default: "off", meaning: "one more full-access bearer token" },
+  { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated full-access bearer tokens (16+ visible ASCII characters each)" },
+  { name: "GATEHOUSE_WEBHOOK_SECRETS", option: "auth", default: "off", meaning: "comma-separated Standard Webhooks secrets (`whsec_…`): write routes accept requests signed with one of them" },
+  { name: "QSTASH_CURRENT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash current signing key (with the next one): write routes accept QStash-signed requests" },
+  { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
+  { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
+  { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
+  { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
+  { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
+  { name: "UPSTASH_REDIS_REST_URL", default: "—", meaning: "Upstash REST URL (with the token below)" },
+  { name: "UPSTASH_REDIS_REST_TOKEN", default: "—", meaning: "Upstash REST token" },
+];
+
+const KNOWN = new Set(ENV_VARIABLES.map((v) => v.name));
+const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+function set(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === "" ? undefined : v.trim();
+}
+
+function integer(env: Env, name: string, min: number, max: number): number | undefined {
+  const raw = set(env, name);
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw)) {
+    throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a whole number (expected ${min} to ${max})`, name);
+  }
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name}=${raw} is out of range (expected ${min} to ${max})`, name);
+  }
+  return n;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Reads the environment. Throws ConfigError on the first bad value.
+ *
+ * @example
+ * const config = configFromEnv(process.env);
+ * const gh = createGatehouse({ agents, store, ...config.gatehouse });
+ */
+export function configFromEnv(env: Env): EnvConfig {
+  const logRaw = set(env, "GATEHOUSE_LOG");
+  if (logRaw !== undefined && !LOG_LEVELS.includes(logRaw as LogLevel)) {
+    throw new ConfigError(`GATEHOUSE_LOG=${JSON.stringify(logRaw)} is not a log level (expected debug, info, warn or error)`, "GATEHOUSE_LOG");
+  }
+  const gatehouse: EnvGatehouseOptions = {};
+  const opt = <K extends keyof EnvGatehouseOptions>(key: K, value: EnvGatehouseOptions[K] | undefined) => {
+    if (value !== undefined) gatehouse[key] = value;
+  };
+  opt("concurrency", integer(env, "GATEHOUSE_CONCURRENCY", 1, 1024));
+  opt("leaseMs", integer(env, "GATEHOUSE_LEASE_MS", 1_000, DAY_MS));
+  opt("pollMs", integer(env, "GATEHOUSE_POLL_MS", 1, 60_000));
+  opt("watchdogIntervalMs", integer(env, "GATEHOUSE_WATCHDOG_INTERVAL_MS", 10, DAY_MS));
+  opt("maxBodyBytes", integer(env, "GATEHOUSE_MAX_BODY_BYTES", 1_024, 1_073_741_824));
+  opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
+  opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
+  const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);
+  opt("storeTimeoutMs", storeTimeoutMs);
+
+  const tokens = set(env, "GATEHOUSE_BEARER_TOKENS");
+  if (tokens !== undefined) {
+    const list = tokens.split(",").map((t) => t.trim()).filter((t) => t !== "");
+    list.forEach((t, i) => {
+      if (!/^[\x21-\x7e]{16,4096}$/.test(t)) {
+        // The token itself is a secret: say which one and why, never print it.
+        throw new ConfigError(
+          `GATEHOUSE_BEARER_TOKENS: token ${i + 1} of ${list.length} is not 16 to 4096 visible ASCII characters (it has ${t.length})`,
+          "GATEHOUSE_BEARER_TOKENS",
+        );
+      }
+    });
+    if (list.length === 0) throw new ConfigError("GATEHOUSE_BEARER_TOKENS is set but holds no token", "GATEHOUSE_BEARER_TOKENS");
+    gatehouse.auth = { bearerTokens: list };
+  }
+  // Any auth variable turns auth on for every route but /healthz, /readyz and
+  // the debug page shell, fail closed (routes/auth/access.ts).
+  let fromEnv;
+  try {
+    fromEnv = authFromEnv(env);
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new ConfigError(message, message.split(" ")[0]);
+  }
+  if (fromEnv !== undefined) gatehouse.auth = { ...gatehouse.auth, ...fromEnv };
+  if (gatehouse.auth !== undefined) {
+    const bad = checkAuthConfig(gatehouse.auth);
+    // The message names the problem, never a secret.
+    if (bad !== null) throw new ConfigError(`auth from the environment: ${bad}`);
+  }
+
+  const hostname = set(env, "HOST") ?? "127.0.0.1";
+  if (/\s/.test(hostname)) throw new ConfigError(`HOST=${JSON.stringify(hostname)} is not a host name or address`, "HOST");
+  const allowEviction = set(env, "GATEHOUSE_ALLOW_EVICTION");
+  if (allowEviction !== undefined && !["0", "1", "true", "false"].includes(allowEviction)) {
+    throw new ConfigError(`GATEHOUSE_ALLOW_EVICTION=${JSON.stringify(allowEviction)} is not a switch (expected 1, 0, true or false)`, "GATEHOUSE_ALLOW_EVICTION");
+  }
+  const redisUrl = set(env, "GATEHOUSE_REDIS_URL");
+  if (redisUrl !== undefined && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+    // The URL may hold a password: name the scheme we expected, not the value.
+    throw new ConfigError("GATEHOUSE_REDIS_URL is not a redis:// or rediss:// URL", "GATEHOUSE_REDIS_URL");
+  }
+  const upstashUrl = set(env, "UPSTASH_REDIS_REST_URL");
+  if (upstashUrl !== undefined && !/^https?:\/\/\S+$/.test(upstashUrl)) {
+    throw new ConfigError("UPSTASH_REDIS_REST_URL is not an http:// or https:// URL", "UPSTASH_REDIS_REST_URL");
+  }
+  if ((upstashUrl === undefined) !== (set(env, "UPSTASH_REDIS_REST_TOKEN") === undefined)) {
+    throw new ConfigError("UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN must be set together", "UPSTASH_REDIS_REST_URL");
+  }
+  if (redisUrl !== undefined && upstashUrl !== undefined) {
+    throw new ConfigError("GATEHOUSE_REDIS_URL and UPSTASH_REDIS_REST_URL are both set: choose one store", "GATEHOUSE_REDIS_URL");
+  }
+
+  return {
+    port: integer(env, "PORT", 0, 65_535) ?? 8787,
+    hostname,
+    logLevel: (logRaw as LogLevel | undefined) ?? "info",
+    storeTimeoutMs: storeTimeoutMs ?? 5_000,
+    gatehouse,
+    unknown: Object.keys(env).filter((k) => k.startsWith("GATEHOUSE_") && !KNOWN.has(k)).sort(),
+  };
+}

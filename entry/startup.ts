@@ -1,0 +1,186 @@
+/**
+ * Startup shared by the runtime entries (Node, Deno, Bun): configuration from
+ * the environment, the store opened and checked within a bound, the
+ * gatehouse created; and the one-line description of whatever stops a start.
+ *
+ * Invariants:
+ * - A start that fails says why in ONE line (`gatehouse: cannot start: …`)
+ *   and exits with a code that names the kind of failure (STARTUP_EXIT_CODES);
+ *   no stack trace, no stream of reconnect warnings. A Redis that cannot be
+ *   reached gives up after `GATEHOUSE_STORE_TIMEOUT_MS` (default 5 s), with
+ *   the client's last connection error in the line.
+ * - Connection errors of the TCP client are silent until the first check
+ *   succeeded (the start either succeeds or reports the last one); after
+ *   that they are logged as warnings while the client reconnects.
+ * - Secrets do not reach the line: Redis URLs are shown as host:port, bearer
+ *   tokens never.
+ * Web APIs only (timers, URL): the runtime files pass in the environment
+ * record and the TCP adapter.
+ */
+import {
+  type AnyAgent,
+  consoleLogger,
+  createGatehouse,
+  DefinitionError,
+  EvictionPolicyError,
+  type Gatehouse,
+  type GatehouseOptions,
+  type Logger,
+  type Store,
+  StoreInputError,
+} from "../mod.ts";
+import { ConfigError, configFromEnv, type Env, type EnvConfig } from "./config.ts";
+import { storeFromEnv, type TcpStoreFactory } from "./store-from-env.ts";
+
+/** Exit codes of a failed start (documented in docs/operations.md). */
+export const STARTUP_EXIT_CODES = {
+  /** Anything not listed below. */
+  unexpected: 1,
+  /** A bad environment variable, command-line argument or option. */
+  config: 2,
+  /** The agents module cannot be loaded, exports no agent, or a definition is refused. */
+  agents: 3,
+  /** The store cannot be reached in time, or refuses to be used (eviction policy). */
+  store: 4,
+  /** The server cannot listen: port in use, no permission, address not available. */
+  listen: 5,
+} as const;
+
+export type StartupFailureKind = keyof typeof STARTUP_EXIT_CODES;
+
+/** A failed start, already described in one line. */
+export class StartupError extends Error {
+  override readonly name = "StartupError";
+  readonly exitCode: number;
+  constructor(readonly kind: StartupFailureKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.exitCode = STARTUP_EXIT_CODES[kind];
+  }
+}
+
+const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ").trim();
+
+/** The one line and exit code for anything a start can throw. */
+export function describeStartupFailure(err: unknown): { line: string; exitCode: number } {
+  let kind: StartupFailureKind = "unexpected";
+  let message = err instanceof Error ? err.message : String(err);
+  if (err instanceof StartupError) kind = err.kind;
+  else if (err instanceof ConfigError || err instanceof StoreInputError) kind = "config";
+  else if (err instanceof DefinitionError) kind = "agents", message = `agent definitions refused: ${message}`;
+  else if (err instanceof EvictionPolicyError) kind = "store";
+  else if (err instanceof Error && err.name !== "Error") message = `${err.name}: ${message}`;
+  return { line: `gatehouse: cannot start: ${oneLine(message)}`, exitCode: STARTUP_EXIT_CODES[kind] };
+}
+
+/** host:port of a Redis URL, never its user or password. */
+export function redactedRedis(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}:${u.port || "6379"}`;
+  } catch {
+    return "the configured Redis";
+  }
+}
+
+export interface StartFromEnvInput {
+  agents: AnyAgent[];
+  env: Env;
+  /** More createGatehouse options (code wins over the environment). */
+  options?: Omit<GatehouseOptions, "agents" | "store">;
+  /** The TCP adapter for GATEHOUSE_REDIS_URL. */
+  redis?: TcpStoreFactory;
+  /** Default: JSON lines at GATEHOUSE_LOG's level. */
+  logger?: Logger;
+}
+
+export interface Started {
+  config: EnvConfig;
+  logger: Logger;
+  store: Store;
+  gatehouse: Gatehouse;
+}
+
+/**
+ * Parses the environment, opens and checks the store within
+ * `storeTimeoutMs`, creates the gatehouse. Throws StartupError (or the
+ * errors describeStartupFailure knows); opens nothing that it does not
+ * close on failure.
+ */
+export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started> {
+  const config = configFromEnv(input.env);
+  const logger = input.logger ?? input.options?.logger ?? consoleLogger(config.logLevel);
+  for (const name of config.unknown) logger.warn("unknown environment variable ignored", { variable: name });
+  if (!Array.isArray(input.agents) || input.agents.length === 0) {
+    throw new StartupError("agents", "no agents to serve");
+  }
+
+  let started = false;
+  let lastConnectionError: Error | undefined;
+  const onError = (err: Error) => {
+    if (started) logger.warn("redis connection error; reconnecting", { error: err.message });
+    else lastConnectionError = err;
+  };
+  // Reconnect lines of the TCP adapter (store_reconnecting / store_ready) once serving; before that a
+  // failing connection is reported by the one startup line instead.
+  const storeLogger = { info: (msg: string, fields?: Record<string, unknown>) => started && logger.info(msg, fields) };
+  const storeOptions = { onError, logger: storeLogger, ...(input.redis ? { redis: input.redis } : {}) };
+  const where = input.env.GATEHOUSE_REDIS_URL?.trim()
+    ? `redis at ${redactedRedis(input.env.GATEHOUSE_REDIS_URL.trim())}`
+    : input.env.UPSTASH_REDIS_REST_URL?.trim() ? "Upstash" : "memory";
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const opening = storeFromEnv(input.env, storeOptions);
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const last = lastConnectionError ? `: ${lastConnectionError.message}` : "";
+      reject(new StartupError("store", `cannot reach the store (${where}) within ${config.storeTimeoutMs} ms${last}`));
+    }, config.storeTimeoutMs);
+  });
+  let store: Store;
+  try {
+    store = await Promise.race([opening, timeout]);
+  } catch (err) {
+    // The store may still open after the bound: close it then, so nothing keeps the process alive.
+    opening.then((s) => s.close().catch(() => {}), () => {});
+    if (err instanceof StartupError || err instanceof ConfigError || err instanceof StoreInputError) throw err;
+    if (err instanceof EvictionPolicyError) throw new StartupError("store", err.message, { cause: err });
+    const reason = lastConnectionError?.message ?? (err instanceof Error ? err.message : String(err));
+    throw new StartupError("store", `cannot reach the store (${where}): ${reason}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
+  started = true;
+
+  try {
+    const gatehouse = createGatehouse({ ...config.gatehouse, ...input.options, agents: input.agents, store, logger });
+    return { config, logger, store, gatehouse };
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
+}
+
+/** Agents a module exports: `default` (an agent, an array, or `{ agents }`), `agents`, or every exported definition. */
+export function agentsOfModule(mod: Record<string, unknown>, from: string): AnyAgent[] {
+  const isAgent = (v: unknown): v is AnyAgent => typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "agent";
+  const pick = (v: unknown): AnyAgent[] | undefined => {
+    if (isAgent(v)) return [v];
+    if (Array.isArray(v) && v.length > 0 && v.every(isAgent)) return v;
+    if (typeof v === "object" && v !== null && "agents" in v) return pick((v as { agents: unknown }).agents);
+    return undefined;
+  };
+  const chosen = pick(mod.default) ?? pick(mod.agents);
+  if (chosen) return chosen;
+  const all = new Set<AnyAgent>();
+  for (const [key, v] of Object.entries(mod)) {
+    if (key === "default") continue;
+    for (const a of pick(v) ?? []) all.add(a);
+  }
+  if (all.size === 0) {
+    throw new StartupError(
+      "agents",
+      `${from} exports no agent: export the results of defineAgent() (named exports, an \`agents\` array, or a default export)`,
+    );
+  }
+  return [...all];
+}

@@ -1,0 +1,26 @@
+/**
+ * serveReplay(): a gatehouse over one exported run, for offline debugging.
+ * The bundle (routes/replay-bundle.ts) is loaded into a fresh memory store
+ * and the usual app serves it: `GET /v1/agents/<id>`, its events, history,
+ * fork and what-if answer as they did where the run was recorded. Workers
+ * run only for definitions given in `agents`; without them the agent is
+ * read-only in practice (a fork or a delivered result waits for a worker
+ * that knows its definition).
+ *
+ * @example
+ * const gh = await serveReplay(JSON.parse(await Deno.readTextFile("a1.replay.json")), { agents: [support] });
+ * Deno.serve(gh.fetch);
+ */
+import { createGatehouse, type Gatehouse, type GatehouseOptions } from "./gatehouse.ts";
+import { memoryStore } from "./store/memory.ts";
+import { loadReplayBundle } from "./routes/replay-bundle.ts";
+
+export async function serveReplay(
+  bundle: unknown,
+  options: Omit<GatehouseOptions, "store" | "agents"> & { agents?: GatehouseOptions["agents"] } = {},
+): Promise<Gatehouse & { agentId: string }> {
+  const store = memoryStore();
+  const { agentId } = loadReplayBundle(store, bundle);
+  const gh = createGatehouse({ ...options, agents: options.agents ?? [], store });
+  return Object.assign(gh, { agentId });
+}

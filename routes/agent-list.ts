@@ -1,0 +1,105 @@
+/**
+ * `GET /v1/agents`: the agents, newest `updatedAt` first, paged with an
+ * opaque cursor, filtered by state, definition name and `updatedSince`.
+ *
+ * Backed by the store's agents index (store/port.ts, invariant 12): the
+ * index gives ids in order, the heads give state and definition. `updatedSince`
+ * is answered by the index itself; `state` and `agent` are applied to the
+ * heads, reading at most SCAN_BUDGET index entries per request, so a page
+ * may come back short (even empty) with a cursor to read on from.
+ */
+import { Hono } from "hono";
+import { queryOf, validate } from "./body.ts";
+import type { RouteModule } from "./module.ts";
+import type { RouteRuntime } from "./runtime.ts";
+import { AgentList, AgentListQuery } from "./debug-schemas.ts";
+import type { AgentIndexEntry } from "../store/port.ts";
+import type { AgentHead } from "../store/types.ts";
+
+/** Index entries read at most per request. */
+export const SCAN_BUDGET = 1_000;
+const DEFAULT_LIMIT = 50;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const encodeCursor = (e: AgentIndexEntry) => `${e.updatedAt}_${e.agentId}`;
+function decodeCursor(c: string): AgentIndexEntry {
+  const i = c.indexOf("_");
+  return { updatedAt: Number(c.slice(0, i)), agentId: c.slice(i + 1) };
+}
+
+export function agentSummary(h: AgentHead) {
+  return {
+    agentId: h.agentId,
+    agent: h.agentName,
+    state: h.state,
+    activeTurnId: h.activeTurnId,
+    version: h.version,
+    lastEventId: h.lastEventId,
+    pendingTasks: h.pendingTasks,
+    messageCount: h.messageCount,
+    createdAt: iso(h.createdAt),
+    updatedAt: iso(h.updatedAt),
+    updatedAtMs: h.updatedAt,
+  };
+}
+
+export function agentListRoutes(rt: RouteRuntime): RouteModule {
+  const app = new Hono();
+
+  app.get("/v1/agents", async (c) => {
+    const q = validate(AgentListQuery, queryOf(c), "query string");
+    const limit = q.limit ?? DEFAULT_LIMIT;
+    const filtered = q.state !== undefined || q.agent !== undefined;
+    const out: ReturnType<typeof agentSummary>[] = [];
+    let after: AgentIndexEntry | undefined = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
+    let scanned = 0;
+    let exhausted = false;
+    while (out.length < limit && scanned < SCAN_BUDGET) {
+      const want = filtered ? Math.min(SCAN_BUDGET - scanned, Math.max(limit * 2, 50)) : limit - out.length;
+      const page = await rt.store.listAgents({
+        limit: want,
+        ...(q.updatedSince !== undefined ? { updatedSince: q.updatedSince } : {}),
+        ...(after ? { after } : {}),
+      });
+      const heads = await Promise.all(page.map((e) => rt.store.getAgent(e.agentId)));
+      let cutShort = false;
+      for (let i = 0; i < page.length; i++) {
+        scanned++;
+        after = page[i];
+        const h = heads[i];
+        // An index entry without a head cannot come from the store's own writes; skip it rather than fail the page.
+        if (!h) continue;
+        if (q.state !== undefined && h.state !== q.state) continue;
+        if (q.agent !== undefined && h.agentName !== q.agent) continue;
+        out.push(agentSummary(h));
+        if (out.length === limit) {
+          cutShort = i < page.length - 1;
+          break;
+        }
+      }
+      // A page shorter than asked, read to its end, is the end of the index.
+      if (page.length < want && !cutShort) {
+        exhausted = true;
+        break;
+      }
+    }
+    return c.json({ agents: out, nextCursor: exhausted || !after ? null : encodeCursor(after) });
+  });
+
+  return {
+    app,
+    operations: [{
+      method: "get",
+      path: "/v1/agents",
+      operationId: "listAgents",
+      summary: "List agents (newest updatedAt first) with filters and cursor paging",
+      description: "Backed by the store's agents index. `state` and `agent` filter at most 1 000 index entries per " +
+        "request: a short page with a `nextCursor` means read on.",
+      tags: ["debugging"],
+      query: AgentListQuery,
+      responses: { 200: { description: "A page of agents", schema: { name: "AgentList", schema: AgentList } } },
+      problems: ["validation_failed"],
+    }],
+  };
+}

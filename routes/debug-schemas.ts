@@ -1,0 +1,121 @@
+/**
+ * Schemas of the debugging routes (list, history, fork, export, what-if):
+ * requests are strict, responses describe what the routes answer.
+ * `GET /openapi.json` is generated from these objects.
+ */
+import { z } from "zod";
+import { ID_PATTERN } from "../common/ids.ts";
+import { STATES } from "../machines/types.ts";
+import { StoredEvent } from "./schemas.ts";
+
+const decimal = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a non-negative decimal integer`);
+const IsoTime = z.string().describe("ISO 8601, UTC");
+
+export const MAX_AGENT_PAGE = 100;
+
+export const AgentListQuery = z.strictObject({
+  state: z.enum(STATES).optional().describe("Only agents in this machine state"),
+  agent: z.string().min(1).max(64).optional().describe("Only agents bound to this definition name"),
+  updatedSince: decimal("updatedSince").transform(Number).optional()
+    .describe("Only agents whose `updatedAt` is at or after this time (ms since the epoch)"),
+  limit: decimal("limit").transform(Number).pipe(z.int().min(1).max(MAX_AGENT_PAGE)).optional()
+    .describe(`Page size, 1 to ${MAX_AGENT_PAGE} (default 50)`),
+  cursor: z.string().regex(/^\d{1,15}_[A-Za-z0-9_.:-]{1,128}$/, "cursor must be a nextCursor of this route").optional()
+    .describe("`nextCursor` of the previous page"),
+});
+
+export const AgentSummary = z.object({
+  agentId: z.string(),
+  agent: z.string().describe("Name of the definition the id is bound to"),
+  state: z.string(),
+  activeTurnId: z.string().nullable(),
+  version: z.int(),
+  lastEventId: z.int(),
+  pendingTasks: z.int(),
+  messageCount: z.int(),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+  updatedAtMs: z.number(),
+});
+
+export const AgentList = z.object({
+  agents: z.array(AgentSummary).describe("Newest `updatedAt` first, ties by agent id descending"),
+  nextCursor: z.string().nullable().describe(
+    "Pass as `cursor` for the next page; null when the index holds nothing further. A page may hold fewer " +
+      "than `limit` agents (even none) and still have a cursor: filters are applied to at most 1 000 index entries per request",
+  ),
+});
+
+export const HistoryParams = z.object({
+  eventId: decimal("eventId").transform(Number).pipe(z.int().min(1)),
+});
+
+const Message = z.object({
+  role: z.enum(["system", "user", "assistant", "tool"]),
+  content: z.string(),
+  toolCalls: z.array(z.object({ id: z.string(), name: z.string(), args: z.unknown() })).optional(),
+  toolCallId: z.string().optional(),
+  name: z.string().optional(),
+});
+
+export const HistoryView = z.object({
+  agentId: z.string(),
+  eventId: z.int(),
+  event: StoredEvent.describe("The event the agent is shown after"),
+  state: z.string().describe("Machine state right after the event"),
+  activeTurnId: z.string().nullable().describe("The turn in progress after the event; null between turns"),
+  context: z.record(z.string(), z.unknown()).describe("The machine context after the event"),
+  snapshot: z.record(z.string(), z.unknown()).describe("The persisted snapshot a commit right after the event stores"),
+  messages: z.array(Message).describe("The conversation after the event (user inputs filled in)"),
+  lastEventId: z.int().describe("The agent's last event id now"),
+});
+
+export const ForkRequest = z.strictObject({
+  atEventId: z.int().min(1).describe("The event of the source to fork after"),
+  newAgentId: z.string().regex(ID_PATTERN).describe("The fork's id; must not exist"),
+  agent: z.string().min(1).max(64).optional()
+    .describe("Bind the fork to this registered definition (another model or verifier); default the source's"),
+});
+
+export const ForkCreated = z.object({
+  agentId: z.string().describe("The fork"),
+  forkedFrom: z.object({ agentId: z.string(), atEventId: z.int(), eventId: z.int().describe("The source's `forked_to` event") }),
+  agent: z.string(),
+  state: z.string(),
+  activeTurnId: z.string().nullable(),
+  pendingToolCalls: z.array(z.object({ turnId: z.string(), toolCallId: z.string(), name: z.string(), deadlineMs: z.number() })),
+});
+
+export const WhatIfRequest = z.strictObject({
+  guardian: z.string().min(1).max(128).optional()
+    .describe("A registered guardian code; default: the agent's current output verifier"),
+});
+
+export const WhatIfResult = z.object({
+  agentId: z.string(),
+  verifier: z.object({ kind: z.enum(["guardian", "output_verifier"]), name: z.string() }),
+  candidates: z.array(z.object({
+    eventId: z.int().describe("The `tool_call` event that proposed the candidate"),
+    turnId: z.string().nullable(),
+    toolCallId: z.string(),
+    candidate: z.unknown(),
+    recorded: z.object({ outcome: z.string(), code: z.string().optional(), message: z.string().optional(), eventId: z.int() })
+      .nullable().describe("The verdict the turn recorded for this candidate (null: none recorded)"),
+    now: z.object({ outcome: z.enum(["passed", "rejected", "system_error"]), code: z.string().optional(), message: z.string().optional() }),
+    changed: z.boolean(),
+  })),
+});
+
+export const ReplayBundle = z.object({
+  schemaVersion: z.literal(1),
+  exportedAt: IsoTime,
+  agentId: z.string(),
+  agent: z.string().describe("Definition name"),
+  machine: z.record(z.string(), z.unknown()).describe("The machine definition (as `GET /v1/machine` serves it)"),
+  head: z.record(z.string(), z.unknown()),
+  events: z.array(StoredEvent),
+  messages: z.array(z.record(z.string(), z.unknown())),
+  verdicts: z.array(z.record(z.string(), z.unknown())),
+  inputs: z.record(z.string(), z.unknown()).describe("turnId -> the task input"),
+  toolCalls: z.array(z.record(z.string(), z.unknown())),
+});

@@ -1,0 +1,152 @@
+/**
+ * Replay bundles: one agent's run, exported whole so it can be looked at
+ * offline (`GET /v1/agents/:agentId/export`, docs/debugging.md).
+ *
+ * A bundle holds the definition name, the machine definition, the head,
+ * the whole event log, the conversation (inputs filled in), the verdict
+ * records, each turn's input and the tool-call records of every turn of
+ * the log, under `schemaVersion` 1. `loadReplayBundle` puts it into a
+ * memory store under the same agent id, where every debugging route
+ * (history, fork, what-if, the event log) answers what it answered on the
+ * original store: the history of a loaded bundle replays to its head
+ * (tests/replay-bundle.test.ts).
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { readEventsThrough } from "../actors/time-travel.ts";
+import { memoryStoreImport } from "../store/memory.ts";
+import type { Store, TurnStatus } from "../store/port.ts";
+import type { AgentHead, ToolCallRecord } from "../store/types.ts";
+import type { StoredEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import { machineView } from "./machine.ts";
+import type { RouteModule } from "./module.ts";
+import { ProblemError } from "./problem.ts";
+import type { RouteRuntime } from "./runtime.ts";
+import { ReplayBundle } from "./debug-schemas.ts";
+
+export const REPLAY_BUNDLE_SCHEMA_VERSION = 1;
+
+export interface ReplayBundleV1 {
+  schemaVersion: 1;
+  exportedAt: string;
+  agentId: string;
+  agent: string;
+  machine: Record<string, unknown>;
+  head: AgentHead;
+  events: StoredEvent[];
+  messages: Message[];
+  verdicts: Array<Record<string, unknown>>;
+  inputs: Record<string, unknown>;
+  toolCalls: ToolCallRecord[];
+}
+
+/** A bundle that this version cannot load; `code` is the HTTP problem code. */
+export class ReplayBundleError extends Error {
+  readonly code = "invalid_replay_bundle";
+  constructor(message: string) {
+    super(message);
+    this.name = "ReplayBundleError";
+  }
+}
+
+/** The replay bundle of one agent; null when the agent does not exist. */
+export async function exportReplayBundle(store: Store, agentId: string, now: number): Promise<ReplayBundleV1 | null> {
+  const head = await store.getAgent(agentId);
+  if (!head) return null;
+  const events = await readEventsThrough(store, agentId, head.lastEventId);
+  const turnIds = [...new Set(events.map((e) => e.turnId).filter((t): t is string => t !== null))];
+  const inputs: Record<string, unknown> = {};
+  const toolCalls: ToolCallRecord[] = [];
+  for (const t of turnIds) {
+    const turn = await store.getTurn(agentId, t);
+    if (turn && "input" in turn) inputs[t] = turn.input;
+    toolCalls.push(...await store.getToolCalls(agentId, t));
+  }
+  return {
+    schemaVersion: 1,
+    exportedAt: new Date(now).toISOString(),
+    agentId,
+    agent: head.agentName,
+    machine: machineView() as unknown as Record<string, unknown>,
+    head,
+    events,
+    messages: await store.readMessages(agentId),
+    verdicts: (await store.listVerdicts(agentId, {})).map((j) => JSON.parse(j) as Record<string, unknown>),
+    inputs,
+    toolCalls,
+  };
+}
+
+const TURN_STATUSES = new Set(["queued", "done", "failed", "ended", "cancelled"]);
+
+/**
+ * Loads a bundle into a memory store (`memoryStore()`). Throws
+ * ReplayBundleError for a bundle of another schema version or shape, or one
+ * whose agent id is taken in that store.
+ */
+export function loadReplayBundle(store: Store, bundle: unknown): { agentId: string } {
+  const parsed = ReplayBundle.safeParse(bundle);
+  if (!parsed.success) {
+    const v = (bundle as { schemaVersion?: unknown } | null)?.schemaVersion;
+    throw new ReplayBundleError(
+      v !== undefined && v !== REPLAY_BUNDLE_SCHEMA_VERSION
+        ? `Replay bundle schema version ${JSON.stringify(v)} is not supported (this build reads ${REPLAY_BUNDLE_SCHEMA_VERSION})`
+        : `Not a replay bundle: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  const b = bundle as ReplayBundleV1;
+  b.events.forEach((e, i) => {
+    if (e.id !== i + 1) throw new ReplayBundleError(`Replay bundle events must be dense from 1; event ${i + 1} has id ${e.id}`);
+  });
+  if (b.head.agentId !== b.agentId) throw new ReplayBundleError("Replay bundle head belongs to another agent");
+  // Where each turn ended, from the log's `task` events (a turn without one ended unseen).
+  const turns: Record<string, Exclude<TurnStatus, "active">> = {};
+  for (const t of Object.keys(b.inputs)) if (t !== b.head.activeTurnId) turns[t] = "ended";
+  for (const e of b.events) {
+    const st = e.data.status;
+    if (e.type === "task" && typeof e.data.turnId === "string" && typeof st === "string" && TURN_STATUSES.has(st)) {
+      turns[e.data.turnId] = st as Exclude<TurnStatus, "active">;
+    }
+  }
+  const r = memoryStoreImport(store, {
+    head: b.head,
+    events: b.events,
+    messages: b.messages,
+    inputs: b.inputs,
+    toolCalls: b.toolCalls,
+    verdicts: b.verdicts.map((v) => ({
+      verdictId: String(v.verdictId),
+      turnId: String(v.taskId ?? v.turnId ?? ""),
+      status: String(v.status),
+      json: JSON.stringify(v),
+    })),
+    turns,
+  });
+  if (r === "exists") throw new ReplayBundleError(`Agent "${b.agentId}" exists in this store`);
+  return { agentId: b.agentId };
+}
+
+export function exportRoutes(rt: RouteRuntime): RouteModule {
+  const app = new Hono();
+
+  app.get("/v1/agents/:agentId/export", async (c) => {
+    const agentId = c.req.param("agentId");
+    const bundle = await exportReplayBundle(rt.store, agentId, rt.clock.now());
+    if (!bundle) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+    return c.json(bundle, 200, { "content-disposition": `attachment; filename="${agentId}.replay.json"` });
+  });
+
+  return {
+    app,
+    operations: [{
+      method: "get",
+      path: "/v1/agents/:agentId/export",
+      operationId: "exportAgent",
+      summary: "A replay bundle of the agent: definition name, machine, events, messages, verdicts, inputs",
+      tags: ["debugging"],
+      responses: { 200: { description: "The replay bundle", schema: { name: "ReplayBundle", schema: ReplayBundle } } },
+      problems: ["invalid_agent_id", "agent_not_found"],
+    }],
+  };
+}

@@ -1,0 +1,38 @@
+--[[
+  list_agents: one page of the agents index (`<prefix>:agents`, score =
+  the head's updatedAt), newest first, ties by agent id descending. Reads
+  only the index (a cross-agent key, like the ready queues): the heads are
+  read by the caller, one get_agent per agent, so no script touches two
+  agents' keys.
+
+  KEYS[1] agents zset
+  ARGV[1] limit (> 0)
+  ARGV[2] updatedSince: only scores >= this ('-inf': all)
+  ARGV[3] cursor score ('' : from the newest)
+  ARGV[4] cursor agentId (the last entry of the previous page)
+  Returns: 'list [[agentId, updatedAt], ...]'
+]]
+-- reads only: writes nothing.
+local idx, limit, since = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local out = {}
+local max = '+inf'
+if ARGV[3] ~= '' then
+  local score, after = ARGV[3], ARGV[4]
+  if since == '-inf' or tonumber(score) >= tonumber(since) then
+    -- Ties at the cursor's score come in id order; take those below the cursor, highest first.
+    local ties = redis.call('ZRANGEBYSCORE', idx, score, score)
+    for i = #ties, 1, -1 do
+      if #out >= limit then break end
+      if ties[i] < after then out[#out + 1] = { ties[i], tonumber(score) } end
+    end
+  end
+  max = '(' .. score
+end
+if #out < limit then
+  local rest = redis.call('ZREVRANGEBYSCORE', idx, max, since, 'WITHSCORES', 'LIMIT', 0, limit - #out)
+  for i = 1, #rest, 2 do out[#out + 1] = { rest[i], tonumber(rest[i + 1]) } end
+end
+if #out == 0 then
+  return 'list []'
+end
+return 'list ' .. cjson.encode(out)

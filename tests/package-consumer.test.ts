@@ -1,0 +1,317 @@
+/**
+ * The package as a user gets it. `npm pack` (which builds dist/ through
+ * `prepack`), then the tarball is installed, offline from the npm cache, into
+ * fresh projects in a temp dir, and the README's API example (the block
+ * between `api-example` markers) runs in each:
+ * - plain Node ESM JavaScript;
+ * - TypeScript with `module`/`moduleResolution` NodeNext, `strict`,
+ *   `noUncheckedIndexedAccess`, `exactOptionalPropertyTypes` and
+ *   `skipLibCheck: false` (so the package's declarations are checked too),
+ *   type-checked with this repository's tsc, emitted and run;
+ * - Deno importing the TypeScript source by an import map.
+ * The JavaScript project then runs the package's `gatehouse` bin on a
+ * user's own agents module (tests/fixtures/consumer/agents.mjs) with the
+ * README's curl session against it, and each kind of failed start is checked
+ * for its one line and exit code. Node-only: it spawns processes.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "./helpers/redis-server.ts";
+import { SOURCE_OF_SUBPATH } from "../vitest.config.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+  exports: Record<string, string | { types: string; default: string }>;
+  peerDependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  bin: Record<string, string>;
+};
+const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+const apiExample = /<!-- api-example:start -->\n```ts\n([\s\S]*?)```\n<!-- api-example:end -->/.exec(readme)?.[1];
+const session = /<!-- readme-session:start -->\n```sh\n([\s\S]*?)```\n<!-- readme-session:end -->/.exec(readme)?.[1];
+const EXPECTED_OUTPUT = '202 done "refunded"';
+
+let tmp: string;
+let tarball: string;
+
+function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string>; timeout?: number }) {
+  const r = spawnSync(cmd, args, {
+    cwd: opts.cwd,
+    encoding: "utf8",
+    timeout: opts.timeout ?? 120_000,
+    env: { ...process.env, npm_config_loglevel: "error", npm_config_update_notifier: "false", ...opts.env },
+  });
+  return { status: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", error: r.error };
+}
+
+/** npm install, asynchronously, so the projects install side by side. */
+function npmInstall(dir: string, specs: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...specs], {
+      cwd: dir,
+      env: { ...process.env, npm_config_loglevel: "error" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`npm install in ${dir} failed (${code}):\n${out}`))));
+  });
+}
+
+const peers = () => Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`);
+
+function project(name: string, files: Record<string, string>): string {
+  const dir = join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module" }, null, 2));
+  for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text);
+  return dir;
+}
+
+let jsDir: string;
+let tsDir: string;
+
+beforeAll(async () => {
+  expect(apiExample, "README has the marked API example").toBeDefined();
+  tmp = mkdtempSync(join(tmpdir(), "gatehouse-consumer-"));
+  const packed = run("npm", ["pack", "--json", "--pack-destination", tmp], { cwd: ROOT, timeout: 180_000 });
+  expect(packed.status, packed.stderr).toBe(0);
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  tarball = join(tmp, info[0]!.filename);
+  packedFiles = info[0]!.files.map((f) => f.path);
+
+  jsDir = project("consumer-js", { "main.mjs": apiExample! });
+  copyFileSync(join(ROOT, "tests/fixtures/consumer/agents.mjs"), join(jsDir, "agents.mjs"));
+  tsDir = project("consumer-ts", {
+    "main.ts": apiExample!,
+    "tsconfig.json": JSON.stringify({
+      compilerOptions: {
+        target: "ES2022",
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        skipLibCheck: false,
+        // Web globals (fetch, Request, console) from lib.dom, as Node 20 has them; checking @types/node
+        // too would double the time without checking more of the package.
+        lib: ["ES2022", "DOM"],
+        types: [],
+        outDir: "out",
+      },
+      files: ["main.ts"],
+    }),
+  });
+  await Promise.all([
+    // tsx too: `gatehouse serve ./agents.ts` loads TypeScript through the project's tsx.
+    npmInstall(jsDir, [tarball, ...peers(), `tsx@${pkg.devDependencies.tsx}`]),
+    npmInstall(tsDir, [tarball, ...peers()]),
+  ]);
+}, 240_000);
+
+let packedFiles: string[] = [];
+
+afterAll(() => {
+  for (const s of servers) s.kill("SIGKILL");
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+}, 60_000);
+
+describe("the packed package", () => {
+  it("ships dist/ for every export, the bin, and no TypeScript source or tests", () => {
+    for (const [sub, target] of Object.entries(pkg.exports)) {
+      if (typeof target === "string") continue;
+      expect(packedFiles, sub).toContain(target.default.replace(/^\.\//, ""));
+      expect(packedFiles, sub).toContain(target.types.replace(/^\.\//, ""));
+    }
+    expect(packedFiles).toContain(Object.values(pkg.bin)[0]);
+    expect(packedFiles.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
+    expect(packedFiles.filter((f) => f.startsWith("tests/") || f.includes(".test."))).toEqual([]);
+    // No declaration keeps a .ts specifier (resolvable by any TypeScript version).
+    const dts = readFileSync(join(jsDir, "node_modules", pkg.name, "dist/mod.d.ts"), "utf8");
+    expect(dts).not.toMatch(/from "\.[^"]*\.ts"/);
+  });
+
+  it("maps each export to the same source file in vitest, tsc and Deno", () => {
+    const tsconfig = JSON.parse(readFileSync(join(ROOT, "tsconfig.json"), "utf8")) as { compilerOptions: { paths: Record<string, string[]> } };
+    const deno = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")) as { imports: Record<string, string> };
+    const subpaths = Object.keys(pkg.exports).filter((s) => s !== "./package.json");
+    expect(Object.keys(SOURCE_OF_SUBPATH).sort()).toEqual(subpaths.map((s) => (s === "." ? pkg.name : `${pkg.name}/${s.slice(2)}`)).sort());
+    for (const [name, file] of Object.entries(SOURCE_OF_SUBPATH)) {
+      const sub = name === pkg.name ? "." : `./${name.slice(pkg.name.length + 1)}`;
+      const target = pkg.exports[sub] as { default: string };
+      expect(target.default, name).toBe(`./dist/${file.replace(/\.ts$/, ".js")}`);
+      expect(tsconfig.compilerOptions.paths[name], name).toEqual([`./${file}`]);
+      expect(deno.imports[name], name).toBe(`./${file}`);
+    }
+  });
+
+  it("runs the README's API example as plain Node ESM JavaScript", () => {
+    const r = run(process.execPath, ["main.mjs"], { cwd: jsDir, timeout: 30_000 });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe(EXPECTED_OUTPUT);
+  });
+
+  it("type-checks the README's API example under NodeNext + strict + noUncheckedIndexedAccess + exactOptionalPropertyTypes, and runs it", () => {
+    const tsc = run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "."], { cwd: tsDir, timeout: 120_000 });
+    const errors = tsc.stdout.split("\n").filter((l) => /error TS\d+/.test(l));
+    // xstate's own declarations do not compile under exactOptionalPropertyTypes with skipLibCheck off
+    // (setup.d.ts, TS2344); that is xstate's, seen by any project that uses it. Nothing else may fail.
+    const ours = errors.filter((l) => !l.startsWith("node_modules/xstate/"));
+    expect(ours).toEqual([]);
+    const run1 = run(process.execPath, ["out/main.js"], { cwd: tsDir, timeout: 30_000 });
+    expect(run1.stderr).toBe("");
+    expect(run1.stdout.trim()).toBe(EXPECTED_OUTPUT);
+  }, 150_000);
+
+  it("runs the README's API example on Deno, importing the TypeScript source", () => {
+    const dir = project("consumer-deno", { "main.ts": apiExample! });
+    writeFileSync(
+      join(dir, "deno.json"),
+      JSON.stringify({ nodeModulesDir: "manual", imports: { [pkg.name]: join(ROOT, "mod.ts") } }),
+    );
+    // zod comes from the project's own install, as it would in a Deno project with a package.json.
+    symlinkSync(join(jsDir, "node_modules"), join(dir, "node_modules"), "dir");
+    const r = run(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "main.ts"], { cwd: dir, env: { NO_COLOR: "1" }, timeout: 60_000 });
+    expect(r.stderr.replace(/^(Download|Warning).*\n/gm, "")).toBe("");
+    expect(r.stdout.trim()).toBe(EXPECTED_OUTPUT);
+  }, 70_000);
+});
+
+const servers: ChildProcess[] = [];
+
+function startBin(args: string[], env: Record<string, string>) {
+  const bin = join(jsDir, "node_modules/.bin/gatehouse");
+  const child = spawn(bin, args, { cwd: jsDir, env: { ...process.env, GATEHOUSE_REDIS_URL: "", UPSTASH_REDIS_REST_URL: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  servers.push(child);
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const exited = new Promise<number | null>((res) => child.on("exit", (code) => res(code)));
+  return { child, exited, out: () => out, err: () => err };
+}
+
+function bash(script: string) {
+  const r = spawnSync("bash", ["-c", script], { encoding: "utf8", timeout: 30_000 });
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout.trim().split("\n");
+}
+
+describe("npx @gatehouse-runtime/core serve <module>", () => {
+  it("serves a user's own agents module, and the README session runs against it", async () => {
+    const port = await freePort();
+    const s = startBin(["serve", "./agents.mjs"], { PORT: String(port) });
+    let up = false;
+    for (let i = 0; i < 150 && !up && s.child.exitCode === null; i++) {
+      up = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+      if (!up) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(up, s.err()).toBe(true);
+    expect(s.out()).toContain('"msg":"gatehouse listening"');
+    expect(s.out()).toContain('"agents":["concierge"]');
+    const lines = bash(session!.replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`));
+    expect(lines[0]).toMatch(/^\{"agentId":"alice","turnId":"turn_[0-9a-f]+","duplicate":false\}$/);
+    expect(lines.slice(2)).toEqual([
+      '"state":"waiting-tools"',
+      '{"accepted":true,"duplicate":false}',
+      '{"accepted":true,"duplicate":true}',
+      '"state":"done"',
+      '"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}',
+    ]);
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+  }, 40_000);
+
+  async function failedStart(args: string[], env: Record<string, string>) {
+    const s = startBin(args, env);
+    const code = await s.exited;
+    const lines = s.err().trimEnd().split("\n");
+    return { code, lines, stdout: s.out() };
+  }
+
+  it("a bad configuration value: one line naming it, exit code 2", async () => {
+    const r = await failedStart(["serve", "./agents.mjs"], { GATEHOUSE_LEASE_MS: "30s" });
+    expect(r.lines).toEqual(['gatehouse: cannot start: GATEHOUSE_LEASE_MS="30s" is not a whole number (expected 1000 to 86400000)']);
+    expect(r.code).toBe(2);
+  }, 20_000);
+
+  it("an agents module that does not exist or exports no agent: one line, exit code 3", async () => {
+    const missing = await failedStart(["serve", "./nope.mjs"], {});
+    expect(missing.lines).toEqual(["gatehouse: cannot start: cannot load ./nope.mjs: no such file"]);
+    expect(missing.code).toBe(3);
+    writeFileSync(join(jsDir, "empty.mjs"), "export const x = 1;\n");
+    const empty = await failedStart(["serve", "./empty.mjs"], {});
+    expect(empty.lines).toHaveLength(1);
+    expect(empty.lines[0]).toMatch(/^gatehouse: cannot start: \.\/empty\.mjs exports no agent/);
+    expect(empty.code).toBe(3);
+  }, 20_000);
+
+  it("a Redis that cannot be reached: one line with the cause, exit code 4, within the store timeout", async () => {
+    const port = await freePort(); // nothing listens there
+    const started = Date.now();
+    const r = await failedStart(["serve", "./agents.mjs"], {
+      GATEHOUSE_REDIS_URL: `redis://user:secret@127.0.0.1:${port}`,
+      GATEHOUSE_STORE_TIMEOUT_MS: "1500",
+    });
+    expect(r.lines).toEqual([
+      `gatehouse: cannot start: cannot reach the store (redis at redis://127.0.0.1:${port}) within 1500 ms: connect ECONNREFUSED 127.0.0.1:${port}`,
+    ]);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe("");
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 20_000);
+
+  it("a port in use: one line, exit code 5", async () => {
+    const blocker = createServer();
+    const port = await new Promise<number>((res) => blocker.listen(0, "127.0.0.1", () => res((blocker.address() as { port: number }).port)));
+    try {
+      const r = await failedStart(["serve", "./agents.mjs"], { PORT: String(port) });
+      expect(r.lines).toEqual([`gatehouse: cannot start: port ${port} on 127.0.0.1 is already in use (EADDRINUSE); set PORT or HOST`]);
+      expect(r.code).toBe(5);
+    } finally {
+      blocker.close();
+    }
+  }, 20_000);
+
+  it("unknown arguments: usage on stderr, exit code 2", async () => {
+    const r = await failedStart(["serve"], {});
+    expect(r.lines[0]).toBe("gatehouse: cannot start: unknown arguments: serve");
+    expect(r.code).toBe(2);
+  }, 20_000);
+
+  it("serves a TypeScript agents module through the project's tsx", async () => {
+    copyFileSync(join(jsDir, "agents.mjs"), join(jsDir, "agents-ts.ts"));
+    const port = await freePort();
+    const s = startBin(["serve", "./agents-ts.ts"], { PORT: String(port) });
+    let agents: string | undefined;
+    for (let i = 0; i < 150 && !agents && s.child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      agents = /"agents":\[[^\]]*\]/.exec(s.out())?.[0];
+    }
+    expect(agents, s.err()).toBe('"agents":["concierge"]');
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+  }, 30_000);
+
+  it("demo serves the example agents", async () => {
+    const port = await freePort();
+    const s = startBin(["demo"], { PORT: String(port) });
+    let agents: string | undefined;
+    for (let i = 0; i < 100 && !agents && s.child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      agents = /"agents":\[[^\]]*\]/.exec(s.out())?.[0];
+    }
+    expect(agents, s.err()).toBe('"agents":["concierge","summarizer"]');
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(existsSync(join(jsDir, "node_modules", pkg.name, "dist/examples/demo.js"))).toBe(true);
+  }, 20_000);
+});

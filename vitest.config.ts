@@ -1,0 +1,27 @@
+/**
+ * Tests import the package by its npm name (as users do); in this repository
+ * the names resolve to the TypeScript source, not to dist/ (which exists
+ * only after `npm run build`). The same map is in tsconfig.json (`paths`)
+ * and deno.json (`imports`); tests/package-consumer.test.ts checks that all
+ * three agree with package.json's exports.
+ */
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+export const SOURCE_OF_SUBPATH: Record<string, string> = {
+  "@gatehouse-runtime/core/redis": "redis.ts",
+  "@gatehouse-runtime/core/workers": "workers.ts",
+  "@gatehouse-runtime/core/node": "entry/serve-node.ts",
+  "@gatehouse-runtime/core/deno": "entry/serve-deno.ts",
+  "@gatehouse-runtime/core/bun": "entry/serve-bun.ts",
+  "@gatehouse-runtime/core": "mod.ts",
+};
+
+export default defineConfig({
+  resolve: {
+    alias: Object.entries(SOURCE_OF_SUBPATH).map(([find, file]) => ({
+      find: new RegExp(`^${find.replace(/[/-]/g, "\\$&")}$`),
+      replacement: fileURLToPath(new URL(file, import.meta.url)),
+    })),
+  },
+});
