@@ -20,6 +20,7 @@ import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
+import { copyAuth } from "./routes/auth/config.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
@@ -105,7 +106,11 @@ export interface GatehouseOptions {
    * `store_unavailable` with `Retry-After`. Workers are not bounded by it.
    */
   storeTimeoutMs?: number;
-  /** Bearer-token auth of every route but `/healthz` and `/readyz` (off by default). */
+  /**
+   * Auth of every route but `/healthz` and `/readyz` (off by default): scoped
+   * bearer tokens, Standard Webhooks secrets and QStash signing keys
+   * (routes/auth.ts, docs/security.md). Once set, it fails closed.
+   */
   auth?: RouteAuth;
   /**
    * Event streams: store poll interval (default 250 ms), idle keep-alive
@@ -387,7 +392,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     },
     ...(options.sse?.maxReads !== undefined ? { sseMaxReads: options.sse.maxReads } : {}),
     ...(options.sse?.retryMs !== undefined ? { sseRetryMs: options.sse.retryMs } : {}),
-    ...(options.auth ? { auth: { bearerTokens: [...options.auth.bearerTokens] } } : {}),
+    ...(options.auth ? { auth: copyAuth(options.auth) } : {}),
   };
   const app = createApp(runtime);
 

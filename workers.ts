@@ -61,7 +61,7 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
   /** Builds the store from the Worker's bindings; called once per isolate (per `env` object). */
   store: (env: E) => Store | Promise<Store>;
   /**
-   * Bearer-token auth of every route but `/healthz`, fixed or read from the
+   * Auth (scoped tokens, signed requests; e.g. `authFromEnv`) of every route but `/healthz`, fixed or read from the
    * bindings (secrets reach a Worker only through `env`); undefined: off.
    */
   auth?: RouteAuth | ((env: E) => RouteAuth | undefined);

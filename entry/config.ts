@@ -18,7 +18,7 @@
  * The table `ENV_VARIABLES` is the reference the README and
  * docs/operations.md print; tests/config.test.ts checks both against it.
  */
-import type { GatehouseOptions } from "../mod.ts";
+import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -80,7 +80,12 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: "262144", meaning: "request body limit (413 above it)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: "600000", meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: "60000", meaning: "timeout of in-process tools" },
-  { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated bearer tokens (16+ visible ASCII characters each); turns on auth for every route but `/healthz`" },
+  { name: "GATEHOUSE_TOKENS", option: "auth", default: "off", meaning: "bearer tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` scoped to tenant prefixes and verbs (docs/security.md)" },
+  { name: "GATEHOUSE_TOKEN", option: "auth", default: "off", meaning: "one more full-access bearer token" },
+  { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated full-access bearer tokens (16+ visible ASCII characters each)" },
+  { name: "GATEHOUSE_WEBHOOK_SECRETS", option: "auth", default: "off", meaning: "comma-separated Standard Webhooks secrets (`whsec_…`): write routes accept requests signed with one of them" },
+  { name: "QSTASH_CURRENT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash current signing key (with the next one): write routes accept QStash-signed requests" },
+  { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
@@ -152,6 +157,21 @@ export function configFromEnv(env: Env): EnvConfig {
     });
     if (list.length === 0) throw new ConfigError("GATEHOUSE_BEARER_TOKENS is set but holds no token", "GATEHOUSE_BEARER_TOKENS");
     gatehouse.auth = { bearerTokens: list };
+  }
+  // Any auth variable turns auth on for every route but /healthz, /readyz and
+  // the debug page shell, fail closed (routes/auth/access.ts).
+  let fromEnv;
+  try {
+    fromEnv = authFromEnv(env);
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new ConfigError(message, message.split(" ")[0]);
+  }
+  if (fromEnv !== undefined) gatehouse.auth = { ...gatehouse.auth, ...fromEnv };
+  if (gatehouse.auth !== undefined) {
+    const bad = checkAuthConfig(gatehouse.auth);
+    // The message names the problem, never a secret.
+    if (bad !== null) throw new ConfigError(`auth from the environment: ${bad}`);
   }
 
   const hostname = set(env, "HOST") ?? "127.0.0.1";

@@ -2,7 +2,8 @@
  * The Hono app: composition of the route modules, auth, the agent id guard,
  * and the one place errors become responses.
  *
- * Order per request: bearer auth (when configured) -> agent id check on
+ * Order per request: auth (when configured: scoped bearer tokens or signed
+ * requests, routes/auth.ts) -> agent id check on
  * `/v1/agents/:agentId/*` -> the route (body, schema, store). Every error is
  * `application/problem+json` (routes/problem.ts); an unexpected one is logged
  * and answered as 500 `internal_error` without its message or stack.
@@ -21,7 +22,7 @@ import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { whatIfRoutes } from "./what-if.ts";
 import { exportRoutes } from "./replay-bundle.ts";
-import { bearerAuth } from "./auth.ts";
+import { authMiddleware } from "./auth.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
@@ -95,7 +96,7 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
     return new ProblemError("internal_error", "An internal error occurred").toResponse();
   });
 
-  const auth = bearerAuth(rt.auth);
+  const auth = authMiddleware(rt.auth, rt);
   if (auth) app.use("*", auth);
   for (const p of AGENT_ID_PATHS) app.use(p, agentIdGuard);
 

@@ -1,18 +1,45 @@
 /**
- * Optional bearer-token auth. When `rt.auth` is set, every request except
- * `/healthz`, `/readyz` and the debugger page (`/debug`, `/debug/...`) must carry `Authorization: Bearer <token>` with one of the
- * configured tokens; otherwise 401 `unauthorized` with
- * `WWW-Authenticate: Bearer`.
+ * Auth of every route but `/healthz`, `/readyz` and the debugger page's
+ * shell and assets (`/debug`, `/debug/...`), when `rt.auth` is set
+ * (routes/auth/config.ts holds the configuration and its invariants).
  *
- * Comparison is constant-time with Web APIs only: both sides are hashed with
- * SHA-256 (equal lengths whatever the token lengths), the digests compared
- * with an XOR accumulator, and every configured token is compared (no early
- * exit), so the response time tells nothing about how much of a token matched
- * or which one did.
+ * Per request, in order:
+ * 1. `Authorization: Bearer <token>`: the token is found in constant time
+ *    (every configured token is compared, no early exit); none: 401
+ *    `unauthorized`. The route's verb (routes/auth/access.ts) must be among
+ *    the token's verbs and the agent's id must start with one of its tenant
+ *    prefixes; otherwise 403 `forbidden`. Routes that name no agent and need
+ *    cross-tenant data (watchdog tick, verdict by id, routes not mapped yet)
+ *    need a token over every tenant (`""`).
+ * 2. Otherwise, on the signed write routes (tasks, tool results, cancel), a
+ *    Standard Webhooks or QStash signature over the raw body bytes
+ *    (routes/auth/signatures.ts). The body is read once here (same size cap),
+ *    verified, and handed on to the JSON reader as the same bytes. Then
+ *    transport dedup: the message id is claimed in the store; a replay inside
+ *    the window is answered with the first delivery's stored response (its
+ *    status and body; header `gatehouse-replayed: true`), or 409
+ *    `delivery_in_progress` with `Retry-After: 1` while the first is still
+ *    being handled. A first delivery answered 5xx is forgotten, so the
+ *    sender's retry runs again. A signature outside the window: 401.
+ * 3. Otherwise 401 with `WWW-Authenticate: Bearer`.
+ *
+ * Tokens and signatures are never logged: nothing here logs headers, and
+ * the problem details name only which check failed.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { readCapped } from "./body.ts";
 import { ProblemError } from "./problem.ts";
-import type { RouteAuth } from "./runtime.ts";
+import { AGENT_ID } from "./schemas.ts";
+import type { RouteRuntime } from "./runtime.ts";
+import { requirementOf } from "./auth/access.ts";
+import { type NormalizedToken, normalizeTokens, type RouteAuth } from "./auth/config.ts";
+import { equalBytes, sha256 } from "./auth/constant-time.ts";
+import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
+
+export { checkAuthConfig } from "./auth/config.ts";
+
+/** How long a signed message id is remembered: the 5-minute window on both sides of its timestamp. */
+export const DELIVERY_DEDUP_MS = 10 * 60_000;
 
 const UNAUTHENTICATED_PATHS = new Set(["/healthz", "/readyz"]);
 
@@ -25,45 +52,99 @@ function isDebugPagePath(path: string): boolean {
   return path === "/debug" || path.startsWith("/debug/");
 }
 
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+/** Who a request was let in as; read by routes that find the agent only in the store. */
+const principals = new WeakMap<Context, NormalizedToken | "signed">();
+
+function reaches(token: NormalizedToken, agentId: string): boolean {
+  return token.tenants.some((prefix) => agentId.startsWith(prefix));
 }
 
-/** Constant-time equality of two byte arrays of equal length (digests). */
-function equalDigests(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length && i < b.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
-}
+const forbidden = () => new ProblemError("forbidden", "This token does not reach this agent or verb");
 
-/** Checks a token list; returns an error message or null. */
-export function checkAuthConfig(auth: RouteAuth): string | null {
-  if (!auth || !Array.isArray(auth.bearerTokens) || auth.bearerTokens.length === 0) {
-    return "auth.bearerTokens must be a non-empty array of tokens";
-  }
-  for (const t of auth.bearerTokens) {
-    if (typeof t !== "string" || !/^[\x21-\x7e]{16,4096}$/.test(t)) {
-      return "each bearer token must be 16 to 4096 visible ASCII characters";
-    }
-  }
-  return null;
+/** Throws 403 `forbidden` when the request's token does not reach `agentId` (auth off or signed: no check). */
+export function assertAgentAccess(c: Context, agentId: string): void {
+  const p = principals.get(c);
+  if (p === undefined || p === "signed") return;
+  if (!reaches(p, agentId)) throw forbidden();
 }
 
 /** The auth middleware, or null when auth is off. */
-export function bearerAuth(auth: RouteAuth | undefined): MiddlewareHandler | null {
+export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntime, "store" | "clock" | "limits" | "logger">): MiddlewareHandler | null {
   if (!auth) return null;
-  const digests = Promise.all(auth.bearerTokens.map(sha256));
-  const refuse = (detail: string) =>
+  const tokens = normalizeTokens(auth);
+  const digests = Promise.all(tokens.map((t) => sha256(t.token)));
+  const secrets = (auth.webhookSecrets ?? []).map(webhookSecretBytes);
+  const unauthorized = (detail: string) =>
     new ProblemError("unauthorized", detail, { headers: { "www-authenticate": 'Bearer realm="gatehouse"' } });
+
   return async (c, next) => {
     if (UNAUTHENTICATED_PATHS.has(c.req.path) || isDebugPagePath(c.req.path)) return next();
+    const need = requirementOf(c.req.method, c.req.path);
     const header = c.req.header("authorization");
-    const m = header ? /^Bearer +([\x21-\x7e]+) *$/i.exec(header) : null;
-    if (!m) throw refuse("Send Authorization: Bearer <token>");
-    const presented = await sha256(m[1]);
-    let ok = false;
-    for (const d of await digests) ok = equalDigests(presented, d) || ok;
-    if (!ok) throw refuse("The bearer token is not valid");
-    return next();
+
+    if (header !== undefined) {
+      const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(header);
+      if (!m) throw unauthorized("Send Authorization: Bearer <token>");
+      const presented = await sha256(m[1]);
+      let found: NormalizedToken | null = null;
+      const all = await digests;
+      for (let i = 0; i < all.length; i++) if (equalBytes(presented, all[i])) found = tokens[i];
+      if (found === null) throw unauthorized("The bearer token is not valid");
+      if (!found.verbs.has(need.verb)) throw forbidden();
+      if (need.agentId !== undefined ? !reaches(found, need.agentId) : need.global && !found.tenants.includes("")) {
+        throw forbidden();
+      }
+      principals.set(c, found);
+      return next();
+    }
+
+    if (!hasSignatureHeaders(c.req.raw.headers)) throw unauthorized("Send Authorization: Bearer <token> or a signed request");
+    if (!need.signable || need.agentId === undefined) {
+      throw unauthorized("Signed requests are accepted on the tasks, tool-results and cancel routes only");
+    }
+    const max = rt.limits.maxBodyBytes;
+    const declared = c.req.header("content-length");
+    if (declared !== undefined && /^\d{1,15}$/.test(declared.trim()) && Number(declared) > max) {
+      throw new ProblemError("payload_too_large", `The body exceeds ${max} bytes`, { extra: { limit: max } });
+    }
+    const bytes = await readCapped(c.req.raw.body, max);
+    const now = rt.clock.now();
+    const check = c.req.raw.headers.has("webhook-signature")
+      ? await verifyStandardWebhook(c.req.raw.headers, bytes, secrets, now)
+      : await verifyQstash(c.req.raw.headers, bytes, auth.qstash, now);
+    if (check === null || !check.ok) throw unauthorized(check?.reason ?? "No signature");
+    // The JSON reader reads these same bytes.
+    const old = c.req.raw;
+    c.req.raw = new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal });
+    principals.set(c, "signed");
+
+    // The id becomes part of a store key: the agent id guard's check, before the claim.
+    if (!AGENT_ID.test(need.agentId)) {
+      throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
+    }
+    const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
+    const claimed = await rt.store.claimDelivery({ ...dedup, now });
+    if (claimed.status === "seen") {
+      if (claimed.response === null) {
+        throw new ProblemError("delivery_in_progress", "A delivery of this message is being handled; retry shortly", {
+          headers: { "retry-after": "1" },
+        });
+      }
+      return new Response(claimed.response.body, {
+        status: claimed.response.status,
+        headers: { "content-type": claimed.response.contentType, "gatehouse-replayed": "true" },
+      });
+    }
+    let response: { status: number; contentType: string; body: string } | null = null;
+    try {
+      await next();
+      if (c.res.status < 500) {
+        response = { status: c.res.status, contentType: c.res.headers.get("content-type") ?? "application/json", body: await c.res.clone().text() };
+      }
+    } finally {
+      await rt.store.recordDelivery({ ...dedup, now: rt.clock.now(), response }).catch((err) => {
+        rt.logger.warn("transport dedup record failed", { path: c.req.path, error: String(err) });
+      });
+    }
   };
 }

@@ -13,6 +13,8 @@
  * - Tool calls pending at the fork point are pending in the fork, so a
  *   delivered result (or the worker, for in-process ones) moves it on.
  * - An existing `newAgentId` is refused (409) and nothing is written.
+ * - With auth on, the token must reach both the source and `newAgentId`
+ *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.
  */
 import { Hono } from "hono";
 import { jsonBody } from "./body.ts";
@@ -21,6 +23,7 @@ import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ForkCreated, ForkRequest } from "./debug-schemas.ts";
 import { historyOrProblem } from "./history.ts";
+import { assertAgentAccess } from "./auth.ts";
 import type { InboxTask } from "../store/types.ts";
 
 /** States in which a worker has work without mail. */
@@ -33,6 +36,8 @@ export function forkRoutes(rt: RouteRuntime): RouteModule {
   app.post("/v1/agents/:agentId/fork", async (c) => {
     const agentId = c.req.param("agentId");
     const body = await jsonBody(c, max, ForkRequest);
+    // The new agent must be under the token's tenants too (403 `forbidden`; auth off: no check).
+    assertAgentAccess(c, body.newAgentId);
     let agentName: string | undefined;
     let workerTarget: string | undefined;
     if (body.agent !== undefined) {

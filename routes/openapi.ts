@@ -101,7 +101,7 @@ export function openApiDocument(ops: OperationDoc[], opts: OpenApiOptions): Json
       if (r.contentType) content[r.contentType] = { schema: { type: "string" } };
       res[status] = { description: r.description, content };
     }
-    const codes: ProblemCode[] = [...op.problems, ...(secured ? ["unauthorized" as const] : []), "internal_error"];
+    const codes: ProblemCode[] = [...op.problems, ...(secured ? ["unauthorized" as const, "forbidden" as const] : []), "internal_error"];
     const byStatus = new Map<number, ProblemCode[]>();
     for (const code of new Set(codes)) {
       const s = PROBLEMS[code].status;

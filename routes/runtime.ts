@@ -5,6 +5,7 @@ import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { Metrics } from "../actors/metrics.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
+import type { RouteAuth } from "./auth/config.ts";
 import type { GuardianRegistry } from "../verdicts/registry.ts";
 
 export interface RouteLimits {
@@ -59,17 +60,14 @@ export interface RouteRuntime {
   sseMaxReads?: number;
   /** The `retry:` value (ms) sent when a stream ends on `sseMaxReads` (default 1 000). */
   sseRetryMs?: number;
+  /** When set, every route but `/healthz` and `/readyz` requires a token or (write routes) a signature; see routes/auth.ts. */
   /** The guardian registry (for `POST .../what-if`); without it only the agents' output verifiers can be named. */
   guardians?: GuardianRegistry;
   /** The process metrics `GET /metrics` serves (default: an empty set). */
   metrics?: Metrics;
   /** Worker targets whose ready-queue depth `GET /metrics` reports. */
   workerTargets?: readonly string[];
-  /** When set, every route but `/healthz` requires `Authorization: Bearer <one of bearerTokens>`. */
   auth?: RouteAuth;
 }
 
-export interface RouteAuth {
-  /** Accepted tokens (non-empty strings); several allow rotation. */
-  bearerTokens: string[];
-}
+export type { RouteAuth } from "./auth/config.ts";

@@ -17,6 +17,7 @@
  * | `<p>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
  * | `<p>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
  * | `<p>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
+ * | `<p>:{a:<id>}:dlv:<messageId>`   | string | `<until ms>\n<response JSON or empty>`, expires with its window (transport dedup) |
  *
  * Cross-agent indexes (no agent hash tag):
  *
@@ -56,6 +57,16 @@ export class StoreInputError extends Error {
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const TARGET = /^[a-z0-9_-]{1,64}$/;
 const PREFIX = SHORT_ID_PATTERN;
+
+const MESSAGE_ID = /^[\x21-\x7e]{1,300}$/;
+
+/** A signed message id (transport dedup): 1-300 visible ASCII characters. */
+export function checkMessageId(messageId: string): string {
+  if (typeof messageId !== "string" || !MESSAGE_ID.test(messageId)) {
+    throw new StoreInputError(`Cannot use message id ${JSON.stringify(String(messageId).slice(0, 80))}: it must be 1-300 visible ASCII characters`);
+  }
+  return messageId;
+}
 
 export function checkAgentId(agentId: string): string {
   if (
@@ -105,6 +116,8 @@ export interface AgentKeys {
   inputs: string;
   /** The tool-call hash of one turn. */
   calls(turnId: string): string;
+  /** Transport dedup record of one signed message. */
+  delivery(messageId: string): string;
 }
 
 export interface KeySpace {
@@ -138,6 +151,7 @@ export function keySpace(prefix = "gh"): KeySpace {
         turns: `${tag}:turns`,
         inputs: `${tag}:inputs`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
+        delivery: (messageId) => `${tag}:dlv:${checkMessageId(messageId)}`,
       };
     },
     ready: (target) => `${prefix}:ready:${checkTarget(target)}`,

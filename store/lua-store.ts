@@ -9,6 +9,9 @@
  * Replies are turned into port results in one function, `decode`.
  */
 import type {
+  ClaimDeliveryRequest,
+  ClaimDeliveryResult,
+  RecordDeliveryRequest,
   AgentIndexEntry,
   CreateForkRequest,
   CreateForkResult,
@@ -100,6 +103,7 @@ export const REPLY = [
   "written", "exists",
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
+  "fresh", "seen",
   "created", "recorded",
 ] as const;
 type Word = (typeof REPLY)[number];
@@ -151,6 +155,9 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "reset" ? { status: word, ...json() } : { status: word };
     case "ping":
       return undefined;
+    case "delivery":
+      if (word === "seen") return { status: "seen", response: payload === "" ? null : json() };
+      return word === "fresh" ? { status: "fresh" } : undefined;
     case "get_agent":
       return word === "head" ? json() : null;
     case "next_ready_at":
@@ -397,6 +404,19 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async putVerdict(req: VerdictPut) {
       const k = keys.agent(req.agentId);
       return call("put_verdict", [k.verdicts, k.head, keys.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
+    },
+
+    async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
+      const k = keys.agent(req.agentId);
+      return call("delivery", [k.delivery(req.messageId)], ["claim", int(req.now, "now"), int(req.windowMs, "windowMs")]);
+    },
+
+    async recordDelivery(req: RecordDeliveryRequest): Promise<void> {
+      const k = keys.agent(req.agentId);
+      await call("delivery", [k.delivery(req.messageId)], [
+        req.response === null ? "forget" : "record", int(req.now, "now"), int(req.windowMs, "windowMs"),
+        req.response === null ? "" : j(req.response),
+      ]);
     },
 
     async getVerdict(verdictId): Promise<string | null> {

@@ -18,6 +18,10 @@
  * (`memoryStoreState`).
  */
 import type {
+  ClaimDeliveryRequest,
+  ClaimDeliveryResult,
+  DeliveryResponse,
+  RecordDeliveryRequest,
   AgentIndexEntry,
   CreateForkRequest,
   CreateForkResult,
@@ -54,6 +58,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
+import { checkAgentId, checkMessageId } from "./keys.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -177,6 +182,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   const deadlines = new Map<string, number>();
   const verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
+  /** Transport dedup: `<agentId>\n<messageId>` -> until (ms) and the first response. */
+  const deliveries = new Map<string, { until: number; response: DeliveryResponse | null }>();
   const fault = opts.faults ?? (() => {});
 
   // ------------------------------------------------------------ journal
@@ -815,6 +822,24 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (a) w.push(a.verdicts, req.verdictId);
         return { status: "written" as const };
       });
+    },
+
+    async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
+      checkAgentId(req.agentId);
+      const key = `${req.agentId}\n${checkMessageId(req.messageId)}`;
+      const cur = deliveries.get(key);
+      if (cur && cur.until > req.now) return { status: "seen", response: cur.response === null ? null : structuredClone(cur.response) };
+      deliveries.set(key, { until: req.now + req.windowMs, response: null });
+      return { status: "fresh" };
+    },
+
+    async recordDelivery(req: RecordDeliveryRequest): Promise<void> {
+      checkAgentId(req.agentId);
+      const key = `${req.agentId}\n${checkMessageId(req.messageId)}`;
+      if (req.response === null) deliveries.delete(key);
+      else deliveries.set(key, { until: req.now + req.windowMs, response: structuredClone(req.response) });
+      // Expired records go at the next write (a development store; Redis expires them itself).
+      for (const [k, v] of deliveries) if (v.until <= req.now) deliveries.delete(k);
     },
 
     async getVerdict(verdictId) {

@@ -321,6 +321,34 @@ export interface VerdictFilter {
   status?: string;
 }
 
+/**
+ * Transport dedup of signed deliveries (routes/auth): the first delivery of a
+ * message id claims it; a replay inside the window gets the first one's
+ * stored response (or `pending` while the first is being handled). Records
+ * are per agent, live `windowMs` from their claim (time from `now`, never
+ * the store's clock) and are independent of the domain idempotency keys.
+ */
+export interface DeliveryResponse {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export interface ClaimDeliveryRequest {
+  agentId: string;
+  /** `<scheme>:<message id>`, 1-300 visible ASCII characters. */
+  messageId: string;
+  now: number;
+  windowMs: number;
+}
+
+export type ClaimDeliveryResult = { status: "fresh" } | { status: "seen"; response: DeliveryResponse | null };
+
+export interface RecordDeliveryRequest extends ClaimDeliveryRequest {
+  /** The response to answer replays with; null forgets the claim (the first delivery failed, a retry runs again). */
+  response: DeliveryResponse | null;
+}
+
 /** One entry of the agents index (invariant 12). */
 export interface AgentIndexEntry {
   agentId: string;
@@ -415,6 +443,9 @@ export interface Store {
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
   getVerdict(verdictId: string): Promise<string | null>;
   listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
+  /** Transport dedup of signed deliveries (see DeliveryResponse). */
+  claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
+  recordDelivery(req: RecordDeliveryRequest): Promise<void>;
   /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
   listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
   /** Creates a fork (invariant 13); `exists` when the id is taken. */

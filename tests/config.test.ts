@@ -104,6 +104,44 @@ describe("configFromEnv", () => {
     }
   });
 
+  it("reads scoped tokens, webhook secrets and QStash keys into auth (authFromEnv), and refuses bad ones without printing them", () => {
+    const scoped = JSON.stringify([{ token: "tenant-token-0123456789", tenants: ["acme-"], verbs: ["read"] }]);
+    const c = configFromEnv({
+      GATEHOUSE_TOKENS: scoped,
+      GATEHOUSE_BEARER_TOKENS: "token-aaaaaaaaaaaaaaaa",
+      GATEHOUSE_WEBHOOK_SECRETS: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      QSTASH_CURRENT_SIGNING_KEY: "sig_current_0123456789",
+      QSTASH_NEXT_SIGNING_KEY: "sig_next_0123456789",
+    });
+    expect(c.unknown).toEqual([]);
+    expect(c.gatehouse.auth).toEqual({
+      bearerTokens: ["token-aaaaaaaaaaaaaaaa"],
+      tokens: [{ token: "tenant-token-0123456789", tenants: ["acme-"], verbs: ["read"] }],
+      webhookSecrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+      qstash: { currentSigningKey: "sig_current_0123456789", nextSigningKey: "sig_next_0123456789" },
+    });
+    expect(configFromEnv({ GATEHOUSE_TOKEN: "one-more-token-0123456789" }).gatehouse.auth).toEqual({ tokens: ["one-more-token-0123456789"] });
+    for (const [env, variable] of [
+      [{ QSTASH_CURRENT_SIGNING_KEY: "sig_current_0123456789" }, "QSTASH_CURRENT_SIGNING_KEY"],
+      [{ GATEHOUSE_TOKENS: "[not json" }, "GATEHOUSE_TOKENS"],
+    ] as const) {
+      expect(() => configFromEnv(env)).toThrow(ConfigError);
+      try {
+        configFromEnv(env);
+      } catch (e) {
+        expect((e as ConfigError).variable).toBe(variable);
+      }
+    }
+    const secret = "short-secret";
+    try {
+      configFromEnv({ GATEHOUSE_TOKENS: secret });
+      throw new Error("accepted");
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as Error).message).not.toContain(secret);
+    }
+  });
+
   it("reports unknown GATEHOUSE_* variables (typos) without failing", () => {
     expect(configFromEnv({ GATEHOUSE_LEASE: "5000", OTHER: "1" }).unknown).toEqual(["GATEHOUSE_LEASE"]);
   });

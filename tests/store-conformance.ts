@@ -1720,6 +1720,37 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
+    describe("transport dedup of signed deliveries", () => {
+      const W = 600_000;
+      const base = { agentId: "t1", messageId: "webhook:msg_1", windowMs: W };
+      const first = { status: 202, contentType: "application/json", body: '{"turnId":"turn_x"}' };
+
+      it("claims a message id once; a replay in the window sees pending, then the first response", async () => {
+        expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
+        expect(await store.claimDelivery({ ...base, now: T0 + 1 })).toEqual({ status: "seen", response: null });
+        await store.recordDelivery({ ...base, now: T0 + 2, response: first });
+        expect(await store.claimDelivery({ ...base, now: T0 + 3 })).toEqual({ status: "seen", response: first });
+        // Another agent, another message id: separate records.
+        expect(await store.claimDelivery({ ...base, agentId: "t2", now: T0 + 3 })).toEqual({ status: "fresh" });
+        expect(await store.claimDelivery({ ...base, messageId: "qstash:msg_1", now: T0 + 3 })).toEqual({ status: "fresh" });
+      });
+
+      it("forgets a claim answered with null (a failed first delivery runs again) and after the window", async () => {
+        expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
+        await store.recordDelivery({ ...base, now: T0 + 1, response: null });
+        expect(await store.claimDelivery({ ...base, now: T0 + 2 })).toEqual({ status: "fresh" });
+        await store.recordDelivery({ ...base, now: T0 + 3, response: first });
+        // The window counts from the store's `now` argument, not its clock.
+        expect(await store.claimDelivery({ ...base, now: T0 + 3 + W - 1 })).toEqual({ status: "seen", response: first });
+        expect(await store.claimDelivery({ ...base, now: T0 + 3 + W })).toEqual({ status: "fresh" });
+      });
+
+      it("refuses message ids that cannot become a key, writing nothing", async () => {
+        await expect(store.claimDelivery({ ...base, messageId: "bad id\n", now: T0 })).rejects.toThrow(/message id/);
+        await expect(store.claimDelivery({ ...base, messageId: "", now: T0 })).rejects.toThrow(/message id/);
+      });
+    });
+
     // ---------------------------------------------------------------- concurrency
 
     describe("concurrency", () => {

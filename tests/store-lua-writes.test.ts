@@ -51,6 +51,7 @@ describe("store scripts: checks before writes", () => {
       "commit.lua main",
       "create_fork.lua main",
       "deliver_tool_result.lua main",
+      "delivery.lua main",
       "enqueue_task.lua main",
       "put_verdict.lua main",
       "record_claim_failure.lua main",

@@ -1,0 +1,106 @@
+/**
+ * Auth configuration: scoped bearer tokens and the keys of signed requests.
+ *
+ * Invariants:
+ * - Configured auth fails closed: every route but `/healthz` and `/readyz`
+ *   needs a token (or, on the signed write routes, a valid signature).
+ * - A token reaches only agents whose id starts with one of its `tenants`
+ *   prefixes, and only with its `verbs`. A plain string token (and every
+ *   `bearerTokens` entry) has every tenant and every verb.
+ * - The configuration is checked once at construction; a bad entry is an
+ *   error then, never a silently open route later.
+ */
+
+/** What a request does: read state, enqueue tasks, deliver tool results, cancel, or operate (reset, watchdog, verdict log). */
+export type AuthVerb = "read" | "enqueue" | "deliver" | "cancel" | "admin";
+export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "cancel", "admin"];
+
+export interface ScopedToken {
+  /** The secret (16 to 4096 visible ASCII characters). */
+  token: string;
+  /** Agent-id prefixes the token reaches (default `[""]`: every agent). */
+  tenants?: string[];
+  /** Verbs the token may use (default: all five). */
+  verbs?: AuthVerb[];
+}
+
+export interface QstashKeys {
+  currentSigningKey: string;
+  nextSigningKey: string;
+}
+
+export interface RouteAuth {
+  /** Full-access tokens (every tenant and verb); kept for configurations that predate `tokens`. */
+  bearerTokens?: string[];
+  /** Tokens, plain (full access) or scoped. */
+  tokens?: Array<string | ScopedToken>;
+  /** Standard Webhooks secrets (`whsec_<base64>`); several at once for rotation. */
+  webhookSecrets?: string[];
+  /** QStash signing keys (both: QStash signs with either during a rotation). */
+  qstash?: QstashKeys;
+}
+
+/** A token as the middleware holds it. */
+export interface NormalizedToken {
+  token: string;
+  tenants: string[];
+  verbs: ReadonlySet<AuthVerb>;
+}
+
+const TOKEN = /^[\x21-\x7e]{16,4096}$/;
+
+/** Checks an auth configuration; returns an error message or null. */
+export function checkAuthConfig(auth: RouteAuth): string | null {
+  if (auth === null || typeof auth !== "object") return "auth must be an object";
+  const { bearerTokens, tokens, webhookSecrets, qstash } = auth;
+  if (bearerTokens !== undefined && !Array.isArray(bearerTokens)) return "auth.bearerTokens must be an array of tokens";
+  if (tokens !== undefined && !Array.isArray(tokens)) return "auth.tokens must be an array";
+  for (const t of [...(bearerTokens ?? []), ...(tokens ?? [])]) {
+    const secret = typeof t === "string" ? t : (t as ScopedToken | null)?.token;
+    if (typeof secret !== "string" || !TOKEN.test(secret)) return "each token must be 16 to 4096 visible ASCII characters";
+    if (typeof t === "object") {
+      if (t.tenants !== undefined && (!Array.isArray(t.tenants) || t.tenants.length === 0 || t.tenants.some((p) => typeof p !== "string" || p.length > 256))) {
+        return "a token's tenants must be a non-empty array of agent-id prefixes (strings up to 256 characters)";
+      }
+      if (t.verbs !== undefined && (!Array.isArray(t.verbs) || t.verbs.length === 0 || t.verbs.some((v) => !AUTH_VERBS.includes(v)))) {
+        return `a token's verbs must be a non-empty array of ${AUTH_VERBS.join(", ")}`;
+      }
+    }
+  }
+  if (webhookSecrets !== undefined) {
+    if (!Array.isArray(webhookSecrets)) return "auth.webhookSecrets must be an array of whsec_ secrets";
+    for (const s of webhookSecrets) {
+      if (typeof s !== "string" || !/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/.test(s)) {
+        return "each webhook secret must be whsec_ followed by base64 (at least 16 characters)";
+      }
+    }
+  }
+  if (qstash !== undefined) {
+    if (qstash === null || typeof qstash !== "object") return "auth.qstash must be { currentSigningKey, nextSigningKey }";
+    for (const k of [qstash.currentSigningKey, qstash.nextSigningKey]) {
+      if (typeof k !== "string" || k.length < 16) return "auth.qstash needs currentSigningKey and nextSigningKey (16 characters or more)";
+    }
+  }
+  const anyToken = (bearerTokens?.length ?? 0) + (tokens?.length ?? 0) > 0;
+  const anySigner = (webhookSecrets?.length ?? 0) > 0 || qstash !== undefined;
+  if (!anyToken && !anySigner) return "auth needs at least one token (bearerTokens or tokens), webhook secret or QStash key pair";
+  return null;
+}
+
+/** The tokens with their defaults filled in. */
+export function normalizeTokens(auth: RouteAuth): NormalizedToken[] {
+  const all = new Set(AUTH_VERBS);
+  return [
+    ...(auth.bearerTokens ?? []).map((token) => ({ token, tenants: [""], verbs: all })),
+    ...(auth.tokens ?? []).map((t) =>
+      typeof t === "string"
+        ? { token: t, tenants: [""], verbs: all }
+        : { token: t.token, tenants: [...(t.tenants ?? [""])], verbs: new Set(t.verbs ?? AUTH_VERBS) }
+    ),
+  ];
+}
+
+/** A copy of the configuration (so later changes by the caller change nothing). */
+export function copyAuth(auth: RouteAuth): RouteAuth {
+  return structuredClone(auth);
+}

@@ -1,0 +1,43 @@
+/**
+ * Auth from environment variables, shared by the entries (Node, Deno, Bun,
+ * Workers). Web-only: it reads a plain record.
+ *
+ * | variable | becomes |
+ * | -------- | ------- |
+ * | `GATEHOUSE_TOKENS` | tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` |
+ * | `GATEHOUSE_TOKEN` | one more full-access token |
+ * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…` |
+ * | `QSTASH_CURRENT_SIGNING_KEY` + `QSTASH_NEXT_SIGNING_KEY` | qstash (both or neither) |
+ *
+ * None set: auth is off. Any set: auth is on and fails closed; a bad value
+ * throws at startup (checked by createGatehouse) rather than opening a route.
+ */
+import type { RouteAuth, ScopedToken } from "./config.ts";
+
+const list = (v: string | undefined) => (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+
+export function authFromEnv(env: Record<string, string | undefined>): RouteAuth | undefined {
+  const tokens: Array<string | ScopedToken> = [];
+  const raw = env.GATEHOUSE_TOKENS?.trim();
+  if (raw?.startsWith("[")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new Error("GATEHOUSE_TOKENS is not valid JSON");
+    }
+    if (!Array.isArray(parsed)) throw new Error("GATEHOUSE_TOKENS must be a JSON array");
+    tokens.push(...(parsed as Array<string | ScopedToken>));
+  } else tokens.push(...list(raw));
+  if (env.GATEHOUSE_TOKEN) tokens.push(env.GATEHOUSE_TOKEN);
+  const webhookSecrets = list(env.GATEHOUSE_WEBHOOK_SECRETS);
+  const current = env.QSTASH_CURRENT_SIGNING_KEY;
+  const next = env.QSTASH_NEXT_SIGNING_KEY;
+  if (!current !== !next) throw new Error("QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY must be set together");
+  if (tokens.length === 0 && webhookSecrets.length === 0 && !current) return undefined;
+  return {
+    ...(tokens.length > 0 ? { tokens } : {}),
+    ...(webhookSecrets.length > 0 ? { webhookSecrets } : {}),
+    ...(current && next ? { qstash: { currentSigningKey: current, nextSigningKey: next } } : {}),
+  };
+}
