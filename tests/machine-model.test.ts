@@ -27,15 +27,33 @@
  * graph is on some path. Coverage is counted by identifying the transition
  * XState selects (`getTransitionData`) with its entry in `describeMachine()`.
  *
- * Scope: the paths are replayed through `createActor(agentMachine)`. Driving
- * them through the actor host (scripted model, memory store) is not part of
- * this file.
+ * Every path is replayed through `createActor(agentMachine)`. The paths of an
+ * `agent_output` turn that consist only of events the host decides itself
+ * (TASK_STARTED, MODEL_STEP calling agent_output, VERIFY_PASSED,
+ * VERIFY_REJECTED, FEEDBACK_APPENDED, STEP_BUDGET_EXHAUSTED) and end the turn
+ * are also driven through the real host (createGatehouse, memory store):
+ *  - TASK_STARTED: a task enqueued over HTTP with maxSteps 2, verifyMaxAttempts 2;
+ *  - MODEL_STEP: the scripted model calls agent_output at every step;
+ *  - VERIFY_PASSED / VERIFY_REJECTED (retryable or final): the agent's verify
+ *    function returns or throws VerificationRejected, attempt by attempt as
+ *    the path says;
+ *  - FEEDBACK_APPENDED: emitted by the host after a retryable rejection;
+ *  - STEP_BUDGET_EXHAUSTED: emitted by the host when a revision finds the
+ *    steps spent.
+ * For those, the logged `transition` entries must be the path's transitions
+ * (event type, from, to) and the stored final snapshot must match the
+ * machine's expected one in the fields the guards read. Not host-driven:
+ * tool calls, VERIFY_ERROR, CANCEL, TURN_FAILED, MODEL_FAILED and the
+ * `submit_result` turns (covered by the pure replay only).
  */
 import { getShortestPaths } from "@xstate/graph";
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
 import { agentMachine, DEFAULT_TURN_CONFIG } from "../machines/agent.ts";
 import { describeMachine } from "../machines/definition.ts";
+import { z } from "zod";
+import { createGatehouse, defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
+import { allEvents, contextOf, enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
 import type { AgentContext, AgentEvent, TurnConfig } from "../machines/types.ts";
 
 type Snap = ReturnType<typeof agentMachine.transition>;
@@ -235,5 +253,78 @@ describe("model-based paths over the agent statechart", () => {
       }
     }
     expect(checked).toBeGreaterThan(paths.length);
+  });
+});
+
+const Out = z.object({ v: z.string() });
+const HOST_EVENTS = new Set(["TASK_STARTED", "MODEL_STEP", "VERIFY_PASSED", "VERIFY_REJECTED", "FEEDBACK_APPENDED", "STEP_BUDGET_EXHAUSTED"]);
+
+/** The verifier's answer per attempt when the path is an agent_output turn the host can drive, else null. */
+function hostScript(events: AgentEvent[]): Array<"pass" | "retry" | "final"> | null {
+  if (events.length < 2 || events[0].type !== "TASK_STARTED" || events[0].config.completion !== "agent_output") return null;
+  const verdicts: Array<"pass" | "retry" | "final"> = [];
+  for (const e of events.slice(1)) {
+    if (!HOST_EVENTS.has(e.type) || e.type === "TASK_STARTED") return null;
+    if (e.type === "MODEL_STEP" && (e.toolCalls.length !== 1 || e.toolCalls[0].name !== "agent_output")) return null;
+    if (e.type === "VERIFY_PASSED") verdicts.push("pass");
+    if (e.type === "VERIFY_REJECTED") verdicts.push(e.retryable ? "retry" : "final");
+  }
+  return verdicts;
+}
+
+describe("model-based paths driven through the host", () => {
+  const all = generatePaths();
+  const driven = all.flatMap((p) => {
+    const script = hostScript(p.events);
+    if (!script) return [];
+    let s = initialTransition(agentMachine)[0] as Snap;
+    const trail: string[] = [];
+    for (const e of p.events) {
+      const next = transition(agentMachine, s as never, e)[0] as Snap;
+      if (next !== s) trail.push(`${String(s.value)} --${e.type}--> ${String(next.value)}`);
+      s = next;
+    }
+    // Only turns that end: the host runs a turn to its end in one claim.
+    return s.value === "done" || s.value === "failed" ? [{ events: p.events, script, expected: s, trail }] : [];
+  });
+
+  it("drives every agent_output verification path to the machine's expected end", async () => {
+    console.log(`machine-model: ${driven.length} paths driven through the host`);
+    expect(driven.length).toBeGreaterThanOrEqual(4);
+    const seen = new Set<string>();
+    for (const d of driven) {
+      let attempt = 0;
+      const agent = defineAgent({
+        name: "gated",
+        instructions: "propose",
+        model: scriptedModel(({ step }) => ({ toolCalls: [{ name: "agent_output", args: { v: `v${step}` } }] })),
+        output: {
+          schema: Out,
+          verify: (c: { v: string }) => {
+            const verdict = d.script[attempt++];
+            if (verdict === "pass") return { accepted: c.v };
+            throw new VerificationRejected({ message: `${c.v} no`, code: "nope", retryable: verdict === "retry" });
+          },
+        },
+        maxStepsPerTurn: 2,
+        verifyMaxAttempts: 2,
+      });
+      const gh = createGatehouse({ agents: [agent], ids: seqIds(), clock: manualClock() });
+      const r = await enqueue(gh, "a1", { agent: agent.name, input: "go" });
+      expect(r.status).toBe(202);
+      await gh.drain();
+      const logged = (await allEvents(gh, "a1")).filter((e) => e.type === "transition").map((e) => {
+        const t = e.data as { from: string; to: string; event: { type: string } };
+        return `${t.from} --${t.event.type}--> ${t.to}`;
+      });
+      expect(logged).toEqual(d.trail);
+      expect(attempt).toBe(d.script.length);
+      const { state, context } = await contextOf(gh, "a1");
+      const want = d.expected.context;
+      expect({ state, step: context.step, error: context.error?.reason ?? null, verification: context.verification.attemptsUsed })
+        .toEqual({ state: d.expected.value, step: want.step, error: want.error?.reason ?? null, verification: want.verification.attemptsUsed });
+      d.trail.forEach((t) => seen.add(t));
+    }
+    console.log(`machine-model: host-driven transitions ${seen.size}: ${[...seen].join("; ")}`);
   });
 });
