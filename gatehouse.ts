@@ -257,6 +257,8 @@ export interface GatehouseHooks {
   wake?: (agentId: string | undefined, request: Request | undefined) => void;
   /** Most tool calls one watchdog pass times out (default 100); each is one store call. */
   watchdogLimit?: number;
+  /** Serve the stored agents without definitions (serveReplay: a recorded run, read-only without them). */
+  allowNoAgents?: boolean;
 }
 
 /** A gatehouse and the parts a runtime entry drives it with. */
@@ -271,7 +273,7 @@ export interface BuiltGatehouse {
 export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks = {}): BuiltGatehouse {
   if (!options || typeof options !== "object") throw new DefinitionError("createGatehouse() needs an options object");
   checkOptions(options);
-  if (!Array.isArray(options.agents) || options.agents.length === 0) {
+  if (!Array.isArray(options.agents) || (options.agents.length === 0 && !hooks.allowNoAgents)) {
     throw new DefinitionError("createGatehouse() needs at least one agent in `agents`", { key: "agents" });
   }
   const agents = new Map<string, AnyAgent>();

@@ -11,7 +11,7 @@
  * const gh = await serveReplay(JSON.parse(await Deno.readTextFile("a1.replay.json")), { agents: [support] });
  * Deno.serve(gh.fetch);
  */
-import { createGatehouse, type Gatehouse, type GatehouseOptions } from "./gatehouse.ts";
+import { buildGatehouse, type Gatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { memoryStore } from "./store/memory.ts";
 import { loadReplayBundle } from "./routes/replay-bundle.ts";
 
@@ -21,6 +21,6 @@ export async function serveReplay(
 ): Promise<Gatehouse & { agentId: string }> {
   const store = memoryStore();
   const { agentId } = loadReplayBundle(store, bundle);
-  const gh = createGatehouse({ ...options, agents: options.agents ?? [], store });
+  const gh = buildGatehouse({ ...options, agents: options.agents ?? [], store }, { allowNoAgents: true }).gatehouse;
   return Object.assign(gh, { agentId });
 }

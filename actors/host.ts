@@ -286,16 +286,48 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const renewEvery = Math.max(50, Math.floor(deps.leaseMs / 3));
   // The lease as last confirmed by the store (claim, kept-lease commits, renewals).
   let leaseUntil = head.leaseUntil;
+  /**
+   * True once this attempt must stop: fenced, or the lease as last confirmed has run out (then it
+   * aborts here, at once, without waiting for the renew tick or a store round trip).
+   */
+  function leaseLapsed(): boolean {
+    if (!abort.signal.aborted && clock.now() >= leaseUntil) abort.abort();
+    return abort.signal.aborted;
+  }
+  // The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
+  // overdue timer firing in order of due time, so a tool timer set while the lease was still valid
+  // (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
+  // lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
+  // Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check: the first tool
+  // that looks after the wake-up fires the abort for every tool of the claim.
+  // A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
+  const toolAbort = new AbortController();
+  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
+  const toolSignal = toolAbort.signal;
+  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
+  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
+  Object.defineProperty(toolSignal, "aborted", {
+    configurable: true,
+    get(this: AbortSignal) {
+      leaseLapsed();
+      return aborted.call(this);
+    },
+  });
+  Object.defineProperty(toolSignal, "throwIfAborted", {
+    configurable: true,
+    value(this: AbortSignal) {
+      leaseLapsed();
+      throwIfAborted.call(this);
+    },
+  });
   const renewTimer = setInterval(async () => {
     if (abort.signal.aborted) return;
     // A process that was paused or starved (SIGSTOP, a long GC, a blocked event loop) wakes up with
     // its lease run out and maybe another worker owning the agent. Abort here, without the round
     // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
-    // this tick find the signal fired; one due earlier may still run, and its commit is refused.
-    if (clock.now() >= leaseUntil) {
-      abort.abort();
-      return;
-    }
+    // this tick find the signal fired. A timer due earlier runs first; it meets the lease check in
+    // `toolSignal` and in dispatch() instead, and its commit would be refused anyway.
+    if (leaseLapsed()) return;
     try {
       const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: deps.leaseMs, now: clock.now() });
       if (r.status === "lost") abort.abort();
@@ -565,11 +597,16 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     if (!tool.execute) {
       return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue" };
     }
+    // No tool starts once the lease has run out: a process paused between two dispatches of one
+    // step (Promise.all starts them one after the other) resumes here, past its lease.
+    if (leaseLapsed()) {
+      return { outcome: { ok: false, error: { type: "aborted", message: "the worker lost the agent before the tool started", retryable: true } }, afterExecution: "continue" };
+    }
     const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const value = await Promise.race([
-        Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: abort.signal })),
+        Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: toolSignal })),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
         }),

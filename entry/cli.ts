@@ -4,6 +4,11 @@
  *
  *   gatehouse serve ./agents.js   serve the agents a module exports
  *   gatehouse demo                serve the two example agents (examples/demo.ts)
+ *   gatehouse replay run.json [./agents.js]
+ *                                 serve an exported run (GET /v1/agents/:id/export)
+ *                                 from a memory store, with the debugger page at
+ *                                 /debug/agents/<id>; workers run only for the
+ *                                 definitions of the optional agents module
  *
  * The module exports its agents: named exports of defineAgent() results, an
  * `agents` array, or a default export (an agent, an array, `{ agents }`).
@@ -24,6 +29,8 @@ import { agentsOfModule, describeStartupFailure, StartupError } from "./startup.
 
 const USAGE = `usage: gatehouse serve <module>   serve the agents the module exports (.js, .mjs; .ts under tsx, Deno or Bun)
        gatehouse demo              serve the example agents (concierge, summarizer)
+       gatehouse replay <bundle.json> [<module>]
+                                   serve an exported run for offline debugging (/debug/agents/<id>)
 configuration: environment variables (PORT, HOST, GATEHOUSE_*), see docs/operations.md`;
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
@@ -71,6 +78,10 @@ async function main(args: string[]) {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
+  if (command === "replay" && (rest.length === 1 || rest.length === 2) && !rest.some((a) => a.startsWith("-"))) {
+    await replay(rest[0]!, rest[1]);
+    return;
+  }
   let agents: AnyAgent[];
   if (command === "serve" && rest.length === 1 && !rest[0]!.startsWith("-")) {
     agents = await loadAgents(rest[0]!);
@@ -90,6 +101,39 @@ async function main(args: string[]) {
     const { startNode } = await import("./serve-node.ts");
     await startNode({ agents });
   }
+}
+
+/** `gatehouse replay`: the bundle in a fresh memory store, served on Node with the environment's PORT/HOST. */
+async function replay(bundlePath: string, agentsModule: string | undefined) {
+  const { readFile } = await import("node:fs/promises");
+  const [{ serveReplay }, { serveNode }, { configFromEnv }] = await Promise.all([
+    import("../replay.ts"),
+    import("./serve-node.ts"),
+    import("./config.ts"),
+  ]);
+  const config = configFromEnv(process.env);
+  let text: string;
+  try {
+    text = await readFile(resolve(process.cwd(), bundlePath), "utf8");
+  } catch (err) {
+    throw new StartupError("agents", `cannot read ${bundlePath}: ${(err as Error).message}`);
+  }
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(text);
+  } catch (err) {
+    throw new StartupError("agents", `cannot read ${bundlePath}: not JSON (${(err as Error).message})`);
+  }
+  const agents = agentsModule ? await loadAgents(agentsModule) : [];
+  let gh;
+  try {
+    gh = await serveReplay(bundle, { agents });
+  } catch (err) {
+    throw new StartupError("agents", `cannot load ${bundlePath}: ${(err as Error).message}`);
+  }
+  const server = await serveNode(gh, { port: config.port, hostname: config.hostname });
+  if (agents.length > 0) gh.startWorker();
+  process.stdout.write(`replaying agent ${gh.agentId}: ${server.url}/debug/agents/${encodeURIComponent(gh.agentId)}\n`);
 }
 
 main(process.argv.slice(2)).catch(fail);

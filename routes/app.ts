@@ -16,6 +16,7 @@ import { StoreUnavailableError } from "../store/outage.ts";
 import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
 import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
+import { debugPageRoutes } from "./debug/page.ts";
 import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { whatIfRoutes } from "./what-if.ts";
@@ -51,6 +52,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   agentListRoutes,
   historyRoutes,
   forkRoutes,
+  debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
 ];

@@ -1,6 +1,6 @@
 /**
  * Optional bearer-token auth. When `rt.auth` is set, every request except
- * `/healthz` must carry `Authorization: Bearer <token>` with one of the
+ * `/healthz`, `/readyz` and the debugger page (`/debug`, `/debug/...`) must carry `Authorization: Bearer <token>` with one of the
  * configured tokens; otherwise 401 `unauthorized` with
  * `WWW-Authenticate: Bearer`.
  *
@@ -15,6 +15,15 @@ import { ProblemError } from "./problem.ts";
 import type { RouteAuth } from "./runtime.ts";
 
 const UNAUTHENTICATED_PATHS = new Set(["/healthz", "/readyz"]);
+
+/**
+ * The debugger page's shell and assets (routes/debug/page.ts) are static and
+ * hold no data, so they are served without a token: the page asks for it and
+ * sends it to the data routes itself.
+ */
+function isDebugPagePath(path: string): boolean {
+  return path === "/debug" || path.startsWith("/debug/");
+}
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
@@ -47,7 +56,7 @@ export function bearerAuth(auth: RouteAuth | undefined): MiddlewareHandler | nul
   const refuse = (detail: string) =>
     new ProblemError("unauthorized", detail, { headers: { "www-authenticate": 'Bearer realm="gatehouse"' } });
   return async (c, next) => {
-    if (UNAUTHENTICATED_PATHS.has(c.req.path)) return next();
+    if (UNAUTHENTICATED_PATHS.has(c.req.path) || isDebugPagePath(c.req.path)) return next();
     const header = c.req.header("authorization");
     const m = header ? /^Bearer +([\x21-\x7e]+) *$/i.exec(header) : null;
     if (!m) throw refuse("Send Authorization: Bearer <token>");

@@ -49,10 +49,12 @@ describe("store scripts: checks before writes", () => {
       "claim.lua claim_agent",
       "claim_next.lua claim_agent",
       "commit.lua main",
+      "create_fork.lua main",
       "deliver_tool_result.lua main",
       "enqueue_task.lua main",
       "put_verdict.lua main",
       "record_claim_failure.lua main",
+      "record_fork.lua main",
       "renew_lease.lua main",
       "request_cancel.lua main",
       "reset_turn.lua main",
@@ -60,8 +62,8 @@ describe("store scripts: checks before writes", () => {
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_verdicts.lua",
-      "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua",
+      "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_verdicts.lua",
+      "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
     ]);
   });
 });

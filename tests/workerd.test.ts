@@ -252,6 +252,25 @@ describe("workerd: isolates", () => {
     }
   }, T);
 
+  it("serves the debugger page and its bundled assets inside workerd, without a token, while the data routes ask for one", async () => {
+    const w = await startWorker(fixture("module-scope.ts"), { bindings: {} });
+    try {
+      const shell = await w.fetch("/debug/agents/x1");
+      expect(shell.status).toBe(200);
+      expect(shell.headers.get("content-type")).toMatch(/^text\/html/);
+      const text = await shell.text();
+      const src = /src="(\/debug\/app\.js\?v=[0-9a-f]+)"/.exec(text)?.[1];
+      expect(src).toBeTruthy();
+      const js = await w.fetch(src!);
+      expect(js.status).toBe(200);
+      expect((await js.text()).length).toBeGreaterThan(10_000);
+      expect((await w.fetch("/debug/app.css")).status).toBe(200);
+      expect((await w.fetch("/v1/machine")).status).toBe(401);
+    } finally {
+      await w.dispose();
+    }
+  }, T);
+
   it("resident actors stay correct across isolates: two Workers on one store take turns on the same agent", async () => {
     const a = await startWorker(fixture("worker.ts"), { bindings: bindings("wd5"), define: { GATEHOUSE_TEST: {} } });
     const b = await startWorker(fixture("worker.ts"), { bindings: bindings("wd5"), define: { GATEHOUSE_TEST: {} } });

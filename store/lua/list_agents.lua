@@ -12,6 +12,7 @@
   ARGV[4] cursor agentId (the last entry of the previous page)
   Returns: 'list [[agentId, updatedAt], ...]'
 ]]
+-- reads only: writes nothing.
 local idx, limit, since = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local max = '+inf'

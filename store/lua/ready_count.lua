@@ -6,4 +6,5 @@
   ARGV[1] now
   Returns: 'count <n>'
 ]]
+-- reads only: writes nothing.
 return 'count ' .. redis.call('ZCOUNT', KEYS[1], '-inf', ARGV[1])

@@ -17,6 +17,7 @@ local bad = check_numbers(h, { 'lastEventId' })
 if bad then
   return bad
 end
+-- checks done
 local last = append_events(KEYS[2], tonumber(h.lastEventId), 'null', ARGV[1], { ARGV[2] })
 redis.call('HSET', KEYS[1], 'lastEventId', int(last))
 return 'recorded {"eventId":' .. int(last) .. '}'

@@ -1,0 +1,669 @@
+// The gatehouse debugger page (bundled by scripts/bundle-debug.ts into
+// routes/debug/assets.gen.ts). preact + htm render; @dagrejs/dagre lays the
+// statechart out. Data comes only from the HTTP API, with the bearer token
+// (when one is needed) kept in sessionStorage and sent as a header.
+//
+// Hooks for tests: chart nodes `data-state` (+ `data-active="true"` on the
+// shown state), timeline items `data-event-id` / `data-event-type`, pending
+// call forms `data-tool-call-id`.
+import { h, render } from "preact";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import htm from "htm";
+import dagre from "@dagrejs/dagre";
+
+const html = htm.bind(h);
+const TOKEN_KEY = "gatehouse.debug.token";
+
+// ------------------------------------------------------------------ API
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || problem?.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+const authListeners = new Set();
+
+function headers(extra) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return { accept: "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+}
+
+async function api(path, { method = "GET", body, signal } = {}) {
+  const res = await fetch(path, {
+    method,
+    signal,
+    headers: headers(body === undefined ? {} : { "content-type": "application/json" }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (res.status === 401) for (const f of authListeners) f();
+  if (!res.ok) throw new ApiError(res.status, json);
+  return json;
+}
+
+/**
+ * Follows the SSE route with fetch streaming (EventSource cannot send the
+ * Authorization header). Calls onEvent for each stored event; reconnects
+ * from the last id when the stream ends (bounded streams end by design).
+ */
+function followEvents(agentId, after, onEvent, onError) {
+  const ctl = new AbortController();
+  let last = after;
+  (async () => {
+    while (!ctl.signal.aborted) {
+      try {
+        const res = await fetch(`/v1/agents/${encodeURIComponent(agentId)}/events?format=sse&after=${last}`, {
+          headers: headers({ accept: "text/event-stream" }),
+          signal: ctl.signal,
+        });
+        if (!res.ok || !res.body) throw new ApiError(res.status, null);
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let cut;
+          while ((cut = buf.indexOf("\n\n")) >= 0) {
+            const frame = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+            if (!data) continue;
+            const ev = JSON.parse(data);
+            if (ev.id > last) {
+              last = ev.id;
+              onEvent(ev);
+            }
+          }
+        }
+      } catch (err) {
+        if (ctl.signal.aborted) return;
+        onError(err);
+      }
+      if (!ctl.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  return () => ctl.abort();
+}
+
+async function allEvents(agentId) {
+  const events = [];
+  let after = 0;
+  for (;;) {
+    const page = await api(`/v1/agents/${encodeURIComponent(agentId)}/events?format=json&limit=500&after=${after}`);
+    events.push(...page.events);
+    after = page.nextAfter;
+    if (!page.more) return events;
+  }
+}
+
+// ------------------------------------------------------------------ helpers
+
+const agentPath = (id) => `/debug/agents/${encodeURIComponent(id)}`;
+const fmtTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "");
+const short = (v, n = 160) => {
+  const s = typeof v === "string" ? v : JSON.stringify(v);
+  return s === undefined ? "" : s.length > n ? `${s.slice(0, n)}…` : s;
+};
+
+function navigate(path) {
+  history.pushState(null, "", path);
+  dispatchEvent(new PopStateEvent("popstate"));
+}
+
+function Link({ href, children, ...rest }) {
+  const onClick = (e) => {
+    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+    e.preventDefault();
+    navigate(href);
+  };
+  return html`<a href=${href} onClick=${onClick} ...${rest}>${children}</a>`;
+}
+
+/** One-line summary of an event for the timeline. */
+function summarize(ev) {
+  const d = ev.data || {};
+  switch (ev.type) {
+    case "transition": {
+      const from = d.from ?? "?";
+      const to = d.to ?? "?";
+      return `${from} → ${to}  (${d.event?.type ?? d.eventType ?? "?"})`;
+    }
+    case "step": {
+      if (d.phase === "completed") {
+        const u = d.llmUsage || {};
+        return `step ${d.step} completed · ${d.model ?? "model"} · in ${u.inputTokens ?? 0} · out ${u.outputTokens ?? 0} · cost ${d.llmResponseCost ?? 0}`;
+      }
+      if (d.phase === "planning") return `step ${d.step} planning${d.text ? `  “${short(d.text, 80)}”` : ""}`;
+      if (d.phase === "executing") return `step ${d.step} executing ${(d.toolCallIds || []).join(", ")}`;
+      return `step ${d.step ?? ""} ${d.phase ?? ""}`;
+    }
+    case "chunk":
+      return `step ${d.step}: “${short(d.text, 120)}”`;
+    case "tool_result":
+    case "tool_result_received": {
+      const o = d.outcome || {};
+      const body = o.ok === false ? `error ${short(o.error, 120)}` : `ok ${short(o.value, 120)}`;
+      return `${d.name ?? d.toolCallId ?? ""} → ${o.ok === undefined ? short(d, 150) : body}`;
+    }
+    case "tool_call":
+      return `${d.name ?? "?"}(${short(d.args ?? d.arguments, 120)})${d.external ? "  external" : ""}`;
+    default: {
+      const keys = Object.keys(d).filter((k) => d[k] !== null && d[k] !== undefined);
+      return keys.length ? short(Object.fromEntries(keys.map((k) => [k, d[k]])), 180) : "";
+    }
+  }
+}
+
+function eventKind(type) {
+  if (type === "transition") return "transition";
+  if (type.startsWith("model") || type === "step" || type === "chunk") return "model";
+  if (type.startsWith("tool")) return "tool";
+  if (type.startsWith("verif") || type.startsWith("verdict") || type.startsWith("guardian")) return "verification";
+  return "other";
+}
+
+// ------------------------------------------------------------------ token
+
+function TokenForm({ onSaved, message }) {
+  const [value, setValue] = useState("");
+  const submit = (e) => {
+    e.preventDefault();
+    if (!value.trim()) return;
+    sessionStorage.setItem(TOKEN_KEY, value.trim());
+    setValue("");
+    onSaved();
+  };
+  return html`<form class="token card" onSubmit=${submit} data-testid="token-form">
+    <h2>Bearer token</h2>
+    <p>${message || "This server asks for a bearer token. It is kept in this tab's session storage and sent as an Authorization header only."}</p>
+    <input type="password" autocomplete="off" placeholder="token" value=${value} onInput=${(e) => setValue(e.target.value)} name="token" />
+    <button type="submit">Use token</button>
+  </form>`;
+}
+
+// ------------------------------------------------------------------ chart
+
+function machineGraph(machine) {
+  const src = machine.meta && machine.meta.states ? machine.meta : machine;
+  let states = src.states;
+  let transitions = src.transitions;
+  if (!Array.isArray(states) || !Array.isArray(transitions)) {
+    // Fall back to the XState definition (machine.toJSON()) or config.
+    const defStates = machine.definition?.states ?? (machine.states && !Array.isArray(machine.states) ? machine.states : {});
+    const nameOf = (target, from) => {
+      const t = Array.isArray(target) ? target[0] : target;
+      return typeof t === "string" ? t.replace(/^#[^.]+\./, "").replace(/^\./, "") : from;
+    };
+    states = Object.keys(defStates).map((name) => ({ name, initial: false }));
+    transitions = [];
+    for (const [name, node] of Object.entries(defStates)) {
+      const list = node.transitions ?? Object.entries(node.on ?? {}).flatMap(([event, ts]) =>
+        (Array.isArray(ts) ? ts : [ts]).map((t) => ({ ...(typeof t === "string" ? { target: t } : t), eventType: event }))
+      );
+      for (const t of list) transitions.push({ from: name, event: t.eventType, to: nameOf(t.target, name) });
+    }
+  }
+  return { states, transitions };
+}
+
+function layout(machine) {
+  const { states, transitions } = machineGraph(machine);
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  // Edge labels get no space in the layout (21 labelled edges would make
+  // the chart three times wider); they are drawn at each edge's middle.
+  g.setGraph({ rankdir: "TB", nodesep: 44, ranksep: 56, edgesep: 12, marginx: 20, marginy: 16 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const s of states) g.setNode(s.name, { width: Math.max(92, s.name.length * 9 + 30), height: 36, label: s.name });
+  const pairs = new Map();
+  for (const t of transitions) {
+    const key = `${t.from}\u0000${t.to}`;
+    if (!pairs.has(key)) pairs.set(key, { from: t.from, to: t.to, events: [] });
+    const p = pairs.get(key);
+    if (!p.events.includes(t.event)) p.events.push(t.event);
+  }
+  const edges = [...pairs.values()];
+  // Self-loops are drawn by hand on the node's right side (dagre's points
+  // for them do not touch the node).
+  edges.forEach((e, i) => {
+    if (e.from !== e.to) g.setEdge(e.from, e.to, { width: 0, height: 0 }, `e${i}`);
+  });
+  dagre.layout(g);
+  const nodes = states.map((s) => ({ ...g.node(s.name), name: s.name, initial: !!s.initial }));
+  const laidEdges = edges.map((e, i) => {
+    const label = e.events.join(", ");
+    const text = label.length > 26 ? `${label.slice(0, 25)}…` : label;
+    if (e.from === e.to) {
+      const n = g.node(e.from);
+      const x = n.x + n.width / 2;
+      const points = [{ x: x - 4, y: n.y - 8 }, { x: x + 22, y: n.y - 14 }, { x: x + 22, y: n.y + 14 }, { x: x - 1, y: n.y + 8 }];
+      return { ...e, points, loop: true, lx: x + 26 + text.length * 2.9, ly: n.y, label: text };
+    }
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    const mid = laid.points[Math.floor(laid.points.length / 2)];
+    return { ...e, points: laid.points, lx: mid.x, ly: mid.y, label: text };
+  });
+  // The view box holds every node, edge point and label (self-loops and
+  // labels reach past dagre's own graph size).
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  const add = (x, y) => {
+    x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
+  };
+  for (const n of nodes) {
+    add(n.x - n.width / 2, n.y - n.height / 2);
+    add(n.x + n.width / 2, n.y + n.height / 2);
+  }
+  for (const e of laidEdges) {
+    for (const p of e.points) add(p.x, p.y);
+    const half = e.label.length * 2.9;
+    add(e.lx - half, e.ly - 8);
+    add(e.lx + half, e.ly + 6);
+  }
+  const pad = 8;
+  return { x: x0 - pad, y: y0 - pad, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad, nodes, edges: laidEdges };
+}
+
+function pathOf(points, loop) {
+  if (loop) {
+    const [a, b, c, d] = points;
+    return `M${a.x},${a.y} C${b.x},${b.y} ${c.x},${c.y} ${d.x},${d.y}`;
+  }
+  return points.map((p, i) => `${i === 0 ? "M" : "L"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+}
+
+function Chart({ machine, active, lastEdge }) {
+  const lay = useMemo(() => layout(machine), [machine]);
+  return html`<svg class="chart" viewBox=${`${lay.x} ${lay.y} ${lay.width} ${lay.height}`} width=${lay.width} height=${lay.height} role="img" aria-label="agent statechart">
+    <defs>
+      <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+        <path d="M0,0 L10,5 L0,10 z" class="arrowhead" />
+      </marker>
+    </defs>
+    ${lay.edges.map((e) => {
+      const hot = lastEdge && lastEdge.from === e.from && lastEdge.to === e.to;
+      return html`<g class=${`edge${hot ? " hot" : ""}`} data-from=${e.from} data-to=${e.to}>
+        <path d=${pathOf(e.points, e.loop)} marker-end="url(#arrow)" />
+        <title>${`${e.from} → ${e.to}: ${e.events.join(", ")}`}</title>
+        <text x=${e.lx} y=${e.ly + 3} text-anchor="middle">${e.label}</text>
+      </g>`;
+    })}
+    ${lay.nodes.map((n) => {
+      const on = n.name === active;
+      return html`<g class=${`node${on ? " active" : ""}${n.initial ? " initial" : ""}`} data-state=${n.name} data-active=${on ? "true" : undefined} transform=${`translate(${n.x - n.width / 2},${n.y - n.height / 2})`}>
+        <rect width=${n.width} height=${n.height} rx="10" ry="10" />
+        <text x=${n.width / 2} y=${n.height / 2 + 5} text-anchor="middle">${n.name}</text>
+      </g>`;
+    })}
+  </svg>`;
+}
+
+// ------------------------------------------------------------------ agent list
+
+function AgentList() {
+  const [agents, setAgents] = useState(null);
+  const [error, setError] = useState(null);
+  const [q, setQ] = useState("");
+  const [state, setState] = useState("");
+  const [cursor, setCursor] = useState(null);
+  const load = useCallback(async (more) => {
+    try {
+      const params = new URLSearchParams({ limit: "100" });
+      if (state) params.set("state", state);
+      if (more && cursor) params.set("cursor", cursor);
+      const page = await api(`/v1/agents?${params}`);
+      setAgents((prev) => (more && prev ? [...prev, ...page.agents] : page.agents));
+      setCursor(page.nextCursor);
+      setError(null);
+    } catch (err) {
+      setError(err);
+    }
+  }, [state, cursor]);
+  useEffect(() => {
+    load(false);
+    const t = setInterval(() => load(false), 3000);
+    return () => clearInterval(t);
+  }, [state]);
+  const needle = q.trim().toLowerCase();
+  const shown = (agents || []).filter((a) => !needle || a.agentId.toLowerCase().includes(needle) || a.agent.toLowerCase().includes(needle));
+  return html`<section class="card">
+    <div class="toolbar">
+      <h2>Agents</h2>
+      <input type="search" placeholder="search id or definition" value=${q} onInput=${(e) => setQ(e.target.value)} data-testid="agent-search" />
+      <select value=${state} onChange=${(e) => setState(e.target.value)} data-testid="agent-state-filter">
+        <option value="">any state</option>
+        ${["idle", "running", "waiting-tools", "verifying", "revising", "done", "failed"].map((s) => html`<option value=${s}>${s}</option>`)}
+      </select>
+    </div>
+    ${error && html`<p class="error">${error.message}</p>`}
+    ${agents === null ? html`<p>Loading…</p>` : html`<table class="agents">
+      <thead><tr><th>agent id</th><th>definition</th><th>state</th><th>turn</th><th>events</th><th>updated</th></tr></thead>
+      <tbody>
+        ${shown.map((a) => html`<tr data-agent-id=${a.agentId}>
+          <td><${Link} href=${agentPath(a.agentId)}>${a.agentId}<//></td>
+          <td>${a.agent}</td>
+          <td><span class=${`pill s-${a.state}`}>${a.state}</span></td>
+          <td class="mono">${a.activeTurnId ?? ""}</td>
+          <td>${a.lastEventId}</td>
+          <td class="mono">${fmtTime(a.updatedAtMs)}</td>
+        </tr>`)}
+        ${shown.length === 0 && html`<tr><td colspan="6" class="muted">No agents${needle ? " match" : " yet"}.</td></tr>`}
+      </tbody>
+    </table>`}
+    ${cursor && html`<button onClick=${() => load(true)}>More</button>`}
+  </section>`;
+}
+
+// ------------------------------------------------------------------ agent page
+
+function PendingCall({ agentId, turnId, call, onDone }) {
+  const [value, setValue] = useState("{}");
+  const [ok, setOk] = useState(true);
+  const [terminate, setTerminate] = useState(false);
+  const [status, setStatus] = useState(null);
+  const submit = async (e) => {
+    e.preventDefault();
+    let parsed;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      setStatus({ error: "The value is not JSON" });
+      return;
+    }
+    const outcome = ok ? { ok: true, value: parsed } : { ok: false, error: { type: "denied", message: typeof parsed === "string" ? parsed : JSON.stringify(parsed) } };
+    try {
+      const r = await api(`/v1/agents/${encodeURIComponent(agentId)}/tool-results`, {
+        method: "POST",
+        body: { turnId, toolCallId: call.toolCallId, outcome, ...(terminate ? { afterExecution: "terminate" } : {}) },
+      });
+      setStatus({ ok: r.duplicate ? "already delivered" : "delivered" });
+      onDone();
+    } catch (err) {
+      setStatus({ error: err.message });
+    }
+  };
+  return html`<form class="pending" data-tool-call-id=${call.toolCallId} onSubmit=${submit}>
+    <div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span></div>
+    <pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>
+    ${call.deadline && html`<div class="muted">deadline ${call.deadline}</div>`}
+    <label>result (JSON)<textarea name="value" rows="3" value=${value} onInput=${(e) => setValue(e.target.value)}></textarea></label>
+    <label class="inline"><input type="radio" name="ok" checked=${ok} onChange=${() => setOk(true)} /> ok</label>
+    <label class="inline"><input type="radio" name="ok" checked=${!ok} onChange=${() => setOk(false)} /> error</label>
+    <label class="inline"><input type="checkbox" name="terminate" checked=${terminate} onChange=${(e) => setTerminate(e.target.checked)} /> end the turn with it</label>
+    <button type="submit">Deliver result</button>
+    ${status?.ok && html`<span class="okmsg">${status.ok}</span>`}
+    ${status?.error && html`<span class="error">${status.error}</span>`}
+  </form>`;
+}
+
+function Timeline({ events, selected, onSelect }) {
+  const [kinds, setKinds] = useState({ transition: true, model: true, tool: true, verification: true, other: true });
+  const [turn, setTurn] = useState("");
+  const turns = useMemo(() => [...new Set(events.map((e) => e.turnId).filter(Boolean))], [events]);
+  const shown = events.filter((e) => kinds[eventKind(e.type)] && (!turn || e.turnId === turn));
+  const list = useRef(null);
+  useEffect(() => {
+    const el = list.current?.querySelector(".selected");
+    if (el) el.scrollIntoView({ block: "nearest" });
+  }, [selected]);
+  return html`<section class="card timeline">
+    <div class="toolbar">
+      <h2>Timeline</h2>
+      ${Object.keys(kinds).map((k) => html`<label class="inline"><input type="checkbox" data-filter=${k} checked=${kinds[k]} onChange=${(e) => setKinds({ ...kinds, [k]: e.target.checked })} /> ${k}</label>`)}
+      <select value=${turn} onChange=${(e) => setTurn(e.target.value)} data-testid="turn-filter">
+        <option value="">all turns</option>
+        ${turns.map((t) => html`<option value=${t}>${t}</option>`)}
+      </select>
+    </div>
+    <ol ref=${list}>
+      ${shown.map((e) => html`<li data-event-id=${e.id} data-event-type=${e.type} class=${`${eventKind(e.type)}${e.id === selected ? " selected" : ""}`} onClick=${() => onSelect(e.id)}>
+        <span class="eid">#${e.id}</span>
+        <span class="etype">${e.type}</span>
+        <span class="esum">${summarize(e)}</span>
+        <span class="etime mono">${fmtTime(e.at).slice(11)}</span>
+      </li>`)}
+    </ol>
+  </section>`;
+}
+
+function Messages({ messages }) {
+  if (!messages) return null;
+  return html`<div class="messages">
+    ${messages.map((m) => html`<div class=${`msg r-${m.role}`}>
+      <span class="role">${m.role}</span>
+      <pre>${typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2)}${m.toolCalls ? `\n${JSON.stringify(m.toolCalls, null, 2)}` : ""}</pre>
+    </div>`)}
+  </div>`;
+}
+
+function AgentPage({ agentId }) {
+  const [machine, setMachine] = useState(null);
+  const [view, setView] = useState(null);
+  const [events, setEvents] = useState([]);
+  const [selected, setSelected] = useState(null); // null: live
+  const [hist, setHist] = useState(null);
+  const [error, setError] = useState(null);
+  const [forkId, setForkId] = useState("");
+  const [forked, setForked] = useState(null);
+  const [notice, setNotice] = useState(null);
+  const refreshing = useRef(false);
+  const again = useRef(false);
+
+  const refreshView = useCallback(async () => {
+    if (refreshing.current) {
+      again.current = true;
+      return;
+    }
+    refreshing.current = true;
+    try {
+      do {
+        again.current = false;
+        setView(await api(`/v1/agents/${encodeURIComponent(agentId)}`));
+        setError(null);
+      } while (again.current);
+    } catch (err) {
+      setError(err);
+    } finally {
+      refreshing.current = false;
+    }
+  }, [agentId]);
+
+  useEffect(() => {
+    let stop = () => {};
+    let cancelled = false;
+    setEvents([]);
+    setSelected(null);
+    setHist(null);
+    setForked(null);
+    (async () => {
+      try {
+        const [m, evs] = await Promise.all([api("/v1/machine"), allEvents(agentId)]);
+        if (cancelled) return;
+        setMachine(m);
+        setEvents(evs);
+        await refreshView();
+        const last = evs.length ? evs[evs.length - 1].id : 0;
+        stop = followEvents(agentId, last, (ev) => {
+          setEvents((prev) => (prev.length && prev[prev.length - 1].id >= ev.id ? prev : [...prev, ev]));
+          refreshView();
+        }, () => refreshView());
+      } catch (err) {
+        setError(err);
+      }
+    })();
+    // The head also changes without events (claims, leases): poll it slowly.
+    const t = setInterval(refreshView, 2000);
+    return () => {
+      cancelled = true;
+      stop();
+      clearInterval(t);
+    };
+  }, [agentId]);
+
+  const lastId = events.length ? events[events.length - 1].id : 0;
+  const shownId = selected ?? lastId;
+
+  // History of the shown event: the state, context and messages then.
+  useEffect(() => {
+    if (!shownId) return;
+    let cancelled = false;
+    const t = setTimeout(async () => {
+      try {
+        const h = await api(`/v1/agents/${encodeURIComponent(agentId)}/history/${shownId}`);
+        if (!cancelled) setHist(h);
+      } catch (err) {
+        if (!cancelled) setHist({ error: err.message, eventId: shownId });
+      }
+    }, selected === null ? 150 : 0);
+    return () => {
+      cancelled = true;
+      clearTimeout(t);
+    };
+  }, [agentId, shownId, selected === null]);
+
+  if (error && !view) return html`<section class="card"><p class="error">${error.status === 404 ? `No agent ${agentId}.` : error.message}</p></section>`;
+  if (!machine || !view) return html`<section class="card"><p>Loading…</p></section>`;
+
+  const live = selected === null;
+  const histOk = hist && !hist.error && hist.eventId === shownId;
+  const active = live ? view.state : histOk ? hist.state : null;
+  let lastEdge = null;
+  for (const e of events) {
+    if (e.id > shownId) break;
+    if (e.type === "transition") lastEdge = { from: e.data.from, to: e.data.to };
+  }
+  const idx = events.findIndex((e) => e.id === shownId);
+  const step = (d) => {
+    const i = Math.min(events.length - 1, Math.max(0, (idx < 0 ? events.length - 1 : idx) + d));
+    if (events[i]) setSelected(events[i].id === lastId && d > 0 ? null : events[i].id);
+  };
+  const pending = (view.pendingToolCalls || []).filter((c) => c.external !== false);
+  const cancel = async () => {
+    try {
+      await api(`/v1/agents/${encodeURIComponent(agentId)}/cancel`, { method: "POST", body: { reason: "Cancelled from the debugger" } });
+      setNotice("cancel sent");
+      refreshView();
+    } catch (err) {
+      setNotice(err.message);
+    }
+  };
+  const fork = async (e) => {
+    e.preventDefault();
+    const newAgentId = forkId.trim() || `${agentId}-fork-${shownId}`;
+    try {
+      const r = await api(`/v1/agents/${encodeURIComponent(agentId)}/fork`, { method: "POST", body: { atEventId: shownId, newAgentId } });
+      setForked(r);
+      setNotice(null);
+    } catch (err) {
+      setNotice(err.message);
+    }
+  };
+  const u = view.usage || {};
+  const tu = view.turnUsage || {};
+
+  return html`<div class="agent">
+    <section class="card head">
+      <div class="toolbar">
+        <h2 class="mono">${agentId}</h2>
+        <span class="muted">${view.agent}</span>
+        <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
+        ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
+        <span class="spacer"></span>
+        <span class="muted">usage: ${u.inputTokens ?? 0} in · ${u.outputTokens ?? 0} out · cost ${u.cost ?? 0} · ${u.steps ?? 0} steps (turn: ${tu.steps ?? 0} steps, cost ${tu.cost ?? 0})</span>
+        <button class="danger" onClick=${cancel} disabled=${!view.activeTurnId} data-testid="cancel">Cancel turn</button>
+      </div>
+      ${notice && html`<p class="muted">${notice}</p>`}
+      ${view.error && html`<p class="error">${view.error.reason}: ${view.error.message}</p>`}
+      ${view.output !== undefined && html`<p><b>output</b> <span class="mono">${short(view.output, 400)}</span></p>`}
+    </section>
+    <div class="grid">
+      <section class="card">
+        <div class="toolbar">
+          <h2>Statechart</h2>
+          <span class=${live ? "pill live" : "pill past"} data-testid="mode">${live ? "live" : `at event #${shownId}`}</span>
+        </div>
+        <${Chart} machine=${machine} active=${active} lastEdge=${lastEdge} />
+        <div class="travel">
+          <button onClick=${() => step(-1)} disabled=${events.length === 0 || idx === 0} data-testid="step-back" title="previous event">◀</button>
+          <input type="range" min="1" max=${Math.max(1, lastId)} value=${shownId || 1} data-testid="slider"
+            onInput=${(e) => {
+              const v = Number(e.target.value);
+              setSelected(v >= lastId ? null : v);
+            }} />
+          <button onClick=${() => step(1)} disabled=${live} data-testid="step-forward" title="next event">▶</button>
+          <button onClick=${() => setSelected(null)} disabled=${live} data-testid="go-live">Live</button>
+          <span class="mono">#${shownId} / ${lastId}</span>
+        </div>
+      </section>
+      <section class="card">
+        <h2>At event #${shownId}</h2>
+        ${hist?.error && html`<p class="error">${hist.error}</p>`}
+        ${histOk && html`<div>
+          <p>state <span class=${`pill s-${hist.state}`} data-testid="history-state">${hist.state}</span>
+            ${hist.activeTurnId && html` <span class="mono muted">turn ${hist.activeTurnId}</span>`}</p>
+          <details open><summary>context</summary><pre class="mono">${JSON.stringify(hist.context, null, 2)}</pre></details>
+          <details open><summary>messages (${hist.messages.length})</summary><${Messages} messages=${hist.messages} /></details>
+        </div>`}
+        <form class="fork" onSubmit=${fork}>
+          <h3>Fork from event #${shownId}</h3>
+          <input placeholder=${`${agentId}-fork-${shownId}`} value=${forkId} onInput=${(e) => setForkId(e.target.value)} name="newAgentId" />
+          <button type="submit" data-testid="fork" disabled=${!shownId}>Fork</button>
+          ${forked && html`<span> → <${Link} href=${agentPath(forked.agentId)} data-testid="fork-link">${forked.agentId}<//> (${forked.state})</span>`}
+        </form>
+      </section>
+    </div>
+    <section class="card">
+      <h2>Pending tool calls <span class="muted">(now)</span></h2>
+      ${pending.length === 0 ? html`<p class="muted">None.</p>` : pending.map((c) => html`<${PendingCall} key=${c.toolCallId} agentId=${agentId} turnId=${view.activeTurnId} call=${c} onDone=${refreshView} />`)}
+    </section>
+    <${Timeline} events=${events} selected=${live ? null : shownId} onSelect=${(id) => setSelected(id === lastId ? null : id)} />
+  </div>`;
+}
+
+// ------------------------------------------------------------------ app
+
+function route() {
+  const m = /^\/debug\/agents\/([^/]+)\/?$/.exec(location.pathname);
+  return m ? { agentId: decodeURIComponent(m[1]) } : { list: true };
+}
+
+function App() {
+  const [r, setR] = useState(route());
+  const [needToken, setNeedToken] = useState(false);
+  const [gen, setGen] = useState(0);
+  useEffect(() => {
+    const onPop = () => setR(route());
+    addEventListener("popstate", onPop);
+    const onAuth = () => setNeedToken(true);
+    authListeners.add(onAuth);
+    return () => {
+      removeEventListener("popstate", onPop);
+      authListeners.delete(onAuth);
+    };
+  }, []);
+  const hasToken = !!sessionStorage.getItem(TOKEN_KEY);
+  return html`<header>
+      <${Link} href="/debug" class="brand">gatehouse <span>debugger</span><//>
+      <span class="spacer"></span>
+      ${hasToken && html`<button class="ghost" onClick=${() => {
+        sessionStorage.removeItem(TOKEN_KEY);
+        setNeedToken(true);
+      }}>Forget token</button>`}
+    </header>
+    <main>
+      ${needToken ? html`<${TokenForm} message=${hasToken ? "The token was refused. Enter another one." : null} onSaved=${() => {
+        setNeedToken(false);
+        setGen(gen + 1);
+      }} />` : r.agentId ? html`<${AgentPage} key=${`${r.agentId}:${gen}`} agentId=${r.agentId} />` : html`<${AgentList} key=${gen} />`}
+    </main>`;
+}
+
+render(html`<${App} />`, document.getElementById("app"));

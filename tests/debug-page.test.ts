@@ -1,0 +1,133 @@
+/**
+ * The debugger page in a real browser (headless Debian Chromium driven by
+ * playwright-core) against a gatehouse served over HTTP with bearer auth on:
+ * the token form, the agent list, the live statechart following a turn
+ * (`data-active` equals `GET /v1/agents/:id`'s state while the turn runs and
+ * after it ends), time travel, delivering a pending tool result from its
+ * form, fork from an event and opening the fork. The page's hooks are
+ * `data-state`/`data-active` (chart nodes), `data-event-id`/`data-event-type`
+ * (timeline items) and `data-tool-call-id` (pending-call forms).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, startDebugServer, TOKEN } from "./helpers/debug-page.ts";
+
+let server: Awaited<ReturnType<typeof startDebugServer>>;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startDebugServer();
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const activeState = (page: Page) => page.locator('svg.chart [data-active="true"]').getAttribute("data-state");
+
+/** Waits until the chart's active state is `state` and checks the API agrees. */
+async function expectLive(page: Page, agentId: string, state: string) {
+  await page.locator(`svg.chart [data-state="${state}"][data-active="true"]`).waitFor({ timeout: 15_000 });
+  expect(await page.locator('svg.chart [data-active="true"]').count()).toBe(1);
+  const api = await server.call("GET", `/v1/agents/${agentId}`);
+  expect(api.body.state).toBe(await activeState(page));
+}
+
+describe("debugger page (Chromium)", () => {
+  it("serves the shell and assets without a token, the data only with one, and loads nothing from elsewhere", async () => {
+    for (const path of ["/debug", "/debug/agents/a1", "/debug/app.js", "/debug/app.css"]) {
+      const res = await fetch(`${server.base}${path}`);
+      expect(res.status, path).toBe(200);
+      await res.arrayBuffer();
+    }
+    const shell = await fetch(`${server.base}/debug`);
+    expect(shell.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(await shell.text()).not.toMatch(/https?:\/\//);
+    expect((await fetch(`${server.base}/v1/agents`)).status).toBe(401);
+  });
+
+  it("follows a turn live, travels back in time, forks from an event and delivers a tool result from the page", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const foreign: string[] = [];
+    const urls: string[] = [];
+    page.on("request", (r) => {
+      urls.push(r.url());
+      if (!r.url().startsWith(server.base)) foreign.push(r.url());
+    });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+
+    // The token is asked for once, then the list loads.
+    await page.goto(`${server.base}/debug`);
+    await page.locator('[data-testid="token-form"] input').fill(TOKEN);
+    await page.locator('[data-testid="token-form"] button').click();
+    await page.locator("table.agents").waitFor();
+
+    // Start a turn: the agent appears in the list (search included) and links to its page.
+    expect((await server.call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "Fix the login bug" })).status).toBe(202);
+    await page.locator('[data-testid="agent-search"]').fill("a1");
+    await page.locator('tr[data-agent-id="a1"] a').click({ timeout: 15_000 });
+    expect(new URL(page.url()).pathname).toBe("/debug/agents/a1");
+
+    // Live: idle while the first model step is held (the turn's first
+    // transitions are committed with that step), then waiting-tools.
+    await expectLive(page, "a1", "idle");
+    server.release("a1");
+    await expectLive(page, "a1", "waiting-tools");
+    await page.locator('[data-event-type="tool_call"]').first().waitFor();
+
+    // Time travel: the transition into running shows running again.
+    const events = (await server.call("GET", "/v1/agents/a1/events?format=json")).body.events as any[];
+    const toRunning = events.find((e) => e.type === "transition" && e.data.to === "running");
+    const toWaiting = events.find((e) => e.type === "transition" && e.data.to === "waiting-tools");
+    expect(toRunning && toWaiting).toBeTruthy();
+    await page.locator(`[data-event-id="${toRunning.id}"]`).click();
+    await page.locator('svg.chart [data-state="running"][data-active="true"]').waitFor();
+    await page.locator('[data-testid="history-state"]', { hasText: "running" }).waitFor();
+    // One step forward with the button, then one back with the other.
+    await page.locator('[data-testid="step-forward"]').click();
+    await page.locator('[data-testid="mode"]', { hasText: `at event #${toRunning.id + 1}` }).waitFor();
+    await page.locator('[data-testid="step-back"]').click();
+    await page.locator('[data-testid="mode"]', { hasText: `at event #${toRunning.id}` }).waitFor();
+    expect(await activeState(page)).toBe("running");
+    // The slider moves too.
+    await page.locator('[data-testid="slider"]').fill(String(toWaiting.id));
+    await page.locator('svg.chart [data-state="waiting-tools"][data-active="true"]').waitFor();
+    await page.locator('[data-testid="go-live"]').click();
+    await expectLive(page, "a1", "waiting-tools");
+
+    // Fork from the event that entered waiting-tools, and open the fork.
+    await page.locator(`[data-event-id="${toWaiting.id}"]`).click();
+    await page.locator('form.fork input[name="newAgentId"]').fill("a1-fork");
+    await page.locator('[data-testid="fork"]').click();
+    await page.locator('[data-testid="fork-link"]').click();
+    expect(new URL(page.url()).pathname).toBe("/debug/agents/a1-fork");
+    await expectLive(page, "a1-fork", "waiting-tools");
+    const forkCall = (await server.call("GET", "/v1/agents/a1-fork")).body.pendingToolCalls[0];
+    await page.locator(`form[data-tool-call-id="${forkCall.toolCallId}"]`).waitFor();
+    await page.locator('[data-event-type="forked_from"]').waitFor();
+
+    // Back to the source: deliver the pending result from its form; the turn ends done.
+    await page.goBack();
+    expect(new URL(page.url()).pathname).toBe("/debug/agents/a1");
+    await expectLive(page, "a1", "waiting-tools");
+    const call = (await server.call("GET", "/v1/agents/a1")).body.pendingToolCalls[0];
+    const form = page.locator(`form[data-tool-call-id="${call.toolCallId}"]`);
+    await form.locator("textarea").fill('{"answer":"yes"}');
+    await form.locator('button[type="submit"]').click();
+    await expectLive(page, "a1", "done");
+    const after = (await server.call("GET", "/v1/agents/a1")).body;
+    expect(after.output).toContain("yes");
+    await page.locator('[data-event-type="tool_result_received"], [data-event-type="tool_result"]').first().waitFor();
+    // The source is untouched by the fork except its forked_to event; the fork still waits.
+    expect((await server.call("GET", "/v1/agents/a1-fork")).body.state).toBe("waiting-tools");
+
+    // Nothing left the origin, and the token never entered a URL.
+    expect(foreign).toEqual([]);
+    expect(urls.filter((u) => u.includes(TOKEN))).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+});

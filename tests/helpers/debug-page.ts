@@ -1,0 +1,86 @@
+/**
+ * A gatehouse served over real HTTP (@hono/node-server on a free port) with
+ * bearer auth on, plus headless Chromium (Debian's, via playwright-core) to
+ * drive the debugger page. Shared by tests/debug-page.test.ts and
+ * scripts/debug-screenshots.ts.
+ *
+ * The `helper` agent's first model step waits for `release(agentId)`, so a
+ * test can see `running` live before the turn moves on; it then calls the
+ * external tool `ask_human` (the turn waits in `waiting-tools` for a result)
+ * and submits once the result arrives.
+ */
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { type Browser, chromium } from "playwright-core";
+import { z } from "zod";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+
+export const TOKEN = "debug-page-test-token-0123456789";
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+];
+
+export async function startDebugServer() {
+  const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
+  const gate = (agentId: string) => {
+    let g = gates.get(agentId);
+    if (!g) {
+      let open!: () => void;
+      const promise = new Promise<void>((r) => (open = r));
+      g = { promise, open };
+      gates.set(agentId, g);
+    }
+    return g;
+  };
+  const ask = defineTool({ name: "ask_human", description: "Ask a human", parameters: z.object({ q: z.string() }) });
+  const helper = defineAgent({
+    name: "helper",
+    instructions: "Ask a human, then submit what they said.",
+    model: scriptedModel(async (ctx) => {
+      if (ctx.step === 1) {
+        await gate(ctx.agentId).promise;
+        return { text: "Let me ask.", toolCalls: [{ name: "ask_human", args: { q: "Ship the fix?" } }], usage: { inputTokens: 412, outputTokens: 38 }, cost: 0.0021 };
+      }
+      const last = ctx.messages[ctx.messages.length - 1];
+      return { toolCalls: [{ name: "submit_result", args: { result: `human said ${JSON.stringify(last?.content ?? null)}` } }], usage: { inputTokens: 530, outputTokens: 21 }, cost: 0.0024 };
+    }),
+    tools: [ask],
+  });
+  const gh = createGatehouse({ agents: [helper], auth: { bearerTokens: [TOKEN] }, sse: { pollMs: 50 } });
+  gh.startWorker();
+  const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() as any };
+  };
+  return {
+    gh,
+    base,
+    call,
+    release: (agentId: string) => gate(agentId).open(),
+    async close() {
+      for (const g of gates.values()) g.open();
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      // Open SSE responses would keep the server from closing.
+      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      await closed;
+      await gh.close();
+    },
+  };
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
