@@ -20,7 +20,7 @@ import process from "node:process";
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
-import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
+import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
 
 export { ConfigError, configFromEnv, ENV_VARIABLES } from "./config.ts";
 export { describeStartupFailure, STARTUP_EXIT_CODES, StartupError } from "./startup.ts";
@@ -75,24 +75,13 @@ export function serveBun(gatehouse: Gatehouse, options: ServeBunOptions = {}): P
       : `cannot listen on ${hostname}:${wanted}: ${(err as Error).message}`;
     return Promise.reject(new StartupError("listen", `${why}; set PORT or HOST`, { cause: err }));
   }
-  const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server.port}`;
-  gatehouse.startWorker();
-  logger.info("gatehouse listening", { url, store: gatehouse.store.kind, agents: [...gatehouse.agents.keys()] });
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    closing ??= (async () => {
-      // Stop accepting and let open requests finish; open SSE streams do not hold the shutdown.
-      void server.stop();
-      await gatehouse.close();
-    })();
-  if (options.handleSignals ?? true) {
-    for (const sig of ["SIGINT", "SIGTERM"] as const) {
-      process.once(sig, () => {
-        logger.info("shutting down", { signal: sig });
-        close().then(() => process.exit(0), () => process.exit(1));
-      });
-    }
-  }
+  const { url, close } = startServing(gatehouse, {
+    hostname, port: server.port, logger,
+    // Stop accepting and let open requests finish; open SSE streams do not hold the shutdown.
+    stop: () => void server.stop(),
+    ...(options.handleSignals ?? true ? { onSignal: (h: (signal: string) => void) => (process.once("SIGINT", h), process.once("SIGTERM", h)) } : {}),
+    exit: (code) => process.exit(code),
+  });
   return Promise.resolve({ url, port: server.port, hostname, close });
 }
 
@@ -103,20 +92,14 @@ export interface StartBunOptions extends Omit<StartFromEnvInput, "env" | "redis"
   exitOnError?: boolean;
 }
 
-export async function startBun(options: StartBunOptions): Promise<BunServing> {
-  let prepared: Awaited<ReturnType<typeof prepareFromEnv>> | undefined;
-  try {
-    prepared = await prepareFromEnv({ ...options, env: options.env ?? bun().env, redis: redisStore });
-    return await serveBun(prepared.gatehouse, {
-      port: prepared.config.port,
-      hostname: prepared.config.hostname,
-      logger: prepared.logger,
-    });
-  } catch (err) {
-    await prepared?.gatehouse.close().catch(() => {});
-    if (options.exitOnError === false) throw err;
-    const { line, exitCode } = describeStartupFailure(err);
-    process.stderr.write(`${line}\n`);
-    process.exit(exitCode);
-  }
+export function startBun(options: StartBunOptions): Promise<BunServing> {
+  return startWith(
+    { ...options, env: options.env ?? bun().env, redis: redisStore },
+    (p) => serveBun(p.gatehouse, { port: p.config.port, hostname: p.config.hostname, logger: p.logger }),
+    (err) => {
+      const { line, exitCode } = describeStartupFailure(err);
+      process.stderr.write(`${line}\n`);
+      return process.exit(exitCode);
+    },
+  );
 }

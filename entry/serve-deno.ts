@@ -18,7 +18,7 @@
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
-import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
+import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
 
 export { ConfigError, configFromEnv, ENV_VARIABLES } from "./config.ts";
 export { describeStartupFailure, STARTUP_EXIT_CODES, StartupError } from "./startup.ts";
@@ -78,22 +78,14 @@ export function serveDeno(gatehouse: Gatehouse, options: ServeDenoOptions = {}):
     return Promise.reject(new StartupError("listen", `${why}; set PORT or HOST`, { cause: err }));
   }
   const port = server.addr.port;
-  const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
-  gatehouse.startWorker();
-  logger.info("gatehouse listening", { url, store: gatehouse.store.kind, agents: [...gatehouse.agents.keys()] });
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    closing ??= (async () => {
-      await Promise.all([server.shutdown(), gatehouse.close()]);
-    })();
-  if (options.handleSignals ?? true) {
-    for (const sig of ["SIGINT", "SIGTERM"] as const) {
-      D.addSignalListener(sig, () => {
-        logger.info("shutting down", { signal: sig });
-        close().then(() => D.exit(0), () => D.exit(1));
-      });
-    }
-  }
+  const { url, close } = startServing(gatehouse, {
+    hostname, port, logger,
+    stop: () => server.shutdown(),
+    ...(options.handleSignals ?? true
+      ? { onSignal: (h: (signal: string) => void) => { for (const sig of ["SIGINT", "SIGTERM"] as const) D.addSignalListener(sig, () => h(sig)); } }
+      : {}),
+    exit: (code) => D.exit(code),
+  });
   return Promise.resolve({ url, port, hostname, close });
 }
 
@@ -104,21 +96,15 @@ export interface StartDenoOptions extends Omit<StartFromEnvInput, "env" | "redis
   exitOnError?: boolean;
 }
 
-export async function startDeno(options: StartDenoOptions): Promise<DenoServing> {
+export function startDeno(options: StartDenoOptions): Promise<DenoServing> {
   const D = deno();
-  let prepared: Awaited<ReturnType<typeof prepareFromEnv>> | undefined;
-  try {
-    prepared = await prepareFromEnv({ ...options, env: options.env ?? D.env.toObject(), redis: redisStore });
-    return await serveDeno(prepared.gatehouse, {
-      port: prepared.config.port,
-      hostname: prepared.config.hostname,
-      logger: prepared.logger,
-    });
-  } catch (err) {
-    await prepared?.gatehouse.close().catch(() => {});
-    if (options.exitOnError === false) throw err;
-    const { line, exitCode } = describeStartupFailure(err);
-    D.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
-    return D.exit(exitCode);
-  }
+  return startWith(
+    { ...options, env: options.env ?? D.env.toObject(), redis: redisStore },
+    (p) => serveDeno(p.gatehouse, { port: p.config.port, hostname: p.config.hostname, logger: p.logger }),
+    (err) => {
+      const { line, exitCode } = describeStartupFailure(err);
+      D.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
+      return D.exit(exitCode);
+    },
+  );
 }

@@ -26,7 +26,7 @@ import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import type { Env } from "./config.ts";
 import { createNodeServer } from "./node-server.ts";
-import { describeStartupFailure, prepareFromEnv, type StartFromEnvInput, StartupError } from "./startup.ts";
+import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
 
 export { ConfigError, configFromEnv, ENV_VARIABLES } from "./config.ts";
 export type { EnvConfig, EnvVariable, LogLevel } from "./config.ts";
@@ -82,30 +82,17 @@ export async function serveNode(gatehouse: Gatehouse, options: ServeNodeOptions 
   server.on("error", (err) => logger.error("http server error", { error: err.message }));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : wanted;
-  const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
-  gatehouse.startWorker();
-  logger.info("gatehouse listening", { url, store: gatehouse.store.kind, agents: [...gatehouse.agents.keys()] });
-
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    closing ??= (async () => {
-      // Open SSE streams would keep server.close() waiting: stop accepting, then end idle and open connections.
+  const { url, close } = startServing(gatehouse, {
+    hostname, port, logger,
+    // Open SSE streams would keep server.close() waiting: stop accepting, end idle connections, and the open ones once closed.
+    stop: () => {
       server.close();
       server.closeIdleConnections?.();
-      await gatehouse.close();
-      server.closeAllConnections?.();
-    })();
-  if (options.handleSignals ?? true) {
-    const onSignal = (signal: string) => {
-      logger.info("shutting down", { signal });
-      close().then(() => process.exit(0), (err) => {
-        logger.error("shutdown failed", { error: String(err) });
-        process.exit(1);
-      });
-    };
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
-  }
+    },
+    afterClose: () => server.closeAllConnections?.(),
+    ...(options.handleSignals ?? true ? { onSignal: (h: (signal: string) => void) => (process.once("SIGINT", h), process.once("SIGTERM", h)) } : {}),
+    exit: (code) => process.exit(code),
+  });
   return { url, port, hostname, server, close };
 }
 
@@ -125,20 +112,12 @@ export interface StartNodeOptions extends Omit<StartFromEnvInput, "env" | "redis
  * import { concierge } from "./agents.js";
  * await startNode({ agents: [concierge] });
  */
-export async function startNode(options: StartNodeOptions): Promise<NodeServer> {
-  let prepared: Awaited<ReturnType<typeof prepareFromEnv>> | undefined;
-  try {
-    prepared = await prepareFromEnv({ ...options, env: options.env ?? process.env, redis: redisStore });
-    return await serveNode(prepared.gatehouse, {
-      port: prepared.config.port,
-      hostname: prepared.config.hostname,
-      logger: prepared.logger,
-    });
-  } catch (err) {
-    await prepared?.gatehouse.close().catch(() => {});
-    if (options.exitOnError === false) throw err;
-    return exitWith(err);
-  }
+export function startNode(options: StartNodeOptions): Promise<NodeServer> {
+  return startWith(
+    { ...options, env: options.env ?? process.env, redis: redisStore },
+    (p) => serveNode(p.gatehouse, { port: p.config.port, hostname: p.config.hostname, logger: p.logger }),
+    exitWith,
+  );
 }
 
 /** Prints the one-line description of a failed start and exits with its code. */

@@ -184,3 +184,66 @@ export function agentsOfModule(mod: Record<string, unknown>, from: string): AnyA
   }
   return [...all];
 }
+
+/** How a runtime's server is stopped, and how its process reacts to signals. */
+export interface ServingHooks {
+  hostname: string;
+  /** The port the server listens on (after 0 was resolved). */
+  port: number;
+  logger: Logger;
+  /** Stops accepting; awaited after the gatehouse closed (open streams must not hold the shutdown). */
+  stop: () => Promise<void> | void;
+  /** Runs once the gatehouse closed and the server stopped (e.g. end the connections left). */
+  afterClose?: () => void;
+  /** Registers a handler for SIGINT and SIGTERM; absent: no signal handling. */
+  onSignal?: (handler: (signal: string) => void) => void;
+  exit: (code: number) => never;
+}
+
+/**
+ * What every runtime's serve does once its server listens: starts the
+ * workers, logs the URL and returns one idempotent `close` of server and
+ * gatehouse; on a signal it closes and exits 0 (1 when closing failed).
+ */
+export function startServing(gatehouse: Gatehouse, h: ServingHooks): { url: string; close: () => Promise<void> } {
+  const url = `http://${h.hostname.includes(":") ? `[${h.hostname}]` : h.hostname}:${h.port}`;
+  gatehouse.startWorker();
+  h.logger.info("gatehouse listening", { url, store: gatehouse.store.kind, agents: [...gatehouse.agents.keys()] });
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    closing ??= (async () => {
+      const stopped = h.stop();
+      await gatehouse.close();
+      await stopped;
+      h.afterClose?.();
+    })();
+  h.onSignal?.((signal) => {
+    h.logger.info("shutting down", { signal });
+    close().then(() => h.exit(0), (err) => {
+      h.logger.error("shutdown failed", { error: String(err) });
+      h.exit(1);
+    });
+  });
+  return { url, close };
+}
+
+/**
+ * The start every runtime entry shares: prepare from the environment, then
+ * serve; on a failure close what was opened and, unless `exitOnError` is
+ * false, print the one line and exit with its code (`fail`).
+ */
+export async function startWith<T>(
+  input: StartFromEnvInput & { exitOnError?: boolean },
+  serve: (prepared: Started) => Promise<T>,
+  fail: (err: unknown) => never,
+): Promise<T> {
+  let prepared: Started | undefined;
+  try {
+    prepared = await prepareFromEnv(input);
+    return await serve(prepared);
+  } catch (err) {
+    await prepared?.gatehouse.close().catch(() => {});
+    if (input.exitOnError === false) throw err;
+    return fail(err);
+  }
+}
