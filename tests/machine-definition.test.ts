@@ -224,7 +224,9 @@ describe("the served machine, given the agent machine's implementations, is the 
           visited.add(a.value as string);
         }
       }),
-      { numRuns: 300 },
+      // A fixed seed: the coverage check below must not depend on the luck of one run (an unseeded run once
+      // missed a state under Deno). Change the seed to explore other sequences; the check keeps any seed honest.
+      { numRuns: 300, seed: 20261126 },
     );
     // The sequences must reach every state, or the property proves little.
     expect([...visited].sort()).toEqual(Object.keys(agentMachine.root.states).sort());
