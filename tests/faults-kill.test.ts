@@ -49,6 +49,7 @@ describe("faults: SIGKILL of worker processes", () => {
     const agentIds = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
     const turns: EnqueuedTurn[] = [];
     const accepted = new Map<string, AcceptedResult>();
+    const unanswered = new Map<string, AcceptedResult>(); // deliveries whose answer was lost; retried like a real client
     const rng = seeded(20240601);
     let n = 0;
 
@@ -85,7 +86,7 @@ describe("faults: SIGKILL of worker processes", () => {
     let answering = true;
     const answerer = (async () => {
       while (answering) {
-        await answerExternalCalls(store, agentIds, accepted, Date.now).catch(() => 0);
+        await answerExternalCalls(store, agentIds, accepted, Date.now, unanswered).catch(() => 0);
         await sleep(30);
       }
     })();

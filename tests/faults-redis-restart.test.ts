@@ -45,6 +45,7 @@ describe("faults: Redis restarted mid-run (AOF, appendfsync always)", () => {
     const agentIds = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
     const acked = new Map<string, { agentId: string; label: string }>();
     const accepted = new Map<string, AcceptedResult>();
+    const unanswered = new Map<string, AcceptedResult>(); // deliveries whose answer was lost; retried like a real client
     let failedEnqueues = 0;
 
     for (const name of ["w0", "w1"]) {
@@ -76,7 +77,7 @@ describe("faults: Redis restarted mid-run (AOF, appendfsync always)", () => {
     })();
     const answerer = (async () => {
       while (running) {
-        await answerExternalCalls(store, agentIds, accepted, Date.now).catch(() => 0);
+        await answerExternalCalls(store, agentIds, accepted, Date.now, unanswered).catch(() => 0);
         await sleep(30);
       }
     })();
@@ -92,7 +93,7 @@ describe("faults: Redis restarted mid-run (AOF, appendfsync always)", () => {
     expect(ackedBefore).toBeGreaterThan(10);
 
     await waitFor("every agent to finish its tasks", async () => {
-      await answerExternalCalls(store, agentIds, accepted, Date.now);
+      await answerExternalCalls(store, agentIds, accepted, Date.now, unanswered);
       for (const id of agentIds) {
         const h = await store.getAgent(id);
         if (!h || h.activeTurnId !== null || h.pendingTasks > 0) return false;

@@ -44,23 +44,40 @@ export async function readAllEvents(store: Store, agentId: string): Promise<Stor
  * One pass of an outside system answering external `approve` calls: every
  * pending external call of every agent's active turn gets `{ approved: id }`.
  * Accepted deliveries are added to `accepted` (keyed by toolCallId).
+ *
+ * Like a real client, it retries a delivery whose answer it never got (the
+ * store may have applied it just before the connection died): `unanswered`
+ * keeps those, and a retry answered `duplicate` (the same value, already
+ * resolved) acknowledges the first delivery.
  */
-export async function answerExternalCalls(store: Store, agentIds: string[], accepted: Map<string, AcceptedResult>, now: () => number): Promise<number> {
+export async function answerExternalCalls(
+  store: Store,
+  agentIds: string[],
+  accepted: Map<string, AcceptedResult>,
+  now: () => number,
+  unanswered: Map<string, AcceptedResult> = new Map(),
+): Promise<number> {
   let n = 0;
+  const deliver = async (a: AcceptedResult) => {
+    unanswered.set(a.toolCallId, a);
+    const r = await store.deliverToolResult({
+      agentId: a.agentId, turnId: a.turnId, toolCallId: a.toolCallId, outcome: { ok: true, value: a.value },
+      afterExecution: "continue", source: "http", now: now(),
+    });
+    unanswered.delete(a.toolCallId);
+    if (r.status === "accepted" || r.status === "duplicate") {
+      accepted.set(a.toolCallId, a);
+      n++;
+    }
+  };
+  for (const a of [...unanswered.values()]) await deliver(a);
   for (const agentId of agentIds) {
     const head = await store.getAgent(agentId);
     if (!head?.activeTurnId) continue;
     const turnId = head.activeTurnId;
     for (const c of await store.getToolCalls(agentId, turnId)) {
       if (!c.external || c.status !== "pending" || accepted.has(c.toolCallId)) continue;
-      const value = { approved: c.toolCallId };
-      const r = await store.deliverToolResult({
-        agentId, turnId, toolCallId: c.toolCallId, outcome: { ok: true, value }, afterExecution: "continue", source: "http", now: now(),
-      });
-      if (r.status === "accepted") {
-        accepted.set(c.toolCallId, { agentId, turnId, toolCallId: c.toolCallId, value });
-        n++;
-      }
+      await deliver({ agentId, turnId, toolCallId: c.toolCallId, value: { approved: c.toolCallId } });
     }
   }
   return n;
