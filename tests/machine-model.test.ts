@@ -27,29 +27,22 @@
  * graph is on some path. Coverage is counted by identifying the transition
  * XState selects (`getTransitionData`) with its entry in `describeMachine()`.
  *
- * Every path is replayed through `createActor(agentMachine)`. The paths that
- * start a turn from idle, consist only of events the host decides itself
- * (TASK_STARTED, MODEL_STEP with text or a call of `config.completion`,
- * VERIFY_PASSED, VERIFY_REJECTED, FEEDBACK_APPENDED, STEP_BUDGET_EXHAUSTED)
- * and end the turn are also driven through the real host (createGatehouse,
- * memory store, one turn per path):
- *  - TASK_STARTED: a task enqueued over HTTP to an agent whose definition
- *    gives the path's config (maxStepsPerTurn, mustEndWith, output with
- *    verifyMaxAttempts / maxVerifierErrors for `agent_output`);
- *  - MODEL_STEP: the scripted model answers step k with the path's k-th
- *    step (text, or a call of the completion tool);
- *  - VERIFY_PASSED / VERIFY_REJECTED (retryable or final): the agent's verify
- *    function returns or throws VerificationRejected, attempt by attempt as
- *    the path says;
- *  - FEEDBACK_APPENDED: emitted by the host after a retryable rejection;
- *  - STEP_BUDGET_EXHAUSTED: emitted by the host when it would ask the model
- *    again with the steps spent (after reminders).
- * For those, the logged `transition` entries must be the path's transitions
- * (event type, from, to) and the stored final snapshot must match the
- * machine's expected one in the fields the guards read. Not host-driven:
- * tool calls and TOOL_RESULT, VERIFY_ERROR, CANCEL, TURN_FAILED,
- * MODEL_FAILED, and second turns (TASK_STARTED from done/failed); those are
- * covered by the pure replay only.
+ * Every path is replayed through `createActor(agentMachine)`.
+ *
+ * Invariant, host side: every state and every transition of
+ * `describeMachine()` is also produced by the actor host, and after every
+ * write of a snapshot the stored snapshot is the pure machine's replay of the
+ * logged transitions and those transitions are the path's, in order. The
+ * host paths are generated the same way from the events the host can be made
+ * to emit (`hostEventsFor`), translated into scenarios (a task over HTTP, the
+ * scripted model's answers, in-process tools, deliveries, watchdog timeouts,
+ * verifier answers and errors with the clock moved to the stored retry time,
+ * cancels, resets, claims that fail) and played one step per claim against
+ * the memory store: tests/helpers/host-paths.ts says how each event is
+ * produced and what is checked. Coverage is counted from the transitions the
+ * host logged and fails below 100 %, for each transition by each way in
+ * (results in-process, delivered and timed out; cancels through the route;
+ * turn ends through the reset route and through failing claims).
  */
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
@@ -242,10 +235,12 @@ describe("model-based paths driven through the host", () => {
     const byKey = new Map<string, Set<Mechanism>>();
     let checks = 0;
     let claims = 0;
+    let retriesWaited = 0;
     for (const sc of chosen) {
       const run = await runHostScenario(sc);
       checks += run.checks;
       claims += run.claims;
+      retriesWaited += run.retriesWaited;
       for (const t of run.taken) {
         if (!byKey.has(t.key)) byKey.set(t.key, new Set());
         byKey.get(t.key)!.add(t.via);
@@ -256,7 +251,7 @@ describe("model-based paths driven through the host", () => {
     const coveredS = ALL_STATES.filter((s) => states.has(s));
     console.log(
       `machine-model (host): ${scenarios.length} translatable paths, ${chosen.size} run (${claims} claims, ` +
-        `${checks} writes checked); states ${coveredS.length}/${ALL_STATES.length}, ` +
+        `${checks} writes checked, ${retriesWaited} verifier retries waited for); states ${coveredS.length}/${ALL_STATES.length}, ` +
         `transitions ${coveredT.length}/${ALL_TRANSITIONS.length}\n  ` +
         ALL_TRANSITIONS.map((t) => `${t}: ${[...(byKey.get(t) ?? ["MISSING"])].sort().join(", ")}`).join("\n  "),
     );
@@ -282,5 +277,6 @@ describe("model-based paths driven through the host", () => {
     expect(via("running --TURN_FAILED--> failed").has("reset route")).toBe(true);
     expect(via("verifying --TURN_FAILED--> failed").has("claim failures")).toBe(true);
     expect(checks).toBeGreaterThan(chosen.size);
+    expect(retriesWaited).toBeGreaterThan(0);
   }, 60_000);
 });

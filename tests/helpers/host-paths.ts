@@ -392,6 +392,8 @@ export interface HostRun {
   /** describeMachine() key and mechanism of each path transition the host logged. */
   taken: Array<{ key: string; via: Mechanism }>;
   claims: number;
+  /** Claims that waited for a verifier retry: the clock was moved to the `retryAt` the store had as ready time. */
+  retriesWaited: number;
 }
 
 type LoggedTransition = { from: string; to: string; event: AgentEvent };
@@ -450,6 +452,8 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
           taken.set(k, { key, via: sc.via[k] });
         }
       }
+      // An agent whose first turn never committed has no snapshot yet: it is the initial one.
+      if (head.snapshot === null && logged.length > 0) throw new Error(`no stored snapshot after ${logged.length} transitions`);
       const replayed = JSON.parse(JSON.stringify(agentMachine.getPersistedSnapshot(s as never)));
       if (JSON.stringify(replayed) !== JSON.stringify(head.snapshot ?? replayed)) {
         throw new Error(`stored snapshot differs from the replay:\n${JSON.stringify(head.snapshot)}\n${JSON.stringify(replayed)}`);
@@ -504,6 +508,7 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
   const target = built.targets[0];
   const runner = claimRunner(deps);
   let claims = 0;
+  let retriesWaited = 0;
 
   async function post(path: string, body: unknown): Promise<void> {
     const res = await gh.fetch(new Request(`http://gatehouse/v1/agents/${AGENT_ID}${path}`, {
@@ -526,6 +531,7 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
         throw new Error(`nothing to claim (ready at ${at}, now ${clock.now()}, state ${head?.state}, retryAt ${retryAt})`);
       }
       clock.set(at);
+      retriesWaited++;
       c = await deps.store.claimNext(req());
     }
     if (c.status !== "claimed") throw new Error(`claim answered ${c.status}`);
@@ -549,70 +555,77 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
   };
   const turnIdOf = (i: number) => `turn_${sc.turnAt[i]}`;
 
-  for (let guard = 0;; guard++) {
-    if (failures.length > 0) throw new Error(`${sc.name}\n${failures[0]}`);
-    const logged = await transitions();
-    if (logged.length >= path.length) break;
-    if (guard > 4 * path.length + 4) throw new Error(`${sc.name}: no progress`);
-    const i = logged.length;
-    const e = path[i];
-    const next = path[i + 1];
-    try {
-      switch (e.type) {
-        case "TASK_STARTED":
-          if (enqueued < sc.turnAt[i]) {
-            await enqueue();
-            if (next?.type === "CANCEL") {
-              await failClaims(1);
-              await post("/cancel", { reason: "stop" });
-            }
-          }
-          await claim();
-          break;
-        case "TURN_FAILED":
-          if (sc.via[i] === "reset route") await post("/reset", { reason: "ended" });
-          else {
-            if (!IN_TURN.has(String(snaps[i].value))) await enqueue();
-            await failClaims(MAX_CLAIM_FAILURES);
-          }
-          break;
-        case "CANCEL":
-          await post("/cancel", { reason: "stop" });
-          await claim();
-          break;
-        case "TOOL_RESULT": {
-          const how = sc.via[i];
-          if (how === "delivery") {
-            const call = sc.calls.get(`${sc.turnAt[i]}:${e.toolCallId}`)!;
-            const value = e.afterExecution === "terminate" ? { v: `t-${e.toolCallId}` } : `r-${e.toolCallId}`;
-            await post("/tool-results", {
-              turnId: turnIdOf(i), toolCallId: call.hostId, outcome: { ok: true, value }, afterExecution: e.afterExecution,
-            });
-          } else if (how === "watchdog timeout") {
-            const call = sc.calls.get(`${sc.turnAt[i]}:${e.toolCallId}`)!;
-            const head = await base.getAgent(AGENT_ID);
-            const deadline = (head!.snapshot as { context: AgentContext }).context.pending[call.hostId].deadline;
-            clock.set(Math.max(clock.now(), deadline));
-            const r = await gh.tick();
-            if (r.timedOut !== 1) throw new Error(`the watchdog timed out ${r.timedOut} calls`);
-          }
-          // A cancel that follows is mailed with the result, so the claim that applies one applies both.
-          if (how !== "in-process tool" && next?.type === "CANCEL") await post("/cancel", { reason: "stop" });
-          await claim();
-          break;
-        }
-        default:
-          await claim();
-      }
-    } catch (err) {
-      throw new Error(`${sc.name}\nat event ${i + 1} (${e.type}): ${(err as Error).message}`);
-    }
-    if ((await transitions()).length <= i && failures.length === 0) {
-      throw new Error(`${sc.name}\nthe host did not take event ${i + 1} (${e.type}, ${keys[i]})`);
-    }
+  try {
+    await play();
+  } finally {
+    await gh.close();
   }
   if (failures.length > 0) throw new Error(`${sc.name}\n${failures[0]}`);
   if (taken.size !== path.length) throw new Error(`${sc.name}: ${taken.size} of ${path.length} transitions checked`);
-  await gh.close();
-  return { checks, taken: [...taken.values()], claims };
+  return { checks, taken: [...taken.values()], claims, retriesWaited };
+
+  async function play(): Promise<void> {
+    for (let guard = 0;; guard++) {
+      if (failures.length > 0) throw new Error(`${sc.name}\n${failures[0]}`);
+      const logged = await transitions();
+      if (logged.length >= path.length) break;
+      if (guard > 4 * path.length + 4) throw new Error(`${sc.name}: no progress`);
+      const i = logged.length;
+      const e = path[i];
+      const next = path[i + 1];
+      try {
+        switch (e.type) {
+          case "TASK_STARTED":
+            if (enqueued < sc.turnAt[i]) {
+              await enqueue();
+              if (next?.type === "CANCEL") {
+                await failClaims(1);
+                await post("/cancel", { reason: "stop" });
+              }
+            }
+            await claim();
+            break;
+          case "TURN_FAILED":
+            if (sc.via[i] === "reset route") await post("/reset", { reason: "ended" });
+            else {
+              if (!IN_TURN.has(String(snaps[i].value))) await enqueue();
+              await failClaims(MAX_CLAIM_FAILURES);
+            }
+            break;
+          case "CANCEL":
+            await post("/cancel", { reason: "stop" });
+            await claim();
+            break;
+          case "TOOL_RESULT": {
+            const how = sc.via[i];
+            if (how === "delivery") {
+              const call = sc.calls.get(`${sc.turnAt[i]}:${e.toolCallId}`)!;
+              const value = e.afterExecution === "terminate" ? { v: `t-${e.toolCallId}` } : `r-${e.toolCallId}`;
+              await post("/tool-results", {
+                turnId: turnIdOf(i), toolCallId: call.hostId, outcome: { ok: true, value }, afterExecution: e.afterExecution,
+              });
+            } else if (how === "watchdog timeout") {
+              const call = sc.calls.get(`${sc.turnAt[i]}:${e.toolCallId}`)!;
+              const head = await base.getAgent(AGENT_ID);
+              const deadline = (head!.snapshot as { context: AgentContext }).context.pending[call.hostId].deadline;
+              clock.set(Math.max(clock.now(), deadline));
+              const r = await gh.tick();
+              if (r.timedOut !== 1) throw new Error(`the watchdog timed out ${r.timedOut} calls`);
+            }
+            // A cancel that follows is mailed with the result, so the claim that applies one applies both.
+            if (how !== "in-process tool" && next?.type === "CANCEL") await post("/cancel", { reason: "stop" });
+            await claim();
+            break;
+          }
+          default:
+            await claim();
+        }
+      } catch (err) {
+        throw new Error(`${sc.name}\nat event ${i + 1} (${e.type}): ${(err as Error).message}`);
+      }
+      if ((await transitions()).length <= i && failures.length === 0) {
+        throw new Error(`${sc.name}\nthe host did not take event ${i + 1} (${e.type}, ${keys[i]})`);
+      }
+    }
+  }
 }
