@@ -18,7 +18,7 @@
  * | TOOL_RESULT, in-process call   | the tool's `execute` (returns a value, or `terminate`) |
  * | TOOL_RESULT, external call     | `POST /tool-results` (continue or terminate), or the   |
  * |                                |   watchdog timing out `fetch_ext` (deadline 1 s; the   |
- * |                                |   clock is moved past it and the watchdog ticks)       |
+ * |                                |   clock is moved to it and the watchdog ticks)         |
  * | VERIFY_PASSED / _REJECTED      | `output.verify` returning / throwing                   |
  * |                                |   VerificationRejected (retryable or not)              |
  * | VERIFY_ERROR                   | `output.verify` throwing an Error; the retry waits for |
@@ -116,6 +116,7 @@ const Out = z.object({ v: z.string() });
 const AGENT_ID = "mbt";
 const MAX_CLAIM_FAILURES = 2;
 const WATCHDOG_TOOL_MS = 1_000;
+const VERIFIER_BACKOFF_MS = 1_000;
 const usage = { inputTokens: 3, outputTokens: 2 };
 
 /** What the agents' model, tools and verifier read while a scenario runs. */
@@ -501,7 +502,7 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
     ids: { turnId: () => `turn_${++turns}`, workerId: () => "w_mbt" },
     maxClaimFailures: MAX_CLAIM_FAILURES,
     claimRetryBackoffMs: 0,
-    verifierBackoffMs: 1_000,
+    verifierBackoffMs: VERIFIER_BACKOFF_MS,
   });
   const gh = built.gatehouse;
   const deps = built.deps;
@@ -526,9 +527,14 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
       // Not due yet: a verifier retry waits for `retryAt`, which the store keeps as the agent's ready time.
       const at = await deps.store.nextReadyAt(target);
       const head = await base.getAgent(AGENT_ID);
-      const retryAt = (head?.snapshot as { context?: AgentContext } | null)?.context?.verification.retryAt ?? null;
+      const v = (head?.snapshot as { context?: AgentContext } | null)?.context?.verification;
+      const retryAt = v?.retryAt ?? null;
       if (at === null || at <= clock.now() || head?.state !== "verifying" || retryAt !== at) {
         throw new Error(`nothing to claim (ready at ${at}, now ${clock.now()}, state ${head?.state}, retryAt ${retryAt})`);
+      }
+      // The backoff doubles per system error of the candidate: 1 s after the first (verifierBackoffMs).
+      if (at - v!.lastAttemptAt! !== VERIFIER_BACKOFF_MS * 2 ** (v!.systemErrors - 1)) {
+        throw new Error(`retry ${at - v!.lastAttemptAt!} ms after system error ${v!.systemErrors}`);
       }
       clock.set(at);
       retriesWaited++;
