@@ -4,7 +4,9 @@
  * the token form, the agent list, the live statechart following a turn
  * (`data-active` equals `GET /v1/agents/:id`'s state while the turn runs and
  * after it ends), time travel, delivering a pending tool result from its
- * form, fork from an event and opening the fork. The page's hooks are
+ * form, fork from an event and opening the fork; and the page opened
+ * straight at `/debug/agents/:id` on a server without auth, following a
+ * turn to its end. The page's hooks are
  * `data-state`/`data-active` (chart nodes), `data-event-id`/`data-event-type`
  * (timeline items) and `data-tool-call-id` (pending-call forms).
  */
@@ -130,4 +132,37 @@ describe("debugger page (Chromium)", () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it("opened straight at /debug/agents/:id on a server without auth, data-active follows GET /v1/agents/:id to the turn's end", async () => {
+    const open = await startDebugServer({ auth: false });
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      expect((await open.call("POST", "/v1/agents/b1/tasks", { agent: "helper", input: "Check the build" })).status).toBe(202);
+      await page.goto(`${open.base}/debug/agents/b1`);
+      const live = async (state: string) => {
+        await page.locator(`svg.chart [data-state="${state}"][data-active="true"]`).waitFor({ timeout: 15_000 });
+        expect(await page.locator('svg.chart [data-active="true"]').count()).toBe(1);
+        expect((await open.call("GET", "/v1/agents/b1")).body.state).toBe(
+          await page.locator('svg.chart [data-active="true"]').getAttribute("data-state"),
+        );
+      };
+      // The first model step is held: the turn is claimed, nothing committed yet.
+      await live("idle");
+      open.release("b1");
+      await live("waiting-tools");
+      const call = (await open.call("GET", "/v1/agents/b1")).body.pendingToolCalls[0];
+      const turnId = (await open.call("GET", "/v1/agents/b1")).body.activeTurnId;
+      expect((await open.call("POST", "/v1/agents/b1/tool-results", {
+        turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: { answer: "no" } },
+      })).status).toBe(200);
+      await live("done");
+      expect(await page.locator('[data-testid="token-form"]').count()).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await open.close();
+    }
+  }, 60_000);
 });

@@ -27,42 +27,29 @@
  * graph is on some path. Coverage is counted by identifying the transition
  * XState selects (`getTransitionData`) with its entry in `describeMachine()`.
  *
- * Every path is replayed through `createActor(agentMachine)`. The paths that
- * start a turn from idle, consist only of events the host decides itself
- * (TASK_STARTED, MODEL_STEP with text or a call of `config.completion`,
- * VERIFY_PASSED, VERIFY_REJECTED, FEEDBACK_APPENDED, STEP_BUDGET_EXHAUSTED)
- * and end the turn are also driven through the real host (createGatehouse,
- * memory store, one turn per path):
- *  - TASK_STARTED: a task enqueued over HTTP to an agent whose definition
- *    gives the path's config (maxStepsPerTurn, mustEndWith, output with
- *    verifyMaxAttempts / maxVerifierErrors for `agent_output`);
- *  - MODEL_STEP: the scripted model answers step k with the path's k-th
- *    step (text, or a call of the completion tool);
- *  - VERIFY_PASSED / VERIFY_REJECTED (retryable or final): the agent's verify
- *    function returns or throws VerificationRejected, attempt by attempt as
- *    the path says;
- *  - FEEDBACK_APPENDED: emitted by the host after a retryable rejection;
- *  - STEP_BUDGET_EXHAUSTED: emitted by the host when it would ask the model
- *    again with the steps spent (after reminders).
- * For those, the logged `transition` entries must be the path's transitions
- * (event type, from, to) and the stored final snapshot must match the
- * machine's expected one in the fields the guards read. Not host-driven:
- * tool calls and TOOL_RESULT, VERIFY_ERROR, CANCEL, TURN_FAILED,
- * MODEL_FAILED, and second turns (TASK_STARTED from done/failed); those are
- * covered by the pure replay only.
+ * Every path is replayed through `createActor(agentMachine)`.
+ *
+ * Invariant, host side: every state and every transition of
+ * `describeMachine()` is also produced by the actor host, and after every
+ * write of a snapshot the stored snapshot is the pure machine's replay of the
+ * logged transitions and those transitions are the path's, in order. The
+ * host paths are generated the same way from the events the host can be made
+ * to emit (`hostEventsFor`), translated into scenarios (a task over HTTP, the
+ * scripted model's answers, in-process tools, deliveries, watchdog timeouts,
+ * verifier answers and errors with the clock moved to the stored retry time,
+ * cancels, resets, claims that fail) and played one step per claim against
+ * the memory store: tests/helpers/host-paths.ts says how each event is
+ * produced and what is checked. Coverage is counted from the transitions the
+ * host logged and fails below 100 %, for each transition by each way in
+ * (results in-process, delivered and timed out; cancels through the route;
+ * turn ends through the reset route and through failing claims).
  */
-import { getShortestPaths } from "@xstate/graph";
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
 import { agentMachine, DEFAULT_TURN_CONFIG } from "../machines/agent.ts";
-import { describeMachine } from "../machines/definition.ts";
-import { z } from "zod";
-import { createGatehouse, defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
-import { allEvents, contextOf, enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
 import type { AgentContext, AgentEvent, TurnConfig } from "../machines/types.ts";
-import type { ModelResponse } from "../mod.ts";
-
-type Snap = ReturnType<typeof agentMachine.transition>;
+import { ALL_STATES, ALL_TRANSITIONS, generatePaths, keyOf, type Snap, takenBy, walk } from "./helpers/machine-paths.ts";
+import { hostEventsFor, type HostScenario, type Mechanism, runHostScenario, translate } from "./helpers/host-paths.ts";
 
 const small = { maxSteps: 2, verifyMaxAttempts: 2, maxVerifierErrors: 2 };
 const CONFIGS: Record<string, TurnConfig> = {
@@ -146,72 +133,10 @@ function eventsFor(s: Snap): AgentEvent[] {
   }
 }
 
-/** The graph key: state value and the context the guards read (bounds the walk). */
-function keyOf(s: Snap): string {
-  const c = s.context;
-  const v = c.verification;
-  return JSON.stringify([
-    s.value,
-    c.config.completion,
-    c.config.mustEndWith.length,
-    c.step,
-    Object.keys(c.pending).sort(),
-    v.attemptsUsed,
-    v.systemErrors,
-    v.candidate?.from ?? null,
-    c.error?.reason ?? null,
-    c.turns > 0,
-  ]);
-}
-
-const def = describeMachine(agentMachine);
-const transitionKey = (t: { from: string; event: string; to: string; guard?: string; reenter?: true }) =>
-  `${t.from} --${t.event}${t.guard ? ` [${t.guard}]` : ""}--> ${t.to}${t.reenter ? " (reenter)" : ""}`;
-
-/** Each transition definition object of the machine, mapped to its describeMachine() entry's key. */
-const byDefinition = new Map<unknown, string>();
-{
-  let i = 0;
-  for (const [, node] of Object.entries(agentMachine.root.states)) {
-    for (const [, defs] of node.transitions as unknown as Map<string, unknown[]>) {
-      for (const d of defs) byDefinition.set(d, transitionKey(def.transitions[i++]));
-    }
-  }
-  if (byDefinition.size !== def.transitions.length) throw new Error("describeMachine() and the machine disagree");
-}
-
-/** The describeMachine() key of the transition XState takes for `event` from `s`, or null. */
-function takenBy(s: Snap, event: AgentEvent): string | null {
-  const ts = agentMachine.getTransitionData(s as never, event as never);
-  if (ts.length === 0) return null;
-  expect(ts.length).toBe(1);
-  const key = byDefinition.get(ts[0]);
-  if (key === undefined) throw new Error(`transition of ${event.type} from ${String(s.value)} is not in describeMachine()`);
-  return key;
-}
-
-interface Path {
-  events: AgentEvent[];
-}
-
-function generatePaths(): Path[] {
-  const shortest = getShortestPaths(agentMachine, {
-    events: (s) => eventsFor(s as Snap),
-    serializeState: (s) => keyOf(s as Snap),
-  });
-  const paths: Path[] = [];
-  for (const p of shortest) {
-    const events = p.steps.map((st) => st.event as AgentEvent).filter((e) => !e.type.startsWith("xstate."));
-    paths.push({ events });
-    for (const e of eventsFor(p.state as Snap)) paths.push({ events: [...events, e] });
-  }
-  return paths;
-}
-
 const pick = (s: { value: unknown; context: unknown }) => ({ value: s.value, context: s.context });
 
 describe("model-based paths over the agent statechart", () => {
-  const paths = generatePaths();
+  const paths = generatePaths(eventsFor).map((events) => ({ events }));
 
   it("reach every state and every transition of describeMachine()", () => {
     const states = new Set<string>();
@@ -226,8 +151,8 @@ describe("model-based paths over the agent statechart", () => {
         states.add(String(s.value));
       }
     }
-    const allStates = def.states.map((x) => x.name);
-    const allTransitions = def.transitions.map(transitionKey);
+    const allStates = ALL_STATES;
+    const allTransitions = ALL_TRANSITIONS;
     const missingStates = allStates.filter((x) => !states.has(x));
     const missingTransitions = allTransitions.filter((x) => !transitions.has(x));
     console.log(
@@ -259,106 +184,99 @@ describe("model-based paths over the agent statechart", () => {
       }
     }
     expect(checked).toBeGreaterThan(paths.length);
-  });
+  }, 60_000);
 });
 
-const Out = z.object({ v: z.string() });
-const HOST_EVENTS = new Set(["TASK_STARTED", "MODEL_STEP", "VERIFY_PASSED", "VERIFY_REJECTED", "FEEDBACK_APPENDED", "STEP_BUDGET_EXHAUSTED"]);
-
-interface HostScript {
-  config: TurnConfig;
-  /** The model's response at step k (1-based: responses[k - 1]). */
-  responses: ModelResponse[];
-  /** The verifier's answer per attempt. */
-  verdicts: Array<"pass" | "retry" | "final">;
-}
-
-/** How the host is driven along the path, or null when the path has an event the host cannot be made to emit here. */
-function hostScript(events: AgentEvent[]): HostScript | null {
-  const first = events[0];
-  if (events.length < 2 || first.type !== "TASK_STARTED") return null;
-  const config = first.config;
-  const out: HostScript = { config, responses: [], verdicts: [] };
-  for (const e of events.slice(1)) {
-    if (!HOST_EVENTS.has(e.type) || e.type === "TASK_STARTED") return null;
-    if (e.type === "MODEL_STEP") {
-      if (e.toolCalls.length === 0) out.responses.push({ text: e.text ?? "" });
-      else if (e.toolCalls.length === 1 && e.toolCalls[0].name === config.completion) {
-        out.responses.push({ toolCalls: [{ name: config.completion, args: config.completion === "agent_output" ? { v: `v${out.responses.length + 1}` } : { result: "r" } }] });
-      } else return null;
-    }
-    if (e.type === "VERIFY_PASSED") out.verdicts.push("pass");
-    if (e.type === "VERIFY_REJECTED") out.verdicts.push(e.retryable ? "retry" : "final");
-  }
-  return out;
-}
-
+/**
+ * The host-driven paths: generated like the pure ones, from the events the
+ * host can be made to emit (hostEventsFor), translated into host scenarios
+ * (tests/helpers/host-paths.ts, both with calls in-process where the path
+ * allows and with every call external), and a bounded set of them run: for
+ * each (transition, mechanism) pair any scenario produces, the shortest
+ * scenario that produces it.
+ */
 describe("model-based paths driven through the host", () => {
-  const all = generatePaths();
-  const driven = all.flatMap((p) => {
-    const script = hostScript(p.events);
-    if (!script) return [];
-    let s = initialTransition(agentMachine)[0] as Snap;
-    const trail: string[] = [];
-    const taken: string[] = [];
-    for (const e of p.events) {
-      const key = takenBy(s, e);
-      const next = transition(agentMachine, s as never, e)[0] as Snap;
-      if (key !== null) {
-        trail.push(`${String(s.value)} --${e.type}--> ${String(next.value)}`);
-        taken.push(key);
+  const scenarios: HostScenario[] = [];
+  const seen = new Set<string>();
+  for (const events of generatePaths(hostEventsFor)) {
+    const w = walk(events);
+    if (w.events.length === 0) continue;
+    for (const external of [false, true]) {
+      const sc = translate(w, external);
+      if (sc && !seen.has(sc.name)) {
+        seen.add(sc.name);
+        scenarios.push(sc);
       }
-      s = next;
     }
-    // Only turns that end: the host runs a turn to its end in one claim.
-    return s.value === "done" || s.value === "failed" ? [{ events: p.events, script, expected: s, trail, taken }] : [];
-  });
+  }
+  const feature = (sc: HostScenario, k: number) => `${sc.walk.keys[k]} via ${sc.via[k]}`;
+  scenarios.sort((a, b) => a.walk.events.length - b.walk.events.length || (a.name < b.name ? -1 : 1));
+  const offered = new Set(scenarios.flatMap((sc) => sc.walk.keys.map((_, k) => feature(sc, k))));
+  const chosen = new Set<HostScenario>();
+  const planned = new Set<string>();
+  for (const f of [...offered].sort()) {
+    if (planned.has(f)) continue;
+    const sc = scenarios.find((x) => x.walk.keys.some((_, k) => feature(x, k) === f))!;
+    chosen.add(sc);
+    sc.walk.keys.forEach((_, k) => planned.add(feature(sc, k)));
+  }
+  // And the shortest scenario that ends in each node of the graph (state and the context the guards read).
+  const ends = new Set<string>();
+  for (const sc of scenarios) {
+    const end = keyOf(sc.walk.snaps[sc.walk.events.length]);
+    if (!ends.has(end)) {
+      ends.add(end);
+      chosen.add(sc);
+    }
+  }
 
-  it("drives every path of host-decided events to the machine's expected end", async () => {
-    console.log(`machine-model: ${driven.length} paths driven through the host`);
-    expect(driven.length).toBeGreaterThanOrEqual(4);
-    const seen = new Set<string>();
-    for (const d of driven) {
-      let attempt = 0;
-      const gated = d.script.config.completion === "agent_output";
-      const agent = defineAgent({
-        name: "modelled",
-        instructions: "work",
-        model: scriptedModel(d.script.responses),
-        ...(gated
-          ? {
-            output: {
-              schema: Out,
-              verify: (c: { v: string }) => {
-                const verdict = d.script.verdicts[attempt++];
-                if (verdict === "pass") return { accepted: c.v };
-                throw new VerificationRejected({ message: `${c.v} no`, code: "nope", retryable: verdict === "retry" });
-              },
-            },
-            verifyMaxAttempts: d.script.config.verifyMaxAttempts,
-            maxVerifierErrors: d.script.config.maxVerifierErrors,
-          }
-          : { mustEndWith: d.script.config.mustEndWith }),
-        maxStepsPerTurn: d.script.config.maxSteps,
-      });
-      const gh = createGatehouse({ agents: [agent], ids: seqIds(), clock: manualClock() });
-      const r = await enqueue(gh, "a1", { agent: agent.name, input: "go" });
-      expect(r.status).toBe(202);
-      await gh.drain();
-      const logged = (await allEvents(gh, "a1")).filter((e) => e.type === "transition").map((e) => {
-        const t = e.data as { from: string; to: string; event: { type: string } };
-        return `${t.from} --${t.event.type}--> ${t.to}`;
-      });
-      expect(logged).toEqual(d.trail);
-      expect(attempt).toBe(d.script.verdicts.length);
-      const { state, context } = await contextOf(gh, "a1");
-      const want = d.expected.context;
-      expect({ state, step: context.step, error: context.error?.reason ?? null, verification: context.verification.attemptsUsed })
-        .toEqual({ state: d.expected.value, step: want.step, error: want.error?.reason ?? null, verification: want.verification.attemptsUsed });
-      d.taken.forEach((t) => seen.add(t));
+  it("produces every state and transition of describeMachine() through the host, checked at every write", async () => {
+    const states = new Set<string>(["idle"]);
+    const byKey = new Map<string, Set<Mechanism>>();
+    let checks = 0;
+    let claims = 0;
+    let retriesWaited = 0;
+    for (const sc of chosen) {
+      const run = await runHostScenario(sc);
+      checks += run.checks;
+      claims += run.claims;
+      retriesWaited += run.retriesWaited;
+      for (const t of run.taken) {
+        if (!byKey.has(t.key)) byKey.set(t.key, new Set());
+        byKey.get(t.key)!.add(t.via);
+        states.add(t.key.split("--> ")[1].replace(" (reenter)", ""));
+      }
     }
-    // The 11 transitions these paths can take: a shrinking event list or host change shows here.
-    expect(seen.size).toBe(11);
-    console.log(`machine-model: host-driven transitions ${seen.size}/${def.transitions.length}:\n  ${[...seen].join("\n  ")}`);
-  });
+    const coveredT = ALL_TRANSITIONS.filter((t) => byKey.has(t));
+    const coveredS = ALL_STATES.filter((s) => states.has(s));
+    console.log(
+      `machine-model (host): ${scenarios.length} translatable paths, ${chosen.size} run (${claims} claims, ` +
+        `${checks} writes checked, ${retriesWaited} verifier retries waited for); states ${coveredS.length}/${ALL_STATES.length}, ` +
+        `transitions ${coveredT.length}/${ALL_TRANSITIONS.length}\n  ` +
+        ALL_TRANSITIONS.map((t) => `${t}: ${[...(byKey.get(t) ?? ["MISSING"])].sort().join(", ")}`).join("\n  "),
+    );
+    expect(ALL_STATES.filter((s) => !states.has(s))).toEqual([]);
+    expect(ALL_TRANSITIONS.filter((t) => !byKey.has(t))).toEqual([]);
+    expect([...byKey.keys()].filter((t) => !ALL_TRANSITIONS.includes(t))).toEqual([]);
+    // Each way in is used: in-process and external results (delivered and timed out), the gate and
+    // the plain ending, cancels and turn ends through their routes and through failing claims.
+    const via = (t: string) => byKey.get(t) ?? new Set<Mechanism>();
+    for (const k of ["terminatesThroughGate", "terminates", "lastOutstanding", "knownCall"]) {
+      const t = ALL_TRANSITIONS.find((x) => x.includes(`[${k}]`))!;
+      expect([...via(t)].sort()).toEqual(
+        k === "lastOutstanding" || k === "knownCall"
+          ? ["delivery", "in-process tool", "watchdog timeout"]
+          : ["delivery", "in-process tool"],
+      );
+    }
+    for (const from of ["running", "waiting-tools", "verifying", "revising"]) {
+      expect(via(`${from} --CANCEL--> failed`).has("cancel route")).toBe(true);
+    }
+    expect(via("running --CANCEL--> failed").has("cancel after a failed claim")).toBe(true);
+    for (const from of ["idle", "done", "failed"]) expect([...via(`${from} --TURN_FAILED--> failed`)]).toEqual(["claim failures"]);
+    expect(via("running --TURN_FAILED--> failed").has("reset route")).toBe(true);
+    expect(via("verifying --TURN_FAILED--> failed").has("claim failures")).toBe(true);
+    expect(checks).toBeGreaterThan(chosen.size);
+    expect(retriesWaited).toBeGreaterThan(0);
+  }, 60_000);
 });

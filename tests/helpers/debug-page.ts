@@ -1,6 +1,6 @@
 /**
  * A gatehouse served over real HTTP (@hono/node-server on a free port) with
- * bearer auth on, plus headless Chromium (Debian's, via playwright-core) to
+ * bearer auth on (or off: `{ auth: false }`), plus headless Chromium (Debian's, via playwright-core) to
  * drive the debugger page. Shared by tests/debug-page.test.ts and
  * scripts/debug-screenshots.ts.
  *
@@ -26,7 +26,7 @@ export const CHROMIUM_ARGS = [
   "--no-first-run",
 ];
 
-export async function startDebugServer() {
+export async function startDebugServer(opts: { auth?: boolean } = {}) {
   const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
   const gate = (agentId: string) => {
     let g = gates.get(agentId);
@@ -52,7 +52,8 @@ export async function startDebugServer() {
     }),
     tools: [ask],
   });
-  const gh = createGatehouse({ agents: [helper], auth: { bearerTokens: [TOKEN] }, sse: { pollMs: 50 } });
+  const auth = opts.auth ?? true;
+  const gh = createGatehouse({ agents: [helper], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
@@ -60,7 +61,10 @@ export async function startDebugServer() {
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        ...(auth ? { authorization: `Bearer ${TOKEN}` } : {}),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() as any };
