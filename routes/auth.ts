@@ -35,6 +35,7 @@ import { requirementOf } from "./auth/access.ts";
 import { type NormalizedToken, normalizeTokens, type RouteAuth } from "./auth/config.ts";
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
+import type { RateCheck } from "./rate-limit.ts";
 
 export { checkAuthConfig } from "./auth/config.ts";
 
@@ -68,11 +69,32 @@ export function assertAgentAccess(c: Context, agentId: string): void {
   if (!reaches(p, agentId)) throw forbidden();
 }
 
-/** The auth middleware, or null when auth is off. */
-export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntime, "store" | "clock" | "limits" | "logger">): MiddlewareHandler | null {
+const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+
+/** A token's rate-limit bucket: a labelled digest (never the token itself), 128 bits. */
+export async function tokenBucketKey(token: string): Promise<string> {
+  return `t:${hex(await sha256(`gatehouse rate-limit bucket\n${token}`)).slice(0, 32)}`;
+}
+
+/** Whether a path is served without auth and without rate limits (health, the debugger page's shell). */
+export function isOpenPath(path: string): boolean {
+  return UNAUTHENTICATED_PATHS.has(path) || isDebugPagePath(path);
+}
+
+/**
+ * The auth middleware, or null when auth is off. `rate` (routes/rate-limit.ts)
+ * runs once a request is authenticated and authorized, and (signed requests)
+ * before the transport dedup claims its message id.
+ */
+export function authMiddleware(
+  auth: RouteAuth | undefined,
+  rt: Pick<RouteRuntime, "store" | "clock" | "limits" | "logger">,
+  rate: RateCheck | null = null,
+): MiddlewareHandler | null {
   if (!auth) return null;
   const tokens = normalizeTokens(auth);
   const digests = Promise.all(tokens.map((t) => sha256(t.token)));
+  const bucketKeys = Promise.all(tokens.map((t) => tokenBucketKey(t.token)));
   const secrets = (auth.webhookSecrets ?? []).map(webhookSecretBytes);
   const unauthorized = (detail: string) =>
     new ProblemError("unauthorized", detail, { headers: { "www-authenticate": 'Bearer realm="gatehouse"' } });
@@ -87,14 +109,22 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
       if (!m) throw unauthorized("Send Authorization: Bearer <token>");
       const presented = await sha256(m[1]);
       let found: NormalizedToken | null = null;
+      let bucket = "";
       const all = await digests;
-      for (let i = 0; i < all.length; i++) if (equalBytes(presented, all[i])) found = tokens[i];
+      const keys = await bucketKeys;
+      for (let i = 0; i < all.length; i++) {
+        if (equalBytes(presented, all[i])) {
+          found = tokens[i];
+          bucket = keys[i];
+        }
+      }
       if (found === null) throw unauthorized("The bearer token is not valid");
       if (!found.verbs.has(need.verb)) throw forbidden();
       if (need.agentId !== undefined ? !reaches(found, need.agentId) : need.global && !found.tenants.includes("")) {
         throw forbidden();
       }
       principals.set(c, found);
+      if (rate) await rate(bucket, need.agentId);
       return next();
     }
 
@@ -122,6 +152,7 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
     if (!AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
+    if (rate) await rate(`s:${check.scheme}`, need.agentId);
     const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
     const claimed = await rt.store.claimDelivery({ ...dedup, now });
     if (claimed.status === "seen") {
