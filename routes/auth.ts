@@ -32,7 +32,7 @@ import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { requirementOf } from "./auth/access.ts";
-import { type NormalizedToken, normalizeTokens, type RouteAuth } from "./auth/config.ts";
+import { type NormalizedSigner, type NormalizedToken, normalizeTokens, type RouteAuth, signerScope, webhookSecretText } from "./auth/config.ts";
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
 import type { RateCheck } from "./rate-limit.ts";
@@ -56,11 +56,18 @@ function isDebugPagePath(path: string): boolean {
 /** Who a request was let in as; read by routes that find the agent only in the store. */
 const principals = new WeakMap<Context, NormalizedToken | "signed">();
 
-function reaches(token: NormalizedToken, agentId: string): boolean {
+function reaches(token: NormalizedToken | NormalizedSigner, agentId: string): boolean {
   return token.tenants.some((prefix) => agentId.startsWith(prefix));
 }
 
 const forbidden = () => new ProblemError("forbidden", "This token does not reach this agent or verb");
+
+/** The tenant prefixes the request's token is limited to; null when it reaches every agent (or auth is off). */
+export function tenantsOf(c: Context): string[] | null {
+  const p = principals.get(c);
+  if (p === undefined || p === "signed" || p.tenants.includes("")) return null;
+  return p.tenants;
+}
 
 /** Throws 403 `forbidden` when the request's token does not reach `agentId` (auth off or signed: no check). */
 export function assertAgentAccess(c: Context, agentId: string): void {
@@ -95,7 +102,12 @@ export function authMiddleware(
   const tokens = normalizeTokens(auth);
   const digests = Promise.all(tokens.map((t) => sha256(t.token)));
   const bucketKeys = Promise.all(tokens.map((t) => tokenBucketKey(t.token)));
-  const secrets = (auth.webhookSecrets ?? []).map(webhookSecretBytes);
+  const webhookEntries = auth.webhookSecrets ?? [];
+  const secrets = webhookEntries.map((w) => webhookSecretBytes(webhookSecretText(w)));
+  const webhookSigners = webhookEntries.map(signerScope);
+  const qstashSigner = signerScope(auth.qstash);
+  // A signer's rate bucket: a labelled digest of its secret (QStash: of the deployment's key pair role).
+  const webhookBuckets = Promise.all(webhookEntries.map(async (w) => `s:${(await tokenBucketKey(webhookSecretText(w))).slice(2)}`));
   const unauthorized = (detail: string) =>
     new ProblemError("unauthorized", detail, { headers: { "www-authenticate": 'Bearer realm="gatehouse"' } });
 
@@ -143,6 +155,10 @@ export function authMiddleware(
       ? await verifyStandardWebhook(c.req.raw.headers, bytes, secrets, now)
       : await verifyQstash(c.req.raw.headers, bytes, auth.qstash, now);
     if (check === null || !check.ok) throw unauthorized(check?.reason ?? "No signature");
+    // The signer's scope: a secret (or the QStash key pair) configured with tenants and verbs reaches only those.
+    const signers = check.scheme === "webhook" ? check.matched.map((i) => ({ scope: webhookSigners[i], i })) : [{ scope: qstashSigner, i: -1 }];
+    const admitted = signers.find(({ scope }) => scope.verbs.has(need.verb) && reaches(scope, need.agentId!));
+    if (admitted === undefined) throw forbidden();
     // The JSON reader reads these same bytes.
     const old = c.req.raw;
     c.req.raw = new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal });
@@ -152,7 +168,7 @@ export function authMiddleware(
     if (!AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
-    if (rate) await rate(`s:${check.scheme}`, need.agentId);
+    if (rate) await rate(admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash", need.agentId);
     const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
     const claimed = await rt.store.claimDelivery({ ...dedup, now });
     if (claimed.status === "seen") {

@@ -42,8 +42,8 @@ export function requirementOf(method: string, path: string): Requirement {
     if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
     return { verb: "admin", agentId, global: false, signable: false };
   }
-  // The agents list spans tenants: only a token over every tenant (`""`) may read it; a tenant-limited token gets 403.
-  if (read && path === "/v1/agents") return { verb: "read", global: true, signable: false };
+  // The agents list spans tenants: a tenant-limited token reads it filtered to its prefixes (routes/agent-list.ts).
+  if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
   // Reads that name no agent and reveal no agent's state.
   if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
   // A verdict by id names its agent only in the store: tenant tokens read verdicts under their agents instead.
