@@ -35,6 +35,7 @@ import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { resetRoutes } from "./reset.ts";
+import { streamSessionRoutes } from "./stream-session.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -59,6 +60,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
+  streamSessionRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

@@ -21,7 +21,12 @@
  *    `delivery_in_progress` with `Retry-After: 1` while the first is still
  *    being handled. A first delivery answered 5xx is forgotten, so the
  *    sender's retry runs again. A signature outside the window: 401.
- * 3. Otherwise 401 with `WWW-Authenticate: Bearer`.
+ * 3. Otherwise, on `GET /v1/agents/:agentId/events` only, a stream session
+ *    cookie (routes/auth/stream-session.ts), minted for that agent by
+ *    `POST .../events/session` with a bearer token: it stands for that
+ *    token (tenants and `read` checked again) on that one route, so
+ *    `EventSource`, which cannot send headers, needs no token in its URL.
+ * 4. Otherwise 401 with `WWW-Authenticate: Bearer`.
  *
  * Tokens and signatures are never logged: nothing here logs headers, and
  * the problem details name only which check failed.
@@ -36,6 +41,7 @@ import { type NormalizedSigner, type NormalizedToken, normalizeTokens, type Rout
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
 import type { RateCheck } from "./rate-limit.ts";
+import { mintSession, sessionKey, sessionValues, STREAM_SESSION_MS, verifySession } from "./auth/stream-session.ts";
 
 export { checkAuthConfig } from "./auth/config.ts";
 
@@ -55,6 +61,23 @@ function isDebugPagePath(path: string): boolean {
 
 /** Who a request was let in as; read by routes that find the agent only in the store. */
 const principals = new WeakMap<Context, NormalizedToken | "signed">();
+/** The session key of the bearer token a request presented (only bearer requests mint stream sessions). */
+const mintKeys = new WeakMap<Context, CryptoKey>();
+
+const EVENTS_PATH = /^\/v1\/agents\/([^/]+)\/events$/;
+
+/**
+ * A stream session cookie for `agentId`, minted with the request's bearer
+ * token: `{ cookie, expiresAt }`, or null when the request did not come with
+ * a bearer token (a session does not mint sessions, so none outlives 5
+ * minutes without the token).
+ */
+export async function mintStreamSession(c: Context, agentId: string, now: number): Promise<{ value: string; expiresAt: number } | null> {
+  const key = mintKeys.get(c);
+  if (key === undefined) return null;
+  const expiresAt = now + STREAM_SESSION_MS;
+  return { value: await mintSession(key, agentId, expiresAt), expiresAt };
+}
 
 function reaches(token: NormalizedToken | NormalizedSigner, agentId: string): boolean {
   return token.tenants.some((prefix) => agentId.startsWith(prefix));
@@ -102,6 +125,7 @@ export function authMiddleware(
   const tokens = normalizeTokens(auth);
   const digests = Promise.all(tokens.map((t) => sha256(t.token)));
   const bucketKeys = Promise.all(tokens.map((t) => tokenBucketKey(t.token)));
+  const sessionKeys = Promise.all(tokens.map((t) => sessionKey(t.token)));
   const webhookEntries = auth.webhookSecrets ?? [];
   const secrets = webhookEntries.map((w) => webhookSecretBytes(webhookSecretText(w)));
   const webhookSigners = webhookEntries.map(signerScope);
@@ -122,12 +146,15 @@ export function authMiddleware(
       const presented = await sha256(m[1]);
       let found: NormalizedToken | null = null;
       let bucket = "";
+      let mintKey: CryptoKey | null = null;
       const all = await digests;
       const keys = await bucketKeys;
+      const sk = await sessionKeys;
       for (let i = 0; i < all.length; i++) {
         if (equalBytes(presented, all[i])) {
           found = tokens[i];
           bucket = keys[i];
+          mintKey = sk[i];
         }
       }
       if (found === null) throw unauthorized("The bearer token is not valid");
@@ -136,7 +163,21 @@ export function authMiddleware(
         throw forbidden();
       }
       principals.set(c, found);
+      if (mintKey) mintKeys.set(c, mintKey);
       if (rate) await rate(bucket, need.agentId);
+      return next();
+    }
+
+    const sessions = (c.req.method === "GET" || c.req.method === "HEAD") && EVENTS_PATH.test(c.req.path) && need.agentId !== undefined
+      ? sessionValues(c.req.header("cookie"))
+      : [];
+    if (sessions.length > 0) {
+      const i = await verifySession(await sessionKeys, sessions, need.agentId!, rt.clock.now());
+      if (i < 0) throw unauthorized("The stream session is not valid or has expired; ask POST .../events/session for a new one");
+      const token = tokens[i];
+      if (!token.verbs.has("read") || !reaches(token, need.agentId!)) throw forbidden();
+      principals.set(c, token);
+      if (rate) await rate((await bucketKeys)[i], need.agentId);
       return next();
     }
 

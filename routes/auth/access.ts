@@ -37,6 +37,8 @@ export function requirementOf(method: string, path: string): Requirement {
     if (method === "POST" && rest === "/tasks") return { verb: "enqueue", agentId, global: false, signable: true };
     if (method === "POST" && rest === "/tool-results") return { verb: "deliver", agentId, global: false, signable: true };
     if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
+    // A stream session (routes/auth/stream-session.ts) reads the agent's events, nothing more.
+    if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
     // What-if re-runs verifiers over a stored output and writes nothing.
     if (method === "POST" && rest === "/what-if") return { verb: "read", agentId, global: false, signable: false };
     if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
