@@ -12,6 +12,8 @@ import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod
 import type { GatehouseOptions, Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { memoryStoreState } from "../store/memory.ts";
+import { Redis } from "ioredis";
+import { memoryStateReader, redisStateReader, type StateReader, statesOf } from "./helpers/store-state.ts";
 import { ConfigError, configFromEnv } from "../entry/config.ts";
 import { DEFAULT_RATE_LIMITS } from "../routes/rate-limit.ts";
 import { manualClock } from "./helpers/clock.ts";
@@ -54,6 +56,19 @@ function world(store: Store, over: Partial<GatehouseOptions> = {}) {
 }
 
 const task = (i = 0) => ({ agent: "helper", input: `hi ${i}` });
+
+let raw: Redis;
+beforeAll(() => {
+  raw = new Redis(server.url);
+});
+afterAll(() => raw?.disconnect());
+
+/** The whole stored state of an agent (every record and index entry), per adapter. */
+function stateOf(store: Store): StateReader {
+  return store.kind === "memory"
+    ? memoryStateReader(store)
+    : redisStateReader((c) => raw.call(c[0], ...c.slice(1)), (store as Store & { prefix: string }).prefix);
+}
 
 for (const [name, make] of [
   ["memory", () => memoryStore()],
@@ -105,13 +120,13 @@ for (const [name, make] of [
     it("a refused request changes nothing: the task is not enqueued, the agent not created", async () => {
       const { gh, send } = world(make(), { rateLimits: { perToken: { limit: 1, periodMs: 60_000 }, perAgent: false } });
       expect((await send("POST", "/v1/agents/acme-1/tasks", ACME, task(1))).status).toBe(202);
-      const head = await gh.store.getAgent("acme-1");
-      const events = await gh.store.readEvents("acme-1", 0, 100);
+      const read = stateOf(gh.store);
+      const before = await statesOf(read, ["acme-1", "acme-2"]);
       const r = await send("POST", "/v1/agents/acme-2/tasks", ACME, task(2));
       expect(r.status).toBe(429);
-      expect(await gh.store.getAgent("acme-2")).toBeNull();
-      expect(await gh.store.getAgent("acme-1")).toEqual(head);
-      expect(await gh.store.readEvents("acme-1", 0, 100)).toEqual(events);
+      expect((await send("POST", "/v1/agents/acme-1/tool-results", ACME, { turnId: "t", toolCallId: "c", outcome: { ok: true, value: 1 } })).status).toBe(429);
+      expect(await statesOf(read, ["acme-1", "acme-2"])).toEqual(before);
+      expect(before["acme-1"].records).not.toEqual({});
       if (gh.store.kind === "memory") {
         const before = JSON.stringify(memoryStoreState(gh.store));
         expect((await send("POST", "/v1/agents/acme-1/cancel", ACME, { reason: "x" })).status).toBe(429);
