@@ -12,7 +12,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
+import { createGatehouse, createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
 import type { Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { manualClock } from "./helpers/clock.ts";
@@ -105,6 +105,13 @@ for (const [name, make] of [
     });
   });
 }
+
+describe("single-consumer targets on Workers", () => {
+  it("are refused: a Worker has no process to hold the target", () => {
+    const agent = defineAgent({ name: "svc", instructions: "x", workerTarget: TARGET, model: scriptedModel([{ text: "ok" }]) });
+    expect(() => createWorkersHandler({ agents: [agent], store: () => memoryStore() })).toThrow(/single-consumer target "svc1_billing_test_01"/);
+  });
+});
 
 // ------------------------------------------------------------------ two real processes
 
