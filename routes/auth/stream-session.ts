@@ -90,7 +90,8 @@ export async function verifySession(keys: readonly CryptoKey[], values: readonly
     const presented = Uint8Array.from(atob(sig.replace(/-/g, "+").replace(/_/g, "/") + "="), (ch) => ch.charCodeAt(0));
     for (let i = 0; i < keys.length; i++) {
       const expected = await mac(keys[i], agentId, expiresAt);
-      if (equalBytes(expected, presented) && expiresAt > now && expiresAt <= now + STREAM_SESSION_MS) found = i;
+      // The MAC rules out forged expiries; the upper bound (with a minute for clocks of other processes) is a second fence.
+      if (equalBytes(expected, presented) && expiresAt > now && expiresAt <= now + STREAM_SESSION_MS + 60_000) found = i;
     }
   }
   return found;
