@@ -21,6 +21,7 @@ import { createApp } from "./routes/app.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import { copyAuth } from "./routes/auth/config.ts";
+import { checkRateLimitOptions, type RateLimitOptions, resolveRateLimits } from "./routes/rate-limit.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { Store } from "./store/port.ts";
@@ -113,6 +114,14 @@ export interface GatehouseOptions {
    */
   auth?: RouteAuth;
   /**
+   * Rate limits per token and per agent, held in the store so they hold
+   * across processes; 429 `rate_limited` with `Retry-After` beyond them
+   * (routes/rate-limit.ts, docs/security.md). Default: on when `auth` is
+   * set (1 200 requests a minute per token, 600 per agent), off without it;
+   * `false` turns them off, `{ perAgent: false }` one bucket.
+   */
+  rateLimits?: RateLimitOptions | false;
+  /**
    * Event streams: store poll interval (default 250 ms), idle keep-alive
    * interval (default 15 000 ms), caps on open streams per agent (default
    * 8) and per process (default 1 000), 429 beyond them, and `maxReads`, the
@@ -189,6 +198,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     guardians: true,
     assignments: true,
     auth: true,
+    rateLimits: true,
     sse: true,
   } satisfies Record<keyof GatehouseOptions, true>,
 );
@@ -300,6 +310,10 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkAuthConfig(options.auth);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "auth" });
   }
+  if (options.rateLimits !== undefined) {
+    const e = checkRateLimitOptions(options.rateLimits);
+    if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "rateLimits" });
+  }
   const { maxReads, retryMs } = options.sse ?? {};
   if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
     throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`, { key: "sse.maxReads" });
@@ -393,6 +407,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     ...(options.sse?.maxReads !== undefined ? { sseMaxReads: options.sse.maxReads } : {}),
     ...(options.sse?.retryMs !== undefined ? { sseRetryMs: options.sse.retryMs } : {}),
     ...(options.auth ? { auth: copyAuth(options.auth) } : {}),
+    rateLimits: resolveRateLimits(options.rateLimits, options.auth !== undefined),
   };
   const app = createApp(runtime);
 

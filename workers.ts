@@ -39,6 +39,7 @@ import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./ga
 import { ProblemError } from "./routes/problem.ts";
 import type { RouteAuth } from "./routes/runtime.ts";
 import { silentLogger } from "./actors/runtime.ts";
+import { isSingleConsumerTarget } from "./actors/target-lease.ts";
 import type { Store } from "./store/port.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
@@ -125,6 +126,15 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.
   buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
+  // A Worker has no process that could hold a single-consumer target's lease (actors/target-lease.ts).
+  const single = (rest.agents ?? []).find((a) => a && isSingleConsumerTarget(a.workerTarget));
+  if (single) {
+    throw new DefinitionError(
+      `createWorkersHandler(): agent "${single.name}" is on the single-consumer target "${single.workerTarget}"; ` +
+        "svc1_ targets are consumed by one long-running process (serveNode, serveDeno, serveBun), not by Workers",
+      { key: "agents" },
+    );
+  }
 
   /** The bells each in-flight request rang, keyed by its Request (what the routes see as `c.req.raw`). */
   const bells = new WeakMap<Request, Bells>();

@@ -7,9 +7,14 @@
  * A claim that throws out of `runClaim` is counted in the store and ends its
  * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
  * poison turn cannot hold the agent and the tasks behind it forever.
+ *
+ * Single-consumer targets (`svc1_*`, actors/target-lease.ts) are claimed
+ * only while this process holds the target's lease; the pool renews it while
+ * it runs and releases it when it stops.
  */
 import { claimRunner } from "./claim-failure.ts";
 import type { HostDeps } from "./host.ts";
+import { targetLeases } from "./target-lease.ts";
 
 export interface WorkerPoolOptions {
   targets: string[];
@@ -38,6 +43,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   let id: string | undefined;
   const workerId = () => (id ??= opts.workerId());
   const runner = claimRunner(deps);
+  const leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: workerId });
+  let renewTimer: ReturnType<typeof setInterval> | undefined;
   let running = false;
   let loops: Promise<void>[] = [];
   let waiters: Array<() => void> = [];
@@ -59,6 +66,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   /** One claim attempt over all targets; true when something was processed. */
   async function once(loopId: string): Promise<boolean> {
     for (const target of opts.targets) {
+      if (!(await leases.mayConsume(target))) continue;
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
         await runner.run(c, loopId);
@@ -99,12 +107,16 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       if (running) return;
       running = true;
       loops = Array.from({ length: opts.concurrency }, (_, i) => loop(i));
+      renewTimer = setInterval(() => void leases.renew(), Math.max(1, Math.floor(deps.leaseMs / 3)));
     },
     async stop() {
       running = false;
+      if (renewTimer) clearInterval(renewTimer);
+      renewTimer = undefined;
       nudge();
       await Promise.all(loops);
       loops = [];
+      await leases.release();
     },
     async drain() {
       let total = 0;

@@ -43,6 +43,7 @@ export type EnvGatehouseOptions = Pick<
   | "toolTimeoutMs"
   | "storeTimeoutMs"
   | "auth"
+  | "rateLimits"
 >;
 
 export interface EnvConfig {
@@ -83,9 +84,12 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_TOKENS", option: "auth", default: "off", meaning: "bearer tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` scoped to tenant prefixes and verbs (docs/security.md)" },
   { name: "GATEHOUSE_TOKEN", option: "auth", default: "off", meaning: "one more full-access bearer token" },
   { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated full-access bearer tokens (16+ visible ASCII characters each)" },
-  { name: "GATEHOUSE_WEBHOOK_SECRETS", option: "auth", default: "off", meaning: "comma-separated Standard Webhooks secrets (`whsec_…`): write routes accept requests signed with one of them" },
+  { name: "GATEHOUSE_WEBHOOK_SECRETS", option: "auth", default: "off", meaning: "comma-separated Standard Webhooks secrets (`whsec_…`): write routes accept requests signed with one of them; or a JSON array of `\"whsec_…\"` and `{ secret, tenants?, verbs? }` limiting a sender to tenant prefixes" },
   { name: "QSTASH_CURRENT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash current signing key (with the next one): write routes accept QStash-signed requests" },
   { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
+  { name: "GATEHOUSE_QSTASH_TENANTS", option: "auth", default: "every agent", meaning: "comma-separated agent-id prefixes that QStash-signed requests reach (docs/security.md)" },
+  { name: "GATEHOUSE_RATE_LIMIT_PER_TOKEN", option: "rateLimits", default: "1200/1m with auth, off without", meaning: "requests per token: `<count>/<period>` (period `500ms`, `30s`, `1m`, `1h`) or `off`; 429 `rate_limited` beyond it, held in the store across processes (docs/security.md)" },
+  { name: "GATEHOUSE_RATE_LIMIT_PER_AGENT", option: "rateLimits", default: "600/1m with auth, off without", meaning: "requests per agent, same form; setting either variable turns rate limits on even without auth" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
@@ -116,6 +120,25 @@ function integer(env: Env, name: string, min: number, max: number): number | und
 }
 
 const DAY_MS = 86_400_000;
+
+const PERIOD_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** `<count>/<period>` (e.g. `600/1m`) or `off`; undefined when unset. */
+function rateRule(env: Env, name: string): { limit: number; periodMs: number } | false | undefined {
+  const raw = set(env, name);
+  if (raw === undefined) return undefined;
+  if (raw === "off") return false;
+  const m = /^(\d{1,7})\/(\d{1,8})(ms|s|m|h)$/.exec(raw);
+  const limit = m ? Number(m[1]) : 0;
+  const periodMs = m ? Number(m[2]) * PERIOD_UNITS[m[3]] : 0;
+  if (!m || limit < 1 || limit > 1_000_000 || periodMs < 1 || periodMs > DAY_MS) {
+    throw new ConfigError(
+      `${name}=${JSON.stringify(raw)} is not a rate (expected <count>/<period> such as 600/1m, count 1 to 1000000, period up to 24h, or off)`,
+      name,
+    );
+  }
+  return { limit, periodMs };
+}
 
 /**
  * Reads the environment. Throws ConfigError on the first bad value.
@@ -172,6 +195,14 @@ export function configFromEnv(env: Env): EnvConfig {
     const bad = checkAuthConfig(gatehouse.auth);
     // The message names the problem, never a secret.
     if (bad !== null) throw new ConfigError(`auth from the environment: ${bad}`);
+  }
+
+  const perToken = rateRule(env, "GATEHOUSE_RATE_LIMIT_PER_TOKEN");
+  const perAgent = rateRule(env, "GATEHOUSE_RATE_LIMIT_PER_AGENT");
+  if (perToken !== undefined || perAgent !== undefined) {
+    gatehouse.rateLimits = perToken === false && perAgent === false
+      ? false
+      : { ...(perToken !== undefined ? { perToken } : {}), ...(perAgent !== undefined ? { perAgent } : {}) };
   }
 
   const hostname = set(env, "HOST") ?? "127.0.0.1";

@@ -6,7 +6,10 @@
  * index gives ids in order, the heads give state and definition. `updatedSince`
  * is answered by the index itself; `state` and `agent` are applied to the
  * heads, reading at most SCAN_BUDGET index entries per request, so a page
- * may come back short (even empty) with a cursor to read on from.
+ * may come back short (even empty) with a cursor to read on from. A token
+ * limited to tenant prefixes (routes/auth.ts) sees only agents whose id
+ * starts with one of them, filtered the same way: the cursor is the last
+ * index entry read, so paging skips nothing and repeats nothing.
  */
 import { Hono } from "hono";
 import { queryOf, validate } from "./body.ts";
@@ -15,6 +18,7 @@ import type { RouteRuntime } from "./runtime.ts";
 import { AgentList, AgentListQuery } from "./debug-schemas.ts";
 import type { AgentIndexEntry } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
+import { tenantsOf } from "./auth.ts";
 
 /** Index entries read at most per request. */
 export const SCAN_BUDGET = 1_000;
@@ -50,7 +54,9 @@ export function agentListRoutes(rt: RouteRuntime): RouteModule {
   app.get("/v1/agents", async (c) => {
     const q = validate(AgentListQuery, queryOf(c), "query string");
     const limit = q.limit ?? DEFAULT_LIMIT;
-    const filtered = q.state !== undefined || q.agent !== undefined;
+    // A tenant-limited token sees only its prefixes' agents: one more filter, with the same paging.
+    const tenants = tenantsOf(c);
+    const filtered = q.state !== undefined || q.agent !== undefined || tenants !== null;
     const out: ReturnType<typeof agentSummary>[] = [];
     let after: AgentIndexEntry | undefined = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
     let scanned = 0;
@@ -67,6 +73,7 @@ export function agentListRoutes(rt: RouteRuntime): RouteModule {
       for (let i = 0; i < page.length; i++) {
         scanned++;
         after = page[i];
+        if (tenants !== null && !tenants.some((p) => page[i].agentId.startsWith(p))) continue;
         const h = heads[i];
         // An index entry without a head cannot come from the store's own writes; skip it rather than fail the page.
         if (!h) continue;

@@ -3,7 +3,8 @@
  * and the one place errors become responses.
  *
  * Order per request: auth (when configured: scoped bearer tokens or signed
- * requests, routes/auth.ts) -> agent id check on
+ * requests, routes/auth.ts) -> rate limits (routes/rate-limit.ts; inside
+ * auth when it is on) -> agent id check on
  * `/v1/agents/:agentId/*` -> the route (body, schema, store). Every error is
  * `application/problem+json` (routes/problem.ts); an unexpected one is logged
  * and answered as 500 `internal_error` without its message or stack.
@@ -22,7 +23,9 @@ import { forkRoutes } from "./fork.ts";
 import { historyRoutes } from "./history.ts";
 import { whatIfRoutes } from "./what-if.ts";
 import { exportRoutes } from "./replay-bundle.ts";
-import { authMiddleware } from "./auth.ts";
+import { authMiddleware, isOpenPath } from "./auth.ts";
+import { requirementOf } from "./auth/access.ts";
+import { rateLimiter } from "./rate-limit.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
@@ -32,6 +35,7 @@ import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { resetRoutes } from "./reset.ts";
+import { streamSessionRoutes } from "./stream-session.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -56,6 +60,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
+  streamSessionRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
@@ -96,8 +101,16 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
     return new ProblemError("internal_error", "An internal error occurred").toResponse();
   });
 
-  const auth = authMiddleware(rt.auth, rt);
+  // Rate limits run inside auth (after it let the request in); without auth, on their own.
+  const rate = rateLimiter(rt.rateLimits, rt);
+  const auth = authMiddleware(rt.auth, rt, rate);
   if (auth) app.use("*", auth);
+  else if (rate) {
+    app.use("*", async (c, next) => {
+      if (!isOpenPath(c.req.path)) await rate(null, requirementOf(c.req.method, c.req.path).agentId);
+      return next();
+    });
+  }
   for (const p of AGENT_ID_PATHS) app.use(p, agentIdGuard);
 
   const modules = [...ROUTE_MODULES, ...extraModules].map((factory) => factory(rt));

@@ -21,7 +21,12 @@
  *    `delivery_in_progress` with `Retry-After: 1` while the first is still
  *    being handled. A first delivery answered 5xx is forgotten, so the
  *    sender's retry runs again. A signature outside the window: 401.
- * 3. Otherwise 401 with `WWW-Authenticate: Bearer`.
+ * 3. Otherwise, on `GET /v1/agents/:agentId/events` only, a stream session
+ *    cookie (routes/auth/stream-session.ts), minted for that agent by
+ *    `POST .../events/session` with a bearer token: it stands for that
+ *    token (tenants and `read` checked again) on that one route, so
+ *    `EventSource`, which cannot send headers, needs no token in its URL.
+ * 4. Otherwise 401 with `WWW-Authenticate: Bearer`.
  *
  * Tokens and signatures are never logged: nothing here logs headers, and
  * the problem details name only which check failed.
@@ -32,9 +37,11 @@ import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { requirementOf } from "./auth/access.ts";
-import { type NormalizedToken, normalizeTokens, type RouteAuth } from "./auth/config.ts";
+import { type NormalizedSigner, type NormalizedToken, normalizeTokens, type RouteAuth, signerScope, webhookSecretText } from "./auth/config.ts";
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
+import type { RateCheck } from "./rate-limit.ts";
+import { mintSession, sessionKey, sessionValues, STREAM_SESSION_MS, verifySession } from "./auth/stream-session.ts";
 
 export { checkAuthConfig } from "./auth/config.ts";
 
@@ -54,12 +61,36 @@ function isDebugPagePath(path: string): boolean {
 
 /** Who a request was let in as; read by routes that find the agent only in the store. */
 const principals = new WeakMap<Context, NormalizedToken | "signed">();
+/** The session key of the bearer token a request presented (only bearer requests mint stream sessions). */
+const mintKeys = new WeakMap<Context, CryptoKey>();
 
-function reaches(token: NormalizedToken, agentId: string): boolean {
+const EVENTS_PATH = /^\/v1\/agents\/([^/]+)\/events$/;
+
+/**
+ * A stream session cookie for `agentId`, minted with the request's bearer
+ * token: `{ cookie, expiresAt }`, or null when the request did not come with
+ * a bearer token (a session does not mint sessions, so none outlives 5
+ * minutes without the token).
+ */
+export async function mintStreamSession(c: Context, agentId: string, now: number): Promise<{ value: string; expiresAt: number } | null> {
+  const key = mintKeys.get(c);
+  if (key === undefined) return null;
+  const expiresAt = now + STREAM_SESSION_MS;
+  return { value: await mintSession(key, agentId, expiresAt), expiresAt };
+}
+
+function reaches(token: NormalizedToken | NormalizedSigner, agentId: string): boolean {
   return token.tenants.some((prefix) => agentId.startsWith(prefix));
 }
 
 const forbidden = () => new ProblemError("forbidden", "This token does not reach this agent or verb");
+
+/** The tenant prefixes the request's token is limited to; null when it reaches every agent (or auth is off). */
+export function tenantsOf(c: Context): string[] | null {
+  const p = principals.get(c);
+  if (p === undefined || p === "signed" || p.tenants.includes("")) return null;
+  return p.tenants;
+}
 
 /** Throws 403 `forbidden` when the request's token does not reach `agentId` (auth off or signed: no check). */
 export function assertAgentAccess(c: Context, agentId: string): void {
@@ -68,12 +99,39 @@ export function assertAgentAccess(c: Context, agentId: string): void {
   if (!reaches(p, agentId)) throw forbidden();
 }
 
-/** The auth middleware, or null when auth is off. */
-export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntime, "store" | "clock" | "limits" | "logger">): MiddlewareHandler | null {
+const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+
+/** A token's rate-limit bucket: a labelled digest (never the token itself), 128 bits. */
+export async function tokenBucketKey(token: string): Promise<string> {
+  return `t:${hex(await sha256(`gatehouse rate-limit bucket\n${token}`)).slice(0, 32)}`;
+}
+
+/** Whether a path is served without auth and without rate limits (health, the debugger page's shell). */
+export function isOpenPath(path: string): boolean {
+  return UNAUTHENTICATED_PATHS.has(path) || isDebugPagePath(path);
+}
+
+/**
+ * The auth middleware, or null when auth is off. `rate` (routes/rate-limit.ts)
+ * runs once a request is authenticated and authorized, and (signed requests)
+ * before the transport dedup claims its message id.
+ */
+export function authMiddleware(
+  auth: RouteAuth | undefined,
+  rt: Pick<RouteRuntime, "store" | "clock" | "limits" | "logger">,
+  rate: RateCheck | null = null,
+): MiddlewareHandler | null {
   if (!auth) return null;
   const tokens = normalizeTokens(auth);
   const digests = Promise.all(tokens.map((t) => sha256(t.token)));
-  const secrets = (auth.webhookSecrets ?? []).map(webhookSecretBytes);
+  const bucketKeys = Promise.all(tokens.map((t) => tokenBucketKey(t.token)));
+  const sessionKeys = Promise.all(tokens.map((t) => sessionKey(t.token)));
+  const webhookEntries = auth.webhookSecrets ?? [];
+  const secrets = webhookEntries.map((w) => webhookSecretBytes(webhookSecretText(w)));
+  const webhookSigners = webhookEntries.map(signerScope);
+  const qstashSigner = signerScope(auth.qstash);
+  // A signer's rate bucket: a labelled digest of its secret (QStash: of the deployment's key pair role).
+  const webhookBuckets = Promise.all(webhookEntries.map(async (w) => `s:${(await tokenBucketKey(webhookSecretText(w))).slice(2)}`));
   const unauthorized = (detail: string) =>
     new ProblemError("unauthorized", detail, { headers: { "www-authenticate": 'Bearer realm="gatehouse"' } });
 
@@ -87,14 +145,39 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
       if (!m) throw unauthorized("Send Authorization: Bearer <token>");
       const presented = await sha256(m[1]);
       let found: NormalizedToken | null = null;
+      let bucket = "";
+      let mintKey: CryptoKey | null = null;
       const all = await digests;
-      for (let i = 0; i < all.length; i++) if (equalBytes(presented, all[i])) found = tokens[i];
+      const keys = await bucketKeys;
+      const sk = await sessionKeys;
+      for (let i = 0; i < all.length; i++) {
+        if (equalBytes(presented, all[i])) {
+          found = tokens[i];
+          bucket = keys[i];
+          mintKey = sk[i];
+        }
+      }
       if (found === null) throw unauthorized("The bearer token is not valid");
       if (!found.verbs.has(need.verb)) throw forbidden();
       if (need.agentId !== undefined ? !reaches(found, need.agentId) : need.global && !found.tenants.includes("")) {
         throw forbidden();
       }
       principals.set(c, found);
+      if (mintKey) mintKeys.set(c, mintKey);
+      if (rate) await rate(bucket, need.agentId);
+      return next();
+    }
+
+    const sessions = (c.req.method === "GET" || c.req.method === "HEAD") && EVENTS_PATH.test(c.req.path) && need.agentId !== undefined
+      ? sessionValues(c.req.header("cookie"))
+      : [];
+    if (sessions.length > 0) {
+      const i = await verifySession(await sessionKeys, sessions, need.agentId!, rt.clock.now());
+      if (i < 0) throw unauthorized("The stream session is not valid or has expired; ask POST .../events/session for a new one");
+      const token = tokens[i];
+      if (!token.verbs.has("read") || !reaches(token, need.agentId!)) throw forbidden();
+      principals.set(c, token);
+      if (rate) await rate((await bucketKeys)[i], need.agentId);
       return next();
     }
 
@@ -113,6 +196,10 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
       ? await verifyStandardWebhook(c.req.raw.headers, bytes, secrets, now)
       : await verifyQstash(c.req.raw.headers, bytes, auth.qstash, now);
     if (check === null || !check.ok) throw unauthorized(check?.reason ?? "No signature");
+    // The signer's scope: a secret (or the QStash key pair) configured with tenants and verbs reaches only those.
+    const signers = check.scheme === "webhook" ? check.matched.map((i) => ({ scope: webhookSigners[i], i })) : [{ scope: qstashSigner, i: -1 }];
+    const admitted = signers.find(({ scope }) => scope.verbs.has(need.verb) && reaches(scope, need.agentId!));
+    if (admitted === undefined) throw forbidden();
     // The JSON reader reads these same bytes.
     const old = c.req.raw;
     c.req.raw = new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal });
@@ -122,6 +209,7 @@ export function authMiddleware(auth: RouteAuth | undefined, rt: Pick<RouteRuntim
     if (!AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
+    if (rate) await rate(admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash", need.agentId);
     const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
     const claimed = await rt.store.claimDelivery({ ...dedup, now });
     if (claimed.status === "seen") {

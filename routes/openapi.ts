@@ -101,7 +101,11 @@ export function openApiDocument(ops: OperationDoc[], opts: OpenApiOptions): Json
       if (r.contentType) content[r.contentType] = { schema: { type: "string" } };
       res[status] = { description: r.description, content };
     }
-    const codes: ProblemCode[] = [...op.problems, ...(secured ? ["unauthorized" as const, "forbidden" as const] : []), "internal_error"];
+    const codes: ProblemCode[] = [
+      ...op.problems,
+      ...(secured ? ["unauthorized" as const, "forbidden" as const, "rate_limited" as const] : []),
+      "internal_error",
+    ];
     const byStatus = new Map<number, ProblemCode[]>();
     for (const code of new Set(codes)) {
       const s = PROBLEMS[code].status;
@@ -112,6 +116,7 @@ export function openApiDocument(ops: OperationDoc[], opts: OpenApiOptions): Json
         description: list.map((c) => `\`${c}\`: ${PROBLEMS[c].title}`).join("; "),
         "x-problem-codes": list,
         ...(status === 401 ? { headers: { "WWW-Authenticate": { schema: { type: "string" } } } } : {}),
+        ...(status === 429 ? { headers: { "Retry-After": { schema: { type: "string" } } } } : {}),
         content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: REF + "Problem" } } },
       };
     }

@@ -6,6 +6,7 @@ import type { Metrics } from "../actors/metrics.ts";
 import type { WatchdogTickResult } from "../actors/watchdog.ts";
 import type { Store } from "../store/port.ts";
 import type { RouteAuth } from "./auth/config.ts";
+import type { RateLimits } from "./rate-limit.ts";
 import type { GuardianRegistry } from "../verdicts/registry.ts";
 
 export interface RouteLimits {
@@ -68,6 +69,8 @@ export interface RouteRuntime {
   /** Worker targets whose ready-queue depth `GET /metrics` reports. */
   workerTargets?: readonly string[];
   auth?: RouteAuth;
+  /** Rate limits per token and per agent (routes/rate-limit.ts); none when absent. */
+  rateLimits?: RateLimits | null;
 }
 
 export type { RouteAuth } from "./auth/config.ts";

@@ -27,6 +27,13 @@
  * | `<p>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<p>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<p>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
+ * | `<p>:{rl}:<bucket>`    | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
+ * | `<p>:lease:<target>`   | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
+ *
+ * Rate-limit buckets share the hash tag `{rl}`: one script checks a token's
+ * and an agent's bucket together, so on Redis Cluster they must live in one
+ * slot (all rate limits of a deployment in one slot; their records are
+ * small and expire on their own).
  *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
@@ -59,6 +66,24 @@ const TARGET = /^[a-z0-9_-]{1,64}$/;
 const PREFIX = SHORT_ID_PATTERN;
 
 const MESSAGE_ID = /^[\x21-\x7e]{1,300}$/;
+const BUCKET = /^[\x21-\x7e]{1,1024}$/;
+const HOLDER = /^[\x21-\x7e]{1,200}$/;
+
+/** A rate-limit bucket key: 1-1024 visible ASCII characters. */
+export function checkBucketKey(key: string): string {
+  if (typeof key !== "string" || !BUCKET.test(key)) {
+    throw new StoreInputError(`Cannot use rate-limit bucket ${JSON.stringify(String(key).slice(0, 80))}: it must be 1-1024 visible ASCII characters`);
+  }
+  return key;
+}
+
+/** The holder of a target lease: 1-200 visible ASCII characters. */
+export function checkHolder(holder: string): string {
+  if (typeof holder !== "string" || !HOLDER.test(holder)) {
+    throw new StoreInputError(`Cannot use lease holder ${JSON.stringify(String(holder).slice(0, 80))}: it must be 1-200 visible ASCII characters`);
+  }
+  return holder;
+}
 
 /** A signed message id (transport dedup): 1-300 visible ASCII characters. */
 export function checkMessageId(messageId: string): string {
@@ -131,6 +156,10 @@ export interface KeySpace {
   readonly verdicts: string;
   /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
   readonly agents: string;
+  /** A rate-limit bucket (hash tag `{rl}`). */
+  rateLimit(bucket: string): string;
+  /** The consumer lease of a single-consumer worker target. */
+  targetLease(target: string): string;
 }
 
 /** The key space under `prefix` (default `gh`). */
@@ -158,5 +187,7 @@ export function keySpace(prefix = "gh"): KeySpace {
     deadlines: `${prefix}:deadlines`,
     verdicts: `${prefix}:verdicts`,
     agents: `${prefix}:agents`,
+    rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
+    targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
   };
 }

@@ -12,6 +12,10 @@ import type {
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
   RecordDeliveryRequest,
+  RateLimitRequest,
+  RateLimitResult,
+  TargetLeaseRequest,
+  TargetLeaseResult,
   AgentIndexEntry,
   CreateForkRequest,
   CreateForkResult,
@@ -47,7 +51,8 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { checkHolder, checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { gcraArgs } from "./rate-limit.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
@@ -105,6 +110,7 @@ export const REPLY = [
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
   "fresh", "seen",
   "created", "recorded",
+  "allowed", "limited", "held", "released", "not_held",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -158,6 +164,19 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "delivery":
       if (word === "seen") return { status: "seen", response: payload === "" ? null : json() };
       return word === "fresh" ? { status: "fresh" } : undefined;
+    case "rate_limit": {
+      if (word === "allowed") return { status: "allowed" };
+      const [bucket, wait] = payload.split(" ").map(Number);
+      return { status: "limited", bucket, retryAfterMs: wait };
+    }
+    case "target_lease": {
+      if (word === "held") return { status: "held", leaseUntil: Number(payload) };
+      if (word === "busy") {
+        const sp2 = payload.indexOf(" ");
+        return { status: "busy", leaseUntil: Number(payload.slice(0, sp2)), holder: payload.slice(sp2 + 1) };
+      }
+      return { status: word };
+    }
     case "get_agent":
       return word === "head" ? json() : null;
     case "next_ready_at":
@@ -417,6 +436,23 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         req.response === null ? "forget" : "record", int(req.now, "now"), int(req.windowMs, "windowMs"),
         req.response === null ? "" : j(req.response),
       ]);
+    },
+
+    async rateLimit(req: RateLimitRequest): Promise<RateLimitResult> {
+      const now = int(req.now, "now");
+      const { intervals, tolerances } = gcraArgs(req.buckets);
+      if (req.buckets.length === 0) return { status: "allowed" };
+      return call("rate_limit", req.buckets.map((b) => keys.rateLimit(b.key)), [now, ...intervals, ...tolerances]);
+    },
+
+    async acquireTargetLease(req: TargetLeaseRequest): Promise<TargetLeaseResult> {
+      const leaseMs = int(req.leaseMs, "leaseMs");
+      if (req.leaseMs < 1) throw new StoreInputError(`leaseMs must be at least 1, got ${req.leaseMs}`);
+      return call("target_lease", [keys.targetLease(req.workerTarget)], ["acquire", checkHolder(req.holder), int(req.now, "now"), leaseMs]);
+    },
+
+    async releaseTargetLease(req) {
+      return call("target_lease", [keys.targetLease(req.workerTarget)], ["release", checkHolder(req.holder), int(req.now, "now")]);
     },
 
     async getVerdict(verdictId): Promise<string | null> {

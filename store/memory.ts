@@ -22,6 +22,10 @@ import type {
   ClaimDeliveryResult,
   DeliveryResponse,
   RecordDeliveryRequest,
+  RateLimitRequest,
+  RateLimitResult,
+  TargetLeaseRequest,
+  TargetLeaseResult,
   AgentIndexEntry,
   CreateForkRequest,
   CreateForkResult,
@@ -58,7 +62,14 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkMessageId } from "./keys.ts";
+import { checkAgentId, checkHolder, checkMessageId, checkTarget, StoreInputError } from "./keys.ts";
+import { gcraArgs } from "./rate-limit.ts";
+
+/** An integer time or duration (ms), as the script adapters require. */
+function int(n: number, what: string): number {
+  if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
+  return n;
+}
 
 interface AgentRecords {
   head: AgentHead;
@@ -184,6 +195,10 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
   /** Transport dedup: `<agentId>\n<messageId>` -> until (ms) and the first response. */
   const deliveries = new Map<string, { until: number; response: DeliveryResponse | null }>();
+  /** Rate-limit buckets: key -> TAT (us). Admission bookkeeping, not agent state: memoryStoreState leaves it out. */
+  const buckets = new Map<string, number>();
+  /** Single-consumer target leases: target -> holder and until (ms). */
+  const targetLeases = new Map<string, { holder: string; until: number }>();
   const fault = opts.faults ?? (() => {});
 
   // ------------------------------------------------------------ journal
@@ -840,6 +855,51 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       else deliveries.set(key, { until: req.now + req.windowMs, response: structuredClone(req.response) });
       // Expired records go at the next write (a development store; Redis expires them itself).
       for (const [k, v] of deliveries) if (v.until <= req.now) deliveries.delete(k);
+    },
+
+    async rateLimit(req: RateLimitRequest): Promise<RateLimitResult> {
+      const now = int(req.now, "now");
+      const { intervals, tolerances } = gcraArgs(req.buckets);
+      const nowUs = now * 1000;
+      const next: number[] = [];
+      let worst = -1;
+      let worstWait = 0;
+      req.buckets.forEach((b, i) => {
+        const tat = Math.max(buckets.get(b.key) ?? 0, nowUs) + Number(intervals[i]);
+        const wait = tat - Number(tolerances[i]) - nowUs;
+        if (wait > worstWait) {
+          worstWait = wait;
+          worst = i;
+        }
+        next.push(tat);
+      });
+      if (worst >= 0) return { status: "limited", bucket: worst, retryAfterMs: Math.ceil(worstWait / 1000) };
+      req.buckets.forEach((b, i) => buckets.set(b.key, next[i]));
+      // Past TATs limit nothing: drop them now and then (Redis expires them itself).
+      if (buckets.size > 10_000) for (const [k, t] of buckets) if (t <= nowUs) buckets.delete(k);
+      return { status: "allowed" };
+    },
+
+    async acquireTargetLease(req: TargetLeaseRequest): Promise<TargetLeaseResult> {
+      checkTarget(req.workerTarget);
+      checkHolder(req.holder);
+      const now = int(req.now, "now");
+      const leaseMs = int(req.leaseMs, "leaseMs");
+      if (leaseMs < 1) throw new StoreInputError(`leaseMs must be at least 1, got ${leaseMs}`);
+      const cur = targetLeases.get(req.workerTarget);
+      if (cur && cur.until > now && cur.holder !== req.holder) return { status: "busy", holder: cur.holder, leaseUntil: cur.until };
+      targetLeases.set(req.workerTarget, { holder: req.holder, until: now + leaseMs });
+      return { status: "held", leaseUntil: now + leaseMs };
+    },
+
+    async releaseTargetLease(req) {
+      checkTarget(req.workerTarget);
+      checkHolder(req.holder);
+      const now = int(req.now, "now");
+      const cur = targetLeases.get(req.workerTarget);
+      if (!cur || cur.until <= now || cur.holder !== req.holder) return { status: "not_held" as const };
+      targetLeases.delete(req.workerTarget);
+      return { status: "released" as const };
     },
 
     async getVerdict(verdictId) {

@@ -398,6 +398,53 @@ export interface RecordForkRequest {
   now: number;
 }
 
+/**
+ * Rate limits (routes/rate-limit.ts): GCRA buckets held in the store, so a
+ * limit holds across processes. One call checks every bucket named and, only
+ * when all of them admit the request, charges each one; a refused call writes
+ * nothing. Time comes from `now`, never the store's clock.
+ *
+ * A bucket admits `limit` requests at once (the burst) and then one every
+ * `periodMs / limit` ms; its record is the theoretical arrival time (TAT, in
+ * microseconds) and expires when it no longer limits anything.
+ */
+export interface RateLimitBucket {
+  /** 1-300 visible ASCII characters, e.g. `t:<token digest>` or `a:<agent id>`. */
+  key: string;
+  /** Requests per period (>= 1). */
+  limit: number;
+  /** The period in ms (>= 1). */
+  periodMs: number;
+}
+
+export interface RateLimitRequest {
+  buckets: RateLimitBucket[];
+  now: number;
+}
+
+export type RateLimitResult =
+  | { status: "allowed" }
+  /** `bucket`: index of the bucket that refused (the one that frees last); `retryAfterMs` > 0. */
+  | { status: "limited"; bucket: number; retryAfterMs: number };
+
+/**
+ * A lease on a single-consumer worker target (`svc1_<service>_<scope>`,
+ * actors/target-lease.ts): one holder at a time. `acquire` takes a free or
+ * expired lease, or renews the holder's own; another holder's live lease
+ * answers `busy` and writes nothing. `release` frees only the holder's own.
+ */
+export interface TargetLeaseRequest {
+  workerTarget: string;
+  /** The consumer process (1-200 visible ASCII characters). */
+  holder: string;
+  leaseMs: number;
+  now: number;
+}
+
+export type TargetLeaseResult =
+  | { status: "held"; leaseUntil: number }
+  | { status: "busy"; holder: string; leaseUntil: number };
+
 /** See the invariants at the top of this file. */
 export interface Store {
   readonly kind: "memory" | "redis" | "upstash";
@@ -446,6 +493,12 @@ export interface Store {
   /** Transport dedup of signed deliveries (see DeliveryResponse). */
   claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
   recordDelivery(req: RecordDeliveryRequest): Promise<void>;
+  /** Checks and charges rate-limit buckets at once (see RateLimitBucket). */
+  rateLimit(req: RateLimitRequest): Promise<RateLimitResult>;
+  /** Takes or renews the lease of a single-consumer worker target (see TargetLeaseRequest). */
+  acquireTargetLease(req: TargetLeaseRequest): Promise<TargetLeaseResult>;
+  /** Frees the holder's own lease of a target; another holder's lease is left alone. */
+  releaseTargetLease(req: Omit<TargetLeaseRequest, "leaseMs">): Promise<{ status: "released" | "not_held" }>;
   /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
   listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
   /** Creates a fork (invariant 13); `exists` when the id is taken. */

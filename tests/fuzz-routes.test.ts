@@ -12,18 +12,30 @@
  *    records, ready queues, deadlines, verdicts) is byte-identical before and
  *    after the request.
  *
- * FUZZ_RUNS (default 1 500 per group, 7 groups: 10 500 requests) sets the
+ * With auth on (the groups named "auth: ..."): scoped tokens of two tenants
+ * and a reader, a wrong token, none; requests signed with Standard Webhooks
+ * and QStash, correctly and mis-signed (another secret or key, a tampered
+ * body, a stale timestamp, a replayed message id, a JWT without the body
+ * hash); stream session cookies, minted and forged; rate limits low enough
+ * to answer 429 now and then. The same two invariants hold on every route.
+ * Admission bookkeeping (rate-limit buckets, delivery records) is not agent
+ * state and is not compared.
+ *
+ * FUZZ_RUNS (default 1 000 per group, 11 groups: 11 000 requests, about
+ * 40 s on two cores) sets the
  * size; a failure prints fast-check's seed and path to replay it.
  */
 import fc from "fast-check";
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
 import type { Gatehouse } from "../mod.ts";
 import { memoryStore, memoryStoreState } from "../store/memory.ts";
 import { PROBLEMS } from "../routes/problem.ts";
+import { manualClock, type ManualClock } from "./helpers/clock.ts";
 
-const RUNS = Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.FUZZ_RUNS ?? 1_500);
+const RUNS = Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.FUZZ_RUNS ?? 1_000);
 /** A fresh gatehouse every this many requests keeps the state (and so each comparison) small. */
 const FRESH_EVERY = 60;
 const MAX_BODY = 64 * 1024;
@@ -36,10 +48,32 @@ interface World {
   turnId: string;
   toolCallId: string;
   requests: number;
+  /** Auth worlds: a hand-moved clock (signatures, sessions, rate limits) and a minted stream session cookie. */
+  clock?: ManualClock;
+  session?: string;
 }
 
-async function freshWorld(): Promise<World> {
+const ADMIN = "fuzz-admin-token-0123456789";
+const ACME = "fuzz-acme-token-0123456789a";
+const ACME_READER = "fuzz-acme-reader-012345678";
+const GLOBEX = "fuzz-globex-token-01234567";
+const SECRET = "whsec_" + btoa("fuzz-secret-0123456789abcdef0123");
+const OTHER_SECRET = "whsec_" + btoa("other-secret-0123456789abcdef01");
+const QSTASH = { currentSigningKey: "sig_fuzz_current_0123456789", nextSigningKey: "sig_fuzz_next_0123456789abc" };
+const AUTH = {
+  tokens: [
+    ADMIN,
+    { token: ACME, tenants: ["acme-"] },
+    { token: ACME_READER, tenants: ["acme-"], verbs: ["read" as const] },
+    { token: GLOBEX, tenants: ["globex-"] },
+  ],
+  webhookSecrets: [{ secret: SECRET, tenants: ["acme-"] }],
+  qstash: QSTASH,
+};
+
+async function freshWorld(auth = false): Promise<World> {
   const store = memoryStore();
+  const clock = auth ? manualClock() : undefined;
   const gh = createGatehouse({
     agents: [defineAgent({
       name: "helper",
@@ -52,14 +86,23 @@ async function freshWorld(): Promise<World> {
     })],
     store,
     maxBodyBytes: MAX_BODY,
+    ...(clock ? { clock, auth: AUTH, rateLimits: { perToken: { limit: 8, periodMs: 1_000 }, perAgent: { limit: 5, periodMs: 1_000 } } } : {}),
   });
-  const res = await gh.fetch(new Request("http://gh.test/v1/agents/a1/tasks", {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent: "helper", input: "hi", idempotencyKey: "k1" }),
+  const seed = auth ? "acme-1" : "a1";
+  const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${seed}/tasks`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${ADMIN}` } : {}) },
+    body: JSON.stringify({ agent: "helper", input: "hi", idempotencyKey: "k1" }),
   }));
   const { turnId } = await res.json() as { turnId: string };
   await gh.drain();
-  const call = (await gh.store.readEvents("a1", 0, 100)).find((e) => e.type === "tool_call" && e.data.external)!;
-  return { gh, dump: () => JSON.stringify(memoryStoreState(store)), turnId, toolCallId: call.data.toolCallId as string, requests: 0 };
+  const call = (await gh.store.readEvents(seed, 0, 100)).find((e) => e.type === "tool_call" && e.data.external)!;
+  let session: string | undefined;
+  if (auth) {
+    const minted = await gh.fetch(new Request(`http://gh.test/v1/agents/${seed}/events/session`, { method: "POST", headers: { authorization: `Bearer ${ACME_READER}` } }));
+    session = minted.headers.get("set-cookie")!.split(";")[0];
+  }
+  return { gh, dump: () => JSON.stringify(memoryStoreState(store)), turnId, toolCallId: call.data.toolCallId as string, requests: 0, clock, session };
 }
 
 // ------------------------------------------------------------------ hostile pieces
@@ -102,6 +145,8 @@ function shapedBody(route: RouteName, w: World) {
     cancel: { reason: "\"stop\"" },
     reset: { reason: "\"stuck\"" },
     watchdog: {},
+    fork: { atEventId: "2", newAgentId: "\"acme-fork\"" },
+    "what-if": {},
   } as Partial<Record<RouteName, Record<string, string>>>;
   const base = fields[route] ?? {};
   const text = (kv: Record<string, string>) => `{${Object.entries(kv).map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(",")}}`;
@@ -142,13 +187,15 @@ const agentId = fc.oneof(
   { weight: 1, arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 }).map(encodeURIComponent) },
 );
 
-type RouteName = "tasks" | "tool-results" | "cancel" | "reset" | "watchdog" | "reads" | "routing";
+type RouteName = "tasks" | "tool-results" | "cancel" | "reset" | "watchdog" | "fork" | "what-if" | "reads" | "routing";
 
 interface Req {
   method: string;
   path: string;
   headers: Record<string, string>;
   body?: string | Uint8Array;
+  /** Auth worlds: how the request proves who sends it (headers computed when it is sent). */
+  credential?: Credential;
 }
 
 function headersWith(ct: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
@@ -174,7 +221,7 @@ function bodyRequest(route: Exclude<RouteName, "reads" | "routing">, w: World): 
 
 const readRequest: fc.Arbitrary<Req> = fc.tuple(
   agentId,
-  fc.constantFrom("", "/events", "/verdicts", "/tasks/turn_x", "/tasks/%00", "/tasks/" + "t".repeat(300)),
+  fc.constantFrom("", "/events", "/verdicts", "/tasks/turn_x", "/tasks/%00", "/tasks/" + "t".repeat(300), "/history/1", "/history/0", "/history/x", "/export"),
   fc.array(fc.tuple(
     fc.constantFrom("after", "limit", "turnId", "status", "__proto__", "x"),
     fc.oneof(fc.constantFrom("0", "-1", "1e309", "500", "501", "NaN", "0x10", " 1", "PASS", "%00", ""), fc.string({ maxLength: 10 }).map(encodeURIComponent)),
@@ -197,6 +244,9 @@ const routingRequest: fc.Arbitrary<Req> = fc.tuple(
       "/v1/verdicts/bad", "/v1/verdicts/%00", "/v1/agents", "/v1/agents/", "/v1/agents/a1/tasks/extra", "/v1/watchdog/tick",
       "/v1/agents/a1/tool-results", "/v1/agents/a1/cancel", "/v1/agents/a1/reset", "/v1/agents/a1/tasks/turn_x",
       "/v1/agents/a1/tasks/%7B%7D", "/v1/agents/a2/tasks/turn_1", "/%2e%2e/%2e%2e/etc/passwd", "/v1//agents//a1",
+      "/v1/agents/a1/events/session", "/v1/agents/a1/fork", "/v1/agents/a1/what-if", "/v1/agents/a1/history/1", "/v1/agents/a1/export",
+      "/v1/agents?limit=5&state=done", "/v1/agents?cursor=bad", "/v1/agents?limit=0", "/metrics", "/debug", "/debug/agents/a1",
+      "/debug/app.js", "/debug/app.css", "/debug/agents/%00",
     ),
     fc.string({ unit: "grapheme", maxLength: 20 }).map((s) => `/${encodeURIComponent(s)}`),
   ),
@@ -208,15 +258,149 @@ const routingRequest: fc.Arbitrary<Req> = fc.tuple(
   ...(body === null || method === "GET" || method === "HEAD" ? {} : { body }),
 }));
 
+// ------------------------------------------------------------------ credentials (auth worlds)
+
+type Credential =
+  | "none" | "bad-token" | "admin" | "acme" | "acme-reader" | "globex" | "lowercase-bearer" | "basic"
+  | "webhook" | "webhook-other-secret" | "webhook-tampered" | "webhook-stale" | "webhook-future" | "webhook-replay" | "webhook-no-id" | "webhook-garbage"
+  | "qstash" | "qstash-next" | "qstash-wrong-key" | "qstash-tampered" | "qstash-stale" | "qstash-no-body-hash" | "qstash-alg-none" | "qstash-garbage"
+  | "session" | "session-forged" | "session-and-token";
+
+const TOKEN_CREDENTIALS: Credential[] = ["none", "bad-token", "admin", "acme", "acme-reader", "globex", "lowercase-bearer", "basic"];
+const SIGNED_CREDENTIALS: Credential[] = [
+  "webhook", "webhook-other-secret", "webhook-tampered", "webhook-stale", "webhook-future", "webhook-replay", "webhook-no-id", "webhook-garbage",
+  "qstash", "qstash-next", "qstash-wrong-key", "qstash-tampered", "qstash-stale", "qstash-no-body-hash", "qstash-alg-none", "qstash-garbage",
+];
+const SESSION_CREDENTIALS: Credential[] = ["session", "session-forged", "session-and-token"];
+
+const enc = new TextEncoder();
+const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const bodyText = (b: Req["body"]) => (b === undefined ? "" : typeof b === "string" ? b : new TextDecoder().decode(b));
+let messageSeq = 0;
+
+/** A QStash `Upstash-Signature` (HS256 JWT over iss/sub/exp/nbf/iat/jti/body) with optional changes. */
+async function qstashJwt(key: string, body: string, nowSec: number, over: Record<string, unknown> = {}, alg = "HS256"): Promise<string> {
+  const header = b64url(enc.encode(JSON.stringify({ alg, typ: "JWT" })));
+  const hash = b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(body))));
+  const claims = { iss: "Upstash", sub: "https://gh.test/", exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${++messageSeq}`, body: hash, ...over };
+  const payload = b64url(enc.encode(JSON.stringify(claims)));
+  const k = await crypto.subtle.importKey("raw", enc.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return `${header}.${payload}.${b64url(new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(`${header}.${payload}`))))}`;
+}
+
+/** The headers of a credential for this request, from the world's clock (signatures cover the request's own body bytes). */
+async function credentialHeaders(w: World, r: Req): Promise<Record<string, string>> {
+  const now = w.clock!.now();
+  const sec = Math.floor(now / 1000);
+  const body = bodyText(r.body);
+  const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+  const webhook = (secret: string, id: string, at: number, signedBody = body) => ({
+    "webhook-id": id,
+    "webhook-timestamp": String(Math.floor(at / 1000)),
+    "webhook-signature": new Webhook(secret).sign(id, new Date(at), signedBody),
+  });
+  switch (r.credential!) {
+    case "none": return {};
+    case "bad-token": return bearer("not-a-configured-token-000");
+    case "admin": return bearer(ADMIN);
+    case "acme": return bearer(ACME);
+    case "acme-reader": return bearer(ACME_READER);
+    case "globex": return bearer(GLOBEX);
+    case "lowercase-bearer": return { authorization: `bearer ${ACME}` };
+    case "basic": return { authorization: `Basic ${btoa(`user:${ADMIN}`)}` };
+    case "webhook": return webhook(SECRET, `msg_${++messageSeq}`, now);
+    case "webhook-other-secret": return webhook(OTHER_SECRET, `msg_${++messageSeq}`, now);
+    case "webhook-tampered": return webhook(SECRET, `msg_${++messageSeq}`, now, body + " ");
+    case "webhook-stale": return webhook(SECRET, `msg_${++messageSeq}`, now - 301_000);
+    case "webhook-future": return webhook(SECRET, `msg_${++messageSeq}`, now + 301_000);
+    // The same message id again: answered like the first delivery (or 409 while it runs), never run twice.
+    case "webhook-replay": return webhook(SECRET, "msg_replayed", now);
+    case "webhook-no-id": {
+      const h = webhook(SECRET, `msg_${++messageSeq}`, now) as Record<string, string>;
+      delete h["webhook-id"];
+      return h;
+    }
+    case "webhook-garbage": return { "webhook-id": "x", "webhook-timestamp": String(sec), "webhook-signature": "v1,@@@ v2,xyz v1," };
+    case "qstash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec) };
+    case "qstash-next": return { "upstash-signature": await qstashJwt(QSTASH.nextSigningKey, body, sec) };
+    case "qstash-wrong-key": return { "upstash-signature": await qstashJwt("sig_wrong_key_0123456789ab", body, sec) };
+    case "qstash-tampered": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body + "x", sec) };
+    case "qstash-stale": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec - 600) };
+    case "qstash-no-body-hash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, { body: undefined }) };
+    case "qstash-alg-none": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, {}, "none") };
+    case "qstash-garbage": return { "upstash-signature": "a.b.c" };
+    case "session": return { cookie: w.session! };
+    case "session-forged": return { cookie: `${w.session!.slice(0, -4)}AAAA` };
+    case "session-and-token": return { cookie: w.session!, ...bearer(GLOBEX) };
+  }
+}
+
+/** Agent ids of the auth world: both tenants, the seeded agent, and hostile ones. */
+const tenantAgentId = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom("acme-1", "acme-2", "globex-1") },
+  { weight: 1, arbitrary: agentId },
+);
+
+/** Signed (and mis-signed) requests on the write routes, and on routes that do not take signatures. */
+function signedRequest(w: World): fc.Arbitrary<Req> {
+  return fc.tuple(
+    fc.constantFrom("tasks", "tool-results", "cancel", "reset", "fork") as fc.Arbitrary<Exclude<RouteName, "reads" | "routing" | "watchdog" | "what-if">>,
+    tenantAgentId,
+    fc.constantFrom(...SIGNED_CREDENTIALS),
+    fc.oneof({ weight: 6, arbitrary: fc.constant("application/json") }, { weight: 1, arbitrary: contentType }),
+  ).chain(([route, id, credential, ct]) =>
+    fc.oneof({ weight: 4, arbitrary: shapedBody(route, w) }, { weight: 1, arbitrary: hostileText }, { weight: 1, arbitrary: garbageBody })
+      .map((body) => ({ method: "POST", path: `/v1/agents/${id}/${route}`, headers: headersWith(ct), body, credential }))
+  );
+}
+
+/** Every route of the surface, each with every kind of credential. */
+function authedRequest(w: World): fc.Arbitrary<Req> {
+  const routes: Array<[string, string, RouteName | null]> = [
+    ["POST", "/tasks", "tasks"], ["POST", "/tool-results", "tool-results"], ["POST", "/cancel", "cancel"], ["POST", "/reset", "reset"],
+    ["POST", "/fork", "fork"], ["POST", "/what-if", "what-if"], ["POST", "/events/session", null], ["DELETE", "/tasks/turn_x", null],
+    ["GET", "", null], ["GET", "/events", null], ["GET", "/events?format=sse", null], ["GET", "/verdicts", null], ["GET", "/tasks/turn_x", null],
+    ["GET", "/history/1", null], ["GET", "/export", null],
+  ];
+  const global: Array<[string, string]> = [
+    ["GET", "/v1/agents"], ["GET", "/v1/agents?limit=2"], ["GET", "/v1/machine"], ["GET", "/openapi.json"], ["GET", "/metrics"],
+    ["GET", "/v1/verdicts/verdict_0123456789ab"], ["POST", "/v1/watchdog/tick"], ["GET", "/healthz"], ["GET", "/debug"],
+    ["GET", "/debug/agents/acme-1"], ["GET", "/nowhere"], ["PUT", "/v1/agents/acme-1/tasks"],
+  ];
+  const credential = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...TOKEN_CREDENTIALS) },
+    { weight: 2, arbitrary: fc.constantFrom(...SIGNED_CREDENTIALS) },
+    { weight: 1, arbitrary: fc.constantFrom(...SESSION_CREDENTIALS) },
+  );
+  const agentRoute = fc.tuple(fc.constantFrom(...routes), tenantAgentId, credential).chain(([[method, sub, bodyRoute], id, cred]) =>
+    (bodyRoute === null
+      ? fc.constant<string | Uint8Array | undefined>(method === "POST" ? "" : undefined)
+      : fc.oneof({ weight: 3, arbitrary: shapedBody(bodyRoute as Exclude<RouteName, "reads" | "routing">, w) }, { weight: 1, arbitrary: hostileText }))
+      .map((body) => ({
+        method,
+        path: `/v1/agents/${id}${sub}`,
+        headers: body === undefined ? {} : { "content-type": "application/json" } as Record<string, string>,
+        ...(body === undefined ? {} : { body }),
+        credential: cred,
+      }))
+  );
+  const globalRoute = fc.tuple(fc.constantFrom(...global), credential).map(([[method, path], cred]) => ({
+    method, path, headers: {} as Record<string, string>, credential: cred,
+  }));
+  return fc.oneof({ weight: 4, arbitrary: agentRoute }, { weight: 1, arbitrary: globalRoute });
+}
+
 // ------------------------------------------------------------------ the check
 
 const CODES = new Set(Object.keys(PROBLEMS));
 
 async function check(w: World, r: Req): Promise<number> {
+  if (w.clock) w.clock.advance(10);
+  const headers = r.credential ? { ...r.headers, ...(await credentialHeaders(w, r)) } : r.headers;
   const before = w.dump();
   const res = await w.gh.fetch(new Request(`http://gh.test${r.path}`, {
     method: r.method,
-    headers: r.headers,
+    headers,
     ...(r.body !== undefined ? { body: r.body as BodyInit } : {}),
   }));
   const isStream = (res.headers.get("content-type") ?? "").startsWith("text/event-stream");
@@ -235,19 +419,31 @@ async function check(w: World, r: Req): Promise<number> {
   return res.status;
 }
 
-function fuzz(name: string, make: (w: World) => fc.Arbitrary<Req>) {
+interface GroupOptions {
+  /** An auth world (tokens, signatures, sessions, rate limits). */
+  auth?: boolean;
+  /** Whether some request must be accepted (false where the seeded agent gives the route nothing to do). */
+  accepts?: boolean;
+  /** Statuses the run must have answered at least once. */
+  statuses?: number[];
+}
+
+function fuzz(name: string, make: (w: World) => fc.Arbitrary<Req>, opts: GroupOptions = {}) {
+  const { auth = false, accepts = true, statuses = [] } = opts;
   it(`${name}: ${RUNS} hostile requests, no 5xx, and no 4xx changes the store`, async () => {
-    let w = await freshWorld();
+    let w = await freshWorld(auth);
     const seen = { ok: 0, refused: 0 };
+    const answered = new Set<number>();
     // The arbitrary reads the world's turn and call ids; they are the same shape in every fresh world.
     await fc.assert(
       fc.asyncProperty(fc.constant(null).chain(() => make(w)), async (r) => {
         if (++w.requests > FRESH_EVERY) {
           await w.gh.close();
-          w = await freshWorld();
+          w = await freshWorld(auth);
           w.requests = 1;
         }
         const status = await check(w, r);
+        answered.add(status);
         if (status < 300) seen.ok++;
         else if (status >= 400) seen.refused++;
       }),
@@ -255,8 +451,9 @@ function fuzz(name: string, make: (w: World) => fc.Arbitrary<Req>) {
     );
     await w.gh.close();
     // The generators reach both sides of the check: accepted requests and refused ones.
-    expect(seen.ok).toBeGreaterThan(0);
+    if (accepts) expect(seen.ok).toBeGreaterThan(0);
     expect(seen.refused).toBeGreaterThan(RUNS / 10);
+    for (const s of statuses) expect([...answered], `status ${s} was never answered`).toContain(s);
   }, 120_000);
 }
 
@@ -268,4 +465,8 @@ describe("fuzz: hostile requests on every route", () => {
   fuzz("POST /v1/watchdog/tick", (w) => bodyRequest("watchdog", w));
   fuzz("GET /v1/agents/:agentId[/events|/verdicts|/tasks/:turnId]", () => readRequest);
   fuzz("any path, any method", () => routingRequest);
+  fuzz("POST /v1/agents/:agentId/fork", (w) => bodyRequest("fork", w));
+  fuzz("POST /v1/agents/:agentId/what-if", (w) => bodyRequest("what-if", w), { accepts: false });
+  fuzz("auth: signed and mis-signed writes (Standard Webhooks, QStash)", (w) => signedRequest(w), { auth: true, statuses: [202, 401, 403, 429] });
+  fuzz("auth: every route with every kind of credential", (w) => authedRequest(w), { auth: true, statuses: [200, 202, 401, 403, 404, 429] });
 });

@@ -54,12 +54,14 @@ describe("store scripts: checks before writes", () => {
       "delivery.lua main",
       "enqueue_task.lua main",
       "put_verdict.lua main",
+      "rate_limit.lua main",
       "record_claim_failure.lua main",
       "record_fork.lua main",
       "renew_lease.lua main",
       "request_cancel.lua main",
       "reset_turn.lua main",
       "skip_due_tool_call.lua main",
+      "target_lease.lua main",
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([

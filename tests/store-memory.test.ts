@@ -3,6 +3,9 @@ import { memoryStore, memoryStoreInternals, memoryStoreState } from "../store/me
 import type { Store } from "../store/port.ts";
 import { memoryStateReader } from "./helpers/store-state.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { admissionConformance } from "./store-admission-conformance.ts";
+
+admissionConformance("memory", async () => ({ store: memoryStore(), cleanup: async () => {} }));
 
 storeConformance("memory", async () => {
   const store = memoryStore();

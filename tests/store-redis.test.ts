@@ -9,6 +9,7 @@ import { sha1Hex } from "../common/hex.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { admissionConformance } from "./store-admission-conformance.ts";
 import { redisStateReader } from "./helpers/store-state.ts";
 
 let server: RedisServer;
@@ -34,6 +35,11 @@ storeConformance("redis", async () => {
     cleanup: async () => {},
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
   };
+});
+
+admissionConformance("redis", async () => {
+  const prefix = freshPrefix();
+  return { store: redisStore({ url: server.url, prefix }), open: async () => redisStore({ url: server.url, prefix }), cleanup: async () => {} };
 });
 
 const T0 = 1_700_000_000_000;

@@ -8,6 +8,7 @@ import { upstashStore } from "../store/upstash.ts";
 import { keySpace } from "../store/keys.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
+import { admissionConformance } from "./store-admission-conformance.ts";
 import { redisStateReader } from "./helpers/store-state.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
@@ -37,6 +38,15 @@ storeConformance("upstash", async () => {
     state: redisStateReader((c) => tcp.call(c[0], ...c.slice(1)), prefix),
     cleanup: async () => raw.disconnect(),
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
+  };
+});
+
+admissionConformance("upstash", async () => {
+  const prefix = freshPrefix();
+  return {
+    store: upstashStore({ url: bridge.url, token: bridge.token, prefix }),
+    open: async () => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
+    cleanup: async () => {},
   };
 });
 

@@ -37,13 +37,15 @@ export function requirementOf(method: string, path: string): Requirement {
     if (method === "POST" && rest === "/tasks") return { verb: "enqueue", agentId, global: false, signable: true };
     if (method === "POST" && rest === "/tool-results") return { verb: "deliver", agentId, global: false, signable: true };
     if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
+    // A stream session (routes/auth/stream-session.ts) reads the agent's events, nothing more.
+    if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
     // What-if re-runs verifiers over a stored output and writes nothing.
     if (method === "POST" && rest === "/what-if") return { verb: "read", agentId, global: false, signable: false };
     if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
     return { verb: "admin", agentId, global: false, signable: false };
   }
-  // The agents list spans tenants: only a token over every tenant (`""`) may read it; a tenant-limited token gets 403.
-  if (read && path === "/v1/agents") return { verb: "read", global: true, signable: false };
+  // The agents list spans tenants: a tenant-limited token reads it filtered to its prefixes (routes/agent-list.ts).
+  if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
   // Reads that name no agent and reveal no agent's state.
   if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
   // A verdict by id names its agent only in the store: tenant tokens read verdicts under their agents instead.

@@ -24,9 +24,27 @@ export interface ScopedToken {
   verbs?: AuthVerb[];
 }
 
+/** The verbs a signed request can carry: the signed write routes. */
+export type SignedVerb = "enqueue" | "deliver" | "cancel";
+export const SIGNED_VERBS: readonly SignedVerb[] = ["enqueue", "deliver", "cancel"];
+
+/** A Standard Webhooks secret limited to tenants and signed verbs. */
+export interface ScopedWebhookSecret {
+  /** `whsec_<base64>`. */
+  secret: string;
+  /** Agent-id prefixes its requests reach (default `[""]`: every agent). */
+  tenants?: string[];
+  /** Signed routes its requests may use (default all three). */
+  verbs?: SignedVerb[];
+}
+
 export interface QstashKeys {
   currentSigningKey: string;
   nextSigningKey: string;
+  /** Agent-id prefixes QStash-signed requests reach (default `[""]`: every agent). */
+  tenants?: string[];
+  /** Signed routes they may use (default all three). */
+  verbs?: SignedVerb[];
 }
 
 export interface RouteAuth {
@@ -34,10 +52,16 @@ export interface RouteAuth {
   bearerTokens?: string[];
   /** Tokens, plain (full access) or scoped. */
   tokens?: Array<string | ScopedToken>;
-  /** Standard Webhooks secrets (`whsec_<base64>`); several at once for rotation. */
-  webhookSecrets?: string[];
+  /** Standard Webhooks secrets (`whsec_<base64>`), plain (every agent) or scoped; several at once for rotation. */
+  webhookSecrets?: Array<string | ScopedWebhookSecret>;
   /** QStash signing keys (both: QStash signs with either during a rotation). */
   qstash?: QstashKeys;
+}
+
+/** A signing secret as the middleware holds it. */
+export interface NormalizedSigner {
+  tenants: string[];
+  verbs: ReadonlySet<AuthVerb>;
 }
 
 /** A token as the middleware holds it. */
@@ -69,9 +93,14 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
   }
   if (webhookSecrets !== undefined) {
     if (!Array.isArray(webhookSecrets)) return "auth.webhookSecrets must be an array of whsec_ secrets";
-    for (const s of webhookSecrets) {
+    for (const w of webhookSecrets) {
+      const s = typeof w === "string" ? w : (w as ScopedWebhookSecret | null)?.secret;
       if (typeof s !== "string" || !/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/.test(s)) {
         return "each webhook secret must be whsec_ followed by base64 (at least 16 characters)";
+      }
+      if (typeof w === "object") {
+        const e = checkSignerScope(w, "a webhook secret");
+        if (e) return e;
       }
     }
   }
@@ -80,11 +109,33 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
     for (const k of [qstash.currentSigningKey, qstash.nextSigningKey]) {
       if (typeof k !== "string" || k.length < 16) return "auth.qstash needs currentSigningKey and nextSigningKey (16 characters or more)";
     }
+    const e = checkSignerScope(qstash, "auth.qstash");
+    if (e) return e;
   }
   const anyToken = (bearerTokens?.length ?? 0) + (tokens?.length ?? 0) > 0;
   const anySigner = (webhookSecrets?.length ?? 0) > 0 || qstash !== undefined;
   if (!anyToken && !anySigner) return "auth needs at least one token (bearerTokens or tokens), webhook secret or QStash key pair";
   return null;
+}
+
+function checkSignerScope(scope: { tenants?: unknown; verbs?: unknown }, what: string): string | null {
+  const { tenants, verbs } = scope;
+  if (tenants !== undefined && (!Array.isArray(tenants) || tenants.length === 0 || tenants.some((p) => typeof p !== "string" || p.length > 256))) {
+    return `${what}'s tenants must be a non-empty array of agent-id prefixes (strings up to 256 characters)`;
+  }
+  if (verbs !== undefined && (!Array.isArray(verbs) || verbs.length === 0 || verbs.some((v) => !SIGNED_VERBS.includes(v)))) {
+    return `${what}'s verbs must be a non-empty array of ${SIGNED_VERBS.join(", ")}`;
+  }
+  return null;
+}
+
+/** The secret text of a webhook secret entry. */
+export const webhookSecretText = (w: string | ScopedWebhookSecret) => (typeof w === "string" ? w : w.secret);
+
+/** A signer's scope with its defaults filled in (every tenant, every signed verb). */
+export function signerScope(scope: string | { tenants?: string[]; verbs?: SignedVerb[] } | undefined): NormalizedSigner {
+  const s = typeof scope === "object" ? scope : {};
+  return { tenants: [...(s.tenants ?? [""])], verbs: new Set<AuthVerb>(s.verbs ?? SIGNED_VERBS) };
 }
 
 /** The tokens with their defaults filled in. */

@@ -6,13 +6,14 @@
  * | -------- | ------- |
  * | `GATEHOUSE_TOKENS` | tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` |
  * | `GATEHOUSE_TOKEN` | one more full-access token |
- * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…` |
+ * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…`, or a JSON array of `"whsec_…"` and `{ secret, tenants?, verbs? }` |
  * | `QSTASH_CURRENT_SIGNING_KEY` + `QSTASH_NEXT_SIGNING_KEY` | qstash (both or neither) |
+ * | `GATEHOUSE_QSTASH_TENANTS` | qstash.tenants: comma-separated agent-id prefixes QStash-signed requests reach |
  *
  * None set: auth is off. Any set: auth is on and fails closed; a bad value
  * throws at startup (checked by createGatehouse) rather than opening a route.
  */
-import type { RouteAuth, ScopedToken } from "./config.ts";
+import type { RouteAuth, ScopedToken, ScopedWebhookSecret } from "./config.ts";
 
 const list = (v: string | undefined) => (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
 
@@ -30,14 +31,29 @@ export function authFromEnv(env: Record<string, string | undefined>): RouteAuth 
     tokens.push(...(parsed as Array<string | ScopedToken>));
   } else tokens.push(...list(raw));
   if (env.GATEHOUSE_TOKEN) tokens.push(env.GATEHOUSE_TOKEN);
-  const webhookSecrets = list(env.GATEHOUSE_WEBHOOK_SECRETS);
+  const rawSecrets = env.GATEHOUSE_WEBHOOK_SECRETS?.trim();
+  let webhookSecrets: Array<string | ScopedWebhookSecret>;
+  if (rawSecrets?.startsWith("[")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(rawSecrets);
+    } catch {
+      throw new Error("GATEHOUSE_WEBHOOK_SECRETS is not valid JSON");
+    }
+    if (!Array.isArray(parsed)) throw new Error("GATEHOUSE_WEBHOOK_SECRETS must be a JSON array");
+    webhookSecrets = parsed as Array<string | ScopedWebhookSecret>;
+  } else webhookSecrets = list(rawSecrets);
   const current = env.QSTASH_CURRENT_SIGNING_KEY;
   const next = env.QSTASH_NEXT_SIGNING_KEY;
   if (!current !== !next) throw new Error("QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY must be set together");
+  const qstashTenants = list(env.GATEHOUSE_QSTASH_TENANTS);
+  if (qstashTenants.length > 0 && !current) throw new Error("GATEHOUSE_QSTASH_TENANTS needs QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY");
   if (tokens.length === 0 && webhookSecrets.length === 0 && !current) return undefined;
   return {
     ...(tokens.length > 0 ? { tokens } : {}),
     ...(webhookSecrets.length > 0 ? { webhookSecrets } : {}),
-    ...(current && next ? { qstash: { currentSigningKey: current, nextSigningKey: next } } : {}),
+    ...(current && next
+      ? { qstash: { currentSigningKey: current, nextSigningKey: next, ...(qstashTenants.length > 0 ? { tenants: qstashTenants } : {}) } }
+      : {}),
   };
 }

@@ -26,7 +26,8 @@ import type { QstashKeys } from "./config.ts";
 export const SIGNATURE_WINDOW_SECONDS = 300;
 
 export type SignatureCheck =
-  | { ok: true; scheme: "webhook" | "qstash"; messageId: string }
+  /** `matched`: indices of the secrets the signature matched (Standard Webhooks; QStash: [0]). */
+  | { ok: true; scheme: "webhook" | "qstash"; messageId: string; matched: number[] }
   | { ok: false; reason: string }
   | null; // no signature headers at all
 
@@ -103,12 +104,14 @@ export async function verifyStandardWebhook(
   const presented = sig.split(" ").filter((p) => p.startsWith("v1,")).map((p) => b64decode(p.slice(3))).filter((b): b is Uint8Array => b !== null);
   if (presented.length === 0 || presented.length > 16) return { ok: false, reason: "webhook-signature holds no v1 signature" };
   const signed = concat(enc.encode(`${id}.${ts}.`), body);
-  let ok = false;
-  for (const secret of secrets) {
-    const expected = await hmac(secret, signed);
-    for (const p of presented) ok = equalBytes(expected, p) || ok;
+  const matched: number[] = [];
+  for (let i = 0; i < secrets.length; i++) {
+    const expected = await hmac(secrets[i], signed);
+    let hit = false;
+    for (const p of presented) hit = equalBytes(expected, p) || hit;
+    if (hit) matched.push(i);
   }
-  return ok ? { ok: true, scheme: "webhook", messageId: id } : { ok: false, reason: "webhook-signature does not match" };
+  return matched.length > 0 ? { ok: true, scheme: "webhook", messageId: id, matched } : { ok: false, reason: "webhook-signature does not match" };
 }
 
 /** Verifies a QStash request (`Upstash-Signature`). */
@@ -148,5 +151,5 @@ export async function verifyQstash(headers: Headers, body: Uint8Array, keys: Qst
   if (typeof claims.body !== "string" || claims.body.replace(/=+$/, "") !== hash) {
     return { ok: false, reason: "Upstash-Signature does not cover this body" };
   }
-  return { ok: true, scheme: "qstash", messageId: claims.jti };
+  return { ok: true, scheme: "qstash", messageId: claims.jti, matched: [0] };
 }
