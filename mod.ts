@@ -64,6 +64,7 @@ export type {
   TransitionConfigJSON,
 } from "./machines/definition.ts";
 export { createApp } from "./routes/app.ts";
+export type { GatehouseApp, GatehouseSchema } from "./routes/app-type.gen.ts";
 export { exportReplayBundle, loadReplayBundle, REPLAY_BUNDLE_SCHEMA_VERSION, ReplayBundleError } from "./routes/replay-bundle.ts";
 export type { ReplayBundleV1 } from "./routes/replay-bundle.ts";
 export { serveReplay } from "./replay.ts";

@@ -10,6 +10,7 @@
  * Unknown paths answer 404 `not_found`; a known path with another method 405
  * `method_not_allowed` with an `Allow` header.
  */
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
@@ -28,7 +29,8 @@ import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machine.ts";
 import { metricsRoutes } from "./metrics.ts";
 import type { RouteModuleFactory } from "./module.ts";
-import { openApiRoutes } from "./openapi.ts";
+import { routeApp } from "./define.ts";
+import type { GatehouseApp } from "./app-type.gen.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { resetRoutes } from "./reset.ts";
@@ -41,8 +43,6 @@ import { watchdogRoutes } from "./watchdog.ts";
  * join this list; `GET /openapi.json` documents every module listed here.
  */
 export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
-  healthRoutes,
-  agentRoutes,
   toolResultRoutes,
   eventRoutes,
   machineRoutes,
@@ -76,8 +76,13 @@ function fromHttpException(err: HTTPException): ProblemError {
  * const app = createApp(runtime);
  * const res = await app.request("/healthz"); // 200 { ok: true, store: "memory" }
  */
-export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFactory[] = []): Hono {
-  const app = new Hono();
+export function createApp(rt: RouteRuntime): GatehouseApp {
+  return buildApp(rt);
+}
+
+/** The app with its inferred type; `createApp` returns it typed as `GatehouseApp` (routes/app-type.gen.ts). */
+export function buildApp(rt: RouteRuntime) {
+  const app = routeApp(rt);
 
   app.onError((err, c) => {
     if (err instanceof ProblemError) return err.toResponse();
@@ -100,9 +105,9 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
   if (auth) app.use("*", auth);
   for (const p of AGENT_ID_PATHS) app.use(p, agentIdGuard);
 
-  const modules = [...ROUTE_MODULES, ...extraModules].map((factory) => factory(rt));
-  modules.push(openApiRoutes(rt, modules));
-  for (const m of modules) app.route("/", m.app);
+  const modules = [...ROUTE_MODULES].map((factory) => factory(rt));
+  for (const m of modules) app.route("/", m.app as unknown as Hono);
+  const typed = app.route("/", healthRoutes(rt)).route("/", agentRoutes(rt));
 
   const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));
   app.notFound((c) => {
@@ -118,5 +123,5 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
     return new ProblemError("not_found", `No route for ${c.req.method} ${path}`).toResponse();
   });
 
-  return app;
+  return typed;
 }

@@ -4,7 +4,7 @@
  * they answer). `GET /openapi.json` is generated from these same objects, so
  * the document cannot drift from what the routes check.
  */
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
 
@@ -32,7 +32,7 @@ export const TaskRequest = z.strictObject({
     maximum: MAX_VERIFY_ATTEMPTS_LIMIT,
     description: "Overrides the verification attempt budget for this turn",
   }).optional(),
-});
+}).openapi("TaskRequest");
 export type TaskRequest = z.infer<typeof TaskRequest>;
 
 export const Outcome = z.discriminatedUnion("ok", [
@@ -57,7 +57,7 @@ export const ToolResultRequest = z.strictObject({
     .describe(
       "`terminate` ends the turn with this result (default `continue`); for an agent that declares `output`, the result is the candidate the verifier gate judges",
     ),
-});
+}).openapi("ToolResultRequest");
 export type ToolResultRequest = z.infer<typeof ToolResultRequest>;
 
 /** Turn ids: what `rt.ids` hands out and the store accepts (no control characters). */
@@ -69,12 +69,15 @@ export const CancelRequest = z.strictObject({
   reason: z.string().min(1).max(1_000).optional().describe("Becomes the turn's error message"),
   turnId: TurnId.optional()
     .describe("The turn to cancel; omitted: the turn active when the cancel is accepted (fixed at that moment)"),
-});
+}).openapi("CancelRequest");
 
-export const TurnParams = z.object({ turnId: TurnId });
+/** Path parameters of routes under `/v1/agents/{agentId}` (routes/agent-id.ts checks the id first). */
+export const AgentParams = z.object({ agentId: AgentId });
+
+export const TurnParams = z.object({ agentId: AgentId, turnId: TurnId });
 
 /** Body of routes that take none: absent, empty, or `{}`. */
-export const EmptyRequest = z.strictObject({});
+export const EmptyRequest = z.strictObject({}).openapi("EmptyRequest");
 
 /** A decimal integer in a query string or header. */
 const decimal = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a non-negative decimal integer`);
@@ -98,17 +101,17 @@ export const TaskAccepted = z.object({
   agentId: z.string(),
   turnId: z.string(),
   duplicate: z.boolean().describe("True when the idempotency key was seen before; nothing was enqueued"),
-});
+}).openapi("TaskAccepted");
 
 export const ToolResultAccepted = z.object({
   accepted: z.literal(true),
   duplicate: z.boolean().describe("True when this exact result was delivered before and won; nothing changed"),
-});
+}).openapi("ToolResultAccepted");
 
 export const CancelAccepted = z.object({
   accepted: z.literal(true),
   turnId: z.string().describe("The turn the cancel is aimed at; it never applies to another turn"),
-});
+}).openapi("CancelAccepted");
 
 export const TURN_STATUSES = ["queued", "active", "done", "failed", "ended", "cancelled"] as const;
 
@@ -120,14 +123,14 @@ export const TurnView = z.object({
       "`cancelled` while queued",
   ),
   input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
-});
+}).openapi("TurnView");
 
 export const TaskCancelled = z.object({
   agentId: z.string(),
   turnId: z.string(),
   status: z.literal("cancelled"),
   duplicate: z.boolean().describe("True when an earlier request cancelled it; nothing changed"),
-});
+}).openapi("TaskCancelled");
 
 const Usage = z.object({
   inputTokens: z.number(),
@@ -187,7 +190,7 @@ export const AgentView = z.object({
   createdAt: IsoTime,
   updatedAt: IsoTime,
   updatedAtMs: z.number().describe("`updatedAt` in ms since the epoch"),
-});
+}).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
 
 export const StoredEvent = z.object({
@@ -196,7 +199,7 @@ export const StoredEvent = z.object({
   data: z.record(z.string(), z.unknown()),
   at: z.number().describe("ms since the epoch"),
   turnId: z.string().nullable(),
-});
+}).openapi("StoredEvent");
 
 export const EventsPage = z.object({
   events: z.array(StoredEvent),
@@ -206,7 +209,7 @@ export const EventsPage = z.object({
       "the byte budget): read on with `after=nextAfter`",
   ),
 }).describe("A page is cut at `limit` events or at the server's byte budget, whichever comes first; it always " +
-  "holds at least one event when there is one after `after`");
+  "holds at least one event when there is one after `after`").openapi("EventsPage");
 
 const Transition = z.object({
   from: z.string(),
@@ -261,7 +264,7 @@ export const MachineView = z.object({
   }).describe("Introspection: states, a flat transition list and a Mermaid text"),
 }).describe(
   "The agent statechart as an XState v5 machine config: `createMachine(body)` runs it as is; guards and actions are named (provide them with `.provide(agentMachine.implementations)`)",
-);
+).openapi("MachineView");
 
 export const WatchdogTick = z.object({
   timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),
@@ -271,11 +274,11 @@ export const WatchdogTick = z.object({
     "Records the pass could not time out, taken out of the due index (or pushed back after an error) so they " +
       "never hold up the others; each is logged as `watchdog_skipped`",
   ),
-});
+}).openapi("WatchdogTick");
 
-export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });
+export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Health");
 
-export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document");
+export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document").openapi("OpenApiDocument");
 
 export const ValidationIssue = z.object({
   path: z.array(z.union([z.string(), z.number()])),
@@ -292,17 +295,17 @@ export const Problem = z.looseObject({
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
   resolvedBy: z.enum(["timeout", "result"]).optional()
     .describe("`already_resolved`: whether the watchdog's timeout or another result resolved the call"),
-});
+}).openapi("Problem");
 
 /** Body of `POST /v1/agents/:agentId/reset` (optional). */
 export const ResetRequest = z.strictObject({
   reason: z.string().min(1).max(500).optional().describe("Becomes the turn's error message"),
-});
+}).openapi("ResetRequest");
 
 export const ResetAccepted = z.object({
   reset: z.literal(true),
   turnId: z.string().describe("The turn that was ended (failed, reason `reset`)"),
   version: z.number().describe("The agent's snapshot version after the reset"),
-});
+}).openapi("ResetAccepted");
 
-export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });
+export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Ready");
