@@ -8,9 +8,7 @@
  * heads, reading at most SCAN_BUDGET index entries per request, so a page
  * may come back short (even empty) with a cursor to read on from.
  */
-import { Hono } from "hono";
-import { queryOf, validate } from "./body.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentList, AgentListQuery } from "./debug-schemas.ts";
 import type { AgentIndexEntry } from "../store/port.ts";
@@ -44,11 +42,21 @@ export function agentSummary(h: AgentHead) {
   };
 }
 
-export function agentListRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const listAgents = defineRoute({
+  method: "get",
+  path: "/v1/agents",
+  operationId: "listAgents",
+  summary: "List agents (newest updatedAt first) with filters and cursor paging",
+  description: "Backed by the store's agents index. `state` and `agent` filter at most 1 000 index entries per " +
+    "request: a short page with a `nextCursor` means read on.",
+  tags: ["debugging"],
+  request: { query: AgentListQuery },
+  responses: { 200: json("A page of agents", AgentList) },
+}, ["validation_failed"]);
 
-  app.get("/v1/agents", async (c) => {
-    const q = validate(AgentListQuery, queryOf(c), "query string");
+export function agentListRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(listAgents, async (c) => {
+    const q = c.req.valid("query");
     const limit = q.limit ?? DEFAULT_LIMIT;
     const filtered = q.state !== undefined || q.agent !== undefined;
     const out: ReturnType<typeof agentSummary>[] = [];
@@ -84,22 +92,6 @@ export function agentListRoutes(rt: RouteRuntime): RouteModule {
         break;
       }
     }
-    return c.json({ agents: out, nextCursor: exhausted || !after ? null : encodeCursor(after) });
+    return c.json({ agents: out, nextCursor: exhausted || !after ? null : encodeCursor(after) }, 200);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/agents",
-      operationId: "listAgents",
-      summary: "List agents (newest updatedAt first) with filters and cursor paging",
-      description: "Backed by the store's agents index. `state` and `agent` filter at most 1 000 index entries per " +
-        "request: a short page with a `nextCursor` means read on.",
-      tags: ["debugging"],
-      query: AgentListQuery,
-      responses: { 200: { description: "A page of agents", schema: { name: "AgentList", schema: AgentList } } },
-      problems: ["validation_failed"],
-    }],
-  };
 }

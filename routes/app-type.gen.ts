@@ -3,10 +3,549 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env } from "hono";
 import type { MergeSchemaPath } from "hono/types";
+import type { StatusCode } from "hono/utils/http-status";
 import type { JSONValue } from "hono/utils/types";
 
 /** Every route of the app: path, method, input (param, query, json), JSON output and status. */
 export type GatehouseSchema = MergeSchemaPath<{
+    "/v1/agents/:agentId/export": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: {
+                schemaVersion: 1;
+                exportedAt: string;
+                agentId: string;
+                agent: string;
+                machine: {
+                    [x: string]: JSONValue;
+                };
+                head: {
+                    [x: string]: JSONValue;
+                };
+                events: {
+                    id: number;
+                    type: string;
+                    data: {
+                        [x: string]: JSONValue;
+                    };
+                    at: number;
+                    turnId: string | null;
+                }[];
+                messages: {
+                    [x: string]: JSONValue;
+                }[];
+                verdicts: {
+                    [x: string]: JSONValue;
+                }[];
+                inputs: {
+                    [x: string]: JSONValue;
+                };
+                toolCalls: {
+                    [x: string]: JSONValue;
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/what-if": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    guardian?: string | undefined;
+                };
+            };
+            output: {
+                agentId: string;
+                verifier: {
+                    kind: "guardian" | "output_verifier";
+                    name: string;
+                };
+                candidates: {
+                    eventId: number;
+                    turnId: string | null;
+                    toolCallId: string;
+                    candidate: JSONValue;
+                    recorded: {
+                        outcome: string;
+                        eventId: number;
+                        code?: string | undefined;
+                        message?: string | undefined;
+                    } | null;
+                    now: {
+                        outcome: "passed" | "rejected" | "system_error";
+                        code?: string | undefined;
+                        message?: string | undefined;
+                    };
+                    changed: boolean;
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/debug": {
+        $get: {
+            input: {};
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        };
+    };
+} & {
+    "/debug/agents/:agentId": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        };
+    };
+} & {
+    "/debug/app.js": {
+        $get: {
+            input: {};
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        } | {
+            input: {};
+            output: {};
+            outputFormat: string;
+            status: 304;
+        };
+    };
+} & {
+    "/debug/app.css": {
+        $get: {
+            input: {};
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        } | {
+            input: {};
+            output: {};
+            outputFormat: string;
+            status: 304;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/fork": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    atEventId: number;
+                    newAgentId: string;
+                    agent?: string | undefined;
+                };
+            };
+            output: {
+                agentId: string;
+                forkedFrom: {
+                    agentId: string;
+                    atEventId: number;
+                    eventId: number;
+                };
+                agent: string;
+                state: string;
+                activeTurnId: string | null;
+                pendingToolCalls: {
+                    turnId: string;
+                    toolCallId: string;
+                    name: string;
+                    deadlineMs: number;
+                }[];
+            };
+            outputFormat: "json";
+            status: 201;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/history/:eventId": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                    eventId: string | number;
+                };
+            };
+            output: {
+                agentId: string;
+                eventId: number;
+                event: {
+                    id: number;
+                    type: string;
+                    data: {
+                        [x: string]: JSONValue;
+                    };
+                    at: number;
+                    turnId: string | null;
+                };
+                state: string;
+                activeTurnId: string | null;
+                context: {
+                    [x: string]: JSONValue;
+                };
+                snapshot: {
+                    [x: string]: JSONValue;
+                };
+                messages: {
+                    role: "system" | "user" | "assistant" | "tool";
+                    content: string;
+                    toolCalls?: {
+                        id: string;
+                        name: string;
+                        args: JSONValue;
+                    }[] | undefined;
+                    toolCallId?: string | undefined;
+                    name?: string | undefined;
+                }[];
+                lastEventId: number;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents": {
+        $get: {
+            input: {
+                query: {
+                    state?: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising" | undefined;
+                    agent?: string | undefined;
+                    updatedSince?: string | number | undefined;
+                    limit?: string | number | undefined;
+                    cursor?: string | undefined;
+                };
+            };
+            output: {
+                agents: {
+                    agentId: string;
+                    agent: string;
+                    state: string;
+                    activeTurnId: string | null;
+                    version: number;
+                    lastEventId: number;
+                    pendingTasks: number;
+                    messageCount: number;
+                    createdAt: string;
+                    updatedAt: string;
+                    updatedAtMs: number;
+                }[];
+                nextCursor: string | null;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/metrics": {
+        $get: {
+            input: {};
+            output: string;
+            outputFormat: "text";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/reset": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    reason?: string | undefined;
+                };
+            };
+            output: {
+                reset: true;
+                turnId: string;
+                version: number;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/verdicts": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                query: {
+                    turnId?: string | undefined;
+                    status?: "PASS" | "NEEDS_CHANGES" | "FAIL" | undefined;
+                };
+            };
+            output: {
+                verdicts: {
+                    schemaVersion: string;
+                    verdictId: string;
+                    assignmentId: string;
+                    taskId: string;
+                    guardianCode: string;
+                    status: "PASS" | "NEEDS_CHANGES" | "FAIL";
+                    flags: {
+                        [x: string]: JSONValue;
+                    }[];
+                    evidence: {
+                        [x: string]: JSONValue;
+                    };
+                    recommendations: string[];
+                    createdAt: string;
+                    metadata: {
+                        [x: string]: JSONValue;
+                    };
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+} & {
+    "/v1/verdicts/:verdictId": {
+        $get: {
+            input: {
+                param: {
+                    verdictId: string;
+                };
+            };
+            output: {
+                schemaVersion: string;
+                verdictId: string;
+                assignmentId: string;
+                taskId: string;
+                guardianCode: string;
+                status: "PASS" | "NEEDS_CHANGES" | "FAIL";
+                flags: {
+                    [x: string]: JSONValue;
+                }[];
+                evidence: {
+                    [x: string]: JSONValue;
+                };
+                recommendations: string[];
+                createdAt: string;
+                metadata: {
+                    [x: string]: JSONValue;
+                };
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/watchdog/tick": {
+        $post: {
+            input: {
+                json: Record<string, never>;
+            };
+            output: {
+                timedOut: number;
+                alreadyResolved: number;
+                turnFinished: number;
+                skipped: number;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/machine": {
+        $get: {
+            input: {};
+            output: {
+                id: string;
+                initial: string;
+                context: {
+                    [x: string]: JSONValue;
+                };
+                states: {
+                    [x: string]: {
+                        type?: "parallel" | "final" | "history" | undefined;
+                        initial?: string | undefined;
+                        entry?: (string | {
+                            type: string;
+                            params: JSONValue;
+                        })[] | undefined;
+                        exit?: (string | {
+                            type: string;
+                            params: JSONValue;
+                        })[] | undefined;
+                        on?: {
+                            [x: string]: {
+                                target?: string | string[] | undefined;
+                                guard?: string | {
+                                    type: string;
+                                    params: JSONValue;
+                                } | undefined;
+                                actions?: (string | {
+                                    type: string;
+                                    params: JSONValue;
+                                })[] | undefined;
+                                reenter?: true | undefined;
+                                description?: string | undefined;
+                            }[];
+                        } | undefined;
+                        always?: {
+                            target?: string | string[] | undefined;
+                            guard?: string | {
+                                type: string;
+                                params: JSONValue;
+                            } | undefined;
+                            actions?: (string | {
+                                type: string;
+                                params: JSONValue;
+                            })[] | undefined;
+                            reenter?: true | undefined;
+                            description?: string | undefined;
+                        }[] | undefined;
+                        states?: {
+                            [x: string]: {
+                                [x: string]: JSONValue;
+                            };
+                        } | undefined;
+                        tags?: string[] | undefined;
+                        description?: string | undefined;
+                        meta?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
+                    };
+                };
+                meta: {
+                    states: {
+                        name: string;
+                        initial: boolean;
+                        endsTurn: boolean;
+                        events: string[];
+                    }[];
+                    transitions: {
+                        from: string;
+                        event: string;
+                        to: string;
+                        actions: string[];
+                        guard?: string | undefined;
+                        reenter?: true | undefined;
+                        targetless?: true | undefined;
+                    }[];
+                    mermaid: string;
+                };
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/events": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                query: {
+                    after?: string | number | undefined;
+                    limit?: string | number | undefined;
+                    format?: "json" | "sse" | undefined;
+                };
+            } & {
+                header: {
+                    "Last-Event-ID"?: string | number | undefined;
+                };
+            };
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        } | {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                query: {
+                    after?: string | number | undefined;
+                    limit?: string | number | undefined;
+                    format?: "json" | "sse" | undefined;
+                };
+            } & {
+                header: {
+                    "Last-Event-ID"?: string | number | undefined;
+                };
+            };
+            output: string | {
+                events: {
+                    id: number;
+                    type: string;
+                    data: {
+                        [x: string]: JSONValue;
+                    };
+                    at: number;
+                    turnId: string | null;
+                }[];
+                nextAfter: number;
+                more: boolean;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/tool-results": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    turnId: string;
+                    toolCallId: string;
+                    outcome: {
+                        ok: true;
+                        value: unknown;
+                    } | {
+                        ok: false;
+                        error: {
+                            type: string;
+                            message: string;
+                            retryable?: boolean | undefined;
+                            retriable?: boolean | undefined;
+                            metadata?: Record<string, unknown> | undefined;
+                        };
+                    };
+                    afterExecution?: "continue" | "terminate" | undefined;
+                };
+            };
+            output: {
+                accepted: true;
+                duplicate: boolean;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/tasks": {
         $post: {
             input: {
@@ -186,7 +725,18 @@ export type GatehouseSchema = MergeSchemaPath<{
             status: 200;
         };
     };
-}, "/">;
+}, "/"> & {
+    "/openapi.json": {
+        $get: {
+            input: {};
+            output: {
+                [x: string]: JSONValue;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+};
 
 /**
  * The type of the app `createGatehouse` builds (`Gatehouse.app`): `hc<GatehouseApp>(baseUrl)`

@@ -79,21 +79,31 @@ export const TurnParams = z.object({ agentId: AgentId, turnId: TurnId });
 /** Body of routes that take none: absent, empty, or `{}`. */
 export const EmptyRequest = z.strictObject({}).openapi("EmptyRequest");
 
-/** A decimal integer in a query string or header. */
-const decimal = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a non-negative decimal integer`);
+/**
+ * A non-negative integer in a query string, path or header: read from its
+ * decimal text (at most 15 digits, surrounding blanks allowed), documented
+ * and typed as an integer; a client may pass a number.
+ */
+export function decimalInt(what: string, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const message = `${what} must be a decimal integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}`;
+  return z.preprocess(
+    (v: string | number) => (typeof v === "string" && /^\s*\d{1,15}\s*$/.test(v) ? Number(v) : v),
+    z.int({ error: message }).min(min, { error: message }).max(max, { error: message }),
+  );
+}
 
 /** Query of `GET /v1/agents/:agentId/events`; `limit` is bounded by the runtime's `maxEventPage`. */
 export function eventsQuery(maxEventPage: number) {
   return z.strictObject({
-    after: decimal("after").transform(Number).optional().describe("Return events with id > after (default 0)"),
-    limit: decimal("limit").transform(Number).pipe(z.int().min(1).max(maxEventPage)).optional()
+    after: decimalInt("after").optional().describe("Return events with id > after (default 0)"),
+    limit: decimalInt("limit", 1, maxEventPage).optional()
       .describe(`Page size, 1 to ${maxEventPage} (default ${Math.min(100, maxEventPage)})`),
     format: z.enum(["json", "sse"]).optional()
       .describe("Force the response format (default: SSE when Accept includes text/event-stream, else JSON)"),
   });
 }
 
-export const LastEventId = decimal("Last-Event-ID").transform(Number);
+export const LastEventId = decimalInt("Last-Event-ID");
 
 // --------------------------------------------------------------- responses
 
@@ -210,6 +220,7 @@ export const EventsPage = z.object({
   ),
 }).describe("A page is cut at `limit` events or at the server's byte budget, whichever comes first; it always " +
   "holds at least one event when there is one after `after`").openapi("EventsPage");
+export type EventsPage = z.output<typeof EventsPage>;
 
 const Transition = z.object({
   from: z.string(),
