@@ -43,7 +43,8 @@ export function openApiDocument(app: OpenAPIHono, rt: Pick<RouteRuntime, "auth">
     },
     servers: [{ url: "/", description: "The server that serves this document" }],
     tags: TAGS,
-    ...(auth ? { security: [{ bearerAuth: [] }] } : {}),
+    // Without auth no route asks for credentials: an empty requirement list says so.
+    security: auth ? [{ bearerAuth: [] }] : [],
   });
   if (auth) {
     doc.components = {
