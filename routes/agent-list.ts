@@ -11,6 +11,7 @@
 import { defineRoute, json, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentList, AgentListQuery } from "./debug-schemas.ts";
+import { agentState } from "./schemas.ts";
 import type { AgentIndexEntry } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
 
@@ -30,7 +31,7 @@ export function agentSummary(h: AgentHead) {
   return {
     agentId: h.agentId,
     agent: h.agentName,
-    state: h.state,
+    state: agentState(h.state),
     activeTurnId: h.activeTurnId,
     version: h.version,
     lastEventId: h.lastEventId,

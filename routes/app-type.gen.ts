@@ -165,7 +165,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     eventId: number;
                 };
                 agent: string;
-                state: string;
+                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
                 activeTurnId: string | null;
                 pendingToolCalls: {
                     turnId: string;
@@ -199,7 +199,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     at: number;
                     turnId: string | null;
                 };
-                state: string;
+                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
                 activeTurnId: string | null;
                 context: {
                     [x: string]: JSONValue;
@@ -229,7 +229,7 @@ export type GatehouseSchema = MergeSchemaPath<{
         $get: {
             input: {
                 query: {
-                    state?: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising" | undefined;
+                    state?: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed" | undefined;
                     agent?: string | undefined;
                     updatedSince?: string | number | undefined;
                     limit?: string | number | undefined;
@@ -240,7 +240,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agents: {
                     agentId: string;
                     agent: string;
-                    state: string;
+                    state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
                     activeTurnId: string | null;
                     version: number;
                     lastEventId: number;
@@ -580,7 +580,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 agent: string;
-                state: string;
+                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
                 turnId: string | null;
                 activeTurnId: string | null;
                 epoch: number;
@@ -675,7 +675,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 turnId: string;
-                status: "queued" | "active" | "done" | "failed" | "ended" | "cancelled";
+                status: "done" | "failed" | "queued" | "active" | "ended" | "cancelled";
                 input?: JSONValue | undefined;
             };
             outputFormat: "json";

@@ -6,7 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { ID_PATTERN } from "../common/ids.ts";
 import { STATES } from "../machines/types.ts";
-import { AgentId, decimalInt, StoredEvent } from "./schemas.ts";
+import { AgentId, AgentState, decimalInt, StoredEvent } from "./schemas.ts";
 
 const IsoTime = z.string().describe("ISO 8601, UTC");
 
@@ -26,7 +26,7 @@ export const AgentListQuery = z.strictObject({
 export const AgentSummary = z.object({
   agentId: z.string(),
   agent: z.string().describe("Name of the definition the id is bound to"),
-  state: z.string(),
+  state: AgentState,
   activeTurnId: z.string().nullable(),
   version: z.int(),
   lastEventId: z.int(),
@@ -62,7 +62,7 @@ export const HistoryView = z.object({
   agentId: z.string(),
   eventId: z.int(),
   event: StoredEvent.describe("The event the agent is shown after"),
-  state: z.string().describe("Machine state right after the event"),
+  state: AgentState.describe("Machine state right after the event"),
   activeTurnId: z.string().nullable().describe("The turn in progress after the event; null between turns"),
   context: z.record(z.string(), z.unknown()).describe("The machine context after the event"),
   snapshot: z.record(z.string(), z.unknown()).describe("The persisted snapshot a commit right after the event stores"),
@@ -81,7 +81,7 @@ export const ForkCreated = z.object({
   agentId: z.string().describe("The fork"),
   forkedFrom: z.object({ agentId: z.string(), atEventId: z.int(), eventId: z.int().describe("The source's `forked_to` event") }),
   agent: z.string(),
-  state: z.string(),
+  state: AgentState,
   activeTurnId: z.string().nullable(),
   pendingToolCalls: z.array(z.object({ turnId: z.string(), toolCallId: z.string(), name: z.string(), deadlineMs: z.number() })),
 }).openapi("ForkCreated");

@@ -20,7 +20,7 @@ import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.t
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ForkCreated, ForkRequest } from "./debug-schemas.ts";
-import { AgentParams } from "./schemas.ts";
+import { AgentParams, agentState } from "./schemas.ts";
 import { historyOrProblem } from "./history.ts";
 import { assertAgentAccess } from "./auth.ts";
 import type { InboxTask } from "../store/types.ts";
@@ -111,7 +111,7 @@ export function forkRoutes(rt: RouteRuntime) {
       agentId: body.newAgentId,
       forkedFrom: { agentId, atEventId: body.atEventId, eventId: rec.status === "recorded" ? rec.eventId : 0 },
       agent: agentName,
-      state: point.state,
+      state: agentState(point.state),
       activeTurnId: turnId,
       pendingToolCalls: toolCalls.map((t) => ({ turnId: t.turnId, toolCallId: t.toolCallId, name: t.name, deadlineMs: t.deadline })),
     }, 201);

@@ -10,6 +10,7 @@ import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { HistoryParams, HistoryView } from "./debug-schemas.ts";
+import { agentState } from "./schemas.ts";
 import type { HistoryPoint } from "../actors/time-travel.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Store } from "../store/port.ts";
@@ -57,7 +58,7 @@ export function historyRoutes(rt: RouteRuntime) {
       agentId,
       eventId,
       event: point.event,
-      state: point.state,
+      state: agentState(point.state),
       activeTurnId: point.activeTurnId,
       context: point.context,
       snapshot: point.snapshot,

@@ -7,6 +7,18 @@
 import { z } from "@hono/zod-openapi";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
+import { STATES } from "../machines/types.ts";
+import { type ProblemCode, PROBLEMS } from "./problem.ts";
+
+/** The agent machine's states. */
+export const AgentState = z.enum(STATES).openapi("AgentState");
+
+/** A stored state as the documented enum; a state the machine does not have is a server fault (500). */
+export function agentState(state: string): z.output<typeof AgentState> {
+  const r = AgentState.safeParse(state);
+  if (!r.success) throw new Error(`Cannot answer agent state ${JSON.stringify(state)}: the agent machine has no such state`);
+  return r.data;
+}
 
 /** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
 /** Not `.` or `..`: URL normalization removes such a path segment, so the agent could never be addressed. */
@@ -154,7 +166,7 @@ const IsoTime = z.string().describe("ISO 8601, UTC");
 export const AgentView = z.object({
   agentId: z.string(),
   agent: z.string().describe("Name of the definition the id is bound to"),
-  state: z.string().describe("Machine state: idle, running, waiting-tools, verifying, revising, done, failed"),
+  state: AgentState.describe("Machine state"),
   turnId: z.string().nullable().describe("The active turn, else the last turn that ran (null before the first)"),
   activeTurnId: z.string().nullable().describe("The turn in progress; null between turns"),
   epoch: z.int(),
@@ -203,9 +215,25 @@ export const AgentView = z.object({
 }).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
 
+/**
+ * Event types the runtime writes (docs/architecture.md, "Events in the log");
+ * an `afterAttempt` hook of the verifier gate may add its own, so `type` stays
+ * an open string.
+ */
+export const EVENT_TYPES = [
+  "task_enqueued", "task_cancelled", "cancel_requested", "tool_result_received", "watchdog_skipped", "claim_failed",
+  "transition", "step", "chunk", "model_error", "tool_call", "tool_result", "submit_result_degraded", "task",
+  "mail_ignored", "event_ignored", "worker_missing_definition", "snapshot_unrestorable", "claim_yielded",
+  "verification_started", "verdict_recorded", "verification_passed", "verification_rejected",
+  "verification_attempt_counted", "verification_exhausted", "verification_error", "verification_hook_failed",
+  "forked_from", "forked_to",
+] as const;
+
 export const StoredEvent = z.object({
   id: z.int().describe("1, 2, 3, … per agent"),
-  type: z.string(),
+  type: z.string().describe(`The event type (also the SSE \`event:\` name). Written by the runtime: ${
+    EVENT_TYPES.map((t) => `\`${t}\``).join(", ")
+  }; a verifier hook may add its own`),
   data: z.record(z.string(), z.unknown()),
   at: z.number().describe("ms since the epoch"),
   turnId: z.string().nullable(),
@@ -302,7 +330,7 @@ export const Problem = z.looseObject({
   title: z.string(),
   status: z.int(),
   detail: z.string(),
-  code: z.string().describe("Stable error code (see docs/http.md)"),
+  code: z.enum(Object.keys(PROBLEMS) as [ProblemCode, ...ProblemCode[]]).describe("Stable error code (see docs/http.md)"),
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
   resolvedBy: z.enum(["timeout", "result"]).optional()
     .describe("`already_resolved`: whether the watchdog's timeout or another result resolved the call"),
