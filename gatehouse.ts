@@ -6,7 +6,6 @@
  * worker id is drawn on first use): Cloudflare Workers refuse randomness
  * outside a handler, and an instance built at module scope must still start.
  */
-import type { Hono } from "hono";
 import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { DefinitionError } from "./errors/errors.ts";
@@ -18,6 +17,7 @@ import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
+import type { GatehouseApp } from "./routes/app-type.gen.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import { copyAuth } from "./routes/auth/config.ts";
@@ -143,7 +143,7 @@ export interface GatehouseOptions {
 }
 
 export interface Gatehouse {
-  app: Hono;
+  app: GatehouseApp;
   fetch: (req: Request) => Promise<Response>;
   store: Store;
   agents: ReadonlyMap<string, AnyAgent>;

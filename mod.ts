@@ -64,6 +64,7 @@ export type {
   TransitionConfigJSON,
 } from "./machines/definition.ts";
 export { createApp } from "./routes/app.ts";
+export type { GatehouseApp, GatehouseSchema } from "./routes/app-type.gen.ts";
 export { exportReplayBundle, loadReplayBundle, REPLAY_BUNDLE_SCHEMA_VERSION, ReplayBundleError } from "./routes/replay-bundle.ts";
 export type { ReplayBundleV1 } from "./routes/replay-bundle.ts";
 export { serveReplay } from "./replay.ts";
@@ -73,7 +74,6 @@ export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
 export { authFromEnv } from "./routes/auth/from-env.ts";
 export { checkAuthConfig } from "./routes/auth/config.ts";
-export type { OperationDoc, RouteModule, RouteModuleFactory } from "./routes/module.ts";
 export { PROBLEMS, ProblemError, problemType } from "./routes/problem.ts";
 export type { ProblemCode } from "./routes/problem.ts";
 export type { AgentContext, AgentEvent, AgentState } from "./machines/types.ts";

@@ -11,11 +11,10 @@
  * starts with one of them, filtered the same way: the cursor is the last
  * index entry read, so paging skips nothing and repeats nothing.
  */
-import { Hono } from "hono";
-import { queryOf, validate } from "./body.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentList, AgentListQuery } from "./debug-schemas.ts";
+import { agentState } from "./schemas.ts";
 import type { AgentIndexEntry } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
 import { tenantsOf } from "./auth.ts";
@@ -36,7 +35,7 @@ export function agentSummary(h: AgentHead) {
   return {
     agentId: h.agentId,
     agent: h.agentName,
-    state: h.state,
+    state: agentState(h.state),
     activeTurnId: h.activeTurnId,
     version: h.version,
     lastEventId: h.lastEventId,
@@ -48,11 +47,21 @@ export function agentSummary(h: AgentHead) {
   };
 }
 
-export function agentListRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const listAgents = defineRoute({
+  method: "get",
+  path: "/v1/agents",
+  operationId: "listAgents",
+  summary: "List agents (newest updatedAt first) with filters and cursor paging",
+  description: "Backed by the store's agents index. `state` and `agent` filter at most 1 000 index entries per " +
+    "request: a short page with a `nextCursor` means read on.",
+  tags: ["debugging"],
+  request: { query: AgentListQuery },
+  responses: { 200: json("A page of agents", AgentList) },
+}, ["validation_failed"]);
 
-  app.get("/v1/agents", async (c) => {
-    const q = validate(AgentListQuery, queryOf(c), "query string");
+export function agentListRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(listAgents, async (c) => {
+    const q = c.req.valid("query");
     const limit = q.limit ?? DEFAULT_LIMIT;
     // A tenant-limited token sees only its prefixes' agents: one more filter, with the same paging.
     const tenants = tenantsOf(c);
@@ -91,22 +100,6 @@ export function agentListRoutes(rt: RouteRuntime): RouteModule {
         break;
       }
     }
-    return c.json({ agents: out, nextCursor: exhausted || !after ? null : encodeCursor(after) });
+    return c.json({ agents: out, nextCursor: exhausted || !after ? null : encodeCursor(after) }, 200);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/agents",
-      operationId: "listAgents",
-      summary: "List agents (newest updatedAt first) with filters and cursor paging",
-      description: "Backed by the store's agents index. `state` and `agent` filter at most 1 000 index entries per " +
-        "request: a short page with a `nextCursor` means read on.",
-      tags: ["debugging"],
-      query: AgentListQuery,
-      responses: { 200: { description: "A page of agents", schema: { name: "AgentList", schema: AgentList } } },
-      problems: ["validation_failed"],
-    }],
-  };
 }

@@ -13,7 +13,7 @@ import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
 import type { AgentHead } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
-import type { AgentView } from "./schemas.ts";
+import { type AgentView, agentState } from "./schemas.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
@@ -35,7 +35,7 @@ export function agentView(head: AgentHead): AgentView {
   return {
     agentId: head.agentId,
     agent: head.agentName,
-    state: head.state,
+    state: agentState(head.state),
     turnId: head.activeTurnId ?? ctx.turnId,
     activeTurnId: head.activeTurnId,
     epoch: head.epoch,

@@ -18,13 +18,12 @@
  *   idempotency key keeps answering that turn). A task that started is 409
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
-import { Hono } from "hono";
 import { agentView } from "./agent-view.ts";
-import { jsonBody, optionalJsonBody, validate } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import {
+  AgentParams,
   AgentView,
   CancelAccepted,
   CancelRequest,
@@ -37,169 +36,158 @@ import {
 
 const DEFAULT_CANCEL_REASON = "Cancelled by request";
 
-export function agentRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  const max = rt.limits;
+const enqueueTask = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/tasks",
+  operationId: "enqueueTask",
+  summary: "Enqueue a task (starts a turn when the agent is free)",
+  description: "The first task binds the agent id to a definition. A repeated `idempotencyKey` answers " +
+    "the first task's turn with `duplicate: true` and enqueues nothing.",
+  tags: ["agents"],
+  request: { params: AgentParams, body: jsonBody(TaskRequest) },
+  responses: { 202: json("Enqueued (or a duplicate)", TaskAccepted) },
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"]);
 
-  app.post("/v1/agents/:agentId/tasks", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await jsonBody(c, max, TaskRequest);
-    const def = rt.agents.get(body.agent);
-    if (!def) {
-      throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
-    }
-    const r = await rt.store.enqueueTask({
-      agentId,
-      agentName: def.name,
-      workerTarget: def.workerTarget,
-      input: body.input,
-      options: body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {},
-      ...(body.idempotencyKey !== undefined ? { idempotencyKey: body.idempotencyKey } : {}),
-      turnId: rt.ids.turnId(),
-      now: rt.clock.now(),
-    });
-    if (r.status === "definition_conflict") {
-      throw new ProblemError(
-        "agent_definition_conflict",
-        `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`,
-        { extra: { boundTo: r.boundTo } },
-      );
-    }
-    // A duplicate enqueued nothing: no bell to ring.
-    if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
-    return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
-  });
+const getAgent = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}",
+  operationId: "getAgent",
+  summary: "Read an agent: state, turn, pending tool calls, output, usage",
+  tags: ["agents"],
+  request: { params: AgentParams },
+  responses: { 200: json("The agent", AgentView) },
+}, ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"]);
 
-  app.get("/v1/agents/:agentId", async (c) => {
-    const agentId = c.req.param("agentId");
-    const head = await rt.store.getAgent(agentId);
-    if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-    return c.json(agentView(head));
-  });
+const cancelTurn = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/cancel",
+  operationId: "cancelTurn",
+  summary: "Cancel a running turn (it fails with reason `cancelled`)",
+  description: "Aimed at `turnId`, else at the turn active when the cancel is accepted; it never applies " +
+    "to another turn. A cancel accepted while its turn was already ending does nothing (event " +
+    "`mail_ignored`, `why: turn_finished`). Queued tasks are cancelled with `DELETE .../tasks/{turnId}`.",
+  tags: ["agents"],
+  request: { params: AgentParams, body: jsonBody(CancelRequest, { required: false }) },
+  responses: { 202: json("Cancel mailed", CancelAccepted) },
+}, [
+  "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "turn_finished", "turn_not_started",
+  "turn_not_found",
+]);
 
-  app.post("/v1/agents/:agentId/cancel", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await optionalJsonBody(c, max, CancelRequest);
-    const r = await rt.store.requestCancel({
-      agentId,
-      ...(body?.turnId !== undefined ? { turnId: body.turnId } : {}),
-      reason: body?.reason ?? DEFAULT_CANCEL_REASON,
-      now: rt.clock.now(),
-    });
-    const turn = JSON.stringify(body?.turnId);
-    switch (r.status) {
-      case "accepted":
-        rt.wake(agentId, c.req.raw);
-        return c.json({ accepted: true as const, turnId: r.turnId }, 202);
-      case "agent_not_found":
-        throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      case "not_active":
-        throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to cancel`);
-      case "turn_finished":
-        throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
-      case "turn_not_started":
+const getTurn = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/tasks/{turnId}",
+  operationId: "getTurn",
+  summary: "Where a turn is (queued, active, done, failed, cancelled), with its task's input",
+  tags: ["agents"],
+  request: { params: TurnParams },
+  responses: { 200: json("The turn", TurnView) },
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"]);
+
+const cancelTask = defineRoute({
+  method: "delete",
+  path: "/v1/agents/{agentId}/tasks/{turnId}",
+  operationId: "cancelTask",
+  summary: "Cancel a queued task before it starts",
+  description: "Removes the task from the inbox; the turn reads `cancelled` and its idempotency key keeps " +
+    "answering it. Repeating the request answers 200 with `duplicate: true`.",
+  tags: ["agents"],
+  request: { params: TurnParams },
+  responses: { 200: json("Cancelled", TaskCancelled) },
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"]);
+
+export function agentRoutes(rt: RouteRuntime) {
+  return routeApp(rt)
+    .openapi(enqueueTask, async (c) => {
+      const { agentId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const def = rt.agents.get(body.agent);
+      if (!def) {
+        throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
+      }
+      const r = await rt.store.enqueueTask({
+        agentId,
+        agentName: def.name,
+        workerTarget: def.workerTarget,
+        input: body.input,
+        options: body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {},
+        ...(body.idempotencyKey !== undefined ? { idempotencyKey: body.idempotencyKey } : {}),
+        turnId: rt.ids.turnId(),
+        now: rt.clock.now(),
+      });
+      if (r.status === "definition_conflict") {
         throw new ProblemError(
-          "turn_not_started",
-          `Turn ${turn} of agent "${agentId}" is still queued; cancel it with DELETE /v1/agents/${agentId}/tasks/<turnId>`,
+          "agent_definition_conflict",
+          `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`,
+          { extra: { boundTo: r.boundTo } },
         );
-      case "turn_not_found":
-        throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
-    }
-  });
-
-  app.get("/v1/agents/:agentId/tasks/:turnId", async (c) => {
-    const agentId = c.req.param("agentId");
-    const { turnId } = validate(TurnParams, { turnId: c.req.param("turnId") }, "path");
-    const t = await rt.store.getTurn(agentId, turnId);
-    if (!t) {
-      if (!(await rt.store.getAgent(agentId))) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${JSON.stringify(turnId)}`);
-    }
-    return c.json({ agentId, turnId, status: t.status, ...(t.input !== undefined ? { input: t.input } : {}) });
-  });
-
-  app.delete("/v1/agents/:agentId/tasks/:turnId", async (c) => {
-    const agentId = c.req.param("agentId");
-    const { turnId } = validate(TurnParams, { turnId: c.req.param("turnId") }, "path");
-    const r = await rt.store.cancelTask({ agentId, turnId, reason: DEFAULT_CANCEL_REASON, now: rt.clock.now() });
-    const turn = JSON.stringify(turnId);
-    switch (r.status) {
-      case "cancelled":
-        return c.json({ agentId, turnId, status: "cancelled" as const, duplicate: r.already });
-      case "agent_not_found":
-        throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      case "turn_not_found":
-        throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
-      case "turn_started":
-        throw new ProblemError(
-          "turn_started",
-          `Turn ${turn} of agent "${agentId}" has started; cancel it with POST /v1/agents/${agentId}/cancel`,
-        );
-      case "turn_finished":
-        throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
-    }
-  });
-
-  return {
-    app,
-    operations: [
-      {
-        method: "post",
-        path: "/v1/agents/:agentId/tasks",
-        operationId: "enqueueTask",
-        summary: "Enqueue a task (starts a turn when the agent is free)",
-        description: "The first task binds the agent id to a definition. A repeated `idempotencyKey` answers " +
-          "the first task's turn with `duplicate: true` and enqueues nothing.",
-        tags: ["agents"],
-        body: { schema: { name: "TaskRequest", schema: TaskRequest }, required: true },
-        responses: { 202: { description: "Enqueued (or a duplicate)", schema: { name: "TaskAccepted", schema: TaskAccepted } } },
-        problems: ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"],
-      },
-      {
-        method: "get",
-        path: "/v1/agents/:agentId",
-        operationId: "getAgent",
-        summary: "Read an agent: state, turn, pending tool calls, output, usage",
-        tags: ["agents"],
-        responses: { 200: { description: "The agent", schema: { name: "AgentView", schema: AgentView } } },
-        problems: ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"],
-      },
-      {
-        method: "post",
-        path: "/v1/agents/:agentId/cancel",
-        operationId: "cancelTurn",
-        summary: "Cancel a running turn (it fails with reason `cancelled`)",
-        description: "Aimed at `turnId`, else at the turn active when the cancel is accepted; it never applies " +
-          "to another turn. A cancel accepted while its turn was already ending does nothing (event " +
-          "`mail_ignored`, `why: turn_finished`). Queued tasks are cancelled with `DELETE .../tasks/{turnId}`.",
-        tags: ["agents"],
-        body: { schema: { name: "CancelRequest", schema: CancelRequest }, required: false },
-        responses: { 202: { description: "Cancel mailed", schema: { name: "CancelAccepted", schema: CancelAccepted } } },
-        problems: [
-          "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "turn_finished", "turn_not_started",
-          "turn_not_found",
-        ],
-      },
-      {
-        method: "get",
-        path: "/v1/agents/:agentId/tasks/:turnId",
-        operationId: "getTurn",
-        summary: "Where a turn is (queued, active, done, failed, cancelled), with its task's input",
-        tags: ["agents"],
-        responses: { 200: { description: "The turn", schema: { name: "TurnView", schema: TurnView } } },
-        problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"],
-      },
-      {
-        method: "delete",
-        path: "/v1/agents/:agentId/tasks/:turnId",
-        operationId: "cancelTask",
-        summary: "Cancel a queued task before it starts",
-        description: "Removes the task from the inbox; the turn reads `cancelled` and its idempotency key keeps " +
-          "answering it. Repeating the request answers 200 with `duplicate: true`.",
-        tags: ["agents"],
-        responses: { 200: { description: "Cancelled", schema: { name: "TaskCancelled", schema: TaskCancelled } } },
-        problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"],
-      },
-    ],
-  };
+      }
+      // A duplicate enqueued nothing: no bell to ring.
+      if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
+      return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
+    })
+    .openapi(getAgent, async (c) => {
+      const { agentId } = c.req.valid("param");
+      const head = await rt.store.getAgent(agentId);
+      if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      return c.json(agentView(head), 200);
+    })
+    .openapi(cancelTurn, async (c) => {
+      const { agentId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const r = await rt.store.requestCancel({
+        agentId,
+        ...(body.turnId !== undefined ? { turnId: body.turnId } : {}),
+        reason: body.reason ?? DEFAULT_CANCEL_REASON,
+        now: rt.clock.now(),
+      });
+      const turn = JSON.stringify(body.turnId);
+      switch (r.status) {
+        case "accepted":
+          rt.wake(agentId, c.req.raw);
+          return c.json({ accepted: true as const, turnId: r.turnId }, 202);
+        case "agent_not_found":
+          throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+        case "not_active":
+          throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to cancel`);
+        case "turn_finished":
+          throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
+        case "turn_not_started":
+          throw new ProblemError(
+            "turn_not_started",
+            `Turn ${turn} of agent "${agentId}" is still queued; cancel it with DELETE /v1/agents/${agentId}/tasks/<turnId>`,
+          );
+        case "turn_not_found":
+          throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
+      }
+    })
+    .openapi(getTurn, async (c) => {
+      const { agentId, turnId } = c.req.valid("param");
+      const t = await rt.store.getTurn(agentId, turnId);
+      if (!t) {
+        if (!(await rt.store.getAgent(agentId))) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+        throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${JSON.stringify(turnId)}`);
+      }
+      return c.json({ agentId, turnId, status: t.status, ...(t.input !== undefined ? { input: t.input } : {}) }, 200);
+    })
+    .openapi(cancelTask, async (c) => {
+      const { agentId, turnId } = c.req.valid("param");
+      const r = await rt.store.cancelTask({ agentId, turnId, reason: DEFAULT_CANCEL_REASON, now: rt.clock.now() });
+      const turn = JSON.stringify(turnId);
+      switch (r.status) {
+        case "cancelled":
+          return c.json({ agentId, turnId, status: "cancelled" as const, duplicate: r.already }, 200);
+        case "agent_not_found":
+          throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+        case "turn_not_found":
+          throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${turn}`);
+        case "turn_started":
+          throw new ProblemError(
+            "turn_started",
+            `Turn ${turn} of agent "${agentId}" has started; cancel it with POST /v1/agents/${agentId}/cancel`,
+          );
+        case "turn_finished":
+          throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
+      }
+    });
 }

@@ -11,57 +11,34 @@
  * Unknown paths answer 404 `not_found`; a known path with another method 405
  * `method_not_allowed` with an `Allow` header.
  */
-import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { SnapshotError } from "../errors/errors.ts";
 import { StoreUnavailableError } from "../store/outage.ts";
-import { agentIdGuard, AGENT_ID_PATHS } from "./agent-id.ts";
+import { AGENT_ID_PATHS, agentIdGuard } from "./agent-id.ts";
 import { agentListRoutes } from "./agent-list.ts";
 import { agentRoutes } from "./agents.ts";
-import { debugPageRoutes } from "./debug/page.ts";
-import { forkRoutes } from "./fork.ts";
-import { historyRoutes } from "./history.ts";
-import { whatIfRoutes } from "./what-if.ts";
-import { exportRoutes } from "./replay-bundle.ts";
+import type { GatehouseApp } from "./app-type.gen.ts";
 import { authMiddleware, isOpenPath } from "./auth.ts";
 import { requirementOf } from "./auth/access.ts";
+import { debugPageRoutes } from "./debug/page.ts";
+import { routeApp } from "./define.ts";
 import { rateLimiter } from "./rate-limit.ts";
 import { eventRoutes } from "./events.ts";
+import { forkRoutes } from "./fork.ts";
 import { healthRoutes } from "./health.ts";
+import { historyRoutes } from "./history.ts";
 import { machineRoutes } from "./machine.ts";
 import { metricsRoutes } from "./metrics.ts";
-import type { RouteModuleFactory } from "./module.ts";
-import { openApiRoutes } from "./openapi.ts";
+import { openApiDocument, openApiRoute } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
-import type { RouteRuntime } from "./runtime.ts";
+import { exportRoutes } from "./replay-bundle.ts";
 import { resetRoutes } from "./reset.ts";
 import { streamSessionRoutes } from "./stream-session.ts";
+import type { RouteRuntime } from "./runtime.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
-
-/**
- * The route modules, mounted in this order. New route sets (e.g. verdicts)
- * join this list; `GET /openapi.json` documents every module listed here.
- */
-export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
-  healthRoutes,
-  agentRoutes,
-  toolResultRoutes,
-  eventRoutes,
-  machineRoutes,
-  watchdogRoutes,
-  verdictRoutes,
-  resetRoutes,
-  metricsRoutes,
-  agentListRoutes,
-  historyRoutes,
-  forkRoutes,
-  debugPageRoutes,
-  whatIfRoutes,
-  exportRoutes,
-  streamSessionRoutes,
-];
+import { whatIfRoutes } from "./what-if.ts";
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */
 function pathRegex(pattern: string): RegExp {
@@ -77,12 +54,26 @@ function fromHttpException(err: HTTPException): ProblemError {
 }
 
 /**
+ * The app, typed as `GatehouseApp` (routes/app-type.gen.ts, the type
+ * `buildApp` infers, written out), so `hc<GatehouseApp>(url)` is a typed
+ * client of it.
+ *
  * @example
  * const app = createApp(runtime);
  * const res = await app.request("/healthz"); // 200 { ok: true, store: "memory" }
  */
-export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFactory[] = []): Hono {
-  const app = new Hono();
+export function createApp(rt: RouteRuntime): GatehouseApp {
+  return buildApp(rt);
+}
+
+/**
+ * The app with its inferred type: the route modules, chained (each one a
+ * route app of routes/define.ts), then `GET /openapi.json`. A route module
+ * added later joins the chain here; `npm run app-type` then rewrites
+ * routes/app-type.gen.ts.
+ */
+export function buildApp(rt: RouteRuntime) {
+  const app = routeApp(rt);
 
   app.onError((err, c) => {
     if (err instanceof ProblemError) return err.toResponse();
@@ -113,9 +104,25 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
   }
   for (const p of AGENT_ID_PATHS) app.use(p, agentIdGuard);
 
-  const modules = [...ROUTE_MODULES, ...extraModules].map((factory) => factory(rt));
-  modules.push(openApiRoutes(rt, modules));
-  for (const m of modules) app.route("/", m.app);
+  let doc: Record<string, unknown> | undefined;
+  const typed = app
+    .route("/", healthRoutes(rt))
+    .route("/", agentRoutes(rt))
+    .route("/", toolResultRoutes(rt))
+    .route("/", eventRoutes(rt))
+    .route("/", machineRoutes(rt))
+    .route("/", watchdogRoutes(rt))
+    .route("/", verdictRoutes(rt))
+    .route("/", resetRoutes(rt))
+    .route("/", metricsRoutes(rt))
+    .route("/", agentListRoutes(rt))
+    .route("/", historyRoutes(rt))
+    .route("/", forkRoutes(rt))
+    .route("/", debugPageRoutes(rt))
+    .route("/", whatIfRoutes(rt))
+    .route("/", exportRoutes(rt))
+    .route("/", streamSessionRoutes(rt))
+    .openapi(openApiRoute, (c) => c.json(doc ??= openApiDocument(app, rt), 200));
 
   const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));
   app.notFound((c) => {
@@ -131,5 +138,5 @@ export function createApp(rt: RouteRuntime, extraModules: readonly RouteModuleFa
     return new ProblemError("not_found", `No route for ${c.req.method} ${path}`).toResponse();
   });
 
-  return app;
+  return typed;
 }

@@ -35,14 +35,12 @@
  * client sees one gapless stream, served by a chain of bounded requests (each
  * costing 1 + sseMaxReads reads). See docs/runtimes.md.
  */
-import { Hono } from "hono";
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
-import { queryOf, validate } from "./body.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
+import { AgentParams, EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
 import { abortableSleep } from "../common/sleep.ts";
 
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
@@ -51,7 +49,44 @@ export const DEFAULT_SSE_LIMITS = { maxStreamsPerAgent: 8, maxStreams: 1_000 };
 /** Seconds a client refused with too_many_streams is told to wait. */
 const STREAM_RETRY_AFTER_S = 5;
 
-const LastEventIdHeader = z.object({ "Last-Event-ID": LastEventId });
+/** The `retry:` hint (ms) of a stream when the runtime sets none. */
+export const DEFAULT_SSE_RETRY_MS = 1_000;
+
+const LastEventIdHeader = z.object({
+  "Last-Event-ID": LastEventId.optional().describe("Resume after this event id (overrides `after`)"),
+});
+
+/** The route; `maxEventPage` bounds `limit`, so the query schema is the runtime's. */
+function readEventsRoute(maxEventPage: number) {
+  return defineRoute({
+    method: "get",
+    path: "/v1/agents/{agentId}/events",
+    operationId: "readEvents",
+    summary: "Read the agent's event log: a JSON page, or a resumable SSE stream",
+    description: "SSE when `format=sse`, or without `format` when Accept includes text/event-stream; JSON " +
+      "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
+      "event type, `data` = the stored event JSON (the `StoredEvent` schema); the first event frame carries a " +
+      "`retry:` hint; `: keep-alive` comments while idle. A stream may be opened before the agent's first task: " +
+      "it waits for the first event. A page stops at `limit` events or at the server's byte budget (at least " +
+      "one event); `more` says whether to read on. Open streams are capped per agent and per process: 429 " +
+      "`too_many_streams` with `Retry-After` beyond the cap.",
+    tags: ["agents"],
+    request: { params: AgentParams, query: eventsQuery(maxEventPage), headers: LastEventIdHeader },
+    responses: {
+      200: {
+        description: "A page of events (application/json), or the event stream (text/event-stream)",
+        content: {
+          "application/json": { schema: EventsPage },
+          "text/event-stream": {
+            schema: z.string().openapi({
+              description: "Server-Sent Events: `id: <event id>`, `event: <event type>`, `data: <StoredEvent JSON>`",
+            }),
+          },
+        },
+      },
+    },
+  }, ["invalid_agent_id", "validation_failed", "agent_not_found", "too_many_streams"]);
+}
 
 /** True when an Accept header lists text/event-stream. */
 export function wantsEventStream(accept: string | undefined): boolean {
@@ -59,8 +94,9 @@ export function wantsEventStream(accept: string | undefined): boolean {
 }
 
 /** One SSE frame. Event types are identifiers; line breaks are stripped so a frame cannot be split. */
-export function sseFrame(e: StoredEventRecord): string {
-  return `id: ${e.id}\nevent: ${e.type.replace(/[\r\n]/g, "")}\ndata: ${JSON.stringify(e)}\n\n`;
+export function sseFrame(e: StoredEventRecord, retryMs?: number): string {
+  const retry = retryMs !== undefined ? `retry: ${retryMs}\n` : "";
+  return `${retry}id: ${e.id}\nevent: ${e.type.replace(/[\r\n]/g, "")}\ndata: ${JSON.stringify(e)}\n\n`;
 }
 
 interface StreamOptions {
@@ -99,6 +135,9 @@ export function eventStream(
   let idlePolls = 0;
   let reads = 0;
   const maxReads = rt.sseMaxReads ?? Infinity;
+  const retryMs = Math.max(0, Math.trunc(rt.sseRetryMs ?? DEFAULT_SSE_RETRY_MS));
+  /** The first event frame tells EventSource how long to wait before reconnecting. */
+  let hinted = false;
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -106,7 +145,7 @@ export function eventStream(
         while (!stop.signal.aborted) {
           if (reads >= maxReads) {
             // The request's read budget is spent: tell the client when to come back, then end.
-            controller.enqueue(enc.encode(`retry: ${Math.max(0, Math.trunc(rt.sseRetryMs ?? 1_000))}\n: reconnect\n\n`));
+            controller.enqueue(enc.encode(`retry: ${retryMs}\n: reconnect\n\n`));
             break;
           }
           reads++;
@@ -116,7 +155,8 @@ export function eventStream(
           if (events.length > 0) {
             idlePolls = 0;
             cursor = events[events.length - 1].id;
-            controller.enqueue(enc.encode(events.map(sseFrame).join("")));
+            controller.enqueue(enc.encode(events.map((e, i) => sseFrame(e, i === 0 && !hinted ? retryMs : undefined)).join("")));
+            hinted = true;
             return;
           }
           if (++idlePolls >= keepAliveEvery) {
@@ -146,9 +186,7 @@ export function eventStream(
   });
 }
 
-export function eventRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  const Query = eventsQuery(rt.limits.maxEventPage);
+export function eventRoutes(rt: RouteRuntime) {
   const defaultLimit = Math.min(100, rt.limits.maxEventPage);
   const maxBytes = rt.limits.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES;
   const caps = { ...DEFAULT_SSE_LIMITS, ...rt.sseLimits };
@@ -174,23 +212,21 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
     };
   };
 
-  app.get("/v1/agents/:agentId/events", async (c) => {
-    const agentId = c.req.param("agentId");
-    const q = validate(Query, queryOf(c), "query string");
-    const lastEventId = c.req.header("last-event-id");
-    const after = lastEventId !== undefined
-      ? validate(LastEventIdHeader, { "Last-Event-ID": lastEventId.trim() }, "Last-Event-ID header")["Last-Event-ID"]
-      : q.after ?? 0;
+  return routeApp(rt).openapi(readEventsRoute(rt.limits.maxEventPage), async (c) => {
+    const { agentId } = c.req.valid("param");
+    const q = c.req.valid("query");
+    const after = c.req.valid("header")["Last-Event-ID"] ?? q.after ?? 0;
     const limit = q.limit ?? defaultLimit;
-    const head = await rt.store.getAgent(agentId);
-    if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
     const sse = q.format !== undefined ? q.format === "sse" : wantsEventStream(c.req.header("accept"));
     if (!sse) {
-      const events = await rt.store.readEvents(agentId, after, limit, maxBytes);
+      const head = await rt.store.getAgent(agentId);
+      if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      const events = (await rt.store.readEvents(agentId, after, limit, maxBytes)) as EventsPage["events"];
       const nextAfter = events.length > 0 ? events[events.length - 1].id : after;
       const last = Math.max(head.lastEventId, nextAfter);
-      return c.json({ events, nextAfter, more: nextAfter < last });
+      return c.json({ events, nextAfter, more: nextAfter < last }, 200);
     }
+    // A stream needs no agent yet: one opened before the first task waits for its first event.
     const release = take(agentId);
     let body: ReadableStream<Uint8Array>;
     try {
@@ -207,32 +243,4 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
       },
     });
   });
-
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/agents/:agentId/events",
-      operationId: "readEvents",
-      summary: "Read the agent's event log: a JSON page, or a resumable SSE stream",
-      description: "SSE when `format=sse`, or without `format` when Accept includes text/event-stream; JSON " +
-        "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
-        "event type, `data` = the stored event JSON; `: keep-alive` comments while idle. A page stops at `limit` " +
-        "events or at the server's byte budget (at least one event); `more` says whether to read on. Open streams " +
-        "are capped per agent and per process: 429 `too_many_streams` with `Retry-After` beyond the cap.",
-      tags: ["agents"],
-      query: Query,
-      headers: {
-        "Last-Event-ID": { description: "Resume after this event id (overrides `after`)", schema: LastEventId },
-      },
-      responses: {
-        200: {
-          description: "A page of events (JSON), or the event stream (text/event-stream)",
-          schema: { name: "EventsPage", schema: EventsPage },
-          contentType: "text/event-stream",
-        },
-      },
-      problems: ["invalid_agent_id", "validation_failed", "agent_not_found", "too_many_streams"],
-    }],
-  };
 }

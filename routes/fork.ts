@@ -16,12 +16,11 @@
  * - With auth on, the token must reach both the source and `newAgentId`
  *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.
  */
-import { Hono } from "hono";
-import { jsonBody } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ForkCreated, ForkRequest } from "./debug-schemas.ts";
+import { AgentParams, agentState } from "./schemas.ts";
 import { historyOrProblem } from "./history.ts";
 import { assertAgentAccess } from "./auth.ts";
 import type { InboxTask } from "../store/types.ts";
@@ -29,13 +28,22 @@ import type { InboxTask } from "../store/types.ts";
 /** States in which a worker has work without mail. */
 const WORKING = new Set(["running", "verifying", "revising"]);
 
-export function forkRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  const max = rt.limits.maxBodyBytes;
+const forkAgent = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/fork",
+  operationId: "forkAgent",
+  summary: "Fork a new agent from a point of this agent's history",
+  description: "The fork gets the snapshot and conversation right after `atEventId`, optionally another definition; " +
+    "both logs record the fork (`forked_from`, `forked_to`); the source is otherwise untouched.",
+  tags: ["debugging"],
+  request: { params: AgentParams, body: jsonBody(ForkRequest) },
+  responses: { 201: json("The fork", ForkCreated) },
+}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "agent_exists", "unknown_agent_definition", "history_diverged"]);
 
-  app.post("/v1/agents/:agentId/fork", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await jsonBody(c, max, ForkRequest);
+export function forkRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(forkAgent, async (c) => {
+    const { agentId } = c.req.valid("param");
+    const body = c.req.valid("json");
     // The new agent must be under the token's tenants too (403 `forbidden`; auth off: no check).
     assertAgentAccess(c, body.newAgentId);
     let agentName: string | undefined;
@@ -103,25 +111,9 @@ export function forkRoutes(rt: RouteRuntime): RouteModule {
       agentId: body.newAgentId,
       forkedFrom: { agentId, atEventId: body.atEventId, eventId: rec.status === "recorded" ? rec.eventId : 0 },
       agent: agentName,
-      state: point.state,
+      state: agentState(point.state),
       activeTurnId: turnId,
       pendingToolCalls: toolCalls.map((t) => ({ turnId: t.turnId, toolCallId: t.toolCallId, name: t.name, deadlineMs: t.deadline })),
     }, 201);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "post",
-      path: "/v1/agents/:agentId/fork",
-      operationId: "forkAgent",
-      summary: "Fork a new agent from a point of this agent's history",
-      description: "The fork gets the snapshot and conversation right after `atEventId`, optionally another definition; " +
-        "both logs record the fork (`forked_from`, `forked_to`); the source is otherwise untouched.",
-      tags: ["debugging"],
-      body: { schema: { name: "ForkRequest", schema: ForkRequest }, required: true },
-      responses: { 201: { description: "The fork", schema: { name: "ForkCreated", schema: ForkCreated } } },
-      problems: [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "agent_exists", "unknown_agent_definition", "history_diverged"],
-    }],
-  };
 }

@@ -5,13 +5,12 @@
  * machine (actors/time-travel.ts). Reads only; the head is not used but for
  * its existence and `lastEventId`.
  */
-import { Hono } from "hono";
 import { HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
-import { validate } from "./body.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { HistoryParams, HistoryView } from "./debug-schemas.ts";
+import { agentState } from "./schemas.ts";
 import type { HistoryPoint } from "../actors/time-travel.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Store } from "../store/port.ts";
@@ -41,36 +40,30 @@ export async function historyOrProblem(
   }
 }
 
-export function historyRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const getAgentHistory = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/history/{eventId}",
+  operationId: "getAgentHistory",
+  summary: "The agent right after one event: state, context, snapshot, messages (rebuilt by replay)",
+  tags: ["debugging"],
+  request: { params: HistoryParams },
+  responses: { 200: json("The agent after the event", HistoryView) },
+}, ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "history_diverged"]);
 
-  app.get("/v1/agents/:agentId/history/:eventId", async (c) => {
-    const agentId = c.req.param("agentId");
-    const { eventId } = validate(HistoryParams, { eventId: c.req.param("eventId") }, "path");
+export function historyRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(getAgentHistory, async (c) => {
+    const { agentId, eventId } = c.req.valid("param");
     const { point, lastEventId } = await historyOrProblem(rt.store, agentId, eventId);
     return c.json({
       agentId,
       eventId,
       event: point.event,
-      state: point.state,
+      state: agentState(point.state),
       activeTurnId: point.activeTurnId,
       context: point.context,
       snapshot: point.snapshot,
       messages: point.messages,
       lastEventId,
-    });
+    }, 200);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/agents/:agentId/history/:eventId",
-      operationId: "getAgentHistory",
-      summary: "The agent right after one event: state, context, snapshot, messages (rebuilt by replay)",
-      tags: ["debugging"],
-      responses: { 200: { description: "The agent after the event", schema: { name: "HistoryView", schema: HistoryView } } },
-      problems: ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "history_diverged"],
-    }],
-  };
 }

@@ -7,10 +7,9 @@
  * Mermaid text. Read from `agentMachine` and computed once: the machine is
  * one definition for all agents.
  */
-import { Hono } from "hono";
 import { agentMachine } from "../machines/agent.ts";
 import { describeMachine, type MachineConfigJSON, machineConfig, toMermaid } from "../machines/definition.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { MachineView } from "./schemas.ts";
 
@@ -23,20 +22,17 @@ export function machineView(): MachineConfigJSON & { meta: Record<string, unknow
   };
 }
 
-export function machineRoutes(_rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  const view = machineView();
-  app.get("/v1/machine", (c) => c.json(view));
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/machine",
-      operationId: "getMachine",
-      summary: "The agent statechart as an XState machine config (createMachine runs it), with states, transitions and Mermaid text under meta",
-      tags: ["machine"],
-      responses: { 200: { description: "The machine", schema: { name: "MachineView", schema: MachineView } } },
-      problems: [],
-    }],
-  };
+const getMachine = defineRoute({
+  method: "get",
+  path: "/v1/machine",
+  operationId: "getMachine",
+  summary: "The agent statechart as an XState machine config (createMachine runs it), with states, transitions and Mermaid text under meta",
+  tags: ["machine"],
+  responses: { 200: json("The machine", MachineView) },
+}, []);
+
+export function machineRoutes(rt: RouteRuntime) {
+  // Checked against the documented schema once, at startup.
+  const view = MachineView.parse(machineView());
+  return routeApp(rt).openapi(getMachine, (c) => c.json(view, 200));
 }

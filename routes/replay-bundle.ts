@@ -11,7 +11,6 @@
  * original store: the history of a loaded bundle replays to its head
  * (tests/replay-bundle.test.ts).
  */
-import { Hono } from "hono";
 import { z } from "zod";
 import { readEventsThrough } from "../actors/time-travel.ts";
 import { memoryStoreImport } from "../store/memory.ts";
@@ -20,10 +19,11 @@ import type { AgentHead, ToolCallRecord } from "../store/types.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { machineView } from "./machine.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ReplayBundle } from "./debug-schemas.ts";
+import { AgentParams } from "./schemas.ts";
 
 export const REPLAY_BUNDLE_SCHEMA_VERSION = 1;
 
@@ -127,26 +127,21 @@ export function loadReplayBundle(store: Store, bundle: unknown): { agentId: stri
   return { agentId: b.agentId };
 }
 
-export function exportRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const exportAgent = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/export",
+  operationId: "exportAgent",
+  summary: "A replay bundle of the agent: definition name, machine, events, messages, verdicts, inputs",
+  tags: ["debugging"],
+  request: { params: AgentParams },
+  responses: { 200: json("The replay bundle", ReplayBundle) },
+}, ["invalid_agent_id", "agent_not_found"]);
 
-  app.get("/v1/agents/:agentId/export", async (c) => {
-    const agentId = c.req.param("agentId");
+export function exportRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(exportAgent, async (c) => {
+    const { agentId } = c.req.valid("param");
     const bundle = await exportReplayBundle(rt.store, agentId, rt.clock.now());
     if (!bundle) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
     return c.json(bundle, 200, { "content-disposition": `attachment; filename="${agentId}.replay.json"` });
   });
-
-  return {
-    app,
-    operations: [{
-      method: "get",
-      path: "/v1/agents/:agentId/export",
-      operationId: "exportAgent",
-      summary: "A replay bundle of the agent: definition name, machine, events, messages, verdicts, inputs",
-      tags: ["debugging"],
-      responses: { 200: { description: "The replay bundle", schema: { name: "ReplayBundle", schema: ReplayBundle } } },
-      problems: ["invalid_agent_id", "agent_not_found"],
-    }],
-  };
 }

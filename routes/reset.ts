@@ -12,25 +12,33 @@
  * machine applies at the turn's next claim, a reset needs no claim: it is
  * the way out for a turn whose claims fail (see `claim_error`).
  */
-import { Hono } from "hono";
 import { turnEnd } from "../actors/turn-end.ts";
-import { optionalJsonBody } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { ResetAccepted, ResetRequest } from "./schemas.ts";
+import { AgentParams, ResetAccepted, ResetRequest } from "./schemas.ts";
 
 const DEFAULT_REASON = "Reset by request";
 /** A commit landing between the read and the reset moves the head; read again this often. */
 const ATTEMPTS = 10;
 
-export function resetRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const resetAgent = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/reset",
+  operationId: "resetAgent",
+  summary: "End the active turn at once (failed, reason `reset`); queued tasks proceed",
+  description: "For a turn that cannot end by itself (e.g. its claims keep failing). The turn's pending mail is " +
+    "dropped, a worker still running it is fenced out, its open tool calls are refused from then on. " +
+    "Enqueue the task again to retry it.",
+  tags: ["agents"],
+  request: { params: AgentParams, body: jsonBody(ResetRequest, { required: false }) },
+  responses: { 200: json("The turn was ended", ResetAccepted) },
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "reset_conflict"]);
 
-  app.post("/v1/agents/:agentId/reset", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await optionalJsonBody(c, rt.limits, ResetRequest);
-    const reason = body?.reason ?? DEFAULT_REASON;
+export function resetRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(resetAgent, async (c) => {
+    const { agentId } = c.req.valid("param");
+    const reason = c.req.valid("json").reason ?? DEFAULT_REASON;
     for (let i = 0; i < ATTEMPTS; i++) {
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
@@ -41,28 +49,11 @@ export function resetRoutes(rt: RouteRuntime): RouteModule {
       });
       if (r.status === "reset") {
         rt.wake();
-        return c.json({ reset: true as const, turnId: head.activeTurnId, version: r.version });
+        return c.json({ reset: true as const, turnId: head.activeTurnId, version: r.version }, 200);
       }
       if (r.status === "agent_not_found") throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       if (r.status === "not_active") throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to reset`);
     }
     throw new ProblemError("reset_conflict", `Agent "${agentId}" kept changing during the reset; try again`);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "post",
-      path: "/v1/agents/:agentId/reset",
-      operationId: "resetAgent",
-      summary: "End the active turn at once (failed, reason `reset`); queued tasks proceed",
-      description: "For a turn that cannot end by itself (e.g. its claims keep failing). The turn's pending mail is " +
-        "dropped, a worker still running it is fenced out, its open tool calls are refused from then on. " +
-        "Enqueue the task again to retry it.",
-      tags: ["agents"],
-      body: { schema: { name: "ResetRequest", schema: ResetRequest }, required: false },
-      responses: { 200: { description: "The turn was ended", schema: { name: "ResetAccepted", schema: ResetAccepted } } },
-      problems: ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "reset_conflict"],
-    }],
-  };
 }

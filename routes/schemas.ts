@@ -4,9 +4,21 @@
  * they answer). `GET /openapi.json` is generated from these same objects, so
  * the document cannot drift from what the routes check.
  */
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
+import { STATES } from "../machines/types.ts";
+import { type ProblemCode, PROBLEMS } from "./problem.ts";
+
+/** The agent machine's states. */
+export const AgentState = z.enum(STATES).openapi("AgentState");
+
+/** A stored state as the documented enum; a state the machine does not have is a server fault (500). */
+export function agentState(state: string): z.output<typeof AgentState> {
+  const r = AgentState.safeParse(state);
+  if (!r.success) throw new Error(`Cannot answer agent state ${JSON.stringify(state)}: the agent machine has no such state`);
+  return r.data;
+}
 
 /** Agent ids: no `{`, `}` (they would break the store's hash tag), no whitespace or control characters. */
 /** Not `.` or `..`: URL normalization removes such a path segment, so the agent could never be addressed. */
@@ -32,7 +44,7 @@ export const TaskRequest = z.strictObject({
     maximum: MAX_VERIFY_ATTEMPTS_LIMIT,
     description: "Overrides the verification attempt budget for this turn",
   }).optional(),
-});
+}).openapi("TaskRequest");
 export type TaskRequest = z.infer<typeof TaskRequest>;
 
 export const Outcome = z.discriminatedUnion("ok", [
@@ -57,7 +69,7 @@ export const ToolResultRequest = z.strictObject({
     .describe(
       "`terminate` ends the turn with this result (default `continue`); for an agent that declares `output`, the result is the candidate the verifier gate judges",
     ),
-});
+}).openapi("ToolResultRequest");
 export type ToolResultRequest = z.infer<typeof ToolResultRequest>;
 
 /** Turn ids: what `rt.ids` hands out and the store accepts (no control characters). */
@@ -69,28 +81,41 @@ export const CancelRequest = z.strictObject({
   reason: z.string().min(1).max(1_000).optional().describe("Becomes the turn's error message"),
   turnId: TurnId.optional()
     .describe("The turn to cancel; omitted: the turn active when the cancel is accepted (fixed at that moment)"),
-});
+}).openapi("CancelRequest");
 
-export const TurnParams = z.object({ turnId: TurnId });
+/** Path parameters of routes under `/v1/agents/{agentId}` (routes/agent-id.ts checks the id first). */
+export const AgentParams = z.object({ agentId: AgentId });
+
+export const TurnParams = z.object({ agentId: AgentId, turnId: TurnId });
 
 /** Body of routes that take none: absent, empty, or `{}`. */
-export const EmptyRequest = z.strictObject({});
+export const EmptyRequest = z.strictObject({}).openapi("EmptyRequest");
 
-/** A decimal integer in a query string or header. */
-const decimal = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a non-negative decimal integer`);
+/**
+ * A non-negative integer in a query string, path or header: read from its
+ * decimal text (at most 15 digits, surrounding blanks allowed), documented
+ * and typed as an integer; a client may pass a number.
+ */
+export function decimalInt(what: string, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const message = `${what} must be a decimal integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}`;
+  return z.preprocess(
+    (v: string | number) => (typeof v === "string" && /^\s*\d{1,15}\s*$/.test(v) ? Number(v) : v),
+    z.int({ error: message }).min(min, { error: message }).max(max, { error: message }),
+  );
+}
 
 /** Query of `GET /v1/agents/:agentId/events`; `limit` is bounded by the runtime's `maxEventPage`. */
 export function eventsQuery(maxEventPage: number) {
   return z.strictObject({
-    after: decimal("after").transform(Number).optional().describe("Return events with id > after (default 0)"),
-    limit: decimal("limit").transform(Number).pipe(z.int().min(1).max(maxEventPage)).optional()
+    after: decimalInt("after").optional().describe("Return events with id > after (default 0)"),
+    limit: decimalInt("limit", 1, maxEventPage).optional()
       .describe(`Page size, 1 to ${maxEventPage} (default ${Math.min(100, maxEventPage)})`),
     format: z.enum(["json", "sse"]).optional()
       .describe("Force the response format (default: SSE when Accept includes text/event-stream, else JSON)"),
   });
 }
 
-export const LastEventId = decimal("Last-Event-ID").transform(Number);
+export const LastEventId = decimalInt("Last-Event-ID");
 
 // --------------------------------------------------------------- responses
 
@@ -98,17 +123,17 @@ export const TaskAccepted = z.object({
   agentId: z.string(),
   turnId: z.string(),
   duplicate: z.boolean().describe("True when the idempotency key was seen before; nothing was enqueued"),
-});
+}).openapi("TaskAccepted");
 
 export const ToolResultAccepted = z.object({
   accepted: z.literal(true),
   duplicate: z.boolean().describe("True when this exact result was delivered before and won; nothing changed"),
-});
+}).openapi("ToolResultAccepted");
 
 export const CancelAccepted = z.object({
   accepted: z.literal(true),
   turnId: z.string().describe("The turn the cancel is aimed at; it never applies to another turn"),
-});
+}).openapi("CancelAccepted");
 
 export const TURN_STATUSES = ["queued", "active", "done", "failed", "ended", "cancelled"] as const;
 
@@ -120,14 +145,14 @@ export const TurnView = z.object({
       "`cancelled` while queued",
   ),
   input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
-});
+}).openapi("TurnView");
 
 export const TaskCancelled = z.object({
   agentId: z.string(),
   turnId: z.string(),
   status: z.literal("cancelled"),
   duplicate: z.boolean().describe("True when an earlier request cancelled it; nothing changed"),
-});
+}).openapi("TaskCancelled");
 
 const Usage = z.object({
   inputTokens: z.number(),
@@ -141,7 +166,7 @@ const IsoTime = z.string().describe("ISO 8601, UTC");
 export const AgentView = z.object({
   agentId: z.string(),
   agent: z.string().describe("Name of the definition the id is bound to"),
-  state: z.string().describe("Machine state: idle, running, waiting-tools, verifying, revising, done, failed"),
+  state: AgentState.describe("Machine state"),
   turnId: z.string().nullable().describe("The active turn, else the last turn that ran (null before the first)"),
   activeTurnId: z.string().nullable().describe("The turn in progress; null between turns"),
   epoch: z.int(),
@@ -187,16 +212,32 @@ export const AgentView = z.object({
   createdAt: IsoTime,
   updatedAt: IsoTime,
   updatedAtMs: z.number().describe("`updatedAt` in ms since the epoch"),
-});
+}).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
+
+/**
+ * Event types the runtime writes (docs/architecture.md, "Events in the log");
+ * an `afterAttempt` hook of the verifier gate may add its own, so `type` stays
+ * an open string.
+ */
+export const EVENT_TYPES = [
+  "task_enqueued", "task_cancelled", "cancel_requested", "tool_result_received", "watchdog_skipped", "claim_failed",
+  "transition", "step", "chunk", "model_error", "tool_call", "tool_result", "submit_result_degraded", "task",
+  "mail_ignored", "event_ignored", "worker_missing_definition", "snapshot_unrestorable", "claim_yielded",
+  "verification_started", "verdict_recorded", "verification_passed", "verification_rejected",
+  "verification_attempt_counted", "verification_exhausted", "verification_error", "verification_hook_failed",
+  "forked_from", "forked_to",
+] as const;
 
 export const StoredEvent = z.object({
   id: z.int().describe("1, 2, 3, … per agent"),
-  type: z.string(),
+  type: z.string().describe(`The event type (also the SSE \`event:\` name). Written by the runtime: ${
+    EVENT_TYPES.map((t) => `\`${t}\``).join(", ")
+  }; a verifier hook may add its own`),
   data: z.record(z.string(), z.unknown()),
   at: z.number().describe("ms since the epoch"),
   turnId: z.string().nullable(),
-});
+}).openapi("StoredEvent");
 
 export const EventsPage = z.object({
   events: z.array(StoredEvent),
@@ -206,7 +247,8 @@ export const EventsPage = z.object({
       "the byte budget): read on with `after=nextAfter`",
   ),
 }).describe("A page is cut at `limit` events or at the server's byte budget, whichever comes first; it always " +
-  "holds at least one event when there is one after `after`");
+  "holds at least one event when there is one after `after`").openapi("EventsPage");
+export type EventsPage = z.output<typeof EventsPage>;
 
 const Transition = z.object({
   from: z.string(),
@@ -261,7 +303,7 @@ export const MachineView = z.object({
   }).describe("Introspection: states, a flat transition list and a Mermaid text"),
 }).describe(
   "The agent statechart as an XState v5 machine config: `createMachine(body)` runs it as is; guards and actions are named (provide them with `.provide(agentMachine.implementations)`)",
-);
+).openapi("MachineView");
 
 export const WatchdogTick = z.object({
   timedOut: z.int().describe("Calls past their deadline now resolved with a timeout"),
@@ -271,11 +313,11 @@ export const WatchdogTick = z.object({
     "Records the pass could not time out, taken out of the due index (or pushed back after an error) so they " +
       "never hold up the others; each is logged as `watchdog_skipped`",
   ),
-});
+}).openapi("WatchdogTick");
 
-export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });
+export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Health");
 
-export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document");
+export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document").openapi("OpenApiDocument");
 
 export const ValidationIssue = z.object({
   path: z.array(z.union([z.string(), z.number()])),
@@ -288,21 +330,21 @@ export const Problem = z.looseObject({
   title: z.string(),
   status: z.int(),
   detail: z.string(),
-  code: z.string().describe("Stable error code (see docs/http.md)"),
+  code: z.enum(Object.keys(PROBLEMS) as [ProblemCode, ...ProblemCode[]]).describe("Stable error code (see docs/http.md)"),
   errors: z.array(ValidationIssue).optional().describe("Schema violations (`validation_failed`)"),
   resolvedBy: z.enum(["timeout", "result"]).optional()
     .describe("`already_resolved`: whether the watchdog's timeout or another result resolved the call"),
-});
+}).openapi("Problem");
 
 /** Body of `POST /v1/agents/:agentId/reset` (optional). */
 export const ResetRequest = z.strictObject({
   reason: z.string().min(1).max(500).optional().describe("Becomes the turn's error message"),
-});
+}).openapi("ResetRequest");
 
 export const ResetAccepted = z.object({
   reset: z.literal(true),
   turnId: z.string().describe("The turn that was ended (failed, reason `reset`)"),
   version: z.number().describe("The agent's snapshot version after the reset"),
-});
+}).openapi("ResetAccepted");
 
-export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) });
+export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Ready");

@@ -15,20 +15,31 @@
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
  * cancelled) is 409 `turn_finished`.
  */
-import { Hono } from "hono";
-import { jsonBody } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { normalizeOutcome } from "../common/outcome.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { ToolResultAccepted, ToolResultRequest } from "./schemas.ts";
+import { AgentParams, ToolResultAccepted, ToolResultRequest } from "./schemas.ts";
 
-export function toolResultRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+const deliverToolResult = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/tool-results",
+  operationId: "deliverToolResult",
+  summary: "Deliver the result of an external tool call (first delivery wins; in-process calls are refused)",
+  tags: ["agents"],
+  request: { params: AgentParams, body: jsonBody(ToolResultRequest) },
+  responses: {
+    200: json("Accepted, or the same result as the delivery that won (duplicate; nothing changed)", ToolResultAccepted),
+  },
+}, [
+  "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "already_resolved",
+  "turn_finished",
+]);
 
-  app.post("/v1/agents/:agentId/tool-results", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await jsonBody(c, rt.limits, ToolResultRequest);
+export function toolResultRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(deliverToolResult, async (c) => {
+    const { agentId } = c.req.valid("param");
+    const body = c.req.valid("json");
     const r = await rt.store.deliverToolResult({
       agentId,
       turnId: body.turnId,
@@ -41,9 +52,9 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
     switch (r.status) {
       case "accepted":
         rt.wake(agentId, c.req.raw);
-        return c.json({ accepted: true as const, duplicate: false });
+        return c.json({ accepted: true as const, duplicate: false }, 200);
       case "duplicate":
-        return c.json({ accepted: true as const, duplicate: true });
+        return c.json({ accepted: true as const, duplicate: true }, 200);
       case "already_resolved":
         throw new ProblemError(
           "already_resolved",
@@ -68,26 +79,4 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
         throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
     }
   });
-
-  return {
-    app,
-    operations: [{
-      method: "post",
-      path: "/v1/agents/:agentId/tool-results",
-      operationId: "deliverToolResult",
-      summary: "Deliver the result of an external tool call (first delivery wins; in-process calls are refused)",
-      tags: ["agents"],
-      body: { schema: { name: "ToolResultRequest", schema: ToolResultRequest }, required: true },
-      responses: {
-        200: {
-          description: "Accepted, or the same result as the delivery that won (duplicate; nothing changed)",
-          schema: { name: "ToolResultAccepted", schema: ToolResultAccepted },
-        },
-      },
-      problems: [
-        "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "already_resolved",
-        "turn_finished",
-      ],
-    }],
-  };
 }

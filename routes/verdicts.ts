@@ -12,13 +12,12 @@
  * Records are read through `GuardianVerdictSnapshot.fromJSON`, so records of
  * an older schema version are answered upgraded to the current one.
  */
-import { Hono } from "hono";
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { GuardianVerdictSnapshot, VERDICT_ID, VERDICT_STATUSES } from "../verdicts/snapshot.ts";
-import { queryOf, validate } from "./body.ts";
-import type { RouteModule } from "./module.ts";
+import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { AgentParams } from "./schemas.ts";
 
 const Json = z.record(z.string(), z.unknown());
 
@@ -34,9 +33,9 @@ export const Verdict = z.object({
   recommendations: z.array(z.string()),
   createdAt: z.string().describe("ISO 8601, UTC"),
   metadata: Json.describe("The attempt: agentId, toolCallId, candidateHash, attempt, maxAttempts, outcome"),
-});
+}).openapi("Verdict");
 
-export const VerdictList = z.object({ verdicts: z.array(Verdict) });
+export const VerdictList = z.object({ verdicts: z.array(Verdict) }).openapi("VerdictList");
 
 const VerdictQuery = z.strictObject({
   turnId: z.string().min(1).max(256).optional().describe("Only verdicts of this turn"),
@@ -45,56 +44,54 @@ const VerdictQuery = z.strictObject({
 
 const asJson = (v: GuardianVerdictSnapshot) => v.toJSON();
 
-export function verdictRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
+/** The id is checked by the handler (400 `invalid_verdict_id`), so the schema only documents its form. */
+const VerdictParams = z.object({
+  verdictId: z.string().openapi({ pattern: VERDICT_ID.source, description: "`verdict_` + 12 hex digits" }),
+});
 
-  app.get("/v1/agents/:agentId/verdicts", async (c) => {
-    const agentId = c.req.param("agentId");
-    const q = validate(VerdictQuery, queryOf(c), "query string");
-    const head = await rt.store.getAgent(agentId);
-    if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-    const rows = await rt.store.listVerdicts(agentId, {
-      ...(q.turnId !== undefined ? { turnId: q.turnId } : {}),
-      ...(q.status !== undefined ? { status: q.status } : {}),
+const listVerdicts = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/verdicts",
+  operationId: "listVerdicts",
+  summary: "List an agent's verdicts (write order; optionally by turn and status)",
+  tags: ["verdicts"],
+  request: { params: AgentParams, query: VerdictQuery },
+  responses: { 200: json("The verdicts", VerdictList) },
+}, ["invalid_agent_id", "validation_failed", "agent_not_found"]);
+
+const getVerdict = defineRoute({
+  method: "get",
+  path: "/v1/verdicts/{verdictId}",
+  operationId: "getVerdict",
+  summary: "Read one verdict",
+  tags: ["verdicts"],
+  request: { params: VerdictParams },
+  responses: { 200: json("The verdict", Verdict) },
+}, ["invalid_verdict_id", "verdict_not_found"]);
+
+export function verdictRoutes(rt: RouteRuntime) {
+  return routeApp(rt)
+    .openapi(listVerdicts, async (c) => {
+      const { agentId } = c.req.valid("param");
+      const q = c.req.valid("query");
+      const head = await rt.store.getAgent(agentId);
+      if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+      const rows = await rt.store.listVerdicts(agentId, {
+        ...(q.turnId !== undefined ? { turnId: q.turnId } : {}),
+        ...(q.status !== undefined ? { status: q.status } : {}),
+      });
+      return c.json({ verdicts: rows.map((json) => asJson(GuardianVerdictSnapshot.fromJSON(json))) }, 200);
+    })
+    .openapi(getVerdict, async (c) => {
+      const { verdictId } = c.req.valid("param");
+      if (!VERDICT_ID.test(verdictId)) {
+        throw new ProblemError(
+          "invalid_verdict_id",
+          `Verdict id ${JSON.stringify(verdictId.slice(0, 200))} must be "verdict_" followed by 12 lowercase hex digits`,
+        );
+      }
+      const json = await rt.store.getVerdict(verdictId);
+      if (json === null) throw new ProblemError("verdict_not_found", `Verdict "${verdictId}" does not exist`);
+      return c.json(asJson(GuardianVerdictSnapshot.fromJSON(json)), 200);
     });
-    return c.json({ verdicts: rows.map((json) => asJson(GuardianVerdictSnapshot.fromJSON(json))) });
-  });
-
-  app.get("/v1/verdicts/:verdictId", async (c) => {
-    const verdictId = c.req.param("verdictId");
-    if (!VERDICT_ID.test(verdictId)) {
-      throw new ProblemError(
-        "invalid_verdict_id",
-        `Verdict id ${JSON.stringify(verdictId.slice(0, 200))} must be "verdict_" followed by 12 lowercase hex digits`,
-      );
-    }
-    const json = await rt.store.getVerdict(verdictId);
-    if (json === null) throw new ProblemError("verdict_not_found", `Verdict "${verdictId}" does not exist`);
-    return c.json(asJson(GuardianVerdictSnapshot.fromJSON(json)));
-  });
-
-  return {
-    app,
-    operations: [
-      {
-        method: "get",
-        path: "/v1/agents/:agentId/verdicts",
-        operationId: "listVerdicts",
-        summary: "List an agent's verdicts (write order; optionally by turn and status)",
-        tags: ["verdicts"],
-        query: VerdictQuery,
-        responses: { 200: { description: "The verdicts", schema: { name: "VerdictList", schema: VerdictList } } },
-        problems: ["invalid_agent_id", "validation_failed", "agent_not_found"],
-      },
-      {
-        method: "get",
-        path: "/v1/verdicts/:verdictId",
-        operationId: "getVerdict",
-        summary: "Read one verdict",
-        tags: ["verdicts"],
-        responses: { 200: { description: "The verdict", schema: { name: "Verdict", schema: Verdict } } },
-        problems: ["invalid_verdict_id", "verdict_not_found"],
-      },
-    ],
-  };
 }

@@ -5,30 +5,23 @@
  * result (or another tick) records exactly one of them. Takes no body (an
  * empty one or `{}` is accepted).
  */
-import { Hono } from "hono";
-import { optionalJsonBody } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { EmptyRequest, WatchdogTick } from "./schemas.ts";
 
-export function watchdogRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  app.post("/v1/watchdog/tick", async (c) => {
-    await optionalJsonBody(c, rt.limits, EmptyRequest);
+const watchdogTick = defineRoute({
+  method: "post",
+  path: "/v1/watchdog/tick",
+  operationId: "watchdogTick",
+  summary: "Time out tool calls past their deadline and wake their agents",
+  tags: ["operations"],
+  request: { body: jsonBody(EmptyRequest, { required: false }) },
+  responses: { 200: json("Counts of the pass", WatchdogTick) },
+}, [...BODY_PROBLEMS]);
+
+export function watchdogRoutes(rt: RouteRuntime) {
+  return routeApp(rt).openapi(watchdogTick, async (c) => {
     const r = await rt.watchdogTick(c.req.raw);
-    return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished, skipped: r.skipped });
+    return c.json({ timedOut: r.timedOut, alreadyResolved: r.alreadyResolved, turnFinished: r.turnFinished, skipped: r.skipped }, 200);
   });
-  return {
-    app,
-    operations: [{
-      method: "post",
-      path: "/v1/watchdog/tick",
-      operationId: "watchdogTick",
-      summary: "Time out tool calls past their deadline and wake their agents",
-      tags: ["operations"],
-      body: { schema: { name: "EmptyRequest", schema: EmptyRequest }, required: false },
-      responses: { 200: { description: "Counts of the pass", schema: { name: "WatchdogTick", schema: WatchdogTick } } },
-      problems: [...BODY_PROBLEMS],
-    }],
-  };
 }

@@ -4,19 +4,25 @@
  * output verifier (verification/what-if.ts). Reads the head, the log and
  * the turns' inputs; writes nothing and logs nothing.
  */
-import { Hono } from "hono";
-import { jsonBody } from "./body.ts";
-import { BODY_PROBLEMS, type RouteModule } from "./module.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { WhatIfRequest, WhatIfResult } from "./debug-schemas.ts";
+import { AgentParams } from "./schemas.ts";
 import { whatIfForAgent, type WhatIfVerifier } from "../actors/what-if.ts";
 import { OUTPUT_VERIFIER_PREFIX } from "../verdicts/guardian.ts";
 
-export function whatIfRoutes(rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  const max = rt.limits.maxBodyBytes;
+const verifierWhatIf = defineRoute({
+  method: "post",
+  path: "/v1/agents/{agentId}/what-if",
+  operationId: "verifierWhatIf",
+  summary: "Judge the recorded agent_output candidates again with a guardian or the current output verifier (read-only)",
+  tags: ["debugging"],
+  request: { params: AgentParams, body: jsonBody(WhatIfRequest) },
+  responses: { 200: json("Recorded and new judgments per candidate", WhatIfResult) },
+}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"]);
 
+export function whatIfRoutes(rt: RouteRuntime) {
   function verifierOf(code: string | undefined, agentName: string): WhatIfVerifier {
     if (code === undefined) {
       const agent = rt.agents.get(agentName);
@@ -34,27 +40,13 @@ export function whatIfRoutes(rt: RouteRuntime): RouteModule {
     throw new ProblemError("unknown_guardian", `No guardian is registered as ${JSON.stringify(code)}`);
   }
 
-  app.post("/v1/agents/:agentId/what-if", async (c) => {
-    const agentId = c.req.param("agentId");
-    const body = await jsonBody(c, max, WhatIfRequest);
+  return routeApp(rt).openapi(verifierWhatIf, async (c) => {
+    const { agentId } = c.req.valid("param");
+    const body = c.req.valid("json");
     const head = await rt.store.getAgent(agentId);
     if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
     const verifier = verifierOf(body.guardian, head.agentName);
     const candidates = await whatIfForAgent(rt.store, agentId, head, verifier);
-    return c.json({ agentId, verifier: { kind: verifier.kind, name: verifier.name }, candidates });
+    return c.json({ agentId, verifier: { kind: verifier.kind, name: verifier.name }, candidates }, 200);
   });
-
-  return {
-    app,
-    operations: [{
-      method: "post",
-      path: "/v1/agents/:agentId/what-if",
-      operationId: "verifierWhatIf",
-      summary: "Judge the recorded agent_output candidates again with a guardian or the current output verifier (read-only)",
-      tags: ["debugging"],
-      body: { schema: { name: "WhatIfRequest", schema: WhatIfRequest }, required: true },
-      responses: { 200: { description: "Recorded and new judgments per candidate", schema: { name: "WhatIfResult", schema: WhatIfResult } } },
-      problems: [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"],
-    }],
-  };
 }

@@ -16,9 +16,9 @@
  * - A Content-Security-Policy allows only same-origin scripts, styles and
  *   connections: the page loads nothing from elsewhere.
  */
-import { Hono } from "hono";
+import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { RouteModule } from "../module.ts";
+import { defineRoute, routeApp } from "../define.ts";
 import type { RouteRuntime } from "../runtime.ts";
 import { DEBUG_ASSETS_HASH, DEBUG_CSS, DEBUG_JS } from "./assets.gen.ts";
 
@@ -73,29 +73,51 @@ function asset(c: Context, body: string, type: string): Response {
   return c.body(body, 200, headers);
 }
 
-export function debugPageRoutes(_rt: RouteRuntime): RouteModule {
-  const app = new Hono();
-  app.get("/debug", shell);
-  app.get("/debug/agents/:agentId", shell);
-  app.get("/debug/app.js", (c) => asset(c, DEBUG_JS, "text/javascript; charset=utf-8"));
-  app.get("/debug/app.css", (c) => asset(c, DEBUG_CSS, "text/css; charset=utf-8"));
-  const page = (path: string, operationId: string, summary: string, contentType: string) => ({
-    method: "get" as const,
-    path,
-    operationId,
-    summary,
-    tags: ["debug"],
-    auth: false,
-    responses: { 200: { description: summary, contentType } },
-    problems: [],
-  });
-  return {
-    app,
-    operations: [
-      page("/debug", "debugPage", "The debugger page: the agent list (HTML; asks for the bearer token when auth is on)", "text/html"),
-      page("/debug/agents/:agentId", "debugAgentPage", "The debugger page of one agent (HTML)", "text/html"),
-      page("/debug/app.js", "debugScript", "The debugger page's script", "text/javascript"),
-      page("/debug/app.css", "debugStylesheet", "The debugger page's stylesheet", "text/css"),
-    ],
-  };
+const text = <const T extends string>(description: string, type: T) =>
+  ({ description, content: { [type]: { schema: z.string() } } as { [K in T]: { schema: z.ZodString } } });
+const notModified = { description: "Not modified (the `If-None-Match` ETag is current)" };
+
+const debugPage = defineRoute({
+  method: "get",
+  path: "/debug",
+  operationId: "debugPage",
+  summary: "The debugger page: the agent list (HTML; asks for the bearer token when auth is on)",
+  tags: ["debug"],
+  responses: { 200: text("The page", "text/html") },
+}, [], "public");
+
+const debugAgentPage = defineRoute({
+  method: "get",
+  path: "/debug/agents/{agentId}",
+  operationId: "debugAgentPage",
+  summary: "The debugger page of one agent (HTML)",
+  tags: ["debug"],
+  request: { params: z.object({ agentId: z.string() }) },
+  responses: { 200: text("The page", "text/html") },
+}, [], "public");
+
+const debugScript = defineRoute({
+  method: "get",
+  path: "/debug/app.js",
+  operationId: "debugScript",
+  summary: "The debugger page's script",
+  tags: ["debug"],
+  responses: { 200: text("The script", "text/javascript"), 304: notModified },
+}, [], "public");
+
+const debugStylesheet = defineRoute({
+  method: "get",
+  path: "/debug/app.css",
+  operationId: "debugStylesheet",
+  summary: "The debugger page's stylesheet",
+  tags: ["debug"],
+  responses: { 200: text("The stylesheet", "text/css"), 304: notModified },
+}, [], "public");
+
+export function debugPageRoutes(rt: RouteRuntime) {
+  return routeApp(rt)
+    .openapi(debugPage, (c) => shell(c))
+    .openapi(debugAgentPage, (c) => shell(c))
+    .openapi(debugScript, (c) => asset(c, DEBUG_JS, "text/javascript; charset=utf-8"))
+    .openapi(debugStylesheet, (c) => asset(c, DEBUG_CSS, "text/css; charset=utf-8"));
 }

@@ -1,0 +1,88 @@
+/**
+ * The README's scenario through a typed client: `hc<GatehouseApp>` from
+ * `hono/client` types each call's params and body and each JSON answer, so
+ * `turnId`, `state` and the events below are typed, not parsed by hand.
+ *
+ *   npm start                                    # in one terminal
+ *   npx tsx examples/client.ts http://127.0.0.1:8787
+ *
+ * tests/routes-typed.test.ts runs `runScenario` against a gatehouse serving
+ * the demo agents.
+ */
+import { hc } from "hono/client";
+import type { GatehouseApp } from "../mod.ts";
+
+export interface ScenarioResult {
+  turnId: string;
+  waitingState: string;
+  deliveries: Array<{ accepted: true; duplicate: boolean }>;
+  finalState: string;
+  output: unknown;
+}
+
+/** Asks `read` until `done` holds for its answer (every 50 ms, at most `tries` times). */
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, tries = 200): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await read();
+    if (done(v)) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`Cannot finish the scenario: ${what} did not happen`);
+}
+
+/**
+ * Runs the scenario against `baseUrl`: a task for "alice", the external
+ * approval call found in the events, its result delivered twice (the second
+ * is a duplicate), and the output once the agent is done.
+ *
+ * @example
+ * const r = await runScenario("http://127.0.0.1:8787");
+ * console.log(r.finalState, r.output); // done { orderId: "A-1001", refund: "approved", ... }
+ */
+export async function runScenario(baseUrl: string, fetchImpl?: typeof fetch, agentId = "alice"): Promise<ScenarioResult> {
+  const api = hc<GatehouseApp>(baseUrl, fetchImpl ? { fetch: fetchImpl } : {});
+  const agent = api.v1.agents[":agentId"];
+  const param = { agentId };
+
+  const enqueued = await agent.tasks.$post({
+    param,
+    json: { agent: "concierge", input: "Refund order A-1001 please", idempotencyKey: "req-1" },
+  });
+  if (enqueued.status !== 202) throw new Error(`Cannot enqueue the task: ${enqueued.status}`);
+  const { turnId } = await enqueued.json();
+
+  // The events route answers a JSON page or (text/event-stream) a stream; `format: "json"` asks for the page.
+  const readPage = async () => {
+    const body = await (await agent.events.$get({ param, query: { after: 0, format: "json" }, header: {} })).json();
+    if (typeof body !== "object" || body === null || !("events" in body)) throw new Error("Cannot read the events as a JSON page");
+    return body;
+  };
+  const isApproval = (e: { type: string; data: Record<string, unknown> }) => e.type === "tool_call" && e.data.name === "approve_refund";
+  const page = await until(readPage, (p) => p.events.some(isApproval), "the approve_refund call");
+  const call = page.events.find(isApproval)!;
+  const toolCallId = String(call.data.toolCallId);
+
+  const waiting = await until(
+    async () => await (await agent.$get({ param })).json(),
+    (a) => a.state === "waiting-tools",
+    "waiting-tools",
+  );
+
+  const deliveries: ScenarioResult["deliveries"] = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await agent["tool-results"].$post({
+      param,
+      json: { turnId, toolCallId, outcome: { ok: true, value: "approved by Dana" } },
+    });
+    if (res.status !== 200) throw new Error(`Cannot deliver the tool result: ${res.status}`);
+    deliveries.push(await res.json());
+  }
+
+  const done = await until(async () => await (await agent.$get({ param })).json(), (a) => a.state === "done", "done");
+  return { turnId, waitingState: waiting.state, deliveries, finalState: done.state, output: done.output };
+}
+
+if (typeof process !== "undefined" && import.meta.url === `file://${process.argv[1]}`) {
+  const r = await runScenario(process.argv[2] ?? "http://127.0.0.1:8787");
+  console.log(JSON.stringify(r, null, 2));
+}

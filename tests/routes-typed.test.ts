@@ -1,0 +1,27 @@
+/**
+ * examples/client.ts drives the README scenario through `hc<GatehouseApp>`
+ * against a gatehouse serving the demo agents (its requests go to
+ * `gh.fetch`); tests/types/client.types.ts checks the client's types with
+ * `tsc`.
+ */
+import { describe, expect, it } from "vitest";
+import { createGatehouse } from "../mod.ts";
+import { demoAgents } from "../examples/demo.ts";
+import { runScenario } from "../examples/client.ts";
+
+describe("examples/client.ts: the README scenario through the typed client", () => {
+  it("enqueues, finds the approval call, delivers its result twice and reads the output", async () => {
+    const gh = createGatehouse({ agents: demoAgents, pollMs: 5 });
+    gh.startWorker();
+    try {
+      const r = await runScenario("http://gatehouse.test", (input, init) => gh.fetch(new Request(input, init)));
+      expect(r.turnId).toMatch(/^turn_/);
+      expect(r.waitingState).toBe("waiting-tools");
+      expect(r.deliveries).toEqual([{ accepted: true, duplicate: false }, { accepted: true, duplicate: true }]);
+      expect(r.finalState).toBe("done");
+      expect(r.output).toEqual({ orderId: "A-1001", refund: "approved", note: "approved by Dana" });
+    } finally {
+      await gh.close();
+    }
+  });
+});
