@@ -27,6 +27,8 @@
  * | `<p>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<p>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<p>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
+ * | `<p>:tools`            | hash   | role -> tool registry entry JSON (common/tool-registry.ts) |
+ * | `<p>:tool_forms`       | hash   | `<role>\n<method form>` -> the method first seen with that form |
  *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
@@ -87,6 +89,16 @@ export function checkTurnId(turnId: string, what = "turn id"): string {
   return turnId;
 }
 
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A tool role or method name (the tool name pattern): it becomes a hash field of the tool registry. */
+export function checkToolName(name: string, what: "role" | "method"): string {
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw new StoreInputError(`Cannot use tool ${what} ${JSON.stringify(name)}: it must match ${TOOL_NAME}`);
+  }
+  return name;
+}
+
 export function checkTarget(target: string): string {
   if (typeof target !== "string" || !TARGET.test(target)) {
     throw new StoreInputError(`Cannot use worker target ${JSON.stringify(target)}: it must be one token of [a-z0-9_-]`);
@@ -131,6 +143,10 @@ export interface KeySpace {
   readonly verdicts: string;
   /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
   readonly agents: string;
+  /** The tool registry: role -> entry JSON. */
+  readonly tools: string;
+  /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
+  readonly toolForms: string;
 }
 
 /** The key space under `prefix` (default `gh`). */
@@ -158,5 +174,7 @@ export function keySpace(prefix = "gh"): KeySpace {
     deadlines: `${prefix}:deadlines`,
     verdicts: `${prefix}:verdicts`,
     agents: `${prefix}:agents`,
+    tools: `${prefix}:tools`,
+    toolForms: `${prefix}:tool_forms`,
   };
 }

@@ -11,6 +11,7 @@ storeConformance("memory", async () => {
     state: memoryStateReader(store),
     cleanup: async () => {},
     idempotencyEntries: async (agentId) => memoryStoreInternals(store)!.idempotencyEntries(agentId),
+    putRawToolEntry: async (role, entry) => memoryStoreInternals(store)!.putRawToolEntry(role, entry),
   };
 });
 

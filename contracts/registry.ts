@@ -1,0 +1,84 @@
+/**
+ * What the tool registry tells the model, and when methods overlap. Pure:
+ * the entries come from the store (store/port.ts `recordToolMethod`,
+ * `listToolRoles`).
+ *
+ * Overlap: two methods of ONE role whose word lists (after the one
+ * normalisation, common/tool-registry.ts `methodForm`) are equal (`fetchUrl`
+ * and `fetch_url`: kept as an alias) or one is a proper prefix or suffix of
+ * the other (`fetch` and `fetch_url`). Methods of different roles never
+ * overlap, and neither do methods of one role without that relation
+ * (`fetch` and `parse`). An overlap is an observation (an
+ * `interface_overlap` event, a hint in the prompt); nothing is renamed.
+ *
+ * Bounds: `<known_tools>` lists at most KNOWN_TOOLS_LIMITS.roles roles, each
+ * with at most `.methods` methods, and is cut at `.chars` characters; at
+ * most `.hints` overlap hints follow it.
+ */
+import { methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
+
+export interface MethodOverlap {
+  role: string;
+  /** The two spellings, the first-seen (canonical) first. */
+  methods: [string, string];
+  kind: "alias" | "prefix";
+}
+
+export const KNOWN_TOOLS_LIMITS = { roles: 8, methods: 6, chars: 1_500, hints: 3 } as const;
+
+const words = (m: string) => methodForm(m).split("_").filter((w) => w !== "");
+
+function related(a: string[], b: string[]): boolean {
+  if (a.length === b.length || a.length === 0 || b.length === 0) return false;
+  const [s, l] = a.length < b.length ? [a, b] : [b, a];
+  const prefix = s.every((w, i) => l[i] === w);
+  const suffix = s.every((w, i) => l[l.length - s.length + i] === w);
+  return prefix || suffix;
+}
+
+/** Every overlap of one role's methods (aliases included), in a stable order. */
+export function overlapsOf(entry: ToolRoleEntry): MethodOverlap[] {
+  const out: MethodOverlap[] = entry.aliases.map((a) => ({ role: entry.role, methods: [a.method, a.alias], kind: "alias" as const }));
+  const ms = entry.methods;
+  for (let i = 0; i < ms.length; i++) {
+    for (let j = i + 1; j < ms.length; j++) {
+      if (related(words(ms[i]), words(ms[j]))) out.push({ role: entry.role, methods: [ms[i], ms[j]], kind: "prefix" });
+    }
+  }
+  return out;
+}
+
+/** The overlaps that involve `method` (after it was recorded on the entry). */
+export function overlapsWith(entry: ToolRoleEntry, method: string): MethodOverlap[] {
+  return overlapsOf(entry).filter((o) => o.methods.includes(method));
+}
+
+const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+
+/**
+ * The `<known_tools>` block (empty string when there is nothing to show):
+ * the roles in `ownRoles` first (the tools this agent has), then the rest by
+ * calls; one line per role with its methods and aliases; overlap hints after
+ * the list.
+ */
+export function knownToolsBlock(entries: readonly ToolRoleEntry[], ownRoles: readonly string[] = []): string {
+  const L = KNOWN_TOOLS_LIMITS;
+  const own = new Set(ownRoles);
+  const ranked = entries.filter((e) => e.methods.length > 0).sort((a, b) =>
+    Number(own.has(b.role)) - Number(own.has(a.role)) || b.calls - a.calls || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0)
+  ).slice(0, L.roles);
+  if (ranked.length === 0) return "";
+  const lines = ranked.map((e) => {
+    const ms = e.methods.slice(0, L.methods).map((m) => clip(m, 64));
+    const more = e.methods.length > L.methods ? ` (+${e.methods.length - L.methods} more)` : "";
+    const aliases = e.aliases.length > 0 ? `; aliases: ${e.aliases.slice(0, L.methods).map((a) => `${clip(a.alias, 64)}=${clip(a.method, 64)}`).join(", ")}` : "";
+    return `- ${clip(e.role, 64)}: methods ${ms.join(", ")}${more}${aliases}`;
+  });
+  const hints = ranked.flatMap(overlapsOf).slice(0, L.hints).map((o) =>
+    `<interface_overlap role="${clip(o.role, 64)}">${o.kind === "alias" ? `"${clip(o.methods[1], 64)}" is another spelling of "${clip(o.methods[0], 64)}"` : `"${clip(o.methods[0], 64)}" and "${clip(o.methods[1], 64)}" look like one capability`}; prefer one method (the first) and call it consistently.</interface_overlap>`
+  );
+  let body = lines.join("\n");
+  const room = L.chars - "<known_tools>\n\n</known_tools>".length;
+  if (body.length > room) body = `${body.slice(0, room - 2)}\n…`;
+  return [`<known_tools>\n${body}\n</known_tools>`, ...hints].join("\n");
+}
