@@ -82,3 +82,35 @@ export function knownToolsBlock(entries: readonly ToolRoleEntry[], ownRoles: rea
   if (body.length > room) body = `${body.slice(0, room - 2)}\n…`;
   return [`<known_tools>\n${body}\n</known_tools>`, ...hints].join("\n");
 }
+
+/** A registry entry as the HTTP surface and the CLI show it: the entry plus its overlaps. */
+export interface ToolRoleView {
+  role: string;
+  methods: string[];
+  aliases: Array<{ alias: string; method: string }>;
+  calls: number;
+  createdAt: number | null;
+  updatedAt: number | null;
+  overlaps: Array<{ methods: [string, string]; kind: "alias" | "prefix" }>;
+}
+
+export function toolRoleView(e: ToolRoleEntry): ToolRoleView {
+  return {
+    role: e.role,
+    methods: [...e.methods],
+    aliases: e.aliases.map((a) => ({ ...a })),
+    calls: e.calls,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+    overlaps: overlapsOf(e).map((o) => ({ methods: o.methods, kind: o.kind })),
+  };
+}
+
+/** The text `gatehouse interfaces --role <role>` prints for one role. */
+export function describeToolRole(v: ToolRoleView): string {
+  const lines = [`role ${v.role}: ${v.calls} successful call${v.calls === 1 ? "" : "s"}`];
+  lines.push(`  methods:  ${v.methods.length > 0 ? v.methods.join(", ") : "(none recorded)"}`);
+  lines.push(`  aliases:  ${v.aliases.length > 0 ? v.aliases.map((a) => `${a.alias} -> ${a.method}`).join(", ") : "(none)"}`);
+  lines.push(`  overlaps: ${v.overlaps.length > 0 ? v.overlaps.map((o) => `${o.methods.join(" / ")} (${o.kind})`).join("; ") : "(none)"}`);
+  return lines.join("\n");
+}

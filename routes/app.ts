@@ -33,6 +33,7 @@ import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./pr
 import type { RouteRuntime } from "./runtime.ts";
 import { resetRoutes } from "./reset.ts";
 import { toolResultRoutes } from "./tool-results.ts";
+import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
 
@@ -56,6 +57,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   debugPageRoutes,
   whatIfRoutes,
   exportRoutes,
+  toolRoutes,
 ];
 
 /** Regex of a Hono path pattern (`:param` matches one segment). */

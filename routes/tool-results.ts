@@ -14,6 +14,10 @@
  * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
  * cancelled) is 409 `turn_finished`.
+ *
+ * Contracts: the result is checked against the tool's contract before it is
+ * delivered (routes/tool-contract.ts); the answer says how that went in
+ * `contract: { passed, mismatch }`.
  */
 import { Hono } from "hono";
 import { jsonBody } from "./body.ts";
@@ -22,6 +26,7 @@ import { normalizeOutcome } from "../common/outcome.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ToolResultAccepted, ToolResultRequest } from "./schemas.ts";
+import { checkDeliveredResult } from "./tool-contract.ts";
 
 export function toolResultRoutes(rt: RouteRuntime): RouteModule {
   const app = new Hono();
@@ -29,21 +34,16 @@ export function toolResultRoutes(rt: RouteRuntime): RouteModule {
   app.post("/v1/agents/:agentId/tool-results", async (c) => {
     const agentId = c.req.param("agentId");
     const body = await jsonBody(c, rt.limits, ToolResultRequest);
-    const r = await rt.store.deliverToolResult({
-      agentId,
-      turnId: body.turnId,
-      toolCallId: body.toolCallId,
-      outcome: normalizeOutcome(body.outcome),
-      afterExecution: body.afterExecution ?? "continue",
-      source: "http",
-      now: rt.clock.now(),
-    });
+    const call = { agentId, turnId: body.turnId, toolCallId: body.toolCallId };
+    const checked = await checkDeliveredResult(rt, call, normalizeOutcome(body.outcome), body.afterExecution ?? "continue");
+    const r = await rt.store.deliverToolResult({ ...call, ...checked, source: "http", now: rt.clock.now() });
+    const contract = { passed: checked.contractValidation.passed, mismatch: checked.contractValidation.mismatch };
     switch (r.status) {
       case "accepted":
         rt.wake(agentId, c.req.raw);
-        return c.json({ accepted: true as const, duplicate: false });
+        return c.json({ accepted: true as const, duplicate: false, contract });
       case "duplicate":
-        return c.json({ accepted: true as const, duplicate: true });
+        return c.json({ accepted: true as const, duplicate: true, contract });
       case "already_resolved":
         throw new ProblemError(
           "already_resolved",
