@@ -56,16 +56,18 @@ export function overlapsWith(entry: ToolRoleEntry, method: string): MethodOverla
 const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
 
 /**
- * The `<known_tools>` block (empty string when there is nothing to show):
- * the roles in `ownRoles` first (the tools this agent has), then the rest by
- * calls; one line per role with its methods and aliases; overlap hints after
- * the list.
+ * The `<known_tools>` block (empty string when there is nothing to show).
+ * Given `ownRoles` (the roles of the tools an agent is offered), only those
+ * roles are listed, so an agent is never hinted about tools it cannot call
+ * (an overlap elsewhere raises nothing in its prompt); without, every role.
+ * Most calls first, then by name; one line per role with its methods and
+ * aliases; the overlap hints of the listed roles after the list.
  */
-export function knownToolsBlock(entries: readonly ToolRoleEntry[], ownRoles: readonly string[] = []): string {
+export function knownToolsBlock(entries: readonly ToolRoleEntry[], ownRoles?: readonly string[]): string {
   const L = KNOWN_TOOLS_LIMITS;
-  const own = new Set(ownRoles);
-  const ranked = entries.filter((e) => e.methods.length > 0).sort((a, b) =>
-    Number(own.has(b.role)) - Number(own.has(a.role)) || b.calls - a.calls || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0)
+  const own = ownRoles ? new Set(ownRoles) : null;
+  const ranked = entries.filter((e) => e.methods.length > 0 && (!own || own.has(e.role))).sort((a, b) =>
+    b.calls - a.calls || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0)
   ).slice(0, L.roles);
   if (ranked.length === 0) return "";
   const lines = ranked.map((e) => {

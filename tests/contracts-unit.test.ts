@@ -211,8 +211,9 @@ describe("the registry: overlaps and <known_tools>", () => {
     expect(block).not.toContain("interface_overlap");
   });
 
-  it("lists roles with methods, own roles first, and adds a hint for an overlap", () => {
-    const block = knownToolsBlock([entry("parser", ["parse"], [], 9), entry("web_fetcher", ["fetch_url", "fetch"], [], 1)], ["web_fetcher"]);
+  it("lists the agent's own roles with their methods, most calls first, and adds a hint for an overlap", () => {
+    const entries = [entry("parser", ["parse"], [], 1), entry("web_fetcher", ["fetch_url", "fetch"], [], 9), entry("other", ["fetch", "fetch_all"])];
+    const block = knownToolsBlock(entries, ["web_fetcher", "parser"]);
     expect(block).toBe([
       "<known_tools>",
       "- web_fetcher: methods fetch_url, fetch",
@@ -221,6 +222,8 @@ describe("the registry: overlaps and <known_tools>", () => {
       '<interface_overlap role="web_fetcher">"fetch_url" and "fetch" look like one capability; prefer one method (the first) and call it consistently.</interface_overlap>',
     ].join("\n"));
     expect(knownToolsBlock([])).toBe("");
+    // An agent that has only the parser hears nothing of the fetcher's overlap.
+    expect(knownToolsBlock(entries, ["parser"])).toBe("<known_tools>\n- parser: methods parse\n</known_tools>");
     expect(knownToolsBlock([{ role: "old", methods: [], aliases: [], calls: 0, createdAt: null, updatedAt: null }])).toBe("");
   });
 
