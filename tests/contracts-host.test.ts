@@ -6,6 +6,7 @@
  * GET /v1/tools, `gatehouse interfaces`), and the regression: a tool without
  * a contract behaves as before.
  */
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, error, type Gatehouse, memoryStore, ok } from "../mod.ts";
@@ -173,6 +174,12 @@ describe("external results posted over HTTP", () => {
     const r2 = await post(gh, "/v1/agents/s2/tool-results", { turnId: t2, toolCallId: c2.toolCallId, outcome: { ok: false, error: { type: "denied", message: "no", retriable: false } } });
     expect(await r2.json()).toEqual({ accepted: true, duplicate: false, contract: { passed: true, mismatch: null } });
     expect((await gh.store.getToolCalls("s2", t2))[0].contractValidation).toEqual({ applied: false, passed: true, mismatch: null, expectedKeys: [], actualKeys: [] });
+  });
+
+  it("the README's contracts block is the example's text", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const block = readme.match(/<!-- contracts:start -->\n```ts\n([\s\S]*?)```\n<!-- contracts:end -->/)![1];
+    expect(readFileSync(new URL("../examples/contracts.ts", import.meta.url), "utf8")).toContain(block);
   });
 
   it("the example of docs/contracts.md runs: refused, then accepted by tolerance", async () => {
