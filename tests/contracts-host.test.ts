@@ -176,6 +176,18 @@ describe("external results posted over HTTP", () => {
     expect((await gh.store.getToolCalls("s2", t2))[0].contractValidation).toEqual({ applied: false, passed: true, mismatch: null, expectedKeys: [], actualKeys: [] });
   });
 
+  it("an external tool that declares its result required refuses an empty one with invalid_input", async () => {
+    const search = defineTool({ name: "search", description: "Search", parameters: z.object({ q: z.string() }), resultRequired: true });
+    const { requests, m } = model((req) => (toolMessages(req).length === 0 ? { toolCalls: [{ name: "search", args: { q: "x" } }] } : { toolCalls: [{ name: "submit_result", args: { result: "x" } }] }));
+    const gh = setup([defineAgent({ name: "q", instructions: "x", model: m, tools: [search] })]);
+    const turnId = await task(gh, "q1", "q", "go");
+    const call = (await gh.store.getToolCalls("q1", turnId))[0];
+    const res = await post(gh, "/v1/agents/q1/tool-results", { turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: [] } });
+    expect(await res.json()).toEqual({ accepted: true, duplicate: false, contract: { passed: false, mismatch: "nil_required_input" } });
+    await gh.drain();
+    expect(toolMessages(requests[1])[0].error).toMatchObject({ type: "invalid_input", retryable: false, metadata: { mismatch: "nil_required_input", method: "search" } });
+  });
+
   it("the README's contracts block is the example's text", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
     const block = readme.match(/<!-- contracts:start -->\n```ts\n([\s\S]*?)```\n<!-- contracts:end -->/)![1];
