@@ -245,6 +245,30 @@ describe("the tool registry through the host", () => {
     expect((await interfacesCommand(memoryStore(), [])).out).toBe("the tool registry is empty\n");
   });
 
+  it("<known_tools> lists the methods the registry knows, and a model that reads it calls the canonical one", async () => {
+    const store = memoryStore();
+    // Another agent used the role before: the registry knows its method.
+    await store.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: 1 });
+    const tool = defineTool({ name: "fetch_url", role: "web_fetcher", description: "Fetch", parameters: z.object({ url: z.string() }), execute: () => ({ body: "x" }) });
+    const run = async (knownTools: boolean, agentId: string) => {
+      const { requests, m } = model((req) => {
+        if (toolMessages(req).length > 0) return { toolCalls: [{ name: "submit_result", args: { result: toolMessages(req)[0] } }] };
+        // The model's guess without the block is its own spelling; with it, the method the block lists.
+        const listed = /- web_fetcher: methods (\w+)/.exec(req.messages[0].content)?.[1];
+        return { toolCalls: [{ name: listed ?? "fetchUrl", args: { url: "u" } }] };
+      });
+      const gh = setup([defineAgent({ name: `k${agentId}`, instructions: "Fetch.", model: m, tools: [tool], knownTools })], store);
+      await task(gh, agentId, `k${agentId}`, "go");
+      return { requests, done: (await gh.store.readEvents(agentId, 0, 1000)).find((e) => e.type === "task")!.data };
+    };
+    const informed = await run(true, "k1");
+    expect(informed.requests[0].messages[0].content).toBe("Fetch.\n\n<known_tools>\n- web_fetcher: methods fetch_url\n</known_tools>");
+    expect(informed.done).toMatchObject({ status: "done", deliverable: { body: "x" } });
+    const blind = await run(false, "k2");
+    expect(blind.requests[0].messages[0].content).toBe("Fetch.");
+    expect(blind.done).toMatchObject({ status: "done", deliverable: { error: { type: "tool_not_offered" } } });
+  });
+
   it("unrelated roles raise nothing: no interface_overlap event and no hint (negative)", async () => {
     const tools = [
       defineTool({ name: "fetch_url", role: "web_fetcher", description: "f", parameters: z.object({}), deliverable: { type: "object" }, execute: () => ({}) }),
