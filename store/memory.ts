@@ -122,6 +122,9 @@ export interface MemoryStoreState {
   /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
   deadlines: Array<[member: string, deadline: number]>;
   verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+  /** The tool registry: role -> entry, and `<role>\n<form>` -> method. */
+  tools: Array<[role: string, entry: unknown]>;
+  toolForms: Array<[key: string, method: string]>;
 }
 
 const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
@@ -1033,6 +1036,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ready: [...ready.entries()].map(([t, m]) => [t, [...m.entries()]]),
     deadlines: [...deadlines.entries()],
     verdicts: [...verdicts.entries()],
+    tools: [...tools.entries()],
+    toolForms: [...toolForms.entries()],
   });
   Object.defineProperty(store, STATE, { value: state, enumerable: true });
   internals.set(store, {
