@@ -3,6 +3,7 @@
  * tolerant keys, the mismatch taxonomy, preconditions, the outcome helpers,
  * definition-time refusals, and the registry's overlap and prompt rules.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { error, isMadeOutcome, ok, type Outcome } from "../common/outcome.ts";
@@ -48,6 +49,30 @@ describe("tolerant keys (one normalisation of case and separators)", () => {
     for (const k of ["user_id", "UserId", "user-id"]) {
       expect(checkOutcome(tool, { ok: true, value: { [k]: 7 } }).contractValidation).toMatchObject({ passed: true, tolerated: [{ expected: "userId", found: k }] });
     }
+  });
+});
+
+describe("tolerant keys: properties", () => {
+  const key = fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,8}$/);
+  it("passes exactly when every required key has a same-form key holding a value; never changes the value", () => {
+    fc.assert(fc.property(
+      fc.dictionary(key, fc.oneof(fc.constant(null), fc.integer(), fc.string())),
+      fc.uniqueArray(key, { maxLength: 4 }),
+      (value, required) => {
+        const before = JSON.stringify(value);
+        const r = checkOutcome({ name: "t", deliverable: { type: "object", required } }, { ok: true, value });
+        expect(JSON.stringify(value)).toBe(before);
+        // The oracle: the exact key, else the first key of the same form, holding a value.
+        const satisfied = required.every((e) => {
+          const k = Object.hasOwn(value, e) ? e : Object.keys(value).find((x) => methodForm(x) === methodForm(e));
+          return k !== undefined && value[k] !== null;
+        });
+        expect(r.contractValidation.passed).toBe(satisfied);
+        expect(r.outcome.ok).toBe(satisfied);
+        if (satisfied) expect((r.outcome as { value: unknown }).value).toBe(value);
+        else expect(["missing_required_key", "nil_required_input"]).toContain(r.contractValidation.mismatch);
+      },
+    ), { seed: 8, numRuns: 300 });
   });
 });
 
