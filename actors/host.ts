@@ -20,6 +20,13 @@
  * - Mail that arrives while a claim runs is not lost in a long turn: the
  *   lease renewal notices it and the claim hands the agent back at the next
  *   step boundary, so the next claim applies it (a cancel takes effect).
+ * - Every tool result passes the one contract check (contracts/check.ts) before
+ *   the machine, the log or the model sees it: in-process results here,
+ *   external ones in the delivery route. Its `contractValidation` is on the
+ *   call's record and on the `tool_result` event. Preconditions of contracted
+ *   tools run before `execute` (contracts/preconditions.ts).
+ * - The tool registry hears of every successful call (actors/registry.ts);
+ *   a registry failure is logged and never fails the turn.
  * - With a budget (actors/budget.ts), a claim whose budget is spent hands the
  *   agent back at the next step boundary: the commit that ends the step
  *   releases the lease with `runnableAt = now`, so any worker (or the next
@@ -36,7 +43,11 @@ import type { ModelResponse } from "../models/types.ts";
 import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
 import type { NewEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
-import { type AfterExecution, normalizeOutcome, type Outcome } from "../common/outcome.ts";
+import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../common/outcome.ts";
+import { type ContractValidation, notApplied } from "../common/contract-validation.ts";
+import { checkOutcome } from "../contracts/check.ts";
+import { checkPreconditions } from "../contracts/preconditions.ts";
+import { createToolRegistryView } from "./registry.ts";
 import type { InboxTask } from "../store/types.ts";
 import type { AnyTool, ToolTermination } from "../tools/define.ts";
 import { prepareArgs } from "../tools/specs.ts";
@@ -200,6 +211,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let resolveCalls: CommitRequest["resolveToolCalls"] = [];
   let ackMail = 0;
   let transitionSeq = 0;
+  const registry = createToolRegistryView({ store, agent, clock, logger, agentId });
 
   const snap = () => actor.getSnapshot() as unknown as { value: string; context: AgentContext };
   const emit = (type: string, data: Record<string, unknown>) => events.push({ type, data });
@@ -384,7 +396,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       }
       const { value, context } = snap();
       if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
-        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome: normalizeOutcome(m.outcome), afterExecution: m.afterExecution });
+        const callName = context.pending[m.toolCallId].name;
+        const outcome = normalizeOutcome(m.outcome);
+        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution });
+        if (outcome.ok && m.source !== "watchdog") await registry.record(callName, emit);
       } else {
         emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
       }
@@ -465,6 +480,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
   }
 
+  /** The agent's instructions, and the `<known_tools>` block when the agent has tools and the registry knows any. */
+  async function systemMessage(): Promise<string> {
+    const block = await registry.knownTools();
+    return block === "" ? agent!.instructions : `${agent!.instructions}\n\n${block}`;
+  }
+
   async function modelStep(context: AgentContext): Promise<void> {
     const step = context.step + 1;
     const tId = context.turnId!;
@@ -481,7 +502,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         chunks.length = 0;
         res = await agent!.model.generate({
           agentId, turnId: tId, step,
-          messages: [{ role: "system", content: agent!.instructions }, ...history],
+          messages: [{ role: "system", content: await systemMessage() }, ...history],
           tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
         });
         // Arguments enter the context, the log and the transcript: bounded before anything else sees them.
@@ -518,7 +539,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       seen.add(id);
       const tool = agent!.offeredTools.find((t) => t.name === c.name);
       const args = c.args ?? {};
-      if (tool?.external) {
+      if (tool?.external && !checkPreconditions(tool, args)) {
         const prepared = prepareArgs(tool, args);
         if (prepared.ok) {
           return { id, name: c.name, args: jsonValue(prepared.args), external: true, deadline: now + (tool.timeoutMs ?? deps.externalToolTimeoutMs) };
@@ -573,15 +594,31 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }));
     if (abort.signal.aborted) return;
     for (const r of results) {
-      emit("tool_result", { toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms });
+      emit("tool_result", {
+        toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms,
+        contractValidation: r.contractValidation,
+      });
       if (snap().value !== "waiting-tools") continue; // an earlier result terminated the turn
-      resolveCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
+      resolveCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
       apply({ type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
     }
+    for (const r of results) if (r.outcome.ok) await registry.record(r.name, emit);
   }
 
-  async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
+  type Dispatched = { outcome: Outcome; afterExecution: AfterExecution; contractValidation: ContractValidation };
+
+  /** Runs one in-process call and checks its result against the tool's contract. */
+  async function dispatch(tId: string, toolCallId: string, name: string, args: unknown): Promise<Dispatched> {
     const tool: AnyTool | undefined = agent!.offeredTools.find((t) => t.name === name);
+    const r = await execute(tool, tId, toolCallId, name, args);
+    if (!tool) return { ...r, contractValidation: notApplied() };
+    const checked = checkOutcome(tool, r.outcome);
+    // A result refused by the contract goes back to the model; it never ends the turn.
+    const afterExecution = checked.outcome.ok ? r.afterExecution : "continue";
+    return { outcome: checked.outcome, afterExecution, contractValidation: checked.contractValidation };
+  }
+
+  async function execute(tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown): Promise<{ outcome: Outcome; afterExecution: AfterExecution }> {
     if (!tool) {
       // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
       const offered = offeredToolNames(agent!).join(", ");
@@ -590,6 +627,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         afterExecution: "continue",
       };
     }
+    const refused = checkPreconditions(tool, args);
+    if (refused) return { outcome: refused, afterExecution: "continue" };
     const prepared = prepareArgs(tool, args);
     if (!prepared.ok) {
       return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
@@ -612,7 +651,19 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         }),
       ]);
       const terminate = isTermination(value);
-      const result = terminate ? value.value : value;
+      let result = terminate ? value.value : value;
+      // An outcome made by ok()/error() is the tool's outcome; any other value is an ok value.
+      if (isMadeOutcome(result)) {
+        const made = normalizeOutcome(result);
+        if (!made.ok) {
+          const meta = made.error.metadata !== undefined && !checkJsonValue(made.error.metadata, limits) ? { metadata: jsonValue(made.error.metadata) as Record<string, unknown> } : {};
+          return {
+            outcome: { ok: false, error: { type: String(made.error.type), message: String(made.error.message), retryable: made.error.retryable ?? false, ...meta } },
+            afterExecution: "continue",
+          };
+        }
+        result = made.value;
+      }
       const over = checkJsonValue(result, limits);
       if (over) {
         return { outcome: { ok: false, error: { type: "invalid_result", message: `Tool "${name}" returned a value over the limits: ${describeViolation(over)}`, retryable: false } }, afterExecution: "continue" };

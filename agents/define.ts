@@ -41,6 +41,13 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   maxVerifierErrors?: number;
   /** Model call attempts per step before the turn fails (default 3). */
   modelAttempts?: number;
+  /**
+   * Show the tool registry's `<known_tools>` block (roles, methods, overlap
+   * hints) in the system message. Default: true when an offered tool
+   * declares a `role`, `deliverable` or `resultRequired`, else false (the
+   * prompt stays the instructions alone).
+   */
+  knownTools?: boolean;
 }
 
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
@@ -166,6 +173,9 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 100)) {
       throw new DefinitionError(`${where}: ${k} must be an integer from 1 to 100`, { key: k });
     }
+  }
+  if (config.knownTools !== undefined && typeof config.knownTools !== "boolean") {
+    throw new DefinitionError(`${where}: knownTools must be true or false`, { key: "knownTools" });
   }
   return Object.freeze({
     ...config,

@@ -9,6 +9,9 @@
  *                                 from a memory store, with the debugger page at
  *                                 /debug/agents/<id>; workers run only for the
  *                                 definitions of the optional agents module
+ *   gatehouse interfaces [--role <role>]
+ *                                 the tool registry of the configured store: methods,
+ *                                 aliases and overlaps per role (entry/interfaces.ts)
  *
  * The module exports its agents: named exports of defineAgent() results, an
  * `agents` array, or a default export (an agent, an array, `{ agents }`).
@@ -31,6 +34,8 @@ const USAGE = `usage: gatehouse serve <module>   serve the agents the module exp
        gatehouse demo              serve the example agents (concierge, summarizer)
        gatehouse replay <bundle.json> [<module>]
                                    serve an exported run for offline debugging (/debug/agents/<id>)
+       gatehouse interfaces [--role <role>]
+                                   the tool registry: methods, aliases and overlaps per role
 configuration: environment variables (PORT, HOST, GATEHOUSE_*), see docs/operations.md`;
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
@@ -76,6 +81,10 @@ async function main(args: string[]) {
   const [command, ...rest] = args;
   if (command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === "interfaces") {
+    await interfaces(rest);
     return;
   }
   if (command === "replay" && (rest.length === 1 || rest.length === 2) && !rest.some((a) => a.startsWith("-"))) {
@@ -134,6 +143,24 @@ async function replay(bundlePath: string, agentsModule: string | undefined) {
   const server = await serveNode(gh, { port: config.port, hostname: config.hostname });
   if (agents.length > 0) gh.startWorker();
   process.stdout.write(`replaying agent ${gh.agentId}: ${server.url}/debug/agents/${encodeURIComponent(gh.agentId)}\n`);
+}
+
+/** `gatehouse interfaces`: reads the registry of the store the environment configures. */
+async function interfaces(args: string[]) {
+  const [{ storeFromEnv }, { redisStore }, { interfacesCommand }] = await Promise.all([
+    import("./store-from-env.ts"),
+    import("../redis.ts"),
+    import("./interfaces.ts"),
+  ]);
+  const store = await storeFromEnv(process.env, { redis: redisStore });
+  try {
+    const r = await interfacesCommand(store, args);
+    process.stdout.write(r.out);
+    process.stderr.write(r.err);
+    process.exitCode = r.exitCode;
+  } finally {
+    await store.close();
+  }
 }
 
 main(process.argv.slice(2)).catch(fail);

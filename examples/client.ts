@@ -15,7 +15,8 @@ import type { GatehouseApp } from "../mod.ts";
 export interface ScenarioResult {
   turnId: string;
   waitingState: string;
-  deliveries: Array<{ accepted: true; duplicate: boolean }>;
+  /** Each delivery's answer, with the contract check of the result (docs/contracts.md). */
+  deliveries: Array<{ accepted: true; duplicate: boolean; contract: { passed: boolean; mismatch: string | null } }>;
   finalState: string;
   output: unknown;
 }

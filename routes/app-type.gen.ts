@@ -8,6 +8,58 @@ import type { JSONValue } from "hono/utils/types";
 
 /** Every route of the app: path, method, input (param, query, json), JSON output and status. */
 export type GatehouseSchema = MergeSchemaPath<{
+    "/v1/tools": {
+        $get: {
+            input: {};
+            output: {
+                tools: {
+                    role: string;
+                    methods: string[];
+                    aliases: {
+                        alias: string;
+                        method: string;
+                    }[];
+                    calls: number;
+                    createdAt: number | null;
+                    updatedAt: number | null;
+                    overlaps: {
+                        methods: [string, string];
+                        kind: "alias" | "prefix";
+                    }[];
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+} & {
+    "/v1/tools/:role": {
+        $get: {
+            input: {
+                param: {
+                    role: string;
+                };
+            };
+            output: {
+                role: string;
+                methods: string[];
+                aliases: {
+                    alias: string;
+                    method: string;
+                }[];
+                calls: number;
+                createdAt: number | null;
+                updatedAt: number | null;
+                overlaps: {
+                    methods: [string, string];
+                    kind: "alias" | "prefix";
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/events/session": {
         $post: {
             input: {
@@ -556,6 +608,10 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 accepted: true;
                 duplicate: boolean;
+                contract: {
+                    passed: boolean;
+                    mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                };
             };
             outputFormat: "json";
             status: 200;

@@ -36,6 +36,7 @@ import { resetRoutes } from "./reset.ts";
 import { streamSessionRoutes } from "./stream-session.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { toolResultRoutes } from "./tool-results.ts";
+import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
 import { whatIfRoutes } from "./what-if.ts";
@@ -122,6 +123,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", whatIfRoutes(rt))
     .route("/", exportRoutes(rt))
     .route("/", streamSessionRoutes(rt))
+    .route("/", toolRoutes(rt))
     .openapi(openApiRoute, (c) => c.json(doc ??= openApiDocument(app, rt), 200));
 
   const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));

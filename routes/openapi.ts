@@ -17,6 +17,7 @@ const TAGS = [
   { name: "debugging", description: "Agent list, time travel, forks, what-if and replay bundles" },
   { name: "debug", description: "The debugger page and its assets" },
   { name: "machine", description: "The agent statechart" },
+  { name: "tools", description: "The tool registry: roles, canonical methods, aliases and overlaps" },
   { name: "operations", description: "Health, readiness, metrics, watchdog and this document" },
 ];
 

@@ -128,6 +128,10 @@ export const TaskAccepted = z.object({
 export const ToolResultAccepted = z.object({
   accepted: z.literal(true),
   duplicate: z.boolean().describe("True when this exact result was delivered before and won; nothing changed"),
+  contract: z.object({
+    passed: z.boolean().describe("False when the result did not satisfy the tool's contract: the model receives the typed error instead"),
+    mismatch: z.enum(["missing_required_key", "type_mismatch", "nil_required_input"]).nullable(),
+  }).describe("The contract check of this result (docs/contracts.md); `passed: true, mismatch: null` for a tool without a contract"),
 }).openapi("ToolResultAccepted");
 
 export const CancelAccepted = z.object({

@@ -14,12 +14,17 @@
  * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
  * cancelled) is 409 `turn_finished`.
+ *
+ * Contracts: the result is checked against the tool's contract before it is
+ * delivered (routes/tool-contract.ts); the answer says how that went in
+ * `contract: { passed, mismatch }`.
  */
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { normalizeOutcome } from "../common/outcome.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentParams, ToolResultAccepted, ToolResultRequest } from "./schemas.ts";
+import { checkDeliveredResult } from "./tool-contract.ts";
 
 const deliverToolResult = defineRoute({
   method: "post",
@@ -40,21 +45,16 @@ export function toolResultRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(deliverToolResult, async (c) => {
     const { agentId } = c.req.valid("param");
     const body = c.req.valid("json");
-    const r = await rt.store.deliverToolResult({
-      agentId,
-      turnId: body.turnId,
-      toolCallId: body.toolCallId,
-      outcome: normalizeOutcome(body.outcome),
-      afterExecution: body.afterExecution ?? "continue",
-      source: "http",
-      now: rt.clock.now(),
-    });
+    const call = { agentId, turnId: body.turnId, toolCallId: body.toolCallId };
+    const checked = await checkDeliveredResult(rt, call, normalizeOutcome(body.outcome), body.afterExecution ?? "continue");
+    const r = await rt.store.deliverToolResult({ ...call, ...checked, source: "http", now: rt.clock.now() });
+    const contract = { passed: checked.contractValidation.passed, mismatch: checked.contractValidation.mismatch };
     switch (r.status) {
       case "accepted":
         rt.wake(agentId, c.req.raw);
-        return c.json({ accepted: true as const, duplicate: false }, 200);
+        return c.json({ accepted: true as const, duplicate: false, contract }, 200);
       case "duplicate":
-        return c.json({ accepted: true as const, duplicate: true }, 200);
+        return c.json({ accepted: true as const, duplicate: true, contract }, 200);
       case "already_resolved":
         throw new ProblemError(
           "already_resolved",

@@ -34,6 +34,8 @@
  * and an agent's bucket together, so on Redis Cluster they must live in one
  * slot (all rate limits of a deployment in one slot; their records are
  * small and expire on their own).
+ * | `<p>:tools`            | hash   | role -> tool registry entry JSON (common/tool-registry.ts) |
+ * | `<p>:tool_forms`       | hash   | `<role>\n<method form>` -> the method first seen with that form |
  *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
@@ -112,6 +114,16 @@ export function checkTurnId(turnId: string, what = "turn id"): string {
   return turnId;
 }
 
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A tool role or method name (the tool name pattern): it becomes a hash field of the tool registry. */
+export function checkToolName(name: string, what: "role" | "method"): string {
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw new StoreInputError(`Cannot use tool ${what} ${JSON.stringify(name)}: it must match ${TOOL_NAME}`);
+  }
+  return name;
+}
+
 export function checkTarget(target: string): string {
   if (typeof target !== "string" || !TARGET.test(target)) {
     throw new StoreInputError(`Cannot use worker target ${JSON.stringify(target)}: it must be one token of [a-z0-9_-]`);
@@ -160,6 +172,10 @@ export interface KeySpace {
   rateLimit(bucket: string): string;
   /** The consumer lease of a single-consumer worker target. */
   targetLease(target: string): string;
+  /** The tool registry: role -> entry JSON. */
+  readonly tools: string;
+  /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
+  readonly toolForms: string;
 }
 
 /** The key space under `prefix` (default `gh`). */
@@ -189,5 +205,7 @@ export function keySpace(prefix = "gh"): KeySpace {
     agents: `${prefix}:agents`,
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
+    tools: `${prefix}:tools`,
+    toolForms: `${prefix}:tool_forms`,
   };
 }

@@ -21,6 +21,8 @@ import type {
   CreateForkResult,
   ListAgentsRequest,
   RecordForkRequest,
+  RecordToolMethodRequest,
+  RecordToolMethodResult,
   CancelRequest,
   CancelResult,
   ClaimFailureRequest,
@@ -51,8 +53,10 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkHolder, checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
+import { notApplied } from "../common/contract-validation.ts";
+import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
@@ -109,7 +113,7 @@ export const REPLY = [
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
   "fresh", "seen",
-  "created", "recorded",
+  "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
 ] as const;
 type Word = (typeof REPLY)[number];
@@ -192,6 +196,16 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "created" || word === "recorded" ? { status: word, ...json() } : { status: word };
     case "list_agents":
       return (json() as Array<[string, number]>).map(([agentId, updatedAt]) => ({ agentId, updatedAt }));
+    case "record_tool_method": {
+      const r = json() as { added: "method" | "alias" | "none"; entry: { role?: unknown } };
+      const entry = loadToolRoleEntry(String(r.entry?.role ?? ""), r.entry);
+      if (!entry) throw new StoreReplyError(`Script ${name} answered an entry that is not an object`);
+      return { status: "recorded", added: r.added, entry };
+    }
+    case "get_tool_role":
+      return word === "entry" ? payload : null;
+    case "list_tool_roles":
+      return json();
     case "read_messages":
     case "read_events":
     case "get_tool_calls":
@@ -248,14 +262,15 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       const { outcome, afterExecution, source } = req;
+      const contractValidation = req.contractValidation ?? notApplied();
       const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(
         "deliver_tool_result",
         [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines],
         [
           prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
-          j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now }),
+          j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
           tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
-          tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution } }),
+          tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
           now, source === "watchdog" ? "1" : "0",
         ],
       );
@@ -329,7 +344,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       ];
       for (const c of req.recordToolCalls) args.push(c.toolCallId, j({ ...c, agentId: req.agentId, recordedAt: req.now }), String(c.deadline));
       for (const r of req.resolveToolCalls) {
-        args.push(r.toolCallId, j({ status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now }));
+        args.push(r.toolCallId, j({
+          status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now,
+          contractValidation: r.contractValidation ?? notApplied(),
+        }));
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
@@ -501,6 +519,23 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async recordFork(req: RecordForkRequest) {
       const k = keys.agent(req.agentId);
       return call("record_fork", [k.head, k.events], [int(req.now, "now"), tail({ type: req.event.type, data: req.event.data })]);
+    },
+
+    async recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult> {
+      checkToolName(req.role, "role");
+      checkToolName(req.method, "method");
+      return call("record_tool_method", [keys.tools, keys.toolForms], [req.role, req.method, methodForm(req.method), int(req.now, "now")]);
+    },
+
+    async getToolRole(role: string): Promise<ToolRoleEntry | null> {
+      checkToolName(role, "role");
+      const text = await call<string | null>("get_tool_role", [keys.tools], [role]);
+      return text === null ? null : loadToolRoleEntry(role, text);
+    },
+
+    async listToolRoles(): Promise<ToolRoleEntry[]> {
+      const pairs = await call<Array<[string, string]> | Record<string, never>>("list_tool_roles", [keys.tools], []);
+      return (Array.isArray(pairs) ? pairs : []).flatMap(([role, text]) => loadToolRoleEntry(role, text) ?? []);
     },
 
     close: deps.close,

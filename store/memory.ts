@@ -31,6 +31,8 @@ import type {
   CreateForkResult,
   ListAgentsRequest,
   RecordForkRequest,
+  RecordToolMethodRequest,
+  RecordToolMethodResult,
   CancelRequest,
   CancelResult,
   CancelTaskRequest,
@@ -62,7 +64,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkHolder, checkMessageId, checkTarget, StoreInputError } from "./keys.ts";
+import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
@@ -70,6 +72,8 @@ function int(n: number, what: string): number {
   if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
   return n;
 }
+import { notApplied } from "../common/contract-validation.ts";
+import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -129,6 +133,9 @@ export interface MemoryStoreState {
   /** ["agentId\nturnId\ntoolCallId", deadline] entries. */
   deadlines: Array<[member: string, deadline: number]>;
   verdicts: Array<[verdictId: string, record: { agentId: string; turnId: string; status: string; json: string }]>;
+  /** The tool registry: role -> entry, and `<role>\n<form>` -> method. */
+  tools: Array<[role: string, entry: unknown]>;
+  toolForms: Array<[key: string, method: string]>;
 }
 
 const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
@@ -176,6 +183,8 @@ export function memoryStoreState(store: Store): MemoryStoreState {
 export interface MemoryStoreInternals {
   /** Idempotency entries kept for an agent (store/port.ts invariant 13). */
   idempotencyEntries(agentId: string): number;
+  /** Stores a tool registry entry as given (tests of entries written by older versions). */
+  putRawToolEntry(role: string, entry: unknown): void;
 }
 
 const internals = new WeakMap<Store, MemoryStoreInternals>();
@@ -200,6 +209,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   /** Single-consumer target leases: target -> holder and until (ms). */
   const targetLeases = new Map<string, { holder: string; until: number }>();
   const fault = opts.faults ?? (() => {});
+  /** The tool registry: role -> entry (plain JSON), and `<role>\n<form>` -> the method first seen with that form. */
+  const tools = new Map<string, unknown>();
+  const toolForms = new Map<string, string>();
 
   // ------------------------------------------------------------ journal
 
@@ -473,6 +485,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (rec.status === "resolved") return answerResolved(copy(rec), req);
         if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
         const outcome = copy(req.outcome);
+        const contractValidation = copy(req.contractValidation ?? notApplied());
         const resolved: ToolCallRecord = {
           ...rec,
           status: "resolved",
@@ -480,6 +493,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           afterExecution: req.afterExecution,
           source: req.source,
           resolvedAt: req.now,
+          contractValidation,
         };
         const mail: MailItem = {
           kind: "tool_result",
@@ -496,6 +510,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           ok: req.outcome.ok === true,
           source: req.source,
           afterExecution: req.afterExecution,
+          contractValidation: copy(contractValidation),
         }, req.now);
         const reply = copy(resolved);
         // Writes.
@@ -642,6 +657,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           afterExecution: r.afterExecution,
           source: "inline",
           resolvedAt: req.now,
+          contractValidation: copy(r.contractValidation ?? notApplied()),
         }));
         const messages = req.messages.map((m) => copy(m));
         const events = req.events.map((e, i) =>
@@ -997,6 +1013,48 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       });
     },
 
+    async recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult> {
+      return atomic(() => {
+        checkToolName(req.role, "role");
+        checkToolName(req.method, "method");
+        if (!Number.isSafeInteger(req.now)) throw new StoreInputError(`now must be an integer (ms), got ${req.now}`);
+        const raw = tools.get(req.role);
+        const stored = raw && typeof raw === "object" && !Array.isArray(raw) ? copy(raw as Record<string, unknown>) : {};
+        const methods = Array.isArray(stored.methods) ? stored.methods as unknown[] : [];
+        const aliases = Array.isArray(stored.aliases) ? stored.aliases as unknown[] : [];
+        const formKey = `${req.role}\n${methodForm(req.method)}`;
+        const canonical = toolForms.get(formKey);
+        let added: RecordToolMethodResult["added"] = "none";
+        if (canonical === undefined) {
+          if (!methods.includes(req.method)) added = "method";
+        } else if (canonical !== req.method) {
+          if (!aliases.some((a) => (a as { alias?: unknown })?.alias === req.method)) added = "alias";
+        }
+        const entry = {
+          ...stored,
+          methods: added === "method" ? [...methods, req.method] : methods,
+          aliases: added === "alias" ? [...aliases, { alias: req.method, method: canonical }] : aliases,
+          role: req.role,
+          calls: (typeof stored.calls === "number" && Number.isFinite(stored.calls) ? stored.calls : 0) + 1,
+          createdAt: typeof stored.createdAt === "number" ? stored.createdAt : req.now,
+          updatedAt: req.now,
+        };
+        // Writes.
+        if (canonical === undefined) w.mapSet(toolForms, formKey, req.method);
+        w.mapSet(tools, req.role, entry);
+        return { status: "recorded" as const, added, entry: loadToolRoleEntry(req.role, copy(entry))! };
+      });
+    },
+
+    async getToolRole(role: string): Promise<ToolRoleEntry | null> {
+      checkToolName(role, "role");
+      return tools.has(role) ? loadToolRoleEntry(role, copy(tools.get(role))) : null;
+    },
+
+    async listToolRoles(): Promise<ToolRoleEntry[]> {
+      return [...tools.keys()].sort().flatMap((role) => loadToolRoleEntry(role, copy(tools.get(role))) ?? []);
+    },
+
     async close() {},
   };
 
@@ -1038,8 +1096,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ready: [...ready.entries()].map(([t, m]) => [t, [...m.entries()]]),
     deadlines: [...deadlines.entries()],
     verdicts: [...verdicts.entries()],
+    tools: [...tools.entries()],
+    toolForms: [...toolForms.entries()],
   });
   Object.defineProperty(store, STATE, { value: state, enumerable: true });
-  internals.set(store, { idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0 });
+  internals.set(store, {
+    idempotencyEntries: (agentId) => agents.get(agentId)?.idempotency.size ?? 0,
+    putRawToolEntry: (role, entry) => void tools.set(role, copy(entry)),
+  });
   return store;
 }

@@ -71,11 +71,25 @@
  *    records (refusing, with nothing written, an id that exists), and
  *    `recordFork` appends one `forked_to` event to the source and changes
  *    nothing else of it.
+ * 16. The tool registry (common/tool-registry.ts) is one record per role,
+ *     shared by all agents. `recordToolMethod` is atomic: it reads the
+ *     role's entry and the method's form and writes the updated entry in one
+ *     step, so concurrent calls never lose a method, an alias or a count. A
+ *     method is appended once per form (`fetch_url`), another spelling of a
+ *     known form once as an alias (`fetchUrl`); `calls` counts every call.
+ *     An entry stored without `methods` loads with empty lists and keeps its
+ *     other fields. Role and method match the tool name pattern; anything
+ *     else is a StoreInputError and writes nothing.
+ * 17. A resolved tool call carries `contractValidation` (common/
+ *     contract-validation.ts): the one given with the result, else the
+ *     "not applied" record; the `tool_result_received` event carries the same.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
+import type { ContractValidation } from "../common/contract-validation.ts";
+import type { ToolRoleEntry } from "../common/tool-registry.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -101,7 +115,23 @@ export interface DeliverToolResultRequest {
   outcome: Outcome;
   afterExecution: AfterExecution;
   source: ToolResultSource;
+  /** The contract check of this result (contracts/check.ts); default: not applied. */
+  contractValidation?: ContractValidation;
   now: number;
+}
+
+/** One successful call of a tool role's method (invariant 16). */
+export interface RecordToolMethodRequest {
+  role: string;
+  method: string;
+  now: number;
+}
+
+export interface RecordToolMethodResult {
+  status: "recorded";
+  /** What this call added: a new method, a new alias, or nothing (only `calls` and `updatedAt` changed). */
+  added: "method" | "alias" | "none";
+  entry: ToolRoleEntry;
 }
 
 export type DeliverToolResultResult =
@@ -228,7 +258,7 @@ export interface CommitRequest {
   /** Tool calls to record as pending before they are dispatched. */
   recordToolCalls: Array<Omit<ToolCallRecord, "status" | "agentId" | "recordedAt">>;
   /** In-process results applied by this commit; each call must still be pending. */
-  resolveToolCalls: Array<{ toolCallId: string; outcome: Outcome; afterExecution: AfterExecution }>;
+  resolveToolCalls: Array<{ toolCallId: string; outcome: Outcome; afterExecution: AfterExecution; contractValidation?: ContractValidation }>;
   /** Removes mail with seq <= this value (0: none). */
   ackMailThrough: number;
   /**
@@ -505,5 +535,11 @@ export interface Store {
   createFork(req: CreateForkRequest): Promise<CreateForkResult>;
   /** Logs `forked_to` on the source of a fork (invariant 13). */
   recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
+  /** Notes a successful call of a role's method in the tool registry (invariant 16). */
+  recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult>;
+  /** The registry entry of one role, or null. */
+  getToolRole(role: string): Promise<ToolRoleEntry | null>;
+  /** Every registry entry, by role name. */
+  listToolRoles(): Promise<ToolRoleEntry[]>;
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@
  * (memory, Redis over TCP, Upstash over REST) stores the same bytes.
  */
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { ContractValidation } from "../common/contract-validation.ts";
 
 /** Per-task options given at enqueue time. */
 export interface TaskOptions {
@@ -92,4 +93,6 @@ export interface ToolCallRecord {
   afterExecution?: AfterExecution;
   source?: ToolResultSource;
   resolvedAt?: number;
+  /** The contract check of the result (store/port.ts invariant 17); set once resolved. */
+  contractValidation?: ContractValidation;
 }

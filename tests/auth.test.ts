@@ -301,6 +301,12 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
         expect(await ids(TENANT_A)).toEqual(["acme-1"]);
         expect(await ids(READER_A)).toEqual(["acme-1"]);
         expect((await send("GET", "/v1/agents")).status).toBe(401);
+        // The tool registry spans agents too: a read token over every tenant; 404 for a role it does not hold.
+        expect((await send("GET", "/v1/tools", undefined, bearer(ADMIN))).status).toBe(200);
+        expect((await send("GET", "/v1/tools/web_fetcher", undefined, bearer(ADMIN))).status).toBe(404);
+        expect((await send("GET", "/v1/tools", undefined, bearer(READER_A))).status).toBe(403);
+        expect((await send("GET", "/v1/tools/web_fetcher", undefined, bearer(TENANT_A))).status).toBe(403);
+        expect((await send("GET", "/v1/tools")).status).toBe(401);
         // History and export: read, with the tenant check.
         for (const path of ["/history/1", "/export"]) {
           expect((await send("GET", `/v1/agents/acme-1${path}`, undefined, bearer(READER_A))).status).toBe(200);

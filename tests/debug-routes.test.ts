@@ -148,7 +148,7 @@ describe("POST /v1/agents/:agentId/fork", () => {
     // A result delivered to the fork finishes it with the other definition's model; the source still waits.
     const pending = r.body.pendingToolCalls[0];
     const d = await call("POST", "/v1/agents/f1/tool-results", { turnId: pending.turnId, toolCallId: pending.toolCallId, outcome: { ok: true, value: "yes" } });
-    expect([d.status, d.body]).toEqual([200, { accepted: true, duplicate: false }]);
+    expect([d.status, d.body]).toEqual([200, { accepted: true, duplicate: false, contract: { passed: true, mismatch: null } }]);
     await gh.drain();
     const done = (await call("GET", "/v1/agents/f1")).body;
     expect(done.state).toBe("done");

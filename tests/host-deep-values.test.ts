@@ -136,7 +136,7 @@ for (const env of ENVS) {
       expect(await gh.store.getAgent("a1")).toEqual(head);
       expect((await gh.store.getToolCalls("a1", turnId))[0].status).toBe("pending");
       const ok = await post(gh, "/v1/agents/a1/tool-results", JSON.stringify({ turnId, toolCallId, outcome: { ok: true, value: { nested: [[["fine"]]] } } }));
-      expect(await ok.json()).toEqual({ accepted: true, duplicate: false });
+      expect(await ok.json()).toEqual({ accepted: true, duplicate: false, contract: { passed: true, mismatch: null } });
       await gh.drain();
       const task = (await gh.store.readEvents("a1", 0, 100)).find((e) => e.type === "task")!;
       expect(task.data.status).toBe("done");

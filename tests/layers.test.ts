@@ -5,7 +5,7 @@
  * in ALLOWED below. The same graph is drawn in docs/architecture.md; change
  * both together. A folder not listed here fails the test until it is placed.
  *
- * The core, bottom up: errors <- common <- {machines, tools, store} <- models
+ * The core, bottom up: errors <- common <- contracts <- {machines, tools, store} <- models
  * <- verdicts <- agents <- verification <- actors <- routes <- "." (the
  * composition root). Tooling (entry, examples, scripts, bench) sits on top.
  */
@@ -19,17 +19,18 @@ const ALLOWED: Record<string, readonly string[]> = {
   errors: [],
   common: ["errors"],
   machines: ["common", "errors"],
-  tools: ["common", "errors"],
+  contracts: ["common", "errors"],
+  tools: ["common", "contracts", "errors"],
   store: ["common"],
   models: ["common", "errors", "tools"],
   verdicts: ["common", "errors", "store"],
   agents: ["common", "errors", "models", "tools", "verdicts"],
   verification: ["agents", "common", "errors", "machines", "verdicts"],
-  actors: ["agents", "common", "errors", "machines", "models", "store", "tools", "verification"],
-  routes: ["actors", "agents", "common", "errors", "machines", "store", "verdicts"],
-  ".": ["actors", "agents", "common", "errors", "machines", "models", "routes", "store", "tools", "verdicts", "verification"],
+  actors: ["agents", "common", "contracts", "errors", "machines", "models", "store", "tools", "verification"],
+  routes: ["actors", "agents", "common", "contracts", "errors", "machines", "store", "verdicts"],
+  ".": ["actors", "agents", "common", "contracts", "errors", "machines", "models", "routes", "store", "tools", "verdicts", "verification"],
   // Tooling: runtime entries, examples, maintenance scripts, the benchmark.
-  entry: [".", "actors", "examples", "store"],
+  entry: [".", "actors", "contracts", "examples", "store"],
   examples: [".", "agents", "common", "models", "tools", "verification"],
   scripts: [".", "common", "examples", "store", "tests"],
   bench: [".", "store", "tests"],

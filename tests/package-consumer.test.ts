@@ -221,8 +221,8 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
     expect(lines[0]).toMatch(/^\{"agentId":"alice","turnId":"turn_[0-9a-f]+","duplicate":false\}$/);
     expect(lines.slice(2)).toEqual([
       '"state":"waiting-tools"',
-      '{"accepted":true,"duplicate":false}',
-      '{"accepted":true,"duplicate":true}',
+      '{"accepted":true,"duplicate":false,"contract":{"passed":true,"mismatch":null}}',
+      '{"accepted":true,"duplicate":true,"contract":{"passed":true,"mismatch":null}}',
       '"state":"done"',
       '"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}',
     ]);

@@ -17,7 +17,8 @@ describe("examples/client.ts: the README scenario through the typed client", () 
       const r = await runScenario("http://gatehouse.test", (input, init) => gh.fetch(new Request(input, init)));
       expect(r.turnId).toMatch(/^turn_/);
       expect(r.waitingState).toBe("waiting-tools");
-      expect(r.deliveries).toEqual([{ accepted: true, duplicate: false }, { accepted: true, duplicate: true }]);
+      const contract = { passed: true, mismatch: null }; // the approval tool declares no contract
+      expect(r.deliveries).toEqual([{ accepted: true, duplicate: false, contract }, { accepted: true, duplicate: true, contract }]);
       expect(r.finalState).toBe("done");
       expect(r.output).toEqual({ orderId: "A-1001", refund: "approved", note: "approved by Dana" });
     } finally {

@@ -107,7 +107,7 @@ describe("routes: a full turn over HTTP", () => {
       outcome: { ok: true, value: "sure" },
     });
     expect(r.status).toBe(200);
-    expect(ToolResultAccepted.parse(await r.json())).toEqual({ accepted: true, duplicate: false });
+    expect(ToolResultAccepted.parse(await r.json())).toEqual({ accepted: true, duplicate: false, contract: { passed: true, mismatch: null } });
     await gh.drain();
 
     const done = AgentView.parse(await (await call("GET", "/v1/agents/a1")).json());
@@ -193,7 +193,7 @@ describe("routes: tool results", () => {
     const { turnId, toolCallId } = await startTurn(gh, call);
     const body = { turnId, toolCallId, outcome: { ok: true, value: { first: 1, list: [1, 2] } } };
     const first = await call("POST", "/v1/agents/a1/tool-results", body);
-    expect(await first.json()).toEqual({ accepted: true, duplicate: false });
+    expect(await first.json()).toEqual({ accepted: true, duplicate: false, contract: { passed: true, mismatch: null } });
     const head = await gh.store.getAgent("a1");
     const events = await gh.store.readEvents("a1", 0, 1000);
     for (let i = 0; i < 10; i++) {
@@ -201,7 +201,7 @@ describe("routes: tool results", () => {
       const outcome = i % 2 ? { value: { list: [1.0, 2], first: 1 }, ok: true } : body.outcome;
       const res = await call("POST", "/v1/agents/a1/tool-results", { ...body, outcome, ...(i % 3 ? { afterExecution: "continue" } : {}) });
       expect(res.status).toBe(200);
-      expect(ToolResultAccepted.parse(await res.json())).toEqual({ accepted: true, duplicate: true });
+      expect(ToolResultAccepted.parse(await res.json())).toEqual({ accepted: true, duplicate: true, contract: { passed: true, mismatch: null } });
     }
     expect(await gh.store.getAgent("a1")).toEqual(head);
     expect(await gh.store.readEvents("a1", 0, 1000)).toEqual(events);

@@ -33,6 +33,7 @@ import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { MailItem, ToolCallRecord } from "../store/types.ts";
 import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
+import { toolRegistryConformance } from "./store-conformance-registry.ts";
 
 export interface ConformanceHandle {
   store: Store;
@@ -43,6 +44,8 @@ export interface ConformanceHandle {
   state: StateReader;
   /** How many idempotency entries the store keeps for an agent (invariant 13; read from the adapter's internals). */
   idempotencyEntries(agentId: string): Promise<number>;
+  /** Stores a tool registry entry as given, bypassing the port (entries written by older versions; invariant 16). */
+  putRawToolEntry?(role: string, entry: unknown): Promise<void>;
 }
 
 const T0 = 1_700_000_000_000;
@@ -82,6 +85,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       }
       return out;
     }
+
+    toolRegistryConformance(() => ({ store, clients, putRawToolEntry: h.putRawToolEntry }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
 
@@ -918,6 +923,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const record: ToolCallRecord = {
           agentId: "a1", turnId, toolCallId: "call_1", name: "ask", args: { q: "call_1" }, external: true, deadline: T0 + 100,
           recordedAt: T0 + 1, status: "resolved", outcome: ok, afterExecution: "terminate", source: "http", resolvedAt: T0 + 10,
+          // Invariant 17: a result delivered without a contract check is recorded as "not applied".
+          contractValidation: { applied: false, passed: true, mismatch: null, expectedKeys: [], actualKeys: [] },
         };
         expect(d).toEqual({ status: "accepted", record });
         expect(await store.getToolCalls("a1", turnId)).toEqual([record]);

@@ -57,6 +57,7 @@ describe("store scripts: checks before writes", () => {
       "rate_limit.lua main",
       "record_claim_failure.lua main",
       "record_fork.lua main",
+      "record_tool_method.lua main",
       "renew_lease.lua main",
       "request_cancel.lua main",
       "reset_turn.lua main",
@@ -65,7 +66,7 @@ describe("store scripts: checks before writes", () => {
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_verdicts.lua",
+      "get_agent.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_tool_roles.lua", "list_verdicts.lua",
       "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
     ]);
   });

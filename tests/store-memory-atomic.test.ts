@@ -69,6 +69,12 @@ const CASES: Case[] = [
     setup: busy,
     op: (s) => s.deliverToolResult({ agentId: "a1", turnId: "turn_1", toolCallId: "x2", outcome: { ok: false, error: { type: "t", message: "m" } }, afterExecution: "continue", source: "http", now: T0 + 4 }),
   },
+  { name: "recordToolMethod (new role)", setup: async () => null, op: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: T0 }) },
+  {
+    name: "recordToolMethod (alias)",
+    setup: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: T0 }),
+    op: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetchUrl", now: T0 + 1 }),
+  },
   { name: "requestCancel", setup: busy, op: (s) => s.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 }) },
   { name: "requestCancel (named turn)", setup: busy, op: (s) => s.requestCancel({ agentId: "a1", turnId: "turn_1", reason: "stop", now: T0 + 4 }) },
   { name: "cancelTask", setup: busy, op: (s) => s.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 4 }) },

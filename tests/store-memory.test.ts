@@ -14,6 +14,7 @@ storeConformance("memory", async () => {
     state: memoryStateReader(store),
     cleanup: async () => {},
     idempotencyEntries: async (agentId) => memoryStoreInternals(store)!.idempotencyEntries(agentId),
+    putRawToolEntry: async (role, entry) => memoryStoreInternals(store)!.putRawToolEntry(role, entry),
   };
 });
 

@@ -34,6 +34,7 @@ storeConformance("redis", async () => {
     state: redisStateReader(rawCommand, prefix),
     cleanup: async () => {},
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
+    putRawToolEntry: async (role, entry) => void await raw.hset(keySpace(prefix).tools, role, JSON.stringify(entry)),
   };
 });
 

@@ -38,6 +38,7 @@ storeConformance("upstash", async () => {
     state: redisStateReader((c) => tcp.call(c[0], ...c.slice(1)), prefix),
     cleanup: async () => raw.disconnect(),
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
+    putRawToolEntry: async (role, entry) => void await raw.hset(keySpace(prefix).tools, role, JSON.stringify(entry)),
   };
 });
 

@@ -90,8 +90,8 @@ describe("workerd: the README scenario, the verifier gate, the watchdog, SSE", (
     const result = { turnId: t.turnId, toolCallId: call!.data.toolCallId, outcome: { ok: true, value: "approved by Dana" } };
     const d1 = await w.fetch("/v1/agents/alice/tool-results", { method: "POST", json: result });
     const d2 = await w.fetch("/v1/agents/alice/tool-results", { method: "POST", json: result });
-    expect(await d1.json()).toEqual({ accepted: true, duplicate: false });
-    expect(await d2.json()).toEqual({ accepted: true, duplicate: true });
+    expect(await d1.json()).toEqual({ accepted: true, duplicate: false, contract: { passed: true, mismatch: null } });
+    expect(await d2.json()).toEqual({ accepted: true, duplicate: true, contract: { passed: true, mismatch: null } });
     const done = await inState(w, "alice", "done");
     expect(done.output).toEqual({ orderId: "A-1001", refund: "approved", note: "approved by Dana" });
     const peek = upstashStore({ url: bridge.url, token: bridge.token, prefix: "wd1" });

@@ -10,12 +10,14 @@
  * properties, and the value is one that property's schema accepts (so a
  * default or fixed value can never make every call invalid); a key is
  * either defaulted or fixed, not both (a fixed value always wins, so the
- * default would be dead).
+ * default would be dead). `role` matches the name pattern; `deliverable`
+ * is a contract contracts/deliverable.ts accepts.
  */
 import { z } from "zod";
 import { isPlainObject } from "../common/json.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import type { AfterExecution } from "../common/outcome.ts";
+import { checkDeliverableDefinition, type Deliverable } from "../contracts/deliverable.ts";
 
 export interface ToolExecuteContext {
   agentId: string;
@@ -48,6 +50,27 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
   fixed?: Record<string, unknown>;
   /** Resume deadline for one call, in ms (default 60 s in-process, 10 min external). */
   timeoutMs?: number;
+  /**
+   * What the tool is for, in the tool registry (default: its name). Tools of
+   * one role are its methods; see docs/contracts.md.
+   */
+  role?: string;
+  /**
+   * The contract of a successful result: `{ type: "object", required: [...] }`,
+   * `{ type: "array", items?: { required: [...] } }` or a zod schema. A value
+   * that does not satisfy it reaches the model as the error outcome
+   * `contract_violation` (contracts/check.ts), for in-process and external
+   * results alike.
+   */
+  deliverable?: Deliverable;
+  /** An empty successful result (null, "", [], {}) becomes the error outcome `invalid_input`. */
+  resultRequired?: boolean;
+  /**
+   * Refuse empty required parameters (null, undefined, "", [], {}) with
+   * `invalid_input` before `execute` (contracts/preconditions.ts). Default:
+   * true when `deliverable` or `resultRequired` is declared, else false.
+   */
+  preconditions?: boolean;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolConfig<S> {
@@ -117,6 +140,13 @@ export const RESERVED_TOOL_NAMES = new Set(["agent_output", "submit_result"]);
  *   parameters: z.object({ email: z.string() }),
  *   execute: async ({ email }) => ({ email, plan: "pro" }),
  * });
+ * // A contracted tool: its result must be an object with a `body` (`Body`, `BODY` satisfy it too).
+ * const fetchUrl = defineTool({
+ *   name: "fetch_url", role: "web_fetcher", description: "Fetch a page",
+ *   parameters: z.object({ url: z.string() }),
+ *   deliverable: { type: "object", required: ["body"] },
+ *   execute: async ({ url }) => ({ status: 200, body: await (await fetch(url)).text() }),
+ * });
  */
 export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefinition<S> {
   if (!config || typeof config !== "object") throw new DefinitionError("defineTool() needs a config object");
@@ -144,6 +174,15 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
   }
   if (config.timeoutMs !== undefined && (!Number.isInteger(config.timeoutMs) || config.timeoutMs <= 0)) {
     throw new DefinitionError(`Tool "${config.name}": timeoutMs must be a positive integer`, { key: "timeoutMs" });
+  }
+  if (config.role !== undefined && (typeof config.role !== "string" || !NAME.test(config.role))) {
+    throw new DefinitionError(`Tool "${config.name}": role ${JSON.stringify(config.role)} must match ${NAME}`, { key: "role" });
+  }
+  if (config.deliverable !== undefined) checkDeliverableDefinition(config.deliverable, `Tool "${config.name}"`);
+  for (const k of ["resultRequired", "preconditions"] as const) {
+    if (config[k] !== undefined && typeof config[k] !== "boolean") {
+      throw new DefinitionError(`Tool "${config.name}": ${k} must be true or false`, { key: k });
+    }
   }
   return Object.freeze({ ...config, kind: "tool" as const, external: config.execute === undefined });
 }

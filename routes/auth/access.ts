@@ -48,6 +48,8 @@ export function requirementOf(method: string, path: string): Requirement {
   if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
   // Reads that name no agent and reveal no agent's state.
   if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
+  // The tool registry spans every agent's tools: a token over every tenant reads it.
+  if (read && (path === "/v1/tools" || /^\/v1\/tools\/[^/]+$/.test(path))) return { verb: "read", global: true, signable: false };
   // A verdict by id names its agent only in the store: tenant tokens read verdicts under their agents instead.
   if (read && /^\/v1\/verdicts\/[^/]+$/.test(path)) return { verb: "read", global: true, signable: false };
   return { verb: "admin", global: true, signable: false };

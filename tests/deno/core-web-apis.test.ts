@@ -15,7 +15,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
-export const CORE_FOLDERS = ["common", "errors", "machines", "actors", "store", "routes", "models", "tools", "agents", "verification", "verdicts"] as const;
+export const CORE_FOLDERS = ["common", "errors", "machines", "actors", "store", "routes", "models", "tools", "agents", "verification", "verdicts", "contracts"] as const;
 
 /**
  * npm packages that need more than Web APIs (ioredis opens TCP sockets

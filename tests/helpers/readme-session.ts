@@ -51,8 +51,8 @@ export function expectSessionOutput(lines: string[]): void {
   expect(lines[0]).toMatch(/^\{"agentId":"alice","turnId":"turn_[0-9a-f]+","duplicate":false\}$/);
   expect(lines[1]).toMatch(/^"type":"tool_call","data":\{"step":2,"toolCallId":"call_turn_[0-9a-f]+_2_0","name":"approve_refund"$/);
   expect(lines[2]).toBe('"state":"waiting-tools"');
-  expect(lines[3]).toBe('{"accepted":true,"duplicate":false}');
-  expect(lines[4]).toBe('{"accepted":true,"duplicate":true}');
+  expect(lines[3]).toBe('{"accepted":true,"duplicate":false,"contract":{"passed":true,"mismatch":null}}');
+  expect(lines[4]).toBe('{"accepted":true,"duplicate":true,"contract":{"passed":true,"mismatch":null}}');
   expect(lines[5]).toBe('"state":"done"');
   expect(lines[6]).toBe('"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}');
   expect(lines).toHaveLength(7);

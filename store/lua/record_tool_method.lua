@@ -1,0 +1,71 @@
+--[[
+  record_tool_method: the tool registry notes one successful call of a role's
+  method. Mirrors memoryStore.recordToolMethod.
+
+  KEYS[1] tools hash (role -> entry JSON)
+  KEYS[2] tool forms hash ('<role>\n<form>' -> the method first seen with that form)
+  ARGV[1] role   ARGV[2] method   ARGV[3] the method's form (methodForm, computed by the caller)
+  ARGV[4] now
+
+  An entry that is not a JSON object (unreadable) is started afresh; one
+  without `methods` (written before methods were recorded) keeps its other
+  fields and gains the lists. A method whose form is new is appended to
+  `methods`; another spelling of a known form is appended to `aliases`
+  once; `calls` counts every call.
+
+  Returns: 'recorded {"added":"method"|"alias"|"none","entry":{...}}'
+  (an empty list may come back as {}: the adapter reads it as []).
+]]
+local tools, forms = KEYS[1], KEYS[2]
+local role, method, form, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+
+local entry = {}
+local raw = redis.call('HGET', tools, role)
+if raw then
+  local ok, decoded = pcall(cjson.decode, raw)
+  if ok and type(decoded) == 'table' then
+    entry = decoded
+  end
+end
+local methods = type(entry.methods) == 'table' and entry.methods or {}
+local aliases = type(entry.aliases) == 'table' and entry.aliases or {}
+local form_field = role .. '\n' .. form
+local canonical = redis.call('HGET', forms, form_field)
+
+local added = 'none'
+if not canonical then
+  added = 'method'
+  for _, m in ipairs(methods) do
+    if m == method then
+      added = 'none'
+    end
+  end
+elseif canonical ~= method then
+  added = 'alias'
+  for _, a in ipairs(aliases) do
+    if type(a) == 'table' and a.alias == method then
+      added = 'none'
+    end
+  end
+end
+
+-- Checks done; writes follow.
+if added == 'method' then
+  methods[#methods + 1] = method
+elseif added == 'alias' then
+  aliases[#aliases + 1] = { alias = method, method = canonical }
+end
+entry.methods = methods
+entry.aliases = aliases
+entry.role = role
+entry.calls = (tonumber(entry.calls) or 0) + 1
+if type(entry.createdAt) ~= 'number' then
+  entry.createdAt = now
+end
+entry.updatedAt = now
+local text = cjson.encode(entry)
+if not canonical then
+  redis.call('HSET', forms, form_field, method)
+end
+redis.call('HSET', tools, role, text)
+return 'recorded {"added":"' .. added .. '","entry":' .. text .. '}'
