@@ -53,6 +53,7 @@ async function teamRun() {
   const records = async () => (await side.lrange(sideKey, 0, -1)).map((x) => JSON.parse(x) as TeamRecord);
   const enqueue = async (agentId: string, input: TeamTaskInput) => {
     const r = await store.enqueueTask({ agentId, agentName: "lead", workerTarget: "default", input, options: {}, turnId: `turn_${input.label}`, now: Date.now() });
+    if (r.status === "definition_conflict") throw new Error(`${agentId} is bound to ${r.boundTo}`);
     return r.turnId;
   };
   const close = async () => {
