@@ -268,6 +268,15 @@ export function linkTool(agents: ReadonlyMap<string, AnyAgent>, link: Delegation
 }
 
 /**
+ * Is `agentId` the child the link's call created? A fork of a child carries
+ * its task's link too, but is another agent: only the child itself answers
+ * the parent's call.
+ */
+export async function isLinkedChild(agentId: string, link: DelegationLink): Promise<boolean> {
+  return agentId === await childAgentId(link.parentAgentId, link.parentTurnId, link.toolCallId, link.toolName);
+}
+
+/**
  * The push after a child's turn ended: delivers the result to the parent.
  * A failure is logged and left to the parent's pull (see the header, 5.).
  */

@@ -64,7 +64,7 @@ import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
 import { isAgentTool } from "../agents/agent-tool.ts";
 import {
-  agentToolOf, cancelChildren, childAgentId, childUsageOf, DEFAULT_DELEGATION_POLL_MS, DEFAULT_MAX_DELEGATION_DEPTH,
+  agentToolOf, cancelChildren, childAgentId, childUsageOf, isLinkedChild, DEFAULT_DELEGATION_POLL_MS, DEFAULT_MAX_DELEGATION_DEPTH,
   type DelegatedCall, type DelegationSettings, depthOf, pendingDelegations, pushChildResult, syncDelegations,
 } from "./delegation.ts";
 import { budgetMessage, crossedLimit, recordBudgetVerdict, turnSpendLimit } from "./spend.ts";
@@ -331,7 +331,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     endedTurn = null;
     abandoned = [];
     newDelegations = false;
-    if (ended && link && claim.task && ended.turnId === claim.task.turnId) {
+    if (ended && link && claim.task && ended.turnId === claim.task.turnId && await isLinkedChild(agentId, link)) {
       await pushChildResult(delegationDeps, agentId, link, ended);
     }
     if (cancels.length > 0) {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { agentTool } from "../agents/agent-tool.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild } from "../actors/delegation.ts";
+import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../actors/delegation.ts";
 import { watchdogTick } from "../actors/watchdog.ts";
 import { silentLogger } from "../actors/runtime.ts";
 import { ModelError } from "../errors/errors.ts";
@@ -205,6 +205,9 @@ export function delegationSuite(kind: string, makeStore: () => Promise<{ store: 
       expect((await eventsOf(store, childId, "delegated_by"))).toHaveLength(1);
 
       const link = { parentAgentId: "p7", parentAgentName: "owner", toolName: "worker", parentTurnId: turnId, toolCallId: call.toolCallId, depth: 1 };
+      // Only the child answers the call (a fork of it carries the same link).
+      expect(await isLinkedChild(childId, link)).toBe(true);
+      expect(await isLinkedChild(`${childId}-fork`, link)).toBe(false);
       const d = { link, childAgentId: childId, childTurnId: "t", outcome: { ok: true as const, value: "v" }, tool, now: clock.now() };
       expect((await deliverChildResult(store, d)).status).toBe("accepted");
       expect((await deliverChildResult(store, d)).status).toBe("duplicate");
