@@ -34,7 +34,8 @@
  * | verifying            | VERIFY_ERROR (at the error bound)      | failed        |
  * | revising             | FEEDBACK_APPENDED                      | running       |
  * | any non-final        | CANCEL                                 | failed        |
- * | any                  | TURN_FAILED (claim_error, reset)       | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset,       | failed        |
+ * |                      |   budget_exhausted)                    |               |
  *
  * The only ways into `done`: VERIFY_PASSED (any turn), and for a turn whose
  * completion is `submit_result` also a `submit_result` call, text with
