@@ -32,8 +32,11 @@ export interface AgentToolOptions<S extends z.ZodType = z.ZodType> {
   timeoutMs?: number;
 }
 
+/** The type of `agentToolInput`, spelled out (published types are not inferred). */
+export type AgentToolInput = z.ZodObject<{ input: z.ZodUnion<readonly [z.ZodString, z.ZodRecord<z.ZodString, z.ZodUnknown>]> }, z.core.$strip>;
+
 /** The default parameters of an agent tool: the child's task input. */
-export const agentToolInput = z.object({
+export const agentToolInput: AgentToolInput = z.object({
   input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task for the agent: text or a JSON object"),
 });
 
@@ -84,7 +87,7 @@ export function withDelegates(agents: Iterable<AnyAgent>): AnyAgent[] {
  *   tools: [agentTool(researcher, { description: "Ask the researcher" })],
  * });
  */
-export function agentTool<S extends z.ZodType = typeof agentToolInput>(
+export function agentTool<S extends z.ZodType = AgentToolInput>(
   child: AnyAgent,
   options: AgentToolOptions<S> = {},
 ): AgentToolDefinition<S> {
