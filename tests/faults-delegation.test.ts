@@ -75,11 +75,11 @@ async function checkTeamRun(store: Store, leadId: string, turnId: string, expect
   expect(lead!.state).toBe("done");
   const events = await store.readEvents(leadId, 0, 10_000);
   expect(events.filter((e) => e.type === "task")).toHaveLength(1);
-  const results = events.filter((e) => e.type === "transition" && (e.data as any).event.type === "TOOL_RESULT");
-  expect(results).toHaveLength(1);
-  const calls = await store.getToolCalls(leadId, turnId);
+  const calls = (await store.getToolCalls(leadId, turnId)).filter((c) => c.name === "helper");
   expect(calls).toHaveLength(1);
   const call = calls[0];
+  const results = events.filter((e) => e.type === "transition" && (e.data as any).event.type === "TOOL_RESULT" && (e.data as any).event.toolCallId === call.toolCallId);
+  expect(results).toHaveLength(1);
   expect(call).toMatchObject({ status: "resolved", source: "delegation", name: "helper" });
 
   const childId = await childAgentId(leadId, turnId, call.toolCallId, "helper");
@@ -104,7 +104,7 @@ async function checkTeamRun(store: Store, leadId: string, turnId: string, expect
     childAgentId: childId, childTurnId: childTurn, outcome: outcome!, tool: undefined, now: Date.now(),
   });
   expect(again.status).toBe("duplicate");
-  expect((await store.getToolCalls(leadId, turnId))[0]).toEqual(call);
+  expect((await store.getToolCalls(leadId, turnId)).find((c) => c.toolCallId === call.toolCallId)).toEqual(call);
 }
 
 describe("faults: delegation with SIGKILLed workers (Redis)", () => {
@@ -155,6 +155,28 @@ describe("faults: delegation with SIGKILLed workers (Redis)", () => {
       }
     }
   }, 120_000);
+
+  it("the parent's worker is killed while the child finishes: the result pushed into the held parent's inbox is applied once by the next worker", async () => {
+    const run = await teamRun();
+    try {
+      const w1 = await run.spawn("w1");
+      // The lead holds its lease in w1 (its stall tool runs 2 s) while the helper, run by w1's other loop, finishes.
+      const turnId = await run.enqueue("lead-p", { label: "p", ms: 100, leadMs: 2_000 });
+      // The helper's result lands in the lead's inbox while w1 still holds the lead.
+      const lead = await waitFor("helper result pushed", async () => {
+        const h = await run.store.getAgent("lead-p");
+        return h && h.pendingMail > 0 && h.leaseOwner !== null && h.leaseUntil > Date.now() && h;
+      }, 10_000, 1);
+      expect(lead!.state).toBe("waiting-tools");
+      w1.signal("SIGKILL");
+      await w1.exited;
+      await run.spawn("w2");
+      await waitDone(run.store, "lead-p");
+      await checkTeamRun(run.store, "lead-p", turnId, "ok");
+    } finally {
+      await run.close();
+    }
+  }, 40_000);
 
   it("a child that fails arrives as an error outcome, also when the worker dies right after the child's turn ended", async () => {
     const run = await teamRun();

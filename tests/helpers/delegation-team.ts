@@ -7,6 +7,9 @@
  *   helper step 1: work({ ms })    in-process; reports `start`/`done` through `record`
  *          step 2: submit_result({ label, by: <worker name> })
  *
+ * With `leadMs`, the lead's first step also calls its in-process `stall`
+ * tool, so the lead's worker holds the lead while the helper finishes.
+ *
  * With `fail: true` in the input the helper's model fails for good at its
  * first step (the helper's turn ends `failed`), so the lead receives an
  * error outcome.
@@ -22,6 +25,8 @@ export interface TeamTaskInput {
   /** How long the helper's work tool runs (ms). */
   ms: number;
   fail?: boolean;
+  /** When set, the lead also runs its own in-process `stall` tool this long (ms), next to the delegation. */
+  leadMs?: number;
 }
 
 export interface TeamRecord {
@@ -55,6 +60,17 @@ export function delegationTeam(opts: { worker: string; pid: number; record: (r: 
       return "worked";
     },
   });
+  const stall = defineTool({
+    name: "stall",
+    description: "Wait for a while",
+    parameters: z.object({ ms: z.number(), label: z.string() }),
+    async execute({ ms, label }, ctx) {
+      await opts.record({ worker: opts.worker, pid: opts.pid, phase: "start", agentId: ctx.agentId, label: `lead:${label}`, at: Date.now() });
+      await abortableSleep(ms, ctx.signal);
+      ctx.signal.throwIfAborted();
+      return "stalled";
+    },
+  });
   const helper = defineAgent({
     name: "helper",
     instructions: "Work on the task.",
@@ -70,15 +86,18 @@ export function delegationTeam(opts: { worker: string; pid: number; record: (r: 
   const lead = defineAgent({
     name: "lead",
     instructions: "Delegate the task.",
-    tools: [agentTool(helper)],
+    tools: [agentTool(helper), stall],
     model: scriptedModel(async (ctx) => {
       await pause();
       if (ctx.step === 1) {
-        const input = parse(String(ctx.messages.find((m) => m.role === "user")?.content ?? ""));
-        return { toolCalls: [{ name: "helper", args: { input } }] };
+        const input = parse(String(ctx.messages.find((m) => m.role === "user")?.content ?? "")) as TeamTaskInput;
+        const calls = [{ name: "helper", args: { input } }];
+        if (input.leadMs !== undefined) calls.push({ name: "stall", args: { ms: input.leadMs, label: input.label } as never });
+        return { toolCalls: calls };
       }
-      const reply = ctx.messages.filter((m) => m.role === "tool").map((m) => parse(String(m.content)));
-      return { toolCalls: [{ name: "submit_result", args: { result: { child: reply[0] } } }] };
+      const helperCall = ctx.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.name === "helper");
+      const reply = ctx.messages.find((m) => m.role === "tool" && m.toolCallId === helperCall?.id);
+      return { toolCalls: [{ name: "submit_result", args: { result: { child: parse(String(reply?.content)) } } }] };
     }),
   });
   return [lead];
