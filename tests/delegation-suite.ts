@@ -180,6 +180,20 @@ export function delegationSuite(kind: string, makeStore: () => Promise<{ store: 
       expect(c.turnUsage).toMatchObject({ inputTokens: 7, outputTokens: 3, cost: 0.5 });
     });
 
+    it("by default a fourth level is refused: depth 4 gets delegation_depth_exceeded", async () => {
+      const d = childOf("d4", () => ({ toolCalls: [{ name: "submit_result", args: { result: "too deep" } }] }));
+      const c = parentOf("c4", [agentTool(d.agent)], [{ name: "d4", args: { input: "x" } }]);
+      const b = parentOf("b4", [agentTool(c.agent)], [{ name: "c4", args: { input: "x" } }]);
+      const a = parentOf("a4", [agentTool(b.agent)], [{ name: "b4", args: { input: "x" } }]);
+      const top = parentOf("top4", [agentTool(a.agent)], [{ name: "a4", args: { input: "x" } }]);
+      const { gh, clock, store } = await setup([top.agent]);
+      await enqueue(store, clock, "p6b", top.agent, "go");
+      await gh.drain();
+      expect(d.model.requests).toHaveLength(0);
+      expect(c.model.requests).toHaveLength(2);
+      expect((await ctxOf(store, "p6b")).output).toEqual([[[[{ error: expect.objectContaining({ type: "delegation_depth_exceeded", metadata: { depth: 4, maxDepth: 3 } }) }]]]]);
+    });
+
     it("a re-dispatch never enqueues twice and a duplicate delivery changes nothing", async () => {
       const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
       const child = childOf("worker", () => ({ toolCalls: [{ name: "ask_human", args: { q: "?" } }] }), { tools: [ask] });

@@ -1,7 +1,11 @@
 /**
  * Delegation under crashes, on the Redis (TCP) store, with worker processes
  * (tests/helpers/worker-process.ts running tests/helpers/delegation-team.ts)
- * that are SIGKILLed: a `lead` hands its task to a `helper` child.
+ * that are SIGKILLed: a `lead` hands its task to a `helper` child. Kills
+ * land in the middle of the child's turn, around the child's end (before,
+ * between its final commit and its push, after), while the lead's worker
+ * holds the lead with the child's result in its inbox, and after a failing
+ * child's end; two workers race pushes and pulls.
  *
  * Invariants checked after every run (`checkTeamRun`):
  * - the lead's turn ends `done` exactly once, and its output is the helper's
