@@ -386,9 +386,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
     if (abort.signal.aborted) return true;
     emit("budget_exhausted", { turnId: context.turnId, ...crossing, budget: { ...spendLimit }, verdictId });
-    // Calls the crossing step asked for are never recorded, so never dispatched.
+    // Calls the crossing step asked for are never recorded, so never dispatched (nor announced as delegations).
     recordCalls = [];
     newDelegations = false;
+    events = events.filter((e) => e.type !== "delegation_started");
     apply({ type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: budgetMessage(crossing) });
     return true;
   }

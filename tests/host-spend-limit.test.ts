@@ -132,7 +132,22 @@ describe("spend limits", () => {
     expect((await head(store, "s6")).state).toBe("failed");
     expect(c.error!.reason).toBe("budget_exhausted");
     expect(c.turnUsage).toMatchObject({ inputTokens: 410, outputTokens: 110, steps: 1 });
+    // Crossed by the child's result: the parent's own next step never ran.
+    expect(await eventsOf(store, "s6", "delegation_started")).toHaveLength(1);
     expect(await replayLog(store, "s6")).toEqual((await head(store, "s6")).snapshot);
+  });
+
+  it("a step that crosses the limit while asking for a delegation neither records nor dispatches it", async () => {
+    const child = defineAgent({ name: "never", instructions: "Work.", model: scriptedModel([{ text: "should not run" }]) });
+    const model = scriptedModel([{ toolCalls: [{ name: "never", args: { input: "x" } }], usage: { inputTokens: 1_000, outputTokens: 0 } }]);
+    const parent = defineAgent({ name: "eager", instructions: "Delegate.", model, tools: [agentTool(child)], budget: { maxTokensPerTurn: 10 } });
+    const { gh, clock, store } = setup([parent]);
+    const { turnId } = await enqueue(store, clock, "s8", parent, "go");
+    await gh.drain();
+    expect((await ctxOf(store, "s8")).error!.reason).toBe("budget_exhausted");
+    expect(await store.getToolCalls("s8", turnId)).toEqual([]);
+    expect(await eventsOf(store, "s8", "delegation_started")).toEqual([]);
+    expect((await gh.store.listAgents({ limit: 10 })).map((a) => a.agentId)).toEqual(["s8"]);
   });
 
   it("without limits nothing is checked: no event, no verdict", async () => {
