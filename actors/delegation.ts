@@ -299,11 +299,13 @@ export async function pushChildResult(
 }
 
 /**
- * Dispatches (again) every pending delegation of a parent and delivers the
- * result of each child whose turn has ended (see the header, 2. and 5.).
- * Never throws: a failure is logged, the next poll tries again.
+ * Dispatches (again) every pending delegation of a parent and, with `pull`,
+ * delivers the result of each child whose turn has ended (see the header, 2.
+ * and 5.). The first dispatch, right after the commit that recorded the
+ * calls, has nothing to pull (no child of a call recorded a moment ago can
+ * have run). Never throws: a failure is logged, the next poll tries again.
  */
-export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall[]): Promise<void> {
+export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall[], pull: boolean): Promise<void> {
   await Promise.all(calls.map(async (call) => {
     try {
       const r = await dispatchChild(deps, call);
@@ -333,6 +335,7 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
       if (r.status === "enqueued") {
         deps.logger.info("delegation_dispatched", { parentAgentId: call.parentAgentId, toolCallId: call.toolCallId, childAgentId: r.childAgentId });
       }
+      if (!pull) return;
       const outcome = await childOutcome(deps.store, r.childAgentId, r.childTurnId);
       if (outcome) {
         const d = await deliverChildResult(deps.store, {

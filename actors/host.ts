@@ -328,6 +328,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const ended = endedTurn;
     const cancels = abandoned;
     const dispatchNow = newDelegations || released;
+    const dispatchedFirst = newDelegations;
     endedTurn = null;
     abandoned = [];
     newDelegations = false;
@@ -342,7 +343,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       const calls: DelegatedCall[] = pendingDelegations(agent!, context).map(([toolCallId, tool, args]) => ({
         parentAgentId: agentId, parentAgentName: agent!.name, parentTurnId: context.turnId!, toolCallId, tool, args, depth: depth + 1,
       }));
-      if (calls.length > 0) await syncDelegations(delegationDeps, calls);
+      // Calls recorded by this very commit are new: nothing to pull yet.
+      if (calls.length > 0) await syncDelegations(delegationDeps, calls, !dispatchedFirst);
     }
   }
 
