@@ -8,6 +8,8 @@
  */
 import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
+import { withDelegates } from "./agents/agent-tool.ts";
+import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
@@ -79,6 +81,11 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
+  /**
+   * Delegation (agentTool()): `maxDepth` bounds nesting (default 3); `pollMs` is how often a parent
+   * waiting on a child is claimed again to re-dispatch it and pull its result after a crash (default 30 000).
+   */
+  delegation?: DelegationSettings;
   /**
    * XState inspection for every actor this process runs: a callback or an
    * observer, e.g. `createBrowserInspector().inspect` of @statelyai/inspect
@@ -188,6 +195,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
+    delegation: true,
     storeTimeoutMs: true,
     externalToolTimeoutMs: true,
     toolTimeoutMs: true,
@@ -297,6 +305,9 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`, { key: "agents" });
     agents.set(a.name, a);
   }
+  // The agents that agent tools delegate to are served too (agents/agent-tool.ts).
+  for (const a of withDelegates(agents.values())) agents.set(a.name, a);
+  checkDelegationSettings(options.delegation);
   for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
     const v = options[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
@@ -361,6 +372,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     jsonLimits: limits,
     maxClaimFailures: options.maxClaimFailures ?? 5,
     claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
+    ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
   };
   const pool = createWorkerPool(deps, {
     targets,

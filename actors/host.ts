@@ -27,6 +27,16 @@
  *   tools run before `execute` (contracts/preconditions.ts).
  * - The tool registry hears of every successful call (actors/registry.ts);
  *   a registry failure is logged and never fails the turn.
+ * - Delegation (actors/delegation.ts): a call of an agent tool is recorded
+ *   like an external call; the child's task is enqueued only after that
+ *   commit applied, and again (idempotently) by every claim that releases
+ *   the parent while it waits, which also pulls the results of children
+ *   whose turns ended. A parent waiting on a child is released with
+ *   `runnableAt = now + pollMs` for that. The commit that ends a delegated
+ *   turn is followed by the push of its result to the parent.
+ * - Spend limits (actors/spend.ts) are checked before each effect of a turn
+ *   and right after each model step; crossing one ends the turn with
+ *   `TURN_FAILED` (`budget_exhausted`), even a turn the step just finished.
  * - With a budget (actors/budget.ts), a claim whose budget is spent hands the
  *   agent back at the next step boundary: the commit that ends the step
  *   releases the lease with `runnableAt = now`, so any worker (or the next
@@ -63,6 +73,12 @@ import { abortableSleep } from "../common/sleep.ts";
 import { ID_PATTERN } from "../common/ids.ts";
 import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
+import { isAgentTool } from "../agents/agent-tool.ts";
+import {
+  agentToolOf, cancelChildren, childAgentId, childUsageOf, isLinkedChild, DEFAULT_DELEGATION_POLL_MS, DEFAULT_MAX_DELEGATION_DEPTH,
+  type DelegatedCall, type DelegationSettings, depthOf, pendingDelegations, pushChildResult, syncDelegations,
+} from "./delegation.ts";
+import { budgetMessage, crossedLimit, recordBudgetVerdict, turnSpendLimit } from "./spend.ts";
 import type { Metrics } from "./metrics.ts";
 import { endSpan, startSpan, type Span } from "./tracing.ts";
 
@@ -95,6 +111,8 @@ export interface HostDeps {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
   claimRetryBackoffMs?: number;
+  /** Nesting bound and pull interval of delegations (actors/delegation.ts). */
+  delegation?: DelegationSettings;
 }
 
 export type HostOutcome =
@@ -204,6 +222,20 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
 
+  // Delegation and spend limits of the turn this claim works on.
+  const link = claim.task?.options?.delegation;
+  const depth = depthOf(link);
+  const maxDepth = deps.delegation?.maxDepth ?? DEFAULT_MAX_DELEGATION_DEPTH;
+  const pollMs = deps.delegation?.pollMs ?? DEFAULT_DELEGATION_POLL_MS;
+  const spendLimit = turnSpendLimit(agent, claim.task);
+  const delegationDeps = { store, clock, logger, agents: deps.agents };
+  /** Children of calls this claim stopped waiting for; cancelled after the next applied commit. */
+  let abandoned: Array<{ turnId: string; toolCallId: string; toolName: string; reason: string }> = [];
+  /** Delegations recorded by the buffered commit: dispatched once it applied. */
+  let newDelegations = false;
+  /** The turn that the buffered commit ends, pushed to the parent when the turn was delegated. */
+  let endedTurn: { turnId: string; status: string; output: unknown; error: { reason: string; message: string } | null } | null = null;
+
   // Buffered writes of the next commit.
   let events: NewEvent[] = [];
   let newMessages: Message[] = [];
@@ -234,7 +266,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       history.push(m);
       newMessages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
     }
-    if (FINAL.has(after.value) && !FINAL.has(before.value)) {
+    noteDelegationChanges(ev, before, after);
+    const budgetEnd = ev.type === "TURN_FAILED" && ev.reason === "budget_exhausted";
+    if (FINAL.has(after.value) && (!FINAL.has(before.value) || budgetEnd)) {
+      if (budgetEnd && FINAL.has(before.value)) {
+        // The step that crossed the limit had just finished the turn: its `task` event is replaced.
+        const i = events.findIndex((e) => e.type === "task" && e.data.turnId === after.context.turnId);
+        if (i >= 0) events.splice(i, 1);
+      }
+      endedTurn = { turnId: after.context.turnId!, status: after.value, output: after.context.output, error: after.context.error };
       emit("task", {
         turnId: after.context.turnId,
         status: after.value,
@@ -251,7 +291,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const { value, context } = snap();
     if (value === "running" || value === "revising") return { yes: true };
     if (value === "waiting-tools") {
-      return Object.values(context.pending).some((p) => !p.external) ? { yes: true } : { yes: false, runnableAt: null };
+      if (Object.values(context.pending).some((p) => !p.external)) return { yes: true };
+      // Waiting on a child: come back now and then to re-dispatch and pull (actors/delegation.ts, 5.).
+      return { yes: false, runnableAt: pendingDelegations(agent!, context).length > 0 ? clock.now() + pollMs : null };
     }
     if (value === "verifying") {
       const at = context.verification.retryAt;
@@ -289,6 +331,80 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     resolveCalls = [];
     ackMail = 0;
     cache.put(agentId, version, history);
+    await afterCommit(releaseAt !== null);
+    return true;
+  }
+
+  /** Effects on other agents that wait for a commit of this one (actors/delegation.ts). */
+  async function afterCommit(released: boolean): Promise<void> {
+    const ended = endedTurn;
+    const cancels = abandoned;
+    const dispatchNow = newDelegations || released;
+    const dispatchedFirst = newDelegations;
+    endedTurn = null;
+    abandoned = [];
+    newDelegations = false;
+    if (ended && link && claim.task && ended.turnId === claim.task.turnId && await isLinkedChild(agentId, link)) {
+      await pushChildResult(delegationDeps, agentId, link, ended);
+    }
+    if (cancels.length > 0) {
+      for (const c of cancels) await cancelChildren(delegationDeps, agentId, c.turnId, [c], c.reason);
+    }
+    const { value, context } = snap();
+    if (dispatchNow && value === "waiting-tools" && context.turnId) {
+      const calls: DelegatedCall[] = pendingDelegations(agent!, context).map(([toolCallId, tool, args]) => ({
+        parentAgentId: agentId, parentAgentName: agent!.name, parentTurnId: context.turnId!, toolCallId, tool, args, depth: depth + 1,
+      }));
+      // Calls recorded by this very commit are new: nothing to pull yet.
+      if (calls.length > 0) await syncDelegations(delegationDeps, calls, !dispatchedFirst);
+    }
+  }
+
+  /** Notes children to cancel (calls no longer waited for) and links a delegated turn to its parent. */
+  function noteDelegationChanges(ev: AgentEvent, before: { value: string; context: AgentContext }, after: { value: string; context: AgentContext }) {
+    if (ev.type === "TASK_STARTED" && link && claim.task?.turnId === ev.turnId) {
+      emit("delegated_by", { ...link, turnId: ev.turnId });
+    }
+    if (before.value !== "waiting-tools" || before.context.pending === after.context.pending) return;
+    for (const [id, p] of Object.entries(before.context.pending)) {
+      if (!p.external || id in after.context.pending || !agentToolOf(agent!, p.name)) continue;
+      const answered = ev.type === "TOOL_RESULT" && ev.toolCallId === id;
+      const timedOut = answered && !ev.outcome.ok && ev.outcome.error.type === "timeout";
+      if (answered && !timedOut) continue;
+      abandoned.push({
+        turnId: before.context.turnId!, toolCallId: id, toolName: p.name,
+        reason: timedOut ? "the parent's call timed out" : `the parent's turn ended (${after.context.error?.reason ?? after.value})`,
+      });
+    }
+  }
+
+  /**
+   * Ends the turn with `budget_exhausted` when its usage crossed its spend limit (actors/spend.ts).
+   * `afterStep`: right after a model step, which may already have finished the turn.
+   */
+  async function enforceSpendLimit(afterStep: boolean): Promise<boolean> {
+    if (!spendLimit) return false;
+    const { value, context } = snap();
+    const finishedByStep = afterStep && value === "done" && events.some((e) => e.type === "task" && e.data.turnId === context.turnId);
+    if (!context.turnId || !(IN_TURN.has(value) || finishedByStep)) return false;
+    const crossing = crossedLimit(spendLimit, context);
+    if (!crossing) return false;
+    let verdictId: string | null = null;
+    const recorder = deps.verification?.verdicts;
+    if (recorder) {
+      try {
+        verdictId = await recordBudgetVerdict(recorder, { agentId, agentName: agent!.name, turnId: context.turnId }, crossing, spendLimit);
+      } catch (err) {
+        logger.warn("budget verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
+      }
+    }
+    if (abort.signal.aborted) return true;
+    emit("budget_exhausted", { turnId: context.turnId, ...crossing, budget: { ...spendLimit }, verdictId });
+    // Calls the crossing step asked for are never recorded, so never dispatched (nor announced as delegations).
+    recordCalls = [];
+    newDelegations = false;
+    events = events.filter((e) => e.type !== "delegation_started");
+    apply({ type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: budgetMessage(crossing) });
     return true;
   }
   let fenceReason = "";
@@ -398,7 +514,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
         const callName = context.pending[m.toolCallId].name;
         const outcome = normalizeOutcome(m.outcome);
-        apply({ type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution });
+        const usage = await delegatedUsage(context, m.toolCallId);
+        apply({
+          type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution,
+          ...(usage ? { usage } : {}),
+        });
         if (outcome.ok && m.source !== "watchdog") await registry.record(callName, emit);
       } else {
         emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
@@ -408,6 +528,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     // 3. Effects until the agent needs nothing more from us.
     for (;;) {
       if (abort.signal.aborted) return { status: "fenced", reason: fenceReason || "lease_lost", commits };
+      if (await enforceSpendLimit(false)) continue;
       const need = needsMe();
       if (!need.yes) {
         if (!(await flush({ runnableAt: need.runnableAt }))) return { status: "fenced", reason: fenceReason, commits };
@@ -425,6 +546,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
           continue;
         }
         await modelStep(context);
+        await enforceSpendLimit(true);
       } else if (value === "waiting-tools") {
         await runInProcessTools(context);
       } else if (value === "verifying") {
@@ -539,7 +661,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       seen.add(id);
       const tool = agent!.offeredTools.find((t) => t.name === c.name);
       const args = c.args ?? {};
-      if (tool?.external && !checkPreconditions(tool, args)) {
+      // A delegation past the nesting bound runs as an in-process call that dispatch() answers with an error.
+      if (tool?.external && !checkPreconditions(tool, args) && !(isAgentTool(tool) && depth + 1 > maxDepth)) {
         const prepared = prepareArgs(tool, args);
         if (prepared.ok) {
           return { id, name: c.name, args: jsonValue(prepared.args), external: true, deadline: now + (tool.timeoutMs ?? deps.externalToolTimeoutMs) };
@@ -561,6 +684,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       for (const c of calls) {
         recordCalls.push({ turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
         emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+        const delegate = c.external ? agentToolOf(agent!, c.name) : undefined;
+        if (delegate) {
+          newDelegations = true;
+          const childId = await childAgentId(agentId, tId, c.id, c.name);
+          emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
+        }
       }
       emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
     }
@@ -580,6 +709,18 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       phase: "completed", step, model: agent!.model.name,
       llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
     });
+  }
+
+  /** What the child of a delegation call spent, read when its result is applied (actors/delegation.ts, 8.). */
+  async function delegatedUsage(context: AgentContext, toolCallId: string) {
+    const p = context.pending[toolCallId];
+    if (!p?.external || !agentToolOf(agent!, p.name) || !context.turnId) return undefined;
+    try {
+      return childUsageOf(await store.getAgent(await childAgentId(agentId, context.turnId, toolCallId, p.name)));
+    } catch (err) {
+      logger.warn("child usage unreadable", { agentId, toolCallId, error: String(err) });
+      return undefined;
+    }
   }
 
   async function runInProcessTools(context: AgentContext): Promise<void> {
@@ -632,6 +773,20 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const prepared = prepareArgs(tool, args);
     if (!prepared.ok) {
       return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
+    }
+    if (isAgentTool(tool) && !tool.execute) {
+      return {
+        outcome: {
+          ok: false,
+          error: {
+            type: "delegation_depth_exceeded",
+            message: `Cannot delegate to agent "${tool.delegate.name}": delegations nest at most ${maxDepth} deep and this call would be depth ${depth + 1}`,
+            retryable: false,
+            metadata: { depth: depth + 1, maxDepth },
+          },
+        },
+        afterExecution: "continue",
+      };
     }
     if (!tool.execute) {
       return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue" };

@@ -9,6 +9,7 @@ import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts
 import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
+import { checkSpendLimit, type SpendLimit } from "../common/spend-limit.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   /** Parameters of the model-facing `agent_output` tool. */
@@ -48,6 +49,11 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
    * prompt stays the instructions alone).
    */
   knownTools?: boolean;
+  /**
+   * Spend limits ("cost budget", common/spend-limit.ts): crossing one ends the turn `failed` with
+   * reason `budget_exhausted`. A task's `budget` option overrides it field by field.
+   */
+  budget?: SpendLimit;
 }
 
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
@@ -162,6 +168,8 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
       { key: "workerTarget" },
     );
   }
+  const budgetError = checkSpendLimit(config.budget);
+  if (budgetError) throw new DefinitionError(`${where}: budget ${budgetError}`, { key: "budget" });
   const completion = config.output ? "agent_output" : "submit_result";
   const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);
   for (const n of mustEndWith) {

@@ -34,7 +34,8 @@
  * | verifying            | VERIFY_ERROR (at the error bound)      | failed        |
  * | revising             | FEEDBACK_APPENDED                      | running       |
  * | any non-final        | CANCEL                                 | failed        |
- * | any                  | TURN_FAILED (claim_error, reset)       | failed        |
+ * | any                  | TURN_FAILED (claim_error, reset,       | failed        |
+ * |                      |   budget_exhausted)                    |               |
  *
  * The only ways into `done`: VERIFY_PASSED (any turn), and for a turn whose
  * completion is `submit_result` also a `submit_result` call, text with
@@ -171,6 +172,20 @@ const addUsage = (u: Usage, e: StepEvent): Usage => ({
   steps: u.steps + 1,
 });
 
+/** Adds a delegated child's usage (TOOL_RESULT `usage`) to a usage total; steps stay the parent's own. */
+const addChildUsage = (u: Usage, e: ToolResultEvent): Usage =>
+  e.usage
+    ? {
+      inputTokens: u.inputTokens + nonNegative(e.usage.inputTokens),
+      outputTokens: u.outputTokens + nonNegative(e.usage.outputTokens),
+      cost: u.cost + nonNegative(e.usage.cost),
+      steps: u.steps,
+    }
+    : u;
+const nonNegative = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) && n > 0 ? n : 0);
+const childUsage = (context: AgentContext, e: ToolResultEvent) =>
+  e.usage ? { usage: addChildUsage(context.usage, e), turnUsage: addChildUsage(context.turnUsage, e) } : {};
+
 const attemptsAfter = (v: VerificationState, e: RejectEvent): number => attemptNumber(v, e.hash);
 
 /** Every state takes TURN_FAILED into `failed` (a turn ended from outside the machine). */
@@ -243,6 +258,7 @@ const machine = setup({
     takeTerminationCandidate: assign(({ context, event }) => {
       const e = event as ToolResultEvent;
       return {
+        ...childUsage(context, e),
         pending: {},
         verification: {
           ...context.verification,
@@ -270,9 +286,13 @@ const machine = setup({
     resolvePending: assign(({ context, event }) => {
       const pending = { ...context.pending };
       delete pending[(event as ToolResultEvent).toolCallId];
-      return { pending };
+      return { ...childUsage(context, event as ToolResultEvent), pending };
     }),
-    terminateWithResult: assign(({ event }) => ({ pending: {}, output: terminatedValue(event as ToolResultEvent) })),
+    terminateWithResult: assign(({ context, event }) => ({
+      ...childUsage(context, event as ToolResultEvent),
+      pending: {},
+      output: terminatedValue(event as ToolResultEvent),
+    })),
     failModel: assign(({ event }) => ({
       error: { reason: "model_error", message: (event as Extract<AgentEvent, { type: "MODEL_FAILED" }>).message },
     })),

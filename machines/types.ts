@@ -106,7 +106,19 @@ export type AgentEvent =
   }
   | { type: "MODEL_FAILED"; at: number; message: string }
   | { type: "STEP_BUDGET_EXHAUSTED"; at: number }
-  | { type: "TOOL_RESULT"; at: number; toolCallId: string; outcome: Outcome; afterExecution: AfterExecution }
+  /**
+   * `usage`: what a delegated child agent spent for this call (actors/delegation.ts); added to the
+   * turn's and the agent's usage (tokens and cost, not steps), so a child's spend counts toward its
+   * parent's spend limits.
+   */
+  | {
+    type: "TOOL_RESULT";
+    at: number;
+    toolCallId: string;
+    outcome: Outcome;
+    afterExecution: AfterExecution;
+    usage?: ChildUsage;
+  }
   | { type: "VERIFY_PASSED"; at: number; hash: string; result: unknown }
   | {
     type: "VERIFY_REJECTED";
@@ -122,10 +134,21 @@ export type AgentEvent =
   | { type: "CANCEL"; at: number; reason: string }
   /**
    * The turn ended from outside the machine (actors/turn-end.ts): its claims
-   * kept throwing (`claim_error`) or an operator reset it (`reset`).
+   * kept throwing (`claim_error`), an operator reset it (`reset`), or it
+   * crossed a spend limit (`budget_exhausted`, actors/spend.ts).
    * Accepted in every state; the turn may never have started in the machine.
    */
-  | { type: "TURN_FAILED"; at: number; turnId: string; reason: "claim_error" | "reset"; message: string };
+  | { type: "TURN_FAILED"; at: number; turnId: string; reason: TurnFailedReason; message: string };
+
+/** Why a turn was ended from outside the machine. */
+export type TurnFailedReason = "claim_error" | "reset" | "budget_exhausted";
+
+/** Tokens and cost a delegated child spent (carried by TOOL_RESULT). */
+export interface ChildUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+}
 
 export type AgentEventType = AgentEvent["type"];
 

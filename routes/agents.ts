@@ -110,7 +110,10 @@ export function agentRoutes(rt: RouteRuntime) {
         agentName: def.name,
         workerTarget: def.workerTarget,
         input: body.input,
-        options: body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {},
+        options: {
+          ...(body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {}),
+          ...(body.budget !== undefined ? { budget: body.budget } : {}),
+        },
         ...(body.idempotencyKey !== undefined ? { idempotencyKey: body.idempotencyKey } : {}),
         turnId: rt.ids.turnId(),
         now: rt.clock.now(),

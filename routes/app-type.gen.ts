@@ -630,6 +630,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
                     verifyMaxAttempts?: number | undefined;
+                    budget?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                 };
             };
             output: {

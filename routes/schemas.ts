@@ -30,6 +30,14 @@ const Ref = (what: string) => z.string().min(1).max(256).describe(what);
 
 // ---------------------------------------------------------------- requests
 
+/** A task's spend limits (common/spend-limit.ts); each field overrides the agent's `budget` for this turn. */
+export const SpendLimitBody = z.strictObject({
+  maxTokensPerTurn: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional()
+    .describe("Most input + output tokens the turn may use (its children's included)"),
+  maxCostPerTurn: z.number().min(0).optional().describe("Most model cost the turn may use (its children's included)"),
+  maxCostTotal: z.number().min(0).optional().describe("Most model cost the agent may have used over all its turns"),
+}).describe("Spend limits of this turn: crossing one fails the turn with `budget_exhausted`");
+
 export const TaskRequest = z.strictObject({
   agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),
   input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task: text or a JSON object"),
@@ -44,6 +52,7 @@ export const TaskRequest = z.strictObject({
     maximum: MAX_VERIFY_ATTEMPTS_LIMIT,
     description: "Overrides the verification attempt budget for this turn",
   }).optional(),
+  budget: SpendLimitBody.optional(),
 }).openapi("TaskRequest");
 export type TaskRequest = z.infer<typeof TaskRequest>;
 

@@ -4,11 +4,28 @@
  */
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { ContractValidation } from "../common/contract-validation.ts";
+import type { SpendLimit } from "../common/spend-limit.ts";
 
 /** Per-task options given at enqueue time. */
 export interface TaskOptions {
   /** Overrides the agent's verification attempt budget for this turn. */
   verifyMaxAttempts?: number;
+  /** Spend limits of this turn, field by field over the agent's (common/spend-limit.ts). */
+  budget?: SpendLimit;
+  /** Set on a task a parent agent delegated (actors/delegation.ts): where its result goes. */
+  delegation?: DelegationLink;
+}
+
+/** The parent end of a delegated task. */
+export interface DelegationLink {
+  parentAgentId: string;
+  /** The parent's definition name and the agent tool it called (to find the call's `deliverable`). */
+  parentAgentName: string;
+  toolName: string;
+  parentTurnId: string;
+  toolCallId: string;
+  /** 1 for a child of a top-level agent, 2 for a grandchild, … */
+  depth: number;
 }
 
 /**
@@ -46,7 +63,8 @@ export type MailItem =
    */
   | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string };
 
-export type ToolResultSource = "http" | "watchdog" | "inline";
+/** `delegation`: a child agent's result delivered to its parent (actors/delegation.ts). */
+export type ToolResultSource = "http" | "watchdog" | "inline" | "delegation";
 
 /** The per-agent head record: small, compared-and-set on every commit. */
 export interface AgentHead {

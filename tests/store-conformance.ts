@@ -206,6 +206,19 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(c.task).toEqual({ turnId: req.turnId, input, options: { verifyMaxAttempts: 2 }, enqueuedAt: T0 });
       });
 
+      it("hands a task's spend limits and delegation link back with every claim of its turn, as given", async () => {
+        const options = {
+          budget: { maxTokensPerTurn: 100, maxCostPerTurn: 0.25 },
+          delegation: { parentAgentId: "p:1", parentAgentName: "lead", toolName: "helper", parentTurnId: "turn_p", toolCallId: "call_1", depth: 2 },
+        };
+        const { req } = await enqueue({ input: "x", options });
+        const c = await claimOk();
+        expect(c.task).toEqual({ turnId: req.turnId, input: "x", options, enqueuedAt: T0 });
+        // A later claim of the same turn (a takeover) carries the task again.
+        const again = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + LEASE + 1 });
+        expect(again.status === "claimed" && again.task).toEqual({ turnId: req.turnId, input: "x", options, enqueuedAt: T0 });
+      });
+
       it("readMessages answers a stored input reference with the turn's input as the content (text as is, objects as JSON)", async () => {
         const text = await enqueue({ input: "plain \"text\" / é" });
         const obj = await enqueue({ input: { q: "a/b", n: [], o: {} }, now: T0 + 1 });

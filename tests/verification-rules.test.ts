@@ -205,6 +205,7 @@ describe("guardian definitions and assignments", () => {
       "assignment:a:output_verifier:a",
       "assignment:a:no_secrets",
       "assignment:a:style",
+      "assignment:a:budget",
     ]);
   });
 });

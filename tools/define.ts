@@ -79,7 +79,7 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolCon
 }
 
 export type AnyTool = ToolDefinition<any>;
-export type { AfterExecution };
+export type { AfterExecution, Deliverable };
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 

@@ -15,16 +15,23 @@
  * - Assignment ids are deterministic: `assignment:<agent>:<guardianCode>`,
  *   so every process of a deployment names an assignment the same way.
  *
+ * - The built-in guardian `budget` (BUDGET_GUARDIAN) is registered and
+ *   assigned to every agent, after all other assignments: it judges spend
+ *   limits (actors/spend.ts) and writes a `FAIL` verdict when a turn crosses
+ *   one. It reviews no candidate (it is not in `guardiansFor`), and no other
+ *   guardian may take its code.
+ *
  * Refused with a `DefinitionError`: two different guardians with one code, an
  * assignment naming an unknown agent or guardian, an agent without `output`,
  * or the same assignment twice.
  */
 import { DefinitionError } from "../errors/errors.ts";
 import { type Guardian, outputVerifierCode } from "./guardian.ts";
+import { BUDGET_GUARDIAN } from "../common/spend-limit.ts";
 
 export interface RegisteredGuardian {
   readonly code: string;
-  readonly kind: "output_verifier" | "guardian";
+  readonly kind: "output_verifier" | "guardian" | "builtin";
   readonly description: string;
   /** The definition (guardians only; the output verifier is the agent's `output.verify`). */
   readonly guardian: Guardian | null;
@@ -62,6 +69,8 @@ export interface RegistryAgent {
   readonly guardians?: readonly Guardian[];
 }
 
+export { BUDGET_GUARDIAN };
+
 export const assignmentIdOf = (agentName: string, guardianCode: string) => `assignment:${agentName}:${guardianCode}`;
 
 export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
@@ -73,6 +82,7 @@ export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
 
   const register = (g: Guardian, where: string) => {
     if (!g || g.kind !== "guardian") throw new DefinitionError(`${where}: guardians must come from defineGuardian()`);
+    if (g.code === BUDGET_GUARDIAN) throw new DefinitionError(`${where}: the guardian code "${BUDGET_GUARDIAN}" is built in (spend limits)`);
     const prior = byCode.get(g.code);
     if (prior && prior.guardian !== g) {
       throw new DefinitionError(`${where}: two different guardians have the code "${g.code}"`);
@@ -116,6 +126,11 @@ export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
     assign(asg.agent, asg.guardian, where);
     perAgent.set(asg.agent, [...(perAgent.get(asg.agent) ?? []), reg.guardian!]);
   }
+
+  byCode.set(BUDGET_GUARDIAN, Object.freeze({
+    code: BUDGET_GUARDIAN, kind: "builtin", description: "Spend limits: fails a turn that crosses its budget", guardian: null,
+  }));
+  for (const a of agents.values()) assign(a.name, BUDGET_GUARDIAN, `Agent "${a.name}"`);
 
   const frozen = new Map([...perAgent].map(([k, v]) => [k, Object.freeze([...v])] as const));
   const none: readonly Guardian[] = Object.freeze([]);

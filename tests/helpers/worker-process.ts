@@ -23,6 +23,7 @@ import { createGatehouse } from "../../mod.ts";
 import type { Logger, Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { type DispatchRecord, faultAgent } from "./fault-agent.ts";
+import { delegationTeam, type TeamRecord } from "./delegation-team.ts";
 
 export interface WorkerProcessConfig {
   name: string;
@@ -37,6 +38,8 @@ export interface WorkerProcessConfig {
   toolMsCap?: number;
   /** Log level forwarded to stdout (default "info"). */
   logLevel?: "debug" | "info" | "warn" | "error";
+  /** Run the delegation team (tests/helpers/delegation-team.ts) instead of the fault agent, with this pull interval (ms). */
+  delegationPollMs?: number;
 }
 
 async function makeStore(cfg: WorkerProcessConfig["store"]): Promise<Store> {
@@ -62,12 +65,15 @@ async function main() {
   // The side channel must outlive a Redis restart: queue while disconnected, never give up.
   const side = new Redis(cfg.sideUrl, { maxRetriesPerRequest: null, lazyConnect: false });
   side.on("error", () => {});
-  const record = async (r: DispatchRecord) => {
+  const record = async (r: DispatchRecord | TeamRecord) => {
     await side.rpush(cfg.sideKey, JSON.stringify(r));
   };
   const logger = lineLogger(cfg.name, cfg.logLevel ?? "info");
   const gh = createGatehouse({
-    agents: [faultAgent({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs, toolMsCap: cfg.toolMsCap })],
+    agents: cfg.delegationPollMs !== undefined
+      ? delegationTeam({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs })
+      : [faultAgent({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs, toolMsCap: cfg.toolMsCap })],
+    ...(cfg.delegationPollMs !== undefined ? { delegation: { pollMs: cfg.delegationPollMs } } : {}),
     store: await makeStore(cfg.store),
     leaseMs: cfg.leaseMs,
     concurrency: cfg.concurrency,

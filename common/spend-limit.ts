@@ -1,0 +1,85 @@
+/**
+ * Spend limits ("cost budgets"): how many tokens and how much model cost a
+ * turn, and an agent over its life, may use. Not to be confused with
+ * actors/budget.ts, the per-invocation step and wall-time budget of a worker.
+ *
+ * A limit is declared on an agent (`defineAgent({ budget })`) and per task
+ * (the `budget` of the enqueue route and API); a task's field wins over the
+ * agent's field of the same name, fields the task leaves out keep the
+ * agent's. Crossing one (using strictly more than it allows) ends the turn
+ * `failed` with reason `budget_exhausted` (actors/spend.ts).
+ *
+ * - `maxTokensPerTurn`: input + output tokens of the turn's model steps and
+ *   of the children it delegated to;
+ * - `maxCostPerTurn`: their cost, in the unit the model reports;
+ * - `maxCostTotal`: the agent's cost over all its turns (children included).
+ */
+export interface SpendLimit {
+  maxTokensPerTurn?: number;
+  maxCostPerTurn?: number;
+  maxCostTotal?: number;
+}
+
+/** Code of the built-in guardian that judges spend limits (registered by verdicts/registry.ts). */
+export const BUDGET_GUARDIAN = "budget";
+
+export const SPEND_LIMIT_KEYS = ["maxTokensPerTurn", "maxCostPerTurn", "maxCostTotal"] as const;
+export type SpendLimitKey = typeof SPEND_LIMIT_KEYS[number];
+
+/** What a spend limit is checked against. */
+export interface SpendUsed {
+  turnTokens: number;
+  turnCost: number;
+  totalCost: number;
+}
+
+/** The first limit `used` crosses, or null. */
+export interface SpendCrossing {
+  limit: SpendLimitKey;
+  max: number;
+  used: number;
+}
+
+/** Checks a spend limit's shape; returns an error message (naming the field) or null. */
+export function checkSpendLimit(v: unknown): string | null {
+  if (v === undefined) return null;
+  if (!v || typeof v !== "object" || Array.isArray(v)) return "must be an object { maxTokensPerTurn?, maxCostPerTurn?, maxCostTotal? }";
+  for (const k of Object.keys(v)) {
+    if (!(SPEND_LIMIT_KEYS as readonly string[]).includes(k)) {
+      return `has unknown field "${k}" (it takes ${SPEND_LIMIT_KEYS.join(", ")})`;
+    }
+    const n = (v as Record<string, unknown>)[k];
+    if (n === undefined) continue;
+    if (typeof n !== "number" || !Number.isFinite(n) || n < 0 || (k === "maxTokensPerTurn" && !Number.isSafeInteger(n))) {
+      return `${k} must be a ${k === "maxTokensPerTurn" ? "non-negative integer" : "finite number >= 0"}, got ${JSON.stringify(n)}`;
+    }
+  }
+  return null;
+}
+
+/** The limit a turn runs under: the task's fields over the agent's; null when neither sets one. */
+export function resolveSpendLimit(agentLimit: SpendLimit | undefined, taskLimit: unknown): SpendLimit | null {
+  // A task limit written into the store by other means than the route is used only when valid.
+  const task = taskLimit !== undefined && checkSpendLimit(taskLimit) === null ? taskLimit as SpendLimit : undefined;
+  const out: SpendLimit = {};
+  for (const k of SPEND_LIMIT_KEYS) {
+    const v = task?.[k] ?? agentLimit?.[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return Object.keys(out).length > 0 ? out : null;
+}
+
+/** The first limit crossed (strictly more used than allowed), in the order of SPEND_LIMIT_KEYS, or null. */
+export function spendCrossed(limit: SpendLimit | null, used: SpendUsed): SpendCrossing | null {
+  if (!limit) return null;
+  const pairs: Array<[SpendLimitKey, number]> = [
+    ["maxTokensPerTurn", used.turnTokens],
+    ["maxCostPerTurn", used.turnCost],
+    ["maxCostTotal", used.totalCost],
+  ];
+  for (const [k, u] of pairs) {
+    const max = limit[k];
+    if (max !== undefined && u > max) return { limit: k, max, used: u };
+  }
+  return null;
+}
