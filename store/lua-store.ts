@@ -27,8 +27,10 @@ import type {
   ClaimRequest,
   ClaimResult,
   PreviousLease,
+  Checkpoint,
   CommitRequest,
   CommitResult,
+  Conversation,
   DeliverToolResultRequest,
   DeliverToolResultResult,
   EnqueueTaskRequest,
@@ -72,6 +74,8 @@ export interface ScriptStoreDeps {
   run: RunScript;
   /** Reads the policy and throws if refused; memoized by the store. */
   checkEviction(): Promise<{ policy: string | null }>;
+  /** One SCAN step: `[next cursor, keys]` of the keys matching `pattern` (deleteAgent finds an agent's keys with it). */
+  scan?(cursor: string, pattern: string): Promise<[string, string[]]>;
   close(): Promise<void>;
 }
 
@@ -105,6 +109,7 @@ export const REPLY = [
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
   "fresh", "seen",
   "created", "recorded",
+  "conversation", "checkpoint", "deleted",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -160,6 +165,11 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "fresh" ? { status: "fresh" } : undefined;
     case "get_agent":
       return word === "head" ? json() : null;
+    case "read_conversation":
+    case "read_checkpoint":
+      return word === "conversation" || word === "checkpoint" ? json() : null;
+    case "delete_agent":
+      return { status: word };
     case "next_ready_at":
       return word === "at" ? Number(payload) : null;
     case "ready_count":
@@ -314,7 +324,13 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
-      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      const r = req.retention;
+      args.push(r ? [r.maxEvents, r.maxEventBytes, r.maxTurns, r.checkpointEvery].map((n, i) => int(n, `retention[${i}]`)).join(" ") : "");
+      args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
+      return call("commit", [
+        k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns,
+        k.ckpts, k.ended, k.inputs, k.idem, k.summary,
+      ], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
@@ -354,13 +370,44 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async readMessages(agentId, fromIndex = 0): Promise<Message[]> {
       const k = keys.agent(agentId);
-      return call("read_messages", [k.messages, k.inputs], [int(Math.max(0, fromIndex), "fromIndex")]);
+      return call("read_messages", [k.messages, k.inputs, k.head], [int(Math.max(0, fromIndex), "fromIndex")]);
+    },
+
+    async readConversation(agentId): Promise<Conversation | null> {
+      const k = keys.agent(agentId);
+      return call("read_conversation", [k.head, k.messages, k.inputs, k.summary], []);
+    },
+
+    async readCheckpoint(agentId): Promise<Checkpoint | null> {
+      const k = keys.agent(agentId);
+      return call("read_checkpoint", [k.head, k.ckpts], []);
+    },
+
+    async deleteAgent(agentId) {
+      const k = keys.agent(agentId);
+      // Every key under the agent's hash tag (calls hashes, delivery records), then one script deletes them all.
+      const found = new Set<string>();
+      let cursor = deps.scan ? "0" : "done";
+      while (deps.scan && cursor !== "done") {
+        const [next, batch] = await deps.scan(cursor, k.pattern);
+        for (const key of batch) found.add(key);
+        cursor = next === "0" ? "done" : next;
+      }
+      const fixed = [k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary];
+      for (const key of fixed) found.add(key);
+      found.delete(k.head);
+      found.delete(k.turns);
+      return call<{ status: "deleted" } | { status: "agent_not_found" }>(
+        "delete_agent",
+        [k.head, k.turns, keys.deadlines, keys.agents, ...found],
+        [prefix, agentId],
+      );
     },
 
     async readEvents(agentId, after, limit, maxBytes): Promise<StoredEvent[]> {
       const k = keys.agent(agentId);
       if (limit <= 0) return [];
-      return call("read_events", [k.events], [
+      return call("read_events", [k.events, k.head], [
         int(Math.max(0, after), "after"), int(limit, "limit"), maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
       ]);
     },

@@ -20,6 +20,8 @@
 import type {
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
+  ConversationSummary,
+  RetentionLimits,
   DeliveryResponse,
   RecordDeliveryRequest,
   AgentIndexEntry,
@@ -59,6 +61,7 @@ import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
 import { checkAgentId, checkMessageId } from "./keys.ts";
+import { type CheckpointMark, planRetention } from "./retention.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -78,7 +81,19 @@ interface AgentRecords {
   verdicts: string[]; // verdict ids, append-only
   /** Claims of one turn that threw (invariant 12); null when none counted. */
   claimFailures: { turnId: string | null; count: number } | null;
+  /** Retention (invariant 16, store/retention.ts): checkpoints oldest first (the first is the base once trimmed). */
+  ckpts: Array<{ mark: CheckpointMark; at: number; snapshot: unknown }>;
+  /** Ended turns not yet dropped, in end order: the turn, its idempotency key, the message count at its end. */
+  ended: Array<{ turnId: string; idem: string | null; msgEnd: number }>;
+  /** Turns ended in all (dropped ones included). */
+  endedTotal: number;
+  /** UTF-8 bytes of every event appended by commits (a running total). */
+  evBytes: number;
+  summary: ConversationSummary | null;
 }
+
+/** The retention records of a new agent. */
+const freshRetention = () => ({ ckpts: [], ended: [], endedTotal: 0, evBytes: 0, summary: null });
 
 export interface MemoryStoreOptions {
   /**
@@ -300,6 +315,46 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   };
 
   /**
+   * Applies the retention rules (store/retention.ts) after a commit that
+   * ended a turn; mirrors store/lua/includes/retention.lua. Journaled.
+   */
+  function retain(a: AgentRecords, limits: RetentionLimits, snapshot: unknown, now: number) {
+    const h = a.head;
+    const plan = planRetention(limits, {
+      marks: a.ckpts.map((c) => c.mark), trimmedThrough: h.eventsTrimmedThrough, last: h.lastEventId,
+      bytes: a.evBytes, ended: a.endedTotal, endedBase: a.endedTotal - a.ended.length,
+    });
+    if (plan.checkpoint) {
+      const mark = { eventId: h.lastEventId, bytes: a.evBytes, ended: a.endedTotal, messageIndex: h.messageCount };
+      w.push(a.ckpts, { mark, at: now, snapshot: copy(snapshot) });
+    }
+    if (plan.cutAt >= 0) {
+      const base = a.ckpts[plan.cutAt].mark.eventId;
+      const drop = base - h.eventsTrimmedThrough;
+      w.set(a, "events", a.events.slice(drop));
+      w.set(a, "eventBytes", a.eventBytes.slice(drop));
+      w.set(a, "ckpts", a.ckpts.slice(plan.cutAt));
+      w.set(h, "eventsTrimmedThrough", base);
+    }
+    if (plan.dropTurnsThrough > 0) {
+      const n = plan.dropTurnsThrough - (a.endedTotal - a.ended.length);
+      const gone = a.ended.slice(0, n);
+      for (const t of gone) {
+        w.mapDelete(a.turns, t.turnId);
+        w.mapDelete(a.inputs, t.turnId);
+        for (const [k, rec] of [...a.toolCalls]) if (rec.turnId === t.turnId) w.mapDelete(a.toolCalls, k);
+        if (t.idem !== null && a.idempotency.get(t.idem) === t.turnId) w.mapDelete(a.idempotency, t.idem);
+      }
+      w.set(a, "ended", a.ended.slice(n));
+      const msgEnd = gone[gone.length - 1].msgEnd;
+      if (msgEnd > h.messagesTrimmedThrough) {
+        w.set(a, "messages", a.messages.slice(msgEnd - h.messagesTrimmedThrough));
+        w.set(h, "messagesTrimmedThrough", msgEnd);
+      }
+    }
+  }
+
+  /**
    * Ends the active turn with `end` (invariant 12); mirrors
    * store/lua/includes/end_turn.lua. Copies everything first, so a value that
    * cannot be copied throws before anything is written; the returned
@@ -330,7 +385,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       w.set(h, "updatedAt", now);
       w.set(h, "activeTurnId", null);
       w.set(h, "currentTask", null);
-      w.set(h, "messageCount", a.messages.length);
+      w.set(h, "messageCount", h.messagesTrimmedThrough + a.messages.length);
       w.set(h, "pendingMail", 0);
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
@@ -418,6 +473,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
               pendingMail: 0,
               messageCount: 0,
               lastEventId: 0,
+              eventsTrimmedThrough: 0,
+              messagesTrimmedThrough: 0,
             },
             tasks: [],
             mail: [],
@@ -431,6 +488,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             inputs: new Map(),
             verdicts: [],
             claimFailures: null,
+            ...freshRetention(),
           };
         }
         const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
@@ -633,7 +691,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           eventOf(a, i + 1, req.turnId ?? req.activeTurnId, String(e.type), copy(e.data), req.now)
         );
         const snapshot = copy(req.snapshot);
+        const summary = req.summary === undefined ? undefined : { content: String(req.summary.content), through: Number(req.summary.through) };
         const endsTurn = req.activeTurnId === null && h.activeTurnId !== null;
+        const endedIdem = endsTurn ? (h.currentTask?.idempotencyKey ?? null) : null;
         // Writes.
         for (const rec of recorded) {
           w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);
@@ -646,11 +706,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (req.ackMailThrough > 0) w.set(a, "mail", a.mail.filter((m) => m.seq > req.ackMailThrough));
         for (const m of messages) w.push(a.messages, m);
         appendEvents(a, events);
+        w.set(a, "evBytes", a.evBytes + events.reduce((n, b) => n + b.bytes, 0));
+        if (summary) w.set(a, "summary", summary);
         w.set(h, "snapshot", snapshot);
         w.set(h, "state", req.state);
         w.set(h, "version", h.version + 1);
         w.set(h, "updatedAt", req.now);
-        w.set(h, "messageCount", a.messages.length);
+        w.set(h, "messageCount", h.messagesTrimmedThrough + a.messages.length);
         w.set(h, "pendingMail", a.mail.length);
         if (endsTurn) {
           const ended = h.activeTurnId!;
@@ -662,6 +724,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           }
           w.mapSet(a.turns, ended, req.state === "done" || req.state === "failed" ? req.state : "ended");
           w.set(h, "currentTask", null);
+          w.push(a.ended, { turnId: ended, idem: endedIdem, msgEnd: h.messageCount });
+          w.set(a, "endedTotal", a.endedTotal + 1);
+          if (req.retention) retain(a, req.retention, snapshot, req.now);
         }
         w.set(h, "activeTurnId", req.activeTurnId);
         if (req.release) {
@@ -744,17 +809,43 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async readMessages(agentId, fromIndex = 0) {
       const a = agents.get(agentId);
       if (!a) return [];
-      // A turn's user message is stored as a reference to its input (store/inputs.ts).
-      return a.messages.slice(fromIndex).map((m) =>
+      // Indexes are logical (invariant 16); a turn's user message is stored as a reference to its input (store/inputs.ts).
+      return a.messages.slice(Math.max(0, fromIndex - a.head.messagesTrimmedThrough)).map((m) =>
         m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
       );
+    },
+
+    async readConversation(agentId) {
+      const a = agents.get(agentId);
+      if (!a) return null;
+      return { summary: copy(a.summary), firstIndex: a.head.messagesTrimmedThrough, messages: await store.readMessages(agentId) };
+    },
+
+    async readCheckpoint(agentId) {
+      const a = agents.get(agentId);
+      const c = a?.ckpts[0];
+      if (!a || !c || a.head.eventsTrimmedThrough === 0 || c.mark.eventId !== a.head.eventsTrimmedThrough) return null;
+      return { eventId: c.mark.eventId, at: c.at, snapshot: copy(c.snapshot), messageIndex: c.mark.messageIndex };
+    },
+
+    async deleteAgent(agentId) {
+      return atomic(() => {
+        const a = agents.get(agentId);
+        if (!a) return { status: "agent_not_found" as const };
+        // Writes: the agent's records, its bell, its deadlines and delivery records; verdict records stay (invariant 17).
+        w.mapDelete(agents, agentId);
+        w.mapDelete(readyOf(a.head.workerTarget), agentId);
+        for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
+        for (const k of [...deliveries.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deliveries, k);
+        return { status: "deleted" as const };
+      });
     },
 
     async readEvents(agentId, after, limit, maxBytes) {
       const a = agents.get(agentId);
       if (!a || limit <= 0) return [];
-      // Ids are dense (1..n), so the event with id k sits at index k-1.
-      const from = Math.max(0, after);
+      // Ids are dense, so the event with id k sits at index k-1-eventsTrimmedThrough.
+      const from = Math.max(0, after - a.head.eventsTrimmedThrough);
       let to = Math.min(a.events.length, from + limit);
       if (maxBytes !== undefined) {
         // Stop before the event that would pass the budget; the first one always comes.
@@ -903,6 +994,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             pendingMail: 0,
             messageCount: messages.length,
             lastEventId: 0,
+            eventsTrimmedThrough: 0,
+            messagesTrimmedThrough: 0,
           },
           tasks: [],
           mail: [],
@@ -916,6 +1009,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           inputs: new Map(input !== undefined && turn !== null ? [[turn, input]] : []),
           verdicts: [],
           claimFailures: null,
+          ...freshRetention(),
         };
         const ev = eventOf(a, 1, turn, req.event.type, data, req.now);
         // Writes.
@@ -945,7 +1039,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       if (agents.has(rec.head.agentId)) return "exists" as const;
       const r = copy(rec);
       const a: AgentRecords = {
-        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length },
+        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length, eventsTrimmedThrough: 0, messagesTrimmedThrough: 0 },
         tasks: [],
         mail: [],
         mailSeq: 0,
@@ -958,6 +1052,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         inputs: new Map(Object.entries(r.inputs)),
         verdicts: r.verdicts.map((v) => v.verdictId),
         claimFailures: null,
+        ...freshRetention(),
       };
       for (const v of r.verdicts) {
         if (verdicts.has(v.verdictId)) continue;

@@ -180,6 +180,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           pendingMail: 0,
           messageCount: 0,
           lastEventId: 1,
+          eventsTrimmedThrough: 0,
+          messagesTrimmedThrough: 0,
         });
       });
 

@@ -22,7 +22,9 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   if n_msg > 0 then
     local items = {}
     for i = 1, n_msg do items[i] = ARGV[end_at + 3 + i] end
-    message_count = push_all(k.msgs, items)
+    push_all(k.msgs, items)
+    -- messageCount is logical (trimmed messages included): it counts, not the list length.
+    message_count = message_count + n_msg
   end
   local tails = {}
   for i = 1, n_ev do tails[i] = ARGV[end_at + 3 + n_msg + i] end

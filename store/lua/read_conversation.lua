@@ -1,0 +1,31 @@
+--[[
+  read_conversation: what the host builds the model's view from
+  (store/port.ts invariant 16): the rolling summary, the logical index of
+  the first retained message and the retained messages (user inputs filled
+  in as read_messages does).
+
+  KEYS[1] head hash   KEYS[2] messages list   KEYS[3] inputs hash   KEYS[4] summary string
+  Returns: 'conversation {"summary":{...}|null,"firstIndex":n,"messages":[...]}' | 'none'
+]]
+-- reads only: writes nothing.
+-- @include head.lua
+
+local v = redis.call('HMGET', KEYS[1], 'agentId', 'messagesTrimmedThrough')
+if not v[1] then
+  return 'none'
+end
+local items = redis.call('LRANGE', KEYS[2], 0, -1)
+for i = 1, #items do
+  local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
+  if ref then
+    local input = redis.call('HGET', KEYS[3], cjson.decode(ref))
+    local content = '""'
+    if input then
+      content = string.sub(input, 1, 1) == '"' and input or cjson.encode(input)
+    end
+    items[i] = '{"role":"user","content":' .. content .. '}'
+  end
+end
+local summary = redis.call('GET', KEYS[4]) or 'null'
+return 'conversation {"summary":' .. summary .. ',"firstIndex":' .. int(tonumber(v[2]) or 0) ..
+  ',"messages":' .. json_list(items) .. '}'
