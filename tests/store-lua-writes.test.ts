@@ -66,7 +66,9 @@ describe("store scripts: checks before writes", () => {
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
       "get_agent.lua", "get_tool_calls.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_verdicts.lua",
-      "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
+      "next_ready_at.lua", "ping.lua",
+      "read_checkpoint.lua",
+      "read_conversation.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
     ]);
   });
 });
