@@ -56,7 +56,7 @@ local function head_json(h)
   for i = 1, #HEAD_FIELDS do
     local name = HEAD_FIELDS[i]
     local v = h[name]
-    if v == nil then
+    if not v then
       -- The trim points are absent from heads written before retention existed: 0.
       v = (name == 'eventsTrimmedThrough' or name == 'messagesTrimmedThrough') and '0' or 'null'
     end
