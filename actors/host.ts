@@ -54,6 +54,9 @@ import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
 import type { Metrics } from "./metrics.ts";
 import { endSpan, startSpan, type Span } from "./tracing.ts";
+import { type ConversationMemory, type MemoryPolicy, modelSummarizer, modelView, rollMemory } from "./memory.ts";
+import type { ConversationSummary, RetentionLimits } from "../store/port.ts";
+import { resolveRetention } from "../store/retention.ts";
 
 export interface HostDeps {
   store: Store;
@@ -84,6 +87,30 @@ export interface HostDeps {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
   claimRetryBackoffMs?: number;
+  /** Storage limits applied by the commit that ends a turn (store/retention.ts); null or absent: keep everything. An agent's own `retention` is laid over it. */
+  retention?: RetentionLimits | null;
+  /** The model's memory (actors/memory.ts) for agents without their own `memory`; absent: every retained message. */
+  memory?: MemoryPolicy;
+}
+
+/** The retention limits of one agent: its own laid over the process's (null: keep everything). */
+export function retentionOf(deps: Pick<HostDeps, "retention">, agent: AnyAgent): RetentionLimits | null {
+  if (!agent.retention) return deps.retention ?? null;
+  return resolveRetention({ ...(deps.retention ?? {}), ...agent.retention });
+}
+
+/** The conversation a claim starts from: the cached one, none for a new agent, else the store's. */
+async function loadConversation(
+  store: Store,
+  agentId: string,
+  head: Claimed["head"],
+  cached: { messages: Message[]; memory?: ConversationMemory } | undefined,
+): Promise<{ history: Message[]; memory: ConversationMemory }> {
+  if (cached) return { history: cached.messages, memory: cached.memory ?? { summary: null, firstIndex: head.messagesTrimmedThrough ?? 0 } };
+  if (head.messageCount === 0) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  const conv = await store.readConversation(agentId);
+  if (!conv) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  return { history: conv.messages.map(deepFreeze), memory: { summary: conv.summary, firstIndex: conv.firstIndex } };
 }
 
 export type HostOutcome =
@@ -185,11 +212,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   }
   const actor = restored;
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
-  const history: Message[] = cached
-    ? cached.messages
-    : head.messageCount === 0
-    ? []
-    : (await store.readMessages(agentId)).map(deepFreeze);
+  const { history, memory } = await loadConversation(store, agentId, head, cached);
+  const retention = retentionOf(deps, agent);
+  const memoryPolicy = agent.memory ?? deps.memory;
+  /** A summary computed for the next commit (actors/memory.ts: stored before anything depends on it). */
+  let pendingSummary: ConversationSummary | null = null;
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
 
@@ -258,6 +285,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       activeTurnId: final ? null : turnId,
       events, messages: newMessages, recordToolCalls: recordCalls, resolveToolCalls: resolveCalls,
       ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now,
+      ...(retention ? { retention } : {}),
+      ...(pendingSummary ? { summary: pendingSummary } : {}),
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -269,6 +298,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
     commits++;
     version = res.version;
+    pendingSummary = null;
+    dropTrimmed(res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version, state: s.value, released: releaseAt !== null });
     if (!releaseAt) leaseUntil = now + deps.leaseMs;
     events = [];
@@ -276,8 +307,30 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     recordCalls = [];
     resolveCalls = [];
     ackMail = 0;
-    cache.put(agentId, version, history);
+    cache.put(agentId, version, history, undefined, memory);
     return true;
+  }
+
+  /** Drops from the history what the store's retention dropped, so a resident agent sees what a fresh read would. */
+  function dropTrimmed(trimmedThrough: number | undefined) {
+    if (trimmedThrough === undefined || trimmedThrough <= memory.firstIndex) return;
+    history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
+    memory.firstIndex = trimmedThrough;
+  }
+
+  /** Applies the memory policy before a model step (actors/memory.ts); the new summary rides with the next commit. */
+  async function rollHistory(turnId: string, step: number) {
+    if (!memoryPolicy) return;
+    const how = memoryPolicy.summarize ?? "truncate";
+    const summarizer = how === "truncate" ? null : how === "model" ? modelSummarizer(agent!.model, turnId, step) : how;
+    const next = await rollMemory(history, memory, memoryPolicy, {
+      agentId, signal: abort.signal, summarizer,
+      onError: (err) => emit("summary_failed", { message: (err as Error)?.message ?? String(err) }),
+    });
+    if (!next) return;
+    memory.summary = next;
+    pendingSummary = next;
+    emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
   }
   let fenceReason = "";
 
@@ -458,7 +511,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         "gen_ai.usage.input_tokens": context.turnUsage.inputTokens, "gen_ai.usage.output_tokens": context.turnUsage.outputTokens,
       }, abort.signal.aborted ? fenceReason || "lease_lost" : undefined);
     }
-    if (resident) cache.put(agentId, version, history, actor);
+    if (resident) cache.put(agentId, version, history, actor, memory);
     else {
       actor.stop();
       cache.delete(agentId);
@@ -476,12 +529,14 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const attempts = agent!.modelAttempts ?? 3;
     const span = startSpan("gatehouse.model_step", { ...ids, "gatehouse.step": step, "gen_ai.request.model": agent!.model.name }, turnSpan);
     const started = clock.now();
+    await rollHistory(tId, step);
+    const view = modelView(history, memory);
     for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
       try {
         chunks.length = 0;
         res = await agent!.model.generate({
           agentId, turnId: tId, step,
-          messages: [{ role: "system", content: agent!.instructions }, ...history],
+          messages: [{ role: "system", content: agent!.instructions }, ...view],
           tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
         });
         // Arguments enter the context, the log and the transcript: bounded before anything else sees them.

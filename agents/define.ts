@@ -9,6 +9,7 @@ import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts
 import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
+import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   /** Parameters of the model-facing `agent_output` tool. */
@@ -41,6 +42,10 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   maxVerifierErrors?: number;
   /** Model call attempts per step before the turn fails (default 3). */
   modelAttempts?: number;
+  /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
+  retention?: AgentRetention;
+  /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/memory.ts). */
+  memory?: MemoryPolicy;
 }
 
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
@@ -167,6 +172,10 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
       throw new DefinitionError(`${where}: ${k} must be an integer from 1 to 100`, { key: k });
     }
   }
+  const retentionError = checkRetention(config.retention);
+  if (retentionError) throw new DefinitionError(`${where}: ${retentionError}`, { key: "retention" });
+  const memoryError = checkMemoryPolicy(config.memory);
+  if (memoryError) throw new DefinitionError(`${where}: ${memoryError}`, { key: "memory" });
   return Object.freeze({
     ...config,
     kind: "agent" as const,

@@ -740,7 +740,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           w.set(h, "leaseUntil", req.now + req.leaseMs);
           setReady(a, h.leaseUntil);
         }
-        return { status: "applied", version: h.version, lastEventId: h.lastEventId };
+        return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough };
       });
     },
 

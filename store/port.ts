@@ -296,7 +296,8 @@ export interface Conversation {
 }
 
 export type CommitResult =
-  | { status: "applied"; version: number; lastEventId: number }
+  /** `messagesTrimmedThrough`: the head's value after the commit (retention may have moved it). */
+  | { status: "applied"; version: number; lastEventId: number; messagesTrimmedThrough?: number }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
 /** The writes that end a turn from outside the machine (see invariant 12). */

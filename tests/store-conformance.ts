@@ -516,7 +516,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         ];
         const snapshot = { value: "running", context: { turnId: req.turnId, text: "ünïcode ✓ \u2028" } };
         const r = await store.commit(commitOf(c, "w1", { snapshot, state: "running", messages, events, now: T0 + 20 }));
-        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 3 });
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 3, messagesTrimmedThrough: 0 });
         const head = await store.getAgent("a1");
         expect(head!.snapshot).toEqual(snapshot);
         expect(head!.state).toBe("running");
@@ -1170,7 +1170,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c = await claimOk();
         const events = Array.from({ length: 7 }, (_, i) => ({ type: "step", data: { i } }));
         const r = await store.commit(commitOf(c, "w1", { events }));
-        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 8 });
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 8, messagesTrimmedThrough: 0 });
         await enqueue({ agentId: "other" });
         const all = await allEvents();
         expect(all.map((e) => e.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);

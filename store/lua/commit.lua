@@ -40,7 +40,7 @@
   hashes of ended turns that retention drops (the agent's hash tag).
 
   Returns:
-    'applied {"version":n,"lastEventId":n}'
+    'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
     'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
     'tool_call_resolved'  (nothing of the commit written; the lease is
                            released and the bell rung so the result is picked up)
@@ -69,6 +69,7 @@ local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
 local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
 
+local num = function(v) return tonumber(v) or 0 end
 local h = read_head(head, {
   'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
   'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent', 'currentTask',
@@ -79,7 +80,8 @@ if not h then
 end
 local version = tonumber(h.version)
 if h._commit == token and version == expected + 1 then
-  return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent .. '}'
+  return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent ..
+    ',"messagesTrimmedThrough":' .. int(num(h.messagesTrimmedThrough)) .. '}'
 end
 if h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'fenced'
@@ -122,7 +124,6 @@ if ends_turn and h.currentTask ~= 'null' then
   local task = cjson.decode(h.currentTask)
   if type(task) == 'table' and type(task.idempotencyKey) == 'string' then ended_idem = task.idempotencyKey end
 end
-local num = function(v) return tonumber(v) or 0 end
 
 -- Checks done; writes follow.
 local member_prefix = agent_id .. '\n' .. turn_id .. '\n'
@@ -247,4 +248,9 @@ else
   redis.call('HSET', head, unpack(w))
   redis.call('ZADD', ready, until_str, agent_id)
 end
-return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) .. '}'
+local msg_trimmed = num(h.messagesTrimmedThrough)
+for i = 1, #w - 1, 2 do
+  if w[i] == 'messagesTrimmedThrough' then msg_trimmed = tonumber(w[i + 1]) end
+end
+return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
+  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. '}'
