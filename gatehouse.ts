@@ -23,7 +23,10 @@ import { checkAuthConfig } from "./routes/auth.ts";
 import { copyAuth } from "./routes/auth/config.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
-import type { Store } from "./store/port.ts";
+import type { RetentionLimits, Store } from "./store/port.ts";
+import { resolveRetention } from "./store/retention.ts";
+import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
+import { retentionOf } from "./actors/host.ts";
 import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
@@ -78,6 +81,19 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
+  /**
+   * Storage limits of every agent, applied by the commit that ends a turn
+   * (store/retention.ts; an agent's own `retention` is laid over them).
+   * Defaults: 10 000 events, 4 MiB of event JSON, the records of 200 ended
+   * turns, a checkpoint every 2 500 events. `false` keeps everything.
+   */
+  retention?: AgentRetention | false;
+  /**
+   * The model's memory for agents without their own `memory`: the last
+   * `keepTurns` turns plus a rolling summary (actors/memory.ts). Default:
+   * every retained message.
+   */
+  memory?: MemoryPolicy;
   /**
    * XState inspection for every actor this process runs: a callback or an
    * observer, e.g. `createBrowserInspector().inspect` of @statelyai/inspect
@@ -179,6 +195,8 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
+    retention: true,
+    memory: true,
     storeTimeoutMs: true,
     externalToolTimeoutMs: true,
     toolTimeoutMs: true,
@@ -241,6 +259,32 @@ function checkOptions(options: GatehouseOptions): void {
  * }));
  * await gh.drain();
  */
+/**
+ * The process's retention limits (null: `retention: false`), checked, and
+ * each agent's memory policy checked against its limits: a model view of
+ * more turns than the store keeps would lose turns before they are summarized.
+ */
+function retentionOption(options: GatehouseOptions, agents: ReadonlyMap<string, AnyAgent>): RetentionLimits | null {
+  if (options.retention !== false) {
+    const e = checkRetention(options.retention);
+    if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "retention" });
+  }
+  const memoryError = checkMemoryPolicy(options.memory);
+  if (memoryError) throw new DefinitionError(`createGatehouse(): ${memoryError}`, { key: "memory" });
+  const base = options.retention === false ? null : resolveRetention(options.retention);
+  for (const a of agents.values()) {
+    const limits = retentionOf({ retention: base }, a);
+    const memory = a.memory ?? options.memory;
+    if (limits && memory && memory.keepTurns > limits.maxTurns) {
+      throw new DefinitionError(
+        `Agent "${a.name}": memory.keepTurns (${memory.keepTurns}) is more than retention.maxTurns (${limits.maxTurns}); the store would drop turns the model still sees`,
+        { key: "memory" },
+      );
+    }
+  }
+  return base;
+}
+
 export function createGatehouse(options: GatehouseOptions): Gatehouse {
   if (options?.inline && onWorkers()) {
     throw new DefinitionError(
@@ -309,6 +353,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       key: "sse.retryMs",
     });
   }
+  const retention = retentionOption(options, agents);
   let limits: JsonLimits;
   try {
     limits = jsonLimits(options.jsonLimits);
@@ -347,6 +392,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     jsonLimits: limits,
     maxClaimFailures: options.maxClaimFailures ?? 5,
     claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
+    retention,
+    ...(options.memory ? { memory: options.memory } : {}),
   };
   const pool = createWorkerPool(deps, {
     targets,

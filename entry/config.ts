@@ -43,6 +43,7 @@ export type EnvGatehouseOptions = Pick<
   | "toolTimeoutMs"
   | "storeTimeoutMs"
   | "auth"
+  | "retention"
 >;
 
 export interface EnvConfig {
@@ -87,6 +88,10 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "QSTASH_CURRENT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash current signing key (with the next one): write routes accept QStash-signed requests" },
   { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
+  { name: "GATEHOUSE_RETENTION", option: "retention", default: "on", meaning: "`off` keeps every agent's whole history; `on` applies the limits below (store/retention.ts)" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENTS", option: "retention", default: "10000", meaning: "events kept per agent (plus those of the turn that ends)" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", option: "retention", default: "4194304", meaning: "bytes of event JSON kept per agent" },
+  { name: "GATEHOUSE_RETENTION_MAX_TURNS", option: "retention", default: "200", meaning: "ended turns whose records (status, input, tool calls, messages) are kept per agent, at least" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
@@ -117,6 +122,27 @@ function integer(env: Env, name: string, min: number, max: number): number | und
 
 const DAY_MS = 86_400_000;
 
+/** GATEHOUSE_RETENTION (on/off) and the limits; undefined when none is set (createGatehouse's defaults). */
+function retentionFromEnv(env: Env): EnvGatehouseOptions["retention"] {
+  const sw = set(env, "GATEHOUSE_RETENTION");
+  if (sw !== undefined && !["on", "off"].includes(sw)) {
+    throw new ConfigError(`GATEHOUSE_RETENTION=${JSON.stringify(sw)} is not a switch (expected on or off)`, "GATEHOUSE_RETENTION");
+  }
+  const limits = {
+    maxEvents: integer(env, "GATEHOUSE_RETENTION_MAX_EVENTS", 1, 100_000_000),
+    maxEventBytes: integer(env, "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", 1_024, 1_099_511_627_776),
+    maxTurns: integer(env, "GATEHOUSE_RETENTION_MAX_TURNS", 1, 100_000_000),
+  };
+  const given = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
+  if (sw === "off") {
+    if (Object.keys(given).length > 0) {
+      throw new ConfigError("GATEHOUSE_RETENTION=off and retention limits are both set: choose one", "GATEHOUSE_RETENTION");
+    }
+    return false;
+  }
+  return Object.keys(given).length > 0 ? given : undefined;
+}
+
 /**
  * Reads the environment. Throws ConfigError on the first bad value.
  *
@@ -142,6 +168,8 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);
   opt("storeTimeoutMs", storeTimeoutMs);
+
+  opt("retention", retentionFromEnv(env));
 
   const tokens = set(env, "GATEHOUSE_BEARER_TOKENS");
   if (tokens !== undefined) {
