@@ -195,7 +195,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
   }
 
-  const cached = cache.take(agentId, version);
+  const cached = cache.take(agentId, version, head.createdAt);
   let restored = cached?.actor as ReturnType<typeof createAgentActor> | undefined;
   if (!restored) {
     let persisted: PersistedSnapshot;
@@ -307,7 +307,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     recordCalls = [];
     resolveCalls = [];
     ackMail = 0;
-    cache.put(agentId, version, history, undefined, memory);
+    cache.put(agentId, version, history, undefined, { memory, createdAt: head.createdAt });
     return true;
   }
 
@@ -511,7 +511,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         "gen_ai.usage.input_tokens": context.turnUsage.inputTokens, "gen_ai.usage.output_tokens": context.turnUsage.outputTokens,
       }, abort.signal.aborted ? fenceReason || "lease_lost" : undefined);
     }
-    if (resident) cache.put(agentId, version, history, actor, memory);
+    if (resident) cache.put(agentId, version, history, actor, { memory, createdAt: head.createdAt });
     else {
       actor.stop();
       cache.delete(agentId);

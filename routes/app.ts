@@ -32,6 +32,7 @@ import { openApiRoutes } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { resetRoutes } from "./reset.ts";
+import { agentDeleteRoutes } from "./agent-delete.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -49,6 +50,7 @@ export const ROUTE_MODULES: readonly RouteModuleFactory[] = [
   watchdogRoutes,
   verdictRoutes,
   resetRoutes,
+  agentDeleteRoutes,
   metricsRoutes,
   agentListRoutes,
   historyRoutes,

@@ -58,6 +58,31 @@ export function wantsEventStream(accept: string | undefined): boolean {
   return !!accept && accept.split(",").some((part) => part.split(";")[0].trim().toLowerCase() === "text/event-stream");
 }
 
+/**
+ * The marker a reader gets when it asked for events that retention removed
+ * (store/port.ts invariant 16): ids stay dense, so a first event after
+ * `after + 1` means events `after + 1 .. trimmedThrough` are gone. Null when
+ * nothing the reader asked for is missing. `headTrimmed` (the head's
+ * `eventsTrimmedThrough`) covers a page that came back empty.
+ */
+export function trimmedMarker(after: number, events: readonly StoredEventRecord[], headTrimmed = 0): EventsTrimmed | null {
+  const through = events.length > 0 ? events[0].id - 1 : headTrimmed;
+  return through > after ? { type: "events_trimmed", after, trimmedThrough: through } : null;
+}
+
+export interface EventsTrimmed {
+  type: "events_trimmed";
+  /** The cursor the reader asked from. */
+  after: number;
+  /** Events 1..trimmedThrough are no longer stored; the log goes on at trimmedThrough + 1. */
+  trimmedThrough: number;
+}
+
+/** The SSE frame of the marker: its id is the trimmed point, so a reconnect resumes after it. */
+export function trimmedFrame(m: EventsTrimmed): string {
+  return `id: ${m.trimmedThrough}\nevent: events_trimmed\ndata: ${JSON.stringify(m)}\n\n`;
+}
+
 /** One SSE frame. Event types are identifiers; line breaks are stripped so a frame cannot be split. */
 export function sseFrame(e: StoredEventRecord): string {
   return `id: ${e.id}\nevent: ${e.type.replace(/[\r\n]/g, "")}\ndata: ${JSON.stringify(e)}\n\n`;
@@ -115,8 +140,9 @@ export function eventStream(
           if (stop.signal.aborted) break;
           if (events.length > 0) {
             idlePolls = 0;
+            const marker = trimmedMarker(cursor, events);
             cursor = events[events.length - 1].id;
-            controller.enqueue(enc.encode(events.map(sseFrame).join("")));
+            controller.enqueue(enc.encode((marker ? trimmedFrame(marker) : "") + events.map(sseFrame).join("")));
             return;
           }
           if (++idlePolls >= keepAliveEvery) {
@@ -189,7 +215,9 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
       const events = await rt.store.readEvents(agentId, after, limit, maxBytes);
       const nextAfter = events.length > 0 ? events[events.length - 1].id : after;
       const last = Math.max(head.lastEventId, nextAfter);
-      return c.json({ events, nextAfter, more: nextAfter < last });
+      const trimmed = trimmedMarker(after, events, head.eventsTrimmedThrough);
+      const after2 = trimmed && events.length === 0 ? Math.max(nextAfter, trimmed.trimmedThrough) : nextAfter;
+      return c.json({ events, nextAfter: after2, more: after2 < last, ...(trimmed ? { trimmed } : {}) });
     }
     const release = take(agentId);
     let body: ReadableStream<Uint8Array>;
@@ -219,7 +247,9 @@ export function eventRoutes(rt: RouteRuntime): RouteModule {
         "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
         "event type, `data` = the stored event JSON; `: keep-alive` comments while idle. A page stops at `limit` " +
         "events or at the server's byte budget (at least one event); `more` says whether to read on. Open streams " +
-        "are capped per agent and per process: 429 `too_many_streams` with `Retry-After` beyond the cap.",
+        "are capped per agent and per process: 429 `too_many_streams` with `Retry-After` beyond the cap. A reader " +
+        "whose cursor lies before events that retention removed gets an `events_trimmed` marker: the page's " +
+        "`trimmed` field, or an SSE frame `event: events_trimmed` (id = the trimmed point) before the first event.",
       tags: ["agents"],
       query: Query,
       headers: {

@@ -121,7 +121,7 @@ export function forkRoutes(rt: RouteRuntime): RouteModule {
       tags: ["debugging"],
       body: { schema: { name: "ForkRequest", schema: ForkRequest }, required: true },
       responses: { 201: { description: "The fork", schema: { name: "ForkCreated", schema: ForkCreated } } },
-      problems: [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "agent_exists", "unknown_agent_definition", "history_diverged"],
+      problems: [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "agent_exists", "unknown_agent_definition", "history_diverged"],
     }],
   };
 }

@@ -6,7 +6,7 @@
  * its existence and `lastEventId`.
  */
 import { Hono } from "hono";
-import { HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
+import { EventTrimmedError, HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
 import { validate } from "./body.ts";
 import type { RouteModule } from "./module.ts";
 import { ProblemError } from "./problem.ts";
@@ -29,16 +29,23 @@ export async function historyOrProblem(
       extra: { lastEventId: head.lastEventId },
     });
   }
+  if (eventId <= head.eventsTrimmedThrough) throw trimmedProblem(new EventTrimmedError(eventId, head.eventsTrimmedThrough, agentId));
   try {
     const r = await replayThrough(store, agentId, eventId);
     if (!r) throw new ProblemError("event_not_found", `Agent "${agentId}" has no event ${eventId}`);
     return { ...r, lastEventId: head.lastEventId, head };
   } catch (err) {
+    if (err instanceof EventTrimmedError) throw trimmedProblem(err);
     if (err instanceof HistoryDivergedError) {
       throw new ProblemError("history_diverged", err.message, { extra: { eventId: err.eventId } });
     }
     throw err;
   }
+}
+
+/** 410 `event_trimmed`: the event is before the log's trimmed point. */
+export function trimmedProblem(err: EventTrimmedError): ProblemError {
+  return new ProblemError("event_trimmed", err.message, { extra: { trimmedThrough: err.trimmedThrough } });
 }
 
 export function historyRoutes(rt: RouteRuntime): RouteModule {
@@ -57,6 +64,7 @@ export function historyRoutes(rt: RouteRuntime): RouteModule {
       context: point.context,
       snapshot: point.snapshot,
       messages: point.messages,
+      messagesFrom: point.messagesFrom,
       lastEventId,
     });
   });
@@ -70,7 +78,7 @@ export function historyRoutes(rt: RouteRuntime): RouteModule {
       summary: "The agent right after one event: state, context, snapshot, messages (rebuilt by replay)",
       tags: ["debugging"],
       responses: { 200: { description: "The agent after the event", schema: { name: "HistoryView", schema: HistoryView } } },
-      problems: ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "history_diverged"],
+      problems: ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "history_diverged"],
     }],
   };
 }

@@ -18,6 +18,7 @@
  * (`memoryStoreState`).
  */
 import type {
+  Checkpoint,
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
   ConversationSummary,
@@ -149,6 +150,10 @@ export interface ImportedAgent {
   verdicts: Array<{ verdictId: string; turnId: string; status: string; json: string }>;
   /** turnId -> status, for turns that are not active. */
   turns: Record<string, Exclude<TurnStatus, "active">>;
+  /** A trimmed agent's base checkpoint: `events` start right after it. */
+  checkpoint?: Checkpoint;
+  /** Index of `messages[0]` in the whole conversation (a trimmed agent). */
+  messagesFrom?: number;
 }
 
 /**
@@ -1039,7 +1044,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       if (agents.has(rec.head.agentId)) return "exists" as const;
       const r = copy(rec);
       const a: AgentRecords = {
-        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length, eventsTrimmedThrough: 0, messagesTrimmedThrough: 0 },
+        head: {
+          ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0,
+          messageCount: (r.messagesFrom ?? 0) + r.messages.length, lastEventId: (r.checkpoint?.eventId ?? 0) + r.events.length,
+          eventsTrimmedThrough: r.checkpoint?.eventId ?? 0, messagesTrimmedThrough: r.checkpoint ? (r.messagesFrom ?? 0) : 0,
+        },
         tasks: [],
         mail: [],
         mailSeq: 0,
@@ -1053,6 +1062,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         verdicts: r.verdicts.map((v) => v.verdictId),
         claimFailures: null,
         ...freshRetention(),
+        ...(r.checkpoint
+          ? { ckpts: [{ mark: { eventId: r.checkpoint.eventId, bytes: 0, ended: 0, messageIndex: r.checkpoint.messageIndex }, at: r.checkpoint.at, snapshot: r.checkpoint.snapshot }] }
+          : {}),
       };
       for (const v of r.verdicts) {
         if (verdicts.has(v.verdictId)) continue;

@@ -26,9 +26,9 @@ describe("resident actor cache", () => {
     // Counts conversation reads: a claim that reads missed its cache.
     const store: Store = {
       ...inner,
-      readMessages: (agentId, from) => {
+      readConversation: (agentId) => {
         reads.push(agentId);
-        return inner.readMessages(agentId, from);
+        return inner.readConversation(agentId);
       },
     };
     const model = recordingModel((req, i) => {
