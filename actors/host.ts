@@ -105,10 +105,12 @@ async function loadConversation(
   agentId: string,
   head: Claimed["head"],
   cached: { messages: Message[]; memory?: ConversationMemory } | undefined,
+  fromSummary: boolean,
 ): Promise<{ history: Message[]; memory: ConversationMemory }> {
   if (cached) return { history: cached.messages, memory: cached.memory ?? { summary: null, firstIndex: head.messagesTrimmedThrough ?? 0 } };
   if (head.messageCount === 0) return { history: [], memory: { summary: null, firstIndex: 0 } };
-  const conv = await store.readConversation(agentId);
+  // With a memory policy only what the summary does not cover is ever shown: read from there.
+  const conv = await store.readConversation(agentId, fromSummary ? { fromSummary } : undefined);
   if (!conv) return { history: [], memory: { summary: null, firstIndex: 0 } };
   return { history: conv.messages.map(deepFreeze), memory: { summary: conv.summary, firstIndex: conv.firstIndex } };
 }
@@ -212,9 +214,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   }
   const actor = restored;
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
-  const { history, memory } = await loadConversation(store, agentId, head, cached);
-  const retention = retentionOf(deps, agent);
   const memoryPolicy = agent.memory ?? deps.memory;
+  const { history, memory } = await loadConversation(store, agentId, head, cached, memoryPolicy !== undefined);
+  const retention = retentionOf(deps, agent);
   /** A summary computed for the next commit (actors/memory.ts: stored before anything depends on it). */
   let pendingSummary: ConversationSummary | null = null;
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */

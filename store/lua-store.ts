@@ -373,9 +373,9 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return call("read_messages", [k.messages, k.inputs, k.head], [int(Math.max(0, fromIndex), "fromIndex")]);
     },
 
-    async readConversation(agentId): Promise<Conversation | null> {
+    async readConversation(agentId, opts): Promise<Conversation | null> {
       const k = keys.agent(agentId);
-      return call("read_conversation", [k.head, k.messages, k.inputs, k.summary], []);
+      return call("read_conversation", [k.head, k.messages, k.inputs, k.summary], [opts?.fromSummary ? "1" : "0"]);
     },
 
     async readCheckpoint(agentId): Promise<Checkpoint | null> {

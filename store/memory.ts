@@ -820,10 +820,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       );
     },
 
-    async readConversation(agentId) {
+    async readConversation(agentId, opts) {
       const a = agents.get(agentId);
       if (!a) return null;
-      return { summary: copy(a.summary), firstIndex: a.head.messagesTrimmedThrough, messages: await store.readMessages(agentId) };
+      const from = Math.max(a.head.messagesTrimmedThrough, opts?.fromSummary ? (a.summary?.through ?? 0) : 0);
+      return { summary: copy(a.summary), firstIndex: from, messages: await store.readMessages(agentId, from) };
     },
 
     async readCheckpoint(agentId) {

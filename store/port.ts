@@ -509,9 +509,11 @@ export interface Store {
   createFork(req: CreateForkRequest): Promise<CreateForkResult>;
   /**
    * The conversation as kept (invariant 16): the summary, the index of the
-   * first retained message and the retained messages; null for an unknown agent.
+   * first retained message and the retained messages; null for an unknown
+   * agent. `fromSummary`: only the messages the summary does not cover
+   * (from max(messagesTrimmedThrough, summary.through) on; `firstIndex` says where).
    */
-  readConversation(agentId: string): Promise<Conversation | null>;
+  readConversation(agentId: string, opts?: { fromSummary?: boolean }): Promise<Conversation | null>;
   /** The base checkpoint of a trimmed log (the one at `eventsTrimmedThrough`); null when nothing was trimmed. */
   readCheckpoint(agentId: string): Promise<Checkpoint | null>;
   /** Removes the agent and every record it owns (invariant 17). */

@@ -1848,6 +1848,17 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await store.commit(commitOf(c, "w1", { summary: { content: "earlier: 1+2 was asked", through: 0 } }));
         expect((await store.readConversation("a1"))!.summary).toEqual({ content: "earlier: 1+2 was asked", through: 0 });
         expect(await store.readConversation("nobody")).toBeNull();
+        // fromSummary: only what the summary does not cover.
+        const v = (await store.getAgent("a1"))!.version;
+        await store.commit(commitOf(c, "w1", {
+          expectedVersion: v, now: T0 + 2,
+          messages: [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }],
+          summary: { content: "a and b", through: 2 },
+        }));
+        expect(await store.readConversation("a1", { fromSummary: true })).toEqual({
+          summary: { content: "a and b", through: 2 }, firstIndex: 2, messages: [{ role: "user", content: "c" }],
+        });
+        expect((await store.readConversation("a1"))!.messages).toHaveLength(3);
       });
 
       it("deleteAgent removes every record and index entry of the agent and nothing of another; verdict records stay", async () => {

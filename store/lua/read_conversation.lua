@@ -5,6 +5,7 @@
   in as read_messages does).
 
   KEYS[1] head hash   KEYS[2] messages list   KEYS[3] inputs hash   KEYS[4] summary string
+  ARGV[1] '1': only the messages from max(messagesTrimmedThrough, summary.through) on; '0': all kept
   Returns: 'conversation {"summary":{...}|null,"firstIndex":n,"messages":[...]}' | 'none'
 ]]
 -- reads only: writes nothing.
@@ -14,7 +15,13 @@ local v = redis.call('HMGET', KEYS[1], 'agentId', 'messagesTrimmedThrough')
 if not v[1] then
   return 'none'
 end
-local items = redis.call('LRANGE', KEYS[2], 0, -1)
+local trimmed = tonumber(v[2]) or 0
+local summary = redis.call('GET', KEYS[4]) or 'null'
+local from = trimmed
+if ARGV[1] == '1' and summary ~= 'null' then
+  from = math.max(trimmed, tonumber(string.match(summary, '"through":(%d+)')) or 0)
+end
+local items = redis.call('LRANGE', KEYS[2], from - trimmed, -1)
 for i = 1, #items do
   local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
   if ref then
@@ -26,6 +33,5 @@ for i = 1, #items do
     items[i] = '{"role":"user","content":' .. content .. '}'
   end
 end
-local summary = redis.call('GET', KEYS[4]) or 'null'
-return 'conversation {"summary":' .. summary .. ',"firstIndex":' .. int(tonumber(v[2]) or 0) ..
+return 'conversation {"summary":' .. summary .. ',"firstIndex":' .. int(from) ..
   ',"messages":' .. json_list(items) .. '}'
