@@ -247,19 +247,6 @@ function checkOptions(options: GatehouseOptions): void {
 }
 
 /**
- * Refuses with a `DefinitionError` (its `key` names the option): no agents,
- * an unknown option key, `concurrency` below 1 or not an integer, an invalid
- * `auth`, and the guardian and assignment errors of verdicts/registry.ts.
- *
- * @example
- * const gh = createGatehouse({ agents: [support] });
- * const res = await gh.fetch(new Request("http://x/v1/agents/a1/tasks", {
- *   method: "POST", headers: { "content-type": "application/json" },
- *   body: JSON.stringify({ agent: "support", input: "hello" }),
- * }));
- * await gh.drain();
- */
-/**
  * The process's retention limits (null: `retention: false`), checked, and
  * each agent's memory policy checked against its limits: a model view of
  * more turns than the store keeps would lose turns before they are summarized.
@@ -285,6 +272,19 @@ function retentionOption(options: GatehouseOptions, agents: ReadonlyMap<string, 
   return base;
 }
 
+/**
+ * Refuses with a `DefinitionError` (its `key` names the option): no agents,
+ * an unknown option key, `concurrency` below 1 or not an integer, an invalid
+ * `auth`, and the guardian and assignment errors of verdicts/registry.ts.
+ *
+ * @example
+ * const gh = createGatehouse({ agents: [support] });
+ * const res = await gh.fetch(new Request("http://x/v1/agents/a1/tasks", {
+ *   method: "POST", headers: { "content-type": "application/json" },
+ *   body: JSON.stringify({ agent: "support", input: "hello" }),
+ * }));
+ * await gh.drain();
+ */
 export function createGatehouse(options: GatehouseOptions): Gatehouse {
   if (options?.inline && onWorkers()) {
     throw new DefinitionError(
