@@ -344,12 +344,14 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     if (plan.dropTurnsThrough > 0) {
       const n = plan.dropTurnsThrough - (a.endedTotal - a.ended.length);
       const gone = a.ended.slice(0, n);
-      for (const t of gone) {
-        w.mapDelete(a.turns, t.turnId);
-        w.mapDelete(a.inputs, t.turnId);
-        for (const [k, rec] of [...a.toolCalls]) if (rec.turnId === t.turnId) w.mapDelete(a.toolCalls, k);
-        if (t.idem !== null && a.idempotency.get(t.idem) === t.turnId) w.mapDelete(a.idempotency, t.idem);
-      }
+      const ids = new Set(gone.map((t) => t.turnId));
+      const keys = new Set(gone.filter((t) => t.idem !== null && a.idempotency.get(t.idem) === t.turnId).map((t) => t.idem));
+      // Whole maps replaced (journaled as one write each): an undo puts back the old map, order included.
+      const without = <V>(m: Map<string, V>, drop: (k: string, v: V) => boolean) => new Map([...m].filter(([k, v]) => !drop(k, v)));
+      w.set(a, "turns", without(a.turns, (k) => ids.has(k)));
+      w.set(a, "inputs", without(a.inputs, (k) => ids.has(k)));
+      w.set(a, "toolCalls", without(a.toolCalls, (_k, rec) => ids.has(rec.turnId)));
+      w.set(a, "idempotency", without(a.idempotency, (k) => keys.has(k)));
       w.set(a, "ended", a.ended.slice(n));
       const msgEnd = gone[gone.length - 1].msgEnd;
       if (msgEnd > h.messagesTrimmedThrough) {
@@ -840,7 +842,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (!a) return { status: "agent_not_found" as const };
         // Writes: the agent's records, its bell, its deadlines and delivery records; verdict records stay (invariant 17).
         w.mapDelete(agents, agentId);
-        w.mapDelete(readyOf(a.head.workerTarget), agentId);
+        // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
+        const q = ready.get(a.head.workerTarget);
+        if (q?.has(agentId)) w.mapSet(ready, a.head.workerTarget, new Map([...q].filter(([id]) => id !== agentId)));
         for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
         for (const k of [...deliveries.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deliveries, k);
         return { status: "deleted" as const };
