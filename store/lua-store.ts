@@ -88,6 +88,15 @@ function int(n: number, what: string): string {
   return String(n);
 }
 
+/** The limits as commit.lua reads them: four positive integers (anything else is refused before the call). */
+function retentionArg(r: NonNullable<CommitRequest["retention"]>): string {
+  const all = [["maxEvents", r.maxEvents], ["maxEventBytes", r.maxEventBytes], ["maxTurns", r.maxTurns], ["checkpointEvery", r.checkpointEvery]] as const;
+  for (const [k, v] of all) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use retention.${k} = ${String(v)}: a positive integer is needed`);
+  }
+  return all.map(([, v]) => String(v)).join(" ");
+}
+
 /** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
 function turnEndArgs(end: TurnEnd): string[] {
   return [
@@ -325,7 +334,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
       const r = req.retention;
-      args.push(r ? [r.maxEvents, r.maxEventBytes, r.maxTurns, r.checkpointEvery].map((n, i) => int(n, `retention[${i}]`)).join(" ") : "");
+      args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
       return call("commit", [
         k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns,

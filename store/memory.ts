@@ -61,8 +61,8 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkMessageId } from "./keys.ts";
-import { type CheckpointMark, planRetention } from "./retention.ts";
+import { checkAgentId, checkMessageId, StoreInputError } from "./keys.ts";
+import { type CheckpointMark, planRetention, resolveRetention } from "./retention.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -698,6 +698,10 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           eventOf(a, i + 1, req.turnId ?? req.activeTurnId, String(e.type), copy(e.data), req.now)
         );
         const snapshot = copy(req.snapshot);
+        if (req.retention) resolveRetention(req.retention);
+        if (req.summary !== undefined && !Number.isSafeInteger(req.summary.through)) {
+          throw new StoreInputError(`summary.through must be an integer (ms), got ${req.summary.through}`);
+        }
         const summary = req.summary === undefined ? undefined : { content: String(req.summary.content), through: Number(req.summary.through) };
         const endsTurn = req.activeTurnId === null && h.activeTurnId !== null;
         const endedIdem = endsTurn ? (h.currentTask?.idempotencyKey ?? null) : null;

@@ -30,6 +30,7 @@
  * operations: enqueues, deliveries, cancels, count toward `maxEvents`).
  */
 import type { RetentionLimits } from "./port.ts";
+import { StoreInputError } from "./keys.ts";
 
 /** Defaults (README, "Configuration"): about 2-4 MB of events, 200 turns' records. */
 export const DEFAULT_RETENTION: RetentionLimits = Object.freeze({
@@ -60,7 +61,7 @@ export function resolveRetention(given: Partial<RetentionLimits> | undefined): R
     checkpointEvery: given?.checkpointEvery ?? Math.max(1, Math.floor(maxEvents / 4)),
   };
   for (const [k, v] of Object.entries(r)) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`Cannot use retention.${k} = ${String(v)}: a positive integer is needed`);
+    if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use retention.${k} = ${String(v)}: a positive integer is needed`);
   }
   return r;
 }

@@ -1841,6 +1841,16 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.readEvents("a1", 0, 1000)).toHaveLength(40);
       });
 
+      it("refuses limits that are not positive integers, writing nothing", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const before = await states();
+        for (const bad of [{ ...limits, maxEvents: 0 }, { ...limits, maxTurns: -1 }, { ...limits, checkpointEvery: 1.5 }]) {
+          await expect(store.commit(commitOf(c, "w1", { activeTurnId: null, state: "done", retention: bad }))).rejects.toThrow(/retention\./);
+        }
+        expect(await states()).toEqual(before);
+      });
+
       it("stores the rolling summary with the commit that carries it", async () => {
         await enqueue();
         const c = await claimOk();

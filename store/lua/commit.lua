@@ -116,7 +116,10 @@ end
 local ends_turn = next_active == 'null' and h.activeTurnId ~= 'null'
 local limits = nil
 if ends_turn and retention ~= '' then
-  local a, b, c, d = string.match(retention, '^(%d+) (%d+) (%d+) (%d+)$')
+  local a, b, c, d = string.match(retention, '^([1-9]%d*) ([1-9]%d*) ([1-9]%d*) ([1-9]%d*)$')
+  if not a then
+    return redis.error_reply('unreadable retention argument ' .. retention)
+  end
   limits = { max_events = tonumber(a), max_bytes = tonumber(b), max_turns = tonumber(c), every = tonumber(d) }
 end
 local ended_idem = ''
