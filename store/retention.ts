@@ -13,9 +13,11 @@
  *    {eventId: L, bytes: B, ended: E, messageIndex: M, snapshot}.
  * 2. Cut: when L - eventsTrimmedThrough > maxEvents or B - (bytes of the
  *    base checkpoint, else 0) > maxEventBytes, the log is cut at the oldest
- *    checkpoint newer than the base that brings both within the limits (the
- *    newest one when none does): events through it are removed, it becomes
- *    the base (`eventsTrimmedThrough`), older checkpoints go.
+ *    checkpoint newer than the base and older than L that brings both within
+ *    the limits (the newest such one when none does): events through it are
+ *    removed, it becomes the base (`eventsTrimmedThrough`), older checkpoints
+ *    go. A checkpoint stored by this very commit is never the cut, so the
+ *    ending turn's events always stay (and time travel can show the head).
  * 3. Turns: the records of ended turns (status, input, tool calls,
  *    idempotency entry) and their messages are dropped, oldest first, for
  *    every turn whose end index k satisfies k <= E - maxTurns and k <= the
@@ -93,13 +95,20 @@ export function planRetention(
   if (s.last - s.trimmedThrough > limits.maxEvents || s.bytes - baseBytes > limits.maxEventBytes) {
     for (let i = 0; i < marks.length; i++) {
       const m = marks[i];
-      if (m.eventId <= s.trimmedThrough) continue;
+      if (m.eventId <= s.trimmedThrough || m.eventId >= s.last) continue;
       if (s.last - m.eventId <= limits.maxEvents && s.bytes - m.bytes <= limits.maxEventBytes) {
         cutAt = i;
         break;
       }
     }
-    if (cutAt < 0 && marks.length > 0 && marks[marks.length - 1].eventId > s.trimmedThrough) cutAt = marks.length - 1;
+    if (cutAt < 0) {
+      for (let i = marks.length - 1; i >= 0; i--) {
+        if (marks[i].eventId < s.last && marks[i].eventId > s.trimmedThrough) {
+          cutAt = i;
+          break;
+        }
+      }
+    }
   }
   const newBase = cutAt >= 0 ? marks[cutAt] : base;
   const reach = Math.min(s.ended - limits.maxTurns, newBase ? newBase.ended : 0);

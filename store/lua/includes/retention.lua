@@ -52,14 +52,22 @@ local function retain(prefix, agent_id, k, s, limits, snapshot, now_str)
   local base_bytes = (trimmed > 0 and #marks > 0) and marks[1][2] or 0
   local cut = 0
   if s.last - trimmed > limits.max_events or s.bytes - base_bytes > limits.max_bytes then
+    -- Never at a checkpoint of this commit (eventId == last): the ending turn's events stay.
     for i = 1, #marks do
       local m = marks[i]
-      if m[1] > trimmed and s.last - m[1] <= limits.max_events and s.bytes - m[2] <= limits.max_bytes then
+      if m[1] > trimmed and m[1] < s.last and s.last - m[1] <= limits.max_events and s.bytes - m[2] <= limits.max_bytes then
         cut = i
         break
       end
     end
-    if cut == 0 and #marks > 0 and marks[#marks][1] > trimmed then cut = #marks end
+    if cut == 0 then
+      for i = #marks, 1, -1 do
+        if marks[i][1] < s.last and marks[i][1] > trimmed then
+          cut = i
+          break
+        end
+      end
+    end
   end
   local first = 1
   if cut > 0 then
