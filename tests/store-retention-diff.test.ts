@@ -47,7 +47,9 @@ const limitsArb = fc.record({
   checkpointEvery: fc.integer({ min: 1, max: 15 }),
 });
 
-async function turn(s: Store, i: number, t: fc.RecordValue<typeof turnArb>, limits: fc.RecordValue<typeof limitsArb>) {
+type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
+
+async function turn(s: Store, i: number, t: ValueOf<typeof turnArb>, limits: ValueOf<typeof limitsArb>) {
   const now = T0 + i * 10;
   const turnId = `turn_${i}`;
   await s.enqueueTask({
