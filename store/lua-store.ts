@@ -275,7 +275,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const k = keys.agent(req.agentId);
       checkTurnId(req.turnId);
       const now = int(req.now, "now");
-      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem], [
+      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem, k.ended], [
         req.turnId, j(req.turnId), now,
         tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
       ]);
@@ -350,7 +350,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns, k.ended], args);
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
@@ -360,7 +360,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns], args);
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns, k.ended], args);
     },
 
     async ping(): Promise<void> {

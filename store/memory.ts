@@ -353,7 +353,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       w.set(a, "toolCalls", without(a.toolCalls, (_k, rec) => ids.has(rec.turnId)));
       w.set(a, "idempotency", without(a.idempotency, (k) => keys.has(k)));
       w.set(a, "ended", a.ended.slice(n));
-      const msgEnd = gone[gone.length - 1].msgEnd;
+      const msgEnd = Math.max(...gone.map((t) => t.msgEnd));
       if (msgEnd > h.messagesTrimmedThrough) {
         w.set(a, "messages", a.messages.slice(msgEnd - h.messagesTrimmedThrough));
         w.set(h, "messagesTrimmedThrough", msgEnd);
@@ -383,6 +383,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           if (rec.turnId === turnId && rec.status === "pending") w.mapDelete(deadlines, `${h.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
         }
         w.mapSet(a.turns, turnId, state === "done" || state === "failed" ? state : "ended");
+        w.push(a.ended, { turnId, idem: h.currentTask?.idempotencyKey ?? null, msgEnd: h.messagesTrimmedThrough + a.messages.length });
+        w.set(a, "endedTotal", a.endedTotal + 1);
       }
       w.set(a, "mail", []);
       w.set(a, "claimFailures", null);
@@ -599,7 +601,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (st !== "queued") return { status: "turn_finished" };
         const reason = String(req.reason);
         const ev = eventOf(a, 1, req.turnId, "task_cancelled", { turnId: req.turnId, reason }, req.now);
+        const idem = a.tasks.find((t) => t.turnId === req.turnId)?.idempotencyKey ?? null;
         // Writes.
+        // Ended without messages (msgEnd 0): retention may drop its records like those of any ended turn.
+        w.push(a.ended, { turnId: req.turnId, idem, msgEnd: 0 });
+        w.set(a, "endedTotal", a.endedTotal + 1);
         w.set(a, "tasks", a.tasks.filter((t) => t.turnId !== req.turnId));
         w.set(a.head, "pendingTasks", a.tasks.length);
         w.mapSet(a.turns, req.turnId, "cancelled");

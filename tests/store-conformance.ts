@@ -1824,6 +1824,24 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(30 - dropped / 2).toBeGreaterThanOrEqual(limits.maxTurns);
       });
 
+      it("drops, like any other, turns ended by a reset and tasks cancelled while queued", async () => {
+        const reset = (await enqueue({ idempotencyKey: "r", now: T0 - 100 })).req.turnId;
+        const c = await claimOk("a1", "w1", T0 - 99);
+        const end = { snapshot: { value: "failed" }, state: "failed", events: [], messages: [{ role: "assistant" as const, content: "reset" }] };
+        expect((await store.resetTurn({ agentId: "a1", expectedVersion: c.head.version, turnId: reset, end, now: T0 - 98 })).status).toBe("reset");
+        const cancelled = (await enqueue({ idempotencyKey: "c", now: T0 - 97 })).req.turnId;
+        expect(await store.cancelTask({ agentId: "a1", turnId: cancelled, reason: "no", now: T0 - 96 })).toEqual({ status: "cancelled", already: false });
+        expect((await store.getTurn("a1", cancelled))!.status).toBe("cancelled");
+        await runTurns(30, limits, 100);
+        expect(await store.getTurn("a1", reset)).toBeNull();
+        expect(await store.getTurn("a1", cancelled)).toBeNull();
+        // Their keys went with them: both enqueue new turns now.
+        expect((await enqueue({ idempotencyKey: "r", now: T0 + 5_000 })).r.status).toBe("enqueued");
+        expect((await enqueue({ idempotencyKey: "c", now: T0 + 5_001 })).r.status).toBe("enqueued");
+        const conv = (await store.readConversation("a1"))!;
+        expect(conv.messages.some((m) => m.content === "reset")).toBe(false);
+      });
+
       it("cuts by bytes as well as by count", async () => {
         await runTurns(12, { ...limits, maxEvents: 1_000, maxEventBytes: 600 });
         const head = (await store.getAgent("a1"))!;

@@ -93,7 +93,8 @@ local function retain(prefix, agent_id, k, s, limits, snapshot, now_str)
         if owner and cjson.decode(owner) == turn then
           redis.call('HDEL', k.idem, 'k:' .. key)
         end
-        msg_end = tonumber(at)
+        -- A turn cancelled while queued ended with no messages (0).
+        msg_end = math.max(msg_end, tonumber(at))
       end
     end
     redis.call('LTRIM', k.ended, n, -1)
