@@ -8,6 +8,7 @@
     _cancel       token of the last accepted cancel (replay guard)
     _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
     _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 12)
+    _ckpts, _evBytes, _ended, _endedBase   retention (includes/retention.lua)
 ]]
 local HEAD_FIELDS = {
   'agentId', 'agentName', 'workerTarget', 'createdAt', 'updatedAt', 'activeTurnId',
