@@ -11,6 +11,8 @@ export { defineTool, terminate } from "./tools/define.ts";
 export type { AnyTool, ToolConfig, ToolDefinition, ToolExecuteContext } from "./tools/define.ts";
 export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
+export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";
+export { DEFAULT_RETENTION } from "./store/retention.ts";
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
 export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";

@@ -59,7 +59,14 @@ export function nextThrough(history: readonly Message[], mem: ConversationMemory
 const SUMMARY_PROMPT = "Summarize the conversation below for your own later use: the user's requests, the facts " +
   "learned, the results given and anything still open. Be brief; answer with the summary only.";
 
-/** The summary by a call of the agent's own model (no tools offered). */
+/**
+ * The summary by a call of the agent's own model (no tools offered); what
+ * `memory: { summarize: "model" }` uses.
+ *
+ * @example
+ * const summarize = modelSummarizer(agent.model, turnId, step);
+ * const text = await summarize({ agentId: "a1", previous: null, messages: leaving, signal });
+ */
 export function modelSummarizer(model: Model, turnId: string, step: number): Summarizer {
   return async ({ agentId, previous, messages, signal }) => {
     const transcript = messages.map((m) => `${m.role}: ${m.content}${m.toolCalls ? ` [calls ${m.toolCalls.map((c) => c.name).join(", ")}]` : ""}`);

@@ -16,6 +16,14 @@ export type Summarizer = (req: {
   signal: AbortSignal;
 }) => Promise<string>;
 
+/**
+ * @example
+ * defineAgent({
+ *   name: "support", instructions: "Help.", model,
+ *   memory: { keepTurns: 20, summarize: async ({ previous, messages }) => mySummary(previous, messages) },
+ *   retention: { maxTurns: 100 },
+ * });
+ */
 export interface MemoryPolicy {
   /** Turns shown verbatim (the current one included); at least 1. */
   keepTurns: number;
