@@ -3,7 +3,7 @@
  * workload (bench/agent.ts: three model steps a turn) on a private Redis,
  * through createGatehouse() and the TCP adapter, once with retention on
  * (the defaults, store/retention.ts, and a memory policy of 10 turns) and
- * once with it off. At 1, 10, 100, 1 000 and 10 000 turns it records:
+ * once with it off. At 1, 10, 100, 1 000 and 10 000 turns (and the last) it records:
  *
  * - bytes Redis holds for the agent: MEMORY USAGE (SAMPLES 0) of every key
  *   under its hash tag, found with SCAN, plus its share of nothing else
@@ -11,14 +11,17 @@
  * - the read a worker does to resume it, timed (median of 200): the head,
  *   a page of its 100 latest events, and the conversation it needs for the
  *   next step (`readConversation`, from the summary on with a memory policy);
- * - commands and bytes per turn over the 100 turns before the mark
+ * - commands and bytes per turn over the WINDOW (100) turns before the mark
  *   (`INFO commandstats`, `total_net_input_bytes`; only where no earlier
  *   mark's measuring falls into those turns).
  *
  *   npx tsx bench/retention.ts            # 10 000 turns on, 1 000 off
  *   BENCH_TURNS=2000 npx tsx bench/retention.ts
+ *   BENCH_TURNS=2000 BENCH_WINDOW=1000 BENCH_OUT=retention-window.md npx tsx bench/retention.ts
  *
- * Writes bench/results/retention.md (and prints it).
+ * Writes bench/results/retention.md (BENCH_OUT) and prints it. Trimming
+ * comes in batches (a cut every `checkpointEvery` events, then the turns it
+ * frees), so a window of 1 000 turns gives the steady average per turn.
  */
 import { writeFileSync } from "node:fs";
 import { Redis } from "ioredis";
@@ -33,7 +36,9 @@ import { commandStats, diffStats } from "./redis-info.ts";
 const TURNS = Number(process.env.BENCH_TURNS ?? 10_000);
 const TURNS_OFF = Math.min(TURNS, Number(process.env.BENCH_TURNS_OFF ?? 1_000));
 const MARKS = [1, 10, 100, 1_000, 10_000, 100_000];
-const WINDOW = 100;
+/** Turns before a mark over which commands and bytes per turn are averaged. */
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 100);
+const OUT = process.env.BENCH_OUT ?? "retention.md";
 
 interface Mark {
   turns: number;
@@ -90,10 +95,11 @@ async function run(info: Redis, url: string, label: string, turns: number, on: b
   const started = performance.now();
   let windowStart = await commandStats(info);
   for (let t = 1; t <= turns; t++) {
-    if (MARKS.includes(t + WINDOW - 1)) windowStart = await commandStats(info);
+    const isMark = (x: number) => MARKS.includes(x) || x === turns;
+    if (isMark(t + WINDOW - 1)) windowStart = await commandStats(info);
     await store.enqueueTask({ agentId, agentName: "bench", workerTarget: "default", input: `task ${t}`, options: {}, turnId: `turn_${t}`, now: Date.now() });
     await gh.drain();
-    if (!MARKS.includes(t)) continue;
+    if (!isMark(t)) continue;
     // Only a window without an earlier mark's measuring reads in it.
     const clean = t >= WINDOW && !MARKS.some((m) => m < t && m > t - WINDOW);
     const delta = clean ? diffStats(windowStart, await commandStats(info)) : null;
@@ -144,7 +150,8 @@ try {
     "# Bounded storage: one agent, many turns",
     "",
     `\`npx tsx bench/retention.ts\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, Redis ${version}, ` +
-    "TCP adapter, one agent, the workload of bench/agent.ts (three model steps a turn), one turn after the other.",
+    "TCP adapter, one agent, the workload of bench/agent.ts (three model steps a turn), one turn after the other. " +
+    `Commands and bytes per turn: averaged over the ${WINDOW} turns before each mark.`,
     "",
     `Retention on: the defaults (${JSON.stringify(DEFAULT_RETENTION)}) and \`memory: { keepTurns: 10 }\`. ` +
     "Off: `retention: false`, no memory policy.",
@@ -152,7 +159,7 @@ try {
     table("Retention on", on),
     table("Retention off", off),
   ].join("\n");
-  writeFileSync(new URL("./results/retention.md", import.meta.url), text);
+  writeFileSync(new URL(`./results/${OUT}`, import.meta.url), text);
   console.log(text);
 } finally {
   info.disconnect();
