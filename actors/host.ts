@@ -287,7 +287,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       activeTurnId: final ? null : turnId,
       events, messages: newMessages, recordToolCalls: recordCalls, resolveToolCalls: resolveCalls,
       ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now,
-      ...(retention ? { retention } : {}),
+      // The store trims only at a turn's end: the limits ride along with that commit only.
+      ...(retention && final ? { retention } : {}),
       ...(pendingSummary ? { summary: pendingSummary } : {}),
     });
     if (res.status !== "applied") {
