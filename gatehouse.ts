@@ -26,7 +26,10 @@ import { copyAuth } from "./routes/auth/config.ts";
 import { checkRateLimitOptions, type RateLimitOptions, resolveRateLimits } from "./routes/rate-limit.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
-import type { Store } from "./store/port.ts";
+import type { RetentionLimits, Store } from "./store/port.ts";
+import { resolveRetention } from "./store/retention.ts";
+import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
+import { retentionOf } from "./actors/host.ts";
 import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
@@ -86,6 +89,19 @@ export interface GatehouseOptions {
    * waiting on a child is claimed again to re-dispatch it and pull its result after a crash (default 30 000).
    */
   delegation?: DelegationSettings;
+  /**
+   * Storage limits of every agent, applied by the commit that ends a turn
+   * (store/retention.ts; an agent's own `retention` is laid over them).
+   * Defaults: 10 000 events, 4 MiB of event JSON, the records of 200 ended
+   * turns, a checkpoint every 2 500 events. `false` keeps everything.
+   */
+  retention?: AgentRetention | false;
+  /**
+   * The model's memory for agents without their own `memory`: the last
+   * `keepTurns` turns plus a rolling summary (actors/memory.ts). Default:
+   * every retained message.
+   */
+  memory?: MemoryPolicy;
   /**
    * XState inspection for every actor this process runs: a callback or an
    * observer, e.g. `createBrowserInspector().inspect` of @statelyai/inspect
@@ -196,6 +212,8 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
     delegation: true,
+    retention: true,
+    memory: true,
     storeTimeoutMs: true,
     externalToolTimeoutMs: true,
     toolTimeoutMs: true,
@@ -244,6 +262,32 @@ function checkOptions(options: GatehouseOptions): void {
       key: "concurrency",
     });
   }
+}
+
+/**
+ * The process's retention limits (null: `retention: false`), checked, and
+ * each agent's memory policy checked against its limits: a model view of
+ * more turns than the store keeps would lose turns before they are summarized.
+ */
+function retentionOption(options: GatehouseOptions, agents: ReadonlyMap<string, AnyAgent>): RetentionLimits | null {
+  if (options.retention !== false) {
+    const e = checkRetention(options.retention);
+    if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "retention" });
+  }
+  const memoryError = checkMemoryPolicy(options.memory);
+  if (memoryError) throw new DefinitionError(`createGatehouse(): ${memoryError}`, { key: "memory" });
+  const base = options.retention === false ? null : resolveRetention(options.retention);
+  for (const a of agents.values()) {
+    const limits = retentionOf({ retention: base }, a);
+    const memory = a.memory ?? options.memory;
+    if (limits && memory && memory.keepTurns > limits.maxTurns) {
+      throw new DefinitionError(
+        `Agent "${a.name}": memory.keepTurns (${memory.keepTurns}) is more than retention.maxTurns (${limits.maxTurns}); the store would drop turns the model still sees`,
+        { key: "memory" },
+      );
+    }
+  }
+  return base;
 }
 
 /**
@@ -334,6 +378,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       key: "sse.retryMs",
     });
   }
+  const retention = retentionOption(options, agents);
   let limits: JsonLimits;
   try {
     limits = jsonLimits(options.jsonLimits);
@@ -373,6 +418,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     maxClaimFailures: options.maxClaimFailures ?? 5,
     claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
     ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
+    retention,
+    ...(options.memory ? { memory: options.memory } : {}),
   };
   const pool = createWorkerPool(deps, {
     targets,

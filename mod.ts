@@ -15,6 +15,8 @@ export { agentTool } from "./agents/agent-tool.ts";
 export type { AgentToolDefinition, AgentToolOptions } from "./agents/agent-tool.ts";
 export type { SpendLimit } from "./common/spend-limit.ts";
 export type { DelegationSettings } from "./actors/delegation.ts";
+export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";
+export { DEFAULT_RETENTION } from "./store/retention.ts";
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
 export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";

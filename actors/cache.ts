@@ -15,44 +15,57 @@
  */
 import type { AnyActorRef } from "xstate";
 import type { Message } from "../common/message.ts";
+import type { ConversationMemory } from "./memory.ts";
 
 export interface CachedAgent<A extends AnyActorRef = AnyActorRef> {
   messages: Message[];
   actor?: A;
+  /** The summary and the index of `messages[0]` (actors/memory.ts). */
+  memory?: ConversationMemory;
 }
 
 export interface SnapshotCache {
-  /** The entry for exactly this version; its actor (if any) now belongs to the caller. */
-  take(agentId: string, version: number): CachedAgent | undefined;
+  /**
+   * The entry for exactly this version; its actor (if any) now belongs to the caller. With
+   * `createdAt`, an entry of another incarnation of the id (deleted and created again, so its
+   * versions count from 0 again) is a miss.
+   */
+  take(agentId: string, version: number, createdAt?: number): CachedAgent | undefined;
   /** Stores the conversation (and, at the end of a claim, the actor) of this version. */
-  put(agentId: string, version: number, messages: Message[], actor?: AnyActorRef): void;
+  put(agentId: string, version: number, messages: Message[], actor?: AnyActorRef, extra?: { memory?: ConversationMemory; createdAt?: number }): void;
   delete(agentId: string): void;
 }
 
+const copyMemory = (m: ConversationMemory): ConversationMemory => ({ summary: m.summary ? { ...m.summary } : null, firstIndex: m.firstIndex });
+
 export function lruCache(max = 1_000): SnapshotCache {
-  const m = new Map<string, { version: number; messages: Message[]; actor?: AnyActorRef }>();
+  const m = new Map<string, { version: number; messages: Message[]; actor?: AnyActorRef; memory?: ConversationMemory; createdAt?: number }>();
   const drop = (agentId: string) => {
     m.get(agentId)?.actor?.stop();
     m.delete(agentId);
   };
   return {
-    take(agentId, version) {
+    take(agentId, version, createdAt) {
       const e = m.get(agentId);
       if (!e) return undefined;
-      if (e.version !== version) {
+      if (e.version !== version || (createdAt !== undefined && e.createdAt !== undefined && e.createdAt !== createdAt)) {
         drop(agentId);
         return undefined;
       }
       m.delete(agentId);
       const actor = e.actor;
-      m.set(agentId, { version, messages: e.messages });
-      return { messages: e.messages.slice(), ...(actor ? { actor } : {}) };
+      m.set(agentId, { ...e, actor: undefined });
+      return { messages: e.messages.slice(), ...(actor ? { actor } : {}), ...(e.memory ? { memory: copyMemory(e.memory) } : {}) };
     },
-    put(agentId, version, messages, actor) {
+    put(agentId, version, messages, actor, extra) {
+      const memory = extra?.memory;
       const prev = m.get(agentId);
       if (prev?.actor && prev.actor !== actor) prev.actor.stop();
       m.delete(agentId);
-      m.set(agentId, { version, messages: messages.slice(), ...(actor ? { actor } : {}) });
+      m.set(agentId, {
+        version, messages: messages.slice(), ...(actor ? { actor } : {}), ...(memory ? { memory: copyMemory(memory) } : {}),
+        ...(extra?.createdAt !== undefined ? { createdAt: extra.createdAt } : {}),
+      });
       if (m.size > max) drop(m.keys().next().value!);
     },
     delete: drop,

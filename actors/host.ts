@@ -81,6 +81,9 @@ import {
 import { budgetMessage, crossedLimit, recordBudgetVerdict, turnSpendLimit } from "./spend.ts";
 import type { Metrics } from "./metrics.ts";
 import { endSpan, startSpan, type Span } from "./tracing.ts";
+import { type ConversationMemory, type MemoryPolicy, modelSummarizer, modelView, rollMemory } from "./memory.ts";
+import type { ConversationSummary, RetentionLimits } from "../store/port.ts";
+import { resolveRetention } from "../store/retention.ts";
 
 export interface HostDeps {
   store: Store;
@@ -113,6 +116,32 @@ export interface HostDeps {
   claimRetryBackoffMs?: number;
   /** Nesting bound and pull interval of delegations (actors/delegation.ts). */
   delegation?: DelegationSettings;
+  /** Storage limits applied by the commit that ends a turn (store/retention.ts); null or absent: keep everything. An agent's own `retention` is laid over it. */
+  retention?: RetentionLimits | null;
+  /** The model's memory (actors/memory.ts) for agents without their own `memory`; absent: every retained message. */
+  memory?: MemoryPolicy;
+}
+
+/** The retention limits of one agent: its own laid over the process's (null: keep everything). */
+export function retentionOf(deps: Pick<HostDeps, "retention">, agent: AnyAgent): RetentionLimits | null {
+  if (!agent.retention) return deps.retention ?? null;
+  return resolveRetention({ ...(deps.retention ?? {}), ...agent.retention });
+}
+
+/** The conversation a claim starts from: the cached one, none for a new agent, else the store's. */
+async function loadConversation(
+  store: Store,
+  agentId: string,
+  head: Claimed["head"],
+  cached: { messages: Message[]; memory?: ConversationMemory } | undefined,
+  fromSummary: boolean,
+): Promise<{ history: Message[]; memory: ConversationMemory }> {
+  if (cached) return { history: cached.messages, memory: cached.memory ?? { summary: null, firstIndex: head.messagesTrimmedThrough ?? 0 } };
+  if (head.messageCount === 0) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  // With a memory policy only what the summary does not cover is ever shown: read from there.
+  const conv = await store.readConversation(agentId, fromSummary ? { fromSummary } : undefined);
+  if (!conv) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  return { history: conv.messages.map(deepFreeze), memory: { summary: conv.summary, firstIndex: conv.firstIndex } };
 }
 
 export type HostOutcome =
@@ -197,7 +226,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
   }
 
-  const cached = cache.take(agentId, version);
+  const cached = cache.take(agentId, version, head.createdAt);
   let restored = cached?.actor as ReturnType<typeof createAgentActor> | undefined;
   if (!restored) {
     let persisted: PersistedSnapshot;
@@ -214,11 +243,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   }
   const actor = restored;
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
-  const history: Message[] = cached
-    ? cached.messages
-    : head.messageCount === 0
-    ? []
-    : (await store.readMessages(agentId)).map(deepFreeze);
+  const memoryPolicy = agent.memory ?? deps.memory;
+  const { history, memory } = await loadConversation(store, agentId, head, cached, memoryPolicy !== undefined);
+  const retention = retentionOf(deps, agent);
+  /** A summary computed for the next commit (actors/memory.ts: stored before anything depends on it). */
+  let pendingSummary: ConversationSummary | null = null;
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
 
@@ -312,6 +341,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       activeTurnId: final ? null : turnId,
       events, messages: newMessages, recordToolCalls: recordCalls, resolveToolCalls: resolveCalls,
       ackMailThrough: ackMail, release: releaseAt, leaseMs: deps.leaseMs, now,
+      // The store trims only at a turn's end: the limits ride along with that commit only.
+      ...(retention && final ? { retention } : {}),
+      ...(pendingSummary ? { summary: pendingSummary } : {}),
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -323,6 +355,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
     commits++;
     version = res.version;
+    pendingSummary = null;
+    dropTrimmed(res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version, state: s.value, released: releaseAt !== null });
     if (!releaseAt) leaseUntil = now + deps.leaseMs;
     events = [];
@@ -330,7 +364,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     recordCalls = [];
     resolveCalls = [];
     ackMail = 0;
-    cache.put(agentId, version, history);
+    cache.put(agentId, version, history, undefined, { memory, createdAt: head.createdAt });
     await afterCommit(releaseAt !== null);
     return true;
   }
@@ -406,6 +440,28 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     events = events.filter((e) => e.type !== "delegation_started");
     apply({ type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: budgetMessage(crossing) });
     return true;
+  }
+
+  /** Drops from the history what the store's retention dropped, so a resident agent sees what a fresh read would. */
+  function dropTrimmed(trimmedThrough: number | undefined) {
+    if (trimmedThrough === undefined || trimmedThrough <= memory.firstIndex) return;
+    history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
+    memory.firstIndex = trimmedThrough;
+  }
+
+  /** Applies the memory policy before a model step (actors/memory.ts); the new summary rides with the next commit. */
+  async function rollHistory(turnId: string, step: number) {
+    if (!memoryPolicy) return;
+    const how = memoryPolicy.summarize ?? "truncate";
+    const summarizer = how === "truncate" ? null : how === "model" ? modelSummarizer(agent!.model, turnId, step) : how;
+    const next = await rollMemory(history, memory, memoryPolicy, {
+      agentId, signal: abort.signal, summarizer,
+      onError: (err) => emit("summary_failed", { message: (err as Error)?.message ?? String(err) }),
+    });
+    if (!next) return;
+    memory.summary = next;
+    pendingSummary = next;
+    emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
   }
   let fenceReason = "";
 
@@ -595,7 +651,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         "gen_ai.usage.input_tokens": context.turnUsage.inputTokens, "gen_ai.usage.output_tokens": context.turnUsage.outputTokens,
       }, abort.signal.aborted ? fenceReason || "lease_lost" : undefined);
     }
-    if (resident) cache.put(agentId, version, history, actor);
+    if (resident) cache.put(agentId, version, history, actor, { memory, createdAt: head.createdAt });
     else {
       actor.stop();
       cache.delete(agentId);
@@ -619,12 +675,14 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const attempts = agent!.modelAttempts ?? 3;
     const span = startSpan("gatehouse.model_step", { ...ids, "gatehouse.step": step, "gen_ai.request.model": agent!.model.name }, turnSpan);
     const started = clock.now();
+    await rollHistory(tId, step);
+    const view = modelView(history, memory);
     for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
       try {
         chunks.length = 0;
         res = await agent!.model.generate({
           agentId, turnId: tId, step,
-          messages: [{ role: "system", content: await systemMessage() }, ...history],
+          messages: [{ role: "system", content: await systemMessage() }, ...view],
           tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
         });
         // Arguments enter the context, the log and the transcript: bounded before anything else sees them.

@@ -17,6 +17,13 @@
  *
  * A fork's log starts with `forked_from`, which carries the snapshot and
  * the number of messages it started from: the replay starts there.
+ *
+ * A log trimmed by retention (store/port.ts invariant 18) starts after its
+ * base checkpoint: the replay starts from the checkpoint's snapshot and the
+ * messages stored before its message index, so every event after the base
+ * can still be shown; an event at or before the base answers
+ * `EventTrimmedError`. There `messages` starts at `messagesFrom`, the
+ * logical index of the first message the store still keeps.
  */
 import { createActor } from "xstate";
 import { agentMachine } from "../machines/agent.ts";
@@ -25,8 +32,17 @@ import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { jsonClone } from "../common/json.ts";
-import type { Store } from "../store/port.ts";
+import type { Checkpoint, Store } from "../store/port.ts";
 import { messagesFor } from "./transcript.ts";
+
+/** The event was removed by retention: the log (and time travel) starts after `trimmedThrough`. */
+export class EventTrimmedError extends Error {
+  readonly code = "event_trimmed";
+  constructor(readonly eventId: number, readonly trimmedThrough: number, agentId: string) {
+    super(`Cannot show event ${eventId} of agent "${agentId}": retention removed events 1-${trimmedThrough}; time travel starts after event ${trimmedThrough}`);
+    this.name = "EventTrimmedError";
+  }
+}
 
 /** The log holds a transition the machine does not take the same way (a changed machine, a corrupt log). */
 export class HistoryDivergedError extends Error {
@@ -47,8 +63,10 @@ export interface HistoryPoint {
   context: AgentContext;
   /** What a commit right after this event stores as the head's snapshot. */
   snapshot: PersistedSnapshot;
-  /** The conversation after this event (user inputs filled in). */
+  /** The conversation after this event (user inputs filled in), from message `messagesFrom` on. */
   messages: Message[];
+  /** Logical index of `messages[0]`: 0, or where a trimmed conversation starts. */
+  messagesFrom: number;
   /** The turn active after this event, when it is in one. */
   activeTurnId: string | null;
 }
@@ -57,13 +75,16 @@ export interface HistoryPoint {
 const PAGE = 500;
 const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
 
-/** Reads events 1..`through` of an agent, in pages. */
+/** Reads the stored events up to `through` (from 1, or from the first one retention kept), in pages. */
 export async function readEventsThrough(store: Store, agentId: string, through: number): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
-  while (out.length < through) {
-    const page = await store.readEvents(agentId, out.length, Math.min(PAGE, through - out.length));
+  let after = 0;
+  while (after < through) {
+    const page = await store.readEvents(agentId, after, Math.min(PAGE, through - after));
     if (page.length === 0) break;
-    out.push(...page);
+    // A trimmed log starts later than `after + 1`: the page may reach past `through`.
+    for (const e of page) if (e.id <= through) out.push(e);
+    after = page[page.length - 1].id;
   }
   return out;
 }
@@ -76,9 +97,12 @@ export function createReplayer(opts: {
   inputOf: (turnId: string) => Promise<unknown>;
   /** Messages a fork was created with (the first `n` of its stored conversation). */
   forkMessages: (n: number) => Promise<Message[]>;
+  /** Start from a checkpoint instead of the initial snapshot (a trimmed log). */
+  base?: { snapshot: PersistedSnapshot; messages: Message[]; messagesFrom: number };
 }) {
-  let actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
-  let messages: Message[] = [];
+  let actor = createActor(agentMachine, { snapshot: (opts.base?.snapshot ?? initialPersisted()) as never }).start();
+  let messages: Message[] = opts.base ? [...opts.base.messages] : [];
+  let messagesFrom = opts.base?.messagesFrom ?? 0;
   let last: StoredEvent | null = null;
   const snap = () => actor.getSnapshot() as unknown as { value: string; context: AgentContext };
 
@@ -96,6 +120,7 @@ export function createReplayer(opts: {
         actor.stop();
         actor = createActor(agentMachine, { snapshot: persisted as never }).start();
         messages = await opts.forkMessages(typeof d.messageCount === "number" ? d.messageCount : 0);
+        messagesFrom = 0;
         return;
       }
       if (e.type !== "transition") return;
@@ -129,6 +154,7 @@ export function createReplayer(opts: {
         context: jsonClone(s.context) as AgentContext,
         snapshot,
         messages: jsonClone(messages) as Message[],
+        messagesFrom,
         activeTurnId: IN_TURN.has(s.value) ? s.context.turnId : null,
       };
     },
@@ -167,9 +193,41 @@ export async function replayThrough(
   eventId: number,
 ): Promise<{ point: HistoryPoint; events: StoredEvent[] } | null> {
   if (!Number.isSafeInteger(eventId) || eventId < 1) return null;
-  const events = await readEventsThrough(store, agentId, eventId);
-  if (events.length < eventId) return null;
-  const r = createReplayer(storeSources(store, agentId));
+  // A trim between reading the base and reading the log moves the base: read both again.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const cp = await store.readCheckpoint(agentId);
+    const from = cp?.eventId ?? 0;
+    if (eventId <= from) throw new EventTrimmedError(eventId, from, agentId);
+    const events = await readEventsThrough(store, agentId, eventId);
+    if (events.length === 0 || events[events.length - 1].id !== eventId) return null;
+    if (events[0].id !== from + 1) continue;
+    return await replayEvents(store, agentId, events, cp ? await baseOf(store, agentId, cp) : undefined);
+  }
+  const cp = await store.readCheckpoint(agentId);
+  throw new EventTrimmedError(eventId, cp?.eventId ?? 0, agentId);
+}
+
+/** The replay base of a checkpoint: its snapshot and the messages stored before its message index. */
+async function baseOf(store: Store, agentId: string, cp: Checkpoint) {
+  let snapshot: PersistedSnapshot;
+  try {
+    snapshot = checkSnapshot(cp.snapshot);
+  } catch (err) {
+    throw new HistoryDivergedError(cp.eventId, `The checkpoint at event ${cp.eventId} holds no usable snapshot: ${(err as Error).message}`);
+  }
+  const conv = await store.readConversation(agentId);
+  const firstIndex = conv?.firstIndex ?? 0;
+  const messages = (conv?.messages ?? []).slice(0, Math.max(0, cp.messageIndex - firstIndex));
+  return { snapshot, messages, messagesFrom: firstIndex };
+}
+
+async function replayEvents(
+  store: Store,
+  agentId: string,
+  events: StoredEvent[],
+  base: Awaited<ReturnType<typeof baseOf>> | undefined,
+): Promise<{ point: HistoryPoint; events: StoredEvent[] }> {
+  const r = createReplayer({ ...storeSources(store, agentId), ...(base ? { base } : {}) });
   try {
     for (const e of events) await r.step(e);
     return { point: r.point(), events };

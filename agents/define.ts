@@ -10,6 +10,7 @@ import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
 import { checkSpendLimit, type SpendLimit } from "../common/spend-limit.ts";
+import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   /** Parameters of the model-facing `agent_output` tool. */
@@ -54,6 +55,10 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
    * reason `budget_exhausted`. A task's `budget` option overrides it field by field.
    */
   budget?: SpendLimit;
+  /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
+  retention?: AgentRetention;
+  /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/memory.ts). */
+  memory?: MemoryPolicy;
 }
 
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
@@ -185,6 +190,10 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   if (config.knownTools !== undefined && typeof config.knownTools !== "boolean") {
     throw new DefinitionError(`${where}: knownTools must be true or false`, { key: "knownTools" });
   }
+  const retentionError = checkRetention(config.retention);
+  if (retentionError) throw new DefinitionError(`${where}: ${retentionError}`, { key: "retention" });
+  const memoryError = checkMemoryPolicy(config.memory);
+  if (memoryError) throw new DefinitionError(`${where}: ${memoryError}`, { key: "memory" });
   return Object.freeze({
     ...config,
     kind: "agent" as const,

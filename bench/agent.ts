@@ -12,11 +12,12 @@
  */
 import { z } from "zod";
 import { defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import type { AnyAgent, Model } from "../mod.ts";
+import type { AgentConfig, AnyAgent, Model } from "../mod.ts";
 
 export const STEPS_PER_TURN = 3;
 
-export function benchAgent(): { agent: AnyAgent; modelSteps: () => number } {
+/** `extra`: more of the definition (retention, memory) for the retention benchmark. */
+export function benchAgent(extra: Partial<AgentConfig> = {}): { agent: AnyAgent; modelSteps: () => number } {
   let steps = 0;
   const scripted = scriptedModel([
     { toolCalls: [{ name: "work", args: { n: 1 } }], usage: { inputTokens: 50, outputTokens: 10 } },
@@ -36,6 +37,6 @@ export function benchAgent(): { agent: AnyAgent; modelSteps: () => number } {
     parameters: z.object({ n: z.number() }),
     execute: ({ n }) => ({ n }),
   });
-  const agent = defineAgent({ name: "bench", instructions: "Run the benchmark script.", model, tools: [work] });
+  const agent = defineAgent({ name: "bench", instructions: "Run the benchmark script.", model, tools: [work], ...extra });
   return { agent, modelSteps: () => steps };
 }

@@ -44,6 +44,7 @@ export type EnvGatehouseOptions = Pick<
   | "storeTimeoutMs"
   | "auth"
   | "rateLimits"
+  | "retention"
 >;
 
 export interface EnvConfig {
@@ -91,6 +92,10 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_RATE_LIMIT_PER_TOKEN", option: "rateLimits", default: "1200/1m with auth, off without", meaning: "requests per token: `<count>/<period>` (period `500ms`, `30s`, `1m`, `1h`) or `off`; 429 `rate_limited` beyond it, held in the store across processes (docs/security.md)" },
   { name: "GATEHOUSE_RATE_LIMIT_PER_AGENT", option: "rateLimits", default: "600/1m with auth, off without", meaning: "requests per agent, same form; setting either variable turns rate limits on even without auth" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
+  { name: "GATEHOUSE_RETENTION", option: "retention", default: "on", meaning: "`off` keeps every agent's whole history; `on` applies the limits below (store/retention.ts)" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENTS", option: "retention", default: "10000", meaning: "events kept per agent (plus those of the turn that ends)" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", option: "retention", default: "4194304", meaning: "bytes of event JSON kept per agent" },
+  { name: "GATEHOUSE_RETENTION_MAX_TURNS", option: "retention", default: "200", meaning: "ended turns whose records (status, input, tool calls, messages) are kept per agent, at least" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
@@ -140,6 +145,27 @@ function rateRule(env: Env, name: string): { limit: number; periodMs: number } |
   return { limit, periodMs };
 }
 
+/** GATEHOUSE_RETENTION (on/off) and the limits; undefined when none is set (createGatehouse's defaults). */
+function retentionFromEnv(env: Env): EnvGatehouseOptions["retention"] {
+  const sw = set(env, "GATEHOUSE_RETENTION");
+  if (sw !== undefined && !["on", "off"].includes(sw)) {
+    throw new ConfigError(`GATEHOUSE_RETENTION=${JSON.stringify(sw)} is not a switch (expected on or off)`, "GATEHOUSE_RETENTION");
+  }
+  const limits = {
+    maxEvents: integer(env, "GATEHOUSE_RETENTION_MAX_EVENTS", 1, 100_000_000),
+    maxEventBytes: integer(env, "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", 1_024, 1_099_511_627_776),
+    maxTurns: integer(env, "GATEHOUSE_RETENTION_MAX_TURNS", 1, 100_000_000),
+  };
+  const given = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
+  if (sw === "off") {
+    if (Object.keys(given).length > 0) {
+      throw new ConfigError("GATEHOUSE_RETENTION=off and retention limits are both set: choose one", "GATEHOUSE_RETENTION");
+    }
+    return false;
+  }
+  return Object.keys(given).length > 0 ? given : undefined;
+}
+
 /**
  * Reads the environment. Throws ConfigError on the first bad value.
  *
@@ -165,6 +191,8 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);
   opt("storeTimeoutMs", storeTimeoutMs);
+
+  opt("retention", retentionFromEnv(env));
 
   const tokens = set(env, "GATEHOUSE_BEARER_TOKENS");
   if (tokens !== undefined) {

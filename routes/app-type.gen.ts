@@ -115,6 +115,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                 toolCalls: {
                     [x: string]: JSONValue;
                 }[];
+                checkpoint?: {
+                    eventId: number;
+                    at: number;
+                    snapshot: JSONValue;
+                    messageIndex: number;
+                } | undefined;
+                messagesFrom?: number | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -286,6 +293,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     toolCallId?: string | undefined;
                     name?: string | undefined;
                 }[];
+                messagesFrom: number;
                 lastEventId: number;
             };
             outputFormat: "json";
@@ -330,6 +338,22 @@ export type GatehouseSchema = MergeSchemaPath<{
             input: {};
             output: string;
             outputFormat: "text";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId": {
+        $delete: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: {
+                deleted: true;
+                agentId: string;
+            };
+            outputFormat: "json";
             status: 200;
         };
     };
@@ -573,6 +597,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                 }[];
                 nextAfter: number;
                 more: boolean;
+                trimmed?: {
+                    type: "events_trimmed";
+                    after: number;
+                    trimmedThrough: number;
+                } | undefined;
             };
             outputFormat: "json";
             status: 200;

@@ -35,6 +35,7 @@ import { exportRoutes } from "./replay-bundle.ts";
 import { resetRoutes } from "./reset.ts";
 import { streamSessionRoutes } from "./stream-session.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { agentDeleteRoutes } from "./agent-delete.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
@@ -115,6 +116,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", watchdogRoutes(rt))
     .route("/", verdictRoutes(rt))
     .route("/", resetRoutes(rt))
+    .route("/", agentDeleteRoutes(rt))
     .route("/", metricsRoutes(rt))
     .route("/", agentListRoutes(rt))
     .route("/", historyRoutes(rt))

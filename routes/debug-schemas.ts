@@ -67,6 +67,7 @@ export const HistoryView = z.object({
   context: z.record(z.string(), z.unknown()).describe("The machine context after the event"),
   snapshot: z.record(z.string(), z.unknown()).describe("The persisted snapshot a commit right after the event stores"),
   messages: z.array(Message).describe("The conversation after the event (user inputs filled in)"),
+  messagesFrom: z.int().describe("Index of `messages[0]` in the whole conversation: 0, or where retention's trimmed conversation starts"),
   lastEventId: z.int().describe("The agent's last event id now"),
 }).openapi("HistoryView");
 
@@ -118,4 +119,11 @@ export const ReplayBundle = z.object({
   verdicts: z.array(z.record(z.string(), z.unknown())),
   inputs: z.record(z.string(), z.unknown()).describe("turnId -> the task input"),
   toolCalls: z.array(z.record(z.string(), z.unknown())),
+  checkpoint: z.object({
+    eventId: z.int().min(1),
+    at: z.number(),
+    snapshot: z.unknown(),
+    messageIndex: z.int().min(0),
+  }).optional().describe("A trimmed agent's base: the agent right after event `eventId`; `events` start after it"),
+  messagesFrom: z.int().min(0).optional().describe("Index of `messages[0]` in the whole conversation (a trimmed agent)"),
 }).openapi("ReplayBundle");

@@ -69,7 +69,9 @@ function readEventsRoute(maxEventPage: number) {
       "`retry:` hint; `: keep-alive` comments while idle. A stream may be opened before the agent's first task: " +
       "it waits for the first event. A page stops at `limit` events or at the server's byte budget (at least " +
       "one event); `more` says whether to read on. Open streams are capped per agent and per process: 429 " +
-      "`too_many_streams` with `Retry-After` beyond the cap.",
+      "`too_many_streams` with `Retry-After` beyond the cap. A reader whose cursor lies before events that " +
+      "retention removed gets an `events_trimmed` marker: the page's `trimmed` field, or an SSE frame " +
+      "`event: events_trimmed` (id = the trimmed point) before the first event.",
     tags: ["agents"],
     request: { params: AgentParams, query: eventsQuery(maxEventPage), headers: LastEventIdHeader },
     responses: {
@@ -91,6 +93,31 @@ function readEventsRoute(maxEventPage: number) {
 /** True when an Accept header lists text/event-stream. */
 export function wantsEventStream(accept: string | undefined): boolean {
   return !!accept && accept.split(",").some((part) => part.split(";")[0].trim().toLowerCase() === "text/event-stream");
+}
+
+/**
+ * The marker a reader gets when it asked for events that retention removed
+ * (store/port.ts invariant 18): ids stay dense, so a first event after
+ * `after + 1` means events `after + 1 .. trimmedThrough` are gone. Null when
+ * nothing the reader asked for is missing. `headTrimmed` (the head's
+ * `eventsTrimmedThrough`) covers a page that came back empty.
+ */
+export function trimmedMarker(after: number, events: readonly StoredEventRecord[], headTrimmed = 0): EventsTrimmed | null {
+  const through = events.length > 0 ? events[0].id - 1 : headTrimmed;
+  return through > after ? { type: "events_trimmed", after, trimmedThrough: through } : null;
+}
+
+export interface EventsTrimmed {
+  type: "events_trimmed";
+  /** The cursor the reader asked from. */
+  after: number;
+  /** Events 1..trimmedThrough are no longer stored; the log goes on at trimmedThrough + 1. */
+  trimmedThrough: number;
+}
+
+/** The SSE frame of the marker: its id is the trimmed point, so a reconnect resumes after it. */
+export function trimmedFrame(m: EventsTrimmed): string {
+  return `id: ${m.trimmedThrough}\nevent: events_trimmed\ndata: ${JSON.stringify(m)}\n\n`;
 }
 
 /** One SSE frame. Event types are identifiers; line breaks are stripped so a frame cannot be split. */
@@ -154,9 +181,12 @@ export function eventStream(
           if (stop.signal.aborted) break;
           if (events.length > 0) {
             idlePolls = 0;
+            const marker = trimmedMarker(cursor, events);
             cursor = events[events.length - 1].id;
-            controller.enqueue(enc.encode(events.map((e, i) => sseFrame(e, i === 0 && !hinted ? retryMs : undefined)).join("")));
-            hinted = true;
+            controller.enqueue(enc.encode(
+              (marker ? trimmedFrame(marker) : "") + events.map((e, i) => sseFrame(e, i === 0 && !hinted ? retryMs : undefined)).join(""),
+            ));
+            hinted ||= events.length > 0;
             return;
           }
           if (++idlePolls >= keepAliveEvery) {
@@ -224,7 +254,9 @@ export function eventRoutes(rt: RouteRuntime) {
       const events = (await rt.store.readEvents(agentId, after, limit, maxBytes)) as EventsPage["events"];
       const nextAfter = events.length > 0 ? events[events.length - 1].id : after;
       const last = Math.max(head.lastEventId, nextAfter);
-      return c.json({ events, nextAfter, more: nextAfter < last }, 200);
+      const trimmed = trimmedMarker(after, events, head.eventsTrimmedThrough);
+      const after2 = trimmed && events.length === 0 ? Math.max(nextAfter, trimmed.trimmedThrough) : nextAfter;
+      return c.json({ events, nextAfter: after2, more: after2 < last, ...(trimmed ? { trimmed } : {}) }, 200);
     }
     // A stream needs no agent yet: one opened before the first task waits for its first event.
     const release = take(agentId);

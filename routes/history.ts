@@ -5,7 +5,7 @@
  * machine (actors/time-travel.ts). Reads only; the head is not used but for
  * its existence and `lastEventId`.
  */
-import { HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
+import { EventTrimmedError, HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
 import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
@@ -28,11 +28,13 @@ export async function historyOrProblem(
       extra: { lastEventId: head.lastEventId },
     });
   }
+  if (eventId <= head.eventsTrimmedThrough) throw trimmedProblem(new EventTrimmedError(eventId, head.eventsTrimmedThrough, agentId));
   try {
     const r = await replayThrough(store, agentId, eventId);
     if (!r) throw new ProblemError("event_not_found", `Agent "${agentId}" has no event ${eventId}`);
     return { ...r, lastEventId: head.lastEventId, head };
   } catch (err) {
+    if (err instanceof EventTrimmedError) throw trimmedProblem(err);
     if (err instanceof HistoryDivergedError) {
       throw new ProblemError("history_diverged", err.message, { extra: { eventId: err.eventId } });
     }
@@ -48,7 +50,12 @@ const getAgentHistory = defineRoute({
   tags: ["debugging"],
   request: { params: HistoryParams },
   responses: { 200: json("The agent after the event", HistoryView) },
-}, ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "history_diverged"]);
+}, ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "history_diverged"]);
+
+/** 410 `event_trimmed`: the event is before the log's trimmed point. */
+export function trimmedProblem(err: EventTrimmedError): ProblemError {
+  return new ProblemError("event_trimmed", err.message, { extra: { trimmedThrough: err.trimmedThrough } });
+}
 
 export function historyRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(getAgentHistory, async (c) => {
@@ -63,6 +70,7 @@ export function historyRoutes(rt: RouteRuntime) {
       context: point.context,
       snapshot: point.snapshot,
       messages: point.messages,
+      messagesFrom: point.messagesFrom,
       lastEventId,
     }, 200);
   });

@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { readEventsThrough } from "../actors/time-travel.ts";
 import { memoryStoreImport } from "../store/memory.ts";
-import type { Store, TurnStatus } from "../store/port.ts";
+import type { Checkpoint, Store, TurnStatus } from "../store/port.ts";
 import type { AgentHead, ToolCallRecord } from "../store/types.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -39,6 +39,10 @@ export interface ReplayBundleV1 {
   verdicts: Array<Record<string, unknown>>;
   inputs: Record<string, unknown>;
   toolCalls: ToolCallRecord[];
+  /** A trimmed agent's base checkpoint (store/port.ts invariant 18): `events` start right after it. */
+  checkpoint?: Checkpoint;
+  /** Index of `messages[0]` in the whole conversation, for a trimmed agent. */
+  messagesFrom?: number;
 }
 
 /** A bundle that this version cannot load; `code` is the HTTP problem code. */
@@ -54,6 +58,7 @@ export class ReplayBundleError extends Error {
 export async function exportReplayBundle(store: Store, agentId: string, now: number): Promise<ReplayBundleV1 | null> {
   const head = await store.getAgent(agentId);
   if (!head) return null;
+  const checkpoint = head.eventsTrimmedThrough > 0 ? await store.readCheckpoint(agentId) : null;
   const events = await readEventsThrough(store, agentId, head.lastEventId);
   const turnIds = [...new Set(events.map((e) => e.turnId).filter((t): t is string => t !== null))];
   const inputs: Record<string, unknown> = {};
@@ -72,6 +77,7 @@ export async function exportReplayBundle(store: Store, agentId: string, now: num
     head,
     events,
     messages: await store.readMessages(agentId),
+    ...(checkpoint ? { checkpoint, messagesFrom: head.messagesTrimmedThrough } : {}),
     verdicts: (await store.listVerdicts(agentId, {})).map((j) => JSON.parse(j) as Record<string, unknown>),
     inputs,
     toolCalls,
@@ -96,8 +102,11 @@ export function loadReplayBundle(store: Store, bundle: unknown): { agentId: stri
     );
   }
   const b = bundle as ReplayBundleV1;
+  const from = b.checkpoint?.eventId ?? 0;
   b.events.forEach((e, i) => {
-    if (e.id !== i + 1) throw new ReplayBundleError(`Replay bundle events must be dense from 1; event ${i + 1} has id ${e.id}`);
+    if (e.id !== from + i + 1) {
+      throw new ReplayBundleError(`Replay bundle events must be dense from ${from + 1}; event ${from + i + 1} has id ${e.id}`);
+    }
   });
   if (b.head.agentId !== b.agentId) throw new ReplayBundleError("Replay bundle head belongs to another agent");
   // Where each turn ended, from the log's `task` events (a turn without one ended unseen).
@@ -122,6 +131,7 @@ export function loadReplayBundle(store: Store, bundle: unknown): { agentId: stri
       json: JSON.stringify(v),
     })),
     turns,
+    ...(b.checkpoint ? { checkpoint: b.checkpoint, messagesFrom: b.messagesFrom ?? 0 } : {}),
   });
   if (r === "exists") throw new ReplayBundleError(`Agent "${b.agentId}" exists in this store`);
   return { agentId: b.agentId };

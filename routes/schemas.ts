@@ -259,6 +259,11 @@ export const EventsPage = z.object({
     "True when the log held events after `nextAfter` when the page was read (the page ended at `limit` or at " +
       "the byte budget): read on with `after=nextAfter`",
   ),
+  trimmed: z.object({
+    type: z.literal("events_trimmed"),
+    after: z.int().describe("The cursor asked from"),
+    trimmedThrough: z.int().describe("Events 1..trimmedThrough were removed by retention; the log goes on after it"),
+  }).optional().describe("Present when events after `after` were removed by retention (docs/http.md, \"events_trimmed\")"),
 }).describe("A page is cut at `limit` events or at the server's byte budget, whichever comes first; it always " +
   "holds at least one event when there is one after `after`").openapi("EventsPage");
 export type EventsPage = z.output<typeof EventsPage>;
@@ -361,3 +366,8 @@ export const ResetAccepted = z.object({
 }).openapi("ResetAccepted");
 
 export const Ready = z.object({ ready: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Ready");
+
+export const AgentDeleted = z.object({
+  deleted: z.literal(true),
+  agentId: z.string(),
+}).describe("The agent and its records are gone (verdict records are kept)").openapi("AgentDeleted");

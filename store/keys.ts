@@ -151,6 +151,14 @@ export interface AgentKeys {
   turns: string;
   /** turnId -> the task's input JSON (store/inputs.ts). */
   inputs: string;
+  /** Retention checkpoints, oldest first (store/retention.ts). */
+  ckpts: string;
+  /** Ended turns not yet dropped, `<turnId>\n<idempotency key or empty>\n<message count at the end>`. */
+  ended: string;
+  /** The rolling conversation summary, `{content, through}` JSON. */
+  summary: string;
+  /** A SCAN MATCH pattern for every key of the agent (glob characters of the id escaped). */
+  pattern: string;
   /** The tool-call hash of one turn. */
   calls(turnId: string): string;
   /** Transport dedup record of one signed message. */
@@ -195,6 +203,10 @@ export function keySpace(prefix = "gh"): KeySpace {
         verdicts: `${tag}:verdicts`,
         turns: `${tag}:turns`,
         inputs: `${tag}:inputs`,
+        ckpts: `${tag}:ckpts`,
+        ended: `${tag}:ended`,
+        summary: `${tag}:summary`,
+        pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
         delivery: (messageId) => `${tag}:dlv:${checkMessageId(messageId)}`,
       };

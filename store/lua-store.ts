@@ -33,8 +33,10 @@ import type {
   ClaimRequest,
   ClaimResult,
   PreviousLease,
+  Checkpoint,
   CommitRequest,
   CommitResult,
+  Conversation,
   DeliverToolResultRequest,
   DeliverToolResultResult,
   EnqueueTaskRequest,
@@ -81,6 +83,8 @@ export interface ScriptStoreDeps {
   run: RunScript;
   /** Reads the policy and throws if refused; memoized by the store. */
   checkEviction(): Promise<{ policy: string | null }>;
+  /** One SCAN step: `[next cursor, keys]` of the keys matching `pattern` (deleteAgent finds an agent's keys with it). */
+  scan?(cursor: string, pattern: string): Promise<[string, string[]]>;
   close(): Promise<void>;
 }
 
@@ -91,6 +95,15 @@ const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
 function int(n: number, what: string): string {
   if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
   return String(n);
+}
+
+/** The limits as commit.lua reads them: four positive integers (anything else is refused before the call). */
+function retentionArg(r: NonNullable<CommitRequest["retention"]>): string {
+  const all = [["maxEvents", r.maxEvents], ["maxEventBytes", r.maxEventBytes], ["maxTurns", r.maxTurns], ["checkpointEvery", r.checkpointEvery]] as const;
+  for (const [k, v] of all) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use retention.${k} = ${String(v)}: a positive integer is needed`);
+  }
+  return all.map(([, v]) => String(v)).join(" ");
 }
 
 /** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
@@ -115,6 +128,7 @@ export const REPLY = [
   "fresh", "seen",
   "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
+  "conversation", "checkpoint", "deleted",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -183,6 +197,11 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     }
     case "get_agent":
       return word === "head" ? json() : null;
+    case "read_conversation":
+    case "read_checkpoint":
+      return word === "conversation" || word === "checkpoint" ? json() : null;
+    case "delete_agent":
+      return { status: word };
     case "next_ready_at":
       return word === "at" ? Number(payload) : null;
     case "ready_count":
@@ -290,7 +309,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const k = keys.agent(req.agentId);
       checkTurnId(req.turnId);
       const now = int(req.now, "now");
-      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem], [
+      return call("cancel_task", [k.head, k.tasks, k.events, k.turns, k.idem, k.ended], [
         req.turnId, j(req.turnId), now,
         tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
       ]);
@@ -351,7 +370,13 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
-      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      const r = req.retention;
+      args.push(r ? retentionArg(r) : "");
+      args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
+      return call("commit", [
+        k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns,
+        k.ckpts, k.ended, k.inputs, k.idem, k.summary,
+      ], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
@@ -362,7 +387,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns, k.ended], args);
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
@@ -372,7 +397,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns], args);
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns, k.ended], args);
     },
 
     async ping(): Promise<void> {
@@ -391,13 +416,44 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async readMessages(agentId, fromIndex = 0): Promise<Message[]> {
       const k = keys.agent(agentId);
-      return call("read_messages", [k.messages, k.inputs], [int(Math.max(0, fromIndex), "fromIndex")]);
+      return call("read_messages", [k.messages, k.inputs, k.head], [int(Math.max(0, fromIndex), "fromIndex")]);
+    },
+
+    async readConversation(agentId, opts): Promise<Conversation | null> {
+      const k = keys.agent(agentId);
+      return call("read_conversation", [k.head, k.messages, k.inputs, k.summary], [opts?.fromSummary ? "1" : "0"]);
+    },
+
+    async readCheckpoint(agentId): Promise<Checkpoint | null> {
+      const k = keys.agent(agentId);
+      return call("read_checkpoint", [k.head, k.ckpts], []);
+    },
+
+    async deleteAgent(agentId) {
+      const k = keys.agent(agentId);
+      // Every key under the agent's hash tag (calls hashes, delivery records), then one script deletes them all.
+      const found = new Set<string>();
+      let cursor = deps.scan ? "0" : "done";
+      while (deps.scan && cursor !== "done") {
+        const [next, batch] = await deps.scan(cursor, k.pattern);
+        for (const key of batch) found.add(key);
+        cursor = next === "0" ? "done" : next;
+      }
+      const fixed = [k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary];
+      for (const key of fixed) found.add(key);
+      found.delete(k.head);
+      found.delete(k.turns);
+      return call<{ status: "deleted" } | { status: "agent_not_found" }>(
+        "delete_agent",
+        [k.head, k.turns, keys.deadlines, keys.agents, ...found],
+        [prefix, agentId],
+      );
     },
 
     async readEvents(agentId, after, limit, maxBytes): Promise<StoredEvent[]> {
       const k = keys.agent(agentId);
       if (limit <= 0) return [];
-      return call("read_events", [k.events], [
+      return call("read_events", [k.events, k.head], [
         int(Math.max(0, after), "after"), int(limit, "limit"), maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
       ]);
     },

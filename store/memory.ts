@@ -18,8 +18,11 @@
  * (`memoryStoreState`).
  */
 import type {
+  Checkpoint,
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
+  ConversationSummary,
+  RetentionLimits,
   DeliveryResponse,
   RecordDeliveryRequest,
   RateLimitRequest,
@@ -74,6 +77,7 @@ function int(n: number, what: string): number {
 }
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
+import { type CheckpointMark, planRetention, resolveRetention } from "./retention.ts";
 
 interface AgentRecords {
   head: AgentHead;
@@ -93,7 +97,19 @@ interface AgentRecords {
   verdicts: string[]; // verdict ids, append-only
   /** Claims of one turn that threw (invariant 12); null when none counted. */
   claimFailures: { turnId: string | null; count: number } | null;
+  /** Retention (invariant 18, store/retention.ts): checkpoints oldest first (the first is the base once trimmed). */
+  ckpts: Array<{ mark: CheckpointMark; at: number; snapshot: unknown }>;
+  /** Ended turns not yet dropped, in end order: the turn, its idempotency key, the message count at its end. */
+  ended: Array<{ turnId: string; idem: string | null; msgEnd: number }>;
+  /** Turns ended in all (dropped ones included). */
+  endedTotal: number;
+  /** UTF-8 bytes of every event appended by commits (a running total). */
+  evBytes: number;
+  summary: ConversationSummary | null;
 }
+
+/** The retention records of a new agent. */
+const freshRetention = () => ({ ckpts: [], ended: [], endedTotal: 0, evBytes: 0, summary: null });
 
 export interface MemoryStoreOptions {
   /**
@@ -152,6 +168,10 @@ export interface ImportedAgent {
   verdicts: Array<{ verdictId: string; turnId: string; status: string; json: string }>;
   /** turnId -> status, for turns that are not active. */
   turns: Record<string, Exclude<TurnStatus, "active">>;
+  /** A trimmed agent's base checkpoint: `events` start right after it. */
+  checkpoint?: Checkpoint;
+  /** Index of `messages[0]` in the whole conversation (a trimmed agent). */
+  messagesFrom?: number;
 }
 
 /**
@@ -327,6 +347,48 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   };
 
   /**
+   * Applies the retention rules (store/retention.ts) after a commit that
+   * ended a turn; mirrors store/lua/includes/retention.lua. Journaled.
+   */
+  function retain(a: AgentRecords, limits: RetentionLimits, snapshot: unknown, now: number) {
+    const h = a.head;
+    const plan = planRetention(limits, {
+      marks: a.ckpts.map((c) => c.mark), trimmedThrough: h.eventsTrimmedThrough, last: h.lastEventId,
+      bytes: a.evBytes, ended: a.endedTotal, endedBase: a.endedTotal - a.ended.length,
+    });
+    if (plan.checkpoint) {
+      const mark = { eventId: h.lastEventId, bytes: a.evBytes, ended: a.endedTotal, messageIndex: h.messageCount };
+      w.push(a.ckpts, { mark, at: now, snapshot: copy(snapshot) });
+    }
+    if (plan.cutAt >= 0) {
+      const base = a.ckpts[plan.cutAt].mark.eventId;
+      const drop = base - h.eventsTrimmedThrough;
+      w.set(a, "events", a.events.slice(drop));
+      w.set(a, "eventBytes", a.eventBytes.slice(drop));
+      w.set(a, "ckpts", a.ckpts.slice(plan.cutAt));
+      w.set(h, "eventsTrimmedThrough", base);
+    }
+    if (plan.dropTurnsThrough > 0) {
+      const n = plan.dropTurnsThrough - (a.endedTotal - a.ended.length);
+      const gone = a.ended.slice(0, n);
+      const ids = new Set(gone.map((t) => t.turnId));
+      const keys = new Set(gone.filter((t) => t.idem !== null && a.idempotency.get(t.idem) === t.turnId).map((t) => t.idem));
+      // Whole maps replaced (journaled as one write each): an undo puts back the old map, order included.
+      const without = <V>(m: Map<string, V>, drop: (k: string, v: V) => boolean) => new Map([...m].filter(([k, v]) => !drop(k, v)));
+      w.set(a, "turns", without(a.turns, (k) => ids.has(k)));
+      w.set(a, "inputs", without(a.inputs, (k) => ids.has(k)));
+      w.set(a, "toolCalls", without(a.toolCalls, (_k, rec) => ids.has(rec.turnId)));
+      w.set(a, "idempotency", without(a.idempotency, (k) => keys.has(k)));
+      w.set(a, "ended", a.ended.slice(n));
+      const msgEnd = Math.max(...gone.map((t) => t.msgEnd));
+      if (msgEnd > h.messagesTrimmedThrough) {
+        w.set(a, "messages", a.messages.slice(msgEnd - h.messagesTrimmedThrough));
+        w.set(h, "messagesTrimmedThrough", msgEnd);
+      }
+    }
+  }
+
+  /**
    * Ends the active turn with `end` (invariant 12); mirrors
    * store/lua/includes/end_turn.lua. Copies everything first, so a value that
    * cannot be copied throws before anything is written; the returned
@@ -348,6 +410,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           if (rec.turnId === turnId && rec.status === "pending") w.mapDelete(deadlines, `${h.agentId}\n${rec.turnId}\n${rec.toolCallId}`);
         }
         w.mapSet(a.turns, turnId, state === "done" || state === "failed" ? state : "ended");
+        w.push(a.ended, { turnId, idem: h.currentTask?.idempotencyKey ?? null, msgEnd: h.messagesTrimmedThrough + a.messages.length });
+        w.set(a, "endedTotal", a.endedTotal + 1);
       }
       w.set(a, "mail", []);
       w.set(a, "claimFailures", null);
@@ -357,7 +421,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       w.set(h, "updatedAt", now);
       w.set(h, "activeTurnId", null);
       w.set(h, "currentTask", null);
-      w.set(h, "messageCount", a.messages.length);
+      w.set(h, "messageCount", h.messagesTrimmedThrough + a.messages.length);
       w.set(h, "pendingMail", 0);
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
@@ -445,6 +509,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
               pendingMail: 0,
               messageCount: 0,
               lastEventId: 0,
+              eventsTrimmedThrough: 0,
+              messagesTrimmedThrough: 0,
             },
             tasks: [],
             mail: [],
@@ -458,6 +524,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             inputs: new Map(),
             verdicts: [],
             claimFailures: null,
+            ...freshRetention(),
           };
         }
         const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
@@ -564,7 +631,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (st !== "queued") return { status: "turn_finished" };
         const reason = String(req.reason);
         const ev = eventOf(a, 1, req.turnId, "task_cancelled", { turnId: req.turnId, reason }, req.now);
+        const idem = a.tasks.find((t) => t.turnId === req.turnId)?.idempotencyKey ?? null;
         // Writes.
+        // Ended without messages (msgEnd 0): retention may drop its records like those of any ended turn.
+        w.push(a.ended, { turnId: req.turnId, idem, msgEnd: 0 });
+        w.set(a, "endedTotal", a.endedTotal + 1);
         w.set(a, "tasks", a.tasks.filter((t) => t.turnId !== req.turnId));
         w.set(a.head, "pendingTasks", a.tasks.length);
         w.mapSet(a.turns, req.turnId, "cancelled");
@@ -664,7 +735,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           eventOf(a, i + 1, req.turnId ?? req.activeTurnId, String(e.type), copy(e.data), req.now)
         );
         const snapshot = copy(req.snapshot);
+        if (req.retention) resolveRetention(req.retention);
+        if (req.summary !== undefined && !Number.isSafeInteger(req.summary.through)) {
+          throw new StoreInputError(`summary.through must be an integer (ms), got ${req.summary.through}`);
+        }
+        const summary = req.summary === undefined ? undefined : { content: String(req.summary.content), through: Number(req.summary.through) };
         const endsTurn = req.activeTurnId === null && h.activeTurnId !== null;
+        const endedIdem = endsTurn ? (h.currentTask?.idempotencyKey ?? null) : null;
         // Writes.
         for (const rec of recorded) {
           w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);
@@ -677,11 +754,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (req.ackMailThrough > 0) w.set(a, "mail", a.mail.filter((m) => m.seq > req.ackMailThrough));
         for (const m of messages) w.push(a.messages, m);
         appendEvents(a, events);
+        w.set(a, "evBytes", a.evBytes + events.reduce((n, b) => n + b.bytes, 0));
+        if (summary) w.set(a, "summary", summary);
         w.set(h, "snapshot", snapshot);
         w.set(h, "state", req.state);
         w.set(h, "version", h.version + 1);
         w.set(h, "updatedAt", req.now);
-        w.set(h, "messageCount", a.messages.length);
+        w.set(h, "messageCount", h.messagesTrimmedThrough + a.messages.length);
         w.set(h, "pendingMail", a.mail.length);
         if (endsTurn) {
           const ended = h.activeTurnId!;
@@ -693,6 +772,9 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           }
           w.mapSet(a.turns, ended, req.state === "done" || req.state === "failed" ? req.state : "ended");
           w.set(h, "currentTask", null);
+          w.push(a.ended, { turnId: ended, idem: endedIdem, msgEnd: h.messageCount });
+          w.set(a, "endedTotal", a.endedTotal + 1);
+          if (req.retention) retain(a, req.retention, snapshot, req.now);
         }
         w.set(h, "activeTurnId", req.activeTurnId);
         if (req.release) {
@@ -706,7 +788,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           w.set(h, "leaseUntil", req.now + req.leaseMs);
           setReady(a, h.leaseUntil);
         }
-        return { status: "applied", version: h.version, lastEventId: h.lastEventId };
+        return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough };
       });
     },
 
@@ -775,17 +857,46 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     async readMessages(agentId, fromIndex = 0) {
       const a = agents.get(agentId);
       if (!a) return [];
-      // A turn's user message is stored as a reference to its input (store/inputs.ts).
-      return a.messages.slice(fromIndex).map((m) =>
+      // Indexes are logical (invariant 18); a turn's user message is stored as a reference to its input (store/inputs.ts).
+      return a.messages.slice(Math.max(0, fromIndex - a.head.messagesTrimmedThrough)).map((m) =>
         m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
       );
+    },
+
+    async readConversation(agentId, opts) {
+      const a = agents.get(agentId);
+      if (!a) return null;
+      const from = Math.max(a.head.messagesTrimmedThrough, opts?.fromSummary ? (a.summary?.through ?? 0) : 0);
+      return { summary: copy(a.summary), firstIndex: from, messages: await store.readMessages(agentId, from) };
+    },
+
+    async readCheckpoint(agentId) {
+      const a = agents.get(agentId);
+      const c = a?.ckpts[0];
+      if (!a || !c || a.head.eventsTrimmedThrough === 0 || c.mark.eventId !== a.head.eventsTrimmedThrough) return null;
+      return { eventId: c.mark.eventId, at: c.at, snapshot: copy(c.snapshot), messageIndex: c.mark.messageIndex };
+    },
+
+    async deleteAgent(agentId) {
+      return atomic(() => {
+        const a = agents.get(agentId);
+        if (!a) return { status: "agent_not_found" as const };
+        // Writes: the agent's records, its bell, its deadlines and delivery records; verdict records stay (invariant 19).
+        w.mapDelete(agents, agentId);
+        // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
+        const q = ready.get(a.head.workerTarget);
+        if (q?.has(agentId)) w.mapSet(ready, a.head.workerTarget, new Map([...q].filter(([id]) => id !== agentId)));
+        for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
+        for (const k of [...deliveries.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deliveries, k);
+        return { status: "deleted" as const };
+      });
     },
 
     async readEvents(agentId, after, limit, maxBytes) {
       const a = agents.get(agentId);
       if (!a || limit <= 0) return [];
-      // Ids are dense (1..n), so the event with id k sits at index k-1.
-      const from = Math.max(0, after);
+      // Ids are dense, so the event with id k sits at index k-1-eventsTrimmedThrough.
+      const from = Math.max(0, after - a.head.eventsTrimmedThrough);
       let to = Math.min(a.events.length, from + limit);
       if (maxBytes !== undefined) {
         // Stop before the event that would pass the budget; the first one always comes.
@@ -979,6 +1090,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             pendingMail: 0,
             messageCount: messages.length,
             lastEventId: 0,
+            eventsTrimmedThrough: 0,
+            messagesTrimmedThrough: 0,
           },
           tasks: [],
           mail: [],
@@ -992,6 +1105,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           inputs: new Map(input !== undefined && turn !== null ? [[turn, input]] : []),
           verdicts: [],
           claimFailures: null,
+          ...freshRetention(),
         };
         const ev = eventOf(a, 1, turn, req.event.type, data, req.now);
         // Writes.
@@ -1063,7 +1177,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       if (agents.has(rec.head.agentId)) return "exists" as const;
       const r = copy(rec);
       const a: AgentRecords = {
-        head: { ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0, messageCount: r.messages.length, lastEventId: r.events.length },
+        head: {
+          ...r.head, leaseOwner: null, leaseUntil: 0, runnableAt: null, pendingTasks: 0, pendingMail: 0,
+          messageCount: (r.messagesFrom ?? 0) + r.messages.length, lastEventId: (r.checkpoint?.eventId ?? 0) + r.events.length,
+          eventsTrimmedThrough: r.checkpoint?.eventId ?? 0, messagesTrimmedThrough: r.checkpoint ? (r.messagesFrom ?? 0) : 0,
+        },
         tasks: [],
         mail: [],
         mailSeq: 0,
@@ -1076,6 +1194,10 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         inputs: new Map(Object.entries(r.inputs)),
         verdicts: r.verdicts.map((v) => v.verdictId),
         claimFailures: null,
+        ...freshRetention(),
+        ...(r.checkpoint
+          ? { ckpts: [{ mark: { eventId: r.checkpoint.eventId, bytes: 0, ended: 0, messageIndex: r.checkpoint.messageIndex }, at: r.checkpoint.at, snapshot: r.checkpoint.snapshot }] }
+          : {}),
       };
       for (const v of r.verdicts) {
         if (verdicts.has(v.verdictId)) continue;

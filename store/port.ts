@@ -83,6 +83,20 @@
  * 17. A resolved tool call carries `contractValidation` (common/
  *     contract-validation.ts): the one given with the result, else the
  *     "not applied" record; the `tool_result_received` event carries the same.
+ * 18. Retention (store/retention.ts): a commit that ends a turn and carries
+ *    `retention` trims in the same atomic step. Event ids stay dense and
+ *    monotonic: trimming removes a prefix of the log and records it in
+ *    `eventsTrimmedThrough`; the log is cut only at a stored checkpoint (the
+ *    snapshot and message index right after that event), which becomes the
+ *    base time travel replays from. Records of ended turns (status, input,
+ *    tool calls, idempotency entry, messages) are dropped oldest first, only
+ *    when more than `maxTurns` turns ended and only for turns that ended at
+ *    or before the base checkpoint. Message indexes are logical:
+ *    `messageCount` counts every message ever appended,
+ *    `messagesTrimmedThrough` how many of the first were dropped.
+ * 19. `deleteAgent` removes every record of the agent and its entries in the
+ *    shared indexes (agents, ready, deadlines) in one atomic step; verdict
+ *    records (`getVerdict`) are kept (audit), the agent's verdict list goes.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -268,10 +282,52 @@ export interface CommitRequest {
   release: { runnableAt: number | null } | null;
   leaseMs: number;
   now: number;
+  /** Trim the agent's history when this commit ends a turn (invariant 18); absent: keep everything. */
+  retention?: RetentionLimits;
+  /** A new rolling summary of the conversation (the host's memory policy); stored with the commit. */
+  summary?: ConversationSummary;
+}
+
+/** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
+export interface RetentionLimits {
+  /** Events kept: the log is cut at a checkpoint so that at most this many remain (plus those of the ending turn). */
+  maxEvents: number;
+  /** UTF-8 bytes of event JSON appended by commits that are kept, same rule. */
+  maxEventBytes: number;
+  /** Ended turns whose records are kept (at least; more while the event log still reaches them). */
+  maxTurns: number;
+  /** A checkpoint is stored at a turn end once this many events were appended since the last one. */
+  checkpointEvery: number;
+}
+
+/** The rolling summary of the messages with index < `through` (durable; written by commits). */
+export interface ConversationSummary {
+  content: string;
+  through: number;
+}
+
+/** The base a trimmed log is replayed from: the agent right after event `eventId`. */
+export interface Checkpoint {
+  eventId: number;
+  at: number;
+  /** The head's snapshot after that event's commit. */
+  snapshot: unknown;
+  /** Message count (logical index) right after that event. */
+  messageIndex: number;
+}
+
+/** What the host reads to build the model's view of the conversation. */
+export interface Conversation {
+  summary: ConversationSummary | null;
+  /** Logical index of `messages[0]` (the head's `messagesTrimmedThrough`). */
+  firstIndex: number;
+  /** Retained messages, user inputs filled in. */
+  messages: Message[];
 }
 
 export type CommitResult =
-  | { status: "applied"; version: number; lastEventId: number }
+  /** `messagesTrimmedThrough`: the head's value after the commit (retention may have moved it). */
+  | { status: "applied"; version: number; lastEventId: number; messagesTrimmedThrough?: number }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
 /** The writes that end a turn from outside the machine (see invariant 12). */
@@ -498,9 +554,10 @@ export interface Store {
   ping(): Promise<void>;
   getAgent(agentId: string): Promise<AgentHead | null>;
   getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
+  /** Retained messages with logical index >= fromIndex (invariant 18). */
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
   /**
-   * Events with id > after, at most `limit`, and (with `maxBytes`) no more
+   * Events with id > max(after, eventsTrimmedThrough), at most `limit`, and (with `maxBytes`) no more
    * than fit in `maxBytes` bytes of stored JSON (UTF-8), except that the
    * first event always comes, however large.
    */
@@ -533,6 +590,17 @@ export interface Store {
   listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
   /** Creates a fork (invariant 13); `exists` when the id is taken. */
   createFork(req: CreateForkRequest): Promise<CreateForkResult>;
+  /**
+   * The conversation as kept (invariant 18): the summary, the index of the
+   * first retained message and the retained messages; null for an unknown
+   * agent. `fromSummary`: only the messages the summary does not cover
+   * (from max(messagesTrimmedThrough, summary.through) on; `firstIndex` says where).
+   */
+  readConversation(agentId: string, opts?: { fromSummary?: boolean }): Promise<Conversation | null>;
+  /** The base checkpoint of a trimmed log (the one at `eventsTrimmedThrough`); null when nothing was trimmed. */
+  readCheckpoint(agentId: string): Promise<Checkpoint | null>;
+  /** Removes the agent and every record it owns (invariant 19). */
+  deleteAgent(agentId: string): Promise<{ status: "deleted" } | { status: "agent_not_found" }>;
   /** Logs `forked_to` on the source of a fork (invariant 13). */
   recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
   /** Notes a successful call of a role's method in the tool registry (invariant 16). */

@@ -84,6 +84,10 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
       assertNoEviction(policy, o.allowEviction ?? false);
       return { policy };
     },
+    async scan(cursor, pattern) {
+      const [next, batch] = await client.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      return [String(next), batch];
+    },
     async close() {
       if (owned) await client.quit().catch(() => client.disconnect());
     },

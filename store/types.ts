@@ -92,8 +92,13 @@ export interface AgentHead {
   runnableAt: number | null;
   pendingTasks: number;
   pendingMail: number;
+  /** Messages ever appended (logical count; trimmed ones included). */
   messageCount: number;
   lastEventId: number;
+  /** Events 1..n were trimmed (0: none); the log starts at n + 1 (store/port.ts invariant 18). */
+  eventsTrimmedThrough: number;
+  /** Messages 0..n-1 were dropped (0: none). */
+  messagesTrimmedThrough: number;
 }
 
 /** A tool call, recorded before it is dispatched. */

@@ -95,6 +95,10 @@ export function upstashStore(opts: UpstashStoreOptions | UpstashClient): ScriptS
       assertNoEviction(policy, o.allowEviction ?? false);
       return { policy };
     },
+    async scan(cursor, pattern) {
+      const reply = await client.exec<[string | number, string[]]>(["SCAN", cursor, "MATCH", pattern, "COUNT", "500"]);
+      return [String(reply[0]), reply[1].map(String)];
+    },
     async close() {},
   });
 }

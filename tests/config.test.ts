@@ -142,6 +142,16 @@ describe("configFromEnv", () => {
     }
   });
 
+  it("reads the retention switch and limits", () => {
+    expect(configFromEnv({}).gatehouse.retention).toBeUndefined();
+    expect(configFromEnv({ GATEHOUSE_RETENTION: "off" }).gatehouse.retention).toBe(false);
+    expect(configFromEnv({ GATEHOUSE_RETENTION_MAX_EVENTS: "500", GATEHOUSE_RETENTION_MAX_TURNS: "20" }).gatehouse.retention)
+      .toEqual({ maxEvents: 500, maxTurns: 20 });
+    expect(() => configFromEnv({ GATEHOUSE_RETENTION: "maybe" })).toThrow(/GATEHOUSE_RETENTION="maybe" is not a switch/);
+    expect(() => configFromEnv({ GATEHOUSE_RETENTION: "off", GATEHOUSE_RETENTION_MAX_EVENTS: "5" })).toThrow(/choose one/);
+    expect(() => configFromEnv({ GATEHOUSE_RETENTION_MAX_EVENT_BYTES: "10" })).toThrow(/GATEHOUSE_RETENTION_MAX_EVENT_BYTES=10 is out of range/);
+  });
+
   it("reports unknown GATEHOUSE_* variables (typos) without failing", () => {
     expect(configFromEnv({ GATEHOUSE_LEASE: "5000", OTHER: "1" }).unknown).toEqual(["GATEHOUSE_LEASE"]);
   });

@@ -26,9 +26,9 @@ describe("resident actor cache", () => {
     // Counts conversation reads: a claim that reads missed its cache.
     const store: Store = {
       ...inner,
-      readMessages: (agentId, from) => {
+      readConversation: (agentId) => {
         reads.push(agentId);
-        return inner.readMessages(agentId, from);
+        return inner.readConversation(agentId);
       },
     };
     const model = recordingModel((req, i) => {
@@ -84,5 +84,21 @@ describe("resident actor cache", () => {
     expect(cache.take("a1", 3)).toBeUndefined();
     cache.put("a1", 5, [{ role: "user", content: "hi" }]);
     expect(cache.take("a1", 5)).toEqual({ messages: [{ role: "user", content: "hi" }] });
+  });
+
+  it("an agent deleted and created again (versions count from 0 again) never gets the old entry", () => {
+    const cache = lruCache();
+    let stopped = 0;
+    const actor = { stop: () => void stopped++ } as never;
+    const memory = { summary: { content: "old", through: 2 }, firstIndex: 2 };
+    cache.put("a1", 2, [{ role: "user", content: "old" }], actor, { memory, createdAt: 100 });
+    expect(cache.take("a1", 2, 200)).toBeUndefined();
+    expect(stopped).toBe(1);
+    cache.put("a1", 2, [{ role: "user", content: "new" }], undefined, { memory, createdAt: 200 });
+    const hit = cache.take("a1", 2, 200)!;
+    expect(hit).toEqual({ messages: [{ role: "user", content: "new" }], memory });
+    // The memory handed out is a copy: the claim's changes reach the cache only through put().
+    hit.memory!.summary!.content = "changed";
+    expect(cache.take("a1", 2, 200)!.memory).toEqual(memory);
   });
 });

@@ -185,6 +185,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
           pendingMail: 0,
           messageCount: 0,
           lastEventId: 1,
+          eventsTrimmedThrough: 0,
+          messagesTrimmedThrough: 0,
         });
       });
 
@@ -532,7 +534,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         ];
         const snapshot = { value: "running", context: { turnId: req.turnId, text: "ünïcode ✓ \u2028" } };
         const r = await store.commit(commitOf(c, "w1", { snapshot, state: "running", messages, events, now: T0 + 20 }));
-        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 3 });
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 3, messagesTrimmedThrough: 0 });
         const head = await store.getAgent("a1");
         expect(head!.snapshot).toEqual(snapshot);
         expect(head!.state).toBe("running");
@@ -1188,7 +1190,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const c = await claimOk();
         const events = Array.from({ length: 7 }, (_, i) => ({ type: "step", data: { i } }));
         const r = await store.commit(commitOf(c, "w1", { events }));
-        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 8 });
+        expect(r).toEqual({ status: "applied", version: 1, lastEventId: 8, messagesTrimmedThrough: 0 });
         await enqueue({ agentId: "other" });
         const all = await allEvents();
         expect(all.map((e) => e.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
@@ -1768,6 +1770,174 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       it("refuses message ids that cannot become a key, writing nothing", async () => {
         await expect(store.claimDelivery({ ...base, messageId: "bad id\n", now: T0 })).rejects.toThrow(/message id/);
         await expect(store.claimDelivery({ ...base, messageId: "", now: T0 })).rejects.toThrow(/message id/);
+      });
+    });
+
+    // ---------------------------------------------------------------- retention (invariant 16)
+
+    describe("retention and deletion (invariants 16, 17)", () => {
+      const limits = { maxEvents: 20, maxEventBytes: 1_000_000, maxTurns: 3, checkpointEvery: 5 };
+
+      /** Runs `n` whole turns on a1: enqueue (1 event), claim, one commit ending the turn (3 events, 2 messages). */
+      async function runTurns(n: number, retention: CommitRequest["retention"] | null = limits, from = 0) {
+        for (let i = from; i < from + n; i++) {
+          const now = T0 + i * 10;
+          const { req } = await enqueue({ now, idempotencyKey: `k${i}`, input: `question ${i}` });
+          const c = await claimOk("a1", "w1", now + 1);
+          const r = await store.commit(commitOf(c, "w1", {
+            now: now + 2,
+            snapshot: { value: "done", turn: i },
+            state: "done",
+            activeTurnId: null,
+            events: [1, 2, 3].map((k) => ({ type: "step", data: { turn: i, k } })),
+            messages: [{ role: "user", content: "", inputOf: req.turnId }, { role: "assistant", content: `answer ${i}` }],
+            recordToolCalls: [toolCall(req.turnId, `call_${i}`, now + 1_000)],
+            release: { runnableAt: null },
+            ...(retention ? { retention } : {}),
+          }));
+          expect(r.status).toBe("applied");
+        }
+      }
+
+      it("keeps every event id dense and monotonic while cutting the log at a checkpoint", async () => {
+        await runTurns(30);
+        const head = (await store.getAgent("a1"))!;
+        expect(head.lastEventId).toBe(120);
+        expect(head.messageCount).toBe(60);
+        const base = head.eventsTrimmedThrough;
+        expect(base).toBeGreaterThan(0);
+        // At most maxEvents plus one turn's events remain.
+        expect(head.lastEventId - base).toBeLessThanOrEqual(limits.maxEvents + 4);
+        const events = await store.readEvents("a1", 0, 1000);
+        expect(events.map((e) => e.id)).toEqual(Array.from({ length: 120 - base }, (_, i) => base + 1 + i));
+        // Reading from inside the kept range works as before; from before it starts at the base.
+        expect((await store.readEvents("a1", base + 2, 2)).map((e) => e.id)).toEqual([base + 3, base + 4]);
+        expect((await store.readEvents("a1", 1, 1))[0].id).toBe(base + 1);
+        // The base checkpoint is the agent right after event `base`: the snapshot that commit stored.
+        const cp = (await store.readCheckpoint("a1"))!;
+        expect(cp.eventId).toBe(base);
+        const turnOfBase = base / 4 - 1;
+        expect(cp.snapshot).toEqual({ value: "done", turn: turnOfBase });
+        expect(cp.messageIndex).toBe((turnOfBase + 1) * 2);
+      });
+
+      it("drops the records of old turns (status, input, tool calls, idempotency key, messages) and keeps the recent ones", async () => {
+        await runTurns(30);
+        const head = (await store.getAgent("a1"))!;
+        expect(await store.getTurn("a1", "turn_1")).toBeNull();
+        expect(await store.getToolCalls("a1", "turn_1")).toEqual([]);
+        expect(await store.getTurn("a1", "turn_30")).toEqual({ turnId: "turn_30", status: "done", input: "question 29" });
+        expect(await store.getToolCalls("a1", "turn_30")).toHaveLength(1);
+        const dropped = head.messagesTrimmedThrough;
+        expect(dropped).toBeGreaterThan(0);
+        expect(dropped % 2).toBe(0);
+        // Fewer idempotency entries than turns: the dropped turns' keys went with them.
+        expect(await h.idempotencyEntries("a1")).toBe(30 - dropped / 2);
+        // A dropped key is free again: it enqueues a new turn.
+        expect((await enqueue({ idempotencyKey: "k0", now: T0 + 1_000 })).r.status).toBe("enqueued");
+        const conv = (await store.readConversation("a1"))!;
+        expect(conv.firstIndex).toBe(dropped);
+        expect(conv.messages).toHaveLength(60 - dropped);
+        expect(conv.messages[0]).toEqual({ role: "user", content: `question ${dropped / 2}` });
+        expect(await store.readMessages("a1", 58)).toEqual([{ role: "user", content: "question 29" }, { role: "assistant", content: "answer 29" }]);
+        // Records reach back at least maxTurns turns and no further than the base checkpoint.
+        expect(30 - dropped / 2).toBeGreaterThanOrEqual(limits.maxTurns);
+      });
+
+      it("drops, like any other, turns ended by a reset and tasks cancelled while queued", async () => {
+        const reset = (await enqueue({ idempotencyKey: "r", now: T0 - 100 })).req.turnId;
+        const c = await claimOk("a1", "w1", T0 - 99);
+        const end = { snapshot: { value: "failed" }, state: "failed", events: [], messages: [{ role: "assistant" as const, content: "reset" }] };
+        expect((await store.resetTurn({ agentId: "a1", expectedVersion: c.head.version, turnId: reset, end, now: T0 - 98 })).status).toBe("reset");
+        const cancelled = (await enqueue({ idempotencyKey: "c", now: T0 - 97 })).req.turnId;
+        expect(await store.cancelTask({ agentId: "a1", turnId: cancelled, reason: "no", now: T0 - 96 })).toEqual({ status: "cancelled", already: false });
+        expect((await store.getTurn("a1", cancelled))!.status).toBe("cancelled");
+        await runTurns(30, limits, 100);
+        expect(await store.getTurn("a1", reset)).toBeNull();
+        expect(await store.getTurn("a1", cancelled)).toBeNull();
+        // Their keys went with them: both enqueue new turns now.
+        expect((await enqueue({ idempotencyKey: "r", now: T0 + 5_000 })).r.status).toBe("enqueued");
+        expect((await enqueue({ idempotencyKey: "c", now: T0 + 5_001 })).r.status).toBe("enqueued");
+        const conv = (await store.readConversation("a1"))!;
+        expect(conv.messages.some((m) => m.content === "reset")).toBe(false);
+      });
+
+      it("cuts by bytes as well as by count", async () => {
+        await runTurns(12, { ...limits, maxEvents: 1_000, maxEventBytes: 600 });
+        const head = (await store.getAgent("a1"))!;
+        expect(head.eventsTrimmedThrough).toBeGreaterThan(0);
+        const kept = await store.readEvents("a1", 0, 1000);
+        expect(kept[0].id).toBe(head.eventsTrimmedThrough + 1);
+        expect(kept.at(-1)!.id).toBe(48);
+      });
+
+      it("keeps everything without limits; a commit that keeps the turn open trims nothing", async () => {
+        await runTurns(10, null);
+        const head = (await store.getAgent("a1"))!;
+        expect([head.eventsTrimmedThrough, head.messagesTrimmedThrough]).toEqual([0, 0]);
+        expect(await store.readCheckpoint("a1")).toBeNull();
+        expect(await store.readEvents("a1", 0, 1000)).toHaveLength(40);
+      });
+
+      it("refuses limits that are not positive integers, writing nothing", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const before = await states();
+        for (const bad of [{ ...limits, maxEvents: 0 }, { ...limits, maxTurns: -1 }, { ...limits, checkpointEvery: 1.5 }]) {
+          await expect(store.commit(commitOf(c, "w1", { activeTurnId: null, state: "done", retention: bad }))).rejects.toThrow(/retention\./);
+        }
+        expect(await states()).toEqual(before);
+      });
+
+      it("stores the rolling summary with the commit that carries it", async () => {
+        await enqueue();
+        const c = await claimOk();
+        expect((await store.readConversation("a1"))!.summary).toBeNull();
+        await store.commit(commitOf(c, "w1", { summary: { content: "earlier: 1+2 was asked", through: 0 } }));
+        expect((await store.readConversation("a1"))!.summary).toEqual({ content: "earlier: 1+2 was asked", through: 0 });
+        expect(await store.readConversation("nobody")).toBeNull();
+        // fromSummary: only what the summary does not cover.
+        const v = (await store.getAgent("a1"))!.version;
+        await store.commit(commitOf(c, "w1", {
+          expectedVersion: v, now: T0 + 2,
+          messages: [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }],
+          summary: { content: "a and b", through: 2 },
+        }));
+        expect(await store.readConversation("a1", { fromSummary: true })).toEqual({
+          summary: { content: "a and b", through: 2 }, firstIndex: 2, messages: [{ role: "user", content: "c" }],
+        });
+        expect((await store.readConversation("a1"))!.messages).toHaveLength(3);
+      });
+
+      it("deleteAgent removes every record and index entry of the agent and nothing of another; verdict records stay", async () => {
+        await runTurns(8);
+        // A queued task (bell), an active turn with a pending call (deadline), a verdict, a delivery record.
+        await enqueue({ now: T0 + 500 });
+        const c = await claimOk("a1", "w1", T0 + 501);
+        await store.commit(commitOf(c, "w1", { now: T0 + 502, recordToolCalls: [toolCall(c.head.activeTurnId!, "open", T0 + 5_000)] }));
+        await enqueue({ now: T0 + 503 });
+        await store.putVerdict({ agentId: "a1", verdictId: "v_1", turnId: "turn_1", status: "passed", json: '{"id":"v_1"}' });
+        await store.claimDelivery({ agentId: "a1", messageId: "webhook:m1", now: T0, windowMs: 600_000 });
+        await enqueue({ agentId: "a2", now: T0 + 504 });
+        const other = await states("a2");
+
+        expect(await store.deleteAgent("a1")).toEqual({ status: "deleted" });
+        expect(await store.getAgent("a1")).toBeNull();
+        const after = (await states("a1")).a1;
+        expect(after.records).toEqual({});
+        expect(after.ready).toEqual({});
+        expect(after.deadlines).toEqual({});
+        expect(await store.listAgents({ limit: 10 })).toEqual([{ agentId: "a2", updatedAt: T0 + 504 }]);
+        expect(await store.getVerdict("v_1")).toBe('{"id":"v_1"}');
+        expect(await store.listVerdicts("a1", {})).toEqual([]);
+        expect(await store.dueToolCalls(T0 + 10_000, 100)).toEqual([]);
+        expect(await states("a2")).toEqual(other);
+        // Idempotent: a second delete finds nothing; the id can be used again from scratch.
+        expect(await store.deleteAgent("a1")).toEqual({ status: "agent_not_found" });
+        expect(await store.claimDelivery({ agentId: "a1", messageId: "webhook:m1", now: T0 + 1, windowMs: 600_000 })).toEqual({ status: "fresh" });
+        await enqueue({ now: T0 + 600 });
+        const fresh = (await store.getAgent("a1"))!;
+        expect([fresh.lastEventId, fresh.messageCount, fresh.pendingTasks]).toEqual([1, 0, 1]);
       });
     });
 

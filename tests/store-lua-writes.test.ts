@@ -39,9 +39,10 @@ describe("store scripts: checks before writes", () => {
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all and append_events (includes/head.lua) are in every script that includes head.lua,
-    // end_turn (includes/end_turn.lua) in the two that end a turn from outside.
+    // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
+    // (includes/retention.lua) in the commit, after its checks.
     expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual([
-      "claim.lua main", "claim_next.lua main", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
+      "claim.lua main", "claim_next.lua main", "commit.lua retain", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
     expect(checked).toEqual([
@@ -50,6 +51,7 @@ describe("store scripts: checks before writes", () => {
       "claim_next.lua claim_agent",
       "commit.lua main",
       "create_fork.lua main",
+      "delete_agent.lua main",
       "deliver_tool_result.lua main",
       "delivery.lua main",
       "enqueue_task.lua main",
@@ -67,7 +69,9 @@ describe("store scripts: checks before writes", () => {
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
       "get_agent.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_tool_roles.lua", "list_verdicts.lua",
-      "next_ready_at.lua", "ping.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
+      "next_ready_at.lua", "ping.lua",
+      "read_checkpoint.lua",
+      "read_conversation.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",
     ]);
   });
 });

@@ -157,7 +157,33 @@ const CASES: Case[] = [
     setup: busy,
     op: (s) => s.putVerdict({ agentId: "a1", verdictId: "v1", turnId: "turn_1", status: "PASS", json: "{}" }),
   },
+  {
+    name: "commit ending a turn with retention (checkpoint, cut, dropped turns, summary)",
+    setup: async (s) => {
+      for (let i = 1; i <= 4; i++) {
+        await enqueue(s, `turn_${i}`, { idempotencyKey: `k${i}`, now: T0 + i * 10 });
+        const c = await claim(s, T0 + i * 10 + 1);
+        if (i === 4) return c;
+        const r = await s.commit(endTurn(c, i, T0 + i * 10 + 2));
+        if (r.status !== "applied") throw new Error(r.status);
+      }
+    },
+    op: (s, c) => s.commit(endTurn(c as Claimed, 4, T0 + 50)),
+  },
+  { name: "deleteAgent", setup: busy, op: (s) => s.deleteAgent("a1") },
 ];
+
+/** A commit that ends turn_i with two events, two messages and a tool call, under tight retention limits. */
+function endTurn(c: Claimed, i: number, now: number): CommitRequest {
+  return commitOf(c, {
+    now, state: "done", activeTurnId: null, release: { runnableAt: null }, snapshot: { value: "done", turn: i },
+    events: [{ type: "step", data: { i } }, { type: "task", data: { i } }],
+    messages: [{ role: "user", content: "", inputOf: `turn_${i}` }, { role: "assistant", content: `a${i}` }],
+    recordToolCalls: [{ turnId: `turn_${i}`, toolCallId: `c${i}`, name: "ask", args: {}, external: true, deadline: now + 100 }],
+    retention: { maxEvents: 4, maxEventBytes: 1_000_000, maxTurns: 1, checkpointEvery: 2 },
+    summary: { content: `s${i}`, through: 0 },
+  });
+}
 
 describe("memory store: all or nothing", () => {
   for (const c of CASES) {
@@ -192,7 +218,10 @@ describe("memory store: all or nothing", () => {
         // The store still works: the same operation now applies, and event ids are dense.
         await c.op(s, ctx);
         const h = await s.getAgent("a1");
-        if (h) expect((await s.readEvents("a1", 0, 10_000)).map((e) => e.id)).toEqual(Array.from({ length: h.lastEventId }, (_, i) => i + 1));
+        if (h) {
+          const from = h.eventsTrimmedThrough;
+          expect((await s.readEvents("a1", 0, 10_000)).map((e) => e.id)).toEqual(Array.from({ length: h.lastEventId - from }, (_, i) => from + i + 1));
+        }
       }
       expect(steps).toBeGreaterThan(0);
     });

@@ -179,7 +179,7 @@ describe("redisStore", () => {
     const before = await state("a1");
     // busyAgent's commit was applied; a replay of it (a client resend) must not apply again.
     const again = await store.commit(commit);
-    expect(again).toEqual({ status: "applied", version: 1, lastEventId: 2 });
+    expect(again).toEqual({ status: "applied", version: 1, lastEventId: 2, messagesTrimmedThrough: 0 });
     expect(await state("a1")).toEqual(before);
     await store.close();
   });

@@ -78,7 +78,7 @@ describe("upstashStore", () => {
       resolveToolCalls: [], ackMailThrough: 0, release: { runnableAt: null }, leaseMs: LEASE, now: T0 + 2,
     };
     bridge.dropResponses(1, isScript);
-    expect(await store.commit(commit)).toEqual({ status: "applied", version: 1, lastEventId: 2 });
+    expect(await store.commit(commit)).toEqual({ status: "applied", version: 1, lastEventId: 2, messagesTrimmedThrough: 0 });
     expect(await store.readMessages("a1")).toHaveLength(1);
 
     bridge.dropResponses(1, isScript);

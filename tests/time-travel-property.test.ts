@@ -7,11 +7,16 @@
  * conversation rebuilt there equals the stored one.
  *
  * The committed snapshots are captured by a store wrapper around `commit`.
+ *
+ * With retention cutting the log (store/port.ts invariant 16): every event
+ * after the cut still rebuilds its commit's snapshot (replayed from the base
+ * checkpoint), every event at or before it answers EventTrimmedError, and
+ * the conversation rebuilt at the last event equals the stored (kept) one.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { historyAt } from "../actors/time-travel.ts";
+import { EventTrimmedError, historyAt } from "../actors/time-travel.ts";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { Store } from "../mod.ts";
 import { ToolError } from "../errors/errors.ts";
@@ -52,7 +57,10 @@ const runArb = fc.record({
   maxSteps: fc.integer({ min: 2, max: 6 }),
 });
 
-async function runOnce(plan: { moves: Move[]; answers: string[]; turns: number; maxSteps: number }) {
+async function runOnce(
+  plan: { moves: Move[]; answers: string[]; turns: number; maxSteps: number },
+  retention?: { maxEvents: number; maxTurns: number; checkpointEvery: number },
+) {
   const { store, commits } = capturingStore();
   const clock = manualClock();
   let m = 0;
@@ -94,6 +102,7 @@ async function runOnce(plan: { moves: Move[]; answers: string[]; turns: number; 
       },
     },
     verifyMaxAttempts: 2,
+    ...(retention ? { retention } : {}),
   });
   const gh = createGatehouse({ agents: [agent], store, clock, leaseMs: 60_000 });
   let a = 0;
@@ -155,5 +164,34 @@ describe("time travel", () => {
     expect(checked).toBeGreaterThan(30);
     // The runs went through the interesting states (a property over idle agents only would prove little).
     for (const s of ["waiting-tools", "verifying", "done", "failed"]) expect(states, s).toContain(s);
+  });
+
+  it("after retention cut the log: events after the cut replay from the base checkpoint, events before it are refused", async () => {
+    let cut = 0;
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(runArb, fc.integer({ min: 4, max: 9 }), fc.integer({ min: 15, max: 40 }), async (plan, turns, maxEvents) => {
+        const { store, commits, head } = await runOnce({ ...plan, turns }, { maxEvents, maxTurns: 1, checkpointEvery: 5 });
+        const base = head.eventsTrimmedThrough;
+        if (base > 0) cut++;
+        for (const c of commits) {
+          if (c.lastEventId <= base) {
+            await expect(historyAt(store, "p1", c.lastEventId)).rejects.toBeInstanceOf(EventTrimmedError);
+            refused++;
+            continue;
+          }
+          const p = await historyAt(store, "p1", c.lastEventId);
+          expect(JSON.stringify(p!.snapshot), `snapshot at event ${c.lastEventId} (cut at ${base})`).toBe(c.snapshot);
+        }
+        const last = (await historyAt(store, "p1", head.lastEventId))!;
+        expect(last.snapshot).toEqual(head.snapshot);
+        expect(last.messagesFrom).toBe(head.messagesTrimmedThrough);
+        expect(last.messages).toEqual(await store.readMessages("p1"));
+      }),
+      { numRuns: 25 },
+    );
+    // Most runs were long enough to be cut (the property would prove little on whole logs).
+    expect(cut).toBeGreaterThan(10);
+    expect(refused).toBeGreaterThan(10);
   });
 });

@@ -3,11 +3,13 @@
   records its turn as cancelled. Mirrors memoryStore.cancelTask.
 
   KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] events list
-  KEYS[4] turns hash  KEYS[5] idem hash
+  KEYS[4] turns hash  KEYS[5] idem hash    KEYS[6] ended list
   ARGV[1] turnId (raw)   ARGV[2] turnId JSON
   ARGV[3] now            ARGV[4] event tail (task_cancelled)
 
-  The idempotency key of the task stays: it keeps answering this turn.
+  The idempotency key of the task stays: it keeps answering this turn (until
+  retention drops the turn: it joins the ended list, with no messages).
+  Head field written: _ended (turns ended in all, includes/retention.lua).
   Returns: 'cancelled' | 'already_cancelled' (nothing written; also what a
     replay answers) | 'agent_not_found' | 'turn_not_found' | 'turn_started'
     | 'turn_finished'
@@ -19,7 +21,7 @@ local head, events = KEYS[1], KEYS[3]
 local k = { tasks = KEYS[2], turns = KEYS[4], idem = KEYS[5] }
 local turn_raw, turn_json, now_str, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId' })
+local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId', '_ended' })
 if not h then
   return 'agent_not_found'
 end
@@ -39,9 +41,15 @@ if bad then
   return bad
 end
 
+local idem = ''
+local task = cjson.decode(string.sub(entry, string.find(entry, '\n', 1, true) + 1))
+if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = task.idempotencyKey end
+
 -- Checks done; writes follow.
+redis.call('RPUSH', KEYS[6], turn_raw .. '\n' .. idem .. '\n0')
 redis.call('LREM', k.tasks, 1, entry)
 redis.call('HSET', k.turns, turn_raw, 'cancelled')
 local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
-redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks)), 'lastEventId', int(last))
+redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks)), 'lastEventId', int(last),
+  '_ended', int((tonumber(h._ended) or 0) + 1))
 return 'cancelled'

@@ -7,6 +7,8 @@
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
   KEYS[7] deadlines zset  KEYS[8] turns hash
+  KEYS[9] ckpts list      KEYS[10] ended list    KEYS[11] inputs hash
+  KEYS[12] idem hash      KEYS[13] summary string
   ARGV[1]  key prefix
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
@@ -30,11 +32,15 @@
   then R x (toolCallId, record JSON without status, deadline),
        S x (toolCallId, resolution JSON),
        M x message JSON,
-       E x event tail ({type, data} JSON without its opening brace)
-  Undeclared key: the ready zset of the agent's stored target.
+       E x event tail ({type, data} JSON without its opening brace),
+       then retention: '' (keep everything) or
+         '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
+       then the summary: '' (unchanged) or `{content, through}` JSON
+  Undeclared keys: the ready zset of the agent's stored target; the calls
+  hashes of ended turns that retention drops (the agent's hash tag).
 
   Returns:
-    'applied {"version":n,"lastEventId":n}'
+    'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
     'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
     'tool_call_resolved'  (nothing of the commit written; the lease is
                            released and the bell rung so the result is picked up)
@@ -44,9 +50,11 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include retention.lua
 
 local head, tasks, mail, msgs, events, calls, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local turns = KEYS[8]
+local rk = { events = KEYS[5], msgs = KEYS[4], ckpts = KEYS[9], ended = KEYS[10], turns = KEYS[8], inputs = KEYS[11], idem = KEYS[12] }
 local prefix, agent_id, worker_json = ARGV[1], ARGV[2], ARGV[3]
 local epoch, expected = ARGV[4], tonumber(ARGV[5])
 local turn_json, turn_id, next_active = ARGV[6], ARGV[7], ARGV[8]
@@ -59,17 +67,21 @@ local rec_at = 21
 local res_at = rec_at + 3 * n_rec
 local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
+local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
 
+local num = function(v) return tonumber(v) or 0 end
 local h = read_head(head, {
   'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
-  'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent',
+  'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent', 'currentTask',
+  'eventsTrimmedThrough', 'messagesTrimmedThrough', '_ckpts', '_evBytes', '_ended', '_endedBase',
 })
 if not h then
   return 'agent_not_found'
 end
 local version = tonumber(h.version)
 if h._commit == token and version == expected + 1 then
-  return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent .. '}'
+  return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent ..
+    ',"messagesTrimmedThrough":' .. int(num(h.messagesTrimmedThrough)) .. '}'
 end
 if h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'fenced'
@@ -98,6 +110,22 @@ for i = 0, n_res - 1 do
     redis.call('ZADD', ready, now_str, agent_id)
     return 'tool_call_resolved'
   end
+end
+
+-- Retention numbers: absent on heads written before retention existed (0 then).
+local ends_turn = next_active == 'null' and h.activeTurnId ~= 'null'
+local limits = nil
+if ends_turn and retention ~= '' then
+  local a, b, c, d = string.match(retention, '^([1-9]%d*) ([1-9]%d*) ([1-9]%d*) ([1-9]%d*)$')
+  if not a then
+    return redis.error_reply('unreadable retention argument ' .. retention)
+  end
+  limits = { max_events = tonumber(a), max_bytes = tonumber(b), max_turns = tonumber(c), every = tonumber(d) }
+end
+local ended_idem = ''
+if ends_turn and h.currentTask ~= 'null' then
+  local task = cjson.decode(h.currentTask)
+  if type(task) == 'table' and type(task.idempotencyKey) == 'string' then ended_idem = task.idempotencyKey end
 end
 
 -- Checks done; writes follow.
@@ -145,21 +173,26 @@ local message_count = tonumber(h.messageCount)
 if n_msg > 0 then
   local items = {}
   for i = 0, n_msg - 1 do items[i + 1] = ARGV[msg_at + i] end
-  message_count = push_all(msgs, items)
+  push_all(msgs, items)
+  message_count = message_count + n_msg
 end
 
 local tails = {}
 for i = 0, n_ev - 1 do tails[i + 1] = ARGV[ev_at + i] end
-local last_event = append_events(events, tonumber(h.lastEventId), event_turn, now_str, tails)
+local last_event, ev_bytes = append_events(events, tonumber(h.lastEventId), event_turn, now_str, tails)
+ev_bytes = num(h._evBytes) + ev_bytes
 
 version = version + 1
 redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 local w = {
   'snapshot', snapshot, 'state', state, 'version', int(version), 'updatedAt', now_str,
   'messageCount', int(message_count), 'pendingMail', int(pending_mail), 'lastEventId', int(last_event),
-  'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event),
+  'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event), '_evBytes', int(ev_bytes),
 }
-if next_active == 'null' and h.activeTurnId ~= 'null' then
+if summary ~= '' then
+  redis.call('SET', KEYS[13], summary)
+end
+if ends_turn then
   -- The turn ended: its unresolved calls can no longer be answered.
   local all = redis.call('HGETALL', calls)
   local resolved, open = {}, {}
@@ -180,6 +213,19 @@ if next_active == 'null' and h.activeTurnId ~= 'null' then
   redis.call('HSET', turns, turn_id, final)
   w[#w + 1] = 'currentTask'
   w[#w + 1] = 'null'
+  -- The turn joins the ended list; retention may drop the oldest (includes/retention.lua).
+  local ended = num(h._ended) + 1
+  redis.call('RPUSH', KEYS[10], turn_id .. '\n' .. ended_idem .. '\n' .. int(message_count))
+  w[#w + 1] = '_ended'
+  w[#w + 1] = int(ended)
+  if limits then
+    local pairs_ = retain(prefix, agent_id, rk, {
+      trimmed = num(h.eventsTrimmedThrough), msg_trimmed = num(h.messagesTrimmedThrough), last = last_event,
+      bytes = ev_bytes, ended = ended, ended_base = num(h._endedBase), marks = parse_marks(h._ckpts),
+      messages = message_count,
+    }, limits, snapshot, now_str)
+    for i = 1, #pairs_ do w[#w + 1] = pairs_[i] end
+  end
 end
 
 if release ~= '-' then
@@ -205,4 +251,9 @@ else
   redis.call('HSET', head, unpack(w))
   redis.call('ZADD', ready, until_str, agent_id)
 end
-return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) .. '}'
+local msg_trimmed = num(h.messagesTrimmedThrough)
+for i = 1, #w - 1, 2 do
+  if w[i] == 'messagesTrimmedThrough' then msg_trimmed = tonumber(w[i + 1]) end
+end
+return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
+  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. '}'

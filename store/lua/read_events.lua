@@ -1,17 +1,20 @@
 --[[
-  read_events: events with id > after, at most `limit`, and at most
-  `maxBytes` bytes of event JSON (the first event always comes). Ids are
-  dense from 1, so the event with id k sits at list index k-1. With a budget
-  the list is read in slices, so a page of large events is not loaded whole.
+  read_events: events with id > max(after, eventsTrimmedThrough), at most
+  `limit`, and at most `maxBytes` bytes of event JSON (the first event
+  always comes). Ids are dense, and retention removes a prefix of the log
+  (store/port.ts invariant 18), so the event with id k sits at list index
+  k-1-eventsTrimmedThrough. With a budget the list is read in slices, so a
+  page of large events is not loaded whole.
 
-  KEYS[1] events list
+  KEYS[1] events list   KEYS[2] head hash
   ARGV[1] after (>= 0)   ARGV[2] limit (>= 1)   ARGV[3] maxBytes ('' = no budget)
   Returns: 'list [StoredEvent JSON, ...]'
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 
-local after, limit, budget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local trimmed = tonumber(redis.call('HGET', KEYS[2], 'eventsTrimmedThrough')) or 0
+local after, limit, budget = math.max(0, tonumber(ARGV[1]) - trimmed), tonumber(ARGV[2]), tonumber(ARGV[3])
 if not budget then
   return 'list ' .. json_list(redis.call('LRANGE', KEYS[1], after, after + limit - 1))
 end

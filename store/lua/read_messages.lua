@@ -4,14 +4,18 @@
   <turnId JSON>}` (store/inputs.ts); it is answered with the input as its
   content: a string input as is, any other input as its JSON text.
 
-  KEYS[1] messages list   KEYS[2] inputs hash
+  Indexes are logical (store/port.ts invariant 18): the list holds the
+  messages from messagesTrimmedThrough on.
+
+  KEYS[1] messages list   KEYS[2] inputs hash   KEYS[3] head hash
   ARGV[1] fromIndex (>= 0)
   Returns: 'list [Message JSON, ...]'
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 
-local items = redis.call('LRANGE', KEYS[1], ARGV[1], -1)
+local trimmed = tonumber(redis.call('HGET', KEYS[3], 'messagesTrimmedThrough')) or 0
+local items = redis.call('LRANGE', KEYS[1], math.max(0, tonumber(ARGV[1]) - trimmed), -1)
 for i = 1, #items do
   local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
   if ref then

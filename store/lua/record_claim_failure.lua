@@ -6,7 +6,7 @@
 
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset  KEYS[8] turns hash
+  KEYS[7] deadlines zset  KEYS[8] turns hash      KEYS[9] ended list
   ARGV[1]  key prefix
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
@@ -33,7 +33,7 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8] }
+local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8], ended = KEYS[9] }
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local expected, turn_json, turn_raw, error_json = tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
 local max_failures, base_ms, now_str = math.max(1, tonumber(ARGV[9])), tonumber(ARGV[10]), ARGV[11]
@@ -41,7 +41,7 @@ local now = tonumber(now_str)
 
 local h = read_head(k.head, {
   'agentId', 'epoch', 'leaseOwner', 'version', 'activeTurnId', 'workerTarget', 'lastEventId',
-  'messageCount', '_failTurn', '_failCount',
+  'messageCount', '_failTurn', '_failCount', 'currentTask', '_ended',
 })
 if not h then
   return 'agent_not_found'

@@ -5,7 +5,7 @@
 
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset  KEYS[8] turns hash
+  KEYS[7] deadlines zset  KEYS[8] turns hash      KEYS[9] ended list
   ARGV[1] key prefix
   ARGV[2] agentId (raw)
   ARGV[3] expectedVersion
@@ -23,10 +23,12 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8] }
+local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8], ended = KEYS[9] }
 local prefix, agent_id, expected, turn_json, turn_raw, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 
-local h = read_head(k.head, { 'agentId', 'epoch', 'version', 'activeTurnId', 'workerTarget', 'lastEventId', 'messageCount' })
+local h = read_head(k.head, {
+  'agentId', 'epoch', 'version', 'activeTurnId', 'workerTarget', 'lastEventId', 'messageCount', 'currentTask', '_ended',
+})
 if not h then
   return 'agent_not_found'
 end

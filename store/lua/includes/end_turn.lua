@@ -4,9 +4,10 @@
   reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
   it after every check (it writes). Needs head.lua.
 
-  k: { head, tasks, mail, msgs, events, calls, deadlines, turns } keys of the agent
+  k: { head, tasks, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
-     messageCount, version
+     messageCount, version, currentTask, _ended (the turn joins the ended
+     list, so retention can drop its records later: includes/retention.lua)
   turn_raw: the active turn id, raw ('' when none)
   end_at: ARGV index of the TurnEnd: snapshot JSON, state JSON, M, E, then
      M message JSONs and E event tails ({type, data} without the opening brace)
@@ -22,7 +23,9 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   if n_msg > 0 then
     local items = {}
     for i = 1, n_msg do items[i] = ARGV[end_at + 3 + i] end
-    message_count = push_all(k.msgs, items)
+    push_all(k.msgs, items)
+    -- messageCount is logical (trimmed messages included): it counts, not the list length.
+    message_count = message_count + n_msg
   end
   local tails = {}
   for i = 1, n_ev do tails[i] = ARGV[end_at + 3 + n_msg + i] end
@@ -47,6 +50,12 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
     local final = 'ended'
     if state == '"failed"' then final = 'failed' elseif state == '"done"' then final = 'done' end
     redis.call('HSET', k.turns, turn_raw, final)
+    local idem = ''
+    local task = h.currentTask and h.currentTask ~= 'null' and cjson.decode(h.currentTask)
+    if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = task.idempotencyKey end
+    redis.call('RPUSH', k.ended, turn_raw .. '\n' .. idem .. '\n' .. int(message_count))
+    extra[#extra + 1] = '_ended'
+    extra[#extra + 1] = int((tonumber(h._ended) or 0) + 1)
   end
   -- Mail is for the active turn only: it goes with it.
   redis.call('DEL', k.mail)

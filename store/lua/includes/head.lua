@@ -8,11 +8,13 @@
     _cancel       token of the last accepted cancel (replay guard)
     _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
     _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 12)
+    _ckpts, _evBytes, _ended, _endedBase   retention (includes/retention.lua)
 ]]
 local HEAD_FIELDS = {
   'agentId', 'agentName', 'workerTarget', 'createdAt', 'updatedAt', 'activeTurnId',
   'currentTask', 'epoch', 'version', 'snapshot', 'state', 'leaseOwner', 'leaseUntil',
   'runnableAt', 'pendingTasks', 'pendingMail', 'messageCount', 'lastEventId',
+  'eventsTrimmedThrough', 'messagesTrimmedThrough',
 }
 
 -- Integers are written with %d: tostring() would switch to exponent form past 14 digits.
@@ -53,7 +55,13 @@ end
 local function head_json(h)
   local parts = {}
   for i = 1, #HEAD_FIELDS do
-    parts[i] = '"' .. HEAD_FIELDS[i] .. '":' .. (h[HEAD_FIELDS[i]] or 'null')
+    local name = HEAD_FIELDS[i]
+    local v = h[name]
+    if not v then
+      -- The trim points are absent from heads written before retention existed: 0.
+      v = (name == 'eventsTrimmedThrough' or name == 'messagesTrimmedThrough') and '0' or 'null'
+    end
+    parts[i] = '"' .. name .. '":' .. v
   end
   return '{' .. table.concat(parts, ',') .. '}'
 end
@@ -77,12 +85,13 @@ end
 ]]
 local function append_events(events_key, last, turn_id_json, now_str, tails)
   -- no checks: appends what the calling script has checked.
-  local items = {}
+  local items, bytes = {}, 0
   for i = 1, #tails do
     items[i] = '{"id":' .. int(last + i) .. ',"at":' .. now_str .. ',"turnId":' .. turn_id_json .. ',' .. tails[i]
+    bytes = bytes + #items[i]
   end
   push_all(events_key, items)
-  return last + #tails
+  return last + #tails, bytes
 end
 
 -- A JSON array of already encoded items.

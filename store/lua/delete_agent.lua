@@ -1,0 +1,57 @@
+--[[
+  delete_agent: removes an agent and every record it owns (store/port.ts
+  invariant 19), and its entries in the shared indexes: its bell in the
+  ready queue of its target, its members of the deadline index, its entry
+  in the agents index. Verdict records (the verdicts hash) are kept: they
+  are the audit trail; the agent's verdict list goes.
+
+  KEYS[1] head hash   KEYS[2] turns hash   KEYS[3] deadlines zset   KEYS[4] agents zset
+  KEYS[5..] every other key of the agent: the fixed ones and those a SCAN
+            of the agent's hash tag found (calls hashes, delivery records)
+  ARGV[1] key prefix   ARGV[2] agentId (raw)
+  Undeclared keys: the ready zset of the agent's stored target; the calls
+  hashes of the turns listed in the turns hash (the agent's hash tag).
+  Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
+]]
+-- @include keys.lua
+-- @include head.lua
+
+local prefix, agent_id = ARGV[1], ARGV[2]
+local h = read_head(KEYS[1], { 'agentId', 'workerTarget', 'activeTurnId' })
+local found = h ~= nil
+-- Checks done; writes follow.
+local calls = {}
+for i = 5, #KEYS do
+  local turn = string.match(KEYS[i], ':calls:(.*)$')
+  if turn then calls[turn] = KEYS[i] end
+end
+for _, turn in ipairs(redis.call('HKEYS', KEYS[2])) do
+  calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
+end
+if found and h.activeTurnId ~= 'null' then
+  local turn = cjson.decode(h.activeTurnId)
+  calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
+end
+for turn, key in pairs(calls) do
+  local members = {}
+  for _, field in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(field, 1, 2) == 'c:' then
+      members[#members + 1] = agent_id .. '\n' .. turn .. '\n' .. string.sub(field, 3)
+    end
+  end
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', KEYS[3], unpack(members, i, math.min(i + 999, #members)))
+  end
+  redis.call('DEL', key)
+end
+if found then
+  redis.call('ZREM', ready_key(prefix, h.workerTarget), agent_id)
+end
+redis.call('ZREM', KEYS[4], agent_id)
+-- The agent's own keys: KEYS[1], KEYS[2] and KEYS[5..] (never the shared indexes 3 and 4).
+local own = { KEYS[1], KEYS[2] }
+for i = 5, #KEYS do own[#own + 1] = KEYS[i] end
+for i = 1, #own, 1000 do
+  redis.call('DEL', unpack(own, i, math.min(i + 999, #own)))
+end
+return found and 'deleted' or 'agent_not_found'
