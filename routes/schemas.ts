@@ -220,9 +220,10 @@ export type AgentView = z.infer<typeof AgentView>;
  * Stored events, one component per type of the catalogue (machines/event-log.ts):
  * `<Type>Event` with `type` a literal and `data` the type's shape, and
  * `CustomEvent` for the types an `afterAttempt` hook adds (any type the
- * runtime does not write). `StoredEvent` is their `oneOf` with a
- * discriminator on `type` mapping each runtime type to its component, so a
- * generated client narrows `data` on `type`.
+ * runtime does not write). `RuntimeEvent` is the `oneOf` of the former with a
+ * discriminator on `type` mapping each type to its component, so a generated
+ * client narrows `data` on `type`; `StoredEvent` is `RuntimeEvent` or
+ * `CustomEvent`.
  */
 export { EVENT_TYPES };
 
@@ -255,8 +256,13 @@ type AnyRuntimeEventSchema = { [T in EventType]: RuntimeEventSchema<T> }[EventTy
 
 const runtimeEvents = EVENT_TYPES.map((t) => RUNTIME_EVENTS[t]) as [AnyRuntimeEventSchema, ...AnyRuntimeEventSchema[]];
 
-/** An event of a type the runtime writes, checked against that type's `data`. */
-export const RuntimeEvent = z.discriminatedUnion("type", runtimeEvents);
+/**
+ * An event of a type the runtime writes, checked against that type's `data`:
+ * a `oneOf` with a discriminator mapping every runtime type to its component.
+ */
+export const RuntimeEvent = z.discriminatedUnion("type", runtimeEvents)
+  .describe("An event of a type the runtime writes; `type` tells which `data` it carries")
+  .openapi("RuntimeEvent");
 
 export const CustomEvent = z.object({
   id: eventFields.id,
@@ -268,12 +274,16 @@ export const CustomEvent = z.object({
   turnId: eventFields.turnId,
 }).describe("An event an `afterAttempt` hook of the verifier gate added (docs/verification.md)").openapi("CustomEvent");
 
-export const StoredEvent = z.union([...runtimeEvents, CustomEvent]).openapi("StoredEvent", {
-  description: "An entry of the agent's event log: one of the runtime's event types, or a hook's own (`CustomEvent`)",
-  discriminator: {
-    propertyName: "type",
-    mapping: Object.fromEntries(EVENT_TYPES.map((t) => [t, `#/components/schemas/${componentName(t)}`])),
-  },
+/**
+ * An entry of the log: `oneOf` a `RuntimeEvent` or a `CustomEvent`. The
+ * discriminator sits on `RuntimeEvent`, not here: a discriminator over a
+ * member no mapping names gives that member its schema name as implicit
+ * `type` value in generators (openapi-typescript types `CustomEvent.type`
+ * as `"CustomEvent"`).
+ */
+export const StoredEvent = z.union([z.lazy(() => RuntimeEvent), CustomEvent]).openapi("StoredEvent", {
+  description: "An entry of the agent's event log: an event of a type the runtime writes (`RuntimeEvent`, " +
+    "discriminated on `type`), or one an `afterAttempt` hook added (`CustomEvent`)",
 }, { unionPreferredType: "oneOf" });
 
 export const EventsPage = z.object({
