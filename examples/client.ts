@@ -58,10 +58,13 @@ export async function runScenario(baseUrl: string, fetchImpl?: typeof fetch, age
     if (typeof body !== "object" || body === null || !("events" in body)) throw new Error("Cannot read the events as a JSON page");
     return body;
   };
-  const isApproval = (e: { type: string; data: Record<string, unknown> }) => e.type === "tool_call" && e.data.name === "approve_refund";
+  // Events are a union discriminated on `type`: narrowing on it types `data`.
+  type PageEvent = Awaited<ReturnType<typeof readPage>>["events"][number];
+  const isApproval = (e: PageEvent): e is Extract<PageEvent, { type: "tool_call" }> =>
+    e.type === "tool_call" && e.data.name === "approve_refund";
   const page = await until(readPage, (p) => p.events.some(isApproval), "the approve_refund call");
   const call = page.events.find(isApproval)!;
-  const toolCallId = String(call.data.toolCallId);
+  const toolCallId = call.data.toolCallId;
 
   const waiting = await until(
     async () => await (await agent.$get({ param })).json(),

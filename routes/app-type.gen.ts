@@ -94,7 +94,466 @@ export type GatehouseSchema = MergeSchemaPath<{
                 head: {
                     [x: string]: JSONValue;
                 };
-                events: {
+                events: ({
+                    id: number;
+                    type: "snapshot_unrestorable";
+                    data: {
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "step";
+                    data: {
+                        phase: "started";
+                        step: number;
+                    } | {
+                        phase: "planning";
+                        step: number;
+                        text: string | null;
+                    } | {
+                        phase: "executing";
+                        step: number;
+                        toolCallIds: string[];
+                    } | {
+                        phase: "completed";
+                        step: number;
+                        model: string;
+                        llmUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        llmResponseCost: number;
+                        toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result";
+                    data: {
+                        toolCallId: string;
+                        name: string;
+                        ok: boolean;
+                        outcome: {
+                            ok: true;
+                            value: JSONValue;
+                        } | {
+                            ok: false;
+                            error: {
+                                type: string;
+                                message: string;
+                                retryable?: boolean | undefined;
+                                metadata?: {
+                                    [x: string]: JSONValue;
+                                } | undefined;
+                            };
+                        };
+                        afterExecution: "continue" | "terminate";
+                        durationMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_enqueued";
+                    data: {
+                        turnId: string;
+                        options: {
+                            verifyMaxAttempts?: number | undefined;
+                        };
+                        inputBytes: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result_received";
+                    data: {
+                        toolCallId: string;
+                        ok: boolean;
+                        source: "http" | "watchdog" | "inline";
+                        afterExecution: "continue" | "terminate";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_cancelled";
+                    data: {
+                        turnId: string;
+                        reason: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "cancel_requested";
+                    data: {
+                        reason: string;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "watchdog_skipped";
+                    data: {
+                        toolCallId: string;
+                        reason: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_failed";
+                    data: {
+                        attempt: number;
+                        maxAttempts: number;
+                        error: string;
+                        workerId: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "transition";
+                    data: {
+                        seq: number;
+                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        event: {
+                            type: "TASK_STARTED";
+                            at: number;
+                            turnId: string;
+                            config: {
+                                maxSteps: number;
+                                completion: "agent_output" | "submit_result";
+                                mustEndWith: string[];
+                                verifyMaxAttempts: number;
+                                maxVerifierErrors: number;
+                            };
+                        } | {
+                            type: "MODEL_STEP";
+                            at: number;
+                            text: string | null;
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                args: JSONValue;
+                                external: boolean;
+                                deadline: number;
+                            }[];
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            cost: number;
+                        } | {
+                            type: "MODEL_FAILED";
+                            at: number;
+                            message: string;
+                        } | {
+                            type: "STEP_BUDGET_EXHAUSTED";
+                            at: number;
+                        } | {
+                            type: "TOOL_RESULT";
+                            at: number;
+                            toolCallId: string;
+                            outcome: {
+                                ok: true;
+                                value: JSONValue;
+                            } | {
+                                ok: false;
+                                error: {
+                                    type: string;
+                                    message: string;
+                                    retryable?: boolean | undefined;
+                                    metadata?: {
+                                        [x: string]: JSONValue;
+                                    } | undefined;
+                                };
+                            };
+                            afterExecution: "continue" | "terminate";
+                        } | {
+                            type: "VERIFY_PASSED";
+                            at: number;
+                            hash: string;
+                            result: JSONValue;
+                        } | {
+                            type: "VERIFY_REJECTED";
+                            at: number;
+                            hash: string;
+                            code: string;
+                            message: string;
+                            retryable: boolean;
+                            metadata?: {
+                                [x: string]: JSONValue;
+                            } | undefined;
+                        } | {
+                            type: "VERIFY_ERROR";
+                            at: number;
+                            message: string;
+                            retryAt: number;
+                        } | {
+                            type: "FEEDBACK_APPENDED";
+                            at: number;
+                        } | {
+                            type: "CANCEL";
+                            at: number;
+                            reason: string;
+                        } | {
+                            type: "TURN_FAILED";
+                            at: number;
+                            turnId: string;
+                            reason: "claim_error" | "reset";
+                            message: string;
+                        };
+                        snapshotReset?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task";
+                    data: {
+                        turnId: string | null;
+                        status: "done" | "failed";
+                        deliverable: JSONValue;
+                        error: {
+                            reason: string;
+                            message: string;
+                        } | null;
+                        usage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                            cost: number;
+                            steps: number;
+                        };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "chunk";
+                    data: {
+                        step: number;
+                        text: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "model_error";
+                    data: {
+                        step: number;
+                        attempt: number;
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_call";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline?: number | undefined;
+                        builtin?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "submit_result_degraded";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        missingFields: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "mail_ignored";
+                    data: {
+                        seq: number;
+                        kind: "cancel";
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        turnId: string | null;
+                        activeTurnId: string | null;
+                        why: "turn_finished" | "not_in_turn";
+                    } | {
+                        seq: number;
+                        kind: "tool_result";
+                        toolCallId: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "event_ignored";
+                    data: {
+                        event: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "worker_missing_definition";
+                    data: {
+                        agent: string;
+                        workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_yielded";
+                    data: {
+                        reason: "budget";
+                        steps: number;
+                        elapsedMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_started";
+                    data: {
+                        replayed: boolean;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verdict_recorded";
+                    data: {
+                        verdictId: string;
+                        guardianCode: string;
+                        status: "PASS" | "NEEDS_CHANGES" | "FAIL";
+                        how: "written" | "exists" | "recalled";
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_passed";
+                    data: {
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_rejected";
+                    data: {
+                        code: string;
+                        message: string;
+                        retryable: boolean;
+                        replayed: boolean;
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_attempt_counted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_exhausted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_error";
+                    data: {
+                        toolCallId: string | null;
+                        message: string;
+                        systemErrors: number;
+                        final: boolean;
+                        retryAt: number;
+                        attempt?: number | undefined;
+                        maxAttempts?: number | undefined;
+                        candidateHash?: string | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_hook_failed";
+                    data: {
+                        message: string;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_from";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                        snapshot: {
+                            [x: string]: JSONValue;
+                        };
+                        messageCount: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_to";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
                     id: number;
                     type: string;
                     data: {
@@ -102,7 +561,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     };
                     at: number;
                     turnId: string | null;
-                }[];
+                })[];
                 messages: {
                     [x: string]: JSONValue;
                 }[];
@@ -266,6 +725,465 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agentId: string;
                 eventId: number;
                 event: {
+                    id: number;
+                    type: "snapshot_unrestorable";
+                    data: {
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "step";
+                    data: {
+                        phase: "started";
+                        step: number;
+                    } | {
+                        phase: "planning";
+                        step: number;
+                        text: string | null;
+                    } | {
+                        phase: "executing";
+                        step: number;
+                        toolCallIds: string[];
+                    } | {
+                        phase: "completed";
+                        step: number;
+                        model: string;
+                        llmUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        llmResponseCost: number;
+                        toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result";
+                    data: {
+                        toolCallId: string;
+                        name: string;
+                        ok: boolean;
+                        outcome: {
+                            ok: true;
+                            value: JSONValue;
+                        } | {
+                            ok: false;
+                            error: {
+                                type: string;
+                                message: string;
+                                retryable?: boolean | undefined;
+                                metadata?: {
+                                    [x: string]: JSONValue;
+                                } | undefined;
+                            };
+                        };
+                        afterExecution: "continue" | "terminate";
+                        durationMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_enqueued";
+                    data: {
+                        turnId: string;
+                        options: {
+                            verifyMaxAttempts?: number | undefined;
+                        };
+                        inputBytes: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result_received";
+                    data: {
+                        toolCallId: string;
+                        ok: boolean;
+                        source: "http" | "watchdog" | "inline";
+                        afterExecution: "continue" | "terminate";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_cancelled";
+                    data: {
+                        turnId: string;
+                        reason: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "cancel_requested";
+                    data: {
+                        reason: string;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "watchdog_skipped";
+                    data: {
+                        toolCallId: string;
+                        reason: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_failed";
+                    data: {
+                        attempt: number;
+                        maxAttempts: number;
+                        error: string;
+                        workerId: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "transition";
+                    data: {
+                        seq: number;
+                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        event: {
+                            type: "TASK_STARTED";
+                            at: number;
+                            turnId: string;
+                            config: {
+                                maxSteps: number;
+                                completion: "agent_output" | "submit_result";
+                                mustEndWith: string[];
+                                verifyMaxAttempts: number;
+                                maxVerifierErrors: number;
+                            };
+                        } | {
+                            type: "MODEL_STEP";
+                            at: number;
+                            text: string | null;
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                args: JSONValue;
+                                external: boolean;
+                                deadline: number;
+                            }[];
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            cost: number;
+                        } | {
+                            type: "MODEL_FAILED";
+                            at: number;
+                            message: string;
+                        } | {
+                            type: "STEP_BUDGET_EXHAUSTED";
+                            at: number;
+                        } | {
+                            type: "TOOL_RESULT";
+                            at: number;
+                            toolCallId: string;
+                            outcome: {
+                                ok: true;
+                                value: JSONValue;
+                            } | {
+                                ok: false;
+                                error: {
+                                    type: string;
+                                    message: string;
+                                    retryable?: boolean | undefined;
+                                    metadata?: {
+                                        [x: string]: JSONValue;
+                                    } | undefined;
+                                };
+                            };
+                            afterExecution: "continue" | "terminate";
+                        } | {
+                            type: "VERIFY_PASSED";
+                            at: number;
+                            hash: string;
+                            result: JSONValue;
+                        } | {
+                            type: "VERIFY_REJECTED";
+                            at: number;
+                            hash: string;
+                            code: string;
+                            message: string;
+                            retryable: boolean;
+                            metadata?: {
+                                [x: string]: JSONValue;
+                            } | undefined;
+                        } | {
+                            type: "VERIFY_ERROR";
+                            at: number;
+                            message: string;
+                            retryAt: number;
+                        } | {
+                            type: "FEEDBACK_APPENDED";
+                            at: number;
+                        } | {
+                            type: "CANCEL";
+                            at: number;
+                            reason: string;
+                        } | {
+                            type: "TURN_FAILED";
+                            at: number;
+                            turnId: string;
+                            reason: "claim_error" | "reset";
+                            message: string;
+                        };
+                        snapshotReset?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task";
+                    data: {
+                        turnId: string | null;
+                        status: "done" | "failed";
+                        deliverable: JSONValue;
+                        error: {
+                            reason: string;
+                            message: string;
+                        } | null;
+                        usage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                            cost: number;
+                            steps: number;
+                        };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "chunk";
+                    data: {
+                        step: number;
+                        text: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "model_error";
+                    data: {
+                        step: number;
+                        attempt: number;
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_call";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline?: number | undefined;
+                        builtin?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "submit_result_degraded";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        missingFields: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "mail_ignored";
+                    data: {
+                        seq: number;
+                        kind: "cancel";
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        turnId: string | null;
+                        activeTurnId: string | null;
+                        why: "turn_finished" | "not_in_turn";
+                    } | {
+                        seq: number;
+                        kind: "tool_result";
+                        toolCallId: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "event_ignored";
+                    data: {
+                        event: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "worker_missing_definition";
+                    data: {
+                        agent: string;
+                        workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_yielded";
+                    data: {
+                        reason: "budget";
+                        steps: number;
+                        elapsedMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_started";
+                    data: {
+                        replayed: boolean;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verdict_recorded";
+                    data: {
+                        verdictId: string;
+                        guardianCode: string;
+                        status: "PASS" | "NEEDS_CHANGES" | "FAIL";
+                        how: "written" | "exists" | "recalled";
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_passed";
+                    data: {
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_rejected";
+                    data: {
+                        code: string;
+                        message: string;
+                        retryable: boolean;
+                        replayed: boolean;
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_attempt_counted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_exhausted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_error";
+                    data: {
+                        toolCallId: string | null;
+                        message: string;
+                        systemErrors: number;
+                        final: boolean;
+                        retryAt: number;
+                        attempt?: number | undefined;
+                        maxAttempts?: number | undefined;
+                        candidateHash?: string | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_hook_failed";
+                    data: {
+                        message: string;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_from";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                        snapshot: {
+                            [x: string]: JSONValue;
+                        };
+                        messageCount: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_to";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
                     id: number;
                     type: string;
                     data: {
@@ -475,7 +1393,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 };
                 states: {
                     [x: string]: {
-                        type?: "parallel" | "final" | "history" | undefined;
+                        type?: "final" | "parallel" | "history" | undefined;
                         initial?: string | undefined;
                         entry?: (string | {
                             type: string;
@@ -586,7 +1504,466 @@ export type GatehouseSchema = MergeSchemaPath<{
                 };
             };
             output: string | {
-                events: {
+                events: ({
+                    id: number;
+                    type: "snapshot_unrestorable";
+                    data: {
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "step";
+                    data: {
+                        phase: "started";
+                        step: number;
+                    } | {
+                        phase: "planning";
+                        step: number;
+                        text: string | null;
+                    } | {
+                        phase: "executing";
+                        step: number;
+                        toolCallIds: string[];
+                    } | {
+                        phase: "completed";
+                        step: number;
+                        model: string;
+                        llmUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        llmResponseCost: number;
+                        toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result";
+                    data: {
+                        toolCallId: string;
+                        name: string;
+                        ok: boolean;
+                        outcome: {
+                            ok: true;
+                            value: JSONValue;
+                        } | {
+                            ok: false;
+                            error: {
+                                type: string;
+                                message: string;
+                                retryable?: boolean | undefined;
+                                metadata?: {
+                                    [x: string]: JSONValue;
+                                } | undefined;
+                            };
+                        };
+                        afterExecution: "continue" | "terminate";
+                        durationMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_enqueued";
+                    data: {
+                        turnId: string;
+                        options: {
+                            verifyMaxAttempts?: number | undefined;
+                        };
+                        inputBytes: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_result_received";
+                    data: {
+                        toolCallId: string;
+                        ok: boolean;
+                        source: "http" | "watchdog" | "inline";
+                        afterExecution: "continue" | "terminate";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task_cancelled";
+                    data: {
+                        turnId: string;
+                        reason: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "cancel_requested";
+                    data: {
+                        reason: string;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "watchdog_skipped";
+                    data: {
+                        toolCallId: string;
+                        reason: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_failed";
+                    data: {
+                        attempt: number;
+                        maxAttempts: number;
+                        error: string;
+                        workerId: string;
+                        retryAt: number | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "transition";
+                    data: {
+                        seq: number;
+                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        event: {
+                            type: "TASK_STARTED";
+                            at: number;
+                            turnId: string;
+                            config: {
+                                maxSteps: number;
+                                completion: "agent_output" | "submit_result";
+                                mustEndWith: string[];
+                                verifyMaxAttempts: number;
+                                maxVerifierErrors: number;
+                            };
+                        } | {
+                            type: "MODEL_STEP";
+                            at: number;
+                            text: string | null;
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                args: JSONValue;
+                                external: boolean;
+                                deadline: number;
+                            }[];
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            cost: number;
+                        } | {
+                            type: "MODEL_FAILED";
+                            at: number;
+                            message: string;
+                        } | {
+                            type: "STEP_BUDGET_EXHAUSTED";
+                            at: number;
+                        } | {
+                            type: "TOOL_RESULT";
+                            at: number;
+                            toolCallId: string;
+                            outcome: {
+                                ok: true;
+                                value: JSONValue;
+                            } | {
+                                ok: false;
+                                error: {
+                                    type: string;
+                                    message: string;
+                                    retryable?: boolean | undefined;
+                                    metadata?: {
+                                        [x: string]: JSONValue;
+                                    } | undefined;
+                                };
+                            };
+                            afterExecution: "continue" | "terminate";
+                        } | {
+                            type: "VERIFY_PASSED";
+                            at: number;
+                            hash: string;
+                            result: JSONValue;
+                        } | {
+                            type: "VERIFY_REJECTED";
+                            at: number;
+                            hash: string;
+                            code: string;
+                            message: string;
+                            retryable: boolean;
+                            metadata?: {
+                                [x: string]: JSONValue;
+                            } | undefined;
+                        } | {
+                            type: "VERIFY_ERROR";
+                            at: number;
+                            message: string;
+                            retryAt: number;
+                        } | {
+                            type: "FEEDBACK_APPENDED";
+                            at: number;
+                        } | {
+                            type: "CANCEL";
+                            at: number;
+                            reason: string;
+                        } | {
+                            type: "TURN_FAILED";
+                            at: number;
+                            turnId: string;
+                            reason: "claim_error" | "reset";
+                            message: string;
+                        };
+                        snapshotReset?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "task";
+                    data: {
+                        turnId: string | null;
+                        status: "done" | "failed";
+                        deliverable: JSONValue;
+                        error: {
+                            reason: string;
+                            message: string;
+                        } | null;
+                        usage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                            cost: number;
+                            steps: number;
+                        };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "chunk";
+                    data: {
+                        step: number;
+                        text: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "model_error";
+                    data: {
+                        step: number;
+                        attempt: number;
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "tool_call";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline?: number | undefined;
+                        builtin?: true | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "submit_result_degraded";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        missingFields: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "mail_ignored";
+                    data: {
+                        seq: number;
+                        kind: "cancel";
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        turnId: string | null;
+                        activeTurnId: string | null;
+                        why: "turn_finished" | "not_in_turn";
+                    } | {
+                        seq: number;
+                        kind: "tool_result";
+                        toolCallId: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "event_ignored";
+                    data: {
+                        event: string;
+                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "worker_missing_definition";
+                    data: {
+                        agent: string;
+                        workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "claim_yielded";
+                    data: {
+                        reason: "budget";
+                        steps: number;
+                        elapsedMs: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_started";
+                    data: {
+                        replayed: boolean;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verdict_recorded";
+                    data: {
+                        verdictId: string;
+                        guardianCode: string;
+                        status: "PASS" | "NEEDS_CHANGES" | "FAIL";
+                        how: "written" | "exists" | "recalled";
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_passed";
+                    data: {
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_rejected";
+                    data: {
+                        code: string;
+                        message: string;
+                        retryable: boolean;
+                        replayed: boolean;
+                        durationMs: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_attempt_counted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_exhausted";
+                    data: {
+                        attemptsUsed: number;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_error";
+                    data: {
+                        toolCallId: string | null;
+                        message: string;
+                        systemErrors: number;
+                        final: boolean;
+                        retryAt: number;
+                        attempt?: number | undefined;
+                        maxAttempts?: number | undefined;
+                        candidateHash?: string | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "verification_hook_failed";
+                    data: {
+                        message: string;
+                        toolCallId: string;
+                        attempt: number;
+                        maxAttempts: number;
+                        candidateHash: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_from";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                        snapshot: {
+                            [x: string]: JSONValue;
+                        };
+                        messageCount: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "forked_to";
+                    data: {
+                        agentId: string;
+                        atEventId: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
                     id: number;
                     type: string;
                     data: {
@@ -594,7 +1971,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     };
                     at: number;
                     turnId: string | null;
-                }[];
+                })[];
                 nextAfter: number;
                 more: boolean;
                 trimmed?: {

@@ -7,6 +7,7 @@
 import { z } from "@hono/zod-openapi";
 import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
+import { EVENT_DATA, EVENT_TYPES, type EventType, isRuntimeEventType } from "../machines/event-log.ts";
 import { STATES } from "../machines/types.ts";
 import { type ProblemCode, PROBLEMS } from "./problem.ts";
 
@@ -229,28 +230,74 @@ export const AgentView = z.object({
 export type AgentView = z.infer<typeof AgentView>;
 
 /**
- * Event types the runtime writes (docs/architecture.md, "Events in the log");
- * an `afterAttempt` hook of the verifier gate may add its own, so `type` stays
- * an open string.
+ * Stored events, one component per type of the catalogue (machines/event-log.ts):
+ * `<Type>Event` with `type` a literal and `data` the type's shape, and
+ * `CustomEvent` for the types an `afterAttempt` hook adds (any type the
+ * runtime does not write). `RuntimeEvent` is the `oneOf` of the former with a
+ * discriminator on `type` mapping each type to its component, so a generated
+ * client narrows `data` on `type`; `StoredEvent` is `RuntimeEvent` or
+ * `CustomEvent`.
  */
-export const EVENT_TYPES = [
-  "task_enqueued", "task_cancelled", "cancel_requested", "tool_result_received", "watchdog_skipped", "claim_failed",
-  "transition", "step", "chunk", "model_error", "tool_call", "tool_result", "submit_result_degraded", "task",
-  "mail_ignored", "event_ignored", "worker_missing_definition", "snapshot_unrestorable", "claim_yielded",
-  "verification_started", "verdict_recorded", "verification_passed", "verification_rejected",
-  "verification_attempt_counted", "verification_exhausted", "verification_error", "verification_hook_failed",
-  "forked_from", "forked_to",
-] as const;
+export { EVENT_TYPES };
 
-export const StoredEvent = z.object({
+const eventFields = {
   id: z.int().describe("1, 2, 3, … per agent"),
-  type: z.string().describe(`The event type (also the SSE \`event:\` name). Written by the runtime: ${
-    EVENT_TYPES.map((t) => `\`${t}\``).join(", ")
-  }; a verifier hook may add its own`),
-  data: z.record(z.string(), z.unknown()),
   at: z.number().describe("ms since the epoch"),
   turnId: z.string().nullable(),
-}).openapi("StoredEvent");
+};
+
+const componentName = (type: string) => `${type.split("_").map((w) => w[0].toUpperCase() + w.slice(1)).join("")}Event`;
+
+function runtimeEvent<T extends EventType>(type: T) {
+  return z.object({
+    id: eventFields.id,
+    type: z.literal(type).describe("The event type (also the SSE `event:` name)"),
+    data: EVENT_DATA[type] as (typeof EVENT_DATA)[T],
+    at: eventFields.at,
+    turnId: eventFields.turnId,
+  }).describe(EVENT_DATA[type].description ?? type).openapi(componentName(type));
+}
+
+type RuntimeEventSchema<T extends EventType> = ReturnType<typeof runtimeEvent<T>>;
+
+/** The runtime's event schemas, by type. */
+export const RUNTIME_EVENTS = Object.fromEntries(EVENT_TYPES.map((t) => [t, runtimeEvent(t)])) as {
+  [T in EventType]: RuntimeEventSchema<T>;
+};
+
+type AnyRuntimeEventSchema = { [T in EventType]: RuntimeEventSchema<T> }[EventType];
+
+const runtimeEvents = EVENT_TYPES.map((t) => RUNTIME_EVENTS[t]) as [AnyRuntimeEventSchema, ...AnyRuntimeEventSchema[]];
+
+/**
+ * An event of a type the runtime writes, checked against that type's `data`:
+ * a `oneOf` with a discriminator mapping every runtime type to its component.
+ */
+export const RuntimeEvent = z.discriminatedUnion("type", runtimeEvents)
+  .describe("An event of a type the runtime writes; `type` tells which `data` it carries")
+  .openapi("RuntimeEvent");
+
+export const CustomEvent = z.object({
+  id: eventFields.id,
+  type: z.string().min(1).refine((t) => !isRuntimeEventType(t), { error: "a type the runtime writes" })
+    .meta({ not: { enum: [...EVENT_TYPES] } })
+    .describe("A type of the verifier gate's `afterAttempt` hook: any type the runtime does not write"),
+  data: z.record(z.string(), z.unknown()),
+  at: eventFields.at,
+  turnId: eventFields.turnId,
+}).describe("An event an `afterAttempt` hook of the verifier gate added (docs/verification.md)").openapi("CustomEvent");
+
+/**
+ * An entry of the log: `oneOf` a `RuntimeEvent` or a `CustomEvent`. The
+ * discriminator sits on `RuntimeEvent`, not here: a discriminator over a
+ * member no mapping names gives that member its schema name as implicit
+ * `type` value in generators (openapi-typescript types `CustomEvent.type`
+ * as `"CustomEvent"`).
+ */
+export const StoredEvent = z.union([z.lazy(() => RuntimeEvent), CustomEvent]).openapi("StoredEvent", {
+  description: "An entry of the agent's event log: an event of a type the runtime writes (`RuntimeEvent`, " +
+    "discriminated on `type`), or one an `afterAttempt` hook added (`CustomEvent`)",
+}, { unionPreferredType: "oneOf" });
 
 export const EventsPage = z.object({
   events: z.array(StoredEvent),

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { describe, expect, it } from "vitest";
+import { EVENT_TYPES } from "../machines/event-log.ts";
 import { servedDocument, SNAPSHOT, snapshotText } from "../scripts/openapi-snapshot.ts";
 
 /** Routes that answer no 4XX by design (no input, no token): Redocly warns about them, nothing else. */
@@ -47,6 +48,26 @@ describe("the OpenAPI document", () => {
     expect(on.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer" });
     expect(on.paths["/v1/agents/{agentId}/tasks"].post.responses["401"]["x-problem-codes"]).toEqual(["unauthorized"]);
     expect(off.paths["/v1/agents/{agentId}/tasks"].post.responses["401"]).toBeUndefined();
+  });
+
+  it("types the events page as a union discriminated on type: one component per runtime event type, plus CustomEvent", async () => {
+    const doc = await servedDocument() as Record<string, any>;
+    const schemas = doc.components.schemas;
+    const ref = (name: string) => `#/components/schemas/${name}`;
+    const page = doc.paths["/v1/agents/{agentId}/events"].get.responses["200"].content;
+    expect(schemas.EventsPage.properties.events.items).toEqual({ $ref: ref("StoredEvent") });
+    expect(page["text/event-stream"].itemSchema ?? page["text/event-stream"].schema).toBeDefined();
+    expect(schemas.StoredEvent.oneOf).toEqual([{ $ref: ref("RuntimeEvent") }, { $ref: ref("CustomEvent") }]);
+    const { discriminator, oneOf } = schemas.RuntimeEvent;
+    expect(discriminator.propertyName).toBe("type");
+    expect(Object.keys(discriminator.mapping)).toEqual(EVENT_TYPES);
+    expect(oneOf).toEqual(EVENT_TYPES.map((t) => ({ $ref: discriminator.mapping[t] })));
+    for (const t of EVENT_TYPES) {
+      const component = schemas[discriminator.mapping[t].replace(ref(""), "")];
+      expect(component.properties.type.enum).toEqual([t]);
+      expect(component.required).toEqual(expect.arrayContaining(["id", "type", "data", "at", "turnId"]));
+    }
+    expect(schemas.CustomEvent.properties.type.not).toEqual({ enum: EVENT_TYPES });
   });
 
   it("matches docs/openapi.json (run `npm run openapi:snapshot` after an intended change)", async () => {

@@ -86,10 +86,12 @@ describe("routes: a full turn over HTTP", () => {
     await gh.drain();
 
     const page = EventsPage.parse(await (await call("GET", "/v1/agents/a1/events?format=json")).json());
-    const toolCall = page.events.find((e) => e.type === "tool_call" && e.data.name === "ask_human");
+    const toolCall = page.events.find((e): e is Extract<typeof e, { type: "tool_call" }> =>
+      e.type === "tool_call" && e.data.name === "ask_human"
+    );
     expect(toolCall?.data.external).toBe(true);
     expect(toolCall?.turnId).toBe(accepted.turnId);
-    const toolCallId = toolCall!.data.toolCallId as string;
+    const toolCallId = toolCall!.data.toolCallId;
 
     const view = AgentView.parse(await (await call("GET", "/v1/agents/a1")).json());
     expect(view.state).toBe("waiting-tools");

@@ -167,6 +167,17 @@ describe("pass / reject / system-error branching", () => {
     expect(bad.event.type).toBe("VERIFY_PASSED");
     expect(types(bad)).toContain("verification_hook_failed");
   });
+
+  it("a hook event of a type the runtime writes is refused: none of the hook's events is logged, the failure is", async () => {
+    const r = await runVerification(args(agentOf(() => "fine"), verifying(), {
+      afterAttempt: () => ({ events: [{ type: "audit", data: {} }, { type: "transition", data: { from: "idle", to: "done" } }] }),
+    }));
+    expect(r.event.type).toBe("VERIFY_PASSED");
+    expect(types(r)).not.toContain("audit");
+    expect(types(r).filter((t) => t === "transition")).toEqual([]);
+    const failed = r.before.find((e) => e.type === "verification_hook_failed");
+    expect(failed?.data.message).toBe('Cannot log hook event "transition": the runtime writes that type');
+  });
 });
 
 describe("what a verifier is given", () => {

@@ -43,6 +43,7 @@ import type { AnyAgent } from "../agents/define.ts";
 import { attemptNumber, isLastVerifierError, isReplayedRejection } from "../machines/agent.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { NewEvent } from "../common/events.ts";
+import { isRuntimeEventType } from "../machines/event-log.ts";
 import { checkReview, type CheckedReview, type Guardian, outputVerifierCode } from "../verdicts/guardian.ts";
 import { deepFreeze } from "../common/freeze.ts";
 import { isPlainObject, type Json, jsonCopy } from "../common/json.ts";
@@ -89,7 +90,11 @@ export interface VerificationHooks {
   guardians?(agentName: string): readonly Guardian[];
   /** Where verdicts go; null or absent: none are written (and none adopted). */
   verdicts?: VerdictRecorder | null;
-  /** Runs after every attempt; its events go into the attempt's commit. A throw is logged as an event and ignored. */
+  /**
+   * Runs after every attempt; its events go into the attempt's commit. A throw is logged as an event and
+   * ignored, and so are events of a type the runtime writes (`EVENT_TYPES` of machines/event-log.ts): a
+   * hook's events are of its own types (the OpenAPI `CustomEvent`).
+   */
   afterAttempt?(info: AttemptInfo): Promise<{ events: NewEvent[] }> | { events: NewEvent[] };
 }
 
@@ -359,7 +364,12 @@ async function gate(a: GateArgs): Promise<GateResult> {
         agentName: agent.name, agentId: a.agentId, turnId: a.turnId, toolCallId: cand.toolCallId, attempt, maxAttempts,
         candidateHash: hash, replayed, outcome, verdicts: [...verdicts], durationMs, now: a.now(),
       });
-      tail.push(...(r?.events ?? []));
+      const added = r?.events ?? [];
+      // A hook's events are of its own types: one of a type the runtime writes would carry data the
+      // catalogue (machines/event-log.ts) does not describe, and a `transition` would change what replays.
+      const taken = added.find((e) => isRuntimeEventType(e.type));
+      if (taken) throw new Error(`Cannot log hook event "${taken.type}": the runtime writes that type`);
+      tail.push(...added);
     } catch (err) {
       tail.push({ type: "verification_hook_failed", data: { ...base, message: errorText(err) } });
     }

@@ -66,6 +66,7 @@ import { startBudget } from "../../actors/budget.ts";
 import { turnConfig } from "../../actors/host.ts";
 import { buildGatehouse } from "../../gatehouse.ts";
 import type { AnyAgent } from "../../agents/define.ts";
+import type { StoredEvent } from "../../common/events.ts";
 import type { AfterExecution } from "../../common/outcome.ts";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext, AgentEvent, TurnConfig } from "../../machines/types.ts";
@@ -395,6 +396,8 @@ export interface HostRun {
   claims: number;
   /** Claims that waited for a verifier retry: the clock was moved to the `retryAt` the store had as ready time. */
   retriesWaited: number;
+  /** The agent's event log at the end of the run. */
+  events: StoredEvent[];
 }
 
 type LoggedTransition = { from: string; to: string; event: AgentEvent };
@@ -568,7 +571,8 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
   }
   if (failures.length > 0) throw new Error(`${sc.name}\n${failures[0]}`);
   if (taken.size !== path.length) throw new Error(`${sc.name}: ${taken.size} of ${path.length} transitions checked`);
-  return { checks, taken: [...taken.values()], claims, retriesWaited };
+  const events = (await base.getAgent(AGENT_ID)) ? await base.readEvents(AGENT_ID, 0, 100_000) : [];
+  return { checks, taken: [...taken.values()], claims, retriesWaited, events };
 
   async function play(): Promise<void> {
     for (let guard = 0;; guard++) {

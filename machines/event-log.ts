@@ -1,0 +1,276 @@
+/**
+ * The event catalogue: every event type the runtime writes to an agent's log,
+ * with the shape of its `data`. It lives beside the machine because it is
+ * built on the machine's states and events and is read by both the verifier
+ * gate and the routes. One entry per type in `EVENT_DATA`; the rest follows
+ * from it:
+ * - `EVENT_TYPES`, the list docs/http.md and the OpenAPI document name;
+ * - the OpenAPI components `<Type>Event` and the `StoredEvent` union
+ *   (routes/schemas.ts), which a generated client narrows on `type`;
+ * - the rule for events of other types (`isRuntimeEventType`): an
+ *   `afterAttempt` hook of the verifier gate may log events of its own types,
+ *   any type the catalogue does not hold (verification/gate.ts refuses a
+ *   hook event whose type the runtime writes, so a stored event of a
+ *   catalogued type always has the catalogued `data`).
+ *
+ * Invariant: every event the runtime can write parses with the entry of its
+ * type (`data` objects are strict: a field the catalogue does not name fails
+ * too); tests/event-schemas.test.ts drives the host, the store, the gate,
+ * the watchdog and the routes through every writer and checks each stored
+ * event. Adding an event type (or a field) is one change here.
+ *
+ * Responses are not validated against these schemas at run time: they
+ * describe what the writers produce, they never reject it.
+ */
+import { z } from "zod";
+import { STATES } from "./types.ts";
+
+const int = () => z.int().min(0);
+const ms = () => z.number().describe("ms since the epoch");
+const State = z.enum(STATES);
+const AfterExecution = z.enum(["continue", "terminate"]);
+
+/** A tool's outcome as stored (`retriable` already renamed, see common/outcome.ts). */
+const StoredOutcome = z.discriminatedUnion("ok", [
+  z.strictObject({ ok: z.literal(true), value: z.unknown() }),
+  z.strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({
+      type: z.string(),
+      message: z.string(),
+      retryable: z.boolean().optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    }),
+  }),
+]);
+
+const TurnConfig = z.strictObject({
+  maxSteps: int(),
+  completion: z.enum(["agent_output", "submit_result"]),
+  mustEndWith: z.array(z.string()),
+  verifyMaxAttempts: int(),
+  maxVerifierErrors: int(),
+});
+
+const TokenUsage = z.strictObject({ inputTokens: int(), outputTokens: int() });
+const TurnUsage = z.strictObject({ inputTokens: int(), outputTokens: int(), cost: z.number(), steps: int() });
+
+/**
+ * The machine events a `transition` logs (machines/types.ts `AgentEvent`);
+ * `TASK_STARTED` without its `input` (stored once per turn, read with `getTurn`).
+ */
+export const MachineEvent = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("TASK_STARTED"), at: ms(), turnId: z.string(), config: TurnConfig }),
+  z.strictObject({
+    type: z.literal("MODEL_STEP"),
+    at: ms(),
+    text: z.string().nullable(),
+    toolCalls: z.array(z.strictObject({
+      id: z.string(),
+      name: z.string(),
+      args: z.unknown(),
+      external: z.boolean(),
+      deadline: ms(),
+    })),
+    usage: TokenUsage,
+    cost: z.number(),
+  }),
+  z.strictObject({ type: z.literal("MODEL_FAILED"), at: ms(), message: z.string() }),
+  z.strictObject({ type: z.literal("STEP_BUDGET_EXHAUSTED"), at: ms() }),
+  z.strictObject({
+    type: z.literal("TOOL_RESULT"),
+    at: ms(),
+    toolCallId: z.string(),
+    outcome: StoredOutcome,
+    afterExecution: AfterExecution,
+  }),
+  z.strictObject({ type: z.literal("VERIFY_PASSED"), at: ms(), hash: z.string(), result: z.unknown() }),
+  z.strictObject({
+    type: z.literal("VERIFY_REJECTED"),
+    at: ms(),
+    hash: z.string(),
+    code: z.string(),
+    message: z.string(),
+    retryable: z.boolean(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  }),
+  z.strictObject({ type: z.literal("VERIFY_ERROR"), at: ms(), message: z.string(), retryAt: ms() }),
+  z.strictObject({ type: z.literal("FEEDBACK_APPENDED"), at: ms() }),
+  z.strictObject({ type: z.literal("CANCEL"), at: ms(), reason: z.string() }),
+  z.strictObject({
+    type: z.literal("TURN_FAILED"),
+    at: ms(),
+    turnId: z.string(),
+    reason: z.enum(["claim_error", "reset"]),
+    message: z.string(),
+  }),
+]);
+
+/** What every verifier gate event of an attempt carries. */
+const attempt = {
+  toolCallId: z.string().describe("The candidate's tool call"),
+  attempt: int(),
+  maxAttempts: int(),
+  candidateHash: z.string(),
+};
+
+/**
+ * Every event type the runtime writes, with its `data`, in the order the
+ * docs list them: the store's, the turn's, the host's, the gate's, the
+ * fork's. `describe` is the one-line summary the OpenAPI document shows.
+ */
+export const EVENT_DATA = {
+  // ------------------------------------------------------------ the store
+  task_enqueued: z.strictObject({
+    turnId: z.string(),
+    options: z.strictObject({ verifyMaxAttempts: int().optional() }),
+    inputBytes: int().describe("Bytes of the task's input JSON (the input is stored once, read with GET …/turns/{turnId})"),
+  }).describe("A task entered the inbox"),
+  tool_result_received: z.strictObject({
+    toolCallId: z.string(),
+    ok: z.boolean(),
+    source: z.enum(["http", "watchdog", "inline"]),
+    afterExecution: AfterExecution,
+  }).describe("A tool result was delivered for the host to apply"),
+  task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string() })
+    .describe("A queued task was removed before it started"),
+  cancel_requested: z.strictObject({ reason: z.string(), turnId: z.string().describe("The turn the cancel is aimed at") })
+    .describe("A cancel of the active turn was accepted"),
+  watchdog_skipped: z.strictObject({ toolCallId: z.string(), reason: z.string(), retryAt: ms().nullable() })
+    .describe("A due tool call the watchdog could not time out, moved out of its way"),
+  claim_failed: z.strictObject({
+    attempt: int(),
+    maxAttempts: int(),
+    error: z.string(),
+    workerId: z.string(),
+    retryAt: ms().nullable().describe("null: the last attempt, the turn failed"),
+  }).describe("A claim of the turn threw"),
+  // ------------------------------------------------------------- the turn
+  transition: z.strictObject({
+    seq: int().describe("1, 2, … within the commit"),
+    from: State,
+    to: State,
+    event: MachineEvent,
+    snapshotReset: z.literal(true).optional()
+      .describe("The stored snapshot could not be restored; the turn failed from the initial one"),
+  }).describe("A machine transition; replaying them rebuilds every snapshot"),
+  task: z.strictObject({
+    turnId: z.string().nullable(),
+    status: z.enum(["done", "failed"]),
+    deliverable: z.unknown().describe("The turn's output (null when it failed)"),
+    error: z.strictObject({ reason: z.string(), message: z.string() }).nullable(),
+    usage: TurnUsage,
+  }).describe("The turn ended"),
+  // ------------------------------------------------------------- the host
+  step: z.discriminatedUnion("phase", [
+    z.strictObject({ phase: z.literal("started"), step: int() }),
+    z.strictObject({ phase: z.literal("planning"), step: int(), text: z.string().nullable() }),
+    z.strictObject({ phase: z.literal("executing"), step: int(), toolCallIds: z.array(z.string()) }),
+    z.strictObject({
+      phase: z.literal("completed"),
+      step: int(),
+      model: z.string(),
+      llmUsage: TokenUsage,
+      llmResponseCost: z.number(),
+      toolCallIds: z.array(z.string()),
+    }),
+  ]).describe("A model step: started, planning (its text), executing (its tool calls), completed (its usage)"),
+  chunk: z.strictObject({ step: int(), text: z.string() })
+    .describe("The model's streamed text, joined into pieces of 512+ characters"),
+  model_error: z.strictObject({ step: int(), attempt: int(), message: z.string() })
+    .describe("A model call failed (retried up to the agent's modelAttempts)"),
+  tool_call: z.strictObject({
+    step: int(),
+    toolCallId: z.string(),
+    name: z.string(),
+    args: z.unknown(),
+    external: z.boolean().describe("true: answered over POST …/tool-results"),
+    deadline: ms().optional().describe("When the watchdog times the call out (absent for the completion tool)"),
+    builtin: z.literal(true).optional().describe("The completion tool (`submit_result`, `agent_output`)"),
+  }).describe("The model called a tool"),
+  tool_result: z.strictObject({
+    toolCallId: z.string(),
+    name: z.string(),
+    ok: z.boolean(),
+    outcome: StoredOutcome,
+    afterExecution: AfterExecution,
+    durationMs: z.number(),
+  }).describe("An in-process tool finished"),
+  submit_result_degraded: z.strictObject({ step: int(), toolCallId: z.string(), missingFields: z.array(z.string()) })
+    .describe("`submit_result` lacked fields the task asked for; the turn still completes"),
+  mail_ignored: z.discriminatedUnion("kind", [
+    z.strictObject({
+      seq: int(),
+      kind: z.literal("cancel"),
+      state: State,
+      turnId: z.string().nullable().describe("The turn the cancel was aimed at"),
+      activeTurnId: z.string().nullable(),
+      why: z.enum(["not_in_turn", "turn_finished"]),
+    }),
+    z.strictObject({ seq: int(), kind: z.literal("tool_result"), toolCallId: z.string(), state: State }),
+  ]).describe("Mail the host could not apply (its turn ended, or the call is no longer pending)"),
+  event_ignored: z.strictObject({ event: z.string().describe("The machine event's type"), state: State })
+    .describe("The machine did not take a machine event in its state"),
+  worker_missing_definition: z.strictObject({ agent: z.string(), workerId: z.string() })
+    .describe("The worker has no definition of the agent's name; the agent is parked"),
+  snapshot_unrestorable: z.strictObject({ message: z.string() })
+    .describe("The stored snapshot does not restore in this build; the agent is parked"),
+  claim_yielded: z.strictObject({ reason: z.literal("budget"), steps: int(), elapsedMs: z.number() })
+    .describe("A claim with a budget (Workers) handed the agent back with work left"),
+  // -------------------------------------------------------- the verifier gate
+  verification_started: z.strictObject({ ...attempt, replayed: z.boolean() })
+    .describe("The gate judges a candidate"),
+  verdict_recorded: z.strictObject({
+    ...attempt,
+    verdictId: z.string(),
+    guardianCode: z.string(),
+    status: z.enum(["PASS", "NEEDS_CHANGES", "FAIL"]),
+    how: z.enum(["written", "exists", "recalled"]),
+  }).describe("A judgment's verdict was written, found written, or adopted"),
+  verification_passed: z.strictObject({ ...attempt, durationMs: z.number() }).describe("Every judge passed"),
+  verification_rejected: z.strictObject({
+    ...attempt,
+    code: z.string(),
+    message: z.string(),
+    retryable: z.boolean(),
+    replayed: z.boolean(),
+    durationMs: z.number(),
+  }).describe("A judge rejected the candidate"),
+  verification_attempt_counted: z.strictObject({ ...attempt, attemptsUsed: int() })
+    .describe("The attempt counts against the budget (not on a replay)"),
+  verification_exhausted: z.strictObject({ ...attempt, attemptsUsed: int() })
+    .describe("A rejection used the last attempt"),
+  verification_error: z.strictObject({
+    toolCallId: z.string().nullable(),
+    attempt: int().optional(),
+    maxAttempts: int().optional(),
+    candidateHash: z.string().optional(),
+    message: z.string(),
+    systemErrors: int(),
+    final: z.boolean().describe("The turn fails with it (the verifier error budget is spent)"),
+    retryAt: ms(),
+  }).describe("A system error of the gate; the candidate is judged again at retryAt (attempt fields absent when the gate failed before it had them)"),
+  verification_hook_failed: z.strictObject({ ...attempt, message: z.string() })
+    .describe("The afterAttempt hook threw (or returned an event of a type the runtime writes)"),
+  // -------------------------------------------------------------- forks
+  forked_from: z.strictObject({
+    agentId: z.string().describe("The source agent"),
+    atEventId: int(),
+    snapshot: z.record(z.string(), z.unknown()),
+    messageCount: int(),
+  }).describe("The first event of a fork"),
+  forked_to: z.strictObject({ agentId: z.string().describe("The new agent"), atEventId: int() })
+    .describe("The source agent was forked"),
+} as const satisfies Record<string, z.ZodType>;
+
+export type EventType = keyof typeof EVENT_DATA;
+
+/** Event types the runtime writes, in catalogue order. */
+export const EVENT_TYPES = Object.keys(EVENT_DATA) as EventType[];
+
+const KNOWN = new Set<string>(EVENT_TYPES);
+
+/** Whether the runtime writes events of this type (else: a hook's own type). */
+export function isRuntimeEventType(type: string): type is EventType {
+  return KNOWN.has(type);
+}

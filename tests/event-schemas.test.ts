@@ -1,0 +1,161 @@
+/**
+ * The event catalogue is complete: every event the runtime writes parses
+ * with the schema of its type (machines/event-log.ts, `RuntimeEvent` of the
+ * OpenAPI document), never only with the catch-all `CustomEvent`.
+ *
+ * The events come from real runs: the model-based host paths
+ * (tests/helpers/host-paths.ts: a scripted model, in-process and external
+ * tools, deliveries, watchdog timeouts, verifier passes, rejections and
+ * errors, cancels, resets, failing claims), one run for each transition of
+ * the machine, and a run over HTTP with a guardian, an `afterAttempt` hook,
+ * a queued task cancelled and a fork. The types the runs produce are
+ * counted: a catalogued type no run produces is listed in `NOT_DRIVEN` with
+ * the test that writes it, so a new type shows up here either way.
+ */
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
+import { EVENT_TYPES } from "../machines/event-log.ts";
+import { createGatehouse, defineAgent, defineGuardian, defineTool, memoryStore, scriptedModel } from "../mod.ts";
+import { CustomEvent, RuntimeEvent, StoredEvent } from "../routes/schemas.ts";
+import { generatePaths, walk } from "./helpers/machine-paths.ts";
+import { hostEventsFor, type HostScenario, runHostScenario, translate } from "./helpers/host-paths.ts";
+
+/** Catalogued types these runs do not produce, and where they are written. */
+const NOT_DRIVEN: Record<string, string> = {
+  submit_result_degraded: "tests/host-result-fields.test.ts",
+  mail_ignored: "tests/host-cancel-race.test.ts",
+  event_ignored: "no path: the host applies only events the machine takes",
+  worker_missing_definition: "tests/host-fencing.test.ts",
+  snapshot_unrestorable: "tests/host-fencing.test.ts",
+  watchdog_skipped: "tests/store-conformance.ts (a due call the watchdog cannot time out)",
+};
+
+function failures(events: StoredEventRecord[], where: string): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    const r = RuntimeEvent.safeParse(e);
+    if (!r.success) {
+      const custom = CustomEvent.safeParse(e).success ? " (only CustomEvent accepts it)" : "";
+      out.push(`${where}: event ${e.id} ${e.type}${custom}: ${z.prettifyError(r.error)} ${JSON.stringify(e.data)}`);
+    }
+  }
+  return out;
+}
+
+function hostScenarios(): HostScenario[] {
+  const all: HostScenario[] = [];
+  const names = new Set<string>();
+  for (const events of generatePaths(hostEventsFor)) {
+    const w = walk(events);
+    if (w.events.length === 0) continue;
+    for (const external of [false, true]) {
+      const sc = translate(w, external);
+      if (sc && !names.has(sc.name)) {
+        names.add(sc.name);
+        all.push(sc);
+      }
+    }
+  }
+  all.sort((a, b) => a.walk.events.length - b.walk.events.length || (a.name < b.name ? -1 : 1));
+  // The shortest scenario for each (transition, mechanism) pair.
+  const seen = new Set<string>();
+  return all.filter((sc) => {
+    const features = sc.walk.keys.map((k, i) => `${k} via ${sc.via[i]}`).filter((f) => !seen.has(f));
+    for (const f of features) seen.add(f);
+    return features.length > 0;
+  });
+}
+
+async function httpRun(): Promise<StoredEventRecord[]> {
+  const ask = defineTool({ name: "ask_human", description: "ask", parameters: z.object({ q: z.string() }) });
+  const agent = defineAgent({
+    name: "writer",
+    instructions: "",
+    model: scriptedModel([
+      { toolCalls: [{ name: "ask_human", args: { q: "?" } }] },
+      { toolCalls: [{ name: "agent_output", args: { summary: "draft" } }] },
+      { toolCalls: [{ name: "agent_output", args: { summary: "final" } }] },
+    ]),
+    tools: [ask],
+    output: { schema: z.object({ summary: z.string() }), verify: (c: { summary: string }) => c },
+    guardians: [defineGuardian({
+      code: "no_drafts",
+      review: (c: { summary: string }) =>
+        c.summary === "draft" ? { status: "NEEDS_CHANGES", message: "A draft", recommendations: ["Finish it"] } : { status: "PASS" },
+    })],
+  });
+  const store = memoryStore();
+  const gh = createGatehouse({
+    agents: [agent],
+    store,
+    verification: {
+      // The first attempt logs a hook event of its own type, the second one a type the runtime writes (refused).
+      afterAttempt: (info) => ({ events: [{ type: info.attempt === 1 ? "audit" : "task", data: { attempt: info.attempt } }] }),
+    },
+  });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await gh.fetch(new Request(`http://gh.test${path}`, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }));
+    return { status: res.status, body: await res.json() as Record<string, any> };
+  };
+  const t1 = (await call("POST", "/v1/agents/a1/tasks", { agent: "writer", input: "write" })).body.turnId;
+  const t2 = (await call("POST", "/v1/agents/a1/tasks", { agent: "writer", input: "later" })).body.turnId;
+  expect((await call("DELETE", `/v1/agents/a1/tasks/${t2}`)).status).toBe(200);
+  await gh.drain();
+  const page = (await call("GET", "/v1/agents/a1/events?format=json&limit=500")).body;
+  const asked = page.events.find((e: StoredEventRecord) => e.type === "tool_call" && e.data.name === "ask_human");
+  expect(asked).toBeDefined();
+  const fork = await call("POST", "/v1/agents/a1/fork", { atEventId: asked.id, newAgentId: "f1" });
+  expect(fork.status).toBe(201);
+  expect((await call("POST", "/v1/agents/a1/tool-results", {
+    turnId: t1,
+    toolCallId: asked.data.toolCallId,
+    outcome: { ok: true, value: "yes" },
+  })).status).toBe(200);
+  await gh.drain();
+  const read = async (id: string) => (await call("GET", `/v1/agents/${id}/events?format=json&limit=500`)).body.events;
+  return [...await read("a1"), ...await read("f1")];
+}
+
+describe("the event catalogue", () => {
+  it("has a schema for every event the runtime writes (host paths, gate with guardian and hook, cancel, fork)", async () => {
+    const seen = new Set<string>();
+    const bad: string[] = [];
+    const scenarios = hostScenarios();
+    for (const sc of scenarios) {
+      const { events } = await runHostScenario(sc);
+      for (const e of events) seen.add(e.type);
+      bad.push(...failures(events, sc.name));
+    }
+    const http = await httpRun();
+    const hook = http.filter((e) => e.type === "audit");
+    expect(hook.length).toBeGreaterThan(0);
+    for (const e of hook) {
+      expect(StoredEvent.safeParse(e).success).toBe(true);
+      expect(RuntimeEvent.safeParse(e).success).toBe(false);
+    }
+    const runtime = http.filter((e) => e.type !== "audit");
+    for (const e of runtime) seen.add(e.type);
+    bad.push(...failures(runtime, "over HTTP"));
+    expect(bad).toEqual([]);
+    expect(scenarios.length).toBeGreaterThan(10);
+
+    const driven = EVENT_TYPES.filter((t) => !(t in NOT_DRIVEN));
+    expect(driven.filter((t) => !seen.has(t))).toEqual([]);
+    expect([...seen].filter((t) => t in NOT_DRIVEN)).toEqual([]);
+    expect([...seen].filter((t) => !EVENT_TYPES.includes(t as never))).toEqual([]);
+  }, 120_000);
+
+  it("refuses a runtime type with other data, and CustomEvent refuses runtime types", () => {
+    const base = { id: 1, at: 0, turnId: null };
+    expect(RuntimeEvent.safeParse({ ...base, type: "chunk", data: { step: 1, text: "x" } }).success).toBe(true);
+    expect(RuntimeEvent.safeParse({ ...base, type: "chunk", data: { step: 1, text: "x", extra: 1 } }).success).toBe(false);
+    expect(StoredEvent.safeParse({ ...base, type: "chunk", data: { step: "one" } }).success).toBe(false);
+    expect(CustomEvent.safeParse({ ...base, type: "chunk", data: {} }).success).toBe(false);
+    expect(StoredEvent.safeParse({ ...base, type: "audit", data: { anything: [1] } }).success).toBe(true);
+  });
+});
