@@ -31,6 +31,8 @@ const State = z.enum(STATES);
 const AfterExecution = z.enum(["continue", "terminate"]);
 
 /** A tool's outcome as stored (`retriable` already renamed, see common/outcome.ts). */
+const ChildUsage = z.strictObject({ inputTokens: int(), outputTokens: int(), cost: z.number() });
+
 const StoredOutcome = z.discriminatedUnion("ok", [
   z.strictObject({ ok: z.literal(true), value: z.unknown() }),
   z.strictObject({
@@ -83,6 +85,7 @@ export const MachineEvent = z.discriminatedUnion("type", [
     toolCallId: z.string(),
     outcome: StoredOutcome,
     afterExecution: AfterExecution,
+    usage: ChildUsage.optional().describe("What a delegated child agent spent for this call (counts toward the parent's spend limits)"),
   }),
   z.strictObject({ type: z.literal("VERIFY_PASSED"), at: ms(), hash: z.string(), result: z.unknown() }),
   z.strictObject({
@@ -101,10 +104,35 @@ export const MachineEvent = z.discriminatedUnion("type", [
     type: z.literal("TURN_FAILED"),
     at: ms(),
     turnId: z.string(),
-    reason: z.enum(["claim_error", "reset"]),
+    reason: z.enum(["claim_error", "reset", "budget_exhausted"]),
     message: z.string(),
   }),
 ]);
+
+const SpendLimit = z.strictObject({
+  maxTokensPerTurn: z.number().optional(),
+  maxCostPerTurn: z.number().optional(),
+  maxCostTotal: z.number().optional(),
+});
+
+const DelegationLink = z.strictObject({
+  parentAgentId: z.string(),
+  parentAgentName: z.string(),
+  toolName: z.string(),
+  parentTurnId: z.string(),
+  toolCallId: z.string(),
+  depth: int(),
+});
+
+/** The one contract check's record of a tool result (common/contract-validation.ts, docs/contracts.md). */
+const ContractValidation = z.strictObject({
+  applied: z.boolean(),
+  passed: z.boolean(),
+  mismatch: z.enum(["missing_required_key", "type_mismatch", "nil_required_input"]).nullable(),
+  expectedKeys: z.array(z.string()),
+  actualKeys: z.array(z.string()),
+  tolerated: z.array(z.strictObject({ expected: z.string(), found: z.string() })).optional(),
+});
 
 /** What every verifier gate event of an attempt carries. */
 const attempt = {
@@ -123,14 +151,19 @@ export const EVENT_DATA = {
   // ------------------------------------------------------------ the store
   task_enqueued: z.strictObject({
     turnId: z.string(),
-    options: z.strictObject({ verifyMaxAttempts: int().optional() }),
+    options: z.strictObject({
+      verifyMaxAttempts: int().optional(),
+      budget: SpendLimit.optional().describe("This turn's spend limits"),
+      delegation: DelegationLink.optional().describe("The parent's call this task runs (a child agent's task)"),
+    }),
     inputBytes: int().describe("Bytes of the task's input JSON (the input is stored once, read with GET …/turns/{turnId})"),
   }).describe("A task entered the inbox"),
   tool_result_received: z.strictObject({
     toolCallId: z.string(),
     ok: z.boolean(),
-    source: z.enum(["http", "watchdog", "inline"]),
+    source: z.enum(["http", "watchdog", "inline", "delegation"]),
     afterExecution: AfterExecution,
+    contractValidation: ContractValidation,
   }).describe("A tool result was delivered for the host to apply"),
   task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string() })
     .describe("A queued task was removed before it started"),
@@ -195,6 +228,7 @@ export const EVENT_DATA = {
     outcome: StoredOutcome,
     afterExecution: AfterExecution,
     durationMs: z.number(),
+    contractValidation: ContractValidation,
   }).describe("An in-process tool finished"),
   submit_result_degraded: z.strictObject({ step: int(), toolCallId: z.string(), missingFields: z.array(z.string()) })
     .describe("`submit_result` lacked fields the task asked for; the turn still completes"),
@@ -261,6 +295,34 @@ export const EVENT_DATA = {
   }).describe("The first event of a fork"),
   forked_to: z.strictObject({ agentId: z.string().describe("The new agent"), atEventId: int() })
     .describe("The source agent was forked"),
+  // ------------------------------------------- tools, teams and spending
+  interface_overlap: z.strictObject({
+    role: z.string(),
+    method: z.string().describe("The method (tool name) whose successful call showed the overlap"),
+    overlaps: z.array(z.strictObject({ methods: z.tuple([z.string(), z.string()]), kind: z.enum(["alias", "prefix"]) })),
+    hint: z.string(),
+  }).describe("A tool role has methods that look like one capability (an observation; nothing is renamed)"),
+  delegation_started: z.strictObject({
+    step: int(),
+    toolCallId: z.string(),
+    tool: z.string(),
+    childAgent: z.string().describe("The child's definition"),
+    childAgentId: z.string(),
+    depth: int(),
+  }).describe("A call of an agent tool handed a task to a child agent"),
+  delegated_by: DelegationLink.extend({ turnId: z.string().describe("This child's turn") }).describe("This turn runs a parent's agent-tool call"),
+  budget_exhausted: z.strictObject({
+    turnId: z.string(),
+    limit: z.enum(["maxTokensPerTurn", "maxCostPerTurn", "maxCostTotal"]),
+    max: z.number(),
+    used: z.number(),
+    budget: SpendLimit,
+    verdictId: z.string().nullable().describe("The budget guardian's FAIL verdict, null when it could not be recorded"),
+  }).describe("The turn crossed a spend limit and fails with budget_exhausted"),
+  memory_rolled: z.strictObject({ through: int().describe("Messages before this index are covered by the summary"), summaryChars: int() })
+    .describe("The rolling summary of older turns was renewed"),
+  summary_failed: z.strictObject({ message: z.string() })
+    .describe("The summarizer failed: older turns leave the model's view without new summary text"),
 } as const satisfies Record<string, z.ZodType>;
 
 export type EventType = keyof typeof EVENT_DATA;

@@ -104,6 +104,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -152,6 +169,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         afterExecution: "continue" | "terminate";
                         durationMs: number;
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -162,6 +190,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                         turnId: string;
                         options: {
                             verifyMaxAttempts?: number | undefined;
+                            budget?: {
+                                maxTokensPerTurn?: number | undefined;
+                                maxCostPerTurn?: number | undefined;
+                                maxCostTotal?: number | undefined;
+                            } | undefined;
+                            delegation?: {
+                                parentAgentId: string;
+                                parentAgentName: string;
+                                toolName: string;
+                                parentTurnId: string;
+                                toolCallId: string;
+                                depth: number;
+                            } | undefined;
                         };
                         inputBytes: number;
                     };
@@ -173,8 +214,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "http" | "watchdog" | "inline";
+                        source: "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -278,6 +330,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 };
                             };
                             afterExecution: "continue" | "terminate";
+                            usage?: {
+                                inputTokens: number;
+                                outputTokens: number;
+                                cost: number;
+                            } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
                             at: number;
@@ -309,7 +366,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             type: "TURN_FAILED";
                             at: number;
                             turnId: string;
-                            reason: "claim_error" | "reset";
+                            reason: "claim_error" | "reset" | "budget_exhausted";
                             message: string;
                         };
                         snapshotReset?: true | undefined;
@@ -550,6 +607,64 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "interface_overlap";
+                    data: {
+                        role: string;
+                        method: string;
+                        overlaps: {
+                            methods: [string, string];
+                            kind: "alias" | "prefix";
+                        }[];
+                        hint: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegation_started";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        childAgent: string;
+                        childAgentId: string;
+                        depth: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegated_by";
+                    data: {
+                        parentAgentId: string;
+                        parentAgentName: string;
+                        toolName: string;
+                        parentTurnId: string;
+                        toolCallId: string;
+                        depth: number;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "memory_rolled";
+                    data: {
+                        through: number;
+                        summaryChars: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "summary_failed";
+                    data: {
+                        message: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -734,6 +849,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -782,6 +914,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         afterExecution: "continue" | "terminate";
                         durationMs: number;
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -792,6 +935,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                         turnId: string;
                         options: {
                             verifyMaxAttempts?: number | undefined;
+                            budget?: {
+                                maxTokensPerTurn?: number | undefined;
+                                maxCostPerTurn?: number | undefined;
+                                maxCostTotal?: number | undefined;
+                            } | undefined;
+                            delegation?: {
+                                parentAgentId: string;
+                                parentAgentName: string;
+                                toolName: string;
+                                parentTurnId: string;
+                                toolCallId: string;
+                                depth: number;
+                            } | undefined;
                         };
                         inputBytes: number;
                     };
@@ -803,8 +959,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "http" | "watchdog" | "inline";
+                        source: "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -908,6 +1075,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 };
                             };
                             afterExecution: "continue" | "terminate";
+                            usage?: {
+                                inputTokens: number;
+                                outputTokens: number;
+                                cost: number;
+                            } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
                             at: number;
@@ -939,7 +1111,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             type: "TURN_FAILED";
                             at: number;
                             turnId: string;
-                            reason: "claim_error" | "reset";
+                            reason: "claim_error" | "reset" | "budget_exhausted";
                             message: string;
                         };
                         snapshotReset?: true | undefined;
@@ -1185,6 +1357,64 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "interface_overlap";
+                    data: {
+                        role: string;
+                        method: string;
+                        overlaps: {
+                            methods: [string, string];
+                            kind: "alias" | "prefix";
+                        }[];
+                        hint: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegation_started";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        childAgent: string;
+                        childAgentId: string;
+                        depth: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegated_by";
+                    data: {
+                        parentAgentId: string;
+                        parentAgentName: string;
+                        toolName: string;
+                        parentTurnId: string;
+                        toolCallId: string;
+                        depth: number;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "memory_rolled";
+                    data: {
+                        through: number;
+                        summaryChars: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "summary_failed";
+                    data: {
+                        message: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: string;
                     data: {
                         [x: string]: JSONValue;
@@ -1201,7 +1431,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     [x: string]: JSONValue;
                 };
                 messages: {
-                    role: "system" | "user" | "assistant" | "tool";
+                    role: "tool" | "system" | "user" | "assistant";
                     content: string;
                     toolCalls?: {
                         id: string;
@@ -1514,6 +1744,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -1562,6 +1809,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         afterExecution: "continue" | "terminate";
                         durationMs: number;
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -1572,6 +1830,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                         turnId: string;
                         options: {
                             verifyMaxAttempts?: number | undefined;
+                            budget?: {
+                                maxTokensPerTurn?: number | undefined;
+                                maxCostPerTurn?: number | undefined;
+                                maxCostTotal?: number | undefined;
+                            } | undefined;
+                            delegation?: {
+                                parentAgentId: string;
+                                parentAgentName: string;
+                                toolName: string;
+                                parentTurnId: string;
+                                toolCallId: string;
+                                depth: number;
+                            } | undefined;
                         };
                         inputBytes: number;
                     };
@@ -1583,8 +1854,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "http" | "watchdog" | "inline";
+                        source: "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
+                        contractValidation: {
+                            applied: boolean;
+                            passed: boolean;
+                            mismatch: "missing_required_key" | "type_mismatch" | "nil_required_input" | null;
+                            expectedKeys: string[];
+                            actualKeys: string[];
+                            tolerated?: {
+                                expected: string;
+                                found: string;
+                            }[] | undefined;
+                        };
                     };
                     at: number;
                     turnId: string | null;
@@ -1688,6 +1970,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 };
                             };
                             afterExecution: "continue" | "terminate";
+                            usage?: {
+                                inputTokens: number;
+                                outputTokens: number;
+                                cost: number;
+                            } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
                             at: number;
@@ -1719,7 +2006,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             type: "TURN_FAILED";
                             at: number;
                             turnId: string;
-                            reason: "claim_error" | "reset";
+                            reason: "claim_error" | "reset" | "budget_exhausted";
                             message: string;
                         };
                         snapshotReset?: true | undefined;
@@ -1960,6 +2247,64 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "interface_overlap";
+                    data: {
+                        role: string;
+                        method: string;
+                        overlaps: {
+                            methods: [string, string];
+                            kind: "alias" | "prefix";
+                        }[];
+                        hint: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegation_started";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        childAgent: string;
+                        childAgentId: string;
+                        depth: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "delegated_by";
+                    data: {
+                        parentAgentId: string;
+                        parentAgentName: string;
+                        toolName: string;
+                        parentTurnId: string;
+                        toolCallId: string;
+                        depth: number;
+                        turnId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "memory_rolled";
+                    data: {
+                        through: number;
+                        summaryChars: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "summary_failed";
+                    data: {
+                        message: string;
                     };
                     at: number;
                     turnId: string | null;

@@ -16,7 +16,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
 import { EVENT_TYPES } from "../machines/event-log.ts";
-import { createGatehouse, defineAgent, defineGuardian, defineTool, memoryStore, scriptedModel } from "../mod.ts";
+import { agentTool, createGatehouse, defineAgent, defineGuardian, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import { CustomEvent, RuntimeEvent, StoredEvent } from "../routes/schemas.ts";
 import { generatePaths, walk } from "./helpers/machine-paths.ts";
 import { hostEventsFor, type HostScenario, runHostScenario, translate } from "./helpers/host-paths.ts";
@@ -65,6 +65,73 @@ function hostScenarios(): HostScenario[] {
     for (const f of features) seen.add(f);
     return features.length > 0;
   });
+}
+
+/**
+ * Tool registry, delegation, spend limits and the model's memory: a role with
+ * overlapping methods, a parent handing work to a child agent, a turn over
+ * its token limit, and rolling summaries (one that works, one that throws).
+ */
+async function teamRun(): Promise<StoredEventRecord[]> {
+  const fetchPage = defineTool({ name: "fetch", role: "web", description: "fetch", parameters: z.object({ url: z.string() }), execute: () => "page" });
+  const fetchUrl = defineTool({ name: "fetch_url", role: "web", description: "fetch", parameters: z.object({ url: z.string() }), execute: () => "page" });
+  const child = defineAgent({
+    name: "helper",
+    instructions: "",
+    model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] })),
+  });
+  const lead = defineAgent({
+    name: "lead",
+    instructions: "",
+    model: scriptedModel((ctx) =>
+      ctx.step === 1
+        ? { toolCalls: [{ name: "fetch", args: { url: "a" } }, { name: "fetch_url", args: { url: "b" } }] }
+        : ctx.step === 2
+        ? { toolCalls: [{ name: "helper", args: { input: "help" } }] }
+        : { toolCalls: [{ name: "submit_result", args: { result: "done" } }] }
+    ),
+    tools: [fetchPage, fetchUrl, agentTool(child)],
+  });
+  const spender = defineAgent({
+    name: "spender",
+    instructions: "",
+    model: scriptedModel(() => ({ text: "thinking", usage: { inputTokens: 50, outputTokens: 50 } })),
+    budget: { maxTokensPerTurn: 10 },
+  });
+  const rememberer = (name: string, summarize: "truncate" | (() => Promise<string>)) =>
+    defineAgent({
+      name,
+      instructions: "",
+      model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: "ok" } }] })),
+      memory: { keepTurns: 1, summarize },
+    });
+  const store = memoryStore();
+  const gh = createGatehouse({
+    agents: [lead, spender, rememberer("keeper", "truncate"), rememberer("forgetter", () => Promise.reject(new Error("summarizer down")))],
+    store,
+  });
+  const enqueue = async (agentId: string, agent: string, input: string) => {
+    const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${agentId}/tasks`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ agent, input }),
+    }));
+    expect(res.status).toBe(202);
+  };
+  await enqueue("lead1", "lead", "go");
+  await enqueue("spend1", "spender", "go");
+  for (const id of ["keep1", "forget1"]) {
+    for (let i = 0; i < 3; i++) {
+      await enqueue(id, id === "keep1" ? "keeper" : "forgetter", `turn ${i}`);
+      await gh.drain();
+    }
+  }
+  await gh.drain();
+  const ids = (await store.listAgents({ limit: 100 })).map((a) => a.agentId);
+  const out: StoredEventRecord[] = [];
+  for (const id of ids) out.push(...await store.readEvents(id, 0, 1000));
+  await gh.close();
+  return out;
 }
 
 async function httpRun(): Promise<StoredEventRecord[]> {
@@ -122,7 +189,7 @@ async function httpRun(): Promise<StoredEventRecord[]> {
 }
 
 describe("the event catalogue", () => {
-  it("has a schema for every event the runtime writes (host paths, gate with guardian and hook, cancel, fork)", async () => {
+  it("has a schema for every event the runtime writes (host paths, gate with guardian and hook, cancel, fork, registry, delegation, spend limits, memory)", async () => {
     const seen = new Set<string>();
     const bad: string[] = [];
     const scenarios = hostScenarios();
@@ -141,6 +208,9 @@ describe("the event catalogue", () => {
     const runtime = http.filter((e) => e.type !== "audit");
     for (const e of runtime) seen.add(e.type);
     bad.push(...failures(runtime, "over HTTP"));
+    const team = await teamRun();
+    for (const e of team) seen.add(e.type);
+    bad.push(...failures(team, "registry, delegation, spend limits, memory"));
     expect(bad).toEqual([]);
     expect(scenarios.length).toBeGreaterThan(10);
 
