@@ -740,7 +740,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const kind = classifyStep(calls, context.config);
     if (kind === "tools") {
       for (const c of calls) {
-        recordCalls.push({ turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+        const delegated = c.external && agentToolOf(agent!, c.name) !== undefined;
+        recordCalls.push({
+          turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
+          ...(delegated ? { delegated: true } : {}),
+        });
         emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
         const delegate = c.external ? agentToolOf(agent!, c.name) : undefined;
         if (delegate) {

@@ -37,7 +37,7 @@ const deliverToolResult = defineRoute({
     200: json("Accepted, or the same result as the delivery that won (duplicate; nothing changed)", ToolResultAccepted),
   },
 }, [
-  "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "already_resolved",
+  "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "delegated_call", "already_resolved",
   "turn_finished",
 ]);
 
@@ -62,6 +62,11 @@ export function toolResultRoutes(rt: RouteRuntime) {
             ? `Tool call "${body.toolCallId}" timed out before this result arrived; the result was dropped`
             : `Tool call "${body.toolCallId}" was already resolved with another result; this one was dropped`,
           { extra: { resolvedBy: r.resolvedBy } },
+        );
+      case "delegated_call":
+        throw new ProblemError(
+          "delegated_call",
+          `Tool call "${body.toolCallId}" hands its task to a child agent; only the child's result is applied`,
         );
       case "not_external":
         throw new ProblemError(

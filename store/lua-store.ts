@@ -117,7 +117,7 @@ function turnEndArgs(end: TurnEnd): string[] {
 /** Reply words of every script, named once. */
 export const REPLY = [
   "enqueued", "duplicate", "definition_conflict",
-  "accepted", "resolved", "not_external", "agent_not_found", "unknown_call", "turn_finished", "not_active",
+  "accepted", "resolved", "not_external", "delegated_call", "agent_not_found", "unknown_call", "turn_finished", "not_active",
   "claimed", "busy", "empty",
   "renewed", "lost",
   "applied", "fenced", "version", "turn", "tool_call_resolved",
@@ -290,7 +290,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
           tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
           tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
-          now, source === "watchdog" ? "1" : "0",
+          now, source === "watchdog" ? "1" : source === "delegation" ? "d" : "0",
         ],
       );
       return r.status === "resolved" ? answerResolved(r.record, req) : r;

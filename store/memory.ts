@@ -549,6 +549,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (!rec) return { status: "unknown_call" };
         // An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
         if (!rec.external && req.source !== "watchdog") return { status: "not_external" };
+        if (rec.delegated === true && req.source !== "delegation" && req.source !== "watchdog") return { status: "delegated_call" };
         if (rec.status === "resolved") return answerResolved(copy(rec), req);
         if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
         const outcome = copy(req.outcome);

@@ -31,6 +31,10 @@
  *    through `deliverToolResult`; any other source answers `not_external`
  *    and changes nothing, pending or resolved (the tool's own result is
  *    applied by the worker's commit).
+ * 5b. A delegated call (`delegated: true`, a call of an agent tool) is
+ *    answered by its child agent (source `delegation`) or the watchdog's
+ *    timeout; any other source answers `delegated_call` and changes
+ *    nothing, pending or resolved.
  * 6. Idempotency keys of tasks are first-wins per agent.
  * 7. Verdicts are write-once: a second write of a verdict id answers
  *    `exists` and leaves the stored record as it was.
@@ -153,6 +157,7 @@ export type DeliverToolResultResult =
   | { status: "duplicate"; record: ToolCallRecord }
   | { status: "already_resolved"; record: ToolCallRecord; resolvedBy: ResolvedBy }
   | { status: "not_external" }
+  | { status: "delegated_call" }
   | { status: "agent_not_found" }
   | { status: "unknown_call" }
   | { status: "turn_finished" };

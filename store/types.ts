@@ -116,6 +116,8 @@ export interface ToolCallRecord {
   afterExecution?: AfterExecution;
   source?: ToolResultSource;
   resolvedAt?: number;
+  /** A call of an agent tool: only its child's delivery or the watchdog resolves it (store/port.ts invariant 5b). */
+  delegated?: boolean;
   /** The contract check of the result (store/port.ts invariant 17); set once resolved. */
   contractValidation?: ContractValidation;
 }

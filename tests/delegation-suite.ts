@@ -306,6 +306,35 @@ export function delegationSuite(kind: string, makeStore: () => Promise<{ store: 
       expect((await ctxOf(store, childId)).error!.message).toMatch(/timed out/);
     });
 
+    it("the parent's delegated call takes no result over HTTP: 409 delegated_call, nothing changes; the child's result still lands", async () => {
+      // The child waits on an external approval, so the parent waits on the child with its call pending.
+      const approve = defineTool({ name: "approve", description: "Ask a human", parameters: z.object({ q: z.string() }) });
+      const child = childOf("asker", (req) =>
+        req.step === 1 ? { toolCalls: [{ name: "approve", args: { q: "ok?" } }] } : { toolCalls: [{ name: "submit_result", args: { result: "approved" } }] },
+        { tools: [approve] });
+      const parent = parentOf("boss", [agentTool(child.agent, { name: "ask" })], [{ name: "ask", args: { input: "go" } }]);
+      const { gh, clock, store } = await setup([parent.agent]);
+      const { turnId } = await enqueue(store, clock, "p13", parent.agent, "go");
+      await gh.drain();
+      const [call] = await store.getToolCalls("p13", turnId);
+      expect(call).toMatchObject({ status: "pending", delegated: true });
+      const post = (agentId: string, body: unknown) => gh.fetch(new Request(`http://gh.test/v1/agents/${agentId}/tool-results`, {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+      }));
+      const before = await store.getToolCalls("p13", turnId);
+      const forged = await post("p13", { turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: "forged" } });
+      expect(forged.status).toBe(409);
+      expect(await forged.json()).toMatchObject({ code: "delegated_call" });
+      expect(await store.getToolCalls("p13", turnId)).toEqual(before);
+      // The child's own external call takes its result; the child finishes and answers the parent.
+      const childId = await childAgentId("p13", turnId, call.toolCallId, "ask");
+      const childHead = await store.getAgent(childId);
+      const [childCall] = await store.getToolCalls(childId, childHead!.activeTurnId!);
+      expect((await post(childId, { turnId: childHead!.activeTurnId, toolCallId: childCall.toolCallId, outcome: { ok: true, value: "yes" } })).status).toBe(200);
+      await gh.drain();
+      expect((await store.getToolCalls("p13", turnId))[0]).toMatchObject({ status: "resolved", source: "delegation", outcome: { ok: true, value: "approved" } });
+    });
+
     it("custom parameters become the child's whole input, and the deliverable is kept on the tool", async () => {
       const child = childOf("summer", (req) => ({ toolCalls: [{ name: "submit_result", args: { result: JSON.parse(taskText(req)) } }] }));
       const deliverable = { type: "object" as const, required: ["a"] };

@@ -1035,6 +1035,29 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(resolved.calls.find((x) => x.toolCallId === "call_in")).toMatchObject({ source: "inline", outcome: { ok: true, value: "own" } });
       });
 
+      it("a result for a delegated call answers delegated_call unless its child (or the watchdog) delivers it, and changes nothing", async () => {
+        const { req } = await enqueue();
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", {
+          state: "waiting-tools",
+          recordToolCalls: [{ ...toolCall(req.turnId, "call_child", T0 + 100), delegated: true }, toolCall(req.turnId, "call_ext", T0 + 100)],
+        }));
+        expect(r.status).toBe("applied");
+        const before = await recordsOf(req.turnId);
+        for (const source of ["http", "inline"] as const) {
+          expect(await deliver(req.turnId, "call_child", ok, { source })).toEqual({ status: "delegated_call" });
+        }
+        expect(await recordsOf(req.turnId)).toEqual(before);
+        // A plain external call next to it still takes results from outside.
+        expect((await deliver(req.turnId, "call_ext", ok)).status).toBe("accepted");
+        // The child's own delivery resolves it; an outside result after it is still refused.
+        const child = await deliver(req.turnId, "call_child", { ok: true, value: { facts: [] } }, { source: "delegation", now: T0 + 11 });
+        expect(child).toMatchObject({ status: "accepted", record: { delegated: true, source: "delegation" } });
+        const resolved = await recordsOf(req.turnId);
+        expect(await deliver(req.turnId, "call_child", { ok: true, value: { facts: [] } }, { now: T0 + 12 })).toEqual({ status: "delegated_call" });
+        expect(await recordsOf(req.turnId)).toEqual(resolved);
+      });
+
       it("the watchdog still times out an in-process call whose tool never answered", async () => {
         const { req } = await enqueue();
         const c = await claimOk();

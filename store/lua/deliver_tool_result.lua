@@ -12,7 +12,8 @@
   ARGV[7] mail tail: the MailItem JSON without seq and without its opening brace
   ARGV[8] event tail (tool_result_received)
   ARGV[9] now
-  ARGV[10] '1' when the source may resolve in-process calls (the watchdog), else '0'
+  ARGV[10] '1' the watchdog (may resolve any call), 'd' a child agent's
+           delivery (may resolve delegated calls), '0' any other source
   Undeclared key: the ready zset of the agent's stored target.
 
   Returns:
@@ -20,6 +21,7 @@
     'resolved <ToolCallRecord JSON>'  (resolved before; nothing changes; the
                                       adapter tells duplicate from already_resolved)
     'not_external'  (an in-process call and a source other than the watchdog)
+    'delegated_call'  (a delegated call and a source other than its child or the watchdog)
     'agent_not_found' | 'unknown_call' | 'turn_finished'
   A replayed delivery finds the call resolved and answers 'resolved'.
 ]]
@@ -41,8 +43,13 @@ if not base then
   return 'unknown_call'
 end
 -- An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
-if cjson.decode(base).external ~= true and not may_answer_in_process then
+local rec = cjson.decode(base)
+if rec.external ~= true and not may_answer_in_process then
   return 'not_external'
+end
+-- A delegated call is answered by its child agent (or the watchdog), never from outside.
+if rec.delegated == true and ARGV[10] == '0' then
+  return 'delegated_call'
 end
 if prior then
   return 'resolved ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
