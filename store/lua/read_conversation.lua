@@ -10,6 +10,7 @@
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
+-- @include inputs.lua
 
 local v = redis.call('HMGET', KEYS[1], 'agentId', 'messagesTrimmedThrough')
 if not v[1] then
@@ -22,16 +23,6 @@ if ARGV[1] == '1' and summary ~= 'null' then
   from = math.max(trimmed, tonumber(string.match(summary, '"through":(%d+)')) or 0)
 end
 local items = redis.call('LRANGE', KEYS[2], from - trimmed, -1)
-for i = 1, #items do
-  local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
-  if ref then
-    local input = redis.call('HGET', KEYS[3], cjson.decode(ref))
-    local content = '""'
-    if input then
-      content = string.sub(input, 1, 1) == '"' and input or cjson.encode(input)
-    end
-    items[i] = '{"role":"user","content":' .. content .. '}'
-  end
-end
+resolve_input_refs(items, KEYS[3])
 return 'conversation {"summary":' .. summary .. ',"firstIndex":' .. int(from) ..
   ',"messages":' .. json_list(items) .. '}'

@@ -13,19 +13,9 @@
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
+-- @include inputs.lua
 
 local trimmed = tonumber(redis.call('HGET', KEYS[3], 'messagesTrimmedThrough')) or 0
 local items = redis.call('LRANGE', KEYS[1], math.max(0, tonumber(ARGV[1]) - trimmed), -1)
-for i = 1, #items do
-  local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
-  if ref then
-    local input = redis.call('HGET', KEYS[2], cjson.decode(ref))
-    local content = '""'
-    if input then
-      -- A JSON string literal is already the content's JSON; anything else becomes a string holding its JSON.
-      content = string.sub(input, 1, 1) == '"' and input or cjson.encode(input)
-    end
-    items[i] = '{"role":"user","content":' .. content .. '}'
-  end
-end
+resolve_input_refs(items, KEYS[2])
 return 'list ' .. json_list(items)
