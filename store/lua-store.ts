@@ -47,7 +47,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { checkTarget, checkTurnId, type KeySpace, type ShardKeys, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
@@ -90,6 +90,17 @@ function turnEndArgs(end: TurnEnd): string[] {
     j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
     ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
   ];
+}
+
+/** Order of Redis member comparison (bytes of UTF-8, so code points), not of UTF-16 units. */
+function byCodePoint(a: string, b: string): number {
+  if (a === b) return 0;
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;
+  }
+  return x.length - y.length;
 }
 
 /** Reply words of every script, named once. */
@@ -186,6 +197,9 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
 export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
+  const shards = keys.shards;
+  /** The shard claimNext tries first; it moves on by one at every call, so claims spread over shards. */
+  let nextShard = 0;
   let checked: Promise<{ policy: string | null }> | null = null;
   const checkEviction = () =>
     (checked ??= deps.checkEviction().catch((err) => {
@@ -217,7 +231,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       };
       const input = j(req.input ?? null);
       return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
-        prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
+        k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
         tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
@@ -231,9 +245,9 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const { outcome, afterExecution, source } = req;
       const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(
         "deliver_tool_result",
-        [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines],
+        [k.head, k.calls(req.turnId), k.mail, k.events, k.home.deadlines],
         [
-          prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
+          k.home.prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
           j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now }),
           tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
           tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution } }),
@@ -248,7 +262,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const now = int(req.now, "now");
       if (req.turnId !== undefined) checkTurnId(req.turnId);
       return call("request_cancel", [k.head, k.mail, k.events, k.turns, k.tasks, k.idem], [
-        prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
+        k.home.prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
       ]);
     },
 
@@ -272,20 +286,34 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
       return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
-        prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
 
     async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
-      return call("claim_next", [keys.ready(req.workerTarget)], [
-        prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
-      ]);
+      const args = (home: ShardKeys) => [home.prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
+      checkTarget(req.workerTarget);
+      // One home: one call. Shards: the next shard in turn first (one call when work is there), else
+      // the due counts of the others in one parallel round, then a claim on each shard with due bells.
+      const first = shards[nextShard];
+      nextShard = (nextShard + 1) % shards.length;
+      const r = await call<ClaimResult>("claim_next", [first.ready(req.workerTarget)], args(first));
+      if (r.status === "claimed" || shards.length === 1) return r;
+      const others = shards.filter((s) => s !== first);
+      const now = int(req.now, "now");
+      const due = await Promise.all(others.map((s) => call<number>("ready_count", [s.ready(req.workerTarget)], [now])));
+      for (let i = 0; i < others.length; i++) {
+        if (due[i] === 0) continue;
+        const c = await call<ClaimResult>("claim_next", [others[i].ready(req.workerTarget)], args(others[i]));
+        if (c.status === "claimed") return c;
+      }
+      return { status: "empty" };
     },
 
     async renewLease(req: RenewRequest) {
       const k = keys.agent(req.agentId);
       return call("renew_lease", [k.head], [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ]);
     },
 
@@ -302,7 +330,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
       const args = [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
         j(req.turnId), req.turnId ?? "", j(req.activeTurnId), j(req.snapshot ?? null), j(req.state),
         int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
         j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
@@ -314,28 +342,28 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       for (const m of req.messages) args.push(j(m));
       for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
-      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      return call("commit", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
       const k = keys.agent(req.agentId);
       if (req.turnId !== null) checkTurnId(req.turnId);
       const args = [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns], args);
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns], args);
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
       const k = keys.agent(req.agentId);
       checkTurnId(req.turnId);
       const args = [
-        prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
+        k.home.prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns], args);
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns], args);
     },
 
     async ping(): Promise<void> {
@@ -367,7 +395,14 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async dueToolCalls(now, limit) {
       if (limit <= 0) return [];
-      const members = await call<string[]>("due_tool_calls", [keys.deadlines], [int(now, "now"), int(limit, "limit")]);
+      let members: string[];
+      if (shards.length === 1) {
+        members = await call<string[]>("due_tool_calls", [shards[0].deadlines], [int(now, "now"), int(limit, "limit")]);
+      } else {
+        // Oldest first across shards: each shard's first `limit` with their deadlines, merged.
+        const lists = await Promise.all(shards.map((s) => call<Array<[string, number]>>("due_tool_calls", [s.deadlines], [int(now, "now"), int(limit, "limit"), "scores"])));
+        members = lists.flat().sort(([m1, t1], [m2, t2]) => t1 - t2 || byCodePoint(m1, m2)).slice(0, limit).map(([m]) => m);
+      }
       return members.map((m) => {
         // agentId and turnId hold no control characters; the call id is the rest.
         const a = m.indexOf("\n");
@@ -378,8 +413,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async skipDueToolCall(req: SkipDueToolCallRequest) {
       const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
-      let head = `${prefix}:none`;
-      let events = `${prefix}:none`;
+      // The record sits in the deadlines of the home its agent id hashes to, whether or not the id can be a key.
+      const home = keys.homeOf(req.agentId);
+      let head = `${home.prefix}:none`;
+      let events = `${home.prefix}:none`;
       try {
         const k = keys.agent(req.agentId);
         head = k.head;
@@ -387,23 +424,25 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       } catch {
         // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
       }
-      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [keys.deadlines, head, events], [
+      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [home.deadlines, head, events], [
         member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
         tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
       ]);
     },
 
     async readyCount(workerTarget, now): Promise<number> {
-      return call("ready_count", [keys.ready(workerTarget)], [String(now)]);
+      const counts = await Promise.all(shards.map((s) => call<number>("ready_count", [s.ready(workerTarget)], [String(now)])));
+      return counts.reduce((a, b) => a + b, 0);
     },
 
     async nextReadyAt(workerTarget): Promise<number | null> {
-      return call("next_ready_at", [keys.ready(workerTarget)], []);
+      const at = (await Promise.all(shards.map((s) => call<number | null>("next_ready_at", [s.ready(workerTarget)], [])))).filter((t) => t !== null);
+      return at.length === 0 ? null : Math.min(...at);
     },
 
     async putVerdict(req: VerdictPut) {
       const k = keys.agent(req.agentId);
-      return call("put_verdict", [k.verdicts, k.head, keys.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
+      return call("put_verdict", [k.verdicts, k.head, k.home.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
     },
 
     async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
@@ -420,12 +459,14 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async getVerdict(verdictId): Promise<string | null> {
-      return call("get_verdict", [keys.verdicts], [verdictId]);
+      // The id does not name its agent: ask every home (one on the unsharded layout).
+      const found = await Promise.all(shards.map((s) => call<string | null>("get_verdict", [s.verdicts], [verdictId])));
+      return found.find((v) => v !== null) ?? null;
     },
 
     async listVerdicts(agentId, filter: VerdictFilter): Promise<string[]> {
       const k = keys.agent(agentId);
-      return call("list_verdicts", [k.verdicts, keys.verdicts], [
+      return call("list_verdicts", [k.verdicts, k.home.verdicts], [
         filter.turnId !== undefined ? "1" : "0", filter.turnId ?? "",
         filter.status !== undefined ? "1" : "0", filter.status ?? "",
       ]);
@@ -433,12 +474,16 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
       if (req.limit <= 0) return [];
-      return call("list_agents", [keys.agents], [
+      const args = [
         int(req.limit, "limit"),
         req.updatedSince === undefined ? "-inf" : int(req.updatedSince, "updatedSince"),
         req.after ? int(req.after.updatedAt, "after.updatedAt") : "",
         req.after ? req.after.agentId : "",
-      ]);
+      ];
+      if (shards.length === 1) return call("list_agents", [shards[0].agents], args);
+      // Each shard's page after the cursor, merged in the index order: newest first, ties by id descending.
+      const pages = await Promise.all(shards.map((s) => call<AgentIndexEntry[]>("list_agents", [s.agents], args)));
+      return pages.flat().sort((x, y) => y.updatedAt - x.updatedAt || byCodePoint(y.agentId, x.agentId)).slice(0, req.limit);
     },
 
     async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
@@ -446,7 +491,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const turn = req.activeTurnId;
       if (turn !== null) checkTurnId(turn);
       const args = [
-        prefix, req.agentId, j(req.agentId), j(req.agentName), j(checkTarget(req.workerTarget)),
+        k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(checkTarget(req.workerTarget)),
         j(req.snapshot), j(req.state), j(turn), turn ?? "", j(req.currentTask),
         turn !== null && req.input !== undefined ? j(req.input) : "",
         req.runnableAt === null ? "null" : int(req.runnableAt, "runnableAt"), int(req.now, "now"),
@@ -459,7 +504,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
         }
       }
-      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), keys.deadlines, k.inputs, keys.ready(req.workerTarget)], args);
+      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)], args);
     },
 
     async recordFork(req: RecordForkRequest) {

@@ -5,12 +5,12 @@
   lease end, a bell with nothing behind it is dropped (or moved to
   runnableAt), a bell of an unknown agent is removed.
 
-  KEYS[1] ready zset of the worker target
-  ARGV[1] key prefix  ARGV[2] workerId JSON
-  ARGV[3] leaseMs     ARGV[4] now
+  KEYS[1] ready zset of the worker target in one home (one shard on a Cluster)
+  ARGV[1] that home's prefix   ARGV[2] workerId JSON
+  ARGV[3] leaseMs              ARGV[4] now
   Undeclared keys: the head, tasks, mail and inputs keys of each visited agent, built
-  from the prefix like store/keys.ts does. Standalone Redis only (see
-  docs/store.md, "Redis Cluster").
+  from the home prefix like store/keys.ts does. The agents of a home's queue
+  live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
