@@ -157,25 +157,29 @@ export interface KeySpace {
   agent(agentId: string): AgentKeys;
   /** The home of an agent id, without checking the id (a corrupt index member still has a home). */
   homeOf(agentId: string): ShardKeys;
-  /** Sharded layout only: `<p>:{<tag 0>}:layout`, holding `shards=<N>`; null when unsharded. */
+  /** Sharded layout only: `<p>:layout`, holding `shards=<N>` (the same key for every N); null when unsharded. */
   readonly layout: string | null;
 }
 
-/** The most shards a key space takes (each shard's tag search costs about N CRCs). */
-export const MAX_SHARDS = 1024;
+/** The most shards a key space takes (the tag search of each shard costs about 4 N CRCs). */
+export const MAX_SHARDS = 256;
 
 /**
  * The hash tag of shard `n` of `count`: the first of `s:<n>`, `s:<n>.1`,
- * `s:<n>.2`, ... whose slot lies in the n-th of `count` equal slot ranges,
- * so shards spread evenly over masters that own contiguous slot ranges.
+ * `s:<n>.2`, ... whose slot lies near the middle of the n-th of `count`
+ * equal slot ranges (within an eighth of the range), so shards spread
+ * evenly over masters that own contiguous slot ranges.
  */
 export function shardTag(n: number, count: number): string {
-  const lo = Math.floor((n * SLOTS) / count);
-  const hi = Math.floor(((n + 1) * SLOTS) / count);
+  const width = SLOTS / count;
+  const middle = Math.floor((n + 0.5) * width);
+  const reach = Math.max(1, Math.floor(width / 8));
+  const lo = middle - reach;
+  const hi = middle + reach;
   for (let k = 0; ; k++) {
     const tag = k === 0 ? `s:${n}` : `s:${n}.${k}`;
     const slot = keySlot(tag);
-    if (slot >= lo && slot < hi) return tag;
+    if (slot >= lo && slot <= hi) return tag;
   }
 }
 
@@ -191,7 +195,7 @@ function shardKeys(prefix: string): ShardKeys {
 
 /**
  * The key space under `prefix` (default `gh`): unsharded unless `shards` is
- * given (an integer 1-1024; Redis Cluster needs it, docs/store.md).
+ * given (an integer 1-256; Redis Cluster needs it, docs/store.md).
  */
 export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpace {
   checkPrefix(prefix);
@@ -206,7 +210,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
     shardCount: count,
     shards,
     homeOf,
-    layout: count === 0 ? null : `${shards[0].prefix}:layout`,
+    layout: count === 0 ? null : `${prefix}:layout`,
     agent(agentId) {
       const home = homeOf(checkAgentId(agentId));
       const tag = `${home.prefix}:{a:${agentId}}`;

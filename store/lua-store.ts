@@ -47,7 +47,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkTarget, checkTurnId, type KeySpace, type ShardKeys, StoreInputError } from "./keys.ts";
+import { checkTarget, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
@@ -198,8 +198,6 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   const shards = keys.shards;
-  /** The shard claimNext tries first; it moves on by one at every call, so claims spread over shards. */
-  let nextShard = 0;
   let checked: Promise<{ policy: string | null }> | null = null;
   const checkEviction = () =>
     (checked ??= deps.checkEviction().catch((err) => {
@@ -291,21 +289,28 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
-      const args = (home: ShardKeys) => [home.prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
       checkTarget(req.workerTarget);
-      // One home: one call. Shards: the next shard in turn first (one call when work is there), else
-      // the due counts of the others in one parallel round, then a claim on each shard with due bells.
-      const first = shards[nextShard];
-      nextShard = (nextShard + 1) % shards.length;
-      const r = await call<ClaimResult>("claim_next", [first.ready(req.workerTarget)], args(first));
-      if (r.status === "claimed" || shards.length === 1) return r;
-      const others = shards.filter((s) => s !== first);
-      const now = int(req.now, "now");
-      const due = await Promise.all(others.map((s) => call<number>("ready_count", [s.ready(req.workerTarget)], [now])));
-      for (let i = 0; i < others.length; i++) {
-        if (due[i] === 0) continue;
-        const c = await call<ClaimResult>("claim_next", [others[i].ready(req.workerTarget)], args(others[i]));
-        if (c.status === "claimed") return c;
+      const args = [j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
+      if (shards.length === 1) return call("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args]);
+      // Shards: the oldest bell of each (one parallel round), then claim_next in the shard holding
+      // the oldest, visiting its bells only up to the oldest bell of the others; a shard that
+      // claimed nothing is read again. Bells are visited oldest first across shards, as on one Redis.
+      const readyKeys = shards.map((s) => s.ready(req.workerTarget));
+      const heads = await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], [])));
+      // Each visit moves every bell it saw past `now` or removes it; the bound stops a loop fed by
+      // bells that other clients keep ringing meanwhile.
+      for (let round = 0; round < 2 * shards.length; round++) {
+        let at = -1;
+        for (let i = 0; i < shards.length; i++) {
+          const t = heads[i];
+          if (t !== null && t <= req.now && (at < 0 || t < heads[at]!)) at = i;
+        }
+        if (at < 0) return { status: "empty" };
+        let upto = req.now;
+        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
+        const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+        if (r.status === "claimed") return r;
+        heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
       }
       return { status: "empty" };
     },

@@ -38,7 +38,7 @@ export interface RedisStoreOptions {
   /** An existing ioredis client (`Redis` or `Cluster`); the store does not close it. */
   client?: Redis | Cluster;
   /**
-   * Lay keys out in this many shards (1-1024), each in one Cluster slot.
+   * Lay keys out in this many shards (1-256), each in one Cluster slot.
    * Default: 16 on a Cluster, unsharded on one Redis. Part of the key
    * layout: a prefix keeps the count it was created with (docs/store.md).
    */
