@@ -88,6 +88,8 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
+  { name: "GATEHOUSE_REDIS_CLUSTER_NODES", default: "—", meaning: "Redis Cluster seed nodes, comma-separated (`redis://host:port` or `host:port`); instead of `GATEHOUSE_REDIS_URL`" },
+  { name: "GATEHOUSE_REDIS_SHARDS", default: "16 (Cluster)", meaning: "shards of the Cluster key layout (1 to 256; docs/store.md); fixed for a prefix once used" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
   { name: "UPSTASH_REDIS_REST_URL", default: "—", meaning: "Upstash REST URL (with the token below)" },
@@ -192,6 +194,15 @@ export function configFromEnv(env: Env): EnvConfig {
   if ((upstashUrl === undefined) !== (set(env, "UPSTASH_REDIS_REST_TOKEN") === undefined)) {
     throw new ConfigError("UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN must be set together", "UPSTASH_REDIS_REST_URL");
   }
+  const clusterNodes = set(env, "GATEHOUSE_REDIS_CLUSTER_NODES");
+  if (clusterNodes !== undefined && !clusterNodes.split(",").every((n) => /^(rediss?:\/\/[^\s,]+|[^\s,/]+:\d{1,5})$/.test(n.trim()))) {
+    // The URLs may hold a password: name the forms we expected, not the value.
+    throw new ConfigError("GATEHOUSE_REDIS_CLUSTER_NODES is not a comma-separated list of redis:// URLs or host:port", "GATEHOUSE_REDIS_CLUSTER_NODES");
+  }
+  if (clusterNodes !== undefined && (redisUrl !== undefined || upstashUrl !== undefined)) {
+    throw new ConfigError("GATEHOUSE_REDIS_CLUSTER_NODES is set with another store (GATEHOUSE_REDIS_URL or UPSTASH_REDIS_REST_URL): choose one", "GATEHOUSE_REDIS_CLUSTER_NODES");
+  }
+  integer(env, "GATEHOUSE_REDIS_SHARDS", 1, 256);
   if (redisUrl !== undefined && upstashUrl !== undefined) {
     throw new ConfigError("GATEHOUSE_REDIS_URL and UPSTASH_REDIS_REST_URL are both set: choose one store", "GATEHOUSE_REDIS_URL");
   }

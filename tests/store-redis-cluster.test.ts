@@ -13,6 +13,7 @@ import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
+import { storeFromEnv } from "../entry/store-from-env.ts";
 import { redisStore } from "../redis.ts";
 import { keySlot } from "../store/key-slot.ts";
 import { keySpace } from "../store/keys.ts";
@@ -206,6 +207,15 @@ describe("redisStore on Redis Cluster", () => {
     for (const agentId of ids) expect(await store.getAgent(agentId)).toBeNull();
     const sha = await sha1Hex(scripts.get_agent);
     for (const m of client.nodes("master")) expect(await m.script("EXISTS", sha)).toEqual([1]);
+    await store.close();
+  });
+
+  it("storeFromEnv opens a Cluster store from GATEHOUSE_REDIS_CLUSTER_NODES (seed nodes, comma-separated)", async () => {
+    const prefix = freshPrefix();
+    const store = await storeFromEnv({ GATEHOUSE_REDIS_CLUSTER_NODES: cluster.nodes.slice(0, 2).join(", "), GATEHOUSE_REDIS_PREFIX: prefix }, { redis: redisStore });
+    await store.enqueueTask({ agentId: "a1", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t1", now: T0 });
+    expect(await client.exists(keySpace(prefix, { shards: SHARDS }).agent("a1").head)).toBe(1);
+    expect(await client.get(`${prefix}:layout`)).toBe(`shards=${SHARDS}`);
     await store.close();
   });
 
