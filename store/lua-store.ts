@@ -2,7 +2,10 @@
  * The Store over the Lua scripts, shared by the Redis (TCP) and Upstash (REST)
  * adapters: they differ only in how a script reaches Redis (a RunScript) and
  * how the eviction policy is read. Each method is exactly one script call,
- * so one round trip and, on Upstash, one billed command.
+ * so one round trip and, on Upstash, one billed command, except on the
+ * sharded layout (Redis Cluster, store/keys.ts), where the methods that read
+ * every shard (claimNext, readyCount, nextReadyAt, dueToolCalls, listAgents,
+ * getVerdict) call each shard: each call still touches one slot.
  *
  * Arguments are encoded here, once: JSON texts for values the scripts store or
  * compare, raw strings for identifiers that become keys or index members.
