@@ -196,11 +196,28 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
   }
 }
 
+/** The oldest bell of every shard of a worker target (null: none) as read at `asOf`. */
+interface Heads {
+  asOf: number;
+  heads: Array<number | null>;
+}
+
 /** Builds the Store over scripts. Adapters call this; see store/redis.ts and store/upstash.ts. */
 export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   const shards = keys.shards;
+  /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
+  const hints = new Map<string, Heads>();
+  /**
+   * A bell rung by this store with a score older than a hint's read breaks the hint's promise (every
+   * bell rung since is at least as young as the read): forget the hints. Bells rung by other
+   * processes at their `now` keep it, up to the clocks' skew.
+   */
+  const dropHints = (score: number | null | undefined) => {
+    if (shards.length === 1 || typeof score !== "number") return;
+    for (const [target, h] of hints) if (score < h.asOf) hints.delete(target);
+  };
   let checked: Promise<{ policy: string | null }> | null = null;
   const checkEviction = () =>
     (checked ??= deps.checkEviction().catch((err) => {
@@ -220,6 +237,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     checkEviction,
 
     async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       checkTarget(req.workerTarget);
       checkTurnId(req.turnId);
@@ -241,6 +259,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       const { outcome, afterExecution, source } = req;
@@ -259,6 +278,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async requestCancel(req: CancelRequest): Promise<CancelResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       if (req.turnId !== undefined) checkTurnId(req.turnId);
@@ -295,25 +315,48 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       checkTarget(req.workerTarget);
       const args = [j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
       if (shards.length === 1) return call("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args]);
-      // Shards: the oldest bell of each (one parallel round), then claim_next in the shard holding
-      // the oldest, visiting its bells only up to the oldest bell of the others; a shard that
-      // claimed nothing is read again. Bells are visited oldest first across shards, as on one Redis.
+      // Shards: the oldest bell of each shard (`heads`, as of `asOf`), then claim_next in the shard
+      // holding the oldest, visiting its bells only up to min(asOf, the other shards' heads): no bell
+      // of another shard is older than that bound. A shard that claimed nothing is read again.
+      // `heads` comes from the last read of this store (the hint) while no bell older than that read
+      // was rung since (`dropHints`); on the first miss it is read afresh (docs/store.md).
       const readyKeys = shards.map((s) => s.ready(req.workerTarget));
-      const heads = await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], [])));
+      const readHeads = async (): Promise<Heads> => {
+        const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], []))) };
+        const hint = hints.get(req.workerTarget);
+        if (!hint || hint.asOf <= view.asOf) hints.set(req.workerTarget, view);
+        return view;
+      };
+      const hint = hints.get(req.workerTarget);
+      let fresh = !hint || hint.asOf > req.now;
+      const view = fresh ? await readHeads() : hint!;
+      let heads = [...view.heads];
+      let asOf = view.asOf;
       // Each visit moves every bell it saw past `now` or removes it; the bound stops a loop fed by
       // bells that other clients keep ringing meanwhile.
-      for (let round = 0; round < 2 * shards.length; round++) {
+      for (let round = 0; round < 2 * shards.length + 1; round++) {
         let at = -1;
         for (let i = 0; i < shards.length; i++) {
           const t = heads[i];
-          if (t !== null && t <= req.now && (at < 0 || t < heads[at]!)) at = i;
+          if (t !== null && t <= asOf && (at < 0 || t < heads[at]!)) at = i;
         }
-        if (at < 0) return { status: "empty" };
-        let upto = req.now;
-        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
-        const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
-        if (r.status === "claimed") return r;
-        heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
+        if (at >= 0) {
+          let upto = asOf;
+          for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
+          const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+          if (r.status === "claimed") return r;
+          if (fresh) {
+            heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
+            continue;
+          }
+        } else if (fresh) {
+          return { status: "empty" };
+        }
+        // The hint is used up: read every shard now.
+        const now = await readHeads();
+        heads = [...now.heads];
+        asOf = now.asOf;
+        fresh = true;
       }
       return { status: "empty" };
     },
@@ -326,6 +369,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async commit(req: CommitRequest): Promise<CommitResult> {
+      dropHints(Math.min(req.now, req.release?.runnableAt ?? req.now));
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       if (req.activeTurnId !== null) checkTurnId(req.activeTurnId);
@@ -354,6 +398,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       if (req.turnId !== null) checkTurnId(req.turnId);
       const args = [
@@ -365,6 +410,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       checkTurnId(req.turnId);
       const args = [
@@ -495,6 +541,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
+      dropHints(Math.min(req.now, req.runnableAt ?? req.now));
       const k = keys.agent(req.agentId);
       const turn = req.activeTurnId;
       if (turn !== null) checkTurnId(turn);

@@ -210,6 +210,43 @@ describe("redisStore on Redis Cluster", () => {
     await store.close();
   });
 
+  it("claimNext claims from its last read of the shards while it holds (one script call), and reads again after this store rang an older bell", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ client, prefix });
+    const ks = keySpace(prefix, { shards: SHARDS });
+    const homes = Array.from({ length: 200 }, (_, i) => `h${i}`);
+    const inShard = (n: number) => homes.find((id) => ks.homeOf(id) === ks.shards[n])!;
+    const [u, w, v] = homes.filter((id) => ks.homeOf(id) === ks.shards[0]);
+    const [y, z] = [inShard(1), inShard(2)];
+    const enqueue = (agentId: string, now: number) =>
+      store.enqueueTask({ agentId, agentName: "calc", workerTarget: "default", input: 1, options: {}, turnId: `t_${agentId}`, now });
+    const claimNext = async () => {
+      const c = await store.claimNext({ workerTarget: "default", workerId: "w", leaseMs: 10_000, now: T0 + 10 });
+      return c.status === "claimed" ? c.agentId : c.status;
+    };
+    const scriptCalls = async () => {
+      let n = 0;
+      for (const m of client.nodes("master")) for (const [, c] of (await m.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) n += Number(c);
+      return n;
+    };
+    await enqueue(u, T0 + 3);
+    await enqueue(w, T0 + 4);
+    await enqueue(v, T0 + 5);
+    await enqueue(y, T0 + 6);
+    expect(await claimNext()).toBe(u);
+    const before = await scriptCalls();
+    expect(await claimNext()).toBe(w);
+    expect(await scriptCalls() - before).toBe(1);
+    // An older bell rung by this store in a third shard: the last read no longer bounds it.
+    await enqueue(u, T0 + 11); // a second task of u, younger than the read: the hint stays
+    await enqueue(z, T0 + 1);
+    expect(await claimNext()).toBe(z);
+    expect(await claimNext()).toBe(v);
+    expect(await claimNext()).toBe(y);
+    expect(await claimNext()).toBe("empty");
+    await store.close();
+  });
+
   it("storeFromEnv opens a Cluster store from GATEHOUSE_REDIS_CLUSTER_NODES (seed nodes, comma-separated)", async () => {
     const prefix = freshPrefix();
     const store = await storeFromEnv({ GATEHOUSE_REDIS_CLUSTER_NODES: cluster.nodes.slice(0, 2).join(", "), GATEHOUSE_REDIS_PREFIX: prefix }, { redis: redisStore });
