@@ -315,48 +315,44 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       checkTarget(req.workerTarget);
       const args = [j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
       if (shards.length === 1) return call("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args]);
-      // Shards: the oldest bell of each shard (`heads`, as of `asOf`), then claim_next in the shard
-      // holding the oldest, visiting its bells only up to min(asOf, the other shards' heads): no bell
-      // of another shard is older than that bound. A shard that claimed nothing is read again.
-      // `heads` comes from the last read of this store (the hint) while no bell older than that read
-      // was rung since (`dropHints`); on the first miss it is read afresh (docs/store.md).
-      const readyKeys = shards.map((s) => s.ready(req.workerTarget));
-      const readHeads = async (): Promise<Heads> => {
+      // Shards: `view.heads[i]` bounds the bells of shard i from below, as of `view.asOf`: every bell
+      // there is at least min(heads[i], asOf) (a bell rung since carries a later time). claim_next
+      // runs in the shard with the oldest head, visiting its bells only up to min(asOf, the other
+      // heads), so it passes no older bell of another shard. A shard that claimed nothing has its
+      // head read again (one call); all shards are read again (one parallel round) only when no head
+      // is due as of `asOf`. The view is kept per worker target for the next call (the hint) until
+      // this store rings a bell older than its `asOf` (`dropHints`; docs/store.md).
+      const target = req.workerTarget;
+      const readyKeys = shards.map((s) => s.ready(target));
+      const readAll = async (): Promise<Heads> => {
         const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], []))) };
-        const hint = hints.get(req.workerTarget);
-        if (!hint || hint.asOf <= view.asOf) hints.set(req.workerTarget, view);
+        const hint = hints.get(target);
+        if (!hint || hint.asOf <= view.asOf) hints.set(target, view);
         return view;
       };
-      const hint = hints.get(req.workerTarget);
+      const hint = hints.get(target);
       let fresh = !hint || hint.asOf > req.now;
-      const view = fresh ? await readHeads() : hint!;
-      let heads = [...view.heads];
-      let asOf = view.asOf;
+      let view = fresh ? await readAll() : hint!;
       // Each visit moves every bell it saw past `now` or removes it; the bound stops a loop fed by
       // bells that other clients keep ringing meanwhile.
-      for (let round = 0; round < 2 * shards.length + 1; round++) {
+      for (let round = 0; round < 2 * shards.length + 2; round++) {
+        const { asOf, heads } = view;
         let at = -1;
         for (let i = 0; i < shards.length; i++) {
           const t = heads[i];
           if (t !== null && t <= asOf && (at < 0 || t < heads[at]!)) at = i;
         }
-        if (at >= 0) {
-          let upto = asOf;
-          for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
-          const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
-          if (r.status === "claimed") return r;
-          if (fresh) {
-            heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
-            continue;
-          }
-        } else if (fresh) {
-          return { status: "empty" };
+        if (at < 0) {
+          if (fresh) return { status: "empty" };
+          view = await readAll();
+          fresh = true;
+          continue;
         }
-        // The hint is used up: read every shard now.
-        const now = await readHeads();
-        heads = [...now.heads];
-        asOf = now.asOf;
-        fresh = true;
+        let upto = asOf;
+        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
+        const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+        if (r.status === "claimed") return r;
+        heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
       }
       return { status: "empty" };
     },
