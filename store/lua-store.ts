@@ -209,6 +209,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const shards = keys.shards;
   /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
   const hints = new Map<string, Heads>();
+  /** Per worker target: how many claim_next calls of this store are running in each shard. */
+  const inFlight = new Map<string, number[]>();
   /**
    * A bell rung by this store with a score older than a hint's read breaks the hint's promise (every
    * bell rung since is at least as young as the read): forget the hints. Bells rung by other
@@ -321,8 +323,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       // heads), so it passes no older bell of another shard. A shard that claimed nothing has its
       // head read again (one call); all shards are read again (one parallel round) only when no head
       // is due as of `asOf`. The view is kept per worker target for the next call (the hint) until
-      // this store rings a bell older than its `asOf` (`dropHints`; docs/store.md).
+      // this store rings a bell older than its `asOf` (`dropHints`; docs/store.md). Concurrent calls
+      // of this store spread over shards: a shard another call is claiming in is taken only when no
+      // other is due, and left out of the bound (those calls have no order among themselves).
       const target = req.workerTarget;
+      let claiming = inFlight.get(target);
+      if (!claiming) inFlight.set(target, (claiming = new Array<number>(shards.length).fill(0)));
       const readyKeys = shards.map((s) => s.ready(target));
       const readAll = async (): Promise<Heads> => {
         const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], []))) };
@@ -340,7 +346,9 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         let at = -1;
         for (let i = 0; i < shards.length; i++) {
           const t = heads[i];
-          if (t !== null && t <= asOf && (at < 0 || t < heads[at]!)) at = i;
+          if (t === null || t > asOf) continue;
+          // Prefer a shard no other call of this store is claiming in, then the oldest head.
+          if (at < 0 || (claiming[i] === 0 && claiming[at] > 0) || ((claiming[i] === 0) === (claiming[at] === 0) && t < heads[at]!)) at = i;
         }
         if (at < 0) {
           if (fresh) return { status: "empty" };
@@ -349,8 +357,14 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           continue;
         }
         let upto = asOf;
-        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null) upto = Math.min(upto, heads[i]!);
-        const r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null && claiming[i] === 0) upto = Math.min(upto, heads[i]!);
+        claiming[at]++;
+        let r: ClaimResult;
+        try {
+          r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+        } finally {
+          claiming[at]--;
+        }
         if (r.status === "claimed") return r;
         heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
       }
