@@ -21,6 +21,7 @@ import { scripts } from "../store/lua/scripts.gen.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
 import { type RawRedis, redisStateReader } from "./helpers/store-state.ts";
+import { delegationSuite } from "./delegation-suite.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
 import { storeConformance } from "./store-conformance.ts";
 
@@ -121,6 +122,12 @@ admissionConformance("redis cluster (3 masters)", async () => {
     open: async () => redisStore({ client: peer, prefix }),
     cleanup: async () => expect(await auditLayout(prefix)).toEqual([]),
   };
+});
+
+// Delegation through the host: parent and child are two agents, often of two shards, each written by its own one-slot calls.
+delegationSuite("redis cluster (3 masters)", async () => {
+  const prefix = freshPrefix();
+  return { store: redisStore({ client, prefix }), cleanup: async () => expect(await auditLayout(prefix)).toEqual([]) };
 });
 
 const T0 = 1_700_000_000_000;
