@@ -288,6 +288,26 @@ describe("redisStore on Redis Cluster", () => {
     await store.close();
   });
 
+  it("deleteAgent finds an agent's keys on the master of its slot, also as the first call of a new client", async () => {
+    const prefix = freshPrefix();
+    const ks = keySpace(prefix, { shards: SHARDS });
+    // Agents on every master: SCAN on any other node than the agent's would find none of its keys.
+    const ids = Array.from({ length: 12 }, (_, i) => `del-${i}`);
+    const writer = redisStore({ client, prefix });
+    for (const agentId of ids) {
+      await writer.enqueueTask({ agentId, agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: `t_${agentId}`, now: T0 });
+      await writer.claimDelivery({ agentId, messageId: "webhook:m1", now: T0, windowMs: 60_000 });
+    }
+    expect(new Set(ids.map((id) => ownerOf(ks.agent(id).head))).size).toBe(3);
+    for (const agentId of ids) {
+      const fresh = redisStore({ clusterNodes: cluster.nodes.slice(0, 1), prefix });
+      expect(await fresh.deleteAgent(agentId)).toEqual({ status: "deleted" });
+      await fresh.close();
+      expect(await client.exists(ks.agent(agentId).head, ks.agent(agentId).tasks, ks.agent(agentId).delivery("webhook:m1"))).toBe(0);
+    }
+    expect(await auditLayout(prefix)).toEqual([]);
+  });
+
   it("two gatehouse instances on the cluster finish every task, agents spread over every master", async () => {
     const prefix = freshPrefix();
     const runs = [0, 0];
