@@ -52,9 +52,9 @@
  * small and expire on their own). A target lease is one key per script
  * call, so it needs no tag. The tool registry's two hashes are written by
  * one script: on the sharded layout they share the tag `{tools}`; on the
- * unsharded layout they keep their untagged names (one Redis has one slot
- * space to care about, and renaming them would orphan registries already
- * written). The sharded layout is new, so its names need no migration.
+ * unsharded layout they keep their untagged names (one Redis checks no
+ * slots, and renaming them would orphan registries already written). The
+ * sharded layout is new, so its names need no migration.
  *
  * The rule every script follows (and new ones must): it touches one agent's
  * keys and that agent's home indexes (`agent(id).home`), or one home's
