@@ -97,6 +97,8 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", option: "retention", default: "4194304", meaning: "bytes of event JSON kept per agent" },
   { name: "GATEHOUSE_RETENTION_MAX_TURNS", option: "retention", default: "200", meaning: "ended turns whose records (status, input, tool calls, messages) are kept per agent, at least" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
+  { name: "GATEHOUSE_REDIS_CLUSTER_NODES", default: "—", meaning: "Redis Cluster seed nodes, comma-separated (`redis://host:port` or `host:port`); instead of `GATEHOUSE_REDIS_URL`" },
+  { name: "GATEHOUSE_REDIS_SHARDS", default: "16 (Cluster)", meaning: "shards of the Cluster key layout (1 to 256; docs/store.md); fixed for a prefix once used" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
   { name: "UPSTASH_REDIS_REST_URL", default: "—", meaning: "Upstash REST URL (with the token below)" },
@@ -251,6 +253,15 @@ export function configFromEnv(env: Env): EnvConfig {
   if ((upstashUrl === undefined) !== (set(env, "UPSTASH_REDIS_REST_TOKEN") === undefined)) {
     throw new ConfigError("UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN must be set together", "UPSTASH_REDIS_REST_URL");
   }
+  const clusterNodes = set(env, "GATEHOUSE_REDIS_CLUSTER_NODES");
+  if (clusterNodes !== undefined && !clusterNodes.split(",").every((n) => /^(rediss?:\/\/[^\s,]+|[^\s,/]+:\d{1,5})$/.test(n.trim()))) {
+    // The URLs may hold a password: name the forms we expected, not the value.
+    throw new ConfigError("GATEHOUSE_REDIS_CLUSTER_NODES is not a comma-separated list of redis:// URLs or host:port", "GATEHOUSE_REDIS_CLUSTER_NODES");
+  }
+  if (clusterNodes !== undefined && (redisUrl !== undefined || upstashUrl !== undefined)) {
+    throw new ConfigError("GATEHOUSE_REDIS_CLUSTER_NODES is set with another store (GATEHOUSE_REDIS_URL or UPSTASH_REDIS_REST_URL): choose one", "GATEHOUSE_REDIS_CLUSTER_NODES");
+  }
+  integer(env, "GATEHOUSE_REDIS_SHARDS", 1, 256);
   if (redisUrl !== undefined && upstashUrl !== undefined) {
     throw new ConfigError("GATEHOUSE_REDIS_URL and UPSTASH_REDIS_REST_URL are both set: choose one store", "GATEHOUSE_REDIS_URL");
   }

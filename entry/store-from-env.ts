@@ -6,10 +6,13 @@
  * | variables | store |
  * | --- | --- |
  * | `GATEHOUSE_REDIS_URL` | `opts.redis` (pass `redisStore` from `@gatehouse-runtime/core/redis`) |
+ * | `GATEHOUSE_REDIS_CLUSTER_NODES` | `opts.redis` on a Redis Cluster: comma-separated seed nodes (`redis://host:port` or `host:port`) |
  * | `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` | upstashStore (REST) |
  * | neither | memoryStore (nothing survives the process) |
  *
- * `GATEHOUSE_REDIS_PREFIX` sets the key prefix (default `gh`).
+ * `GATEHOUSE_REDIS_PREFIX` sets the key prefix (default `gh`);
+ * `GATEHOUSE_REDIS_SHARDS` the shard count of the Cluster layout (1-256,
+ * default 16; on one Redis it switches to that layout, docs/store.md).
  * `GATEHOUSE_ALLOW_EVICTION=1` accepts a maxmemory-policy that may evict keys;
  * otherwise the eviction check runs here and startup fails with
  * EvictionPolicyError on `allkeys-*` / `volatile-*`.
@@ -33,7 +36,9 @@ export type Env = Record<string, string | undefined>;
 
 /** What storeFromEnv needs of the TCP adapter: `redisStore` from `@gatehouse-runtime/core/redis` fits. */
 export type TcpStoreFactory = (opts: {
-  url: string;
+  url?: string;
+  clusterNodes?: string[];
+  shards?: number;
   prefix?: string;
   allowEviction?: boolean;
   onError?: (err: Error) => void;
@@ -52,14 +57,25 @@ export interface StoreFromEnvOptions {
 export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Promise<Store> {
   const allowEviction = env.GATEHOUSE_ALLOW_EVICTION === "1" || env.GATEHOUSE_ALLOW_EVICTION === "true";
   const prefix = env.GATEHOUSE_REDIS_PREFIX || undefined;
-  if (env.GATEHOUSE_REDIS_URL) {
+  const clusterNodes = env.GATEHOUSE_REDIS_CLUSTER_NODES?.split(",").map((n) => n.trim()).filter((n) => n !== "");
+  const shardsRaw = env.GATEHOUSE_REDIS_SHARDS?.trim() || undefined;
+  if (shardsRaw !== undefined && !/^\d{1,3}$/.test(shardsRaw)) {
+    throw new StoreInputError(`GATEHOUSE_REDIS_SHARDS=${JSON.stringify(shardsRaw)} is not a shard count (1 to 256)`);
+  }
+  const shards = shardsRaw === undefined ? undefined : Number(shardsRaw);
+  if (env.GATEHOUSE_REDIS_URL && clusterNodes?.length) {
+    throw new StoreInputError("GATEHOUSE_REDIS_URL and GATEHOUSE_REDIS_CLUSTER_NODES are both set: choose one");
+  }
+  if (env.GATEHOUSE_REDIS_URL || clusterNodes?.length) {
+    const name = env.GATEHOUSE_REDIS_URL ? "GATEHOUSE_REDIS_URL" : "GATEHOUSE_REDIS_CLUSTER_NODES";
     if (!opts.redis) {
       throw new StoreInputError(
-        "GATEHOUSE_REDIS_URL is set but no TCP adapter was passed: call storeFromEnv(env, { redis: redisStore }) " +
+        `${name} is set but no TCP adapter was passed: call storeFromEnv(env, { redis: redisStore }) ` +
           "with redisStore from @gatehouse-runtime/core/redis (Node, Deno, Bun), or use UPSTASH_REDIS_REST_URL on the edge",
       );
     }
-    const store = opts.redis({ url: env.GATEHOUSE_REDIS_URL, prefix, allowEviction, onError: opts.onError, logger: opts.logger });
+    const where = env.GATEHOUSE_REDIS_URL ? { url: env.GATEHOUSE_REDIS_URL } : { clusterNodes };
+    const store = opts.redis({ ...where, ...(shards !== undefined ? { shards } : {}), prefix, allowEviction, onError: opts.onError, logger: opts.logger });
     try {
       await store.checkEviction();
     } catch (err) {

@@ -2,48 +2,71 @@
  * The Redis key layout, in one place. store/lua/includes/keys.lua builds the
  * same agent keys inside `claim_next.lua`; keep the two in step.
  *
- * Per agent, every key carries the hash tag `{a:<agentId>}`, so all of one
- * agent's records live in one Redis Cluster slot:
+ * Two layouts share one shape (docs/store.md, "Standalone, Sentinel,
+ * Upstash, and Redis Cluster"): every key lives under a *home prefix*,
+ *
+ * - unsharded (one Redis, Sentinel, Upstash): one home, `<p>`;
+ * - sharded (`shards: N`, Redis Cluster): N homes `<p>:{<tag n>}`, and an
+ *   agent lives in home `crc16(agentId) mod N`. Redis hashes a key by its
+ *   first `{...}`, so an agent's keys and its shard's indexes share a slot.
+ *
+ * Per agent, under its home `<h>` (every key carries `{a:<agentId>}`, the
+ * hash tag on the unsharded layout):
  *
  * | key                              | type   | holds |
  * | -------------------------------- | ------ | ----- |
- * | `<p>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal |
- * | `<p>:{a:<id>}:tasks`             | list   | queued tasks: `<turnId JSON>\n<InboxTask JSON>` |
- * | `<p>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
- * | `<p>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
- * | `<p>:{a:<id>}:events`            | list   | StoredEvent JSON; event id k is at index k-1 |
- * | `<p>:{a:<id>}:idem`              | hash   | `k:<idempotency key>` -> turnId JSON; `t:<turnId JSON>` -> 1 |
- * | `<p>:{a:<id>}:calls:<turnId>`    | hash   | `c:<toolCallId>` -> record JSON; `r:<toolCallId>` -> resolution JSON |
- * | `<p>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
- * | `<p>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
- * | `<p>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
- * | `<p>:{a:<id>}:dlv:<messageId>`   | string | `<until ms>\n<response JSON or empty>`, expires with its window (transport dedup) |
+ * | `<h>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal |
+ * | `<h>:{a:<id>}:tasks`             | list   | queued tasks: `<turnId JSON>\n<InboxTask JSON>` |
+ * | `<h>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
+ * | `<h>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
+ * | `<h>:{a:<id>}:events`            | list   | StoredEvent JSON; event id k is at index k-1 |
+ * | `<h>:{a:<id>}:idem`              | hash   | `k:<idempotency key>` -> turnId JSON; `t:<turnId JSON>` -> 1 |
+ * | `<h>:{a:<id>}:calls:<turnId>`    | hash   | `c:<toolCallId>` -> record JSON; `r:<toolCallId>` -> resolution JSON |
+ * | `<h>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
+ * | `<h>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
+ * | `<h>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
+ * | `<h>:{a:<id>}:dlv:<messageId>`   | string | `<until ms>\n<response JSON or empty>`, expires with its window (transport dedup) |
  *
- * Cross-agent indexes (no agent hash tag):
+ * Cross-agent indexes, one set per home (`ShardKeys`):
  *
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
- * | `<p>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell) |
- * | `<p>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
- * | `<p>:verdicts`         | hash   | verdictId -> verdict record text |
- * | `<p>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
- * | `<p>:{rl}:<bucket>`    | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
- * | `<p>:lease:<target>`   | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
+ * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell) |
+ * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
+ * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
+ * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
+ *
+ * Deployment-wide keys, one set per key space whatever the layout (they
+ * name no agent, so they have no home):
+ *
+ * | key                     | type   | holds |
+ * | ----------------------- | ------ | ----- |
+ * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
+ * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
+ * | `<p>:tools`             | hash   | role -> tool registry entry JSON (common/tool-registry.ts); sharded: `<p>:{tools}:registry` |
+ * | `<p>:tool_forms`        | hash   | `<role>\n<method form>` -> the method first seen with that form; sharded: `<p>:{tools}:forms` |
  *
  * Rate-limit buckets share the hash tag `{rl}`: one script checks a token's
  * and an agent's bucket together, so on Redis Cluster they must live in one
  * slot (all rate limits of a deployment in one slot; their records are
- * small and expire on their own).
- * | `<p>:tools`            | hash   | role -> tool registry entry JSON (common/tool-registry.ts) |
- * | `<p>:tool_forms`       | hash   | `<role>\n<method form>` -> the method first seen with that form |
+ * small and expire on their own). A target lease is one key per script
+ * call, so it needs no tag. The tool registry's two hashes are written by
+ * one script: on the sharded layout they share the tag `{tools}`; on the
+ * unsharded layout they keep their untagged names (one Redis checks no
+ * slots, and renaming them would orphan registries already written). The
+ * sharded layout is new, so its names need no migration.
+ *
+ * The rule every script follows (and new ones must): it touches one agent's
+ * keys and that agent's home indexes (`agent(id).home`), or one home's
+ * indexes, or one group of deployment-wide keys that share a slot (one
+ * lease, the `{rl}` buckets, the `{tools}` registry); it receives the home
+ * prefix where it needs a prefix and builds undeclared keys under it only.
+ * Readers of an index call every home (`shards`) and merge. So on a Cluster
+ * every script stays in one slot.
  *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
- * create_fork). Like the ready queues and the deadlines it is one key for all
- * agents: on Redis Cluster it lives in one slot, apart from the agents'
- * slots, so these scripts are (as the ready queue writes already are)
- * single-node scripts; a Cluster deployment needs the index kept by a
- * second call instead.
+ * record_claim_failure, reset_turn, create_fork), into the agent's home.
  *
  * Identifiers that become part of a key or of an index member are checked
  * here: an agent id may not contain `{`, `}` or control characters (they
@@ -52,6 +75,7 @@
  * of `[a-z0-9_-]`; the prefix is `[A-Za-z0-9_.:-]`.
  */
 import { ID_CHARS, SHORT_ID_PATTERN } from "../common/ids.ts";
+import { crc16, keySlot, SLOTS } from "./key-slot.ts";
 
 /** Bad input to a store adapter: an identifier that cannot become a key, a time that is not an integer. */
 export class StoreInputError extends Error {
@@ -138,8 +162,24 @@ export function checkPrefix(prefix: string): string {
   return prefix;
 }
 
-/** The keys of one agent; all share the hash tag `{a:<agentId>}`. */
+/** The cross-agent indexes of one home (the whole key space on the unsharded layout, one shard on the sharded one). */
+export interface ShardKeys {
+  /** The home prefix: `<p>` unsharded, `<p>:{<tag n>}` sharded. Scripts build every undeclared key under it. */
+  readonly prefix: string;
+  /** The ready queue (bell) of a worker target. */
+  ready(target: string): string;
+  /** Resume deadlines of pending tool calls, for the watchdog. */
+  readonly deadlines: string;
+  /** verdictId -> verdict record. */
+  readonly verdicts: string;
+  /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
+  readonly agents: string;
+}
+
+/** The keys of one agent; all share its home's slot. */
 export interface AgentKeys {
+  /** The agent's home: the indexes its scripts may write. */
+  home: ShardKeys;
   head: string;
   tasks: string;
   mail: string;
@@ -166,34 +206,82 @@ export interface AgentKeys {
 }
 
 export interface KeySpace {
+  /** The prefix the caller chose (`gh` by default). */
   readonly prefix: string;
+  /** 0 on the unsharded layout, else the number of shards. */
+  readonly shardCount: number;
+  /** Every home: one on the unsharded layout, `shardCount` otherwise. Index readers call each. */
+  readonly shards: readonly ShardKeys[];
   agent(agentId: string): AgentKeys;
-  /** The ready queue (bell) of a worker target. */
-  ready(target: string): string;
-  /** Resume deadlines of pending tool calls, for the watchdog. */
-  readonly deadlines: string;
-  /** verdictId -> verdict record. */
-  readonly verdicts: string;
-  /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
-  readonly agents: string;
-  /** A rate-limit bucket (hash tag `{rl}`). */
+  /** The home of an agent id, without checking the id (a corrupt index member still has a home). */
+  homeOf(agentId: string): ShardKeys;
+  /** Sharded layout only: `<p>:layout`, holding `shards=<N>` (the same key for every N); null when unsharded. */
+  readonly layout: string | null;
+  /** A rate-limit bucket (hash tag `{rl}`: all buckets in one slot). Deployment-wide. */
   rateLimit(bucket: string): string;
-  /** The consumer lease of a single-consumer worker target. */
+  /** The consumer lease of a single-consumer worker target (one key per call). Deployment-wide. */
   targetLease(target: string): string;
-  /** The tool registry: role -> entry JSON. */
+  /** The tool registry: role -> entry JSON. Shares a slot with `toolForms` on the sharded layout. */
   readonly tools: string;
   /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
   readonly toolForms: string;
 }
 
-/** The key space under `prefix` (default `gh`). */
-export function keySpace(prefix = "gh"): KeySpace {
-  checkPrefix(prefix);
+/** The most shards a key space takes (the tag search of each shard costs about 4 N CRCs). */
+export const MAX_SHARDS = 256;
+
+/**
+ * The hash tag of shard `n` of `count`: the first of `s:<n>`, `s:<n>.1`,
+ * `s:<n>.2`, ... whose slot lies near the middle of the n-th of `count`
+ * equal slot ranges (within an eighth of the range), so shards spread
+ * evenly over masters that own contiguous slot ranges.
+ */
+export function shardTag(n: number, count: number): string {
+  const width = SLOTS / count;
+  const middle = Math.floor((n + 0.5) * width);
+  const reach = Math.max(1, Math.floor(width / 8));
+  const lo = middle - reach;
+  const hi = middle + reach;
+  for (let k = 0; ; k++) {
+    const tag = k === 0 ? `s:${n}` : `s:${n}.${k}`;
+    const slot = keySlot(tag);
+    if (slot >= lo && slot <= hi) return tag;
+  }
+}
+
+function shardKeys(prefix: string): ShardKeys {
   return {
     prefix,
+    ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
+    deadlines: `${prefix}:deadlines`,
+    verdicts: `${prefix}:verdicts`,
+    agents: `${prefix}:agents`,
+  };
+}
+
+/**
+ * The key space under `prefix` (default `gh`): unsharded unless `shards` is
+ * given (an integer 1-256; Redis Cluster needs it, docs/store.md).
+ */
+export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpace {
+  checkPrefix(prefix);
+  const count = opts.shards ?? 0;
+  if (opts.shards !== undefined && (!Number.isInteger(count) || count < 1 || count > MAX_SHARDS)) {
+    throw new StoreInputError(`Cannot lay keys out in ${JSON.stringify(opts.shards)} shards: it must be an integer of 1-${MAX_SHARDS}`);
+  }
+  const shards = count === 0 ? [shardKeys(prefix)] : Array.from({ length: count }, (_, n) => shardKeys(`${prefix}:{${shardTag(n, count)}}`));
+  const homeOf = (agentId: string) => (count === 0 ? shards[0] : shards[crc16(String(agentId)) % count]);
+  return {
+    prefix,
+    shardCount: count,
+    shards,
+    homeOf,
+    layout: count === 0 ? null : `${prefix}:layout`,
     agent(agentId) {
-      const tag = `${prefix}:{a:${checkAgentId(agentId)}}`;
+      const home = homeOf(checkAgentId(agentId));
+      const tag = `${home.prefix}:{a:${agentId}}`;
       return {
+        home,
         head: `${tag}:head`,
         tasks: `${tag}:tasks`,
         mail: `${tag}:mail`,
@@ -211,13 +299,9 @@ export function keySpace(prefix = "gh"): KeySpace {
         delivery: (messageId) => `${tag}:dlv:${checkMessageId(messageId)}`,
       };
     },
-    ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
-    deadlines: `${prefix}:deadlines`,
-    verdicts: `${prefix}:verdicts`,
-    agents: `${prefix}:agents`,
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
-    tools: `${prefix}:tools`,
-    toolForms: `${prefix}:tool_forms`,
+    tools: count === 0 ? `${prefix}:tools` : `${prefix}:{tools}:registry`,
+    toolForms: count === 0 ? `${prefix}:tool_forms` : `${prefix}:{tools}:forms`,
   };
 }

@@ -2,7 +2,10 @@
  * The Store over the Lua scripts, shared by the Redis (TCP) and Upstash (REST)
  * adapters: they differ only in how a script reaches Redis (a RunScript) and
  * how the eviction policy is read. Each method is exactly one script call,
- * so one round trip and, on Upstash, one billed command.
+ * so one round trip and, on Upstash, one billed command, except on the
+ * sharded layout (Redis Cluster, store/keys.ts), where the methods that read
+ * every shard (claimNext, readyCount, nextReadyAt, dueToolCalls, listAgents,
+ * getVerdict) call each shard: each call still touches one slot.
  *
  * Arguments are encoded here, once: JSON texts for values the scripts store or
  * compare, raw strings for identifiers that become keys or index members.
@@ -112,6 +115,17 @@ function turnEndArgs(end: TurnEnd): string[] {
     j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
     ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
   ];
+}
+
+/** Order of Redis member comparison (bytes of UTF-8, so code points), not of UTF-16 units. */
+function byCodePoint(a: string, b: string): number {
+  if (a === b) return 0;
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;
+  }
+  return x.length - y.length;
 }
 
 /** Reply words of every script, named once. */
@@ -234,10 +248,30 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
   }
 }
 
+/** The oldest bell of every shard of a worker target (null: none) as read at `asOf`. */
+interface Heads {
+  asOf: number;
+  heads: Array<number | null>;
+}
+
 /** Builds the Store over scripts. Adapters call this; see store/redis.ts and store/upstash.ts. */
 export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
+  const shards = keys.shards;
+  /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
+  const hints = new Map<string, Heads>();
+  /** Per worker target: how many claim_next calls of this store are running in each shard. */
+  const inFlight = new Map<string, number[]>();
+  /**
+   * A bell rung by this store with a score older than a hint's read breaks the hint's promise (every
+   * bell rung since is at least as young as the read): forget the hints. Bells rung by other
+   * processes at their `now` keep it, up to the clocks' skew.
+   */
+  const dropHints = (score: number | null | undefined) => {
+    if (shards.length === 1 || typeof score !== "number") return;
+    for (const [target, h] of hints) if (score < h.asOf) hints.delete(target);
+  };
   let checked: Promise<{ policy: string | null }> | null = null;
   const checkEviction = () =>
     (checked ??= deps.checkEviction().catch((err) => {
@@ -257,6 +291,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     checkEviction,
 
     async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       checkTarget(req.workerTarget);
       checkTurnId(req.turnId);
@@ -269,7 +304,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       };
       const input = j(req.input ?? null);
       return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
-        prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
+        k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
         tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
@@ -278,15 +313,16 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       const { outcome, afterExecution, source } = req;
       const contractValidation = req.contractValidation ?? notApplied();
       const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(
         "deliver_tool_result",
-        [k.head, k.calls(req.turnId), k.mail, k.events, keys.deadlines],
+        [k.head, k.calls(req.turnId), k.mail, k.events, k.home.deadlines],
         [
-          prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
+          k.home.prefix, req.agentId, j(req.turnId), req.turnId, req.toolCallId,
           j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
           tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
           tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
@@ -297,11 +333,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async requestCancel(req: CancelRequest): Promise<CancelResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       if (req.turnId !== undefined) checkTurnId(req.turnId);
       return call("request_cancel", [k.head, k.mail, k.events, k.turns, k.tasks, k.idem], [
-        prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
+        k.home.prefix, req.agentId, now, j(String(req.reason)), req.turnId ?? "", req.turnId === undefined ? "null" : j(req.turnId),
       ]);
     },
 
@@ -325,24 +362,77 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
       return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
-        prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
 
     async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
-      return call("claim_next", [keys.ready(req.workerTarget)], [
-        prefix, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
-      ]);
+      checkTarget(req.workerTarget);
+      const args = [j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
+      if (shards.length === 1) return call("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args]);
+      // Shards: `view.heads[i]` bounds the bells of shard i from below, as of `view.asOf`: every bell
+      // there is at least min(heads[i], asOf) (a bell rung since carries a later time). claim_next
+      // runs in the shard with the oldest head, visiting its bells only up to min(asOf, the other
+      // heads), so it passes no older bell of another shard. A shard that claimed nothing has its
+      // head read again (one call); all shards are read again (one parallel round) only when no head
+      // is due as of `asOf`. The view is kept per worker target for the next call (the hint) until
+      // this store rings a bell older than its `asOf` (`dropHints`; docs/store.md). Concurrent calls
+      // of this store spread over shards: a shard another call is claiming in is taken only when no
+      // other is due, and left out of the bound (those calls have no order among themselves).
+      const target = req.workerTarget;
+      let claiming = inFlight.get(target);
+      if (!claiming) inFlight.set(target, (claiming = new Array<number>(shards.length).fill(0)));
+      const readyKeys = shards.map((s) => s.ready(target));
+      const readAll = async (): Promise<Heads> => {
+        const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>("next_ready_at", [k], []))) };
+        const hint = hints.get(target);
+        if (!hint || hint.asOf <= view.asOf) hints.set(target, view);
+        return view;
+      };
+      const hint = hints.get(target);
+      let fresh = !hint || hint.asOf > req.now;
+      let view = fresh ? await readAll() : hint!;
+      // Each visit moves every bell it saw past `now` or removes it; the bound stops a loop fed by
+      // bells that other clients keep ringing meanwhile.
+      for (let round = 0; round < 2 * shards.length + 2; round++) {
+        const { asOf, heads } = view;
+        let at = -1;
+        for (let i = 0; i < shards.length; i++) {
+          const t = heads[i];
+          if (t === null || t > asOf) continue;
+          // Prefer a shard no other call of this store is claiming in, then the oldest head.
+          if (at < 0 || (claiming[i] === 0 && claiming[at] > 0) || ((claiming[i] === 0) === (claiming[at] === 0) && t < heads[at]!)) at = i;
+        }
+        if (at < 0) {
+          if (fresh) return { status: "empty" };
+          view = await readAll();
+          fresh = true;
+          continue;
+        }
+        let upto = asOf;
+        for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null && claiming[i] === 0) upto = Math.min(upto, heads[i]!);
+        claiming[at]++;
+        let r: ClaimResult;
+        try {
+          r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+        } finally {
+          claiming[at]--;
+        }
+        if (r.status === "claimed") return r;
+        heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
+      }
+      return { status: "empty" };
     },
 
     async renewLease(req: RenewRequest) {
       const k = keys.agent(req.agentId);
       return call("renew_lease", [k.head], [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ]);
     },
 
     async commit(req: CommitRequest): Promise<CommitResult> {
+      dropHints(Math.min(req.now, req.release?.runnableAt ?? req.now));
       const k = keys.agent(req.agentId);
       const now = int(req.now, "now");
       if (req.activeTurnId !== null) checkTurnId(req.activeTurnId);
@@ -355,7 +445,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       }
       const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
       const args = [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
         j(req.turnId), req.turnId ?? "", j(req.activeTurnId), j(req.snapshot ?? null), j(req.state),
         int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
         j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
@@ -374,30 +464,32 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
       return call("commit", [
-        k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns,
+        k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns,
         k.ckpts, k.ended, k.inputs, k.idem, k.summary,
       ], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       if (req.turnId !== null) checkTurnId(req.turnId);
       const args = [
-        prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
+        k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), keys.deadlines, k.turns, k.ended], args);
+      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns, k.ended], args);
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
+      dropHints(req.now);
       const k = keys.agent(req.agentId);
       checkTurnId(req.turnId);
       const args = [
-        prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
+        k.home.prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), keys.deadlines, k.turns, k.ended], args);
+      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns, k.ended], args);
     },
 
     async ping(): Promise<void> {
@@ -445,8 +537,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       found.delete(k.turns);
       return call<{ status: "deleted" } | { status: "agent_not_found" }>(
         "delete_agent",
-        [k.head, k.turns, keys.deadlines, keys.agents, ...found],
-        [prefix, agentId],
+        [k.head, k.turns, k.home.deadlines, k.home.agents, ...found],
+        [k.home.prefix, agentId],
       );
     },
 
@@ -460,7 +552,14 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async dueToolCalls(now, limit) {
       if (limit <= 0) return [];
-      const members = await call<string[]>("due_tool_calls", [keys.deadlines], [int(now, "now"), int(limit, "limit")]);
+      let members: string[];
+      if (shards.length === 1) {
+        members = await call<string[]>("due_tool_calls", [shards[0].deadlines], [int(now, "now"), int(limit, "limit")]);
+      } else {
+        // Oldest first across shards: each shard's first `limit` with their deadlines, merged.
+        const lists = await Promise.all(shards.map((s) => call<Array<[string, number]>>("due_tool_calls", [s.deadlines], [int(now, "now"), int(limit, "limit"), "scores"])));
+        members = lists.flat().sort(([m1, t1], [m2, t2]) => t1 - t2 || byCodePoint(m1, m2)).slice(0, limit).map(([m]) => m);
+      }
       return members.map((m) => {
         // agentId and turnId hold no control characters; the call id is the rest.
         const a = m.indexOf("\n");
@@ -471,8 +570,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async skipDueToolCall(req: SkipDueToolCallRequest) {
       const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
-      let head = `${prefix}:none`;
-      let events = `${prefix}:none`;
+      // The record sits in the deadlines of the home its agent id hashes to, whether or not the id can be a key.
+      const home = keys.homeOf(req.agentId);
+      let head = `${home.prefix}:none`;
+      let events = `${home.prefix}:none`;
       try {
         const k = keys.agent(req.agentId);
         head = k.head;
@@ -480,23 +581,25 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       } catch {
         // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
       }
-      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [keys.deadlines, head, events], [
+      return call<{ status: "skipped" | "absent" }>("skip_due_tool_call", [home.deadlines, head, events], [
         member, req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), int(req.now, "now"), j(req.turnId),
         tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
       ]);
     },
 
     async readyCount(workerTarget, now): Promise<number> {
-      return call("ready_count", [keys.ready(workerTarget)], [String(now)]);
+      const counts = await Promise.all(shards.map((s) => call<number>("ready_count", [s.ready(workerTarget)], [String(now)])));
+      return counts.reduce((a, b) => a + b, 0);
     },
 
     async nextReadyAt(workerTarget): Promise<number | null> {
-      return call("next_ready_at", [keys.ready(workerTarget)], []);
+      const at = (await Promise.all(shards.map((s) => call<number | null>("next_ready_at", [s.ready(workerTarget)], [])))).filter((t) => t !== null);
+      return at.length === 0 ? null : Math.min(...at);
     },
 
     async putVerdict(req: VerdictPut) {
       const k = keys.agent(req.agentId);
-      return call("put_verdict", [k.verdicts, k.head, keys.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
+      return call("put_verdict", [k.verdicts, k.head, k.home.verdicts], [req.verdictId, j([req.verdictId, req.turnId, req.status]), req.json]);
     },
 
     async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
@@ -530,12 +633,14 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async getVerdict(verdictId): Promise<string | null> {
-      return call("get_verdict", [keys.verdicts], [verdictId]);
+      // The id does not name its agent: ask every home (one on the unsharded layout).
+      const found = await Promise.all(shards.map((s) => call<string | null>("get_verdict", [s.verdicts], [verdictId])));
+      return found.find((v) => v !== null) ?? null;
     },
 
     async listVerdicts(agentId, filter: VerdictFilter): Promise<string[]> {
       const k = keys.agent(agentId);
-      return call("list_verdicts", [k.verdicts, keys.verdicts], [
+      return call("list_verdicts", [k.verdicts, k.home.verdicts], [
         filter.turnId !== undefined ? "1" : "0", filter.turnId ?? "",
         filter.status !== undefined ? "1" : "0", filter.status ?? "",
       ]);
@@ -543,20 +648,25 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
       if (req.limit <= 0) return [];
-      return call("list_agents", [keys.agents], [
+      const args = [
         int(req.limit, "limit"),
         req.updatedSince === undefined ? "-inf" : int(req.updatedSince, "updatedSince"),
         req.after ? int(req.after.updatedAt, "after.updatedAt") : "",
         req.after ? req.after.agentId : "",
-      ]);
+      ];
+      if (shards.length === 1) return call("list_agents", [shards[0].agents], args);
+      // Each shard's page after the cursor, merged in the index order: newest first, ties by id descending.
+      const pages = await Promise.all(shards.map((s) => call<AgentIndexEntry[]>("list_agents", [s.agents], args)));
+      return pages.flat().sort((x, y) => y.updatedAt - x.updatedAt || byCodePoint(y.agentId, x.agentId)).slice(0, req.limit);
     },
 
     async createFork(req: CreateForkRequest): Promise<CreateForkResult> {
+      dropHints(Math.min(req.now, req.runnableAt ?? req.now));
       const k = keys.agent(req.agentId);
       const turn = req.activeTurnId;
       if (turn !== null) checkTurnId(turn);
       const args = [
-        prefix, req.agentId, j(req.agentId), j(req.agentName), j(checkTarget(req.workerTarget)),
+        k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(checkTarget(req.workerTarget)),
         j(req.snapshot), j(req.state), j(turn), turn ?? "", j(req.currentTask),
         turn !== null && req.input !== undefined ? j(req.input) : "",
         req.runnableAt === null ? "null" : int(req.runnableAt, "runnableAt"), int(req.now, "now"),
@@ -569,7 +679,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
         }
       }
-      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), keys.deadlines, k.inputs, keys.ready(req.workerTarget)], args);
+      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)], args);
     },
 
     async recordFork(req: RecordForkRequest) {

@@ -7,24 +7,43 @@
  * The client is ioredis: it reconnects on its own and queues commands while
  * offline, speaks Redis Cluster and Sentinel, pipelines concurrent commands
  * on one connection, and is the most used Redis client for Node. Standalone
- * Redis (and Sentinel) is supported; a Cluster client is refused (see
- * docs/store.md, "Redis Cluster").
+ * Redis and Sentinel use the unsharded key layout; Redis Cluster (an ioredis
+ * `Cluster` client, or `clusterNodes`) uses the sharded one, in which every
+ * script still touches one slot (store/keys.ts; docs/store.md, "Standalone,
+ * Sentinel, Upstash, and Redis Cluster").
  *
  * @example
  * const store = redisStore("redis://127.0.0.1:6379");
  * await store.checkEviction(); // fail at startup, not at the first task
  * const gh = createGatehouse({ agents, store });
+ *
+ * // Redis Cluster: seed nodes (the client finds the others), 16 shards by default.
+ * const clustered = redisStore({ clusterNodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] });
  */
 import { Cluster, Redis } from "ioredis";
-import { keySpace, StoreInputError } from "./keys.ts";
+import { keySlot } from "./key-slot.ts";
+import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
 
 export interface RedisStoreOptions {
   /** `redis://` or `rediss://` URL; the store opens (and closes) its own client. */
   url?: string;
-  /** An existing ioredis client; the store does not close it. */
-  client?: Redis;
+  /**
+   * Seed nodes of a Redis Cluster (`redis://[user:password@]host:port`,
+   * `rediss://…` for TLS, or `host:port`); the store opens (and closes) its
+   * own ioredis `Cluster` client. Credentials and TLS of the first node apply
+   * to every node.
+   */
+  clusterNodes?: string[];
+  /** An existing ioredis client (`Redis` or `Cluster`); the store does not close it. */
+  client?: Redis | Cluster;
+  /**
+   * Lay keys out in this many shards (1-256), each in one Cluster slot.
+   * Default: 16 on a Cluster, unsharded on one Redis. Part of the key
+   * layout: a prefix keeps the count it was created with (docs/store.md).
+   */
+  shards?: number;
   /** Key prefix (default `gh`), so several deployments can share one Redis. */
   prefix?: string;
   /** Accept a maxmemory-policy that may evict keys (default false). */
@@ -48,17 +67,25 @@ export interface StoreLogger {
   info(msg: string, fields?: Record<string, unknown>): void;
 }
 
+/** The default shard count on a Redis Cluster. */
+export const CLUSTER_SHARDS = 16;
+
 export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   const o: RedisStoreOptions = typeof opts === "string" ? { url: opts } : opts;
-  if ((o.client as unknown) instanceof Cluster) {
-    throw new StoreInputError("redisStore does not run on Redis Cluster yet: the ready and deadline indexes span slots (docs/store.md)");
+  const given = [o.client && "client", o.url && "url", o.clusterNodes && "clusterNodes"].filter(Boolean);
+  if (given.length === 0) throw new StoreInputError("redisStore needs a url, clusterNodes or an ioredis client");
+  if (given.length > 1) throw new StoreInputError(`redisStore takes one of url, clusterNodes and client, got ${given.join(" and ")}`);
+  if (o.clusterNodes && (!Array.isArray(o.clusterNodes) || o.clusterNodes.length === 0 || o.clusterNodes.some((n) => typeof n !== "string" || n === ""))) {
+    throw new StoreInputError("Cannot open a Redis Cluster client: clusterNodes must be a non-empty list of `redis://host:port` or `host:port`");
   }
-  if (!o.client && !o.url) throw new StoreInputError("redisStore needs a url or an ioredis client");
+  const clustered = !!o.clusterNodes || o.client instanceof Cluster;
+  const keys = keySpace(o.prefix, { shards: o.shards ?? (clustered ? CLUSTER_SHARDS : undefined) });
   const owned = !o.client;
   // No auto-pipelining: commands are still written without waiting for earlier replies (Redis
   // pipelining), but at once instead of batched until the next setImmediate, which delays every
   // round trip by a turn of a busy event loop (about +35 % steps/s at 100 agents without it).
-  const client = o.client ?? new Redis(o.url!, { enableAutoPipelining: false });
+  const client: Redis | Cluster = o.client ??
+    (o.clusterNodes ? openCluster(o.clusterNodes) : new Redis(o.url!, { enableAutoPipelining: false }));
   // Without a listener ioredis reports every failed reconnect attempt as an unhandled error event.
   if (owned) client.on("error", o.onError ?? (() => {}));
   if (o.logger) watchConnection(client, o.logger);
@@ -70,22 +97,32 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
 
   return scriptStore({
     kind: "redis",
-    keys: keySpace(o.prefix),
+    keys,
     run,
     async checkEviction() {
+      await checkLayout(client, keys);
+      // On a Cluster every master holds agents: each one's policy counts.
+      const servers = client instanceof Cluster ? client.nodes("master") : [client];
       let policy: string | null = null;
-      try {
-        const reply = (await client.config("GET", "maxmemory-policy")) as string[];
-        policy = reply[1] ?? null;
-      } catch (err) {
-        // A server that refuses CONFIG (managed Redis) cannot be checked; anything else is an outage.
-        if ((err as Error).name !== "ReplyError") throw err;
+      for (const server of servers) {
+        let p: string | null = null;
+        try {
+          const reply = (await server.config("GET", "maxmemory-policy")) as string[];
+          p = reply[1] ?? null;
+        } catch (err) {
+          // A server that refuses CONFIG (managed Redis) cannot be checked; anything else is an outage.
+          if ((err as Error).name !== "ReplyError") throw err;
+        }
+        assertNoEviction(p, o.allowEviction ?? false);
+        policy ??= p;
       }
-      assertNoEviction(policy, o.allowEviction ?? false);
       return { policy };
     },
     async scan(cursor, pattern) {
-      const [next, batch] = await client.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      // On a Cluster SCAN lists one node's keys: ask the master of the pattern's slot (the
+      // pattern starts with the agent's home prefix, whose shard tag is its first braces).
+      const server = client instanceof Cluster ? await masterOfSlot(client, keySlot(pattern)) : client;
+      const [next, batch] = await server.scan(cursor, "MATCH", pattern, "COUNT", 500);
       return [String(next), batch];
     },
     async close() {
@@ -94,8 +131,50 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   });
 }
 
+/** An ioredis Cluster client on seed nodes; credentials and TLS of the first node apply to all. */
+function openCluster(nodes: string[]): Cluster {
+  const first = /^rediss?:\/\//.test(nodes[0]) ? new URL(nodes[0]) : null;
+  const redisOptions: Record<string, unknown> = {};
+  if (first?.username) redisOptions.username = decodeURIComponent(first.username);
+  if (first?.password) redisOptions.password = decodeURIComponent(first.password);
+  if (first?.protocol === "rediss:") redisOptions.tls = {};
+  return new Cluster(nodes, { enableAutoPipelining: false, redisOptions });
+}
+
+/**
+ * The sharded layout records its shard count once (`SET … NX`) and refuses a
+ * prefix created with another: a different count would look for every agent
+ * in another shard. The unsharded layout has no record (no extra command).
+ */
+async function checkLayout(client: Redis | Cluster, keys: KeySpace): Promise<void> {
+  if (keys.layout === null) return;
+  const want = `shards=${keys.shardCount}`;
+  await client.set(keys.layout, want, "NX");
+  const have = await client.get(keys.layout);
+  if (have !== want) {
+    throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(keys.prefix)} with ${keys.shardCount} shards: it was laid out with ${have}`);
+  }
+}
+
+/** The master connection serving `slot` (the client's slot map; it is loaded once the client is ready). */
+async function masterOfSlot(client: Cluster, slot: number): Promise<Redis> {
+  const find = () => {
+    const addr = (client.slots[slot] as string[] | undefined)?.[0];
+    return addr === undefined ? undefined : client.nodes("master").find((m) => `${m.options.host}:${m.options.port}` === addr);
+  };
+  let node = find();
+  if (!node) {
+    // Not connected yet (the slot map is empty until then), or the map is stale: a keyless
+    // command waits for the connection, a refresh reloads the map.
+    await client.ping();
+    node = find();
+  }
+  if (!node) throw new Error(`Cannot scan slot ${slot} of the Redis Cluster: no master serves it`);
+  return node;
+}
+
 /** Logs the reconnects of a client: one line when a reconnect is scheduled, one when it is back. */
-function watchConnection(client: Redis, logger: StoreLogger): void {
+function watchConnection(client: Redis | Cluster, logger: StoreLogger): void {
   let lastError = "";
   let downSince: number | null = null;
   client.on("error", (err: Error) => {

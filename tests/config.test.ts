@@ -71,6 +71,9 @@ describe("configFromEnv", () => {
     [{ GATEHOUSE_REDIS_URL: "localhost:6379" }, /^GATEHOUSE_REDIS_URL is not a redis:\/\/ or rediss:\/\/ URL$/],
     [{ UPSTASH_REDIS_REST_URL: "https://x.upstash.io" }, /must be set together/],
     [{ GATEHOUSE_REDIS_URL: "redis://a", UPSTASH_REDIS_REST_URL: "https://b", UPSTASH_REDIS_REST_TOKEN: "t" }, /both set: choose one store/],
+    [{ GATEHOUSE_REDIS_CLUSTER_NODES: "redis://a:1,not a node" }, /^GATEHOUSE_REDIS_CLUSTER_NODES is not a comma-separated list/],
+    [{ GATEHOUSE_REDIS_CLUSTER_NODES: "a:1", GATEHOUSE_REDIS_URL: "redis://b" }, /^GATEHOUSE_REDIS_CLUSTER_NODES is set with another store/],
+    [{ GATEHOUSE_REDIS_SHARDS: "300" }, /^GATEHOUSE_REDIS_SHARDS=300 is out of range \(expected 1 to 256\)$/],
     [{ GATEHOUSE_BEARER_TOKENS: "short" }, /^GATEHOUSE_BEARER_TOKENS: token 1 of 1 is not 16 to 4096 visible ASCII characters \(it has 5\)$/],
     [{ GATEHOUSE_BEARER_TOKENS: " , " }, /holds no token/],
   ];

@@ -40,6 +40,32 @@ describe("storeFromEnv", () => {
     expect((err as Error).message).toContain("@gatehouse-runtime/core/redis");
   });
 
+  it("refuses GATEHOUSE_REDIS_CLUSTER_NODES with GATEHOUSE_REDIS_URL, without a TCP adapter, and a GATEHOUSE_REDIS_SHARDS that is not a count", async () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ GATEHOUSE_REDIS_CLUSTER_NODES: "127.0.0.1:1", GATEHOUSE_REDIS_URL: server.url }, /both set/],
+      [{ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_SHARDS: "many" }, /GATEHOUSE_REDIS_SHARDS="many" is not a shard count/],
+      [{ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_SHARDS: "999" }, /1-256/],
+    ];
+    for (const [env, message] of cases) {
+      const err = await storeFromEnv(env, { redis: redisStore }).catch((e) => e);
+      expect(err, JSON.stringify(env)).toBeInstanceOf(StoreInputError);
+      expect((err as Error).message).toMatch(message);
+    }
+    const err = await storeFromEnv({ GATEHOUSE_REDIS_CLUSTER_NODES: "127.0.0.1:1" }).catch((e) => e);
+    expect(err).toBeInstanceOf(StoreInputError);
+    expect((err as Error).message).toContain("GATEHOUSE_REDIS_CLUSTER_NODES is set but no TCP adapter");
+  });
+
+  it("GATEHOUSE_REDIS_SHARDS lays one Redis out in shards", async () => {
+    const store = await storeFromEnv({ GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_PREFIX: "envshards", GATEHOUSE_REDIS_SHARDS: "2" }, { redis: redisStore });
+    await store.enqueueTask({ agentId: "a1", agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: "t1", now: 1 });
+    const raw = new Redis(server.url);
+    expect(await raw.get("envshards:layout")).toBe("shards=2");
+    expect(await raw.exists("envshards:{a:a1}:head")).toBe(0);
+    raw.disconnect();
+    await store.close();
+  });
+
   it("uses upstashStore for UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, and refuses one without the other", async () => {
     const store = await storeFromEnv({ UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token });
     expect(store.kind).toBe("upstash");

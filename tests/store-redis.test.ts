@@ -1,4 +1,4 @@
-import { Cluster, Redis } from "ioredis";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySpace, StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
@@ -139,10 +139,27 @@ describe("redisStore", () => {
     await store.close();
   });
 
-  it("refuses a Redis Cluster client", () => {
-    const cluster = new Cluster([{ host: "127.0.0.1", port: server.port }], { lazyConnect: true });
-    expect(() => redisStore({ client: cluster as unknown as Redis })).toThrow(StoreInputError);
-    cluster.disconnect();
+  it("with `shards`, lays one Redis out like a Cluster (every key under a shard tag) and refuses another shard count for the prefix", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ url: server.url, prefix, shards: 4 });
+    const ks = keySpace(prefix, { shards: 4 });
+    await busyAgent(store, "a1");
+    await busyAgent(store, "b2");
+    const keys = (await raw.keys(`${prefix}:*`)).sort();
+    for (const k of keys.filter((k) => k !== `${prefix}:layout`)) expect(k.startsWith(`${prefix}:{s:`), k).toBe(true);
+    for (const id of ["a1", "b2"]) {
+      const home = ks.agent(id).home.prefix;
+      expect(keys.filter((k) => k.includes(`{a:${id}}`)).every((k) => k.startsWith(`${home}:{a:${id}}:`))).toBe(true);
+      expect(await raw.zscore(`${home}:agents`, id)).not.toBeNull();
+    }
+    expect(await raw.get(`${prefix}:layout`)).toBe("shards=4");
+    expect(await store.getVerdict("v_b2")).toBe("{}");
+    const other = redisStore({ url: server.url, prefix, shards: 8 });
+    await expect(other.getAgent("a1")).rejects.toThrow(/laid out with shards=4/);
+    await other.close();
+    expect(() => redisStore({ url: server.url, prefix, shards: 0 })).toThrow(StoreInputError);
+    expect(() => redisStore({ url: server.url, clusterNodes: ["127.0.0.1:1"] })).toThrow(StoreInputError);
+    await store.close();
   });
 
   it("uses the SHA-1 Redis computes for each script", async () => {

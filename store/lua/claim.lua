@@ -2,7 +2,7 @@
   claim: claims one named agent. Mirrors memoryStore.claim.
 
   KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] mail list   KEYS[4] inputs hash
-  ARGV[1] key prefix  ARGV[2] agentId (raw)
+  ARGV[1] home prefix   ARGV[2] agentId (raw)
   ARGV[3] workerId JSON
   ARGV[4] leaseMs     ARGV[5] now
   Undeclared key: the ready zset of the agent's stored target.

@@ -5,12 +5,15 @@
   lease end, a bell with nothing behind it is dropped (or moved to
   runnableAt), a bell of an unknown agent is removed.
 
-  KEYS[1] ready zset of the worker target
-  ARGV[1] key prefix  ARGV[2] workerId JSON
-  ARGV[3] leaseMs     ARGV[4] now
+  KEYS[1] ready zset of the worker target in one home (one shard on a Cluster)
+  ARGV[1] that home's prefix   ARGV[2] workerId JSON
+  ARGV[3] leaseMs              ARGV[4] now
+  ARGV[5] visit bells up to this score only (at most now; absent: now). The
+          sharded layout passes the oldest bell of the other shards, so the
+          bells of all shards are visited oldest first (docs/store.md)
   Undeclared keys: the head, tasks, mail and inputs keys of each visited agent, built
-  from the prefix like store/keys.ts does. Standalone Redis only (see
-  docs/store.md, "Redis Cluster").
+  from the home prefix like store/keys.ts does. The agents of a home's queue
+  live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
@@ -25,10 +28,11 @@
 local ready = KEYS[1]
 local prefix, worker_json, lease_ms, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = tonumber(now_str)
+local upto = ARGV[5] or now_str
 local seen = {}
 
 while true do
-  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', now_str, 'LIMIT', 0, 20)
+  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'LIMIT', 0, 20)
   if #due == 0 then
     return 'empty'
   end

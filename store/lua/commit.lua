@@ -9,7 +9,7 @@
   KEYS[7] deadlines zset  KEYS[8] turns hash
   KEYS[9] ckpts list      KEYS[10] ended list    KEYS[11] inputs hash
   KEYS[12] idem hash      KEYS[13] summary string
-  ARGV[1]  key prefix
+  ARGV[1]  home prefix of the agent (store/keys.ts)
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
   ARGV[4]  epoch

@@ -8,7 +8,7 @@
   KEYS[1] head hash   KEYS[2] messages list  KEYS[3] events list
   KEYS[4] calls hash of the active turn      KEYS[5] deadlines zset
   KEYS[6] inputs hash KEYS[7] ready zset of the new agent's target
-  ARGV[1]  key prefix
+  ARGV[1]  home prefix of the agent (store/keys.ts)
   ARGV[2]  agentId (raw)          ARGV[3]  agentId JSON
   ARGV[4]  agentName JSON         ARGV[5]  workerTarget JSON
   ARGV[6]  snapshot JSON          ARGV[7]  state JSON

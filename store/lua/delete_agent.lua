@@ -6,9 +6,10 @@
   are the audit trail; the agent's verdict list goes.
 
   KEYS[1] head hash   KEYS[2] turns hash   KEYS[3] deadlines zset   KEYS[4] agents zset
+  (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
   KEYS[5..] every other key of the agent: the fixed ones and those a SCAN
             of the agent's hash tag found (calls hashes, delivery records)
-  ARGV[1] key prefix   ARGV[2] agentId (raw)
+  ARGV[1] home prefix of the agent (store/keys.ts)   ARGV[2] agentId (raw)
   Undeclared keys: the ready zset of the agent's stored target; the calls
   hashes of the turns listed in the turns hash (the agent's hash tag).
   Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)

@@ -5,7 +5,7 @@
   KEYS[1] head hash          KEYS[2] calls hash of the turn
   KEYS[3] mail list          KEYS[4] events list
   KEYS[5] deadlines zset
-  ARGV[1] key prefix         ARGV[2] agentId (raw)
+  ARGV[1] home prefix        ARGV[2] agentId (raw)
   ARGV[3] turnId JSON        ARGV[4] turnId (raw)
   ARGV[5] toolCallId (raw)
   ARGV[6] resolution JSON: {"status":"resolved","outcome":..,"afterExecution":..,"source":..,"resolvedAt":now}

@@ -5,7 +5,7 @@
   KEYS[1] head hash          KEYS[2] tasks list
   KEYS[3] idem hash          KEYS[4] events list
   KEYS[5] turns hash         KEYS[6] inputs hash
-  ARGV[1] key prefix
+  ARGV[1] home prefix of the agent (store/keys.ts)
   ARGV[2] agentId (raw)      ARGV[3] agentId JSON
   ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
   ARGV[6] turnId JSON        ARGV[7] '1' when an idempotency key is given, else '0'

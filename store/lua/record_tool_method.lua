@@ -4,6 +4,7 @@
 
   KEYS[1] tools hash (role -> entry JSON)
   KEYS[2] tool forms hash ('<role>\n<form>' -> the method first seen with that form)
+          (both keys share the tag `{tools}` on the sharded layout: one slot; store/keys.ts)
   ARGV[1] role   ARGV[2] method   ARGV[3] the method's form (methodForm, computed by the caller)
   ARGV[4] now
 

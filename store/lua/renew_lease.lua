@@ -3,7 +3,7 @@
   memoryStore.renewLease.
 
   KEYS[1] head hash
-  ARGV[1] key prefix  ARGV[2] agentId (raw)
+  ARGV[1] home prefix   ARGV[2] agentId (raw)
   ARGV[3] workerId JSON
   ARGV[4] epoch       ARGV[5] leaseMs   ARGV[6] now
   Undeclared key: the ready zset of the agent's stored target.

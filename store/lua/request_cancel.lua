@@ -4,7 +4,7 @@
 
   KEYS[1] head hash   KEYS[2] mail list   KEYS[3] events list
   KEYS[4] turns hash  KEYS[5] tasks list  KEYS[6] idem hash
-  ARGV[1] key prefix  ARGV[2] agentId (raw)
+  ARGV[1] home prefix   ARGV[2] agentId (raw)
   ARGV[3] now         ARGV[4] reason JSON
   ARGV[5] turnId (raw; '' when the cancel names no turn)
   ARGV[6] turnId JSON ('null' when the cancel names no turn)

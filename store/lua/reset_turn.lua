@@ -6,7 +6,7 @@
   KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
   KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
   KEYS[7] deadlines zset  KEYS[8] turns hash      KEYS[9] ended list
-  ARGV[1] key prefix
+  ARGV[1] home prefix of the agent (store/keys.ts)
   ARGV[2] agentId (raw)
   ARGV[3] expectedVersion
   ARGV[4] turnId JSON

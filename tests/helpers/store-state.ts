@@ -10,7 +10,8 @@
  *   idempotency keys, turns, inputs, verdict ids);
  * - Redis (TCP and Upstash adapters, read over a raw TCP connection to the
  *   same server): every key under the agent's hash tag `<p>:{a:<id>}:*`
- *   (found with SCAN MATCH), dumped by TYPE (string, hash, list, set, zset,
+ *   (found with SCAN MATCH; on the sharded layout of a Cluster, under the agent's home
+ *   `<p>:{<shard tag>}`, scanned on the node holding its slot), dumped by TYPE (string, hash, list, set, zset,
  *   stream) with its expiry time, so a write of any command, an EXPIRE included,
  *   shows up;
  * - on both, the entries of the cross-agent indexes the agent appears in
@@ -24,6 +25,7 @@
  * index parts have one shape for every adapter, so a test can state the one
  * index change it expects (`withIndexes`).
  */
+import { type KeySpace, keySpace } from "../../store/keys.ts";
 import { memoryStoreState } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 
@@ -124,28 +126,36 @@ async function dumpKey(redis: RawRedis, key: string): Promise<{ type: string; tt
   return { type, ttl, value };
 }
 
-/** The state reader of a Redis store under `prefix`, reading the server through `redis`. */
-export function redisStateReader(redis: RawRedis, prefix: string): StateReader {
+/**
+ * The state reader of a Redis store under `prefix`, reading the server through `redis`.
+ * `prefix` may be a KeySpace (store/keys.ts) for the sharded layout: the agent's keys and
+ * index entries are then read in its home. `nodeOf`, on a Redis Cluster, names the
+ * connection of the node holding a key's slot (SCAN runs on one node).
+ */
+export function redisStateReader(redis: RawRedis, prefix: string | KeySpace, nodeOf?: (key: string) => RawRedis): StateReader {
+  const keys = typeof prefix === "string" ? keySpace(prefix) : prefix;
   return async (agentId) => {
-    const tag = `${prefix}:{a:${agentId}}:`;
+    const home = keys.homeOf(agentId).prefix;
+    const scan = nodeOf ? nodeOf(`${home}:x`) : redis;
+    const tag = `${home}:{a:${agentId}}:`;
     const records: Record<string, unknown> = {};
-    for (const key of await scanAll(redis, `${globLiteral(tag)}*`)) {
+    for (const key of await scanAll(scan, `${globLiteral(tag)}*`)) {
       records[key.slice(tag.length)] = await dumpKey(redis, key);
     }
     const ready: Record<string, number> = {};
-    for (const key of await scanAll(redis, `${globLiteral(`${prefix}:ready:`)}*`)) {
+    for (const key of await scanAll(scan, `${globLiteral(`${home}:ready:`)}*`)) {
       const score = await redis(["ZSCORE", key, agentId]);
-      if (score !== null && score !== undefined) ready[key.slice(`${prefix}:ready:`.length)] = Number(score);
+      if (score !== null && score !== undefined) ready[key.slice(`${home}:ready:`.length)] = Number(score);
     }
     const deadlines: Record<string, number> = {};
-    for (const [member, score] of pairs((await redis(["ZRANGE", `${prefix}:deadlines`, "0", "-1", "WITHSCORES"])) as string[])) {
+    for (const [member, score] of pairs((await redis(["ZRANGE", `${home}:deadlines`, "0", "-1", "WITHSCORES"])) as string[])) {
       if (member.startsWith(`${agentId}\n`)) deadlines[member.slice(agentId.length + 1)] = Number(score);
     }
     const listed = new Set(
       ((await redis(["LRANGE", `${tag}verdicts`, "0", "-1"])) as string[]).map((e) => (JSON.parse(e) as [string])[0]),
     );
     const verdicts: Record<string, unknown> = {};
-    for (const [id, text] of pairs((await redis(["HGETALL", `${prefix}:verdicts`])) as string[])) {
+    for (const [id, text] of pairs((await redis(["HGETALL", `${home}:verdicts`])) as string[])) {
       if (listed.has(id) || namesAgent(text, agentId)) verdicts[id] = text;
     }
     return { records, ready, deadlines, verdicts };

@@ -1,9 +1,11 @@
 --[[
   Key builders. Mirror store/keys.ts: `<prefix>:{a:<agentId>}:<suffix>` for
   the records of one agent, `<prefix>:ready:<target>` for the bell of a
-  worker target, `<prefix>:agents` for the index of every agent by
-  `updatedAt` (store/keys.ts). Every script that writes a head's
-  `updatedAt` writes the same score into the index.
+  worker target, `<prefix>:agents` for the index of agents by `updatedAt`.
+  `prefix` is always the home prefix the script received (store/keys.ts:
+  `<p>` on one Redis, `<p>:{<shard tag>}` on a Cluster), so every key built
+  here is in the slot of the keys the script was given. Every script that
+  writes a head's `updatedAt` writes the same score into the index.
 ]]
 local function agent_key(prefix, agent_id, suffix)
   return prefix .. ':{a:' .. agent_id .. '}:' .. suffix
