@@ -41,6 +41,7 @@ import type { RouteAuth } from "./routes/runtime.ts";
 import { silentLogger } from "./actors/runtime.ts";
 import { isSingleConsumerTarget } from "./actors/target-lease.ts";
 import type { Store } from "./store/port.ts";
+import { originalRequest } from "./routes/request-origin.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
 export interface WorkersExecutionContext {
@@ -150,7 +151,8 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         const a = authFor(env);
         const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse } }, {
           wake(agentId, request) {
-            const b = request && bells.get(request);
+            // A route may have replaced the request (routes/request-origin.ts): the bells are the incoming one's.
+            const b = request && bells.get(originalRequest(request));
             if (!b) return; // rung outside a request of this handler: the cron picks it up
             if (agentId === undefined) b.any = true;
             else b.agents.add(agentId);

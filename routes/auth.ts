@@ -42,6 +42,7 @@ import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
 import type { RateCheck } from "./rate-limit.ts";
 import { mintSession, sessionKey, sessionValues, STREAM_SESSION_MS, verifySession } from "./auth/stream-session.ts";
+import { replaceRequest } from "./request-origin.ts";
 
 export { checkAuthConfig } from "./auth/config.ts";
 
@@ -202,7 +203,7 @@ export function authMiddleware(
     if (admitted === undefined) throw forbidden();
     // The JSON reader reads these same bytes.
     const old = c.req.raw;
-    c.req.raw = new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal });
+    replaceRequest(c, new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal }));
     principals.set(c, "signed");
 
     // The id becomes part of a store key: the agent id guard's check, before the claim.

@@ -27,6 +27,7 @@ import type { z } from "zod";
 import { type BodyLimits, issuesOf, readJson } from "./body.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { replaceRequest } from "./request-origin.ts";
 import { Problem } from "./schemas.ts";
 
 /** Problems of every route that reads a JSON body. */
@@ -59,6 +60,14 @@ export function problemHook(result: { success: boolean; target: string; error?: 
 export function readBody(limits: BodyLimits, optional: boolean): MiddlewareHandler {
   return async (c, next) => {
     const value = await readJson(c, limits, { optional });
+    if (value === undefined && (c.req.raw.body !== null || c.req.header("content-type") !== undefined)) {
+      // An absent or empty optional body is `{}` whatever its media type (routes/body.ts). The library's media-type
+      // gate would refuse a non-JSON type with 415, and it takes an empty body stream (workerd gives every POST one)
+      // for a body once it was read: it sees the request as it is, without a body and without a body's type.
+      const headers = new Headers(c.req.raw.headers);
+      headers.delete("content-type");
+      replaceRequest(c, new Request(c.req.raw.url, { method: c.req.raw.method, headers, signal: c.req.raw.signal }));
+    }
     c.req.bodyCache.json = Promise.resolve(value === undefined ? {} : value);
     await next();
   };
