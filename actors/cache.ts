@@ -11,17 +11,23 @@
  * with the claim that replaced it; the claim gives it back with `put` only
  * when its last commit applied (actor state == committed state). Message
  * arrays are copied in and out for the same reason; the messages themselves
- * are frozen, so the copies are shallow.
+ * are frozen, so the copies are shallow. The used tool-call ids of the
+ * messages (actors/tool-call-ids.ts) travel like the actor: `take` hands them
+ * over, and only a `put` that passes them, with the very messages they were
+ * kept for, stores them again.
  */
 import type { AnyActorRef } from "xstate";
 import type { Message } from "../common/message.ts";
 import type { ConversationMemory } from "./memory.ts";
+import type { UsedToolCallIds } from "./tool-call-ids.ts";
 
 export interface CachedAgent<A extends AnyActorRef = AnyActorRef> {
   messages: Message[];
   actor?: A;
   /** The summary and the index of `messages[0]` (actors/memory.ts). */
   memory?: ConversationMemory;
+  /** The tool-call ids of exactly `messages`; now the caller's. */
+  toolCallIds?: UsedToolCallIds;
 }
 
 export interface SnapshotCache {
@@ -32,14 +38,14 @@ export interface SnapshotCache {
    */
   take(agentId: string, version: number, createdAt?: number): CachedAgent | undefined;
   /** Stores the conversation (and, at the end of a claim, the actor) of this version. */
-  put(agentId: string, version: number, messages: Message[], actor?: AnyActorRef, extra?: { memory?: ConversationMemory; createdAt?: number }): void;
+  put(agentId: string, version: number, messages: Message[], actor?: AnyActorRef, extra?: { memory?: ConversationMemory; createdAt?: number; toolCallIds?: UsedToolCallIds }): void;
   delete(agentId: string): void;
 }
 
 const copyMemory = (m: ConversationMemory): ConversationMemory => ({ summary: m.summary ? { ...m.summary } : null, firstIndex: m.firstIndex });
 
 export function lruCache(max = 1_000): SnapshotCache {
-  const m = new Map<string, { version: number; messages: Message[]; actor?: AnyActorRef; memory?: ConversationMemory; createdAt?: number }>();
+  const m = new Map<string, { version: number; messages: Message[]; actor?: AnyActorRef; memory?: ConversationMemory; createdAt?: number; toolCallIds?: UsedToolCallIds }>();
   const drop = (agentId: string) => {
     m.get(agentId)?.actor?.stop();
     m.delete(agentId);
@@ -53,9 +59,12 @@ export function lruCache(max = 1_000): SnapshotCache {
         return undefined;
       }
       m.delete(agentId);
-      const actor = e.actor;
-      m.set(agentId, { ...e, actor: undefined });
-      return { messages: e.messages.slice(), ...(actor ? { actor } : {}), ...(e.memory ? { memory: copyMemory(e.memory) } : {}) };
+      const { actor, toolCallIds } = e;
+      m.set(agentId, { ...e, actor: undefined, toolCallIds: undefined });
+      return {
+        messages: e.messages.slice(), ...(actor ? { actor } : {}), ...(e.memory ? { memory: copyMemory(e.memory) } : {}),
+        ...(toolCallIds ? { toolCallIds } : {}),
+      };
     },
     put(agentId, version, messages, actor, extra) {
       const memory = extra?.memory;
@@ -65,6 +74,7 @@ export function lruCache(max = 1_000): SnapshotCache {
       m.set(agentId, {
         version, messages: messages.slice(), ...(actor ? { actor } : {}), ...(memory ? { memory: copyMemory(memory) } : {}),
         ...(extra?.createdAt !== undefined ? { createdAt: extra.createdAt } : {}),
+        ...(extra?.toolCallIds ? { toolCallIds: extra.toolCallIds } : {}),
       });
       if (m.size > max) drop(m.keys().next().value!);
     },

@@ -37,6 +37,10 @@
  * - Spend limits (actors/spend.ts) are checked before each effect of a turn
  *   and right after each model step; crossing one ends the turn with
  *   `TURN_FAILED` (`budget_exhausted`), even a turn the step just finished.
+ * - Nothing a model step does grows with the conversation except what the
+ *   model is shown: the tool-call ids already used are kept next to the
+ *   history (actors/tool-call-ids.ts: exactly the ids of the history's
+ *   messages, changed only where the history changes), not rebuilt per step.
  * - With a budget (actors/budget.ts), a claim whose budget is spent hands the
  *   agent back at the next step boundary: the commit that ends the step
  *   releases the lease with `runnableAt = now`, so any worker (or the next
@@ -62,6 +66,7 @@ import type { InboxTask } from "../store/types.ts";
 import type { AnyTool, ToolTermination } from "../tools/define.ts";
 import { prepareArgs } from "../tools/specs.ts";
 import { runVerification, type VerificationHooks } from "../verification/gate.ts";
+import { assignToolCallIds, UsedToolCallIds } from "./tool-call-ids.ts";
 import { agentToolSpecs, completionToolOf, offeredToolNames } from "./tool-specs.ts";
 import { messagesFor } from "./transcript.ts";
 import type { Clock, Logger } from "./runtime.ts";
@@ -70,7 +75,6 @@ import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits
 import { deepFreeze } from "../common/freeze.ts";
 import { jsonClone } from "../common/json.ts";
 import { abortableSleep } from "../common/sleep.ts";
-import { ID_PATTERN } from "../common/ids.ts";
 import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
 import { isAgentTool } from "../agents/agent-tool.ts";
@@ -120,6 +124,12 @@ export interface HostDeps {
   retention?: RetentionLimits | null;
   /** The model's memory (actors/memory.ts) for agents without their own `memory`; absent: every retained message. */
   memory?: MemoryPolicy;
+  /**
+   * Measurement only: rebuild the used tool-call ids from the whole history at
+   * every model step, as the host did before it kept them (bench/history-cost.ts
+   * compares both in one run). The ids are the same either way.
+   */
+  rebuildToolCallIds?: boolean;
 }
 
 /** The retention limits of one agent: its own laid over the process's (null: keep everything). */
@@ -153,7 +163,6 @@ export type HostOutcome =
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 const FINAL = new Set(["done", "failed"]);
 const IN_TURN = new Set(["running", "waiting-tools", "verifying", "revising"]);
-const SAFE_ID = ID_PATTERN;
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 const WATCHDOG_GRACE_MS = 5_000;
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
@@ -245,6 +254,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
   const memoryPolicy = agent.memory ?? deps.memory;
   const { history, memory } = await loadConversation(store, agentId, head, cached, memoryPolicy !== undefined);
+  // The tool-call ids of exactly `history` (actors/tool-call-ids.ts): every push and splice of it updates them too.
+  const usedIds = cached?.toolCallIds ?? UsedToolCallIds.of(history);
   const retention = retentionOf(deps, agent);
   /** A summary computed for the next commit (actors/memory.ts: stored before anything depends on it). */
   let pendingSummary: ConversationSummary | null = null;
@@ -293,6 +304,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     for (const m of msgs) {
       deepFreeze(m);
       history.push(m);
+      usedIds.add(m);
       newMessages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
     }
     noteDelegationChanges(ev, before, after);
@@ -445,7 +457,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   /** Drops from the history what the store's retention dropped, so a resident agent sees what a fresh read would. */
   function dropTrimmed(trimmedThrough: number | undefined) {
     if (trimmedThrough === undefined || trimmedThrough <= memory.firstIndex) return;
-    history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
+    const dropped = history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
+    for (const m of dropped) usedIds.drop(m);
     memory.firstIndex = trimmedThrough;
   }
 
@@ -651,7 +664,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         "gen_ai.usage.input_tokens": context.turnUsage.inputTokens, "gen_ai.usage.output_tokens": context.turnUsage.outputTokens,
       }, abort.signal.aborted ? fenceReason || "lease_lost" : undefined);
     }
-    if (resident) cache.put(agentId, version, history, actor, { memory, createdAt: head.createdAt });
+    if (resident) cache.put(agentId, version, history, actor, { memory, createdAt: head.createdAt, toolCallIds: usedIds });
     else {
       actor.stop();
       cache.delete(agentId);
@@ -708,15 +721,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       return;
     }
     const now = clock.now();
-    // Ids already used in this conversation (plain loops: flatMap over the history cost ~2 % of a step).
-    const seen = new Set<string>();
-    for (const m of history) {
-      if (m.toolCalls) for (const c of m.toolCalls) seen.add(c.id);
-    }
-    const calls: ModelToolCall[] = (res.toolCalls ?? []).map((c, i) => {
-      let id = typeof c.id === "string" && SAFE_ID.test(c.id) && !seen.has(c.id) ? c.id : `call_${tId}_${step}_${i}`;
-      if (seen.has(id)) id = `call_${tId}_${step}_${i}_${seen.size}`;
-      seen.add(id);
+    const raw = res.toolCalls ?? [];
+    const callIds = assignToolCallIds(raw, deps.rebuildToolCallIds ? UsedToolCallIds.of(history) : usedIds, tId, step);
+    const calls: ModelToolCall[] = raw.map((c, i) => {
+      const id = callIds[i];
       const tool = agent!.offeredTools.find((t) => t.name === c.name);
       const args = c.args ?? {};
       // A delegation past the nesting bound runs as an in-process call that dispatch() answers with an error.
