@@ -20,13 +20,13 @@ import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import process from "node:process";
 import { z } from "zod";
-import { lruCache } from "../actors/cache.ts";
-import { type HostDeps, runClaim } from "../actors/host.ts";
-import { silentLogger } from "../actors/runtime.ts";
 import { defineAgent, defineTool } from "../mod.ts";
 import type { Model, ModelResponse } from "../mod.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
+import { hostDeps, runClaim } from "../tests/helpers/host.ts";
+
+type HostDeps = ReturnType<typeof hostDeps>;
 
 const QUICK = process.env.HISTORY_QUICK === "1";
 const REPEAT = QUICK ? 1 : Math.max(1, Number(process.env.HISTORY_REPEAT ?? 3));
@@ -84,11 +84,8 @@ async function measure(size: (typeof SIZES)[number], rebuild: boolean): Promise<
   const work = defineTool({ name: "work", description: "Returns its input.", parameters: z.object({ n: z.number() }), execute: ({ n }) => ({ n }) });
   const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], maxStepsPerTurn: 10_000 });
   const store = memoryStore();
-  const deps: HostDeps = {
-    store, agents: new Map([[agent.name, agent]]), clock: { now: () => Date.now() }, logger: silentLogger, cache: lruCache(),
-    leaseMs: 30_000, externalToolTimeoutMs: 600_000, toolTimeoutMs: 60_000, verifierBackoffMs: 1_000, retention: null,
-    rebuildToolCallIds: rebuild,
-  };
+  // Host dependencies as createGatehouse() builds them (own resident cache, 30 s lease), no retention.
+  const deps = hostDeps(store, [agent], { now: () => Date.now() }, { retention: null, rebuildToolCallIds: rebuild });
   const ids = Array.from({ length: size.agents }, (_, i) => `a${i}`);
   // Growth (not measured): a turn is user + (assistant, tool) per work step + the submitting assistant;
   // the warm-up turn below adds 6 more.

@@ -175,6 +175,9 @@ export function observedStore(inner: Store): Store & {
   };
 }
 
+/** The host's entry point, for drivers outside tests (bench/history-cost.ts) that may only reach the actors through here. */
+export { runClaim } from "../../actors/host.ts";
+
 /** Host dependencies like createGatehouse() builds them, for calling runClaim() directly. */
 export function hostDeps(store: Store, agents: AnyAgent[], clock: Clock, over: Partial<HostDeps> & { cache?: SnapshotCache } = {}): HostDeps {
   return {
