@@ -11,6 +11,25 @@
  * Single-consumer targets (`svc1_*`, actors/target-lease.ts) are claimed
  * only while this process holds the target's lease; the pool renews it while
  * it runs and releases it when it stops.
+ *
+ * Idle cost (docs/operations.md, "Idle cost"). While nothing is claimable,
+ * one loop at a time polls (the sentinel); its siblings park without a timer.
+ * - The sentinel's wait starts at `pollMs` and doubles after each empty poll
+ *   up to `idlePollMaxMs`.
+ * - It never sleeps past the store's `nextReadyAt` of any target: a
+ *   `runnableAt`, a retry backoff or the end of another worker's lease is
+ *   claimed on time, whatever the backoff.
+ * - An in-process wake (`nudge`: a route of this process enqueued a task,
+ *   delivered a tool result or a cancel; the watchdog timed a call out) ends
+ *   every sleep at once and sets the wait back to `pollMs`.
+ * - A loop that claims wakes its parked siblings (more may be ready) and sets
+ *   the wait back to `pollMs`.
+ * - A bell rung by another process is not heard: it is found at the
+ *   sentinel's next poll, at most `idlePollMaxMs` later.
+ * So an idle pool costs 2 store calls per target (`claimNext`,
+ * `nextReadyAt`) per sentinel poll, whatever `concurrency` is: at the cap,
+ * 2 x targets / idlePollMaxMs calls per second. Setting `idlePollMaxMs`
+ * equal to `pollMs` gives fixed-interval polling (by the sentinel only).
  */
 import { claimRunner } from "./claim-failure.ts";
 import type { HostDeps } from "./host.ts";
@@ -19,8 +38,12 @@ import { targetLeases } from "./target-lease.ts";
 export interface WorkerPoolOptions {
   targets: string[];
   concurrency: number;
-  /** Longest sleep of an idle loop before it polls again (ms). */
+  /** First idle wait of the sentinel loop, and the wait after any wake or claim (ms). */
   pollMs: number;
+  /** Longest idle wait: the backoff doubles from `pollMs` up to it (ms, default `pollMs`). */
+  idlePollMaxMs?: number;
+  /** Called each time a loop claims an agent (the watchdog resets its own backoff). */
+  onClaim?: () => void;
   /**
    * This process's worker id, asked for on first use: an id source may use
    * randomness, which Cloudflare Workers refuse outside a request handler,
@@ -47,17 +70,27 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   let renewTimer: ReturnType<typeof setInterval> | undefined;
   let running = false;
   let loops: Promise<void>[] = [];
+  const maxWait = Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs);
+  /** The sentinel's next idle wait (shared: the backoff is the pool's, not a loop's). */
+  let idleWait = opts.pollMs;
+  /** True while one loop sleeps as the sentinel; the other idle loops park. */
+  let sentinel = false;
   let waiters: Array<() => void> = [];
+  /** Counts nudges, so a nudge that lands while a loop is between its poll and its sleep is not lost. */
+  let wakes = 0;
   const nudge = () => {
+    wakes++;
+    idleWait = opts.pollMs;
     const w = waiters;
     waiters = [];
     for (const f of w) f();
   };
-  const sleep = (ms: number) =>
+  /** Sleeps `ms`, or until the next nudge; with `ms` undefined, only until the nudge (parked). */
+  const sleep = (ms: number | undefined) =>
     new Promise<void>((resolve) => {
-      const t = setTimeout(done, ms);
+      const t = ms === undefined ? undefined : setTimeout(done, ms);
       function done() {
-        clearTimeout(t);
+        if (t !== undefined) clearTimeout(t);
         resolve();
       }
       waiters.push(done);
@@ -69,6 +102,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       if (!(await leases.mayConsume(target))) continue;
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
+        nudge();
+        opts.onClaim?.();
         await runner.run(c, loopId);
         return true;
       }
@@ -80,6 +115,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
     const loopId = `${workerId()}/${i}`;
     while (running) {
       let worked = false;
+      const seen = wakes;
       try {
         worked = await once(loopId);
       } catch (err) {
@@ -87,15 +123,25 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
         await sleep(opts.pollMs);
         continue;
       }
-      if (worked || !running) continue;
-      let wait = opts.pollMs;
+      if (worked || !running || wakes !== seen) continue;
+      if (sentinel) {
+        await sleep(undefined);
+        continue;
+      }
+      sentinel = true;
       try {
-        for (const t of opts.targets) {
-          const at = await deps.store.nextReadyAt(t);
-          if (at !== null) wait = Math.min(wait, Math.max(1, at - deps.clock.now()));
-        }
-      } catch { /* store unreachable: poll again later */ }
-      await sleep(wait);
+        let wait = idleWait;
+        idleWait = Math.min(maxWait, idleWait * 2);
+        try {
+          for (const t of opts.targets) {
+            const at = await deps.store.nextReadyAt(t);
+            if (at !== null) wait = Math.min(wait, Math.max(1, at - deps.clock.now()));
+          }
+        } catch { /* store unreachable: poll again after `wait` */ }
+        if (running && wakes === seen) await sleep(wait);
+      } finally {
+        sentinel = false;
+      }
     }
   }
 
