@@ -22,8 +22,11 @@
  * - An in-process wake (`nudge`: a route of this process enqueued a task,
  *   delivered a tool result or a cancel; the watchdog timed a call out) ends
  *   every sleep at once and sets the wait back to `pollMs`.
- * - A loop that claims wakes its parked siblings (more may be ready) and sets
- *   the wait back to `pollMs`.
+ * - A loop that claims wakes one parked sibling (more may be ready: a burst
+ *   is taken up loop by loop) and sets the wait back to `pollMs`.
+ * - A loop that finishes a claim and then finds nothing reads `nextReadyAt`
+ *   and wakes the sentinel no later than it: the claim may have set a due
+ *   time (a retry backoff, a `runnableAt`) after the sentinel went to sleep.
  * - A bell rung by another process is not heard: it is found at the
  *   sentinel's next poll, at most `idlePollMaxMs` later.
  * So an idle pool costs 2 store calls per target (`claimNext`,
@@ -73,28 +76,65 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   const maxWait = Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs);
   /** The sentinel's next idle wait (shared: the backoff is the pool's, not a loop's). */
   let idleWait = opts.pollMs;
-  /** True while one loop sleeps as the sentinel; the other idle loops park. */
+  /** True from the sentinel's poll to the end of its sleep; the other idle loops park meanwhile. */
   let sentinel = false;
-  let waiters: Array<() => void> = [];
-  /** Counts nudges, so a nudge that lands while a loop is between its poll and its sleep is not lost. */
+  /** The sentinel's sleep while it lasts: when it ends (Date.now base, like the timer) and how to end it sooner. */
+  let sentinelSleep: { until: number; wakeIn(ms: number): void } | undefined;
+  /** Parked loops (and loops waiting after a store error). */
+  let parked: Array<() => void> = [];
+  /** Counts in-process wakes, so one that lands between a loop's poll and its sleep is not lost. */
   let wakes = 0;
+
+  /** An in-process wake: every sleeping loop polls now, and the backoff starts over. */
   const nudge = () => {
     wakes++;
     idleWait = opts.pollMs;
-    const w = waiters;
-    waiters = [];
-    for (const f of w) f();
+    const p = parked;
+    parked = [];
+    for (const f of p) f();
+    sentinelSleep?.wakeIn(0);
   };
-  /** Sleeps `ms`, or until the next nudge; with `ms` undefined, only until the nudge (parked). */
-  const sleep = (ms: number | undefined) =>
+  /** After a claim: one parked sibling polls (a burst is taken up loop by loop) and the backoff starts over. */
+  const wakeOne = () => {
+    idleWait = opts.pollMs;
+    parked.shift()?.();
+  };
+  /** Parks until woken, or at most `ms`. */
+  const park = (ms?: number) =>
     new Promise<void>((resolve) => {
       const t = ms === undefined ? undefined : setTimeout(done, ms);
       function done() {
         if (t !== undefined) clearTimeout(t);
+        parked = parked.filter((f) => f !== done);
         resolve();
       }
-      waiters.push(done);
+      parked.push(done);
     });
+  /** The sentinel's sleep: `ms`, cut short by a nudge or by a due time a sibling learnt of. */
+  const sentinelSleeps = (ms: number) =>
+    new Promise<void>((resolve) => {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      const arm = (d: number) => {
+        if (t !== undefined) clearTimeout(t);
+        sleep.until = Date.now() + d;
+        t = setTimeout(() => {
+          sentinelSleep = undefined;
+          resolve();
+        }, d);
+      };
+      const sleep = { until: 0, wakeIn: (d: number) => (d < sleep.until - Date.now() ? arm(Math.max(0, d)) : undefined) };
+      sentinelSleep = sleep;
+      arm(ms);
+    });
+  /** Earliest due time over the targets, as a wait from now (ms, at least 1), or null. */
+  async function dueIn(): Promise<number | null> {
+    let wait: number | null = null;
+    for (const t of opts.targets) {
+      const at = await deps.store.nextReadyAt(t);
+      if (at !== null) wait = Math.min(wait ?? Infinity, Math.max(1, at - deps.clock.now()));
+    }
+    return wait;
+  }
 
   /** One claim attempt over all targets; true when something was processed. */
   async function once(loopId: string): Promise<boolean> {
@@ -102,7 +142,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       if (!(await leases.mayConsume(target))) continue;
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
-        nudge();
+        wakeOne();
         opts.onClaim?.();
         await runner.run(c, loopId);
         return true;
@@ -113,19 +153,29 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
 
   async function loop(i: number) {
     const loopId = `${workerId()}/${i}`;
+    let worked = false;
     while (running) {
-      let worked = false;
       const seen = wakes;
+      const afterWork = worked;
       try {
         worked = await once(loopId);
       } catch (err) {
+        worked = false;
         deps.logger.warn("worker loop error", { error: String(err) });
-        await sleep(opts.pollMs);
+        await park(opts.pollMs);
         continue;
       }
       if (worked || !running || wakes !== seen) continue;
       if (sentinel) {
-        await sleep(undefined);
+        // The claim just run may have set a due time (a retry backoff, a runnableAt): the
+        // sentinel, asleep since before it, must not sleep past it.
+        if (afterWork && sentinelSleep) {
+          try {
+            const d = await dueIn();
+            if (d !== null) sentinelSleep?.wakeIn(d);
+          } catch { /* store unreachable: the sentinel polls at its time */ }
+        }
+        if (running && wakes === seen) await park();
         continue;
       }
       sentinel = true;
@@ -133,14 +183,13 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
         let wait = idleWait;
         idleWait = Math.min(maxWait, idleWait * 2);
         try {
-          for (const t of opts.targets) {
-            const at = await deps.store.nextReadyAt(t);
-            if (at !== null) wait = Math.min(wait, Math.max(1, at - deps.clock.now()));
-          }
+          const d = await dueIn();
+          if (d !== null) wait = Math.min(wait, d);
         } catch { /* store unreachable: poll again after `wait` */ }
-        if (running && wakes === seen) await sleep(wait);
+        if (running && wakes === seen) await sentinelSleeps(wait);
       } finally {
         sentinel = false;
+        sentinelSleep = undefined;
       }
     }
   }
