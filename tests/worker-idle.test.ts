@@ -8,7 +8,8 @@
  * by a wrapping store.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
+import { z } from "zod";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { Gatehouse, GatehouseOptions, Store } from "../mod.ts";
 
 const quick = defineAgent({
@@ -137,5 +138,33 @@ describe("idle worker pool", () => {
     const polls = (c.calls.claimNext ?? 0) - before;
     expect(polls).toBeGreaterThanOrEqual(5);
     expect(polls).toBeLessThanOrEqual(11);
+  });
+});
+
+describe("idle watchdog loop", () => {
+  const check = defineTool({ name: "slow_check", description: "External check", parameters: z.object({}), timeoutMs: 300 });
+  const waiter = defineAgent({
+    name: "waiter",
+    instructions: "",
+    tools: [check],
+    model: scriptedModel([
+      { toolCalls: [{ id: "k1", name: "slow_check", args: {} }] },
+      { toolCalls: [{ name: "submit_result", args: { result: { timedOut: true } } }] },
+    ]),
+  });
+
+  it("backs off while nothing is due, yet times out a deadline written by this process's claim on time", async () => {
+    const c = counting(memoryStore());
+    const g = gatehouse({ agents: [waiter], store: c.store, watchdogIntervalMs: 50, watchdogIdleMaxMs: 30_000 });
+    g.startWorker();
+    await sleep(1_600); // peeks after 50, 150, 350, 750, 1550 ms: the next sleep is 1.6 s
+    const peeks = c.calls.dueToolCalls ?? 0;
+    expect(peeks).toBeLessThanOrEqual(6);
+    const t0 = Date.now();
+    expect((await g.fetch(post("/v1/agents/w1/tasks", { agent: "waiter", input: "go" }))).status).toBe(202);
+    await until(g, "w1", "done", 5_000);
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(300);
+    expect(took).toBeLessThan(300 + 50 + 600);
   });
 });
