@@ -27,6 +27,9 @@
  * - A loop that finishes a claim and then finds nothing reads `nextReadyAt`
  *   and wakes the sentinel no later than it: the claim may have set a due
  *   time (a retry backoff, a `runnableAt`) after the sentinel went to sleep.
+ * - A single-consumer target held by another process is not polled: the
+ *   sentinel sleeps until that process's lease ends, as last read (it asks
+ *   for the lease again then), not until the target's bells.
  * - A bell rung by another process is not heard: it is found at the
  *   sentinel's next poll, at most `idlePollMaxMs` later.
  * So an idle pool costs 2 store calls per target (`claimNext`,
@@ -130,7 +133,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   async function dueIn(): Promise<number | null> {
     let wait: number | null = null;
     for (const t of opts.targets) {
-      const at = await deps.store.nextReadyAt(t);
+      // A single-consumer target held by another process: its bells are not ours until that lease ends.
+      const at = leases.heldElsewhereUntil(t) ?? (await deps.store.nextReadyAt(t));
       if (at !== null) wait = Math.min(wait ?? Infinity, Math.max(1, at - deps.clock.now()));
     }
     return wait;
