@@ -168,3 +168,30 @@ describe("idle watchdog loop", () => {
     expect(took).toBeLessThan(300 + 50 + 600);
   });
 });
+
+describe("idle pool on a single-consumer target held by another process", () => {
+  it("sleeps until that lease ends instead of polling the target's due bells, then takes over", async () => {
+    const TARGET = "svc1_idle_test_01";
+    const svc = defineAgent({
+      name: "svc",
+      instructions: "x",
+      workerTarget: TARGET,
+      model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] })),
+    });
+    const inner = memoryStore();
+    const t0 = Date.now();
+    expect(await inner.acquireTargetLease({ workerTarget: TARGET, holder: "other-process", leaseMs: 1_000, now: t0 })).toMatchObject({ status: "held" });
+    await inner.enqueueTask({ agentId: "s1", agentName: "svc", workerTarget: TARGET, input: "x", options: {}, turnId: "t_s1", now: t0 });
+    const c = counting(inner);
+    const g = gatehouse({ agents: [svc], store: c.store, pollMs: 10, idlePollMaxMs: 30_000, leaseMs: 3_000 });
+    g.startWorker();
+    await sleep(600);
+    // The bell is due all along; sleeping until it (1 ms) would cost a call every few ms. Backing
+    // off from 10 ms: 4 first attempts, then about one per doubling (10, 20, 40, … 320 ms).
+    expect((c.calls.acquireTargetLease ?? 0) + (c.calls.claimNext ?? 0) + (c.calls.nextReadyAt ?? 0)).toBeLessThanOrEqual(12);
+    await until(g, "s1", "done", 3_000);
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(1_000);
+    expect(took).toBeLessThan(1_800);
+  });
+});
