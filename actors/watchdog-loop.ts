@@ -44,6 +44,19 @@ export interface WatchdogLoop {
   readonly running: boolean;
 }
 
+/**
+ * The watchdog loop with its idle backoff (see the invariant above).
+ *
+ * @example
+ * const watchdog = createWatchdogLoop({
+ *   store, clock, logger,
+ *   tick: () => watchdogTick(store, clock),
+ *   onTimedOut: () => pool.nudge(),
+ *   intervalMs: 1_000,
+ *   idleMaxMs: 30_000,
+ * });
+ * watchdog.start();
+ */
 export function createWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
   const maxWait = Math.max(opts.intervalMs, opts.idleMaxMs ?? opts.intervalMs);
   let wait = opts.intervalMs;
