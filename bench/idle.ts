@@ -162,6 +162,7 @@ async function main() {
       `| ${r.tree} | ${r.mode} | ${r.kind} | ${f(r.calls)} | ${f(r.callsLate)} | ${f(r.server)} | ${f(r.serverLate)} | ${f(r.requests)} | ${Object.entries(r.byMethod).map(([k, v]) => `${k} ${v}`).join(", ")} |`
     ),
     "",
+    ...(BEFORE_ROOT ? [`\`before\`: the defaults of the tree at IDLE_BEFORE_ROOT (${BEFORE_ROOT}), run in the same process.`, ""] : []),
     "Server commands: TCP Redis, every command `INFO commandstats` counted (script calls and what they run, INFO itself left out); Upstash, the commands the bridge ran as Upstash bills them.",
     "",
   ];
