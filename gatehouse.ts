@@ -17,6 +17,7 @@ import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
 import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
+import { createWatchdogLoop } from "./actors/watchdog-loop.ts";
 import { createWorkerPool } from "./actors/worker.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
@@ -39,6 +40,20 @@ import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/regist
 
 /** Default lease of a claim (ms), chosen from bench/takeover.ts (docs/operations.md). */
 export const DEFAULT_LEASE_MS = 15_000;
+/** First idle wait of the worker pool (ms). */
+export const DEFAULT_POLL_MS = 100;
+/**
+ * Longest idle wait of the worker pool (ms), chosen from bench/idle.ts (docs/operations.md, "Idle cost"): on
+ * Upstash, where every poll is billed, and on the memory store, where every bell rings in-process.
+ */
+export const DEFAULT_IDLE_POLL_MAX_MS = 5_000;
+/**
+ * The same on TCP Redis, where a poll costs no bill but is the only way a bell rung by another process (an
+ * HTTP-only process, a Worker) is heard: the bound on that pickup latency.
+ */
+export const DEFAULT_IDLE_POLL_MAX_MS_TCP = 1_000;
+/** Longest idle wait of the watchdog loop (ms), chosen from bench/idle.ts. */
+export const DEFAULT_WATCHDOG_IDLE_MAX_MS = 30_000;
 
 export interface GatehouseOptions {
   agents: AnyAgent[];
@@ -57,10 +72,25 @@ export interface GatehouseOptions {
    * one lease after its last renewal (docs/operations.md, "Leases and takeover").
    */
   leaseMs?: number;
-  /** Longest idle poll interval of a worker loop in ms (default 100). */
+  /**
+   * First idle wait of the worker pool in ms (default 100), and its wait
+   * again after any claim or in-process wake (docs/operations.md, "Idle cost").
+   */
   pollMs?: number;
-  /** Watchdog interval of `startWorker()` in ms (default 1 000). */
+  /**
+   * Longest idle wait of the worker pool in ms (default 5 000; 1 000 on TCP Redis): the wait doubles
+   * from `pollMs` up to it while nothing is claimable. Work enqueued by this
+   * process wakes the pool at once and a `runnableAt` or lease end is never
+   * slept past; work enqueued by another process is found within this bound.
+   */
+  idlePollMaxMs?: number;
+  /** Watchdog interval of `startWorker()` in ms (default 1 000), and its wait while a deadline is near. */
   watchdogIntervalMs?: number;
+  /**
+   * Longest idle wait of the watchdog of `startWorker()` in ms (default 30 000):
+   * it doubles from `watchdogIntervalMs` while no deadline falls within it.
+   */
+  watchdogIdleMaxMs?: number;
   /** Largest request body in bytes (default 256 KiB). */
   maxBodyBytes?: number;
   /**
@@ -205,7 +235,9 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     concurrency: true,
     leaseMs: true,
     pollMs: true,
+    idlePollMaxMs: true,
     watchdogIntervalMs: true,
+    watchdogIdleMaxMs: true,
     maxBodyBytes: true,
     maxEventPageBytes: true,
     jsonLimits: true,
@@ -424,11 +456,22 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const pool = createWorkerPool(deps, {
     targets,
     concurrency: options.concurrency ?? 4,
-    pollMs: options.pollMs ?? 100,
+    pollMs: options.pollMs ?? DEFAULT_POLL_MS,
+    idlePollMaxMs: options.idlePollMaxMs ??
+      Math.max(options.pollMs ?? DEFAULT_POLL_MS, store.kind === "redis" ? DEFAULT_IDLE_POLL_MAX_MS_TCP : DEFAULT_IDLE_POLL_MAX_MS),
+    onClaim: () => watchdog.soon(),
     workerId: () => ids.workerId(),
   });
-  let watchdogTimer: ReturnType<typeof setInterval> | undefined;
   const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
+  const watchdog = createWatchdogLoop({
+    store,
+    clock,
+    logger,
+    tick,
+    onTimedOut: () => pool.nudge(),
+    intervalMs: options.watchdogIntervalMs ?? 1_000,
+    idleMaxMs: options.watchdogIdleMaxMs ?? DEFAULT_WATCHDOG_IDLE_MAX_MS,
+  });
   const storeTimeoutMs = options.storeTimeoutMs ?? 3_000;
   if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
     throw new DefinitionError("createGatehouse(): storeTimeoutMs must be a positive integer");
@@ -479,24 +522,16 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     verdicts,
     startWorker() {
       pool.start();
-      if (!watchdogTimer) {
-        watchdogTimer = setInterval(() => {
-          tick().then((r) => r.timedOut > 0 && pool.nudge()).catch((err) =>
-            logger.warn("watchdog tick failed", { error: String(err) })
-          );
-        }, options.watchdogIntervalMs ?? 1_000);
-      }
+      watchdog.start();
     },
     async stopWorker() {
-      if (watchdogTimer) clearInterval(watchdogTimer);
-      watchdogTimer = undefined;
+      watchdog.stop();
       await pool.stop();
     },
     drain: () => pool.drain(),
     tick,
     async close() {
-      if (watchdogTimer) clearInterval(watchdogTimer);
-      watchdogTimer = undefined;
+      watchdog.stop();
       await pool.stop();
       await store.close();
     },

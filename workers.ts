@@ -59,7 +59,7 @@ export interface WorkersScheduledController {
 export type WorkersEnv = any;
 
 export interface WorkersHandlerOptions<E = WorkersEnv>
-  extends Omit<GatehouseOptions, "store" | "auth" | "inline" | "concurrency" | "pollMs" | "watchdogIntervalMs"> {
+  extends Omit<GatehouseOptions, "store" | "auth" | "inline" | "concurrency" | "pollMs" | "idlePollMaxMs" | "watchdogIntervalMs" | "watchdogIdleMaxMs"> {
   /** Builds the store from the Worker's bindings; called once per isolate (per `env` object). */
   store: (env: E) => Store | Promise<Store>;
   /**

@@ -40,6 +40,12 @@ export interface TargetLeases {
   renew(): Promise<void>;
   /** Releases every lease this process holds. */
   release(): Promise<void>;
+  /**
+   * When another process's lease of `target` runs out (ms), as last answered
+   * by the store, while this process waits for it; undefined otherwise. An
+   * idle pool sleeps until then rather than polling a target it may not claim.
+   */
+  heldElsewhereUntil(target: string): number | undefined;
 }
 
 export interface TargetLeaseOptions {
@@ -62,6 +68,8 @@ export function targetLeases(opts: TargetLeaseOptions): TargetLeases {
   const held = new Map<string, number>();
   /** target -> the other holder last seen, to log changes only. */
   const waiting = new Map<string, string>();
+  /** target -> when the other holder's lease runs out, while this process waits. */
+  const elsewhereUntil = new Map<string, number>();
 
   async function acquire(target: string): Promise<boolean> {
     const r = await opts.store.acquireTargetLease({ workerTarget: target, holder: opts.holder(), leaseMs: opts.leaseMs, now: opts.clock.now() });
@@ -69,8 +77,10 @@ export function targetLeases(opts: TargetLeaseOptions): TargetLeases {
       if (!held.has(target)) opts.logger.info("single-consumer target taken", { target, leaseUntil: r.leaseUntil });
       held.set(target, r.leaseUntil);
       waiting.delete(target);
+      elsewhereUntil.delete(target);
       return true;
     }
+    elsewhereUntil.set(target, r.leaseUntil);
     if (held.delete(target)) opts.logger.warn("single-consumer target lost to another process", { target, holder: r.holder });
     if (waiting.get(target) !== r.holder) {
       opts.logger.info("single-consumer target held by another process; waiting", { target, holder: r.holder, leaseUntil: r.leaseUntil });
@@ -86,6 +96,7 @@ export function targetLeases(opts: TargetLeaseOptions): TargetLeases {
       if (until !== undefined && until - opts.clock.now() > opts.leaseMs / 2) return true;
       return acquire(target);
     },
+    heldElsewhereUntil: (target) => elsewhereUntil.get(target),
     async renew() {
       for (const target of [...held.keys()]) {
         try {

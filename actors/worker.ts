@@ -11,6 +11,31 @@
  * Single-consumer targets (`svc1_*`, actors/target-lease.ts) are claimed
  * only while this process holds the target's lease; the pool renews it while
  * it runs and releases it when it stops.
+ *
+ * Idle cost (docs/operations.md, "Idle cost"). While nothing is claimable,
+ * one loop at a time polls (the sentinel); its siblings park without a timer.
+ * - The sentinel's wait starts at `pollMs` and doubles after each empty poll
+ *   up to `idlePollMaxMs`.
+ * - It never sleeps past the store's `nextReadyAt` of any target: a
+ *   `runnableAt`, a retry backoff or the end of another worker's lease is
+ *   claimed on time, whatever the backoff.
+ * - An in-process wake (`nudge`: a route of this process enqueued a task,
+ *   delivered a tool result or a cancel; the watchdog timed a call out) ends
+ *   every sleep at once and sets the wait back to `pollMs`.
+ * - A loop that claims wakes one parked sibling (more may be ready: a burst
+ *   is taken up loop by loop) and sets the wait back to `pollMs`.
+ * - A loop that finishes a claim and then finds nothing reads `nextReadyAt`
+ *   and wakes the sentinel no later than it: the claim may have set a due
+ *   time (a retry backoff, a `runnableAt`) after the sentinel went to sleep.
+ * - A single-consumer target held by another process is not polled: the
+ *   sentinel sleeps until that process's lease ends, as last read (it asks
+ *   for the lease again then), not until the target's bells.
+ * - A bell rung by another process is not heard: it is found at the
+ *   sentinel's next poll, at most `idlePollMaxMs` later.
+ * So an idle pool costs 2 store calls per target (`claimNext`,
+ * `nextReadyAt`) per sentinel poll, whatever `concurrency` is: at the cap,
+ * 2 x targets / idlePollMaxMs calls per second. Setting `idlePollMaxMs`
+ * equal to `pollMs` gives fixed-interval polling (by the sentinel only).
  */
 import { claimRunner } from "./claim-failure.ts";
 import type { HostDeps } from "./host.ts";
@@ -19,8 +44,12 @@ import { targetLeases } from "./target-lease.ts";
 export interface WorkerPoolOptions {
   targets: string[];
   concurrency: number;
-  /** Longest sleep of an idle loop before it polls again (ms). */
+  /** First idle wait of the sentinel loop, and the wait after any wake or claim (ms). */
   pollMs: number;
+  /** Longest idle wait: the backoff doubles from `pollMs` up to it (ms, default `pollMs`). */
+  idlePollMaxMs?: number;
+  /** Called each time a loop claims an agent (the watchdog resets its own backoff). */
+  onClaim?: () => void;
   /**
    * This process's worker id, asked for on first use: an id source may use
    * randomness, which Cloudflare Workers refuse outside a request handler,
@@ -47,21 +76,69 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   let renewTimer: ReturnType<typeof setInterval> | undefined;
   let running = false;
   let loops: Promise<void>[] = [];
-  let waiters: Array<() => void> = [];
+  const maxWait = Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs);
+  /** The sentinel's next idle wait (shared: the backoff is the pool's, not a loop's). */
+  let idleWait = opts.pollMs;
+  /** True from the sentinel's poll to the end of its sleep; the other idle loops park meanwhile. */
+  let sentinel = false;
+  /** The sentinel's sleep while it lasts: when it ends (Date.now base, like the timer) and how to end it sooner. */
+  let sentinelSleep: { until: number; wakeIn(ms: number): void } | undefined;
+  /** Parked loops (and loops waiting after a store error). */
+  let parked: Array<() => void> = [];
+  /** Counts in-process wakes, so one that lands between a loop's poll and its sleep is not lost. */
+  let wakes = 0;
+
+  /** An in-process wake: every sleeping loop polls now, and the backoff starts over. */
   const nudge = () => {
-    const w = waiters;
-    waiters = [];
-    for (const f of w) f();
+    wakes++;
+    idleWait = opts.pollMs;
+    const p = parked;
+    parked = [];
+    for (const f of p) f();
+    sentinelSleep?.wakeIn(0);
   };
-  const sleep = (ms: number) =>
+  /** After a claim: one parked sibling polls (a burst is taken up loop by loop) and the backoff starts over. */
+  const wakeOne = () => {
+    idleWait = opts.pollMs;
+    parked.shift()?.();
+  };
+  /** Parks until woken, or at most `ms`. */
+  const park = (ms?: number) =>
     new Promise<void>((resolve) => {
-      const t = setTimeout(done, ms);
+      const t = ms === undefined ? undefined : setTimeout(done, ms);
       function done() {
-        clearTimeout(t);
+        if (t !== undefined) clearTimeout(t);
+        parked = parked.filter((f) => f !== done);
         resolve();
       }
-      waiters.push(done);
+      parked.push(done);
     });
+  /** The sentinel's sleep: `ms`, cut short by a nudge or by a due time a sibling learnt of. */
+  const sentinelSleeps = (ms: number) =>
+    new Promise<void>((resolve) => {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      const arm = (d: number) => {
+        if (t !== undefined) clearTimeout(t);
+        sleep.until = Date.now() + d;
+        t = setTimeout(() => {
+          sentinelSleep = undefined;
+          resolve();
+        }, d);
+      };
+      const sleep = { until: 0, wakeIn: (d: number) => (d < sleep.until - Date.now() ? arm(Math.max(0, d)) : undefined) };
+      sentinelSleep = sleep;
+      arm(ms);
+    });
+  /** Earliest due time over the targets, as a wait from now (ms, at least 1), or null. */
+  async function dueIn(): Promise<number | null> {
+    let wait: number | null = null;
+    for (const t of opts.targets) {
+      // A single-consumer target held by another process: its bells are not ours until that lease ends.
+      const at = leases.heldElsewhereUntil(t) ?? (await deps.store.nextReadyAt(t));
+      if (at !== null) wait = Math.min(wait ?? Infinity, Math.max(1, at - deps.clock.now()));
+    }
+    return wait;
+  }
 
   /** One claim attempt over all targets; true when something was processed. */
   async function once(loopId: string): Promise<boolean> {
@@ -69,6 +146,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       if (!(await leases.mayConsume(target))) continue;
       const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       if (c.status === "claimed") {
+        wakeOne();
+        opts.onClaim?.();
         await runner.run(c, loopId);
         return true;
       }
@@ -78,24 +157,44 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
 
   async function loop(i: number) {
     const loopId = `${workerId()}/${i}`;
+    let worked = false;
     while (running) {
-      let worked = false;
+      const seen = wakes;
+      const afterWork = worked;
       try {
         worked = await once(loopId);
       } catch (err) {
+        worked = false;
         deps.logger.warn("worker loop error", { error: String(err) });
-        await sleep(opts.pollMs);
+        await park(opts.pollMs);
         continue;
       }
-      if (worked || !running) continue;
-      let wait = opts.pollMs;
-      try {
-        for (const t of opts.targets) {
-          const at = await deps.store.nextReadyAt(t);
-          if (at !== null) wait = Math.min(wait, Math.max(1, at - deps.clock.now()));
+      if (worked || !running || wakes !== seen) continue;
+      if (sentinel) {
+        // The claim just run may have set a due time (a retry backoff, a runnableAt): the
+        // sentinel, asleep since before it, must not sleep past it.
+        if (afterWork && sentinelSleep) {
+          try {
+            const d = await dueIn();
+            if (d !== null) sentinelSleep?.wakeIn(d);
+          } catch { /* store unreachable: the sentinel polls at its time */ }
         }
-      } catch { /* store unreachable: poll again later */ }
-      await sleep(wait);
+        if (running && wakes === seen) await park();
+        continue;
+      }
+      sentinel = true;
+      try {
+        let wait = idleWait;
+        idleWait = Math.min(maxWait, idleWait * 2);
+        try {
+          const d = await dueIn();
+          if (d !== null) wait = Math.min(wait, d);
+        } catch { /* store unreachable: poll again after `wait` */ }
+        if (running && wakes === seen) await sentinelSleeps(wait);
+      } finally {
+        sentinel = false;
+        sentinelSleep = undefined;
+      }
     }
   }
 

@@ -37,7 +37,9 @@ export type EnvGatehouseOptions = Pick<
   | "concurrency"
   | "leaseMs"
   | "pollMs"
+  | "idlePollMaxMs"
   | "watchdogIntervalMs"
+  | "watchdogIdleMaxMs"
   | "maxBodyBytes"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
@@ -77,8 +79,10 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_LOG", default: "info", meaning: "log level: `debug`, `info`, `warn`, `error` (JSON lines on stdout)" },
   { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: "4", meaning: "worker loops per process (1 to 1024)" },
   { name: "GATEHOUSE_LEASE_MS", option: "leaseMs", default: "15000", meaning: "claim lease; a dead worker's agents are offered again after it" },
-  { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: "100", meaning: "longest idle sleep of a worker loop" },
-  { name: "GATEHOUSE_WATCHDOG_INTERVAL_MS", option: "watchdogIntervalMs", default: "1000", meaning: "watchdog pass interval" },
+  { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: "100", meaning: "first idle wait of the worker pool, and its wait after any claim or in-process wake" },
+  { name: "GATEHOUSE_IDLE_POLL_MAX_MS", option: "idlePollMaxMs", default: "5000 (1000 on TCP Redis)", meaning: "longest idle wait of the worker pool (the wait doubles from `pollMs`); work enqueued by another process is found within it" },
+  { name: "GATEHOUSE_WATCHDOG_INTERVAL_MS", option: "watchdogIntervalMs", default: "1000", meaning: "watchdog pass interval while a deadline is near" },
+  { name: "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", option: "watchdogIdleMaxMs", default: "30000", meaning: "longest idle wait of the watchdog (doubles from `watchdogIntervalMs` while no deadline is near)" },
   { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: "262144", meaning: "request body limit (413 above it)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: "600000", meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: "60000", meaning: "timeout of in-process tools" },
@@ -187,7 +191,9 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("concurrency", integer(env, "GATEHOUSE_CONCURRENCY", 1, 1024));
   opt("leaseMs", integer(env, "GATEHOUSE_LEASE_MS", 1_000, DAY_MS));
   opt("pollMs", integer(env, "GATEHOUSE_POLL_MS", 1, 60_000));
+  opt("idlePollMaxMs", integer(env, "GATEHOUSE_IDLE_POLL_MAX_MS", 1, 3_600_000));
   opt("watchdogIntervalMs", integer(env, "GATEHOUSE_WATCHDOG_INTERVAL_MS", 10, DAY_MS));
+  opt("watchdogIdleMaxMs", integer(env, "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", 10, DAY_MS));
   opt("maxBodyBytes", integer(env, "GATEHOUSE_MAX_BODY_BYTES", 1_024, 1_073_741_824));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));

@@ -1,0 +1,179 @@
+/**
+ * Idle cost of one process: `npm run bench:idle`.
+ *
+ * One gatehouse process with default settings (`startWorker()`, 4 worker
+ * loops, the watchdog loop) and nothing to do, on the memory store, on TCP
+ * Redis and on Upstash (upstashStore through tests/upstash-bridge.ts), each
+ * against a private redis-server. It idles `IDLE_SECONDS` (default 20) and
+ * counts the store calls per second: calls of the port (a counting wrapper),
+ * plus what the server saw: for TCP Redis `INFO commandstats` (script calls
+ * and every other command), for Upstash the bridge's billed commands and HTTP
+ * requests. Each figure is given over the whole idle time and over its second
+ * half (the steady state a long idle process pays).
+ *
+ * Rows:
+ * - `default`: createGatehouse() defaults (the backoff).
+ * - `fixed 100 ms`: `idlePollMaxMs` = `pollMs` and `watchdogIdleMaxMs` =
+ *   `watchdogIntervalMs` (no backoff; one loop still polls for the pool).
+ * - `before`: with `IDLE_BEFORE_ROOT=<dir>` (a checkout of an earlier tree
+ *   with node_modules), that tree's defaults, in the same run.
+ *
+ * Prints a table and writes bench/results/idle.md.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import process from "node:process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Redis } from "ioredis";
+import { commandStats, diffStats } from "./redis-info.ts";
+import { startRedisServer } from "../tests/helpers/redis-server.ts";
+import { startUpstashBridge } from "../tests/upstash-bridge.ts";
+import type { Store } from "../store/port.ts";
+
+const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
+const BEFORE_ROOT = process.env.IDLE_BEFORE_ROOT;
+
+type Mod = typeof import("../mod.ts") & { redisStore: typeof import("../store/redis.ts").redisStore };
+
+async function load(root: string): Promise<Mod> {
+  const mod = await import(pathToFileURL(`${root}/mod.ts`).href);
+  const { redisStore } = await import(pathToFileURL(`${root}/store/redis.ts`).href);
+  return { ...mod, redisStore } as Mod;
+}
+type Kind = "memory" | "tcp" | "upstash";
+
+interface Row {
+  tree: string;
+  mode: string;
+  kind: Kind;
+  /** Port calls per second, whole run and second half. */
+  calls: number;
+  callsLate: number;
+  /** Server-side commands per second (TCP: all Redis commands; Upstash: billed commands), whole run and second half. */
+  server: number | null;
+  serverLate: number | null;
+  /** Upstash HTTP requests per second over the whole run. */
+  requests: number | null;
+  byMethod: Record<string, number>;
+}
+
+function counting(inner: Store) {
+  const calls: Record<string, number> = {};
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver);
+      if (typeof v !== "function" || prop === "close") return v;
+      const name = String(prop);
+      return (...args: unknown[]) => {
+        calls[name] = (calls[name] ?? 0) + 1;
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as Store;
+  const total = () => Object.values(calls).reduce((a, b) => a + b, 0);
+  return { store, calls, total };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main() {
+  const redis = await startRedisServer();
+  const bridge = await startUpstashBridge({ redisUrl: redis.url });
+  const info = new Redis(redis.url);
+  const trees: Array<{ tree: string; mod: Mod; modes: Array<{ mode: string; options: Record<string, unknown> }> }> = [];
+  if (BEFORE_ROOT) {
+    const mod = await load(BEFORE_ROOT);
+    trees.push({ tree: "before", mod, modes: [{ mode: "default", options: {} }] });
+  }
+  trees.push({
+    tree: "this",
+    mod: await load(fileURLToPath(new URL("..", import.meta.url))),
+    modes: [
+      { mode: "default", options: {} },
+      { mode: "fixed 100 ms", options: { pollMs: 100, idlePollMaxMs: 100, watchdogIntervalMs: 1_000, watchdogIdleMaxMs: 1_000 } },
+    ],
+  });
+  const rows: Row[] = [];
+  let n = 0;
+  try {
+    for (const { tree, mod, modes } of trees) {
+      const agent = mod.defineAgent({
+        name: "idle",
+        instructions: "never runs",
+        model: mod.scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: {} } }] })),
+      });
+      for (const { mode, options } of modes) {
+        for (const kind of ["memory", "tcp", "upstash"] as Kind[]) {
+          const prefix = `idle${++n}:`;
+          const inner: Store = kind === "memory"
+            ? mod.memoryStore()
+            : kind === "tcp"
+            ? mod.redisStore({ url: redis.url, prefix })
+            : mod.upstashStore({ url: bridge.url, token: bridge.token, prefix });
+          const c = counting(inner);
+          const g = mod.createGatehouse({ agents: [agent], store: c.store, ...options } as Parameters<Mod["createGatehouse"]>[0]);
+          bridge.resetStats();
+          const s0 = await commandStats(info);
+          g.startWorker();
+          await sleep((SECONDS * 1000) / 2);
+          const midCalls = c.total();
+          const midBilled = bridge.stats.commands;
+          const sMid = await commandStats(info);
+          await sleep((SECONDS * 1000) / 2);
+          const endCalls = c.total();
+          const endBilled = bridge.stats.commands;
+          const requests = bridge.stats.requests;
+          const s1 = await commandStats(info);
+          await g.stopWorker();
+          await inner.close();
+          const half = SECONDS / 2;
+          const server = kind === "tcp" ? diffStats(s0, s1).totalCalls / SECONDS : kind === "upstash" ? endBilled / SECONDS : null;
+          const serverLate = kind === "tcp" ? diffStats(sMid, s1).totalCalls / half : kind === "upstash" ? (endBilled - midBilled) / half : null;
+          const row: Row = {
+            tree,
+            mode,
+            kind,
+            calls: endCalls / SECONDS,
+            callsLate: (endCalls - midCalls) / half,
+            server,
+            serverLate,
+            requests: kind === "upstash" ? requests / SECONDS : null,
+            byMethod: { ...c.calls },
+          };
+          rows.push(row);
+          console.log(JSON.stringify(row));
+        }
+      }
+    }
+  } finally {
+    info.disconnect();
+    await bridge.close();
+    await redis.stop();
+  }
+  const f = (x: number | null) => (x === null ? "—" : x < 10 ? x.toFixed(2) : x.toFixed(1));
+  const lines = [
+    "# Idle cost of one process",
+    "",
+    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, 4 worker loops, watchdog on, no agents.`,
+    "",
+    "| tree | settings | store | store calls/s (whole run) | store calls/s (second half) | server commands/s (whole) | server commands/s (second half) | Upstash requests/s | calls by method |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...rows.map((r) =>
+      `| ${r.tree} | ${r.mode} | ${r.kind} | ${f(r.calls)} | ${f(r.callsLate)} | ${f(r.server)} | ${f(r.serverLate)} | ${f(r.requests)} | ${Object.entries(r.byMethod).map(([k, v]) => `${k} ${v}`).join(", ")} |`
+    ),
+    "",
+    ...(BEFORE_ROOT ? [`\`before\`: the defaults of the tree at IDLE_BEFORE_ROOT (${BEFORE_ROOT}), run in the same process.`, ""] : []),
+    "Server commands: TCP Redis, every command `INFO commandstats` counted (script calls and what they run, INFO itself left out); Upstash, the commands the bridge ran as Upstash bills them.",
+    "",
+  ];
+  const out = lines.join("\n");
+  console.log(out);
+  const dir = fileURLToPath(new URL("./results/", import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}idle.md`, out);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
