@@ -1,8 +1,13 @@
 /**
  * A Store wrapper that counts client calls per port method and per answer
  * (`commit:applied`, `claimNext:empty`, …, `<method>:threw`) and notices when a turn ends (an
- * applied commit that sets `activeTurnId` to null). It adds no Redis command,
- * so the server-side counts of a run stay those of the runtime.
+ * applied commit that sets `activeTurnId` to null: the moment that commit's
+ * reply arrives is the moment the turn's end is persisted). It adds no Redis
+ * command, so the server-side counts of a run stay those of the runtime.
+ *
+ * It also follows the claims in flight (a claim that claimed, until an
+ * applied commit that releases the lease), so a run can say how many worker
+ * loops were busy at once without reading the pool's configuration.
  */
 import type { CommitRequest, Store } from "../store/port.ts";
 
@@ -12,6 +17,27 @@ export interface Counts {
   /** Calls per method and answer status. */
   answers: Record<string, number>;
   turnsEnded: number;
+  /** Claims held now, and the most held at once since the last reset. */
+  inFlight: number;
+  maxInFlight: number;
+}
+
+/**
+ * Calls that are polls of idle loops, not work: a claim that found nothing,
+ * `nextReadyAt`, the watchdog's `dueToolCalls`, the ready count and the
+ * single-consumer target leases. Everything else a run counts is work.
+ */
+const POLL_METHODS = new Set(["nextReadyAt", "dueToolCalls", "readyCount", "acquireTargetLease", "releaseTargetLease"]);
+
+/** Store calls that did work: every call but the polls of idle loops (see POLL_METHODS). */
+export function workCalls(counts: Counts): number {
+  let n = 0;
+  for (const [method, calls] of Object.entries(counts.calls)) {
+    if (POLL_METHODS.has(method)) continue;
+    if (method === "claimNext" || method === "claim") n += counts.answers[`${method}:claimed`] ?? 0;
+    else n += calls;
+  }
+  return n;
 }
 
 export interface CountingStore {
@@ -20,10 +46,12 @@ export interface CountingStore {
   reset(): void;
   /** Resolves when `turnsEnded` reaches `n`. */
   whenTurnsEnded(n: number): Promise<void>;
+  /** Called with the turn and agent each time a commit that ends a turn has applied. */
+  onTurnEnded: ((turnId: string, agentId: string) => void) | null;
 }
 
 export function countingStore(inner: Store): CountingStore {
-  const counts: Counts = { calls: {}, answers: {}, turnsEnded: 0 };
+  const counts: Counts = { calls: {}, answers: {}, turnsEnded: 0, inFlight: 0, maxInFlight: 0 };
   let waiting: { n: number; resolve: () => void } | null = null;
   const bump = (m: Record<string, number>, k: string) => (m[k] = (m[k] ?? 0) + 1);
   const store = new Proxy(inner, {
@@ -42,10 +70,15 @@ export function countingStore(inner: Store): CountingStore {
         }
         const status = res && typeof res === "object" && "status" in res ? String((res as { status: unknown }).status) : null;
         if (status) bump(counts.answers, `${name}:${status}`);
+        if ((name === "claimNext" || name === "claim") && status === "claimed") {
+          counts.maxInFlight = Math.max(counts.maxInFlight, ++counts.inFlight);
+        }
         if (name === "commit" && status === "applied") {
           const req = args[0] as CommitRequest;
+          if (req.release !== null) counts.inFlight = Math.max(0, counts.inFlight - 1);
           if (req.turnId !== null && req.activeTurnId === null) {
             counts.turnsEnded++;
+            wrapper.onTurnEnded?.(req.turnId, req.agentId);
             if (waiting && counts.turnsEnded >= waiting.n) {
               waiting.resolve();
               waiting = null;
@@ -56,17 +89,20 @@ export function countingStore(inner: Store): CountingStore {
       };
     },
   });
-  return {
+  const wrapper: CountingStore = {
     store,
     counts,
+    onTurnEnded: null,
     reset() {
       counts.calls = {};
       counts.answers = {};
       counts.turnsEnded = 0;
+      counts.maxInFlight = counts.inFlight;
     },
     whenTurnsEnded(n) {
       if (counts.turnsEnded >= n) return Promise.resolve();
       return new Promise((resolve) => (waiting = { n, resolve }));
     },
   };
+  return wrapper;
 }

@@ -1,8 +1,8 @@
 /**
  * Idle cost of one process: `npm run bench:idle`.
  *
- * One gatehouse process with default settings (`startWorker()`, 4 worker
- * loops, the watchdog loop) and nothing to do, on the memory store, on TCP
+ * One gatehouse process with default settings (`startWorker()`: the default
+ * worker loops and the watchdog loop) and nothing to do, on the memory store, on TCP
  * Redis and on Upstash (upstashStore through tests/upstash-bridge.ts), each
  * against a private redis-server. It idles `IDLE_SECONDS` (default 20) and
  * counts the store calls per second: calls of the port (a counting wrapper),
@@ -10,6 +10,9 @@
  * and every other command), for Upstash the bridge's billed commands and HTTP
  * requests. Each figure is given over the whole idle time and over its second
  * half (the steady state a long idle process pays).
+ *
+ * `measureIdle()` is one row; `npm run bench` (bench/run.ts) calls it for the
+ * defaults on TCP Redis and Upstash with a shorter idle time.
  *
  * Rows:
  * - `default`: createGatehouse() defaults (the backoff).
@@ -27,22 +30,22 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import { commandStats, diffStats } from "./redis-info.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
-import { startUpstashBridge } from "../tests/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
 const BEFORE_ROOT = process.env.IDLE_BEFORE_ROOT;
 
-type Mod = typeof import("../mod.ts") & { redisStore: typeof import("../store/redis.ts").redisStore };
+export type Mod = typeof import("../mod.ts") & { redisStore: typeof import("../store/redis.ts").redisStore };
 
-async function load(root: string): Promise<Mod> {
+export async function load(root: string): Promise<Mod> {
   const mod = await import(pathToFileURL(`${root}/mod.ts`).href);
   const { redisStore } = await import(pathToFileURL(`${root}/store/redis.ts`).href);
   return { ...mod, redisStore } as Mod;
 }
-type Kind = "memory" | "tcp" | "upstash";
+export type Kind = "memory" | "tcp" | "upstash";
 
-interface Row {
+export interface Row {
   tree: string;
   mode: string;
   kind: Kind;
@@ -76,6 +79,90 @@ function counting(inner: Store) {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Commands that wait on the server (a blocked worker loop) rather than poll it. */
+const BLOCKING = new Set(["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "xread", "xreadgroup", "wait"]);
+
+export interface IdleMeasure extends Row {
+  /** Second half only: store calls per second by method. */
+  byMethodLate: Record<string, number>;
+  /**
+   * Second half, TCP only: script calls per second (each a store call that polls) and blocking commands per
+   * second (BLPOP, XREAD …, each a loop that waits on the server).
+   */
+  scriptsLate: number | null;
+  blockingLate: number | null;
+}
+
+/**
+ * One process with `options` (createGatehouse's, on top of the defaults) and nothing to do: idles
+ * `warmupSeconds`, then `seconds` more (the steady state), and counts what it asked of the store.
+ * `info`: a client of the Redis that `redisUrl` and the bridge reach (TCP: commandstats).
+ */
+export async function measureIdle(opts: {
+  mod: Mod;
+  kind: Kind;
+  options?: Record<string, unknown>;
+  redisUrl: string;
+  info: Redis;
+  bridge: UpstashBridge;
+  warmupSeconds: number;
+  seconds: number;
+  prefix: string;
+  tree?: string;
+  mode?: string;
+}): Promise<IdleMeasure> {
+  const { mod, kind, redisUrl, info, bridge } = opts;
+  const agent = mod.defineAgent({
+    name: "idle",
+    instructions: "never runs",
+    model: mod.scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: {} } }] })),
+  });
+  const inner: Store = kind === "memory"
+    ? mod.memoryStore()
+    : kind === "tcp"
+    ? mod.redisStore({ url: redisUrl, prefix: opts.prefix })
+    : mod.upstashStore({ url: bridge.url, token: bridge.token, prefix: opts.prefix });
+  const c = counting(inner);
+  const g = mod.createGatehouse({ agents: [agent], store: c.store, ...opts.options } as Parameters<Mod["createGatehouse"]>[0]);
+  bridge.resetStats();
+  const s0 = await commandStats(info);
+  g.startWorker();
+  await sleep(opts.warmupSeconds * 1000);
+  const midCalls = c.total();
+  const midByMethod = { ...c.calls };
+  const midBilled = bridge.stats.commands;
+  const sMid = await commandStats(info);
+  await sleep(opts.seconds * 1000);
+  const endCalls = c.total();
+  const endBilled = bridge.stats.commands;
+  const requests = bridge.stats.requests;
+  const s1 = await commandStats(info);
+  await g.stopWorker();
+  await inner.close();
+  const whole = opts.warmupSeconds + opts.seconds;
+  const late = diffStats(sMid, s1);
+  const blocking = [...late.calls].filter(([k]) => BLOCKING.has(k)).reduce((a, [, v]) => a + v, 0);
+  const byMethodLate: Record<string, number> = {};
+  for (const [k, v] of Object.entries(c.calls)) {
+    const d = v - (midByMethod[k] ?? 0);
+    if (d > 0) byMethodLate[k] = d / opts.seconds;
+  }
+  return {
+    tree: opts.tree ?? "this",
+    mode: opts.mode ?? "default",
+    kind,
+    calls: endCalls / whole,
+    callsLate: (endCalls - midCalls) / opts.seconds,
+    server: kind === "tcp" ? diffStats(s0, s1).totalCalls / whole : kind === "upstash" ? endBilled / whole : null,
+    serverLate: kind === "tcp" ? late.totalCalls / opts.seconds : kind === "upstash" ? (endBilled - midBilled) / opts.seconds : null,
+    requests: kind === "upstash" ? requests / whole : null,
+    byMethod: { ...c.calls },
+    byMethodLate,
+    scriptsLate: kind === "tcp" ? late.scriptCalls / opts.seconds : null,
+    blockingLate: kind === "tcp" ? blocking / opts.seconds : null,
+  };
+}
+
 async function main() {
   const redis = await startRedisServer();
   const bridge = await startUpstashBridge({ redisUrl: redis.url });
@@ -97,49 +184,12 @@ async function main() {
   let n = 0;
   try {
     for (const { tree, mod, modes } of trees) {
-      const agent = mod.defineAgent({
-        name: "idle",
-        instructions: "never runs",
-        model: mod.scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: {} } }] })),
-      });
       for (const { mode, options } of modes) {
         for (const kind of ["memory", "tcp", "upstash"] as Kind[]) {
-          const prefix = `idle${++n}:`;
-          const inner: Store = kind === "memory"
-            ? mod.memoryStore()
-            : kind === "tcp"
-            ? mod.redisStore({ url: redis.url, prefix })
-            : mod.upstashStore({ url: bridge.url, token: bridge.token, prefix });
-          const c = counting(inner);
-          const g = mod.createGatehouse({ agents: [agent], store: c.store, ...options } as Parameters<Mod["createGatehouse"]>[0]);
-          bridge.resetStats();
-          const s0 = await commandStats(info);
-          g.startWorker();
-          await sleep((SECONDS * 1000) / 2);
-          const midCalls = c.total();
-          const midBilled = bridge.stats.commands;
-          const sMid = await commandStats(info);
-          await sleep((SECONDS * 1000) / 2);
-          const endCalls = c.total();
-          const endBilled = bridge.stats.commands;
-          const requests = bridge.stats.requests;
-          const s1 = await commandStats(info);
-          await g.stopWorker();
-          await inner.close();
-          const half = SECONDS / 2;
-          const server = kind === "tcp" ? diffStats(s0, s1).totalCalls / SECONDS : kind === "upstash" ? endBilled / SECONDS : null;
-          const serverLate = kind === "tcp" ? diffStats(sMid, s1).totalCalls / half : kind === "upstash" ? (endBilled - midBilled) / half : null;
-          const row: Row = {
-            tree,
-            mode,
-            kind,
-            calls: endCalls / SECONDS,
-            callsLate: (endCalls - midCalls) / half,
-            server,
-            serverLate,
-            requests: kind === "upstash" ? requests / SECONDS : null,
-            byMethod: { ...c.calls },
-          };
+          const row = await measureIdle({
+            mod, kind, options, redisUrl: redis.url, info, bridge, warmupSeconds: SECONDS / 2, seconds: SECONDS / 2,
+            prefix: `idle${++n}:`, tree, mode,
+          });
           rows.push(row);
           console.log(JSON.stringify(row));
         }
@@ -154,7 +204,7 @@ async function main() {
   const lines = [
     "# Idle cost of one process",
     "",
-    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, 4 worker loops, watchdog on, no agents.`,
+    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, default worker loops, watchdog on, no agents.`,
     "",
     "| tree | settings | store | store calls/s (whole run) | store calls/s (second half) | server commands/s (whole) | server commands/s (second half) | Upstash requests/s | calls by method |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -173,7 +223,9 @@ async function main() {
   writeFileSync(`${dir}idle.md`, out);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

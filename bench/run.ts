@@ -1,34 +1,45 @@
 /**
  * The gatehouse benchmark: `npm run bench` (see bench/README.md).
  *
- * Starts its own redis-server (tests/helpers/redis-server.ts) and an
- * Upstash-compatible REST bridge in front of it (tests/upstash-bridge.ts),
- * then measures, for the TCP adapter (redisStore) and the REST adapter
- * (upstashStore through the bridge), at 1, 10 and 100 concurrent agents:
+ * One process, one machine, one run: every figure below is measured here, so
+ * the ratios compare like with like. It starts its own redis-server
+ * (tests/helpers/redis-server.ts) and an Upstash-compatible REST bridge in
+ * front of it (tests/upstash-bridge.ts), then measures:
  *
- * - steps per second of one gatehouse instance (concurrency = agents) running
- *   the benchmark agent (bench/agent.ts: three scripted model steps per turn);
- * - store round trips per step (every store call is one script call, checked
- *   against Redis' own count of EVALSHA/EVAL), split by operation;
- * - Redis commands per step (scripts plus the commands they run), commands
- *   billed per step (Upstash bills each script call once), bytes sent to
- *   Redis per step (INFO stats total_net_input_bytes);
- * - memory of one idle agent after a finished turn (MEMORY USAGE of its keys);
- * - BullMQ's jobs per second at the same concurrency, on the same server, in
- *   the same run (bench/bullmq.ts), and the ratio steps/s ÷ jobs/s.
+ * 1. Throughput and cost per step, TCP adapter (redisStore) and REST adapter
+ *    (upstashStore through the bridge), at 1, 10 and 100 concurrent agents:
+ *    steps per second of one gatehouse instance (concurrency = agents)
+ *    running the benchmark agent (bench/agent.ts: three scripted model steps
+ *    per turn); store round trips per step, all and work only (every store
+ *    call is one script call, checked against Redis' own count of
+ *    EVALSHA/EVAL); Redis commands, billed commands, bytes to Redis, worker
+ *    CPU and Redis CPU per step.
+ * 2. BullMQ on the same server, at the same concurrency, in the same run
+ *    (bench/bullmq.ts): a trivial job (keeps nothing) and a persisting job
+ *    that keeps a record of the bytes one gatehouse step sent to Redis in the
+ *    same repetition; the ratios steps/s ÷ jobs/s of both.
+ * 3. Cost per step against the conversation's length, 7, 350 and 1,400
+ *    messages, on TCP Redis (bench/history-cost.ts): worker CPU, round trips,
+ *    bytes, Redis CPU; and the same for claims that miss the resident cache.
+ * 4. HTTP latency from a task's POST to its persisted turn end, 1 and 50
+ *    clients, default settings, TCP Redis (bench/latency.ts).
+ * 5. Idle cost of one process with default settings, TCP and Upstash
+ *    (bench/idle.ts), in steady state.
+ * 6. Memory of one idle agent after one and five finished turns.
  *
- * Prints a markdown table and writes it to bench/results/<date>.md and
- * bench/results/latest.md. BullMQ is installed into bench/node_modules on
- * first use (`npm install --prefix bench`).
+ * It prints the targets table first (figure | before | target | measured |
+ * met?, "met?" decided below from the measured values), then the detail
+ * tables, and writes them to bench/results/<date>.md and bench/results/latest.md.
+ * BullMQ is installed into bench/node_modules on first use (`npm install --prefix bench`).
  *
- * Every configuration runs BENCH_REPEAT times (default 3); the table shows
- * the run with the median steps/s (jobs/s) and the range over all runs.
- *
- * Options (environment): BENCH_QUICK=1 runs a tenth of the work once (a
- * smoke run, nothing written); BENCH_REPEAT=n.
+ * Options (environment): BENCH_QUICK=1 a smoke run (a tenth of the work, one
+ * repetition, short idle, nothing written); BENCH_REPEAT=n repetitions of the
+ * throughput and history measurements (default 3; tables show the median run
+ * and the range).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import process from "node:process";
@@ -42,8 +53,12 @@ import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { benchBullMQ, type BullResult } from "./bullmq.ts";
-import { countingStore } from "./counting-store.ts";
+import { countingStore, workCalls } from "./counting-store.ts";
+import { historyAgents, type HistoryWindow, median } from "./history-cost.ts";
+import { type IdleMeasure, load, measureIdle } from "./idle.ts";
+import { type LatencyResult, measureLatency } from "./latency.ts";
 import { commandStats, diffStats, redisCpuSeconds } from "./redis-info.ts";
+import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
 const QUICK = process.env.BENCH_QUICK === "1";
@@ -51,6 +66,15 @@ const REPEAT = QUICK ? 1 : Math.max(1, Number(process.env.BENCH_REPEAT ?? 3));
 const CONCURRENCY = [1, 10, 100];
 /** Turns per agent: agents stay short-lived, so no conversation grows long (see README). */
 const TURNS_PER_AGENT = 5;
+/** Conversation sizes of the history measurement, agents per size and measured turns per agent per window. */
+const HISTORY = { sizes: [7, 350, 1400], agents: QUICK ? 4 : 10, turns: QUICK ? 2 : 3, growthCallsPerStep: 1 };
+/** HTTP latency: closed-loop clients, turns per client (warm-up included) and warm-up turns. */
+const LATENCY = [
+  { clients: 1, turns: QUICK ? 25 : 250, warmup: 5 },
+  { clients: 50, turns: QUICK ? 4 : 24, warmup: 2 },
+];
+/** Idle: seconds before the measured window (the backoff climbs), and the window (the steady state). */
+const IDLE = { warmupSeconds: QUICK ? 2 : 8, seconds: QUICK ? 2 : 10 };
 
 type Adapter = "tcp" | "upstash";
 
@@ -64,7 +88,7 @@ interface GhResult {
   stepsPerSecond: number;
   /** Store calls per step; each is one script call, so one round trip. */
   roundTripsPerStep: number;
-  /** The same for work only: claims that claimed, commits, reads and renewals (no polls of idle loops). */
+  /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
   workRoundTripsPerStep: number;
   /** CPU of this process per step (gatehouse; with upstash also the REST bridge), in µs. */
   nodeCpuUsPerStep: number;
@@ -78,7 +102,7 @@ interface GhResult {
   answersPerTurn: Record<string, number>;
   /** Commands Redis ran per step: script calls plus the commands inside them. */
   redisCommandsPerStep: number;
-  /** Commands billed per step (Upstash counts a script call once). */
+  /** Commands billed per step (Upstash counts a script call once; on TCP the script calls). */
   billedPerStep: number;
   bytesInPerStep: number;
   bytesOutPerStep: number;
@@ -159,15 +183,11 @@ async function runGatehouse(opts: {
   for (const [k, v] of Object.entries(counts.calls)) byOp[k] = v / steps;
   const answersPerTurn: Record<string, number> = {};
   for (const [k, v] of Object.entries(counts.answers)) answersPerTurn[k] = v / turns;
-  // Work: claims that claimed, commits, reads and renewals of running claims. The rest are polls of idle
-  // loops (claimNext answered empty or still in flight when the last turn ended, nextReadyAt, the watchdog).
-  const work = (counts.answers["claimNext:claimed"] ?? 0) +
-    ["commit", "readMessages", "renewLease", "getAgent"].reduce((a, k) => a + (counts.calls[k] ?? 0), 0);
   return {
     adapter, concurrency, agents, turns, steps, seconds,
     stepsPerSecond: steps / seconds,
     roundTripsPerStep: calls / steps,
-    workRoundTripsPerStep: work / steps,
+    workRoundTripsPerStep: workCalls(counts) / steps,
     nodeCpuUsPerStep: (cpu.user + cpu.system) / steps,
     redisCpuUsPerStep: (redisCpu * 1e6) / steps,
     scriptCallsPerStep: d.scriptCalls / steps,
@@ -198,12 +218,71 @@ async function idleAgentBytes(info: Redis, makeStore: (prefix: string) => Store,
     cursor = next;
     for (const k of found) {
       const b = Number(await info.call("MEMORY", "USAGE", k, "SAMPLES", "0"));
-      keys[k.slice(`${prefix}:{a:${agentId}}:`.length).replace(/^calls:.*/, "calls:<turn>")] =
-        (keys[k.slice(`${prefix}:{a:${agentId}}:`.length).replace(/^calls:.*/, "calls:<turn>")] ?? 0) + b;
+      const name = k.slice(`${prefix}:{a:${agentId}}:`.length).replace(/^calls:.*/, "calls:<turn>");
+      keys[name] = (keys[name] ?? 0) + b;
       bytes += b;
     }
   } while (cursor !== "0");
   return { bytes, keys };
+}
+
+interface HistoryResult {
+  /** Per size: the windows with a resident cache (one per repetition) and the one whose claims all miss it. */
+  sizes: Array<{ messages: number; resident: HistoryWindow[]; miss: HistoryWindow }>;
+  /** Worker CPU per step at 1,400 messages ÷ at 7 (medians of the resident windows). */
+  ratio: number;
+  seconds: number;
+}
+
+/** Cost per step at 7, 350 and 1,400 messages on TCP Redis (bench/history-cost.ts), sizes interleaved per repetition. */
+async function runHistory(redisUrl: string, info: Redis): Promise<HistoryResult> {
+  const t0 = performance.now();
+  const sets = [];
+  for (const messages of HISTORY.sizes) {
+    sets.push({
+      messages,
+      agents: await historyAgents({
+        messages, agents: HISTORY.agents, store: redisStore({ url: redisUrl, prefix: `hist${messages}` }), info,
+        growthCallsPerStep: HISTORY.growthCallsPerStep,
+      }),
+      resident: [] as HistoryWindow[],
+    });
+  }
+  for (let rep = 0; rep < REPEAT; rep++) {
+    for (const s of rep % 2 === 0 ? sets : [...sets].reverse()) {
+      const w = await s.agents.window({ turns: HISTORY.turns });
+      s.resident.push(w);
+      console.log(`history ~${s.messages} messages #${rep + 1}: ${f(w.shown, 0)} shown, ${f(w.workerCpuUs, 0)} µs worker + ${f(w.redisCpuUs ?? 0, 0)} µs Redis per step, ${f(w.bytesIn ?? 0, 0)} B in`);
+    }
+  }
+  const sizes: HistoryResult["sizes"] = [];
+  for (const s of sets) {
+    const miss = await s.agents.window({ turns: HISTORY.turns, cacheMiss: true });
+    console.log(`history ~${s.messages} messages, cache miss: ${f((miss.bytesOut ?? 0) * miss.steps / miss.claims, 0)} B read per claim, ${f(miss.redisCpuUs ?? 0, 0)} µs Redis per step`);
+    await s.agents.close();
+    sizes.push({ messages: s.messages, resident: s.resident, miss });
+  }
+  const cpu = (i: number) => median(sizes[i].resident.map((w) => w.workerCpuUs));
+  return { sizes, ratio: cpu(sizes.length - 1) / cpu(0), seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Idle cost of one process with default settings, TCP and Upstash at the same time, each on its own private server. */
+async function runIdle(): Promise<{ tcp: IdleMeasure; upstash: IdleMeasure }> {
+  const mod = await load(fileURLToPath(new URL("..", import.meta.url)));
+  const one = async (kind: "tcp" | "upstash") => {
+    const redis = await startRedisServer();
+    const bridge = await startUpstashBridge({ redisUrl: redis.url });
+    const info = new Redis(redis.url);
+    try {
+      return await measureIdle({ mod, kind, redisUrl: redis.url, info, bridge, ...IDLE, prefix: `idle-${kind}:` });
+    } finally {
+      info.disconnect();
+      await bridge.close();
+      await redis.stop();
+    }
+  };
+  const [tcp, upstash] = await Promise.all([one("tcp"), one("upstash")]);
+  return { tcp, upstash };
 }
 
 const f = (n: number, d = 1) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
@@ -220,61 +299,202 @@ function medianOf<T>(runs: T[], key: (r: T) => number): Runs<T> {
   return { median: sorted[Math.floor((sorted.length - 1) / 2)], min: key(sorted[0]), max: key(sorted[sorted.length - 1]) };
 }
 
-function report(
-  gh: Array<Runs<GhResult>>,
-  bull: Map<number, Runs<BullResult>>,
-  idle1: { bytes: number; keys: Record<string, number> },
-  idle5: { bytes: number },
-  meta: Record<string, string>,
-): string {
-  const range = (r: { min: number; max: number }) => (REPEAT > 1 ? ` (${f(r.min, 0)}–${f(r.max, 0)})` : "");
+interface Measured {
+  gh: Array<Runs<GhResult>>;
+  bull: Map<number, Runs<BullResult>>;
+  bullPersist: Map<number, Runs<BullResult>>;
+  history: HistoryResult;
+  latency: LatencyResult[];
+  idle: { tcp: IdleMeasure; upstash: IdleMeasure };
+  idle1: { bytes: number; keys: Record<string, number> };
+  idle5: { bytes: number };
+}
+
+function targetInputs(m: Measured): TargetInputs {
+  const gh = (adapter: Adapter, c: number) => m.gh.find((g) => g.median.adapter === adapter && g.median.concurrency === c)!.median;
+  const tcp100 = gh("tcp", 100);
+  return {
+    workRoundTripsTcp100: tcp100.workRoundTripsPerStep,
+    billedUpstash100: gh("upstash", 100).billedPerStep,
+    workerCpuUs100: tcp100.nodeCpuUsPerStep,
+    bytesToRedis100: tcp100.bytesInPerStep,
+    historyRatio: m.history.ratio,
+    idleUpstashCalls: m.idle.upstash.callsLate,
+    idleTcpCalls: m.idle.tcp.callsLate,
+    // Worker-loop polls on TCP in steady state: script calls (each a store call that does not block) but the watchdog's.
+    idleTcpLoopPolls: Math.max(0, (m.idle.tcp.scriptsLate ?? 0) - (m.idle.tcp.byMethodLate.dueToolCalls ?? 0)),
+    idleTcpBlocking: m.idle.tcp.blockingLate ?? 0,
+    ratioPersisting100: tcp100.stepsPerSecond / m.bullPersist.get(100)!.median.jobsPerSecond,
+    ratioTrivial100: tcp100.stepsPerSecond / m.bull.get(100)!.median.jobsPerSecond,
+  };
+}
+
+function report(m: Measured, meta: Record<string, string>): string {
+  const range = (r: { min: number; max: number }, d = 0) => (REPEAT > 1 ? ` (${f(r.min, d)}–${f(r.max, d)})` : "");
   const lines: string[] = [];
-  lines.push(`# gatehouse benchmark — ${meta.date}`, "");
-  lines.push(
-    `Machine: ${meta.cpu}, ${meta.cores} cores, Node ${meta.node}, Redis ${meta.redis}, BullMQ ${meta.bullmq}; ` +
-      `load average at start ${meta.load}. Median of ${REPEAT} run(s), range in parentheses.${QUICK ? " QUICK run (a tenth of the work)." : ""}`,
+  const push = (...l: string[]) => lines.push(...l);
+  push(`# gatehouse benchmark — ${meta.date}`, "");
+  push(
+    `\`npm run bench\` (bench/run.ts). Machine: ${meta.cpu}, ${meta.cores} cores, Node ${meta.node}, Redis ${meta.redis}, BullMQ ${meta.bullmq}; ` +
+      `load average at start ${meta.load}; ${meta.seconds} s. Median of ${REPEAT} run(s), range in parentheses.${QUICK ? " QUICK run (a tenth of the work): a smoke run, not a result." : ""}`,
     "",
   );
-  lines.push("| adapter | agents | gatehouse steps/s | BullMQ jobs/s | ratio | round trips/step (work only) | commits/step | Redis cmds/step | billed cmds/step | bytes to Redis/step | CPU µs/step node + Redis |");
-  lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const g of gh) {
+
+  // ---- Targets
+  const inputs = targetInputs(m);
+  const rows = evaluateTargets(inputs);
+  push("## Targets", "");
+  push(...targetsTable(rows));
+  push("");
+  const lat50 = m.latency.find((l) => l.clients === 50);
+  push(
+    `Concurrency: "100 agents" is one gatehouse instance with \`concurrency: 100\` (100 worker loops) against a BullMQ Worker with \`concurrency: 100\`, ` +
+      `same Redis server; steps/s are the TCP adapter's. Idle: \`createGatehouse({ agents, store })\` defaults, ${IDLE.seconds} s steady-state window after ${IDLE.warmupSeconds} s. ` +
+      `HTTP latency (below): default settings${lat50 ? `, ${lat50.maxClaimsInFlight} claims in flight at most with 50 clients (the default worker loops)` : ""}. ` +
+      `Met: ${rows.filter((r) => r.met).length} of ${rows.length}.`,
+    "",
+  );
+
+  // ---- Throughput and cost per step
+  push("## Throughput and cost per step", "");
+  push("| adapter | agents | steps/s | round trips/step: all (work only) | commits/step | Redis cmds/step | billed cmds/step | bytes to Redis/step | CPU µs/step worker + Redis |");
+  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const g of m.gh) {
     const r = g.median;
-    const b = bull.get(r.concurrency)!;
-    lines.push(
-      `| ${r.adapter} | ${r.concurrency} | ${f(r.stepsPerSecond, 0)}${range(g)} | ${f(b.median.jobsPerSecond, 0)}${range(b)} | ` +
-        `${f(r.stepsPerSecond / b.median.jobsPerSecond, 2)} | ${f(r.roundTripsPerStep, 2)} (${f(r.workRoundTripsPerStep, 2)}) | ${f(r.byOp.commit ?? 0, 2)} | ` +
+    push(
+      `| ${r.adapter} | ${r.concurrency} | ${f(r.stepsPerSecond, 0)}${range(g)} | ${f(r.roundTripsPerStep, 2)} (${f(r.workRoundTripsPerStep, 2)}) | ${f(r.byOp.commit ?? 0, 2)} | ` +
         `${f(r.redisCommandsPerStep, 1)} | ${f(r.billedPerStep, 2)} | ${f(r.bytesInPerStep, 0)} | ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} |`,
     );
   }
-  lines.push("");
-  lines.push("BullMQ, same server, same run (trivial processor, removeOnComplete):", "");
-  lines.push("| concurrency | jobs | jobs/s | Redis cmds/job | script calls/job | CPU µs/job node + Redis |");
-  lines.push("| ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const { median: b, ...r } of bull.values()) {
-    lines.push(`| ${b.concurrency} | ${b.jobs} | ${f(b.jobsPerSecond, 0)}${range(r)} | ${f(b.commandsPerJob, 1)} | ${f(b.scriptCallsPerJob, 2)} | ${f(b.nodeCpuUsPerJob, 0)} + ${f(b.redisCpuUsPerJob, 0)} |`);
-  }
-  lines.push("");
-  lines.push(
-    `Idle agent after one finished turn: ${f(idle1.bytes, 0)} bytes in Redis (${Object.entries(idle1.keys).map(([k, v]) => `${k} ${v}`).join(", ")}); ` +
-      `after five turns ${f(idle5.bytes, 0)} bytes (${f((idle5.bytes - idle1.bytes) / 4, 0)} bytes per further turn: messages and events are kept).`,
+  push("");
+  push(
+    "Work only: every store call but the polls of idle loops (claims that found nothing, `nextReadyAt`, the watchdog). Billed: on Upstash the commands the bridge ran as Upstash bills them " +
+      "(one per script call); on TCP the script calls Redis counted. Worker CPU: this process (for Upstash it includes the REST bridge, which runs in it).",
     "",
   );
-  const ops = ["claimNext", "commit", "readMessages", "renewLease", "getAgent", "nextReadyAt", "dueToolCalls"];
-  lines.push("Store calls per step, by operation (each is one script call; the last column is Redis' own count):", "");
-  lines.push(`| adapter | agents | ${ops.join(" | ")} | claimNext empty/turn | EVALSHA+EVAL/step |`);
-  lines.push("| --- | ---: |" + " ---: |".repeat(ops.length + 2));
-  for (const { median: r } of gh) {
-    lines.push(
+  const ops = [...new Set(m.gh.flatMap((g) => Object.keys(g.median.byOp)))].sort();
+  push("Store calls per step, by operation (each is one script call; the last column is Redis' own count):", "");
+  push(`| adapter | agents | ${ops.join(" | ")} | claimNext empty/turn | EVALSHA+EVAL/step |`);
+  push("| --- | ---: |" + " ---: |".repeat(ops.length + 2));
+  for (const { median: r } of m.gh) {
+    push(
       `| ${r.adapter} | ${r.concurrency} | ${ops.map((k) => f(r.byOp[k] ?? 0, 3)).join(" | ")} | ` +
         `${f(r.answersPerTurn["claimNext:empty"] ?? 0, 2)} | ${f(r.scriptCallsPerStep, 3)} |`,
     );
   }
-  lines.push("");
-  lines.push(`Runs (median): ${gh.map(({ median: r }) => `${r.adapter}/${r.concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps in ${f(r.seconds, 2)} s`).join("; ")}.`);
+  push("");
+
+  // ---- BullMQ
+  push("## Against BullMQ (same server, same run)", "");
+  push("| agents = concurrency | gatehouse TCP steps/s | trivial jobs/s | steps/s ÷ trivial jobs/s | persisting jobs/s (record bytes) | steps/s ÷ persisting jobs/s |");
+  push("| ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const c of CONCURRENCY) {
+    const g = m.gh.find((x) => x.median.adapter === "tcp" && x.median.concurrency === c)!;
+    const t = m.bull.get(c)!;
+    const p = m.bullPersist.get(c)!;
+    push(
+      `| ${c} | ${f(g.median.stepsPerSecond, 0)}${range(g)} | ${f(t.median.jobsPerSecond, 0)}${range(t)} | ${f(g.median.stepsPerSecond / t.median.jobsPerSecond, 2)} | ` +
+        `${f(p.median.jobsPerSecond, 0)}${range(p)} (${f(p.median.recordBytes, 0)}) | ${f(g.median.stepsPerSecond / p.median.jobsPerSecond, 2)} |`,
+    );
+  }
+  push("");
+  push(
+    "Trivial job: the processor returns `{ ok: true }`, `removeOnComplete`: nothing is kept. Persisting job: the processor returns a record as large as the bytes " +
+      "the TCP run at the same concurrency sent to Redis per step in the same repetition, and completed jobs are kept (`removeOnComplete: false`): BullMQ writes it " +
+      "as the job's `returnvalue` in the script call that completes the job.",
+    "",
+  );
+  push("| job | concurrency | jobs | jobs/s | Redis cmds/job | script calls/job | bytes to Redis/job | CPU µs/job worker + Redis |");
+  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const [kind, runs] of [["trivial", m.bull], ["persisting", m.bullPersist]] as const) {
+    for (const { median: b, ...r } of runs.values()) {
+      push(
+        `| ${kind} | ${b.concurrency} | ${b.jobs} | ${f(b.jobsPerSecond, 0)}${range(r)} | ${f(b.commandsPerJob, 1)} | ${f(b.scriptCallsPerJob, 2)} | ` +
+          `${f(b.bytesInPerJob, 0)} | ${f(b.nodeCpuUsPerJob, 0)} + ${f(b.redisCpuUsPerJob, 0)} |`,
+      );
+    }
+  }
+  push("");
+
+  // ---- History
+  const h = m.history;
+  push("## Cost per step against conversation length (TCP Redis)", "");
+  push(
+    `bench/history-cost.ts on TCP Redis: ${HISTORY.agents} agents per size grown to the size (not measured), then ${HISTORY.turns} turns per agent per window ` +
+      `(${HISTORY.agents * HISTORY.turns * STEPS_PER_TURN} steps), the host driven claim by claim, no retention; median of ${REPEAT} window(s), sizes interleaved; ${f(h.seconds, 0)} s.`,
+    "",
+  );
+  push("| conversation | shown per step | worker CPU µs/step | round trips/step (work only) | bytes to Redis/step | bytes from Redis/step | Redis CPU µs/step |");
+  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  const mid = (ws: HistoryWindow[], k: (w: HistoryWindow) => number) => median(ws.map(k));
+  const rng = (ws: HistoryWindow[], k: (w: HistoryWindow) => number) =>
+    ws.length > 1 ? ` (${f(Math.min(...ws.map(k)), 0)}–${f(Math.max(...ws.map(k)), 0)})` : "";
+  for (const s of h.sizes) {
+    const ws = s.resident;
+    push(
+      `| ~${f(s.messages, 0)} messages | ${f(mid(ws, (w) => w.shown), 0)} | ${f(mid(ws, (w) => w.workerCpuUs), 0)}${rng(ws, (w) => w.workerCpuUs)} | ` +
+        `${f(mid(ws, (w) => w.storeCalls), 2)} (${f(mid(ws, (w) => w.workCalls), 2)}) | ${f(mid(ws, (w) => w.bytesIn ?? 0), 0)} | ` +
+        `${f(mid(ws, (w) => w.bytesOut ?? 0), 0)} | ${f(mid(ws, (w) => w.redisCpuUs ?? 0), 0)} |`,
+    );
+  }
+  push("", `Worker CPU per step, 1,400 ÷ 7 messages: ${f(h.ratio, 2)}x.`, "");
+  push("Claims that miss the resident cache (every claim reads the conversation back; one window after the others):", "");
+  push("| conversation | claims | bytes from Redis per claim | bytes from Redis/step | Redis CPU µs/step | worker CPU µs/step | round trips/step (work only) |");
+  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const s of h.sizes) {
+    const w = s.miss;
+    push(
+      `| ~${f(s.messages, 0)} messages | ${w.claims} | ${f(((w.bytesOut ?? 0) * w.steps) / w.claims, 0)} | ${f(w.bytesOut ?? 0, 0)} | ${f(w.redisCpuUs ?? 0, 0)} | ` +
+        `${f(w.workerCpuUs, 0)} | ${f(w.workCalls, 2)} |`,
+    );
+  }
+  push("");
+
+  // ---- Latency
+  push("## HTTP: POST to persisted turn end (TCP Redis, default settings)", "");
+  push("| clients | turns measured | p50 ms | p99 ms | mean ms | max ms | turns/s | claims in flight (most) |");
+  push("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const l of m.latency) {
+    push(`| ${l.clients} | ${l.turns} | ${f(l.p50Ms, 1)} | ${f(l.p99Ms, 1)} | ${f(l.meanMs, 1)} | ${f(l.maxMs, 1)} | ${f(l.turnsPerSecond, 0)} | ${l.maxClaimsInFlight} |`);
+  }
+  push(
+    "",
+    "Closed-loop clients in a worker thread, each with its own agent, POST a task (three model steps) and wait for that turn's end before the next; the clock runs " +
+      "from the start of the POST to the reply of the commit that ends the turn. Served by @hono/node-server on loopback.",
+    "",
+  );
+
+  // ---- Idle
+  push("## Idle cost of one process (default settings)", "");
+  push("| store | store calls/s (steady) | by method (steady, /s) | server commands/s (steady) | script calls/s (steady) | blocking commands/s (steady) | store calls/s (whole run) |");
+  push("| --- | ---: | --- | ---: | ---: | ---: | ---: |");
+  for (const r of [m.idle.tcp, m.idle.upstash]) {
+    const fx = (x: number | null) => (x === null ? "—" : f(x, 2));
+    push(
+      `| ${r.kind === "tcp" ? "TCP Redis" : "Upstash"} | ${fx(r.callsLate)} | ${Object.entries(r.byMethodLate).map(([k, v]) => `${k} ${f(v, 2)}`).join(", ") || "none"} | ` +
+        `${fx(r.serverLate)} | ${fx(r.scriptsLate)} | ${fx(r.blockingLate)} | ${fx(r.calls)} |`,
+    );
+  }
+  push(
+    "",
+    `Steady: the last ${IDLE.seconds} s of ${IDLE.warmupSeconds + IDLE.seconds} s idle. Server commands: TCP, every command INFO commandstats counted (scripts and what they run); ` +
+      "Upstash, billed commands (the bridge). The two rows run at the same time, each on its own redis-server.",
+    "",
+  );
+
+  // ---- Memory
+  push("## Memory of an idle agent", "");
+  push(
+    `After one finished turn: ${f(m.idle1.bytes, 0)} bytes in Redis (${Object.entries(m.idle1.keys).map(([k, v]) => `${k} ${v}`).join(", ")}); ` +
+      `after five turns ${f(m.idle5.bytes, 0)} bytes (${f((m.idle5.bytes - m.idle1.bytes) / 4, 0)} bytes per further turn: messages and events are kept).`,
+    "",
+  );
+  push(`Runs (median): ${m.gh.map(({ median: r }) => `${r.adapter}/${r.concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps in ${f(r.seconds, 2)} s`).join("; ")}.`);
   return lines.join("\n") + "\n";
 }
 
 async function main() {
+  const started = performance.now();
   ensureBullMQ();
   const redis = await startRedisServer();
   const bridge = await startUpstashBridge({ redisUrl: redis.url });
@@ -284,50 +504,77 @@ async function main() {
     upstash: (prefix) => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
   };
   try {
-    const meta = {
+    const meta: Record<string, string> = {
       date: new Date().toISOString().slice(0, 10),
       cpu: os.cpus()[0]?.model.trim() ?? "unknown CPU",
       cores: String(os.cpus().length),
       node: process.versions.node,
       redis: /redis_version:(\S+)/.exec(await info.info("server"))?.[1] ?? "?",
-      bullmq: (await import("node:module")).createRequire(import.meta.url)("bullmq/package.json").version as string,
+      bullmq: createRequire(import.meta.url)("bullmq/package.json").version as string,
       load: os.loadavg().map((x) => x.toFixed(2)).join(" "),
     };
     const gh: Array<Runs<GhResult>> = [];
     const bull = new Map<number, Runs<BullResult>>();
+    const bullPersist = new Map<number, Runs<BullResult>>();
     for (const c of CONCURRENCY) {
-      for (const adapter of ["tcp", "upstash"] as Adapter[]) {
-        const runs: GhResult[] = [];
-        for (let rep = 0; rep < REPEAT; rep++) {
+      const runs: Record<Adapter, GhResult[]> = { tcp: [], upstash: [] };
+      const trivial: BullResult[] = [];
+      const persisting: BullResult[] = [];
+      const jobs = Math.round((c === 1 ? 3_000 : 15_000) / (QUICK ? 10 : 1));
+      // One repetition runs every configuration once, so a change in the machine's load hits all of them.
+      for (let rep = 0; rep < REPEAT; rep++) {
+        for (const adapter of ["tcp", "upstash"] as Adapter[]) {
           await info.flushall();
           const r = await runGatehouse({ adapter, concurrency: c, makeStore: makers[adapter], info, bridge, rep });
-          runs.push(r);
+          runs[adapter].push(r);
           console.log(
-            `${adapter} x${c} #${rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, ${f(r.roundTripsPerStep, 2)} round trips/step, ` +
-              `CPU ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} µs/step; per turn ${JSON.stringify(r.answersPerTurn)}`,
+            `${adapter} x${c} #${rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, ${f(r.roundTripsPerStep, 2)} round trips/step (${f(r.workRoundTripsPerStep, 2)} work), ` +
+              `CPU ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} µs/step, ${f(r.bytesInPerStep, 0)} B/step; per turn ${JSON.stringify(r.answersPerTurn)}`,
           );
         }
-        gh.push(medianOf(runs, (r) => r.stepsPerSecond));
-      }
-      const runs: BullResult[] = [];
-      for (let rep = 0; rep < REPEAT; rep++) {
         await info.flushall();
-        const jobs = Math.round((c === 1 ? 3_000 : 15_000) / (QUICK ? 10 : 1));
-        const b = await benchBullMQ({ host: "127.0.0.1", port: redis.port, concurrency: c, jobs, info });
-        runs.push(b);
-        console.log(`bullmq x${c} #${rep + 1}: ${f(b.jobsPerSecond, 0)} jobs/s, CPU ${f(b.nodeCpuUsPerJob, 0)} + ${f(b.redisCpuUsPerJob, 0)} µs/job`);
+        const t = await benchBullMQ({ host: "127.0.0.1", port: redis.port, concurrency: c, jobs, info });
+        trivial.push(t);
+        await info.flushall();
+        // The record: what one gatehouse step sent to Redis in this repetition's TCP run at this concurrency.
+        const recordBytes = runs.tcp[rep].bytesInPerStep;
+        const p = await benchBullMQ({ host: "127.0.0.1", port: redis.port, concurrency: c, jobs, info, recordBytes });
+        persisting.push(p);
+        console.log(
+          `bullmq x${c} #${rep + 1}: trivial ${f(t.jobsPerSecond, 0)} jobs/s (${f(t.nodeCpuUsPerJob, 0)} + ${f(t.redisCpuUsPerJob, 0)} µs/job), ` +
+            `persisting ${f(recordBytes, 0)} B ${f(p.jobsPerSecond, 0)} jobs/s (${f(p.nodeCpuUsPerJob, 0)} + ${f(p.redisCpuUsPerJob, 0)} µs/job, ${f(p.bytesInPerJob, 0)} B/job)`,
+        );
       }
-      bull.set(c, medianOf(runs, (b) => b.jobsPerSecond));
+      for (const adapter of ["tcp", "upstash"] as Adapter[]) gh.push(medianOf(runs[adapter], (r) => r.stepsPerSecond));
+      bull.set(c, medianOf(trivial, (b) => b.jobsPerSecond));
+      bullPersist.set(c, medianOf(persisting, (b) => b.jobsPerSecond));
     }
     await info.flushall();
     const idle1 = await idleAgentBytes(info, makers.tcp, 1);
     const idle5 = await idleAgentBytes(info, makers.tcp, 5);
-    const md = report(gh, bull, idle1, idle5, meta);
+
+    await info.flushall();
+    const history = await runHistory(redis.url, info);
+
+    await info.flushall();
+    const latency: LatencyResult[] = [];
+    for (const l of LATENCY) {
+      const r = await measureLatency({ redisUrl: redis.url, prefix: `lat${l.clients}`, clients: l.clients, turnsPerClient: l.turns, warmupTurnsPerClient: l.warmup });
+      latency.push(r);
+      console.log(`http x${l.clients}: p50 ${f(r.p50Ms, 1)} ms, p99 ${f(r.p99Ms, 1)} ms, ${f(r.turnsPerSecond, 0)} turns/s, ${r.maxClaimsInFlight} claims in flight at most`);
+    }
+
+    const idle = await runIdle();
+    console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
+
+    meta.seconds = f((performance.now() - started) / 1000, 0);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5 }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });
       writeFileSync(`${BENCH_DIR}results/${meta.date}.md`, md);
       writeFileSync(`${BENCH_DIR}results/latest.md`, md);
+      console.log(`wrote bench/results/${meta.date}.md and bench/results/latest.md`);
     }
   } finally {
     info.disconnect();
