@@ -67,7 +67,7 @@ const CONCURRENCY = [1, 10, 100];
 /** Turns per agent: agents stay short-lived, so no conversation grows long (see README). */
 const TURNS_PER_AGENT = 5;
 /** Conversation sizes of the history measurement, agents per size and measured turns per agent per window. */
-const HISTORY = { sizes: [7, 350, 1400], agents: QUICK ? 4 : 10, turns: QUICK ? 2 : 3, growthCallsPerStep: 1 };
+const HISTORY = { sizes: [7, 350, 1400], agents: QUICK ? 4 : 15, turns: 2, growthCallsPerStep: 1 };
 /** HTTP latency: closed-loop clients, turns per client (warm-up included) and warm-up turns. */
 const LATENCY = [
   { clients: 1, turns: QUICK ? 25 : 250, warmup: 5 },
@@ -287,22 +287,30 @@ async function runIdle(): Promise<{ tcp: IdleMeasure; upstash: IdleMeasure }> {
 
 const f = (n: number, d = 1) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 
-interface Runs<T> {
-  median: T;
+/** The median of `key` over runs and its range. */
+interface Stat {
+  median: number;
   min: number;
   max: number;
 }
 
-/** The run with the median of `key`, and the range of `key` over all runs. */
-function medianOf<T>(runs: T[], key: (r: T) => number): Runs<T> {
-  const sorted = [...runs].sort((x, y) => key(x) - key(y));
-  return { median: sorted[Math.floor((sorted.length - 1) / 2)], min: key(sorted[0]), max: key(sorted[sorted.length - 1]) };
+function stat<T>(runs: T[], key: (r: T) => number): Stat {
+  const xs = runs.map(key).sort((a, b) => a - b);
+  return { median: xs[Math.floor((xs.length - 1) / 2)], min: xs[0], max: xs[xs.length - 1] };
+}
+
+/** Every repetition of one configuration. */
+interface GhRuns {
+  adapter: Adapter;
+  concurrency: number;
+  runs: GhResult[];
 }
 
 interface Measured {
-  gh: Array<Runs<GhResult>>;
-  bull: Map<number, Runs<BullResult>>;
-  bullPersist: Map<number, Runs<BullResult>>;
+  gh: GhRuns[];
+  /** Per concurrency, one BullMQ result per repetition, in the same order as the gatehouse runs. */
+  bull: Map<number, BullResult[]>;
+  bullPersist: Map<number, BullResult[]>;
   history: HistoryResult;
   latency: LatencyResult[];
   idle: { tcp: IdleMeasure; upstash: IdleMeasure };
@@ -310,33 +318,44 @@ interface Measured {
   idle5: { bytes: number };
 }
 
+const ghRuns = (m: Measured, adapter: Adapter, c: number) => m.gh.find((g) => g.adapter === adapter && g.concurrency === c)!.runs;
+
+/**
+ * steps/s ÷ jobs/s per repetition (the gatehouse TCP run and the BullMQ run measured right after it, so a
+ * change in the machine's load hits both), then the median and range of those ratios.
+ */
+function ratio(m: Measured, c: number, kind: "trivial" | "persisting"): Stat {
+  const tcp = ghRuns(m, "tcp", c);
+  const jobs = (kind === "trivial" ? m.bull : m.bullPersist).get(c)!;
+  return stat(tcp.map((r, i) => r.stepsPerSecond / jobs[i].jobsPerSecond), (x) => x);
+}
+
 function targetInputs(m: Measured): TargetInputs {
-  const gh = (adapter: Adapter, c: number) => m.gh.find((g) => g.median.adapter === adapter && g.median.concurrency === c)!.median;
-  const tcp100 = gh("tcp", 100);
+  const tcp100 = ghRuns(m, "tcp", 100);
   return {
-    workRoundTripsTcp100: tcp100.workRoundTripsPerStep,
-    billedUpstash100: gh("upstash", 100).billedPerStep,
-    workerCpuUs100: tcp100.nodeCpuUsPerStep,
-    bytesToRedis100: tcp100.bytesInPerStep,
+    workRoundTripsTcp100: stat(tcp100, (r) => r.workRoundTripsPerStep).median,
+    billedUpstash100: stat(ghRuns(m, "upstash", 100), (r) => r.billedPerStep).median,
+    workerCpuUs100: stat(tcp100, (r) => r.nodeCpuUsPerStep),
+    bytesToRedis100: stat(tcp100, (r) => r.bytesInPerStep).median,
     historyRatio: m.history.ratio,
     idleUpstashCalls: m.idle.upstash.callsLate,
     idleTcpCalls: m.idle.tcp.callsLate,
     // Worker-loop polls on TCP in steady state: script calls (each a store call that does not block) but the watchdog's.
     idleTcpLoopPolls: Math.max(0, (m.idle.tcp.scriptsLate ?? 0) - (m.idle.tcp.byMethodLate.dueToolCalls ?? 0)),
     idleTcpBlocking: m.idle.tcp.blockingLate ?? 0,
-    ratioPersisting100: tcp100.stepsPerSecond / m.bullPersist.get(100)!.median.jobsPerSecond,
-    ratioTrivial100: tcp100.stepsPerSecond / m.bull.get(100)!.median.jobsPerSecond,
+    ratioPersisting100: ratio(m, 100, "persisting"),
+    ratioTrivial100: ratio(m, 100, "trivial"),
   };
 }
 
 function report(m: Measured, meta: Record<string, string>): string {
-  const range = (r: { min: number; max: number }, d = 0) => (REPEAT > 1 ? ` (${f(r.min, d)}–${f(r.max, d)})` : "");
+  const range = (r: Stat, d = 0) => (REPEAT > 1 ? ` (${f(r.min, d)}–${f(r.max, d)})` : "");
   const lines: string[] = [];
   const push = (...l: string[]) => lines.push(...l);
   push(`# gatehouse benchmark — ${meta.date}`, "");
   push(
     `\`npm run bench\` (bench/run.ts). Machine: ${meta.cpu}, ${meta.cores} cores, Node ${meta.node}, Redis ${meta.redis}, BullMQ ${meta.bullmq}; ` +
-      `load average at start ${meta.load}; ${meta.seconds} s. Median of ${REPEAT} run(s), range in parentheses.${QUICK ? " QUICK run (a tenth of the work): a smoke run, not a result." : ""}`,
+      `load average at start ${meta.load}, at end ${meta.loadEnd}; the run took ${meta.seconds} s. Median of ${REPEAT} run(s), range in parentheses.${QUICK ? " QUICK run (a tenth of the work): a smoke run, not a result." : ""}`,
     "",
   );
 
@@ -359,27 +378,31 @@ function report(m: Measured, meta: Record<string, string>): string {
   push("## Throughput and cost per step", "");
   push("| adapter | agents | steps/s | round trips/step: all (work only) | commits/step | Redis cmds/step | billed cmds/step | bytes to Redis/step | CPU µs/step worker + Redis |");
   push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const g of m.gh) {
-    const r = g.median;
+  for (const { adapter, concurrency, runs } of m.gh) {
+    const md = (k: (r: GhResult) => number) => stat(runs, k).median;
+    const sps = stat(runs, (r) => r.stepsPerSecond);
     push(
-      `| ${r.adapter} | ${r.concurrency} | ${f(r.stepsPerSecond, 0)}${range(g)} | ${f(r.roundTripsPerStep, 2)} (${f(r.workRoundTripsPerStep, 2)}) | ${f(r.byOp.commit ?? 0, 2)} | ` +
-        `${f(r.redisCommandsPerStep, 1)} | ${f(r.billedPerStep, 2)} | ${f(r.bytesInPerStep, 0)} | ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} |`,
+      `| ${adapter} | ${concurrency} | ${f(sps.median, 0)}${range(sps)} | ${f(md((r) => r.roundTripsPerStep), 2)} (${f(md((r) => r.workRoundTripsPerStep), 2)}) | ` +
+        `${f(md((r) => r.byOp.commit ?? 0), 2)} | ${f(md((r) => r.redisCommandsPerStep), 1)} | ${f(md((r) => r.billedPerStep), 2)} | ${f(md((r) => r.bytesInPerStep), 0)} | ` +
+        `${f(md((r) => r.nodeCpuUsPerStep), 0)} + ${f(md((r) => r.redisCpuUsPerStep), 0)} |`,
     );
   }
   push("");
   push(
-    "Work only: every store call but the polls of idle loops (claims that found nothing, `nextReadyAt`, the watchdog). Billed: on Upstash the commands the bridge ran as Upstash bills them " +
-      "(one per script call); on TCP the script calls Redis counted. Worker CPU: this process (for Upstash it includes the REST bridge, which runs in it).",
+    "Each cell is the median over the repetitions of that figure (steps/s with its range). Work only: every store call but the polls of idle loops (claims that found " +
+      "nothing, `nextReadyAt`, the watchdog). Billed: on Upstash the commands the bridge ran as Upstash bills them (one per script call); on TCP the script calls Redis " +
+      "counted. Worker CPU: this process (for Upstash it includes the REST bridge, which runs in it).",
     "",
   );
-  const ops = [...new Set(m.gh.flatMap((g) => Object.keys(g.median.byOp)))].sort();
+  const ops = [...new Set(m.gh.flatMap((g) => g.runs.flatMap((r) => Object.keys(r.byOp))))].sort();
   push("Store calls per step, by operation (each is one script call; the last column is Redis' own count):", "");
   push(`| adapter | agents | ${ops.join(" | ")} | claimNext empty/turn | EVALSHA+EVAL/step |`);
   push("| --- | ---: |" + " ---: |".repeat(ops.length + 2));
-  for (const { median: r } of m.gh) {
+  for (const { adapter, concurrency, runs } of m.gh) {
+    const md = (k: (r: GhResult) => number) => stat(runs, k).median;
     push(
-      `| ${r.adapter} | ${r.concurrency} | ${ops.map((k) => f(r.byOp[k] ?? 0, 3)).join(" | ")} | ` +
-        `${f(r.answersPerTurn["claimNext:empty"] ?? 0, 2)} | ${f(r.scriptCallsPerStep, 3)} |`,
+      `| ${adapter} | ${concurrency} | ${ops.map((k) => f(md((r) => r.byOp[k] ?? 0), 3)).join(" | ")} | ` +
+        `${f(md((r) => r.answersPerTurn["claimNext:empty"] ?? 0), 2)} | ${f(md((r) => r.scriptCallsPerStep), 3)} |`,
     );
   }
   push("");
@@ -389,28 +412,33 @@ function report(m: Measured, meta: Record<string, string>): string {
   push("| agents = concurrency | gatehouse TCP steps/s | trivial jobs/s | steps/s ÷ trivial jobs/s | persisting jobs/s (record bytes) | steps/s ÷ persisting jobs/s |");
   push("| ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const c of CONCURRENCY) {
-    const g = m.gh.find((x) => x.median.adapter === "tcp" && x.median.concurrency === c)!;
-    const t = m.bull.get(c)!;
-    const p = m.bullPersist.get(c)!;
+    const g = stat(ghRuns(m, "tcp", c), (r) => r.stepsPerSecond);
+    const t = stat(m.bull.get(c)!, (b) => b.jobsPerSecond);
+    const p = stat(m.bullPersist.get(c)!, (b) => b.jobsPerSecond);
+    const rt = ratio(m, c, "trivial");
+    const rp = ratio(m, c, "persisting");
     push(
-      `| ${c} | ${f(g.median.stepsPerSecond, 0)}${range(g)} | ${f(t.median.jobsPerSecond, 0)}${range(t)} | ${f(g.median.stepsPerSecond / t.median.jobsPerSecond, 2)} | ` +
-        `${f(p.median.jobsPerSecond, 0)}${range(p)} (${f(p.median.recordBytes, 0)}) | ${f(g.median.stepsPerSecond / p.median.jobsPerSecond, 2)} |`,
+      `| ${c} | ${f(g.median, 0)}${range(g)} | ${f(t.median, 0)}${range(t)} | ${f(rt.median, 2)}${range(rt, 2)} | ` +
+        `${f(p.median, 0)}${range(p)} (${f(stat(m.bullPersist.get(c)!, (b) => b.recordBytes).median, 0)}) | ${f(rp.median, 2)}${range(rp, 2)} |`,
     );
   }
   push("");
   push(
-    "Trivial job: the processor returns `{ ok: true }`, `removeOnComplete`: nothing is kept. Persisting job: the processor returns a record as large as the bytes " +
+    "Ratios are taken per repetition (each BullMQ run follows the gatehouse runs of the same repetition) and their median is shown. " +
+      "Trivial job: the processor returns `{ ok: true }`, `removeOnComplete`: nothing is kept. Persisting job: the processor returns a record as large as the bytes " +
       "the TCP run at the same concurrency sent to Redis per step in the same repetition, and completed jobs are kept (`removeOnComplete: false`): BullMQ writes it " +
       "as the job's `returnvalue` in the script call that completes the job.",
     "",
   );
   push("| job | concurrency | jobs | jobs/s | Redis cmds/job | script calls/job | bytes to Redis/job | CPU µs/job worker + Redis |");
   push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const [kind, runs] of [["trivial", m.bull], ["persisting", m.bullPersist]] as const) {
-    for (const { median: b, ...r } of runs.values()) {
+  for (const [kind, all] of [["trivial", m.bull], ["persisting", m.bullPersist]] as const) {
+    for (const [c, runs] of all) {
+      const md = (k: (b: BullResult) => number) => stat(runs, k).median;
+      const jps = stat(runs, (b) => b.jobsPerSecond);
       push(
-        `| ${kind} | ${b.concurrency} | ${b.jobs} | ${f(b.jobsPerSecond, 0)}${range(r)} | ${f(b.commandsPerJob, 1)} | ${f(b.scriptCallsPerJob, 2)} | ` +
-          `${f(b.bytesInPerJob, 0)} | ${f(b.nodeCpuUsPerJob, 0)} + ${f(b.redisCpuUsPerJob, 0)} |`,
+        `| ${kind} | ${c} | ${runs[0].jobs} | ${f(jps.median, 0)}${range(jps)} | ${f(md((b) => b.commandsPerJob), 1)} | ${f(md((b) => b.scriptCallsPerJob), 2)} | ` +
+          `${f(md((b) => b.bytesInPerJob), 0)} | ${f(md((b) => b.nodeCpuUsPerJob), 0)} + ${f(md((b) => b.redisCpuUsPerJob), 0)} |`,
       );
     }
   }
@@ -489,7 +517,10 @@ function report(m: Measured, meta: Record<string, string>): string {
       `after five turns ${f(m.idle5.bytes, 0)} bytes (${f((m.idle5.bytes - m.idle1.bytes) / 4, 0)} bytes per further turn: messages and events are kept).`,
     "",
   );
-  push(`Runs (median): ${m.gh.map(({ median: r }) => `${r.adapter}/${r.concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps in ${f(r.seconds, 2)} s`).join("; ")}.`);
+  push(
+    `Throughput runs (each repetition): ${m.gh.map(({ adapter, concurrency, runs: [r] }) => `${adapter}/${concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps`).join("; ")}; ` +
+      `after a warm-up turn per worker loop.`,
+  );
   return lines.join("\n") + "\n";
 }
 
@@ -513,9 +544,9 @@ async function main() {
       bullmq: createRequire(import.meta.url)("bullmq/package.json").version as string,
       load: os.loadavg().map((x) => x.toFixed(2)).join(" "),
     };
-    const gh: Array<Runs<GhResult>> = [];
-    const bull = new Map<number, Runs<BullResult>>();
-    const bullPersist = new Map<number, Runs<BullResult>>();
+    const gh: GhRuns[] = [];
+    const bull = new Map<number, BullResult[]>();
+    const bullPersist = new Map<number, BullResult[]>();
     for (const c of CONCURRENCY) {
       const runs: Record<Adapter, GhResult[]> = { tcp: [], upstash: [] };
       const trivial: BullResult[] = [];
@@ -545,9 +576,9 @@ async function main() {
             `persisting ${f(recordBytes, 0)} B ${f(p.jobsPerSecond, 0)} jobs/s (${f(p.nodeCpuUsPerJob, 0)} + ${f(p.redisCpuUsPerJob, 0)} µs/job, ${f(p.bytesInPerJob, 0)} B/job)`,
         );
       }
-      for (const adapter of ["tcp", "upstash"] as Adapter[]) gh.push(medianOf(runs[adapter], (r) => r.stepsPerSecond));
-      bull.set(c, medianOf(trivial, (b) => b.jobsPerSecond));
-      bullPersist.set(c, medianOf(persisting, (b) => b.jobsPerSecond));
+      for (const adapter of ["tcp", "upstash"] as Adapter[]) gh.push({ adapter, concurrency: c, runs: runs[adapter] });
+      bull.set(c, trivial);
+      bullPersist.set(c, persisting);
     }
     await info.flushall();
     const idle1 = await idleAgentBytes(info, makers.tcp, 1);
@@ -568,6 +599,7 @@ async function main() {
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
+    meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
     const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5 }, meta);
     console.log("\n" + md);
     if (!QUICK) {
