@@ -51,6 +51,7 @@ import type {
   DeliverToolResultResult,
   EnqueueTaskRequest,
   EnqueueTaskResult,
+  PreviousLease,
   RenewRequest,
   ResetTurnRequest,
   ResetTurnResult,
@@ -440,6 +441,17 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       return { status: "empty", agentId: h.agentId };
     }
     const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
+    return takeLease(a, req, previousLease, copy(a.mail));
+  }
+
+  /** The writes of a claim (shared with a chaining commit, invariant 20): the next task if no turn is active, a new epoch, the lease. */
+  function takeLease(
+    a: AgentRecords,
+    req: { workerId: string; leaseMs: number; now: number },
+    previousLease: PreviousLease | null,
+    mail: MailItem[],
+  ): Extract<ClaimResult, { status: "claimed" }> {
+    const h = a.head;
     if (h.activeTurnId === null && a.tasks.length > 0) {
       const task = a.tasks[0];
       w.set(a, "tasks", a.tasks.slice(1));
@@ -460,7 +472,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       epoch: h.epoch,
       head: copy(h),
       task,
-      mail: copy(a.mail),
+      mail,
       previousLease,
     };
   }
@@ -778,6 +790,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           if (req.retention) retain(a, req.retention, snapshot, req.now);
         }
         w.set(h, "activeTurnId", req.activeTurnId);
+        if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && a.tasks.length > 0) {
+          // Turn chaining (invariant 20): the next task is claimed by this very commit; the lease stays.
+          const chained = takeLease(a, req, null, []);
+          return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough, chained };
+        }
         if (req.release) {
           w.set(h, "leaseOwner", null);
           w.set(h, "leaseUntil", 0);

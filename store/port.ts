@@ -101,6 +101,16 @@
  * 19. `deleteAgent` removes every record of the agent and its entries in the
  *    shared indexes (agents, ready, deadlines) in one atomic step; verdict
  *    records (`getVerdict`) are kept (audit), the agent's verdict list goes.
+ * 20. Turn chaining. A commit with `chainNextTask` that ends the active turn
+ *    and asks to release the lease takes the agent's next queued task in the
+ *    same atomic step instead, exactly as a claim would (the task leaves the
+ *    queue, becomes `currentTask`, `epoch` increments, the lease is kept
+ *    until `now + leaseMs`), and answers it as `chained`, a claim result
+ *    without mail. It chains only when no mail is pending after the
+ *    acknowledgement and a task is queued; otherwise the commit releases as
+ *    asked and rings when tasks wait. So a turn that ends never leaves its
+ *    successor waiting for the ready queue, and the worker that ended a turn
+ *    starts the next one without another round trip.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -291,6 +301,11 @@ export interface CommitRequest {
   retention?: RetentionLimits;
   /** A new rolling summary of the conversation (the host's memory policy); stored with the commit. */
   summary?: ConversationSummary;
+  /**
+   * Turn chaining (invariant 20): when this commit ends the turn and
+   * releases, take the next queued task in the same step and keep the lease.
+   */
+  chainNextTask?: boolean;
 }
 
 /** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
@@ -332,7 +347,14 @@ export interface Conversation {
 
 export type CommitResult =
   /** `messagesTrimmedThrough`: the head's value after the commit (retention may have moved it). */
-  | { status: "applied"; version: number; lastEventId: number; messagesTrimmedThrough?: number }
+  | {
+    status: "applied";
+    version: number;
+    lastEventId: number;
+    messagesTrimmedThrough?: number;
+    /** The claim of the next queued task the commit took (`chainNextTask`, invariant 20). */
+    chained?: Extract<ClaimResult, { status: "claimed" }>;
+  }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
 /** The writes that end a turn from outside the machine (see invariant 12). */
