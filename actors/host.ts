@@ -130,7 +130,17 @@ export interface HostDeps {
    * compares both in one run). The ids are the same either way.
    */
   rebuildToolCallIds?: boolean;
+  /**
+   * Turn chaining (store invariant 20): how many turns in a row one claim may
+   * start through the commit that ends the previous one, before the agent is
+   * handed back to the ready queue (behind the bells already due) so one busy
+   * agent cannot hold a worker loop. Default DEFAULT_MAX_CHAINED_TURNS; 0 turns chaining off.
+   */
+  maxChainedTurns?: number;
 }
+
+/** Default bound of turns one claim starts in a row (HostDeps.maxChainedTurns). */
+export const DEFAULT_MAX_CHAINED_TURNS = 8;
 
 /** The retention limits of one agent: its own laid over the process's (null: keep everything). */
 export function retentionOf(deps: Pick<HostDeps, "retention">, agent: AnyAgent): RetentionLimits | null {
@@ -155,8 +165,12 @@ async function loadConversation(
 }
 
 export type HostOutcome =
-  /** `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now. */
-  | { status: "released"; state: string; commits: number; yielded: boolean }
+  /**
+   * `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now.
+   * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant 20);
+   * the caller runs it as the next claim (actors/claim-failure.ts `claimRunner`).
+   */
+  | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed }
   | { status: "fenced"; reason: string; commits: number }
   | { status: "unrestorable"; message: string };
 
@@ -191,7 +205,7 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
  * a `budget`, each step spends one of its steps, and the agent is handed back
  * when the budget is spent (shared by the claims of one drive).
  */
-export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome> {
+export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, budget?: Budget, mayChain = false): Promise<HostOutcome> {
   const { store, clock, logger, cache } = deps;
   const limits = deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const { agentId, epoch } = claim;
@@ -347,6 +361,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
     const final = FINAL.has(s.value) || s.value === "idle";
     const now = clock.now();
+    // The commit that ends the turn starts the next queued one, within the fairness bound and the drive's budget.
+    const chain = mayChain && final && turnId !== null && releaseAt !== null && !(budget && budgetSpent(budget, clock));
     const res = await store.commit({
       agentId, workerId, epoch, expectedVersion: version, turnId,
       snapshot: s, state: s.value,
@@ -356,6 +372,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
       ...(pendingSummary ? { summary: pendingSummary } : {}),
+      ...(chain ? { chainNextTask: true } : {}),
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -367,6 +384,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
     commits++;
     version = res.version;
+    chained = res.chained;
+    if (chained) logger.debug("turn_chained", { agentId, workerId, epoch: chained.epoch, turnId: chained.task?.turnId ?? null });
     pendingSummary = null;
     dropTrimmed(res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version, state: s.value, released: releaseAt !== null });
@@ -477,6 +496,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
   }
   let fenceReason = "";
+  /** The next task's claim, taken by the commit that ended this claim's turn (turn chaining). */
+  let chained: Claimed | undefined;
 
   // Keep the lease alive through long model calls and tools, and notice mail that arrives meanwhile.
   let mailWaiting = false;
@@ -602,9 +623,11 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       if (!need.yes) {
         if (!(await flush({ runnableAt: need.runnableAt }))) return { status: "fenced", reason: fenceReason, commits };
         resident = true;
-        return { status: "released", state: snap().value, commits, yielded: false };
+        return { status: "released", state: snap().value, commits, yielded: false, ...(chained ? { chained } : {}) };
       }
       const { value, context } = snap();
+      /** Set when this step's results ride with the next commit (retry-safe tools, the model step follows). */
+      let ride = false;
       if (value === "revising") {
         apply({ type: "FEEDBACK_APPENDED", at: clock.now() });
         continue;
@@ -617,7 +640,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         await modelStep(context);
         await enforceSpendLimit(true);
       } else if (value === "waiting-tools") {
-        await runInProcessTools(context);
+        ride = await runInProcessTools(context);
       } else if (value === "verifying") {
         const vSpan = startSpan("gatehouse.verification", ids, turnSpan);
         const vStarted = clock.now();
@@ -647,12 +670,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       if (yielded && !mailWaiting) {
         emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
       }
+      // Results of retry-safe tools ride with the commit of the model step that follows them: a crash
+      // before that commit runs the tools again under the same ids (tools/define.ts `retrySafe`).
+      if (ride && handBack === null && snap().value === "running") continue;
       if (!(await flush(handBack))) {
         return { status: "fenced", reason: fenceReason, commits };
       }
       if (handBack) {
         resident = true;
-        return { status: "released", state: snap().value, commits, yielded };
+        return { status: "released", state: snap().value, commits, yielded, ...(chained ? { chained } : {}) };
       }
     }
   } finally {
@@ -793,7 +819,13 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
   }
 
-  async function runInProcessTools(context: AgentContext): Promise<void> {
+  /**
+   * Runs the pending in-process calls and applies their results. Answers true when the results may
+   * ride with the next commit instead of being committed now: every tool of the batch is `retrySafe`
+   * and every call's deadline is at least WATCHDOG_GRACE_MS away (so the next model step is unlikely
+   * to outlast it; if it does, the watchdog's timeout wins and that commit is refused).
+   */
+  async function runInProcessTools(context: AgentContext): Promise<boolean> {
     const tId = context.turnId!;
     const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
     const results = await Promise.all(todo.map(async ([id, p]) => {
@@ -803,7 +835,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
       return { id, name: p.name, ...r, ms: clock.now() - started };
     }));
-    if (abort.signal.aborted) return;
+    if (abort.signal.aborted) return false;
     for (const r of results) {
       emit("tool_result", {
         toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms,
@@ -814,6 +846,10 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       apply({ type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
     }
     for (const r of results) if (r.outcome.ok) await registry.record(r.name, emit);
+    const now = clock.now();
+    return todo.length > 0 && todo.every(([, p]) =>
+      agent!.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && p.deadline - now >= WATCHDOG_GRACE_MS
+    );
   }
 
   type Dispatched = { outcome: Outcome; afterExecution: AfterExecution; contractValidation: ContractValidation };
