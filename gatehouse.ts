@@ -30,7 +30,7 @@ import { memoryStore } from "./store/memory.ts";
 import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
-import { retentionOf } from "./actors/host.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/host.ts";
 import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
@@ -114,6 +114,13 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
+  /**
+   * Turns one claim may start in a row through the commit that ends the
+   * previous turn (turn chaining, docs/architecture.md) before the agent is
+   * handed back to the ready queue, behind the agents already waiting
+   * (default 8; 0: every turn starts with its own claim).
+   */
+  maxChainedTurns?: number;
   /**
    * Delegation (agentTool()): `maxDepth` bounds nesting (default 3); `pollMs` is how often a parent
    * waiting on a child is claimed again to re-dispatch it and pull its result after a crash (default 30 000).
@@ -243,6 +250,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
+    maxChainedTurns: true,
     delegation: true,
     retention: true,
     memory: true,
@@ -384,7 +392,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   // The agents that agent tools delegate to are served too (agents/agent-tool.ts).
   for (const a of withDelegates(agents.values())) agents.set(a.name, a);
   checkDelegationSettings(options.delegation);
-  for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
+  for (const k of ["maxClaimFailures", "claimRetryBackoffMs", "maxChainedTurns"] as const) {
     const v = options[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
       throw new DefinitionError(
@@ -449,6 +457,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     jsonLimits: limits,
     maxClaimFailures: options.maxClaimFailures ?? 5,
     claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
+    maxChainedTurns: options.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS,
     ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
     retention,
     ...(options.memory ? { memory: options.memory } : {}),
