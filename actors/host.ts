@@ -75,6 +75,7 @@ import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits
 import { deepFreeze } from "../common/freeze.ts";
 import { jsonClone } from "../common/json.ts";
 import { abortableSleep } from "../common/sleep.ts";
+import { startLeaseKeeper } from "./lease-keeper.ts";
 import { type Budget, budgetSpent } from "./budget.ts";
 import { inputRefMessage } from "../store/inputs.ts";
 import { isAgentTool } from "../agents/agent-tool.ts";
@@ -370,7 +371,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     pendingSummary = null;
     dropTrimmed(res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version, state: s.value, released: releaseAt !== null });
-    if (!releaseAt) leaseUntil = now + deps.leaseMs;
+    if (!releaseAt) lease.confirm(now + deps.leaseMs);
     events = [];
     newMessages = [];
     recordCalls = [];
@@ -478,67 +479,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   }
   let fenceReason = "";
 
-  // Keep the lease alive through long model calls and tools, and notice mail that arrives meanwhile.
-  let mailWaiting = false;
-  const renewEvery = Math.max(50, Math.floor(deps.leaseMs / 3));
-  // The lease as last confirmed by the store (claim, kept-lease commits, renewals).
-  let leaseUntil = head.leaseUntil;
-  /**
-   * True once this attempt must stop: fenced, or the lease as last confirmed has run out (then it
-   * aborts here, at once, without waiting for the renew tick or a store round trip).
-   */
-  function leaseLapsed(): boolean {
-    if (!abort.signal.aborted && clock.now() >= leaseUntil) abort.abort();
-    return abort.signal.aborted;
-  }
-  // The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
-  // overdue timer firing in order of due time, so a tool timer set while the lease was still valid
-  // (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
-  // lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
-  // Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check: the first tool
-  // that looks after the wake-up fires the abort for every tool of the claim.
-  // A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
-  const toolAbort = new AbortController();
-  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
-  const toolSignal = toolAbort.signal;
-  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
-  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
-  Object.defineProperty(toolSignal, "aborted", {
-    configurable: true,
-    get(this: AbortSignal) {
-      leaseLapsed();
-      return aborted.call(this);
-    },
+  // Keeps the lease alive through long model calls and tools, and notices mail that arrives meanwhile.
+  const lease = startLeaseKeeper({
+    store, clock, logger, agentId, workerId, epoch, leaseMs: deps.leaseMs, leaseUntil: head.leaseUntil, abort,
+    claimedMail: claim.mail.length, commits: () => commits,
   });
-  Object.defineProperty(toolSignal, "throwIfAborted", {
-    configurable: true,
-    value(this: AbortSignal) {
-      leaseLapsed();
-      throwIfAborted.call(this);
-    },
-  });
-  const renewTimer = setInterval(async () => {
-    if (abort.signal.aborted) return;
-    // A process that was paused or starved (SIGSTOP, a long GC, a blocked event loop) wakes up with
-    // its lease run out and maybe another worker owning the agent. Abort here, without the round
-    // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
-    // this tick find the signal fired. A timer due earlier runs first; it meets the lease check in
-    // `toolSignal` and in dispatch() instead, and its commit would be refused anyway.
-    if (leaseLapsed()) return;
-    try {
-      const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: deps.leaseMs, now: clock.now() });
-      if (r.status === "lost") abort.abort();
-      else leaseUntil = r.leaseUntil;
-      if (r.status !== "lost" && !mailWaiting) {
-        // Mail of our own batch counts until the first commit acknowledges it. A read that races
-        // that commit can only cause one needless hand-back, never a missed one.
-        const h = await store.getAgent(agentId);
-        mailWaiting = (h?.pendingMail ?? 0) > (commits === 0 ? claim.mail.length : 0);
-      }
-    } catch (err) {
-      logger.warn("lease renewal failed", { agentId, error: String(err) });
-    }
-  }, renewEvery);
+  const toolSignal = lease.toolSignal;
 
   // One span per claim that works on a turn (a turn handed back or waiting for an external tool shows as several).
   const turnSpan: Span | undefined = turnId === null ? undefined : startSpan("gatehouse.turn", {
@@ -642,9 +588,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       // Mail that arrived during this claim (a cancel, say) is applied by a fresh claim, which takes it
       // as one batch: hand the agent back at this step boundary rather than run the turn to its end.
       // A spent budget hands back the same way, in the commit that ends this step (no lease is left behind).
-      const yielded = next.yes && (mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
+      const yielded = next.yes && (lease.mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
       const handBack = !next.yes ? { runnableAt: next.runnableAt } : yielded ? { runnableAt: clock.now() } : null;
-      if (yielded && !mailWaiting) {
+      if (yielded && !lease.mailWaiting) {
         emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
       }
       if (!(await flush(handBack))) {
@@ -656,7 +602,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
       }
     }
   } finally {
-    clearInterval(renewTimer);
+    lease.stop();
     if (turnSpan) {
       const { value, context } = snap();
       endSpan(turnSpan, {
@@ -863,7 +809,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     }
     // No tool starts once the lease has run out: a process paused between two dispatches of one
     // step (Promise.all starts them one after the other) resumes here, past its lease.
-    if (leaseLapsed()) {
+    if (lease.lapsed()) {
       return { outcome: { ok: false, error: { type: "aborted", message: "the worker lost the agent before the tool started", retryable: true } }, afterExecution: "continue" };
     }
     const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
