@@ -130,6 +130,8 @@ export interface HostDeps {
    * compares both in one run). The ids are the same either way.
    */
   rebuildToolCallIds?: boolean;
+  /** The process's tool registry writer (actors/registry-writer.ts); absent: every successful call is written at once. */
+  registryWriter?: import("./registry-writer.ts").RegistryWriter;
 }
 
 /** The retention limits of one agent: its own laid over the process's (null: keep everything). */
@@ -283,7 +285,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let resolveCalls: CommitRequest["resolveToolCalls"] = [];
   let ackMail = 0;
   let transitionSeq = 0;
-  const registry = createToolRegistryView({ store, agent, clock, logger, agentId });
+  const registry = createToolRegistryView({ store, agent, clock, logger, agentId, writer: deps.registryWriter });
 
   const snap = () => actor.getSnapshot() as unknown as { value: string; context: AgentContext };
   const emit = (type: string, data: Record<string, unknown>) => events.push({ type, data });
