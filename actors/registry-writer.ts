@@ -137,7 +137,7 @@ export function createRegistryWriter(opts: RegistryWriterOptions): RegistryWrite
 
   function run(take: (key: string) => boolean): Promise<void> {
     // Flushes run one after another, each taking what is pending when it starts.
-    flushing = flushing.then(() => write(take)).finally(arm);
+    flushing = flushing.then(() => write(take)).catch((err) => logger.warn("tool_registry_failed", { error: String(err) })).finally(arm);
     return flushing;
   }
 
