@@ -19,6 +19,7 @@ import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWatchdogLoop } from "./actors/watchdog-loop.ts";
 import { createWorkerPool } from "./actors/worker.ts";
+import { createRegistryWriter } from "./actors/registry-writer.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
@@ -213,11 +214,13 @@ export interface Gatehouse {
   verdicts: VerdictLog;
   /** Starts the background worker loops and the watchdog loop. */
   startWorker(): void;
+  /** Stops the loops, then writes the tool registry's batched call counts (actors/registry-writer.ts). */
   stopWorker(): Promise<void>;
   /** Processes all claimable work until nothing is left; resolves with the number of claims run. */
   drain(): Promise<number>;
   /** One watchdog pass (what `POST /v1/watchdog/tick` runs). */
   tick(): Promise<WatchdogTickResult>;
+  /** Stops the loops, writes the tool registry's batched call counts, closes the store. */
   close(): Promise<void>;
 }
 
@@ -366,6 +369,12 @@ export interface GatehouseHooks {
   watchdogLimit?: number;
   /** Serve the stored agents without definitions (serveReplay: a recorded run, read-only without them). */
   allowNoAgents?: boolean;
+  /**
+   * Longest wait before the tool registry's batched call counts are written
+   * (actors/registry-writer.ts; default 5 000 ms); null: only on
+   * `registryWriter.flush()`, `stopWorker()` and `close()` (Workers flush at the end of each drive).
+   */
+  registryFlushMs?: number | null;
 }
 
 /** A gatehouse and the parts a runtime entry drives it with. */
@@ -444,8 +453,11 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     verdicts: verdictRecorder({ log: verdicts, registry: guardians, clock }),
     ...options.verification,
   };
+  // One writer per instance: a (role, method) is written once at its first call, later calls in batches.
+  const registryWriter = createRegistryWriter({ store, clock, logger, flushMs: hooks.registryFlushMs });
   const deps: HostDeps = {
     store, agents, clock, logger,
+    registryWriter,
     cache: lruCache(),
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     metrics,
@@ -536,12 +548,14 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     async stopWorker() {
       watchdog.stop();
       await pool.stop();
+      await registryWriter.stop();
     },
     drain: () => pool.drain(),
     tick,
     async close() {
       watchdog.stop();
       await pool.stop();
+      await registryWriter.stop();
       await store.close();
     },
   };

@@ -145,6 +145,8 @@ export interface HostDeps {
    * agent cannot hold a worker loop. Default DEFAULT_MAX_CHAINED_TURNS; 0 turns chaining off.
    */
   maxChainedTurns?: number;
+  /** The process's tool registry writer (actors/registry-writer.ts); absent: every successful call is written at once. */
+  registryWriter?: import("./registry-writer.ts").RegistryWriter;
 }
 
 /** Default bound of turns one claim starts in a row (HostDeps.maxChainedTurns). */
@@ -299,7 +301,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const ctx: ClaimContext = {
     deps, claim, workerId, agentId, epoch, agent, actor, abort, history, usedIds, memory, memoryPolicy,
     limits: deps.jsonLimits ?? DEFAULT_JSON_LIMITS,
-    registry: createToolRegistryView({ store, agent, clock, logger, agentId }),
+    registry: createToolRegistryView({ store, agent, clock, logger, agentId, writer: deps.registryWriter }),
     delegation,
     spendLimit: turnSpendLimit(agent, claim.task),
     spans: { turn: turnSpan, ids },

@@ -147,9 +147,10 @@ async function runGatehouse(opts: {
   const redisCpu = await redisCpuSeconds(info) - redisCpu0;
   const after = await commandStats(info);
   const billedUpstash = bridge.stats.commands;
-  const counts = structuredClone(counted.counts);
   const steps = modelSteps() - stepsBefore;
+  // Counted after the stop: it writes the tool registry's batched calls (actors/registry-writer.ts), work of this run.
   await gh.stopWorker();
+  const counts = structuredClone(counted.counts);
   await counted.store.close();
   if (steps !== turns * STEPS_PER_TURN) throw new Error(`expected ${turns * STEPS_PER_TURN} model steps, counted ${steps}`);
 
@@ -159,10 +160,10 @@ async function runGatehouse(opts: {
   for (const [k, v] of Object.entries(counts.calls)) byOp[k] = v / steps;
   const answersPerTurn: Record<string, number> = {};
   for (const [k, v] of Object.entries(counts.answers)) answersPerTurn[k] = v / turns;
-  // Work: claims that claimed, commits, reads and renewals of running claims. The rest are polls of idle
-  // loops (claimNext answered empty or still in flight when the last turn ended, nextReadyAt, the watchdog).
+  // Work: claims that claimed, commits, reads, renewals of running claims and tool registry writes. The rest are
+  // polls of idle loops (claimNext answered empty or still in flight when the last turn ended, nextReadyAt, the watchdog).
   const work = (counts.answers["claimNext:claimed"] ?? 0) +
-    ["commit", "readMessages", "renewLease", "getAgent"].reduce((a, k) => a + (counts.calls[k] ?? 0), 0);
+    ["commit", "readMessages", "renewLease", "getAgent", "recordToolMethod"].reduce((a, k) => a + (counts.calls[k] ?? 0), 0);
   return {
     adapter, concurrency, agents, turns, steps, seconds,
     stepsPerSecond: steps / seconds,
@@ -259,7 +260,7 @@ function report(
       `after five turns ${f(idle5.bytes, 0)} bytes (${f((idle5.bytes - idle1.bytes) / 4, 0)} bytes per further turn: messages and events are kept).`,
     "",
   );
-  const ops = ["claimNext", "commit", "readMessages", "renewLease", "getAgent", "nextReadyAt", "dueToolCalls"];
+  const ops = ["claimNext", "commit", "readMessages", "renewLease", "getAgent", "recordToolMethod", "nextReadyAt", "dueToolCalls"];
   lines.push("Store calls per step, by operation (each is one script call; the last column is Redis' own count):", "");
   lines.push(`| adapter | agents | ${ops.join(" | ")} | claimNext empty/turn | EVALSHA+EVAL/step |`);
   lines.push("| --- | ---: |" + " ---: |".repeat(ops.length + 2));

@@ -58,7 +58,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -698,7 +698,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult> {
       checkToolName(req.role, "role");
       checkToolName(req.method, "method");
-      return call("record_tool_method", [keys.tools, keys.toolForms], [req.role, req.method, methodForm(req.method), int(req.now, "now")]);
+      const n = toolCalls(req.calls);
+      return call("record_tool_method", [keys.tools, keys.toolForms], [req.role, req.method, methodForm(req.method), int(req.now, "now"), String(n)]);
     },
 
     async getToolRole(role: string): Promise<ToolRoleEntry | null> {

@@ -68,7 +68,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError } from "./keys.ts";
+import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
@@ -1150,6 +1150,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         checkToolName(req.role, "role");
         checkToolName(req.method, "method");
         if (!Number.isSafeInteger(req.now)) throw new StoreInputError(`now must be an integer (ms), got ${req.now}`);
+        const n = toolCalls(req.calls);
         const raw = tools.get(req.role);
         const stored = raw && typeof raw === "object" && !Array.isArray(raw) ? copy(raw as Record<string, unknown>) : {};
         const methods = Array.isArray(stored.methods) ? stored.methods as unknown[] : [];
@@ -1167,7 +1168,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           methods: added === "method" ? [...methods, req.method] : methods,
           aliases: added === "alias" ? [...aliases, { alias: req.method, method: canonical }] : aliases,
           role: req.role,
-          calls: (typeof stored.calls === "number" && Number.isFinite(stored.calls) ? stored.calls : 0) + 1,
+          calls: (typeof stored.calls === "number" && Number.isFinite(stored.calls) ? stored.calls : 0) + n,
           createdAt: typeof stored.createdAt === "number" ? stored.createdAt : req.now,
           updatedAt: req.now,
         };

@@ -80,10 +80,16 @@
  *     role's entry and the method's form and writes the updated entry in one
  *     step, so concurrent calls never lose a method, an alias or a count. A
  *     method is appended once per form (`fetch_url`), another spelling of a
- *     known form once as an alias (`fetchUrl`); `calls` counts every call.
- *     An entry stored without `methods` loads with empty lists and keeps its
- *     other fields. Role and method match the tool name pattern; anything
- *     else is a StoreInputError and writes nothing.
+ *     known form once as an alias (`fetchUrl`); `calls` grows by the
+ *     request's `calls` (default 1: one request may carry a batch of calls
+ *     of one method, actors/registry-writer.ts). An entry stored without
+ *     `methods` loads with empty lists and keeps its other fields. Role and
+ *     method match the tool name pattern and `calls` is a positive safe
+ *     integer; anything else is a StoreInputError and writes nothing.
+ *     The runtime writes a method's first call in a process at once and
+ *     batches the later ones: methods and aliases are exact, `calls` lags
+ *     by at most the writer's flush interval, and a process killed between
+ *     flushes loses at most that interval's count.
  * 17. A resolved tool call carries `contractValidation` (common/
  *     contract-validation.ts): the one given with the result, else the
  *     "not applied" record; the `tool_result_received` event carries the same.
@@ -148,10 +154,12 @@ export interface DeliverToolResultRequest {
   now: number;
 }
 
-/** One successful call of a tool role's method (invariant 16). */
+/** Successful calls (one, or a batch) of a tool role's method (invariant 16). */
 export interface RecordToolMethodRequest {
   role: string;
   method: string;
+  /** Successful calls this request records (a positive safe integer; default 1). */
+  calls?: number;
   now: number;
 }
 
