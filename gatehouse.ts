@@ -19,6 +19,7 @@ import { createMetrics, meteredStore } from "./actors/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWatchdogLoop } from "./actors/watchdog-loop.ts";
 import { createWorkerPool } from "./actors/worker.ts";
+import { createRegistryWriter } from "./actors/registry-writer.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
@@ -30,7 +31,7 @@ import { memoryStore } from "./store/memory.ts";
 import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
-import { retentionOf } from "./actors/host.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/host.ts";
 import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
@@ -114,6 +115,13 @@ export interface GatehouseOptions {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, in ms (default 1 000, doubled per failure up to 32x). */
   claimRetryBackoffMs?: number;
+  /**
+   * Turns one claim may start in a row through the commit that ends the
+   * previous turn (turn chaining, docs/architecture.md) before the agent is
+   * handed back to the ready queue, behind the agents already waiting
+   * (default 8; 0: every turn starts with its own claim).
+   */
+  maxChainedTurns?: number;
   /**
    * Delegation (agentTool()): `maxDepth` bounds nesting (default 3); `pollMs` is how often a parent
    * waiting on a child is claimed again to re-dispatch it and pull its result after a crash (default 30 000).
@@ -206,11 +214,13 @@ export interface Gatehouse {
   verdicts: VerdictLog;
   /** Starts the background worker loops and the watchdog loop. */
   startWorker(): void;
+  /** Stops the loops, then writes the tool registry's batched call counts (actors/registry-writer.ts). */
   stopWorker(): Promise<void>;
   /** Processes all claimable work until nothing is left; resolves with the number of claims run. */
   drain(): Promise<number>;
   /** One watchdog pass (what `POST /v1/watchdog/tick` runs). */
   tick(): Promise<WatchdogTickResult>;
+  /** Stops the loops, writes the tool registry's batched call counts, closes the store. */
   close(): Promise<void>;
 }
 
@@ -243,6 +253,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
+    maxChainedTurns: true,
     delegation: true,
     retention: true,
     memory: true,
@@ -358,6 +369,12 @@ export interface GatehouseHooks {
   watchdogLimit?: number;
   /** Serve the stored agents without definitions (serveReplay: a recorded run, read-only without them). */
   allowNoAgents?: boolean;
+  /**
+   * Longest wait before the tool registry's batched call counts are written
+   * (actors/registry-writer.ts; default 5 000 ms); null: only on
+   * `registryWriter.flush()`, `stopWorker()` and `close()` (Workers flush at the end of each drive).
+   */
+  registryFlushMs?: number | null;
 }
 
 /** A gatehouse and the parts a runtime entry drives it with. */
@@ -384,7 +401,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   // The agents that agent tools delegate to are served too (agents/agent-tool.ts).
   for (const a of withDelegates(agents.values())) agents.set(a.name, a);
   checkDelegationSettings(options.delegation);
-  for (const k of ["maxClaimFailures", "claimRetryBackoffMs"] as const) {
+  for (const k of ["maxClaimFailures", "claimRetryBackoffMs", "maxChainedTurns"] as const) {
     const v = options[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < (k === "maxClaimFailures" ? 1 : 0))) {
       throw new DefinitionError(
@@ -436,8 +453,11 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     verdicts: verdictRecorder({ log: verdicts, registry: guardians, clock }),
     ...options.verification,
   };
+  // One writer per instance: a (role, method) is written once at its first call, later calls in batches.
+  const registryWriter = createRegistryWriter({ store, clock, logger, flushMs: hooks.registryFlushMs });
   const deps: HostDeps = {
     store, agents, clock, logger,
+    registryWriter,
     cache: lruCache(),
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     metrics,
@@ -449,6 +469,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     jsonLimits: limits,
     maxClaimFailures: options.maxClaimFailures ?? 5,
     claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
+    maxChainedTurns: options.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS,
     ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
     retention,
     ...(options.memory ? { memory: options.memory } : {}),
@@ -527,12 +548,14 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     async stopWorker() {
       watchdog.stop();
       await pool.stop();
+      await registryWriter.stop();
     },
     drain: () => pool.drain(),
     tick,
     async close() {
       watchdog.stop();
       await pool.stop();
+      await registryWriter.stop();
       await store.close();
     },
   };

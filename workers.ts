@@ -16,6 +16,10 @@
  *   `ctx.waitUntil` within `budget` (steps and wall time). At the budget the
  *   agent is handed back in the commit that ends the step (lease released,
  *   due at once); nothing is left under a lease except while a step runs.
+ *   Each drive ends by writing the tool registry's batched call counts
+ *   (actors/registry-writer.ts, no timer on Workers): one store call per
+ *   (role, method) called again since its first write, none when nothing
+ *   is pending.
  * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
  *   target are claimed and driven within `scheduledBudget`. A turn longer
  *   than one invocation therefore finishes across invocations; nothing
@@ -158,6 +162,8 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
             else b.agents.add(agentId);
           },
           watchdogLimit: WORKERS_WATCHDOG_LIMIT,
+          // No timer outlives an invocation: each drive writes the registry's batched counts as it ends.
+          registryFlushMs: null,
         });
         let id: string | undefined;
         return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps) };
@@ -228,6 +234,9 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
       deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });
       return;
+    } finally {
+      // Inside ctx.waitUntil: the tool registry's batched counts are written before the invocation ends (never throws).
+      await deps.registryWriter?.flush();
     }
     if (left) await ringContinuation(env, inst);
   }

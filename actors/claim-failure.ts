@@ -20,7 +20,7 @@
 import type { ClaimResult, Store } from "../store/port.ts";
 import { isOutageError } from "../store/outage.ts";
 import type { Budget } from "./budget.ts";
-import { type HostDeps, type HostOutcome, runClaim } from "./host.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome, runClaim } from "./host.ts";
 import { turnEnd } from "./turn-end.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
@@ -106,9 +106,18 @@ export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: str
   const storeErrors = new WeakSet<object>();
   const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
   return {
-    async run(claim, workerId, budget) {
+    async run(first, workerId, budget) {
+      // A claim whose last commit took the agent's next task (turn chaining) goes on with it, up to the bound.
+      const maxChained = deps.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS;
+      let claim = first;
+      let chainedTurns = 0;
       try {
-        return await runClaim(claimDeps, claim, workerId, budget);
+        for (;;) {
+          const out = await runClaim(claimDeps, claim, workerId, budget, chainedTurns < maxChained);
+          if (out.status !== "released" || !out.chained) return out;
+          claim = out.chained;
+          chainedTurns++;
+        }
       } catch (err) {
         deps.logger.error("claim failed", { agentId: claim.agentId, error: String((err as Error)?.stack ?? err) });
         try {

@@ -7,6 +7,13 @@
  * - A call is recorded under its tool's role (default: the tool's name) with
  *   the tool's name as the method. Only successful calls count: an error
  *   outcome (a contract violation included) records nothing.
+ * - With the process's registry writer (actors/registry-writer.ts, HostDeps
+ *   `registryWriter`), the first call of a (role, method) in the process is
+ *   written at once and later ones are counted in memory and flushed in
+ *   batches: no store call on the step path once a method is known to the
+ *   process. The entry's methods and aliases (and so `<known_tools>`) are
+ *   exact; only `calls` lags, by at most the writer's flush interval.
+ *   Without a writer every call is written at once.
  * - When a call adds a method or an alias that overlaps another method of
  *   the same role, an `interface_overlap` event is logged on the calling
  *   agent: `{ role, method, overlaps: [{ methods, kind }], hint }`. Nothing
@@ -23,6 +30,7 @@ import type { AnyAgent } from "../agents/define.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
 import { knownToolsBlock, overlapsWith } from "../contracts/registry.ts";
 import type { Store } from "../store/port.ts";
+import type { RegistryWriter } from "./registry-writer.ts";
 import type { Clock, Logger } from "./runtime.ts";
 
 export interface ToolRegistryView {
@@ -32,7 +40,9 @@ export interface ToolRegistryView {
   knownTools(): Promise<string>;
 }
 
-export function createToolRegistryView(deps: { store: Store; agent: AnyAgent; clock: Clock; logger: Logger; agentId: string }): ToolRegistryView {
+export function createToolRegistryView(
+  deps: { store: Store; agent: AnyAgent; clock: Clock; logger: Logger; agentId: string; writer?: RegistryWriter },
+): ToolRegistryView {
   const { store, agent, logger, agentId } = deps;
   let entries: Map<string, ToolRoleEntry> | null = null;
   const roleOf = (name: string) => {
@@ -44,7 +54,9 @@ export function createToolRegistryView(deps: { store: Store; agent: AnyAgent; cl
       const role = roleOf(name);
       if (role === null) return;
       try {
-        const r = await store.recordToolMethod({ role, method: name, now: deps.clock.now() });
+        const r = deps.writer ? await deps.writer.record(role, name) : await store.recordToolMethod({ role, method: name, now: deps.clock.now() });
+        // null: counted by the writer; this process wrote the method before, so the copy lists it already.
+        if (r === null) return;
         entries?.set(role, r.entry);
         if (r.added === "none") return;
         const overlaps = overlapsWith(r.entry, name);

@@ -6,7 +6,7 @@
  * command, so the server-side counts of a run stay those of the runtime.
  *
  * It also follows the claims in flight (a claim that claimed, until an
- * applied commit that releases the lease), so a run can say how many worker
+ * applied commit that releases the lease without chaining the next task), so a run can say how many worker
  * loops were busy at once without reading the pool's configuration.
  */
 import type { CommitRequest, Store } from "../store/port.ts";
@@ -75,7 +75,9 @@ export function countingStore(inner: Store): CountingStore {
         }
         if (name === "commit" && status === "applied") {
           const req = args[0] as CommitRequest;
-          if (req.release !== null) counts.inFlight = Math.max(0, counts.inFlight - 1);
+          // A release ends the claim, unless the commit chained the agent's next task (store invariant 20): the claim goes on.
+          const chained = (res as { chained?: unknown }).chained !== undefined;
+          if (req.release !== null && !chained) counts.inFlight = Math.max(0, counts.inFlight - 1);
           if (req.turnId !== null && req.activeTurnId === null) {
             counts.turnsEnded++;
             wrapper.onTurnEnded?.(req.turnId, req.agentId);

@@ -167,13 +167,15 @@ async function runGatehouse(opts: {
   gh.startWorker();
   await counted.whenTurnsEnded(turns);
   const seconds = (performance.now() - t0) / 1000;
+  const steps = modelSteps() - stepsBefore;
+  // Everything else is counted after the stop, on both sides (the store wrapper, Redis, the bridge, CPU): the stop
+  // writes what the process still buffers (the tool registry's batched calls, actors/registry-writer.ts), work of this run.
+  await gh.stopWorker();
   const cpu = process.cpuUsage(cpu0);
   const redisCpu = await redisCpuSeconds(info) - redisCpu0;
   const after = await commandStats(info);
   const billedUpstash = bridge.stats.commands;
   const counts = structuredClone(counted.counts);
-  const steps = modelSteps() - stepsBefore;
-  await gh.stopWorker();
   await counted.store.close();
   if (steps !== turns * STEPS_PER_TURN) throw new Error(`expected ${turns * STEPS_PER_TURN} model steps, counted ${steps}`);
 

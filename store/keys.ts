@@ -148,6 +148,15 @@ export function checkToolName(name: string, what: "role" | "method"): string {
   return name;
 }
 
+/** The `calls` of a registry write (store/port.ts invariant 16): a positive safe integer, default 1. */
+export function toolCalls(calls: number | undefined): number {
+  if (calls === undefined) return 1;
+  if (typeof calls !== "number" || !Number.isSafeInteger(calls) || calls < 1) {
+    throw new StoreInputError(`Cannot record ${JSON.stringify(calls)} tool calls: calls must be a positive integer`);
+  }
+  return calls;
+}
+
 export function checkTarget(target: string): string {
   if (typeof target !== "string" || !TARGET.test(target)) {
     throw new StoreInputError(`Cannot use worker target ${JSON.stringify(target)}: it must be one token of [a-z0-9_-]`);

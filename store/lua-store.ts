@@ -58,7 +58,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -147,6 +147,17 @@ export const REPLY = [
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
 
+type ClaimedReply = { epoch: number; head: AgentHead; mail: MailItem[]; previousLease: PreviousLease | null; input?: unknown };
+
+/** A claim as a script answers it (claim, claim_next, and a commit that chained the next task). */
+function claimedOf(c: ClaimedReply): Extract<ClaimResult, { status: "claimed" }> {
+  // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
+  const task: InboxTask | null = c.head.currentTask === null
+    ? null
+    : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
+  return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
+}
+
 /** Turns a script reply into the result of the operation (one place for every script). */
 export function decode(name: ScriptName, reply: string, ctx: { agentId?: string } = {}): unknown {
   const sp = reply.indexOf(" ");
@@ -171,22 +182,18 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return { status: word };
     case "claim":
     case "claim_next": {
-      if (word === "claimed") {
-        const c = json() as { epoch: number; head: AgentHead; mail: MailItem[]; previousLease: PreviousLease | null; input?: unknown };
-        // The input is stored once, apart from the task (store/inputs.ts); a task stored with it inline keeps it.
-        const task: InboxTask | null = c.head.currentTask === null
-          ? null
-          : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
-        return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
-      }
+      if (word === "claimed") return claimedOf(json());
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : { status: "empty" };
       return { status: word };
     }
     case "renew_lease":
       return word === "renewed" ? { status: word, leaseUntil: json() } : { status: word };
-    case "commit":
-      return word === "applied" ? { status: word, ...json() } : { status: "conflict", reason: word };
+    case "commit": {
+      if (word !== "applied") return { status: "conflict", reason: word };
+      const { chained, ...applied } = json();
+      return { status: word, ...applied, ...(chained ? { chained: claimedOf(chained) } : {}) };
+    }
     case "record_claim_failure":
       return word === "retry" || word === "turn_failed" ? { status: word, ...json() } : { status: word };
     case "reset_turn":
@@ -463,6 +470,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const r = req.retention;
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
+      args.push(req.chainNextTask ? "1" : "");
       return call("commit", [
         k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns,
         k.ckpts, k.ended, k.inputs, k.idem, k.summary,
@@ -690,7 +698,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult> {
       checkToolName(req.role, "role");
       checkToolName(req.method, "method");
-      return call("record_tool_method", [keys.tools, keys.toolForms], [req.role, req.method, methodForm(req.method), int(req.now, "now")]);
+      const n = toolCalls(req.calls);
+      return call("record_tool_method", [keys.tools, keys.toolForms], [req.role, req.method, methodForm(req.method), int(req.now, "now"), String(n)]);
     },
 
     async getToolRole(role: string): Promise<ToolRoleEntry | null> {

@@ -51,6 +51,7 @@ import type {
   DeliverToolResultResult,
   EnqueueTaskRequest,
   EnqueueTaskResult,
+  PreviousLease,
   RenewRequest,
   ResetTurnRequest,
   ResetTurnResult,
@@ -67,7 +68,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError } from "./keys.ts";
+import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
@@ -440,6 +441,17 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       return { status: "empty", agentId: h.agentId };
     }
     const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
+    return takeLease(a, req, previousLease, copy(a.mail));
+  }
+
+  /** The writes of a claim (shared with a chaining commit, invariant 20): the next task if no turn is active, a new epoch, the lease. */
+  function takeLease(
+    a: AgentRecords,
+    req: { workerId: string; leaseMs: number; now: number },
+    previousLease: PreviousLease | null,
+    mail: MailItem[],
+  ): Extract<ClaimResult, { status: "claimed" }> {
+    const h = a.head;
     if (h.activeTurnId === null && a.tasks.length > 0) {
       const task = a.tasks[0];
       w.set(a, "tasks", a.tasks.slice(1));
@@ -460,7 +472,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       epoch: h.epoch,
       head: copy(h),
       task,
-      mail: copy(a.mail),
+      mail,
       previousLease,
     };
   }
@@ -778,6 +790,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           if (req.retention) retain(a, req.retention, snapshot, req.now);
         }
         w.set(h, "activeTurnId", req.activeTurnId);
+        if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && a.tasks.length > 0) {
+          // Turn chaining (invariant 20): the next task is claimed by this very commit; the lease stays.
+          const chained = takeLease(a, req, null, []);
+          return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough, chained };
+        }
         if (req.release) {
           w.set(h, "leaseOwner", null);
           w.set(h, "leaseUntil", 0);
@@ -1133,6 +1150,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         checkToolName(req.role, "role");
         checkToolName(req.method, "method");
         if (!Number.isSafeInteger(req.now)) throw new StoreInputError(`now must be an integer (ms), got ${req.now}`);
+        const n = toolCalls(req.calls);
         const raw = tools.get(req.role);
         const stored = raw && typeof raw === "object" && !Array.isArray(raw) ? copy(raw as Record<string, unknown>) : {};
         const methods = Array.isArray(stored.methods) ? stored.methods as unknown[] : [];
@@ -1150,7 +1168,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
           methods: added === "method" ? [...methods, req.method] : methods,
           aliases: added === "alias" ? [...aliases, { alias: req.method, method: canonical }] : aliases,
           role: req.role,
-          calls: (typeof stored.calls === "number" && Number.isFinite(stored.calls) ? stored.calls : 0) + 1,
+          calls: (typeof stored.calls === "number" && Number.isFinite(stored.calls) ? stored.calls : 0) + n,
           createdAt: typeof stored.createdAt === "number" ? stored.createdAt : req.now,
           updatedAt: req.now,
         };

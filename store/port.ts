@@ -80,10 +80,16 @@
  *     role's entry and the method's form and writes the updated entry in one
  *     step, so concurrent calls never lose a method, an alias or a count. A
  *     method is appended once per form (`fetch_url`), another spelling of a
- *     known form once as an alias (`fetchUrl`); `calls` counts every call.
- *     An entry stored without `methods` loads with empty lists and keeps its
- *     other fields. Role and method match the tool name pattern; anything
- *     else is a StoreInputError and writes nothing.
+ *     known form once as an alias (`fetchUrl`); `calls` grows by the
+ *     request's `calls` (default 1: one request may carry a batch of calls
+ *     of one method, actors/registry-writer.ts). An entry stored without
+ *     `methods` loads with empty lists and keeps its other fields. Role and
+ *     method match the tool name pattern and `calls` is a positive safe
+ *     integer; anything else is a StoreInputError and writes nothing.
+ *     The runtime writes a method's first call in a process at once and
+ *     batches the later ones: methods and aliases are exact, `calls` lags
+ *     by at most the writer's flush interval, and a process killed between
+ *     flushes loses at most that interval's count.
  * 17. A resolved tool call carries `contractValidation` (common/
  *     contract-validation.ts): the one given with the result, else the
  *     "not applied" record; the `tool_result_received` event carries the same.
@@ -101,6 +107,16 @@
  * 19. `deleteAgent` removes every record of the agent and its entries in the
  *    shared indexes (agents, ready, deadlines) in one atomic step; verdict
  *    records (`getVerdict`) are kept (audit), the agent's verdict list goes.
+ * 20. Turn chaining. A commit with `chainNextTask` that ends the active turn
+ *    and asks to release the lease takes the agent's next queued task in the
+ *    same atomic step instead, exactly as a claim would (the task leaves the
+ *    queue, becomes `currentTask`, `epoch` increments, the lease is kept
+ *    until `now + leaseMs`), and answers it as `chained`, a claim result
+ *    without mail. It chains only when no mail is pending after the
+ *    acknowledgement and a task is queued; otherwise the commit releases as
+ *    asked and rings when tasks wait. So a turn that ends never leaves its
+ *    successor waiting for the ready queue, and the worker that ended a turn
+ *    starts the next one without another round trip.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -138,10 +154,12 @@ export interface DeliverToolResultRequest {
   now: number;
 }
 
-/** One successful call of a tool role's method (invariant 16). */
+/** Successful calls (one, or a batch) of a tool role's method (invariant 16). */
 export interface RecordToolMethodRequest {
   role: string;
   method: string;
+  /** Successful calls this request records (a positive safe integer; default 1). */
+  calls?: number;
   now: number;
 }
 
@@ -291,6 +309,11 @@ export interface CommitRequest {
   retention?: RetentionLimits;
   /** A new rolling summary of the conversation (the host's memory policy); stored with the commit. */
   summary?: ConversationSummary;
+  /**
+   * Turn chaining (invariant 20): when this commit ends the turn and
+   * releases, take the next queued task in the same step and keep the lease.
+   */
+  chainNextTask?: boolean;
 }
 
 /** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
@@ -332,7 +355,14 @@ export interface Conversation {
 
 export type CommitResult =
   /** `messagesTrimmedThrough`: the head's value after the commit (retention may have moved it). */
-  | { status: "applied"; version: number; lastEventId: number; messagesTrimmedThrough?: number }
+  | {
+    status: "applied";
+    version: number;
+    lastEventId: number;
+    messagesTrimmedThrough?: number;
+    /** The claim of the next queued task the commit took (`chainNextTask`, invariant 20). */
+    chained?: Extract<ClaimResult, { status: "claimed" }>;
+  }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
 
 /** The writes that end a turn from outside the machine (see invariant 12). */

@@ -93,6 +93,10 @@ describe("defineTool: defaults and fixed must fit the parameters", () => {
     expectRefused(() => tool({ description: " " }), "description");
     expectRefused(() => tool({ execute: "run" }), "execute");
     expectRefused(() => tool({ timeoutMs: 0 }), "timeoutMs");
+    expectRefused(() => tool({ retrySafe: "yes", execute: () => 1 }), "retrySafe");
+    // An external tool's result is stored when it is delivered: the flag would mean nothing.
+    expectRefused(() => tool({ retrySafe: true, execute: undefined }), "retrySafe", /tools with execute/);
+    expect(tool({ retrySafe: true, execute: () => 1 }).retrySafe).toBe(true);
   });
 });
 
@@ -131,6 +135,12 @@ describe("createGatehouse: options", () => {
   it("refuses concurrency below 1 or not an integer, naming `concurrency`", () => {
     for (const concurrency of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "2", null]) {
       expectRefused(() => createGatehouse({ agents: [agent], concurrency: concurrency as number }), "concurrency", /at least 1/);
+    }
+  });
+
+  it("refuses maxChainedTurns that is not a non-negative integer, naming it", () => {
+    for (const maxChainedTurns of [-1, 1.5, Number.NaN, "2"]) {
+      expectRefused(() => createGatehouse({ agents: [agent], maxChainedTurns: maxChainedTurns as number }), "maxChainedTurns");
     }
   });
 

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, createWorkersHandler, defineAgent, defineTool, DefinitionError, memoryStore, scriptedModel } from "../mod.ts";
 import type { Store, WorkersExecutionContext } from "../mod.ts";
+import { countingStore } from "../bench/counting-store.ts";
 
 const post = (path: string, body: unknown = {}) =>
   new Request(`http://w${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -98,6 +99,20 @@ describe("createWorkersHandler", () => {
     expect(await state(h, env, "a3")).toMatchObject({ state: "done", output: { units: 5 } });
     const yields = (await store.readEvents("a3", 0, 1000)).filter((e) => e.type === "claim_yielded");
     expect(yields).toHaveLength(3);
+  });
+
+  it("each drive ends by writing the tool registry's batched calls: exact counts, no timer, two writes for the first turn", async () => {
+    const counted = countingStore(memoryStore());
+    const h = createWorkersHandler({ agents: [marathon], store: () => counted.store, budget: { steps: 11 } });
+    const env = {};
+    for (const [turn, writes] of [[1, 2], [2, 3]]) {
+      const { ctx, settle } = context();
+      await h.fetch(post("/v1/agents/a9/tasks", { agent: "marathon", input: `go ${turn}` }), env, ctx);
+      await settle();
+      expect(await state(h, env, "a9")).toMatchObject({ state: "done" });
+      // The first call of work at once and the rest at the drive's end; later drives only the batch.
+      expect([counted.counts.calls.recordToolMethod, (await counted.store.getToolRole("work"))!.calls]).toEqual([writes, 5 * turn]);
+    }
   });
 
   it("builds one gatehouse per env (resident actors survive between requests) and retries a store factory that failed", async () => {

@@ -34,6 +34,32 @@ export function toolRegistryConformance(ctx: () => RegistryContext): void {
       expect(await store.getToolRole("web_fetcher")).toEqual(again.entry);
     });
 
+    it("adds a batch of calls at once (`calls`), also on the write that adds the method", async () => {
+      const { store } = ctx();
+      const first = await store.recordToolMethod({ role: "web_fetcher", method: "fetch_url", calls: 3, now: T0 });
+      expect(first).toEqual({
+        status: "recorded", added: "method",
+        entry: { role: "web_fetcher", methods: ["fetch_url"], aliases: [], calls: 3, createdAt: T0, updatedAt: T0 },
+      });
+      const batch = await store.recordToolMethod({ role: "web_fetcher", method: "fetch_url", calls: 99, now: T0 + 5 });
+      expect(batch.added).toBe("none");
+      expect(batch.entry).toMatchObject({ methods: ["fetch_url"], calls: 102, updatedAt: T0 + 5 });
+      const alias = await store.recordToolMethod({ role: "web_fetcher", method: "fetchUrl", calls: 2, now: T0 + 6 });
+      expect([alias.added, alias.entry.calls]).toEqual(["alias", 104]);
+      expect(await store.getToolRole("web_fetcher")).toEqual(alias.entry);
+    });
+
+    it("refuses `calls` that is not a positive integer with StoreInputError and writes nothing", async () => {
+      const { store } = ctx();
+      await store.recordToolMethod({ role: "parser", method: "parse", now: T0 });
+      const before = await store.listToolRoles();
+      for (const calls of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "2" as unknown as number]) {
+        await expect(store.recordToolMethod({ role: "parser", method: "parse", calls, now: T0 + 1 })).rejects.toThrow(StoreInputError);
+        await expect(store.recordToolMethod({ role: "fresh", method: "fresh", calls, now: T0 + 1 })).rejects.toThrow(StoreInputError);
+      }
+      expect(await store.listToolRoles()).toEqual(before);
+    });
+
     it("keeps another spelling of a known method as an alias (once), and a new method as a method", async () => {
       const { store } = ctx();
       await store.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: T0 });
@@ -91,9 +117,12 @@ export function toolRegistryConformance(ctx: () => RegistryContext): void {
       const clients = await c.clients(3);
       const methods = Array.from({ length: 12 }, (_, i) => `m${i}`);
       const calls = methods.flatMap((m, i) => [m, `M${i}`]); // each method and, racing it, another spelling
-      await Promise.all(calls.map((m, i) => clients[i % clients.length].recordToolMethod({ role: "busy", method: m, now: T0 + i })));
+      // Every other write carries a batch of 3 calls (a flush of the registry writer).
+      await Promise.all(calls.map((m, i) =>
+        clients[i % clients.length].recordToolMethod({ role: "busy", method: m, ...(i % 2 === 1 ? { calls: 3 } : {}), now: T0 + i })
+      ));
       const e = (await c.store.getToolRole("busy"))!;
-      expect(e.calls).toBe(calls.length);
+      expect(e.calls).toBe(calls.length * 2);
       // Per form exactly one spelling is the method and the other its alias.
       expect(e.methods).toHaveLength(12);
       expect(e.aliases).toHaveLength(12);

@@ -673,6 +673,101 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
+    describe("turn chaining (invariant 20)", () => {
+      it("a commit that ends the turn takes the next task as a claim would: same records, lease kept, epoch + 1", async () => {
+        const first = await enqueue({ idempotencyKey: "k1" });
+        const second = await enqueue({ now: T0 + 1, input: { q: "2+3" }, options: { verifyMaxAttempts: 2 } });
+        const c = await claimOk();
+        const r = await store.commit(commitOf(c, "w1", {
+          state: "done", activeTurnId: null, release: { runnableAt: null }, now: T0 + 9, chainNextTask: true,
+          events: [{ type: "task", data: { turnId: first.req.turnId } }],
+        }));
+        expect(r.status).toBe("applied");
+        const chained = (r as Extract<typeof r, { status: "applied" }>).chained!;
+        expect(chained).toBeDefined();
+        expect(chained.status).toBe("claimed");
+        expect(chained.epoch).toBe(c.epoch + 1);
+        expect(chained.mail).toEqual([]);
+        expect(chained.previousLease).toBeNull();
+        expect(chained.task!.turnId).toBe(second.req.turnId);
+        expect(chained.task!.input).toEqual({ q: "2+3" });
+        expect(chained.task!.options).toEqual({ verifyMaxAttempts: 2 });
+        const head = (await store.getAgent("a1"))!;
+        expect(chained.head).toEqual(head);
+        expect(head.activeTurnId).toBe(second.req.turnId);
+        expect(head.leaseOwner).toBe("w1");
+        expect(head.leaseUntil).toBe(T0 + 9 + LEASE);
+        expect(head.pendingTasks).toBe(0);
+        expect(head.version).toBe(c.head.version + 1);
+        expect(head.state).toBe("done");
+        // The ended turn is recorded as with any ending commit.
+        expect((await store.getTurn("a1", first.req.turnId))?.status).toBe("done");
+        // Visibility timeout as after a claim; nobody else can claim it.
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 9 + LEASE);
+        expect((await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 10 })).status).toBe("busy");
+        // The chained claim works like any claim: its commits are fenced by the new epoch.
+        expect((await store.commit(commitOf(c, "w1", { expectedVersion: head.version, turnId: second.req.turnId, activeTurnId: second.req.turnId, now: T0 + 10 }))).status)
+          .toBe("conflict");
+        const next = await store.commit(commitOf(chained, "w1", { now: T0 + 11, state: "done", activeTurnId: null, release: { runnableAt: null }, chainNextTask: true }));
+        expect(next.status).toBe("applied");
+        // Nothing queued: the last commit releases as asked.
+        expect((next as { chained?: unknown }).chained).toBeUndefined();
+        const after = (await store.getAgent("a1"))!;
+        expect(after.activeTurnId).toBeNull();
+        expect(after.leaseOwner).toBeNull();
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+      });
+
+      it("does not chain while mail is pending, nor without the flag, nor when the commit keeps the turn or the lease", async () => {
+        // Mail pending after the acknowledgement: release and ring, the next claim takes mail and task.
+        const a = await enqueue();
+        await enqueue({ now: T0 + 1 });
+        const c = await claimOk();
+        await store.requestCancel({ agentId: "a1", turnId: a.req.turnId, reason: "late", now: T0 + 2 });
+        const r = await store.commit(commitOf(c, "w1", { state: "done", activeTurnId: null, release: { runnableAt: null }, now: T0 + 3, chainNextTask: true }));
+        expect(r.status).toBe("applied");
+        expect((r as { chained?: unknown }).chained).toBeUndefined();
+        expect((await store.getAgent("a1"))!.leaseOwner).toBeNull();
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3);
+        // Without the flag.
+        const b = await enqueue({ agentId: "b1" });
+        await enqueue({ agentId: "b1", now: T0 + 1 });
+        const cb = await claimOk("b1");
+        const rb = await store.commit(commitOf(cb, "w1", { state: "done", activeTurnId: null, release: { runnableAt: null }, now: T0 + 3 }));
+        expect((rb as { chained?: unknown }).chained).toBeUndefined();
+        expect((await store.getAgent("b1"))!.activeTurnId).toBeNull();
+        expect(b.req.turnId).toBe(cb.task!.turnId);
+        // A commit that does not end the turn, or keeps the lease, never chains.
+        await enqueue({ agentId: "c1" });
+        await enqueue({ agentId: "c1", now: T0 + 1 });
+        const cc = await claimOk("c1");
+        const mid = await store.commit(commitOf(cc, "w1", { state: "verifying", release: { runnableAt: T0 + 4 }, now: T0 + 3, chainNextTask: true }));
+        expect((mid as { chained?: unknown }).chained).toBeUndefined();
+        const cc2 = await claimOk("c1", "w1", T0 + 4);
+        expect(cc2.task!.turnId).toBe(cc.task!.turnId);
+        const keep = await store.commit(commitOf(cc2, "w1", { state: "done", activeTurnId: null, release: null, now: T0 + 5, chainNextTask: true }));
+        expect((keep as { chained?: unknown }).chained).toBeUndefined();
+        expect((await store.getAgent("c1"))!.pendingTasks).toBe(1);
+      });
+
+      it("a refused chaining commit writes nothing and leaves the task queued", async () => {
+        await enqueue();
+        const second = await enqueue({ now: T0 + 1 });
+        const c = await claimOk();
+        const before = await states();
+        const r = await store.commit(commitOf(c, "w1", { expectedVersion: c.head.version + 5, state: "done", activeTurnId: null, release: { runnableAt: null }, chainNextTask: true }));
+        expect(r).toEqual({ status: "conflict", reason: "version" });
+        expect(await states()).toEqual(before);
+        const late = await store.commit(commitOf(c, "w1", { now: T0 + LEASE + 1, state: "done", activeTurnId: null, release: { runnableAt: null }, chainNextTask: true }));
+        expect(late).toEqual({ status: "conflict", reason: "fenced" });
+        expect(await states()).toEqual(before);
+        // The lease ran out: another worker claims the first turn again, then the second follows.
+        const c2 = await claimOk("a1", "w2", T0 + LEASE + 2);
+        const end = await store.commit(commitOf(c2, "w2", { now: T0 + LEASE + 3, state: "done", activeTurnId: null, release: { runnableAt: null }, chainNextTask: true }));
+        expect((end as { chained?: { task: { turnId: string } } }).chained?.task.turnId).toBe(second.req.turnId);
+      });
+    });
+
     // ---------------------------------------------------------------- renewLease
 
     describe("renewLease", () => {

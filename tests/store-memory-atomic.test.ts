@@ -75,6 +75,11 @@ const CASES: Case[] = [
     setup: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: T0 }),
     op: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetchUrl", now: T0 + 1 }),
   },
+  {
+    name: "recordToolMethod (a batch of calls)",
+    setup: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetch_url", now: T0 }),
+    op: (s) => s.recordToolMethod({ role: "web_fetcher", method: "fetch_url", calls: 7, now: T0 + 1 }),
+  },
   { name: "requestCancel", setup: busy, op: (s) => s.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 4 }) },
   { name: "requestCancel (named turn)", setup: busy, op: (s) => s.requestCancel({ agentId: "a1", turnId: "turn_1", reason: "stop", now: T0 + 4 }) },
   { name: "cancelTask", setup: busy, op: (s) => s.cancelTask({ agentId: "a1", turnId: "turn_2", reason: "no", now: T0 + 4 }) },

@@ -71,6 +71,20 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    * true when `deliverable` or `resultRequired` is declared, else false.
    */
   preconditions?: boolean;
+  /**
+   * Declares that running this in-process tool again for the same call is
+   * harmless: it only reads, or it deduplicates its side effect on
+   * `ctx.toolCallId` (stable across retries, so it works as an idempotency
+   * key). Its result is then not committed on its own: it is stored with the
+   * commit of the next model step, saving a round trip per step. The price:
+   * a crash between the tool's return and that commit runs the tool again
+   * (with the same `toolCallId`) before the model step is repeated. Without
+   * the flag (the default), a result is committed before anything else
+   * happens, so a tool runs again only if the worker dies while it runs.
+   * Only for tools with `execute`; see docs/architecture.md, "Commits and
+   * crash points".
+   */
+  retrySafe?: boolean;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolConfig<S> {
@@ -179,7 +193,13 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
     throw new DefinitionError(`Tool "${config.name}": role ${JSON.stringify(config.role)} must match ${NAME}`, { key: "role" });
   }
   if (config.deliverable !== undefined) checkDeliverableDefinition(config.deliverable, `Tool "${config.name}"`);
-  for (const k of ["resultRequired", "preconditions"] as const) {
+  if (config.retrySafe !== undefined && config.execute === undefined) {
+    throw new DefinitionError(
+      `Tool "${config.name}": retrySafe applies to tools with execute; an external tool's result is stored when it is delivered`,
+      { key: "retrySafe" },
+    );
+  }
+  for (const k of ["resultRequired", "preconditions", "retrySafe"] as const) {
     if (config[k] !== undefined && typeof config[k] !== "boolean") {
       throw new DefinitionError(`Tool "${config.name}": ${k} must be true or false`, { key: k });
     }

@@ -185,10 +185,66 @@ export async function runVerification(a: GateArgs): Promise<GateResult> {
   }
 }
 
+/**
+ * The gate of one attempt, step by step: prepare the attempt, pass an
+ * ungated candidate at once, judge it (output verifier, then guardians, each
+ * through its verdict), let `afterAttempt` add its events, and answer.
+ */
 async function gate(a: GateArgs): Promise<GateResult> {
-  const v = a.context.verification;
-  const cand = v.candidate;
+  const cand = a.context.verification.candidate;
   if (!cand) return systemError(a, "verifying has no candidate", [], { toolCallId: null });
+  const att = await prepareAttempt(a, cand);
+  if (!att.gated && att.parsed.ok) {
+    return { before: [], event: { type: "VERIFY_PASSED", at: a.now(), hash: att.hash, result: att.candidateJson } };
+  }
+
+  const events: NewEvent[] = [{ type: "verification_started", data: { ...att.base, replayed: att.replayed } }];
+  const verdicts: GuardianVerdictSnapshot[] = [];
+  const started = a.now();
+  const judge = verdictJudge(a, att, events, verdicts);
+  const verifyCtx = verifyContextOf(a, att);
+
+  let outcome: AttemptOutcome;
+  try {
+    outcome = await attemptOutcome(a, att, judge, verifyCtx);
+  } catch (err) {
+    outcome = { kind: "system_error", message: `Verification could not be recorded: ${errorText(err)}` };
+  }
+
+  const durationMs = a.now() - started;
+  const tail = await afterAttemptEvents(a, att, outcome, verdicts, durationMs);
+  return answer(a, att, outcome, events, tail, durationMs);
+}
+
+type Candidate = NonNullable<AgentContext["verification"]["candidate"]>;
+
+/** What one attempt judges, who judges it, and how it counts. */
+interface Attempt {
+  cand: Candidate;
+  guardians: readonly Guardian[];
+  verifier: NonNullable<AnyAgent["output"]>["verify"];
+  /** The agent has a verifier or guardians: verdicts are recorded and events logged. */
+  gated: boolean;
+  recorder: VerdictRecorder | null;
+  parsed: Parsed;
+  /** The parsed candidate's JSON form (what is hashed and kept). */
+  candidateJson: Json;
+  hash: string;
+  /** The same candidate of the same call was already rejected (not counted again). */
+  replayed: boolean;
+  attempt: number;
+  maxAttempts: number;
+  lastAttempt: boolean;
+  /** A system error now would be the one that fails the turn. */
+  lastError: boolean;
+  /** Data every event of the attempt carries. */
+  base: { toolCallId: string; attempt: number; maxAttempts: number; candidateHash: string };
+  identity: Identity;
+}
+
+/** Parses and hashes the candidate and counts the attempt (the statechart's accounting, machines/agent.ts). */
+async function prepareAttempt(a: GateArgs, cand: Candidate): Promise<Attempt> {
+  const v = a.context.verification;
   const agent = a.agent;
   const guardians = a.hooks?.guardians?.(agent.name) ?? [];
   const verifier = agent.output?.verify;
@@ -205,45 +261,49 @@ async function gate(a: GateArgs): Promise<GateResult> {
     candidateJson = jsonCopy(cand.args, "candidate");
   }
   const hash = await candidateHash(candidateJson);
-  const replayed = isReplayedRejection(v, hash);
   const attempt = attemptNumber(v, hash);
   const maxAttempts = v.maxAttempts;
-  const lastAttempt = attempt >= maxAttempts;
-  const lastError = isLastVerifierError(a.context);
-  const base = { toolCallId: cand.toolCallId, attempt, maxAttempts, candidateHash: hash };
+  return {
+    cand, guardians, verifier, gated, recorder, parsed, candidateJson, hash,
+    replayed: isReplayedRejection(v, hash),
+    attempt, maxAttempts,
+    lastAttempt: attempt >= maxAttempts,
+    lastError: isLastVerifierError(a.context),
+    base: { toolCallId: cand.toolCallId, attempt, maxAttempts, candidateHash: hash },
+    identity: { candidateHash: hash, attempt, maxAttempts },
+  };
+}
 
-  if (!gated && parsed.ok) {
-    return { before: [], event: { type: "VERIFY_PASSED", at: a.now(), hash, result: candidateJson } };
-  }
+/**
+ * Looks a review's verdict up (adopting it), or runs the review and records
+ * its draft. `local` is the review's own outcome, used when no verdict is
+ * recorded (no recorder, a system error below the bound, or a worker that
+ * lost the agent meanwhile).
+ */
+type Judge = <T>(
+  guardianCode: string,
+  run: () => Promise<{ local: T; draft: VerdictDraft | null }>,
+) => Promise<{ recorded: GuardianVerdictSnapshot } | { local: T }>;
 
-  const events: NewEvent[] = [{ type: "verification_started", data: { ...base, replayed } }];
-  const verdicts: GuardianVerdictSnapshot[] = [];
-  const started = a.now();
+/** The judge of one attempt: every verdict it adopts or writes is noted in `verdicts` and logged in `events`. */
+function verdictJudge(a: GateArgs, att: Attempt, events: NewEvent[], verdicts: GuardianVerdictSnapshot[]): Judge {
+  const { recorder } = att;
   const keyOf = (guardianCode: string): ReviewKey => ({
     agentId: a.agentId,
-    agentName: agent.name,
+    agentName: a.agent.name,
     turnId: a.turnId,
-    toolCallId: cand.toolCallId,
+    toolCallId: att.cand.toolCallId,
     guardianCode,
   });
-  const identity = { candidateHash: hash, attempt, maxAttempts };
   const note = (verdict: GuardianVerdictSnapshot, how: "written" | "exists" | "recalled") => {
     verdicts.push(verdict);
     events.push({
       type: "verdict_recorded",
-      data: { ...base, verdictId: verdict.verdictId, guardianCode: verdict.guardianCode, status: verdict.status, how },
+      data: { ...att.base, verdictId: verdict.verdictId, guardianCode: verdict.guardianCode, status: verdict.status, how },
     });
   };
-  /**
-   * Looks the review's verdict up (adopting it), or runs the review and
-   * records its draft. `local` is the review's own outcome, used when no
-   * verdict is recorded (no recorder, a system error below the bound, or a
-   * worker that lost the agent meanwhile).
-   */
-  const judge = async <T>(
-    key: ReviewKey,
-    run: () => Promise<{ local: T; draft: VerdictDraft | null }>,
-  ): Promise<{ recorded: GuardianVerdictSnapshot } | { local: T }> => {
+  return async (guardianCode, run) => {
+    const key = keyOf(guardianCode);
     if (recorder) {
       const prior = await recorder.recall(key);
       if (prior) {
@@ -257,11 +317,15 @@ async function gate(a: GateArgs): Promise<GateResult> {
     note(r.verdict, r.status);
     return { recorded: r.verdict };
   };
+}
 
-  const verifyCtx: VerifyContext = {
+/** What the output verifier and the guardians are shown (frozen; the input is a copy). */
+function verifyContextOf(a: GateArgs, att: Attempt): VerifyContext {
+  const v = a.context.verification;
+  return {
     agent: deepFreeze({
       agentId: a.agentId,
-      name: agent.name,
+      name: a.agent.name,
       turnId: a.turnId,
       input: structuredClone(a.input),
       step: a.context.step,
@@ -275,106 +339,115 @@ async function gate(a: GateArgs): Promise<GateResult> {
     execution: Object.freeze({
       workerId: a.workerId,
       epoch: a.epoch,
-      toolCallId: cand.toolCallId,
-      candidateHash: hash,
+      toolCallId: att.cand.toolCallId,
+      candidateHash: att.hash,
       signal: a.signal,
     }),
-    attempt,
-    maxAttempts,
+    attempt: att.attempt,
+    maxAttempts: att.maxAttempts,
   };
+}
 
-  async function outputVerifier(): Promise<AttemptOutcome> {
-    if (!parsed.ok) return schemaRejection(parsed.error, lastAttempt);
-    if (!verifier) return { kind: "passed", result: candidateJson };
-    let returned: unknown;
-    try {
-      returned = await verifier.call(agent.output, parsed.value, verifyCtx);
-    } catch (err) {
-      const rej = asRejection(err);
-      if (!rej) return { kind: "system_error", message: `output.verify threw: ${errorText(err)}` };
-      let metadata: Record<string, Json> | undefined;
-      if (rej.metadata !== undefined) {
-        try {
-          metadata = jsonCopy(rej.metadata, "metadata") as Record<string, Json>;
-        } catch (e) {
-          return { kind: "system_error", message: `VerificationRejected ${errorText(e)}` };
-        }
-      }
-      return {
-        kind: "rejected",
-        code: rej.code,
-        message: errorText(rej.message),
-        retryable: rej.retryable,
-        ...(metadata !== undefined ? { metadata } : {}),
-        exhausted: rej.retryable && lastAttempt,
-      };
-    }
-    if (returned === undefined) return { kind: "passed", result: candidateJson };
-    try {
-      return { kind: "passed", result: jsonCopy(returned, "result") };
-    } catch (e) {
-      return { kind: "system_error", message: `output.verify returned a value without a JSON form: ${errorText(e)}` };
-    }
-  }
-
-  /** Every judgment of the attempt; a throw here (a store failure) is a system error. */
-  async function attemptOutcome(): Promise<AttemptOutcome> {
-    const t0 = a.now();
-    const ov = await judge(keyOf(outputVerifierCode(agent.name)), async () => {
-      const o = await outputVerifier();
-      const draft = o.kind === "system_error" && !lastError ? null : outputDraft(o, a.now() - t0, identity, v.systemErrors + 1);
-      return { local: o, draft };
-    });
-    const out = "recorded" in ov ? outcomeOfOutputVerdict(ov.recorded) : ov.local;
-    if (out.kind !== "passed" || guardians.length === 0) return out;
-
-    const candidate = parsed.ok ? parsed.value : cand!.args;
-    const reviews: Array<{ code: string; review: CheckedReview }> = [];
-    for (const g of guardians) {
-      const t1 = a.now();
-      const gj = await judge<Judged>(keyOf(g.code), async () => {
-        let review: CheckedReview;
-        try {
-          review = checkReview(await g.review(candidate, { ...verifyCtx, result: out.result }), g.code);
-        } catch (err) {
-          const failure = `Guardian "${g.code}" failed: ${errorText(err)}`;
-          return { local: { failure }, draft: lastError ? systemErrorDraft(failure, identity, v.systemErrors + 1) : null };
-        }
-        return { local: { review }, draft: guardianDraft(review, lastAttempt, a.now() - t1, identity) };
-      });
-      const judged = "recorded" in gj ? reviewOfVerdict(gj.recorded) : gj.local;
-      if ("failure" in judged) return { kind: "system_error", message: judged.failure };
-      reviews.push({ code: g.code, review: judged.review });
-    }
-    return combine(out.result, reviews, lastAttempt);
-  }
-
-  let outcome: AttemptOutcome;
+/** The schema, then `output.verify`: a return value passes, `VerificationRejected` rejects, any other throw is a system error. */
+async function runOutputVerifier(a: GateArgs, att: Attempt, verifyCtx: VerifyContext): Promise<AttemptOutcome> {
+  const { parsed, verifier, candidateJson, lastAttempt } = att;
+  if (!parsed.ok) return schemaRejection(parsed.error, lastAttempt);
+  if (!verifier) return { kind: "passed", result: candidateJson };
+  let returned: unknown;
   try {
-    outcome = await attemptOutcome();
+    returned = await verifier.call(a.agent.output, parsed.value, verifyCtx);
   } catch (err) {
-    outcome = { kind: "system_error", message: `Verification could not be recorded: ${errorText(err)}` };
-  }
-
-  const durationMs = a.now() - started;
-  const tail: NewEvent[] = [];
-  if (a.hooks?.afterAttempt) {
-    try {
-      const r = await a.hooks.afterAttempt({
-        agentName: agent.name, agentId: a.agentId, turnId: a.turnId, toolCallId: cand.toolCallId, attempt, maxAttempts,
-        candidateHash: hash, replayed, outcome, verdicts: [...verdicts], durationMs, now: a.now(),
-      });
-      const added = r?.events ?? [];
-      // A hook's events are of its own types: one of a type the runtime writes would carry data the
-      // catalogue (machines/event-log.ts) does not describe, and a `transition` would change what replays.
-      const taken = added.find((e) => isRuntimeEventType(e.type));
-      if (taken) throw new Error(`Cannot log hook event "${taken.type}": the runtime writes that type`);
-      tail.push(...added);
-    } catch (err) {
-      tail.push({ type: "verification_hook_failed", data: { ...base, message: errorText(err) } });
+    const rej = asRejection(err);
+    if (!rej) return { kind: "system_error", message: `output.verify threw: ${errorText(err)}` };
+    let metadata: Record<string, Json> | undefined;
+    if (rej.metadata !== undefined) {
+      try {
+        metadata = jsonCopy(rej.metadata, "metadata") as Record<string, Json>;
+      } catch (e) {
+        return { kind: "system_error", message: `VerificationRejected ${errorText(e)}` };
+      }
     }
+    return {
+      kind: "rejected",
+      code: rej.code,
+      message: errorText(rej.message),
+      retryable: rej.retryable,
+      ...(metadata !== undefined ? { metadata } : {}),
+      exhausted: rej.retryable && lastAttempt,
+    };
   }
+  if (returned === undefined) return { kind: "passed", result: candidateJson };
+  try {
+    return { kind: "passed", result: jsonCopy(returned, "result") };
+  } catch (e) {
+    return { kind: "system_error", message: `output.verify returned a value without a JSON form: ${errorText(e)}` };
+  }
+}
 
+/** Every judgment of the attempt: the output verifier, then each guardian in order; a throw here (a store failure) is a system error. */
+async function attemptOutcome(a: GateArgs, att: Attempt, judge: Judge, verifyCtx: VerifyContext): Promise<AttemptOutcome> {
+  const { identity, lastError, lastAttempt, guardians } = att;
+  const systemErrors = a.context.verification.systemErrors;
+  const t0 = a.now();
+  const ov = await judge(outputVerifierCode(a.agent.name), async () => {
+    const o = await runOutputVerifier(a, att, verifyCtx);
+    const draft = o.kind === "system_error" && !lastError ? null : outputDraft(o, a.now() - t0, identity, systemErrors + 1);
+    return { local: o, draft };
+  });
+  const out = "recorded" in ov ? outcomeOfOutputVerdict(ov.recorded) : ov.local;
+  if (out.kind !== "passed" || guardians.length === 0) return out;
+
+  const candidate = att.parsed.ok ? att.parsed.value : att.cand.args;
+  const reviews: Array<{ code: string; review: CheckedReview }> = [];
+  for (const g of guardians) {
+    const t1 = a.now();
+    const gj = await judge<Judged>(g.code, async () => {
+      let review: CheckedReview;
+      try {
+        review = checkReview(await g.review(candidate, { ...verifyCtx, result: out.result }), g.code);
+      } catch (err) {
+        const failure = `Guardian "${g.code}" failed: ${errorText(err)}`;
+        return { local: { failure }, draft: lastError ? systemErrorDraft(failure, identity, systemErrors + 1) : null };
+      }
+      return { local: { review }, draft: guardianDraft(review, lastAttempt, a.now() - t1, identity) };
+    });
+    const judged = "recorded" in gj ? reviewOfVerdict(gj.recorded) : gj.local;
+    if ("failure" in judged) return { kind: "system_error", message: judged.failure };
+    reviews.push({ code: g.code, review: judged.review });
+  }
+  return combine(out.result, reviews, lastAttempt);
+}
+
+/** The events of the `afterAttempt` hook (none without one); a hook that throws or logs a runtime type is `verification_hook_failed`. */
+async function afterAttemptEvents(
+  a: GateArgs,
+  att: Attempt,
+  outcome: AttemptOutcome,
+  verdicts: GuardianVerdictSnapshot[],
+  durationMs: number,
+): Promise<NewEvent[]> {
+  const tail: NewEvent[] = [];
+  if (!a.hooks?.afterAttempt) return tail;
+  try {
+    const r = await a.hooks.afterAttempt({
+      agentName: a.agent.name, agentId: a.agentId, turnId: a.turnId, toolCallId: att.cand.toolCallId, attempt: att.attempt, maxAttempts: att.maxAttempts,
+      candidateHash: att.hash, replayed: att.replayed, outcome, verdicts: [...verdicts], durationMs, now: a.now(),
+    });
+    const added = r?.events ?? [];
+    // A hook's events are of its own types: one of a type the runtime writes would carry data the
+    // catalogue (machines/event-log.ts) does not describe, and a `transition` would change what replays.
+    const taken = added.find((e) => isRuntimeEventType(e.type));
+    if (taken) throw new Error(`Cannot log hook event "${taken.type}": the runtime writes that type`);
+    tail.push(...added);
+  } catch (err) {
+    tail.push({ type: "verification_hook_failed", data: { ...att.base, message: errorText(err) } });
+  }
+  return tail;
+}
+
+/** The machine event of the outcome, after the attempt's events and then the hook's (`tail`). */
+function answer(a: GateArgs, att: Attempt, outcome: AttemptOutcome, events: NewEvent[], tail: NewEvent[], durationMs: number): GateResult {
+  const { base, attempt, hash, replayed } = att;
   const at = a.now();
   switch (outcome.kind) {
     case "passed":

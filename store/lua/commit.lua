@@ -35,12 +35,16 @@
        E x event tail ({type, data} JSON without its opening brace),
        then retention: '' (keep everything) or
          '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
-       then the summary: '' (unchanged) or `{content, through}` JSON
+       then the summary: '' (unchanged) or `{content, through}` JSON,
+       then chain: '1' to take the next queued task when the turn ends
+         (invariant 20), else ''
   Undeclared keys: the ready zset of the agent's stored target; the calls
   hashes of ended turns that retention drops (the agent's hash tag).
 
   Returns:
     'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
+    'applied {...,"chained":{"epoch":n,"head":{...},"mail":[],"previousLease":null,"input":...}}'
+      when the commit ended the turn and took the next task (turn chaining)
     'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
     'tool_call_resolved'  (nothing of the commit written; the lease is
                            released and the bell rung so the result is picked up)
@@ -68,20 +72,39 @@ local res_at = rec_at + 3 * n_rec
 local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
 local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
+local chain = ARGV[ev_at + n_ev + 2] == '1'
 
 local num = function(v) return tonumber(v) or 0 end
+
+-- The `chained` part of the reply: the claim of the task `turn` (JSON) that this commit took.
+local function chained_reply(turn)
+  local hh = read_head(head, HEAD_FIELDS)
+  local input = ''
+  local raw = redis.call('HGET', KEYS[11], cjson.decode(turn))
+  if raw then
+    input = ',"input":' .. raw
+  end
+  return ',"chained":{"epoch":' .. hh.epoch .. ',"head":' .. head_json(hh) .. ',"mail":[],"previousLease":null' .. input .. '}'
+end
 local h = read_head(head, {
   'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
   'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent', 'currentTask',
   'eventsTrimmedThrough', 'messagesTrimmedThrough', '_ckpts', '_evBytes', '_ended', '_endedBase',
+  'pendingTasks',
 })
 if not h then
   return 'agent_not_found'
 end
 local version = tonumber(h.version)
 if h._commit == token and version == expected + 1 then
+  -- A replayed chaining commit answers the same claim while this worker still holds it.
+  local again = ''
+  if chain and h.activeTurnId ~= next_active and h.activeTurnId ~= 'null' and h.leaseOwner == worker_json
+    and tonumber(h.epoch) == tonumber(epoch) + 1 then
+    again = chained_reply(h.activeTurnId)
+  end
   return 'applied {"version":' .. h.version .. ',"lastEventId":' .. h._commitEvent ..
-    ',"messagesTrimmedThrough":' .. int(num(h.messagesTrimmedThrough)) .. '}'
+    ',"messagesTrimmedThrough":' .. int(num(h.messagesTrimmedThrough)) .. again .. '}'
 end
 if h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'fenced'
@@ -228,7 +251,25 @@ if ends_turn then
   end
 end
 
-if release ~= '-' then
+local chained = ''
+if chain and ends_turn and release ~= '-' and pending_mail == 0 and redis.call('LLEN', tasks) > 0 then
+  -- Turn chaining (invariant 20): this commit claims the next task, as includes/claim.lua does; the lease stays.
+  local entry = redis.call('LPOP', tasks)
+  local nl = string.find(entry, '\n', 1, true)
+  local next_turn = string.sub(entry, 1, nl - 1)
+  local until_str = int(now + lease_ms)
+  for i = 1, #w - 1, 2 do
+    if w[i] == 'activeTurnId' then w[i + 1] = next_turn end
+    if w[i] == 'currentTask' then w[i + 1] = string.sub(entry, nl + 1) end
+  end
+  w[#w + 1] = 'pendingTasks'; w[#w + 1] = int(math.max(0, num(h.pendingTasks) - 1))
+  w[#w + 1] = 'epoch'; w[#w + 1] = int(tonumber(h.epoch) + 1)
+  w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
+  w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
+  redis.call('HSET', head, unpack(w))
+  redis.call('ZADD', ready, until_str, agent_id)
+  chained = chained_reply(next_turn)
+elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
   w[#w + 1] = 'runnableAt'; w[#w + 1] = release
@@ -256,4 +297,4 @@ for i = 1, #w - 1, 2 do
   if w[i] == 'messagesTrimmedThrough' then msg_trimmed = tonumber(w[i + 1]) end
 end
 return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
-  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. '}'
+  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. chained .. '}'

@@ -6,19 +6,20 @@
   KEYS[2] tool forms hash ('<role>\n<form>' -> the method first seen with that form)
           (both keys share the tag `{tools}` on the sharded layout: one slot; store/keys.ts)
   ARGV[1] role   ARGV[2] method   ARGV[3] the method's form (methodForm, computed by the caller)
-  ARGV[4] now
+  ARGV[4] now    ARGV[5] calls (a positive integer, checked by the caller; absent: 1)
 
   An entry that is not a JSON object (unreadable) is started afresh; one
   without `methods` (written before methods were recorded) keeps its other
   fields and gains the lists. A method whose form is new is appended to
   `methods`; another spelling of a known form is appended to `aliases`
-  once; `calls` counts every call.
+  once; `calls` grows by ARGV[5] (a batch of calls of one method).
 
   Returns: 'recorded {"added":"method"|"alias"|"none","entry":{...}}'
   (an empty list may come back as {}: the adapter reads it as []).
 ]]
 local tools, forms = KEYS[1], KEYS[2]
 local role, method, form, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local n = tonumber(ARGV[5]) or 1
 
 local entry = {}
 local raw = redis.call('HGET', tools, role)
@@ -59,7 +60,7 @@ end
 entry.methods = methods
 entry.aliases = aliases
 entry.role = role
-entry.calls = (tonumber(entry.calls) or 0) + 1
+entry.calls = (tonumber(entry.calls) or 0) + n
 if type(entry.createdAt) ~= 'number' then
   entry.createdAt = now
 end

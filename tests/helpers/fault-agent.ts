@@ -71,6 +71,8 @@ export interface FaultAgentOptions {
   modelMs?: number;
   /** Upper bound for every work call's duration in ms (a fast worker in a takeover test). */
   toolMsCap?: number;
+  /** Declare `work` retrySafe: its results ride with the next model step's commit. */
+  retrySafe?: boolean;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -119,6 +121,7 @@ export function faultAgent(opts: FaultAgentOptions): AnyAgent {
     name: "work",
     description: "Does a piece of work that takes `ms` milliseconds.",
     parameters: z.object({ step: z.number().int(), i: z.number().int(), ms: z.number().int().min(0) }),
+    ...(opts.retrySafe ? { retrySafe: true } : {}),
     async execute({ step, i, ms }, ctx) {
       const base = {
         worker: opts.worker, pid: opts.pid, agentId: ctx.agentId, turnId: ctx.turnId,

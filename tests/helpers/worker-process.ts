@@ -38,6 +38,8 @@ export interface WorkerProcessConfig {
   toolMsCap?: number;
   /** Log level forwarded to stdout (default "info"). */
   logLevel?: "debug" | "info" | "warn" | "error";
+  /** Declare the fault agent's `work` tool retrySafe. */
+  retrySafe?: boolean;
   /** Run the delegation team (tests/helpers/delegation-team.ts) instead of the fault agent, with this pull interval (ms). */
   delegationPollMs?: number;
 }
@@ -72,7 +74,7 @@ async function main() {
   const gh = createGatehouse({
     agents: cfg.delegationPollMs !== undefined
       ? delegationTeam({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs })
-      : [faultAgent({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs, toolMsCap: cfg.toolMsCap })],
+      : [faultAgent({ worker: cfg.name, pid: process.pid, record, modelMs: cfg.modelMs, toolMsCap: cfg.toolMsCap, retrySafe: cfg.retrySafe })],
     ...(cfg.delegationPollMs !== undefined ? { delegation: { pollMs: cfg.delegationPollMs } } : {}),
     store: await makeStore(cfg.store),
     leaseMs: cfg.leaseMs,

@@ -1,0 +1,177 @@
+/**
+ * The writes of a claim's next commit (actors/host.ts): events, new messages,
+ * tool calls to record and to resolve, the mail acknowledged, a new summary.
+ * `flush` sends them in one compare-and-set commit together with the actor's
+ * persisted snapshot, and optionally releases the lease.
+ *
+ * Invariants:
+ * - A tool call is recorded (committed) before it is dispatched. Every
+ *   effect's result is committed before the next effect starts, except the
+ *   results of `retrySafe` tools, which ride with the commit of the model
+ *   step that follows them (the host decides; docs/architecture.md,
+ *   "Commits and crash points").
+ * - Turn chaining (store invariant 20): a commit that ends the turn and
+ *   releases asks the store to claim the next queued task in the same step
+ *   when the host allows it (`flush(release, { chain: true })`); the claim
+ *   it took is `chained`.
+ * - Transitions without an effect (task start, mail, feedback) ride along
+ *   with the next commit; the event log still lists each of them.
+ * - The buffer is emptied only by an applied commit. A refused commit (lost
+ *   compare-and-set: another worker or the watchdog answered first) stops
+ *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
+ *   says why, and nothing is flushed again.
+ * - `version` is the version of the last applied commit (the claim's at
+ *   first) and `commits` counts the applied commits of this claim.
+ * - Storage limits ride along only with the commit that ends a turn (the
+ *   store trims only then); a summary rides with the first commit after it
+ *   was computed (actors/memory.ts: stored before anything depends on it).
+ * - What a commit causes on other agents (actors/delegation.ts: a delegated
+ *   turn's result, children to cancel, delegations to dispatch) is noted here
+ *   and run by `afterCommit` only once the commit applied.
+ */
+import type { NewEvent } from "../common/events.ts";
+import type { Message } from "../common/message.ts";
+import type { PersistedSnapshot } from "../machines/persist.ts";
+import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
+import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
+import { FINAL } from "./claim-context.ts";
+
+/** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
+export interface EndedTurn {
+  turnId: string;
+  status: string;
+  output: unknown;
+  error: { reason: string; message: string } | null;
+}
+
+/** A child of a call this claim stopped waiting for; cancelled after the next applied commit. */
+export interface AbandonedChild {
+  turnId: string;
+  toolCallId: string;
+  toolName: string;
+  reason: string;
+}
+
+/** What the applied commit causes on other agents (actors/delegation.ts). */
+export interface AfterCommitNotes {
+  endedTurn: EndedTurn | null;
+  abandoned: AbandonedChild[];
+  /** The commit recorded calls of agent tools: dispatch them now. */
+  delegationsRecorded: boolean;
+}
+
+export interface CommitBufferOptions {
+  ctx: Pick<ClaimContext, "deps" | "agentId" | "workerId" | "epoch" | "abort" | "history" | "usedIds" | "memory" | "lease">;
+  actor: AgentActor;
+  /** The version the claim read. */
+  version: number;
+  /** The turn active when the claim started (the compare-and-set checks it). */
+  turnId: string | null;
+  /** The agent's creation time (keys the snapshot cache entry to this incarnation of the id). */
+  createdAt: number;
+  retention: RetentionLimits | null;
+  /** Effects on other agents that wait for an applied commit. */
+  afterCommit: (released: boolean, notes: AfterCommitNotes) => Promise<void>;
+}
+
+export class CommitBuffer {
+  events: NewEvent[] = [];
+  messages: Message[] = [];
+  recordToolCalls: CommitRequest["recordToolCalls"] = [];
+  resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
+  /** The highest mail sequence number applied so far (0: none). */
+  ackMailThrough = 0;
+  /** A summary computed for the next commit (actors/memory.ts). */
+  summary: ConversationSummary | null = null;
+
+  /** Delegations recorded by the buffered commit: dispatched once it applied. */
+  delegationsRecorded = false;
+  /** The turn that the buffered commit ends. */
+  endedTurn: EndedTurn | null = null;
+  /** Children to cancel once the buffered commit applied. */
+  abandoned: AbandonedChild[] = [];
+
+  /** Version of the last applied commit. */
+  version: number;
+  /** Commits applied by this claim. */
+  commits = 0;
+  /** Why the store refused a commit ("" while none was refused). */
+  fenceReason = "";
+  /** The next task's claim, taken by the applied commit that ended the turn (turn chaining). */
+  chained: Claimed | undefined;
+
+  readonly #o: CommitBufferOptions;
+
+  constructor(o: CommitBufferOptions) {
+    this.#o = o;
+    this.version = o.version;
+  }
+
+  /** Adds an event to the next commit. */
+  readonly emit = (type: string, data: Record<string, unknown>): void => {
+    this.events.push({ type, data });
+  };
+
+  /**
+   * Commits the buffer with the actor's persisted snapshot; `release` hands the lease back
+   * (`runnableAt`: when the agent is due again), null keeps it. False when the store refused.
+   */
+  async flush(release: { runnableAt: number | null } | null, opts: { chain?: boolean } = {}): Promise<boolean> {
+    const { ctx, actor, turnId, retention } = this.#o;
+    const { deps, agentId, workerId, epoch } = ctx;
+    const { store, clock, logger, cache } = deps;
+    const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
+    const final = FINAL.has(s.value) || s.value === "idle";
+    const now = clock.now();
+    // Only the commit that ends a turn and releases may start the next one.
+    const chain = opts.chain === true && final && turnId !== null && release !== null;
+    const res = await store.commit({
+      agentId, workerId, epoch, expectedVersion: this.version, turnId,
+      snapshot: s, state: s.value,
+      activeTurnId: final ? null : turnId,
+      events: this.events, messages: this.messages, recordToolCalls: this.recordToolCalls, resolveToolCalls: this.resolveToolCalls,
+      ackMailThrough: this.ackMailThrough, release, leaseMs: deps.leaseMs, now,
+      // The store trims only at a turn's end: the limits ride along with that commit only.
+      ...(retention && final ? { retention } : {}),
+      ...(this.summary ? { summary: this.summary } : {}),
+      ...(chain ? { chainNextTask: true } : {}),
+    });
+    if (res.status !== "applied") {
+      // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
+      ctx.abort.abort();
+      cache.delete(agentId);
+      logger.info("commit_refused", { agentId, workerId, epoch, reason: res.reason });
+      this.fenceReason = res.reason;
+      return false;
+    }
+    this.commits++;
+    this.version = res.version;
+    this.chained = res.chained;
+    if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
+    this.summary = null;
+    dropTrimmed(ctx, res.messagesTrimmedThrough);
+    logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
+    if (!release) ctx.lease.confirm(now + deps.leaseMs);
+    this.events = [];
+    this.messages = [];
+    this.recordToolCalls = [];
+    this.resolveToolCalls = [];
+    this.ackMailThrough = 0;
+    cache.put(agentId, this.version, ctx.history, undefined, { memory: ctx.memory, createdAt: this.#o.createdAt });
+    const notes: AfterCommitNotes = { endedTurn: this.endedTurn, abandoned: this.abandoned, delegationsRecorded: this.delegationsRecorded };
+    this.endedTurn = null;
+    this.abandoned = [];
+    this.delegationsRecorded = false;
+    await this.#o.afterCommit(release !== null, notes);
+    return true;
+  }
+}
+
+/** Drops from the history what the store's retention dropped, so a resident agent sees what a fresh read would. */
+function dropTrimmed(ctx: Pick<ClaimContext, "history" | "usedIds" | "memory">, trimmedThrough: number | undefined) {
+  const { history, usedIds, memory } = ctx;
+  if (trimmedThrough === undefined || trimmedThrough <= memory.firstIndex) return;
+  const dropped = history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
+  for (const m of dropped) usedIds.drop(m);
+  memory.firstIndex = trimmedThrough;
+}

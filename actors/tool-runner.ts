@@ -1,0 +1,176 @@
+/**
+ * The in-process tools of a claim (actors/host.ts, state `waiting-tools`):
+ * run every pending in-process call of the step at once, check each result
+ * against its tool's contract, and feed the results to the machine in the
+ * order of the calls.
+ *
+ * Invariants:
+ * - Only what the turn offered runs (actors/tool-specs.ts): a call of any
+ *   other name, the completion tool the turn does not finish with included,
+ *   is answered with the error outcome `tool_not_offered` and never reaches
+ *   a tool. Finishing is the statechart's decision, from the turn's config.
+ * - Every tool result passes the one contract check (contracts/check.ts)
+ *   before the machine, the log or the model sees it (external results pass
+ *   it in the delivery route). Its `contractValidation` is on the call's
+ *   record and on the `tool_result` event. Preconditions of contracted tools
+ *   run before `execute` (contracts/preconditions.ts). A result the contract
+ *   refuses goes back to the model; it never ends the turn.
+ * - No tool starts once the lease has run out (actors/lease-keeper.ts), and a
+ *   tool's signal is the lease-checking tool signal.
+ * - A tool's result enters the turn only within the JSON limits (over them:
+ *   `invalid_result`); a throw is an error outcome, never a failed claim.
+ * - Results of an aborted attempt are dropped: nothing is applied or logged.
+ * - The tool registry hears of every successful call (actors/registry.ts);
+ *   a registry failure is logged and never fails the turn.
+ */
+import { isAgentTool } from "../agents/agent-tool.ts";
+import { type ContractValidation, notApplied } from "../common/contract-validation.ts";
+import { checkJsonValue, describeViolation } from "../common/json-bounds.ts";
+import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../common/outcome.ts";
+import { checkOutcome } from "../contracts/check.ts";
+import { checkPreconditions } from "../contracts/preconditions.ts";
+import { ToolError } from "../errors/errors.ts";
+import type { AgentContext } from "../machines/types.ts";
+import type { AnyTool, ToolTermination } from "../tools/define.ts";
+import { prepareArgs } from "../tools/specs.ts";
+import { applyEvent } from "./apply-event.ts";
+import { type ClaimContext, snap } from "./claim-context.ts";
+import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
+import { offeredToolNames } from "./tool-specs.ts";
+import { endSpan, startSpan } from "./tracing.ts";
+
+type Executed = { outcome: Outcome; afterExecution: AfterExecution };
+type Dispatched = Executed & { contractValidation: ContractValidation };
+
+/**
+ * Runs the pending in-process calls of the turn in `context` and applies their results. Answers
+ * true when the results may ride with the next commit instead of being committed now (one commit
+ * per step, docs/architecture.md "Commits and crash points"): every tool of the batch is
+ * `retrySafe` and every call's deadline is at least WATCHDOG_GRACE_MS away, so the model step that
+ * follows is unlikely to outlast it (if it does, the watchdog's timeout wins and that step's commit
+ * is refused).
+ */
+export async function runInProcessTools(ctx: ClaimContext, context: AgentContext): Promise<boolean> {
+  const { clock } = ctx.deps;
+  const emit = ctx.commit.emit;
+  const tId = context.turnId!;
+  const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
+  const results = await Promise.all(todo.map(async ([id, p]) => {
+    const started = clock.now();
+    const span = startSpan("gatehouse.tool_call", { ...ctx.spans.ids, "gatehouse.tool_call_id": id, "gatehouse.tool": p.name }, ctx.spans.turn);
+    const r = await dispatch(ctx, tId, id, p.name, p.args);
+    endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
+    return { id, name: p.name, ...r, ms: clock.now() - started };
+  }));
+  if (ctx.abort.signal.aborted) return false;
+  for (const r of results) {
+    emit("tool_result", {
+      toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms,
+      contractValidation: r.contractValidation,
+    });
+    if (snap(ctx).value !== "waiting-tools") continue; // an earlier result terminated the turn
+    ctx.commit.resolveToolCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
+    applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
+  }
+  for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);
+  const now = clock.now();
+  return todo.length > 0 && todo.every(([, p]) =>
+    ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && p.deadline - now >= WATCHDOG_GRACE_MS
+  );
+}
+
+/** Runs one in-process call and checks its result against the tool's contract. */
+async function dispatch(ctx: ClaimContext, tId: string, toolCallId: string, name: string, args: unknown): Promise<Dispatched> {
+  const tool: AnyTool | undefined = ctx.agent.offeredTools.find((t) => t.name === name);
+  const r = await execute(ctx, tool, tId, toolCallId, name, args);
+  if (!tool) return { ...r, contractValidation: notApplied() };
+  const checked = checkOutcome(tool, r.outcome);
+  // A result refused by the contract goes back to the model; it never ends the turn.
+  const afterExecution = checked.outcome.ok ? r.afterExecution : "continue";
+  return { outcome: checked.outcome, afterExecution, contractValidation: checked.contractValidation };
+}
+
+/** Runs one in-process call: the refusals first (not offered, preconditions, arguments, nesting, lease), then the tool within its deadline. */
+async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown): Promise<Executed> {
+  const { deps, agent, agentId, limits } = ctx;
+  const { depth, maxDepth } = ctx.delegation;
+  if (!tool) {
+    // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
+    const offered = offeredToolNames(agent).join(", ");
+    return {
+      outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retryable: false } },
+      afterExecution: "continue",
+    };
+  }
+  const refused = checkPreconditions(tool, args);
+  if (refused) return { outcome: refused, afterExecution: "continue" };
+  const prepared = prepareArgs(tool, args);
+  if (!prepared.ok) {
+    return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
+  }
+  if (isAgentTool(tool) && !tool.execute) {
+    return {
+      outcome: {
+        ok: false,
+        error: {
+          type: "delegation_depth_exceeded",
+          message: `Cannot delegate to agent "${tool.delegate.name}": delegations nest at most ${maxDepth} deep and this call would be depth ${depth + 1}`,
+          retryable: false,
+          metadata: { depth: depth + 1, maxDepth },
+        },
+      },
+      afterExecution: "continue",
+    };
+  }
+  if (!tool.execute) {
+    return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue" };
+  }
+  // No tool starts once the lease has run out: a process paused between two dispatches of one
+  // step (Promise.all starts them one after the other) resumes here, past its lease.
+  if (ctx.lease.lapsed()) {
+    return { outcome: { ok: false, error: { type: "aborted", message: "the worker lost the agent before the tool started", retryable: true } }, afterExecution: "continue" };
+  }
+  const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const value = await Promise.race([
+      Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: ctx.lease.toolSignal })),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
+      }),
+    ]);
+    const terminate = isTermination(value);
+    let result = terminate ? value.value : value;
+    // An outcome made by ok()/error() is the tool's outcome; any other value is an ok value.
+    if (isMadeOutcome(result)) {
+      const made = normalizeOutcome(result);
+      if (!made.ok) {
+        const meta = made.error.metadata !== undefined && !checkJsonValue(made.error.metadata, limits) ? { metadata: jsonValue(made.error.metadata) as Record<string, unknown> } : {};
+        return {
+          outcome: { ok: false, error: { type: String(made.error.type), message: String(made.error.message), retryable: made.error.retryable ?? false, ...meta } },
+          afterExecution: "continue",
+        };
+      }
+      result = made.value;
+    }
+    const over = checkJsonValue(result, limits);
+    if (over) {
+      return { outcome: { ok: false, error: { type: "invalid_result", message: `Tool "${name}" returned a value over the limits: ${describeViolation(over)}`, retryable: false } }, afterExecution: "continue" };
+    }
+    return { outcome: { ok: true, value: jsonValue(result) }, afterExecution: terminate ? "terminate" : "continue" };
+  } catch (err) {
+    if (err instanceof ToolError) {
+      if (err.metadata && checkJsonValue(err.metadata, limits)) {
+        return { outcome: { ok: false, error: { type: err.type, message: err.message, retryable: err.retryable } }, afterExecution: "continue" };
+      }
+      return { outcome: { ok: false, error: { type: err.type, message: err.message, retryable: err.retryable, ...(err.metadata ? { metadata: err.metadata } : {}) } }, afterExecution: "continue" };
+    }
+    return { outcome: { ok: false, error: { type: "tool_exception", message: (err as Error)?.message ?? String(err), retryable: false } }, afterExecution: "continue" };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isTermination(v: unknown): v is ToolTermination {
+  return !!v && typeof v === "object" && (v as ToolTermination).__gatehouseTerminate === true;
+}
