@@ -5,10 +5,14 @@
  *   step 2: work({ n: 2 })
  *   step 3: submit_result
  *
- * A "step" is one model step and the commits it causes (for a tool step: the
- * commit that records the call before dispatch and the one that applies its
- * result). `modelSteps` counts model calls, so a run can check that it
- * measured the steps it meant to.
+ * `work` only returns its input, so it is declared `retrySafe` (running it
+ * again for the same call is harmless): its result rides with the commit of
+ * the next model step instead of a commit of its own. `{ retrySafe: false }`
+ * gives the same workload with a tool that cannot say so (its result is
+ * committed before the next model step).
+ *
+ * A "step" is one model step and the commits it causes. `modelSteps` counts
+ * model calls, so a run can check that it measured the steps it meant to.
  */
 import { z } from "zod";
 import { defineAgent, defineTool, scriptedModel } from "../mod.ts";
@@ -17,7 +21,7 @@ import type { AgentConfig, AnyAgent, Model } from "../mod.ts";
 export const STEPS_PER_TURN = 3;
 
 /** `extra`: more of the definition (retention, memory) for the retention benchmark. */
-export function benchAgent(extra: Partial<AgentConfig> = {}): { agent: AnyAgent; modelSteps: () => number } {
+export function benchAgent(extra: Partial<AgentConfig> = {}, opts: { retrySafe?: boolean } = {}): { agent: AnyAgent; modelSteps: () => number } {
   let steps = 0;
   const scripted = scriptedModel([
     { toolCalls: [{ name: "work", args: { n: 1 } }], usage: { inputTokens: 50, outputTokens: 10 } },
@@ -36,6 +40,7 @@ export function benchAgent(extra: Partial<AgentConfig> = {}): { agent: AnyAgent;
     description: "Returns its input.",
     parameters: z.object({ n: z.number() }),
     execute: ({ n }) => ({ n }),
+    retrySafe: opts.retrySafe ?? true,
   });
   const agent = defineAgent({ name: "bench", instructions: "Run the benchmark script.", model, tools: [work], ...extra });
   return { agent, modelSteps: () => steps };

@@ -4,22 +4,23 @@
  *   npm run bench:history            # 3 repetitions, writes bench/results/history-cost.md
  *   HISTORY_QUICK=1 npm run bench:history   # one short repetition, nothing written
  *
- * One process, the host driven claim by claim (`store.claim` + `runClaim`, the
- * worker loop's calls without its polling): resident agents whose
- * conversations already hold about 7, 350 and 1,400 messages run more turns
- * of the usual shape (two steps that call the in-process tool `work`, then
- * `submit_result`), and `process.cpuUsage()` around those turns gives worker
- * CPU per model step. The growth phase that builds the long conversations (one
+ * One process: resident agents whose conversations already hold about 7, 350
+ * and 1,400 messages run more turns of the usual shape (two steps that call
+ * the in-process tool `work`, then `submit_result`), and `process.cpuUsage()`
+ * around those turns gives worker CPU per model step. The growth phase that builds the long conversations (one
  * long turn of `work` steps per agent) is not measured, and neither is
  * enqueueing: a window's tasks are queued before its clock starts.
  *
- * `historyAgents()` is what `npm run bench` (bench/run.ts) calls, on TCP Redis:
- * there a window also counts store calls (a counting wrapper), bytes to and
- * from Redis and Redis CPU (INFO), and a window can run with a resident cache
- * that never hits, so every claim reads the conversation back (the cost of a
- * claim that misses: after a restart, a takeover or an eviction).
+ * `historyAgents()` is what `npm run bench` (bench/run.ts) calls, on TCP Redis
+ * through a `createGatehouse()` instance: there a window also counts store
+ * calls (a counting wrapper), bytes to and from Redis and Redis CPU (INFO),
+ * and a window can run where no agent is resident, so each agent's claim reads
+ * its conversation back (the cost of a claim that misses: after a restart, a
+ * takeover or an eviction).
  *
- * This command (main below) runs on the memory store, and each size twice in
+ * This command (main below) drives the host claim by claim (`store.claim` +
+ * `runClaim`, the worker loop's calls without its polling) on the memory
+ * store, and runs each size twice in
  * the same repetition: with the used tool-call ids kept next to the history
  * (what the host does) and with `rebuildToolCallIds` (the set rebuilt from the
  * whole history at every step, as before). The figure to watch is CPU per step
@@ -30,7 +31,7 @@ import { Session } from "node:inspector/promises";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import { defineAgent, defineTool } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool } from "../mod.ts";
 import type { Model, ModelResponse } from "../mod.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
@@ -60,23 +61,22 @@ const MODES = process.env.HISTORY_MODE === "kept" ? [false] : process.env.HISTOR
 function planModel() {
   const plan = { workSteps: 0, calls: 1 };
   const stats = { steps: 0, shown: 0 };
-  let left = 0;
-  let lastTurn = "";
+  // Work steps left per turn (turn ids are unique across agents here); claims of several agents may interleave.
+  const left = new Map<string, number>();
   const model: Model = {
     name: "history-bench",
     generate(req) {
-      if (req.turnId !== lastTurn) {
-        lastTurn = req.turnId;
-        left = plan.workSteps;
-      }
+      const n = left.get(req.turnId) ?? plan.workSteps;
+      left.set(req.turnId, n - 1);
       stats.steps++;
       stats.shown += req.messages.length - 1;
-      const res: ModelResponse = left-- > 0
+      const res: ModelResponse = n > 0
         ? {
           toolCalls: Array.from({ length: plan.calls }, (_, k) => ({ id: `c${req.step}_${k}`, name: "work", args: { n: req.step } })),
           usage: { inputTokens: 50, outputTokens: 10 },
         }
         : { toolCalls: [{ name: "submit_result", args: { result: "ok" } }], usage: { inputTokens: 70, outputTokens: 5 } };
+      if (n <= 0) left.delete(req.turnId);
       return Promise.resolve(res);
     },
   };
@@ -105,9 +105,8 @@ export interface HistoryWindow {
 
 export interface HistoryAgents {
   /**
-   * Runs `turns` more turns per agent and measures them. `cacheMiss`: the claims use a resident cache
-   * that never hits, so each reads its conversation from the store (run it last: it leaves the
-   * agents' resident entries behind).
+   * Runs `turns` more turns per agent and measures them. `cacheMiss`: the turns run where the agents are
+   * not resident, so each agent's first claim reads its conversation from the store.
    */
   window(opts: { turns: number; cacheMiss?: boolean }): Promise<HistoryWindow>;
   close(): Promise<void>;
@@ -116,66 +115,100 @@ export interface HistoryAgents {
 /**
  * Grows `agents` agents to about `messages` messages each (one long turn of `work` steps with
  * `growthCallsPerStep` calls per step, then a warm-up turn; not measured), ready for measured windows.
+ *
+ * Two ways to run the claims:
+ * - `runner: "gatehouse"` (bench/run.ts): a `createGatehouse()` instance with its defaults (resident
+ *   cache, turn chaining, the batched tool registry writer) and `retention: false`, whose `drain()`
+ *   runs every claimable claim through the worker pool's claim runner; a window's counts include the
+ *   stop that flushes the registry writer. A `cacheMiss` window runs on a fresh instance (an empty
+ *   resident cache, as after a restart or on another process): the first claim of each agent misses.
+ * - `runner: "host"` (this command): `store.claim` + `runClaim` one claim at a time with the host
+ *   dependencies the test helpers build, so `rebuild` can bring back the per-step scan of the whole
+ *   history for the comparison. A `cacheMiss` window uses a resident cache that never hits.
  */
 export async function historyAgents(opts: {
   messages: number;
   agents: number;
   store: Store;
   info?: RedisInfoClient;
+  runner: "gatehouse" | "host";
   rebuild?: boolean;
   growthCallsPerStep?: number;
 }): Promise<HistoryAgents> {
   const { model, plan, stats } = planModel();
-  const work = defineTool({ name: "work", description: "Returns its input.", parameters: z.object({ n: z.number() }), execute: ({ n }) => ({ n }) });
+  // As in bench/agent.ts: `work` only returns its input, so it is declared retry-safe.
+  const work = defineTool({ name: "work", description: "Returns its input.", parameters: z.object({ n: z.number() }), execute: ({ n }) => ({ n }), retrySafe: true });
   const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], maxStepsPerTurn: 10_000 });
   const counted = countingStore(opts.store);
   const store = counted.store;
   const ended = new Map<string, number>();
   counted.onTurnEnded = (_turnId, agentId) => ended.set(agentId, (ended.get(agentId) ?? 0) + 1);
-  const clock = { now: () => Date.now() };
-  // Host dependencies as createGatehouse() builds them (own resident cache, 30 s lease), no retention.
-  const deps = hostDeps(store, [agent], clock, { retention: null, rebuildToolCallIds: opts.rebuild ?? false });
-  const missing = hostDeps(store, [agent], clock, {
-    retention: null,
-    rebuildToolCallIds: opts.rebuild ?? false,
-    cache: { take: () => undefined, put: () => {}, delete: () => {} },
-  });
   const ids = Array.from({ length: opts.agents }, (_, i) => `h${opts.messages}a${i}`);
   let seq = 0;
 
-  const enqueue = async (agentId: string, turns: number) => {
+  const enqueue = async (turns: number) => {
     for (let t = 0; t < turns; t++) {
-      const turnId = `t${++seq}`;
-      await store.enqueueTask({ agentId, agentName: "hist", workerTarget: "default", input: `task ${turnId}`, options: {}, turnId, now: Date.now() });
+      for (const agentId of ids) {
+        const turnId = `t${++seq}`;
+        await store.enqueueTask({ agentId, agentName: "hist", workerTarget: "default", input: `task ${turnId}`, options: {}, turnId, now: Date.now() });
+      }
     }
   };
-  /** Claims the agent and runs its claims until `turns` more of its turns ended. */
-  const runTurns = async (d: typeof deps, agentId: string, turns: number) => {
-    const target = (ended.get(agentId) ?? 0) + turns;
-    for (let k = 0; (ended.get(agentId) ?? 0) < target; k++) {
-      if (k > 100 * turns) throw new Error(`${agentId}: ${turns} turns did not end`);
-      const claim = await store.claim({ agentId, workerId: "w1", leaseMs: 30_000, now: Date.now() });
-      if (claim.status !== "claimed") throw new Error(`${agentId}: claim answered ${claim.status}`);
-      const out = await runClaim(d, claim, "w1");
-      if (out.status !== "released") throw new Error(`${agentId}: ${out.status}`);
-    }
+  const endedAll = () => ids.reduce((a, id) => a + (ended.get(id) ?? 0), 0);
+
+  /** Runs the `count` queued turns; `miss`: where no agent is resident. Resolves after the counts are final. */
+  let run: (miss: boolean, count: number) => Promise<void>;
+  if (opts.runner === "gatehouse") {
+    const make = () => createGatehouse({ agents: [agent], store, retention: false });
+    const gh = make();
+    run = async (miss, count) => {
+      const g = miss ? make() : gh;
+      const want = endedAll() + count;
+      await g.drain();
+      // The stop writes the registry writer's pending counts: work of this window.
+      await g.stopWorker();
+      if (endedAll() !== want) throw new Error(`drain ended ${endedAll()} turns, expected ${want}`);
+    };
+  } else {
+    const clock = { now: () => Date.now() };
+    const deps = hostDeps(store, [agent], clock, { retention: null, rebuildToolCallIds: opts.rebuild ?? false });
+    const missing = hostDeps(store, [agent], clock, {
+      retention: null,
+      rebuildToolCallIds: opts.rebuild ?? false,
+      cache: { take: () => undefined, put: () => {}, delete: () => {} },
+    });
+    run = async (miss, count) => {
+      const want = endedAll() + count;
+      // Turn by turn across the agents, one claim at a time.
+      for (let k = 0; endedAll() < want; k++) {
+        for (const agentId of ids) {
+          const claim = await store.claim({ agentId, workerId: "w1", leaseMs: 30_000, now: Date.now() });
+          if (claim.status !== "claimed") continue;
+          const out = await runClaim(miss ? missing : deps, claim, "w1");
+          if (out.status !== "released") throw new Error(`${agentId}: ${out.status}`);
+        }
+        if (k > 100_000) throw new Error("the turns did not end");
+      }
+    };
+  }
+  const runTurns = async (turns: number) => {
+    await enqueue(turns);
+    await run(false, turns * ids.length);
   };
 
   // Growth: a turn is user + (assistant, tool × calls) per work step + the submitting assistant;
   // the warm-up turn below adds 6 more.
   plan.calls = Math.max(1, opts.growthCallsPerStep ?? 1);
   plan.workSteps = Math.max(0, Math.round((opts.messages - 8) / (1 + plan.calls)));
-  for (const id of ids) await enqueue(id, 1);
-  for (const id of ids) await runTurns(deps, id, 1);
+  await runTurns(1);
   plan.calls = 1;
   plan.workSteps = MEASURED_WORK_STEPS;
   // One unmeasured turn each so every agent is resident and the code paths are warm.
-  for (const id of ids) await enqueue(id, 1);
-  for (const id of ids) await runTurns(deps, id, 1);
+  await runTurns(1);
 
   return {
     async window({ turns, cacheMiss = false }) {
-      for (const id of ids) await enqueue(id, turns);
+      await enqueue(turns);
       // A collection of what earlier runs left behind would land in this window (run with --expose-gc).
       (globalThis as { gc?: () => void }).gc?.();
       const profiler = PROFILE_DIR ? new Session() : null;
@@ -189,8 +222,7 @@ export async function historyAgents(opts: {
       const before = opts.info ? await commandStats(opts.info) : null;
       const redisCpu0 = opts.info ? await redisCpuSeconds(opts.info) : 0;
       const cpu0 = process.cpuUsage();
-      // Turn by turn across the agents, as a worker pool interleaves them.
-      for (let t = 0; t < turns; t++) for (const id of ids) await runTurns(cacheMiss ? missing : deps, id, 1);
+      await run(cacheMiss, turns * ids.length);
       const cpu = process.cpuUsage(cpu0);
       const redisCpu = opts.info ? await redisCpuSeconds(opts.info) - redisCpu0 : 0;
       const after = opts.info ? await commandStats(opts.info) : null;
@@ -227,7 +259,7 @@ export async function historyAgents(opts: {
 
 /** µs of worker CPU per measured step, and the mean number of messages the measured steps were shown (memory store). */
 async function measure(size: (typeof SIZES)[number], rebuild: boolean): Promise<{ us: number; shown: number }> {
-  const agents = await historyAgents({ messages: size.messages, agents: size.agents, store: memoryStore(), rebuild });
+  const agents = await historyAgents({ messages: size.messages, agents: size.agents, store: memoryStore(), runner: "host", rebuild });
   const w = await agents.window({ turns: size.turns });
   await agents.close();
   return { us: w.workerCpuUs, shown: w.shown };

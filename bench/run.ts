@@ -76,7 +76,11 @@ const LATENCY = [
 /** Idle: seconds before the measured window (the backoff climbs), and the window (the steady state). */
 const IDLE = { warmupSeconds: QUICK ? 2 : 8, seconds: QUICK ? 2 : 10 };
 
-type Adapter = "tcp" | "upstash";
+/** The adapters; `tcp-unsafe` is the TCP adapter with the workload's tool not declared retry-safe (bench/agent.ts). */
+type Adapter = "tcp" | "upstash" | "tcp-unsafe";
+const LABEL: Record<Adapter, string> = { tcp: "tcp", upstash: "upstash", "tcp-unsafe": "tcp, `work` not retry-safe" };
+/** The configurations run at a concurrency: the not-retry-safe variant at 100 agents only. */
+const adaptersAt = (c: number): Adapter[] => (c === 100 ? ["tcp", "upstash", "tcp-unsafe"] : ["tcp", "upstash"]);
 
 interface GhResult {
   adapter: Adapter;
@@ -145,9 +149,9 @@ async function runGatehouse(opts: {
 }): Promise<GhResult> {
   const { adapter, concurrency, info, bridge } = opts;
   const { agents, turns } = workload(concurrency);
-  const prefix = `b${adapter}${concurrency}r${opts.rep}`;
+  const prefix = `b${adapter.replace("-", "")}${concurrency}r${opts.rep}`;
   const counted = countingStore(opts.makeStore(prefix));
-  const { agent, modelSteps } = benchAgent();
+  const { agent, modelSteps } = benchAgent({}, { retrySafe: adapter !== "tcp-unsafe" });
   const gh = createGatehouse({ agents: [agent], store: counted.store, concurrency, leaseMs: 30_000, pollMs: 100 });
 
   // Warm-up (scripts loaded, code paths compiled), not measured.
@@ -245,7 +249,7 @@ async function runHistory(redisUrl: string, info: Redis): Promise<HistoryResult>
       messages,
       agents: await historyAgents({
         messages, agents: HISTORY.agents, store: redisStore({ url: redisUrl, prefix: `hist${messages}` }), info,
-        growthCallsPerStep: HISTORY.growthCallsPerStep,
+        runner: "gatehouse", growthCallsPerStep: HISTORY.growthCallsPerStep,
       }),
       resident: [] as HistoryWindow[],
     });
@@ -259,7 +263,8 @@ async function runHistory(redisUrl: string, info: Redis): Promise<HistoryResult>
   }
   const sizes: HistoryResult["sizes"] = [];
   for (const s of sets) {
-    const miss = await s.agents.window({ turns: HISTORY.turns, cacheMiss: true });
+    // One turn per agent on a fresh instance: every claim of the window is an agent's first there, a miss.
+    const miss = await s.agents.window({ turns: 1, cacheMiss: true });
     console.log(`history ~${s.messages} messages, cache miss: ${f((miss.bytesOut ?? 0) * miss.steps / miss.claims, 0)} B read per claim, ${f(miss.redisCpuUs ?? 0, 0)} µs Redis per step`);
     await s.agents.close();
     sizes.push({ messages: s.messages, resident: s.resident, miss });
@@ -384,7 +389,7 @@ function report(m: Measured, meta: Record<string, string>): string {
     const md = (k: (r: GhResult) => number) => stat(runs, k).median;
     const sps = stat(runs, (r) => r.stepsPerSecond);
     push(
-      `| ${adapter} | ${concurrency} | ${f(sps.median, 0)}${range(sps)} | ${f(md((r) => r.roundTripsPerStep), 2)} (${f(md((r) => r.workRoundTripsPerStep), 2)}) | ` +
+      `| ${LABEL[adapter]} | ${concurrency} | ${f(sps.median, 0)}${range(sps)} | ${f(md((r) => r.roundTripsPerStep), 2)} (${f(md((r) => r.workRoundTripsPerStep), 2)}) | ` +
         `${f(md((r) => r.byOp.commit ?? 0), 2)} | ${f(md((r) => r.redisCommandsPerStep), 1)} | ${f(md((r) => r.billedPerStep), 2)} | ${f(md((r) => r.bytesInPerStep), 0)} | ` +
         `${f(md((r) => r.nodeCpuUsPerStep), 0)} + ${f(md((r) => r.redisCpuUsPerStep), 0)} |`,
     );
@@ -403,7 +408,7 @@ function report(m: Measured, meta: Record<string, string>): string {
   for (const { adapter, concurrency, runs } of m.gh) {
     const md = (k: (r: GhResult) => number) => stat(runs, k).median;
     push(
-      `| ${adapter} | ${concurrency} | ${ops.map((k) => f(md((r) => r.byOp[k] ?? 0), 3)).join(" | ")} | ` +
+      `| ${LABEL[adapter]} | ${concurrency} | ${ops.map((k) => f(md((r) => r.byOp[k] ?? 0), 3)).join(" | ")} | ` +
         `${f(md((r) => r.answersPerTurn["claimNext:empty"] ?? 0), 2)} | ${f(md((r) => r.scriptCallsPerStep), 3)} |`,
     );
   }
@@ -450,8 +455,9 @@ function report(m: Measured, meta: Record<string, string>): string {
   const h = m.history;
   push("## Cost per step against conversation length (TCP Redis)", "");
   push(
-    `bench/history-cost.ts on TCP Redis: ${HISTORY.agents} agents per size grown to the size (not measured), then ${HISTORY.turns} turns per agent per window ` +
-      `(${HISTORY.agents * HISTORY.turns * STEPS_PER_TURN} steps), the host driven claim by claim, no retention; median of ${REPEAT} window(s), sizes interleaved; ${f(h.seconds, 0)} s.`,
+    `bench/history-cost.ts on TCP Redis: per size, ${HISTORY.agents} agents grown to the size (not measured), then windows of ${HISTORY.turns} turns per agent ` +
+      `(${HISTORY.agents * HISTORY.turns * STEPS_PER_TURN} steps) queued and run by \`drain()\` of one \`createGatehouse()\` instance (default settings, \`retention: false\`, ` +
+      `resident agents); median of ${REPEAT} window(s) per size, sizes interleaved; ${f(h.seconds, 0)} s in all. "Shown": messages the model saw per step (grows by 6 a turn).`,
     "",
   );
   push("| conversation | shown per step | worker CPU µs/step | round trips/step (work only) | bytes to Redis/step | bytes from Redis/step | Redis CPU µs/step |");
@@ -468,14 +474,21 @@ function report(m: Measured, meta: Record<string, string>): string {
     );
   }
   push("", `Worker CPU per step, 1,400 ÷ 7 messages: ${f(h.ratio, 2)}x.`, "");
-  push("Claims that miss the resident cache (every claim reads the conversation back; one window after the others):", "");
-  push("| conversation | claims | bytes from Redis per claim | bytes from Redis/step | Redis CPU µs/step | worker CPU µs/step | round trips/step (work only) |");
+  push(
+    `Claims that miss the resident cache: one more turn per agent on a fresh gatehouse instance (nothing resident, as after a restart or on another process), ` +
+      `so each of its claims reads the agent back from Redis; "more than resident" is the difference to the median resident window of the same size:`,
+    "",
+  );
+  push("| conversation | claims (all missed) | bytes from Redis per claim | of which more than resident | Redis CPU µs/step (resident) | worker CPU µs/step (resident) | round trips/step, work only (resident) |");
   push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const s of h.sizes) {
     const w = s.miss;
+    const perClaim = (x: number) => (x * w.steps) / w.claims;
+    const res = (k: (x: HistoryWindow) => number) => median(s.resident.map(k));
     push(
-      `| ~${f(s.messages, 0)} messages | ${w.claims} | ${f(((w.bytesOut ?? 0) * w.steps) / w.claims, 0)} | ${f(w.bytesOut ?? 0, 0)} | ${f(w.redisCpuUs ?? 0, 0)} | ` +
-        `${f(w.workerCpuUs, 0)} | ${f(w.workCalls, 2)} |`,
+      `| ~${f(s.messages, 0)} messages | ${w.claims} | ${f(perClaim(w.bytesOut ?? 0), 0)} | ${f(perClaim((w.bytesOut ?? 0) - res((x) => x.bytesOut ?? 0)), 0)} | ` +
+        `${f(w.redisCpuUs ?? 0, 0)} (${f(res((x) => x.redisCpuUs ?? 0), 0)}) | ${f(w.workerCpuUs, 0)} (${f(res((x) => x.workerCpuUs), 0)}) | ` +
+        `${f(w.workCalls, 2)} (${f(res((x) => x.workCalls), 2)}) |`,
     );
   }
   push("");
@@ -520,7 +533,7 @@ function report(m: Measured, meta: Record<string, string>): string {
     "",
   );
   push(
-    `Throughput runs (each repetition): ${m.gh.map(({ adapter, concurrency, runs: [r] }) => `${adapter}/${concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps`).join("; ")}; ` +
+    `Throughput runs (each repetition): ${m.gh.map(({ adapter, concurrency, runs: [r] }) => `${LABEL[adapter]}/${concurrency}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps`).join("; ")}; ` +
       `after a warm-up turn per worker loop.`,
   );
   return lines.join("\n") + "\n";
@@ -535,6 +548,7 @@ async function main() {
   const makers: Record<Adapter, (prefix: string) => Store> = {
     tcp: (prefix) => redisStore({ url: redis.url, prefix }),
     upstash: (prefix) => upstashStore({ url: bridge.url, token: bridge.token, prefix }),
+    "tcp-unsafe": (prefix) => redisStore({ url: redis.url, prefix }),
   };
   try {
     const meta: Record<string, string> = {
@@ -550,13 +564,13 @@ async function main() {
     const bull = new Map<number, BullResult[]>();
     const bullPersist = new Map<number, BullResult[]>();
     for (const c of CONCURRENCY) {
-      const runs: Record<Adapter, GhResult[]> = { tcp: [], upstash: [] };
+      const runs: Record<Adapter, GhResult[]> = { tcp: [], upstash: [], "tcp-unsafe": [] };
       const trivial: BullResult[] = [];
       const persisting: BullResult[] = [];
       const jobs = Math.round((c === 1 ? 3_000 : 15_000) / (QUICK ? 10 : 1));
       // One repetition runs every configuration once, so a change in the machine's load hits all of them.
       for (let rep = 0; rep < REPEAT; rep++) {
-        for (const adapter of ["tcp", "upstash"] as Adapter[]) {
+        for (const adapter of adaptersAt(c)) {
           await info.flushall();
           const r = await runGatehouse({ adapter, concurrency: c, makeStore: makers[adapter], info, bridge, rep });
           runs[adapter].push(r);
@@ -578,7 +592,7 @@ async function main() {
             `persisting ${f(recordBytes, 0)} B ${f(p.jobsPerSecond, 0)} jobs/s (${f(p.nodeCpuUsPerJob, 0)} + ${f(p.redisCpuUsPerJob, 0)} µs/job, ${f(p.bytesInPerJob, 0)} B/job)`,
         );
       }
-      for (const adapter of ["tcp", "upstash"] as Adapter[]) gh.push({ adapter, concurrency: c, runs: runs[adapter] });
+      for (const adapter of adaptersAt(c)) gh.push({ adapter, concurrency: c, runs: runs[adapter] });
       bull.set(c, trivial);
       bullPersist.set(c, persisting);
     }
