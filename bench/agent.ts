@@ -35,6 +35,9 @@ export function benchAgent(extra: Partial<AgentConfig> = {}): { agent: AnyAgent;
     name: "work",
     description: "Returns its input.",
     parameters: z.object({ n: z.number() }),
+    // Returns its input: running it again is harmless, so its result rides with the next model step's
+    // commit (tools/define.ts). BENCH_RETRY_SAFE=0 measures the commit-per-result path instead.
+    retrySafe: (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.BENCH_RETRY_SAFE !== "0",
     execute: ({ n }) => ({ n }),
   });
   const agent = defineAgent({ name: "bench", instructions: "Run the benchmark script.", model, tools: [work], ...extra });
