@@ -21,6 +21,8 @@ export interface Metrics {
   turnEnded(status: string): void;
   stepCommitted(): void;
   commitRefused(reason: string): void;
+  /** A commit that ended a turn also claimed the agent's next task (turn chaining). */
+  turnChained(): void;
   watchdogTimeout(): void;
   /** One model step took `seconds`. */
   stepDuration(seconds: number): void;
@@ -44,6 +46,7 @@ export function createMetrics(): Metrics {
   let enqueued = 0;
   let steps = 0;
   let timeouts = 0;
+  let chained = 0;
   const turns = new Map<string, number>([["done", 0], ["failed", 0]]);
   const refused = new Map<string, number>();
   const buckets = STEP_BUCKETS.map(() => 0);
@@ -56,6 +59,7 @@ export function createMetrics(): Metrics {
     turnEnded: (status) => void bump(turns, status),
     stepCommitted: () => void steps++,
     commitRefused: (reason) => void bump(refused, reason),
+    turnChained: () => void chained++,
     watchdogTimeout: () => void timeouts++,
     stepDuration(seconds) {
       if (!Number.isFinite(seconds) || seconds < 0) return;
@@ -77,6 +81,8 @@ export function createMetrics(): Metrics {
       labelled("gatehouse_turns_ended_total", "status", turns);
       head("gatehouse_steps_total", "counter", "Model steps committed by this process.");
       out.push(`gatehouse_steps_total ${steps}`);
+      head("gatehouse_turns_chained_total", "counter", "Turns started by the commit that ended the previous turn (no claim in between).");
+      out.push(`gatehouse_turns_chained_total ${chained}`);
       head("gatehouse_commits_refused_total", "counter", "Commits of this process refused by the store, by reason.");
       labelled("gatehouse_commits_refused_total", "reason", refused);
       head("gatehouse_watchdog_timeouts_total", "counter", "Tool calls timed out by this process's watchdog.");
@@ -116,8 +122,10 @@ export function meteredStore<S extends Store>(store: S, metrics: Metrics): S {
   };
   m.commit = async (req) => {
     const r = await store.commit(req);
-    if (r.status === "applied") countCommit(metrics, req);
-    else metrics.commitRefused(r.reason);
+    if (r.status === "applied") {
+      countCommit(metrics, req);
+      if (r.chained) metrics.turnChained();
+    } else metrics.commitRefused(r.reason);
     return r;
   };
   m.deliverToolResult = async (req) => {

@@ -39,6 +39,9 @@ export function benchAgent(extra: Partial<AgentConfig> = {}, opts: { retrySafe?:
     name: "work",
     description: "Returns its input.",
     parameters: z.object({ n: z.number() }),
+    // Returns its input: running it again is harmless, so its result rides with the next model step's
+    // commit (tools/define.ts). BENCH_RETRY_SAFE=0 measures the commit-per-result path instead.
+    retrySafe: (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.BENCH_RETRY_SAFE !== "0",
     execute: ({ n }) => ({ n }),
     retrySafe: opts.retrySafe ?? true,
   });

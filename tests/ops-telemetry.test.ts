@@ -150,6 +150,14 @@ describe("a turn with a tool call and a verification", () => {
     await enqueue(gh, "a1", { agent: "calc", input: "2+3", idempotencyKey: "k" });
     await enqueue(gh, "a1", { agent: "calc", input: "2+3", idempotencyKey: "k" });
     expect(parseExposition((await scrape(gh)).text).samples.get("gatehouse_tasks_enqueued_total")).toBe(2);
+    expect(samples.get("gatehouse_turns_chained_total")).toBe(0);
+    // Two tasks queued together: the commit that ends the first starts the second.
+    await enqueue(gh, "a2", { agent: "calc", input: "1+1" });
+    await enqueue(gh, "a2", { agent: "calc", input: "2+2" });
+    await gh.drain();
+    const after = parseExposition((await scrape(gh)).text);
+    expect(after.types.get("gatehouse_turns_chained_total")).toBe("counter");
+    expect(after.samples.get("gatehouse_turns_chained_total")).toBe(1);
     await gh.close();
   });
 

@@ -201,6 +201,29 @@ describe("redisStore", () => {
     await store.close();
   });
 
+  it("a replayed chaining commit answers the same chained claim and writes nothing", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix() });
+    const base = { agentId: "a1", agentName: "calc", workerTarget: "default", options: {}, now: T0 };
+    await store.enqueueTask({ ...base, input: 1, turnId: "turn_1" });
+    await store.enqueueTask({ ...base, input: { q: 2 }, turnId: "turn_2" });
+    const c = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: 30_000, now: T0 + 1 });
+    if (c.status !== "claimed") throw new Error(c.status);
+    const commit = {
+      agentId: "a1", workerId: "w1", epoch: c.epoch, expectedVersion: c.head.version, turnId: "turn_1",
+      snapshot: { value: "done" }, state: "done", activeTurnId: null, events: [], messages: [], recordToolCalls: [],
+      resolveToolCalls: [], ackMailThrough: 0, release: { runnableAt: null }, leaseMs: 30_000, now: T0 + 2, chainNextTask: true,
+    };
+    const first = await store.commit(commit);
+    if (first.status !== "applied" || !first.chained) throw new Error("expected a chained commit");
+    expect(first.chained.task).toMatchObject({ turnId: "turn_2", input: { q: 2 } });
+    const state = redisStateReader(rawCommand, store.prefix);
+    const before = await state("a1");
+    // The answer was lost and the client sends the commit again: the same claim comes back, nothing is written.
+    expect(await store.commit(commit)).toEqual(first);
+    expect(await state("a1")).toEqual(before);
+    await store.close();
+  });
+
   it("a replayed cancel answers accepted and writes nothing", async () => {
     const store = redisStore({ url: server.url, prefix: freshPrefix() });
     await busyAgent(store);
