@@ -8,8 +8,9 @@
  * `work` only returns its input, so it is declared `retrySafe` (running it
  * again for the same call is harmless): its result rides with the commit of
  * the next model step instead of a commit of its own. `{ retrySafe: false }`
- * gives the same workload with a tool that cannot say so (its result is
- * committed before the next model step).
+ * (or BENCH_RETRY_SAFE=0 for every benchmark that uses this agent) gives the
+ * same workload with a tool that cannot say so (its result is committed
+ * before the next model step).
  *
  * A "step" is one model step and the commits it causes. `modelSteps` counts
  * model calls, so a run can check that it measured the steps it meant to.
@@ -39,11 +40,10 @@ export function benchAgent(extra: Partial<AgentConfig> = {}, opts: { retrySafe?:
     name: "work",
     description: "Returns its input.",
     parameters: z.object({ n: z.number() }),
-    // Returns its input: running it again is harmless, so its result rides with the next model step's
-    // commit (tools/define.ts). BENCH_RETRY_SAFE=0 measures the commit-per-result path instead.
-    retrySafe: (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.BENCH_RETRY_SAFE !== "0",
     execute: ({ n }) => ({ n }),
-    retrySafe: opts.retrySafe ?? true,
+    // Returns its input: running it again is harmless, so its result rides with the next model step's
+    // commit (tools/define.ts). `opts.retrySafe` or BENCH_RETRY_SAFE=0 measure the commit-per-result path instead.
+    retrySafe: opts.retrySafe ?? (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.BENCH_RETRY_SAFE !== "0",
   });
   const agent = defineAgent({ name: "bench", instructions: "Run the benchmark script.", model, tools: [work], ...extra });
   return { agent, modelSteps: () => steps };
