@@ -72,6 +72,8 @@ export const DEFAULT_LISTEN_MAX_MS = 60_000;
 export interface WorkerPoolOptions {
   targets: string[];
   concurrency: number;
+  /** Claims `drain()` runs at once (default `concurrency`): each of them costs a store call per pass even when nothing is claimable. */
+  drainConcurrency?: number;
   /** First idle wait of the sentinel loop, and the wait after any wake or claim (ms). */
   pollMs: number;
   /** Longest idle wait while bells are polled: the backoff doubles from `pollMs` up to it (ms, default `pollMs`). */
@@ -245,8 +247,10 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       }
       sentinel = true;
       try {
-        let wait = listening ? listenMax : idleWait;
-        if (!listening) idleWait = Math.min(maxWait, idleWait * 2);
+        // A target held by another process is asked for again by polling (its release is not pushed).
+        const pushed = listening && opts.targets.every((t) => leases.heldElsewhereUntil(t) === undefined);
+        let wait = pushed ? listenMax : idleWait;
+        if (!pushed) idleWait = Math.min(maxWait, idleWait * 2);
         try {
           const d = await dueIn();
           if (d !== null) wait = Math.min(wait, d);
@@ -291,7 +295,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
       for (;;) {
         const before = total;
-        await Promise.all(Array.from({ length: opts.concurrency }, (_, i) => one(i)));
+        await Promise.all(Array.from({ length: opts.drainConcurrency ?? opts.concurrency }, (_, i) => one(i)));
         if (total === before) return total;
       }
     },

@@ -1,7 +1,7 @@
 /**
  * Idle cost of one process: `npm run bench:idle`.
  *
- * One gatehouse process with default settings (`startWorker()`, 4 worker
+ * One gatehouse process with default settings (`startWorker()`, its default worker
  * loops, the watchdog loop) and nothing to do, on the memory store, on TCP
  * Redis and on Upstash (upstashStore through tests/upstash-bridge.ts), each
  * against a private redis-server. It idles `IDLE_SECONDS` (default 20) and
@@ -154,7 +154,7 @@ async function main() {
   const lines = [
     "# Idle cost of one process",
     "",
-    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, 4 worker loops, watchdog on, no agents.`,
+    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, default worker loops, watchdog on, no agents.`,
     "",
     "| tree | settings | store | store calls/s (whole run) | store calls/s (second half) | server commands/s (whole) | server commands/s (second half) | Upstash requests/s | calls by method |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
