@@ -50,8 +50,10 @@
  *   a `runnableAt`, a retry backoff or the end of another worker's lease is
  *   claimed on time, whatever the backoff.
  * - An in-process wake (`nudge`: a route of this process enqueued a task,
- *   delivered a tool result or a cancel; the watchdog timed a call out) ends
- *   every sleep at once and sets the wait back to `pollMs`.
+ *   delivered a tool result or a cancel; the watchdog timed a call out), like
+ *   a pushed bell due now, makes the sleeping sentinel poll at once (else one
+ *   parked loop) and sets the wait back to `pollMs`: one poll per wake,
+ *   however many loops park (`concurrency` is 32 by default).
  * - A loop that claims wakes one parked sibling (more may be ready: a burst
  *   is taken up loop by loop) and sets the wait back to `pollMs`.
  * - A loop that finishes a claim and then finds nothing reads `nextReadyAt`
@@ -124,15 +126,28 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   let watch: BellWatch | undefined;
   let listening = false;
 
-  /** An in-process wake: every sleeping loop polls now, and the backoff starts over. */
-  const nudge = () => {
+  /**
+   * Wakes the pool, and the backoff starts over: the sleeping sentinel polls
+   * now, else one parked loop does; a loop between its poll and its sleep
+   * polls again (`wakes`). Each loop that claims wakes the next, so a burst is
+   * taken up loop by loop, and a wake costs one poll however many loops park.
+   */
+  const wake = () => {
     wakes++;
     idleWait = opts.pollMs;
+    if (sentinelSleep) sentinelSleep.wakeIn(0);
+    else parked.shift()?.();
+  };
+  /** Every waiting loop returns now (stop). */
+  const wakeAll = () => {
+    wakes++;
     const p = parked;
     parked = [];
     for (const f of p) f();
     sentinelSleep?.wakeIn(0);
   };
+  /** An in-process wake (a route of this process rang a bell). */
+  const nudge = () => wake();
   /** After a claim: one parked sibling polls (a burst is taken up loop by loop) and the backoff starts over. */
   const wakeOne = () => {
     idleWait = opts.pollMs;
@@ -146,24 +161,16 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   const bell = (target: string, at: number) => {
     if (!running || leases.heldElsewhereUntil(target) !== undefined) return;
     const d = at - deps.clock.now();
-    if (d <= 0) {
-      wakes++;
-      idleWait = opts.pollMs;
-      if (sentinelSleep) sentinelSleep.wakeIn(0);
-      else if (!sentinel) parked.shift()?.();
-    } else if (sentinelSleep) sentinelSleep.wakeIn(d);
+    if (d <= 0) wake();
+    else if (sentinelSleep) sentinelSleep.wakeIn(d);
     else wakes++;
   };
   /** The watch listens (poll once: bells before were not heard) or stopped listening (poll as without one). */
   const heard = (on: boolean) => {
     listening = on;
     if (!running) return;
-    if (on) {
-      wakes++;
-      idleWait = opts.pollMs;
-      if (sentinelSleep) sentinelSleep.wakeIn(0);
-      else if (!sentinel) parked.shift()?.();
-    } else sentinelSleep?.wakeIn(idleWait);
+    if (on) wake();
+    else sentinelSleep?.wakeIn(idleWait);
   };
   /** Parks until woken, or at most `ms`. */
   const park = (ms?: number) =>
@@ -282,7 +289,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       const w = watch;
       watch = undefined;
       listening = false;
-      nudge();
+      wakeAll();
       await Promise.all([w?.close(), ...loops]);
       loops = [];
       await leases.release();
