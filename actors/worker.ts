@@ -55,7 +55,9 @@
  *   parked loop) and sets the wait back to `pollMs`: one poll per wake,
  *   however many loops park (`concurrency` is 32 by default).
  * - A loop that claims wakes one parked sibling (more may be ready: a burst
- *   is taken up loop by loop) and sets the wait back to `pollMs`.
+ *   is taken up loop by loop) and sets the wait back to `pollMs`. At start
+ *   only the first loop polls; the others park until woken that way, so a
+ *   start costs one poll, not one per loop.
  * - A loop that finishes a claim and then finds nothing reads `nextReadyAt`
  *   and wakes the sentinel no later than it: the claim may have set a due
  *   time (a retry backoff, a `runnableAt`) after the sentinel went to sleep.
@@ -228,6 +230,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   async function loop(i: number) {
     const loopId = `${workerId()}/${i}`;
     let worked = false;
+    // Only the first loop polls at start; the others park until a claim or a wake needs them.
+    if (i > 0) await park();
     while (running) {
       const seen = wakes;
       const afterWork = worked;

@@ -18,6 +18,12 @@
  * - `before`: with `IDLE_BEFORE_ROOT=<dir>` (a checkout of an earlier tree
  *   with node_modules), that tree's defaults, in the same run.
  *
+ * `IDLE_KINDS=tcp` and `IDLE_MODES=default` (comma-separated) run only those
+ * stores and settings, e.g. `IDLE_KINDS=tcp IDLE_MODES=default
+ * IDLE_SECONDS=130` for the steady state of TCP Redis past its 60 s safety
+ * poll (`IDLE_OUT=idle-tcp-steady.md` writes it apart). On TCP Redis bells are pushed (actors/worker.ts): the pool's calls
+ * there are its first poll and one poll per 60 s.
+ *
  * Prints a table and writes bench/results/idle.md.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -31,6 +37,9 @@ import { startUpstashBridge } from "../tests/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
+/** `IDLE_KINDS=tcp` (comma-separated): only these stores; `IDLE_MODES=default`: only these settings. */
+const KINDS = (process.env.IDLE_KINDS ?? "memory,tcp,upstash").split(",") as Kind[];
+const MODES = process.env.IDLE_MODES?.split(",");
 const BEFORE_ROOT = process.env.IDLE_BEFORE_ROOT;
 
 type Mod = typeof import("../mod.ts") & { redisStore: typeof import("../store/redis.ts").redisStore };
@@ -102,8 +111,8 @@ async function main() {
         instructions: "never runs",
         model: mod.scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: {} } }] })),
       });
-      for (const { mode, options } of modes) {
-        for (const kind of ["memory", "tcp", "upstash"] as Kind[]) {
+      for (const { mode, options } of modes.filter((m) => !MODES || MODES.includes(m.mode))) {
+        for (const kind of KINDS) {
           const prefix = `idle${++n}:`;
           const inner: Store = kind === "memory"
             ? mod.memoryStore()
@@ -170,7 +179,7 @@ async function main() {
   console.log(out);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
   mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}idle.md`, out);
+  writeFileSync(`${dir}${process.env.IDLE_OUT ?? "idle.md"}`, out);
 }
 
 main().catch((err) => {
