@@ -42,7 +42,7 @@ import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/regist
  * Default worker loops per process, chosen from bench/concurrency.ts (docs/operations.md, "Worker
  * loops"): an idle loop costs no store call (one loop polls, or waits on pushed bells, for the pool).
  */
-export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_CONCURRENCY = 64;
 /**
  * Default claims `drain()` (and the inline mode) runs at once when `concurrency` is not set: every one
  * of them asks the store once more per pass even when nothing is left, so a drain stays cheap.
@@ -75,7 +75,7 @@ export interface GatehouseOptions {
   /** Worker targets this process consumes (default: every target of `agents`). */
   workerTargets?: string[];
   /**
-   * Concurrent worker loops per process (default DEFAULT_CONCURRENCY, 32). Also the claims `drain()`
+   * Concurrent worker loops per process (default DEFAULT_CONCURRENCY, 64). Also the claims `drain()`
    * runs at once when set; unset, a drain runs DEFAULT_DRAIN_CONCURRENCY (4).
    */
   concurrency?: number;

@@ -53,7 +53,7 @@
  *   delivered a tool result or a cancel; the watchdog timed a call out), like
  *   a pushed bell due now, makes the sleeping sentinel poll at once (else one
  *   parked loop) and sets the wait back to `pollMs`: one poll per wake,
- *   however many loops park (`concurrency` is 32 by default).
+ *   however many loops park (`concurrency` is 64 by default).
  * - A loop that claims wakes one parked sibling (more may be ready: a burst
  *   is taken up loop by loop) and sets the wait back to `pollMs`. At start
  *   only the first loop polls; the others park until woken that way, so a

@@ -12,6 +12,10 @@
  * (default 2) times, the values interleaved so a load change on the machine
  * falls on all of them; a first, unrecorded 3 s run warms the process up.
  *
+ * `MODEL_DELAY_MS=n` makes each model step wait n ms first, as a model call
+ * over the network does (default 0: the run is CPU-bound); `CONCURRENCY_OUT`
+ * names the results file.
+ *
  * Prints a table and writes bench/results/concurrency.md. The default
  * `concurrency` (DEFAULT_CONCURRENCY in gatehouse.ts) is chosen from it;
  * see docs/operations.md, "Worker loops".
@@ -32,6 +36,9 @@ const CLIENTS = Number(process.env.CLIENTS ?? 50);
 const SECONDS = Number(process.env.SECONDS ?? 8);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const VALUES = (process.env.CONCURRENCY_VALUES ?? "4,16,32,64").split(",").map(Number);
+/** Each model step waits this long first, as a model call over the network does (default 0: CPU only). */
+const MODEL_DELAY_MS = Number(process.env.MODEL_DELAY_MS ?? 0);
+const OUT = process.env.CONCURRENCY_OUT ?? "concurrency.md";
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -84,7 +91,7 @@ interface Row {
 }
 
 async function measure(url: string, concurrency: number, round: number, prefix: string, seconds = SECONDS): Promise<Row> {
-  const { agent } = benchAgent();
+  const { agent } = benchAgent({}, MODEL_DELAY_MS);
   const inner = redisStore({ url, prefix });
   const t = turnEnds(inner);
   const logger = consoleLogger("error");
@@ -161,7 +168,7 @@ async function main() {
   const lines = [
     "# Worker loops per process against 50 HTTP clients",
     "",
-    `\`npm run bench:concurrency\` (bench/concurrency.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; one process (HTTP server, worker pool and ${CLIENTS} clients), TCP Redis on a private redis-server, the benchmark agent (3 model steps per turn, scripted model), ${SECONDS} s measured per run after 1 s warm-up, ${ROUNDS} rounds interleaved after an unrecorded warm-up run.`,
+    `\`npm run bench:concurrency\` (bench/concurrency.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; one process (HTTP server, worker pool and ${CLIENTS} clients), TCP Redis on a private redis-server, the benchmark agent (3 model steps per turn, scripted model${MODEL_DELAY_MS > 0 ? `, each step waiting ${MODEL_DELAY_MS} ms as a network model call would` : ", no wait: CPU only"}), ${SECONDS} s measured per run after 1 s warm-up, ${ROUNDS} rounds interleaved after an unrecorded warm-up run.`,
     "",
     "Latency: POST sent to the commit that ends the turn applied, in ms; one figure per round.",
     "",
@@ -180,7 +187,7 @@ async function main() {
   console.log(out);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
   mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}concurrency.md`, out);
+  writeFileSync(`${dir}${OUT}`, out);
 }
 
 main().catch((err) => {

@@ -77,7 +77,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "PORT", default: "8787", meaning: "listening port (0: any free port)" },
   { name: "HOST", default: "127.0.0.1", meaning: "listening address (`0.0.0.0` for every interface)" },
   { name: "GATEHOUSE_LOG", default: "info", meaning: "log level: `debug`, `info`, `warn`, `error` (JSON lines on stdout)" },
-  { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: "32", meaning: "worker loops per process (1 to 1024)" },
+  { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: "64", meaning: "worker loops per process (1 to 1024)" },
   { name: "GATEHOUSE_LEASE_MS", option: "leaseMs", default: "15000", meaning: "claim lease; a dead worker's agents are offered again after it" },
   { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: "100", meaning: "first idle wait of the worker pool, and its wait after any claim or in-process wake" },
   { name: "GATEHOUSE_IDLE_POLL_MAX_MS", option: "idlePollMaxMs", default: "5000 (1000 on TCP Redis)", meaning: "longest idle wait of the worker pool while it polls (the wait doubles from `pollMs`); work enqueued by another process is found within it. On TCP Redis bells are pushed and it applies only while the connection that hears them is down" },
