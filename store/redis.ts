@@ -110,7 +110,7 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     keys,
     run,
     watchBells(targets, listener) {
-      const w = watchBells(client, keys, targets, listener, () => watches.delete(w));
+      const w = watchBells(client, keys, targets, listener, () => watches.delete(w), o.logger);
       watches.add(w);
       return w;
     },
@@ -153,7 +153,9 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
  * one per home. It reports `listening(true)` once its SUBSCRIBE is answered,
  * after every reconnect too (it subscribes again itself, then reports: a
  * bell published while it was down was lost, the listener polls once), and
- * `listening(false)` when the connection closes. `close()` disconnects at
+ * `listening(false)` when the connection closes. A server that refuses the
+ * subscription (an ACL user without channel rights) never listens: the
+ * pool polls, and `store_bells_polled` is logged. `close()` disconnects at
  * once, so a waiting worker pool stops without waiting for a reply.
  */
 function watchBells(
@@ -162,6 +164,7 @@ function watchBells(
   targets: readonly string[],
   listener: BellListener,
   onClose: () => void,
+  logger?: StoreLogger,
 ): BellWatch {
   const byChannel = new Map<string, string>();
   for (const t of targets) for (const home of keys.shards) byChannel.set(home.ready(t), t);
@@ -184,8 +187,11 @@ function watchBells(
   });
   sub.on("ready", () => {
     if (closed || channels.length === 0) return;
-    // The connection drops again before the answer: its next `ready` subscribes again.
-    sub.subscribe(...channels).then(() => report(true), () => {});
+    // The connection drops again before the answer: its next `ready` subscribes again. A refusal
+    // (an ACL user without these channels) leaves the pool polling.
+    sub.subscribe(...channels).then(() => report(true), (err: Error) => {
+      if (err.name === "ReplyError") logger?.info("store_bells_polled", { error: err.message });
+    });
   });
   sub.on("close", () => report(false));
   return {

@@ -142,6 +142,24 @@ describe("idle worker pool on TCP Redis (pushed bells)", () => {
     expect(ms).toBeLessThan(1_200);
   }, 10_000);
 
+  it("a user that may not use channels: every script still writes its bell, the watch never listens, the pool polls", async () => {
+    await admin.call("ACL", "SETUSER", "nochan", "on", ">pw", "~*", "+@all", "resetchannels");
+    const prefix = `idle${++n}`;
+    const url = redis.url.replace("redis://", "redis://nochan:pw@");
+    const logged: string[] = [];
+    const store = redisStore({ url, prefix, logger: { info: (msg) => logged.push(msg) } });
+    const worker = createGatehouse({ agents: [quick], store, pollMs: 20, idlePollMaxMs: 200 });
+    const otherStore = redisStore({ url, prefix });
+    const other = createGatehouse({ agents: [quick], store: otherStore });
+    open.push({ g: worker, store }, { g: other, store: otherStore });
+    worker.startWorker();
+    await sleep(300);
+    expect(await listeners(prefix)).toBe(0);
+    expect(logged).toContain("store_bells_polled");
+    expect((await other.fetch(post("/v1/agents/p1/tasks", { agent: "quick", input: "x" }))).status).toBe(202);
+    await until(worker, "p1", "done", 2_000);
+  });
+
   it("stop() during the wait returns at once and closes the watch", async () => {
     const { worker, prefix } = pair({ pollMs: 2_000 });
     worker.startWorker();
