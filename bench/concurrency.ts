@@ -3,8 +3,9 @@
  *
  * One gatehouse process (`startWorker()`, TCP Redis on a private
  * redis-server, the benchmark agent of bench/agent.ts: 3 model steps per
- * turn) serves its routes over real HTTP (entry/node-server.ts). `CLIENTS`
- * (default 50) clients each own an agent and, in a loop, POST a task and wait
+ * turn) serves its routes over real HTTP (node:http and @hono/node-server,
+ * as entry/node-server.ts does). `CLIENTS` (default 50) clients each own
+ * an agent and, in a loop, POST a task and wait
  * until the commit that ends its turn is applied (seen in-process by a
  * wrapping store, so nothing polls). Latency is POST sent to turn end
  * persisted. Each `concurrency` value (`CONCURRENCY_VALUES`, default
@@ -28,7 +29,8 @@ import { fileURLToPath } from "node:url";
 import { createGatehouse, consoleLogger } from "../mod.ts";
 import type { CommitRequest, Store } from "../store/port.ts";
 import { redisStore } from "../redis.ts";
-import { createNodeServer } from "../entry/node-server.ts";
+import { createServer } from "node:http";
+import { getRequestListener } from "@hono/node-server";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { benchAgent } from "./agent.ts";
 
@@ -96,7 +98,7 @@ async function measure(url: string, concurrency: number, round: number, prefix: 
   const t = turnEnds(inner);
   const logger = consoleLogger("error");
   const g = createGatehouse({ agents: [agent], store: t.store, concurrency, logger });
-  const server = createNodeServer(g.app.fetch, logger);
+  const server = createServer(getRequestListener(g.app.fetch));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   g.startWorker();
