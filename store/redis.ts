@@ -18,7 +18,9 @@
  * queues of its targets on a connection of its own, so an idle worker pool
  * waits on that connection instead of polling (actors/worker.ts). On a
  * Cluster, PUBLISH reaches every node, so one subscribed connection hears
- * the queues of every shard: no connection per master, no polling.
+ * the queues of every shard: no connection per master, no polling. (When
+ * the node holding the subscription fails, ioredis moves it to another; a
+ * bell published meanwhile is found by the pool's safety poll.)
  *
  * @example
  * const store = redisStore("redis://127.0.0.1:6379");
