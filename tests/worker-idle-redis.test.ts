@@ -107,10 +107,11 @@ describe("idle worker pool on TCP Redis (pushed bells)", () => {
     const r = await other.fetch(post("/v1/agents/a1/tasks", { agent: "quick", input: "x" }));
     expect(r.status).toBe(202);
     const ms = await until(worker, "a1", "done", 1_900);
-    expect(ms).toBeLessThan(300);
+    // Claimed and run within a few round trips (a poll would come 1.5-2 s later).
+    expect(ms).toBeLessThan(500);
   });
 
-  it("makes no store call and sends Redis no command while idle at the defaults", async () => {
+  it("makes no store call and sends Redis no command while idle at the pool's defaults (the watchdog held off)", async () => {
     const { worker, calls, prefix } = pair({ watchdogIntervalMs: 60_000 });
     worker.startWorker();
     await listening(prefix);
@@ -184,6 +185,6 @@ describe("idle worker pool on TCP Redis (pushed bells)", () => {
     const r = await other.fetch(post("/v1/agents/r1/tasks", { agent: "quick", input: "x" }));
     expect(r.status).toBe(202);
     const ms = await until(worker, "r1", "done", 5_000);
-    expect(ms).toBeLessThan(500);
+    expect(ms).toBeLessThan(800);
   });
 });
