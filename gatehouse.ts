@@ -39,6 +39,16 @@ import type { Guardian } from "./verdicts/guardian.ts";
 import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
 import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/registry.ts";
 
+/**
+ * Default worker loops per process, chosen from bench/concurrency.ts (docs/operations.md, "Worker
+ * loops"): an idle loop costs no store call (one loop polls, or waits on pushed bells, for the pool).
+ */
+export const DEFAULT_CONCURRENCY = 64;
+/**
+ * Default claims `drain()` (and the inline mode) runs at once when `concurrency` is not set: every one
+ * of them asks the store once more per pass even when nothing is left, so a drain stays cheap.
+ */
+export const DEFAULT_DRAIN_CONCURRENCY = 4;
 /** Default lease of a claim (ms), chosen from bench/takeover.ts (docs/operations.md). */
 export const DEFAULT_LEASE_MS = 15_000;
 /** First idle wait of the worker pool (ms). */
@@ -49,8 +59,8 @@ export const DEFAULT_POLL_MS = 100;
  */
 export const DEFAULT_IDLE_POLL_MAX_MS = 5_000;
 /**
- * The same on TCP Redis, where a poll costs no bill but is the only way a bell rung by another process (an
- * HTTP-only process, a Worker) is heard: the bound on that pickup latency.
+ * The same on TCP Redis while its bell watch does not listen (the connection is down): bells are pushed
+ * there otherwise, and an idle pool waits for them instead of polling (actors/worker.ts).
  */
 export const DEFAULT_IDLE_POLL_MAX_MS_TCP = 1_000;
 /** Longest idle wait of the watchdog loop (ms), chosen from bench/idle.ts. */
@@ -65,7 +75,10 @@ export interface GatehouseOptions {
   logger?: Logger;
   /** Worker targets this process consumes (default: every target of `agents`). */
   workerTargets?: string[];
-  /** Concurrent worker loops per process (default 4). */
+  /**
+   * Concurrent worker loops per process (default DEFAULT_CONCURRENCY, 64). Also the claims `drain()`
+   * runs at once when set; unset, a drain runs DEFAULT_DRAIN_CONCURRENCY (4).
+   */
   concurrency?: number;
   /**
    * Lease of one claim in ms (default DEFAULT_LEASE_MS, 15 000); renewed every
@@ -79,10 +92,12 @@ export interface GatehouseOptions {
    */
   pollMs?: number;
   /**
-   * Longest idle wait of the worker pool in ms (default 5 000; 1 000 on TCP Redis): the wait doubles
-   * from `pollMs` up to it while nothing is claimable. Work enqueued by this
+   * Longest idle wait of the worker pool in ms while it polls (default 5 000; 1 000 on TCP Redis): the
+   * wait doubles from `pollMs` up to it while nothing is claimable. Work enqueued by this
    * process wakes the pool at once and a `runnableAt` or lease end is never
    * slept past; work enqueued by another process is found within this bound.
+   * On TCP Redis bells are pushed and an idle pool does not poll: this bound
+   * applies only while the connection that hears them is down.
    */
   idlePollMaxMs?: number;
   /** Watchdog interval of `startWorker()` in ms (default 1 000), and its wait while a deadline is near. */
@@ -476,7 +491,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   };
   const pool = createWorkerPool(deps, {
     targets,
-    concurrency: options.concurrency ?? 4,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    drainConcurrency: options.concurrency ?? DEFAULT_DRAIN_CONCURRENCY,
     pollMs: options.pollMs ?? DEFAULT_POLL_MS,
     idlePollMaxMs: options.idlePollMaxMs ??
       Math.max(options.pollMs ?? DEFAULT_POLL_MS, store.kind === "redis" ? DEFAULT_IDLE_POLL_MAX_MS_TCP : DEFAULT_IDLE_POLL_MAX_MS),

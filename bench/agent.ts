@@ -21,8 +21,16 @@ import type { AgentConfig, AnyAgent, Model } from "../mod.ts";
 
 export const STEPS_PER_TURN = 3;
 
-/** `extra`: more of the definition (retention, memory) for the retention benchmark. */
-export function benchAgent(extra: Partial<AgentConfig> = {}, opts: { retrySafe?: boolean } = {}): { agent: AnyAgent; modelSteps: () => number } {
+/**
+ * `extra`: more of the definition (retention, memory) for the retention benchmark; `retrySafe`: see
+ * above; `modelDelayMs`: each model step waits that long first, as a model call over the network does
+ * (bench/concurrency.ts).
+ */
+export function benchAgent(
+  extra: Partial<AgentConfig> = {},
+  opts: { retrySafe?: boolean; modelDelayMs?: number } = {},
+): { agent: AnyAgent; modelSteps: () => number } {
+  const modelDelayMs = opts.modelDelayMs ?? 0;
   let steps = 0;
   const scripted = scriptedModel([
     { toolCalls: [{ name: "work", args: { n: 1 } }], usage: { inputTokens: 50, outputTokens: 10 } },
@@ -31,8 +39,9 @@ export function benchAgent(extra: Partial<AgentConfig> = {}, opts: { retrySafe?:
   ]);
   const model: Model = {
     name: scripted.name,
-    generate(req) {
+    async generate(req) {
       steps++;
+      if (modelDelayMs > 0) await new Promise((r) => setTimeout(r, modelDelayMs));
       return scripted.generate(req);
     },
   };

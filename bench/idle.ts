@@ -1,7 +1,7 @@
 /**
  * Idle cost of one process: `npm run bench:idle`.
  *
- * One gatehouse process with default settings (`startWorker()`: the default
+ * One gatehouse process with default settings (`startWorker()`: its default
  * worker loops and the watchdog loop) and nothing to do, on the memory store, on TCP
  * Redis and on Upstash (upstashStore through tests/upstash-bridge.ts), each
  * against a private redis-server. It idles `IDLE_SECONDS` (default 20) and
@@ -34,6 +34,9 @@ import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.
 import type { Store } from "../store/port.ts";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
+/** `IDLE_KINDS=tcp` (comma-separated): only these stores; `IDLE_MODES=default`: only these settings. */
+const KINDS = (process.env.IDLE_KINDS ?? "memory,tcp,upstash").split(",") as Kind[];
+const MODES = process.env.IDLE_MODES?.split(",");
 const BEFORE_ROOT = process.env.IDLE_BEFORE_ROOT;
 
 export type Mod = typeof import("../mod.ts") & { redisStore: typeof import("../store/redis.ts").redisStore };
@@ -184,8 +187,8 @@ async function main() {
   let n = 0;
   try {
     for (const { tree, mod, modes } of trees) {
-      for (const { mode, options } of modes) {
-        for (const kind of ["memory", "tcp", "upstash"] as Kind[]) {
+      for (const { mode, options } of modes.filter((m) => !MODES || MODES.includes(m.mode))) {
+        for (const kind of KINDS) {
           const row = await measureIdle({
             mod, kind, options, redisUrl: redis.url, info, bridge, warmupSeconds: SECONDS / 2, seconds: SECONDS / 2,
             prefix: `idle${++n}:`, tree, mode,
@@ -220,7 +223,7 @@ async function main() {
   console.log(out);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
   mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}idle.md`, out);
+  writeFileSync(`${dir}${process.env.IDLE_OUT ?? "idle.md"}`, out);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

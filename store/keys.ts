@@ -31,7 +31,7 @@
  *
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
- * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell) |
+ * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua) |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |

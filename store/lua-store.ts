@@ -88,6 +88,8 @@ export interface ScriptStoreDeps {
   checkEviction(): Promise<{ policy: string | null }>;
   /** One SCAN step: `[next cursor, keys]` of the keys matching `pattern` (deleteAgent finds an agent's keys with it). */
   scan?(cursor: string, pattern: string): Promise<[string, string[]]>;
+  /** Store.watchBells, where the transport can push (TCP Redis). */
+  watchBells?: Store["watchBells"];
   close(): Promise<void>;
 }
 
@@ -713,6 +715,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return (Array.isArray(pairs) ? pairs : []).flatMap(([role, text]) => loadToolRoleEntry(role, text) ?? []);
     },
 
+    ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     close: deps.close,
   };
   return store;

@@ -566,6 +566,29 @@ export type TargetLeaseResult =
   | { status: "held"; leaseUntil: number }
   | { status: "busy"; holder: string; leaseUntil: number };
 
+/**
+ * What a bell watch reports (Store.watchBells). Every call is made by the
+ * adapter's own connection, never from inside a store call.
+ */
+export interface BellListener {
+  /**
+   * A write made `at` the earliest ready score of `target` (ms; at or before
+   * now: an agent is claimable now; later: the next due time of the target).
+   */
+  bell(target: string, at: number): void;
+  /**
+   * `true`: the watch listens, and every bell from now on is heard (a bell
+   * rung while it did not listen was not: poll once). `false`: it stopped
+   * listening (the connection is down) until the next `true`.
+   */
+  listening(on: boolean): void;
+}
+
+/** A running bell watch; `close()` ends it at once (a pending wait included). */
+export interface BellWatch {
+  close(): Promise<void>;
+}
+
 /** See the invariants at the top of this file. */
 export interface Store {
   readonly kind: "memory" | "redis" | "upstash";
@@ -607,6 +630,15 @@ export interface Store {
   skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
+  /**
+   * Optional: pushes bells instead of being polled for them. Each write
+   * that makes a new earliest ready score of one of `targets` (in any
+   * process) calls `listener.bell` with it, while the watch listens
+   * (`listener.listening`). TCP Redis has it (pub/sub on a connection of
+   * its own); Upstash and the memory store do not, and an idle worker pool
+   * polls them (actors/worker.ts).
+   */
+  watchBells?(targets: readonly string[], listener: BellListener): BellWatch;
   /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
   readyCount(workerTarget: string, now: number): Promise<number>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;

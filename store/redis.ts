@@ -12,6 +12,16 @@
  * script still touches one slot (store/keys.ts; docs/store.md, "Standalone,
  * Sentinel, Upstash, and Redis Cluster").
  *
+ * Bells are pushed (`watchBells`): a script that makes a new earliest ready
+ * score publishes it on the channel named like the ready queue
+ * (store/lua/includes/keys.lua, `set_bell`), and a watch subscribes to the
+ * queues of its targets on a connection of its own, so an idle worker pool
+ * waits on that connection instead of polling (actors/worker.ts). On a
+ * Cluster, PUBLISH reaches every node, so one subscribed connection hears
+ * the queues of every shard: no connection per master, no polling. (When
+ * the node holding the subscription fails, ioredis moves it to another; a
+ * bell published meanwhile is found by the pool's safety poll.)
+ *
  * @example
  * const store = redisStore("redis://127.0.0.1:6379");
  * await store.checkEviction(); // fail at startup, not at the first task
@@ -23,6 +33,7 @@
 import { Cluster, Redis } from "ioredis";
 import { keySlot } from "./key-slot.ts";
 import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
+import type { BellListener, BellWatch } from "./port.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
 
@@ -95,10 +106,16 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
   });
 
+  const watches = new Set<BellWatch>();
   return scriptStore({
     kind: "redis",
     keys,
     run,
+    watchBells(targets, listener) {
+      const w = watchBells(client, keys, targets, listener, () => watches.delete(w), o.logger);
+      watches.add(w);
+      return w;
+    },
     async checkEviction() {
       await checkLayout(client, keys);
       // On a Cluster every master holds agents: each one's policy counts.
@@ -126,9 +143,67 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
       return [String(next), batch];
     },
     async close() {
+      await Promise.all([...watches].map((w) => w.close()));
       if (owned) await client.quit().catch(() => client.disconnect());
     },
   });
+}
+
+/**
+ * A bell watch: a duplicate of the client (same server or Cluster, same
+ * credentials) subscribed to the channel of each ready queue of `targets`,
+ * one per home. It reports `listening(true)` once its SUBSCRIBE is answered,
+ * after every reconnect too (it subscribes again itself, then reports: a
+ * bell published while it was down was lost, the listener polls once), and
+ * `listening(false)` when the connection closes. A server that refuses the
+ * subscription (an ACL user without channel rights) never listens: the
+ * pool polls, and `store_bells_polled` is logged. `close()` disconnects at
+ * once, so a waiting worker pool stops without waiting for a reply.
+ */
+function watchBells(
+  client: Redis | Cluster,
+  keys: KeySpace,
+  targets: readonly string[],
+  listener: BellListener,
+  onClose: () => void,
+  logger?: StoreLogger,
+): BellWatch {
+  const byChannel = new Map<string, string>();
+  for (const t of targets) for (const home of keys.shards) byChannel.set(home.ready(t), t);
+  const channels = [...byChannel.keys()];
+  const sub: Redis | Cluster = client instanceof Cluster
+    ? client.duplicate(undefined, { lazyConnect: false })
+    : client.duplicate({ autoResubscribe: false, lazyConnect: false, enableOfflineQueue: true });
+  let closed = false;
+  let on = false;
+  const report = (v: boolean) => {
+    if (closed || on === v) return;
+    on = v;
+    listener.listening(v);
+  };
+  sub.on("error", () => {});
+  sub.on("message", (channel: string, message: string) => {
+    const target = byChannel.get(channel);
+    const at = Number(message);
+    if (!closed && target !== undefined && Number.isFinite(at)) listener.bell(target, at);
+  });
+  sub.on("ready", () => {
+    if (closed || channels.length === 0) return;
+    // The connection drops again before the answer: its next `ready` subscribes again. A refusal
+    // (an ACL user without these channels) leaves the pool polling.
+    sub.subscribe(...channels).then(() => report(true), (err: Error) => {
+      if (err.name === "ReplyError") logger?.info("store_bells_polled", { error: err.message });
+    });
+  });
+  sub.on("close", () => report(false));
+  return {
+    async close() {
+      if (closed) return;
+      closed = true;
+      onClose();
+      sub.disconnect();
+    },
+  };
 }
 
 /** An ioredis Cluster client on seed nodes; credentials and TLS of the first node apply to all. */

@@ -26,12 +26,12 @@ describe("store scripts: checks before writes", () => {
     expect(got).toEqual([
       // An empty claim drops or moves the bell that rang for nothing.
       "claim.lua claim_agent ZREM",
-      "claim.lua claim_agent ZADD",
+      "claim.lua claim_agent set_bell",
       "claim_next.lua claim_agent ZREM",
-      "claim_next.lua claim_agent ZADD",
+      "claim_next.lua claim_agent set_bell",
       // A commit refused with tool_call_resolved releases the lease and rings the bell.
       "commit.lua main HSET",
-      "commit.lua main ZADD",
+      "commit.lua main set_bell",
     ]);
     for (const r of reports) for (const e of r.exemptions) expect(e.why.length, `${r.file}:${e.line}`).toBeGreaterThan(10);
   });
@@ -39,9 +39,10 @@ describe("store scripts: checks before writes", () => {
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all and append_events (includes/head.lua) are in every script that includes head.lua,
+    // set_bell (includes/keys.lua) in every script that includes keys.lua,
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
     // (includes/retention.lua) in the commit, after its checks.
-    expect(noChecks.filter((n) => !/ (push_all|append_events)$/.test(n))).toEqual([
+    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell)$/.test(n))).toEqual([
       "claim.lua main", "claim_next.lua main", "commit.lua retain", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));

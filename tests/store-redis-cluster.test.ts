@@ -308,6 +308,37 @@ describe("redisStore on Redis Cluster", () => {
     expect(await auditLayout(prefix)).toEqual([]);
   });
 
+  it("one watch hears the bells of every shard on every master (PUBLISH reaches every node), and close() ends it", async () => {
+    const prefix = freshPrefix();
+    const ks = keySpace(prefix, { shards: SHARDS });
+    const watcher = redisStore({ clusterNodes: cluster.nodes, prefix });
+    const writer = redisStore({ client: peer, prefix });
+    const heard: Array<{ target: string; at: number }> = [];
+    let listening = false;
+    const watch = watcher.watchBells!(["default"], { bell: (target, at) => heard.push({ target, at }), listening: (on) => (listening = on) });
+    try {
+      for (let t0 = Date.now(); !listening && Date.now() - t0 < 5_000;) await new Promise((r) => setTimeout(r, 10));
+      expect(listening).toBe(true);
+      // One agent per master.
+      const byMaster = new Map<string, string>();
+      for (let i = 0; byMaster.size < 3 && i < 1_000; i++) {
+        const id = `bell-${i}`;
+        const owner = ownerOf(ks.agent(id).home.ready("default"));
+        if (!byMaster.has(owner)) byMaster.set(owner, id);
+      }
+      expect(byMaster.size).toBe(3);
+      const now = Date.now();
+      for (const [i, agentId] of [...byMaster.values()].entries()) {
+        await writer.enqueueTask({ agentId, agentName: "a", workerTarget: "default", input: i, options: {}, turnId: `t${i}`, now });
+      }
+      for (let t0 = Date.now(); heard.length < 3 && Date.now() - t0 < 2_000;) await new Promise((r) => setTimeout(r, 10));
+      expect(heard).toEqual([0, 1, 2].map(() => ({ target: "default", at: now })));
+    } finally {
+      await watch.close();
+      await watcher.close();
+    }
+  });
+
   it("two gatehouse instances on the cluster finish every task, agents spread over every master", async () => {
     const prefix = freshPrefix();
     const runs = [0, 0];

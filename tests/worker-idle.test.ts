@@ -103,6 +103,19 @@ describe("idle worker pool", () => {
     expect(c.calls.claimNext).toBeGreaterThan(claimsBefore);
   });
 
+  it("a task posted to an idle pool of 32 loops costs a few polls, not one per loop", async () => {
+    const c = counting(memoryStore());
+    const g = gatehouse({ agents: [quick], store: c.store, concurrency: 32, pollMs: 10, idlePollMaxMs: 5_000, watchdogIntervalMs: 60_000 });
+    g.startWorker();
+    await sleep(400);
+    const before = c.calls.claimNext ?? 0;
+    expect((await g.fetch(post("/v1/agents/n1/tasks", { agent: "quick", input: "x" }))).status).toBe(202);
+    await until(g, "n1", "done", 1_000);
+    await sleep(50);
+    // The sentinel's claim, the sibling it wakes, and a poll or two after the turn: not 32.
+    expect((c.calls.claimNext ?? 0) - before).toBeLessThanOrEqual(6);
+  });
+
   it("a due time set in the store (a claim retry backoff) is honoured on time, not at the cap", async () => {
     const c = counting(memoryStore(), 1);
     const g = gatehouse({ agents: [quick], store: c.store, pollMs: 30_000, idlePollMaxMs: 30_000, claimRetryBackoffMs: 400 });
@@ -183,7 +196,8 @@ describe("idle pool on a single-consumer target held by another process", () => 
     expect(await inner.acquireTargetLease({ workerTarget: TARGET, holder: "other-process", leaseMs: 1_000, now: t0 })).toMatchObject({ status: "held" });
     await inner.enqueueTask({ agentId: "s1", agentName: "svc", workerTarget: TARGET, input: "x", options: {}, turnId: "t_s1", now: t0 });
     const c = counting(inner);
-    const g = gatehouse({ agents: [svc], store: c.store, pollMs: 10, idlePollMaxMs: 30_000, leaseMs: 3_000 });
+    // 4 loops: each loop tries once when it starts (counted below), whatever the default concurrency.
+    const g = gatehouse({ agents: [svc], store: c.store, concurrency: 4, pollMs: 10, idlePollMaxMs: 30_000, leaseMs: 3_000 });
     g.startWorker();
     await sleep(600);
     // The bell is due all along; sleeping until it (1 ms) would cost a call every few ms. Backing

@@ -53,13 +53,13 @@ while true do
     if status == 'claimed' then
       return reply
     elseif status == 'busy' then
-      redis.call('ZADD', ready, int(lease_until), agent_id)
+      set_bell(ready, int(lease_until), agent_id)
     elseif status == 'missing' or status == 'stale' then
       -- The agent is gone, or its bell belongs to another target's queue.
       redis.call('ZREM', ready, agent_id)
     elseif status == 'error' then
       -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
-      redis.call('ZADD', ready, int(now + lease_ms), agent_id)
+      set_bell(ready, int(now + lease_ms), agent_id)
     end
   end
 end

@@ -130,7 +130,7 @@ for i = 0, n_res - 1 do
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
     -- write before checks done: and rings the bell so the result that won is picked up
-    redis.call('ZADD', ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id)
     return 'tool_call_resolved'
   end
 end
@@ -267,7 +267,7 @@ if chain and ends_turn and release ~= '-' and pending_mail == 0 and redis.call('
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   redis.call('HSET', head, unpack(w))
-  redis.call('ZADD', ready, until_str, agent_id)
+  set_bell(ready, until_str, agent_id)
   chained = chained_reply(next_turn)
 elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
@@ -279,18 +279,18 @@ elseif release ~= '-' then
     or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
-    redis.call('ZADD', ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id)
   elseif release == 'null' then
     redis.call('ZREM', ready, agent_id)
   else
-    redis.call('ZADD', ready, release, agent_id)
+    set_bell(ready, release, agent_id)
   end
 else
   local until_str = int(now + lease_ms)
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   redis.call('HSET', head, unpack(w))
-  redis.call('ZADD', ready, until_str, agent_id)
+  set_bell(ready, until_str, agent_id)
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)
 for i = 1, #w - 1, 2 do

@@ -68,6 +68,6 @@ redis.call('HSET', head,
   '_mailSeq', '0')
 redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 if runnable ~= 'null' then
-  redis.call('ZADD', ready, runnable, agent_id)
+  set_bell(ready, runnable, agent_id)
 end
 return 'created {"lastEventId":' .. int(last) .. '}'

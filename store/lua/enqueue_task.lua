@@ -87,5 +87,5 @@ else
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 end
 -- Ring: the bell moves earlier, never later.
-redis.call('ZADD', ready_key(prefix, h and h.workerTarget or target_json), 'LT', now_str, agent_id)
+set_bell(ready_key(prefix, h and h.workerTarget or target_json), now_str, agent_id, true)
 return 'enqueued ' .. turn_json

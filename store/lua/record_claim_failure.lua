@@ -72,7 +72,7 @@ if failures < max_failures then
   redis.call('HSET', k.head, '_failTurn', turn_json, '_failCount', int(failures), 'leaseOwner', 'null',
     'leaseUntil', '0', 'runnableAt', retry_at, 'updatedAt', now_str, 'lastEventId', int(last))
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
-  redis.call('ZADD', ready, retry_at, agent_id)
+  set_bell(ready, retry_at, agent_id)
   -- outcome after checks done: the retry reply (the turn stays), not a refusal
   return 'retry {"failures":' .. failures .. ',"retryAt":' .. retry_at .. '}'
 end

@@ -25,5 +25,5 @@ end
 -- Checks done; writes follow.
 local until_str = int(now + lease_ms)
 redis.call('HSET', head, 'leaseUntil', until_str)
-redis.call('ZADD', ready_key(prefix, h.workerTarget), until_str, agent_id)
+set_bell(ready_key(prefix, h.workerTarget), until_str, agent_id)
 return 'renewed ' .. until_str

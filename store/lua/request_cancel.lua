@@ -66,5 +66,5 @@ local pending = redis.call('RPUSH', mail,
 local last = append_events(events, tonumber(h.lastEventId), target, now_str,
   { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. '}}' })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token)
-redis.call('ZADD', ready_key(prefix, h.workerTarget), 'LT', now_str, agent_id)
+set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)
 return 'accepted ' .. target

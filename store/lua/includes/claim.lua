@@ -40,7 +40,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
       redis.call('ZREM', ready, agent_id)
     else
       -- write before checks done: or moves it to the agent's future wakeup
-      redis.call('ZADD', ready, h.runnableAt, agent_id)
+      set_bell(ready, h.runnableAt, agent_id)
     end
     return 'empty', 'empty'
   end
@@ -77,7 +77,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     'leaseUntil', h.leaseUntil, 'updatedAt', h.updatedAt)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
-  redis.call('ZADD', ready, h.leaseUntil, agent_id)
+  set_bell(ready, h.leaseUntil, agent_id)
 
   local input = ''
   if h.currentTask ~= 'null' then

@@ -73,7 +73,7 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   local ready = ready_key(prefix, h.workerTarget)
   if redis.call('LLEN', k.tasks) > 0 then
     -- The tasks behind the turn proceed.
-    redis.call('ZADD', ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id)
   else
     redis.call('ZREM', ready, agent_id)
   end

@@ -17,6 +17,28 @@ local function ready_key(prefix, target_json)
   return prefix .. ':ready:' .. string.sub(target_json, 2, -2)
 end
 
+-- Sets an agent's bell in a ready queue (ZADD; with `lt`, ZADD LT: only
+-- moves it earlier). When the bell becomes the earliest of the queue, earlier
+-- than its earliest before (or the queue was empty), the new score is
+-- published on the channel named like the queue: every process whose worker
+-- pool listens there (store/redis.ts, watchBells) learns each new earliest
+-- due time of the target, now or later, without polling (actors/worker.ts,
+-- docs/operations.md "Idle cost"). A bell that is not the new earliest needs
+-- no message: the earliest before it was heard already and is not later.
+-- A server that refuses PUBLISH in a script still gets the bell (pcall).
+local function set_bell(ready, score, agent_id, lt)
+  -- no checks: it only maintains a bell and tells listeners
+  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  if lt then
+    redis.call('ZADD', ready, 'LT', score, agent_id)
+  else
+    redis.call('ZADD', ready, score, agent_id)
+  end
+  if first[2] == nil or tonumber(score) < tonumber(first[2]) then
+    redis.pcall('PUBLISH', ready, score)
+  end
+end
+
 -- The cross-agent index: member agentId, score the head's updatedAt.
 local function agents_key(prefix)
   return prefix .. ':agents'
