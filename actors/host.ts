@@ -51,7 +51,7 @@ import type { AnyAgent } from "../agents/define.ts";
 import { resolveVerifyMaxAttempts } from "../agents/define.ts";
 import { ModelError, ToolError } from "../errors/errors.ts";
 import { agentMachine, classifyStep, completionCall, submittedValue } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot, persistedOf } from "../machines/persist.ts";
 import { type AgentContext, type AgentEvent, type ModelToolCall, SUBMIT_RESULT, type TurnConfig } from "../machines/types.ts";
 import type { ModelResponse } from "../models/types.ts";
 import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
@@ -344,7 +344,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   }
 
   async function flush(releaseAt: { runnableAt: number | null } | null): Promise<boolean> {
-    const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
+    const s = persistedOf(actor.getSnapshot());
     const final = FINAL.has(s.value) || s.value === "idle";
     const now = clock.now();
     const res = await store.commit({
