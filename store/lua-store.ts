@@ -10,6 +10,13 @@
  * Arguments are encoded here, once: JSON texts for values the scripts store or
  * compare, raw strings for identifiers that become keys or index members.
  * Replies are turned into port results in one function, `decode`.
+ *
+ * Once also per value: a commit holds the same object in several places (a
+ * tool call's arguments in its record, its events, the assistant message
+ * and the snapshot; a result in its resolution and its events), and its
+ * arguments are built with one memo (common/json-once.ts, the shapes
+ * below), so each such object is stringified once per commit. The texts are
+ * those of `JSON.stringify`, byte for byte.
  */
 import type {
   ClaimDeliveryRequest,
@@ -66,6 +73,7 @@ import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
 import { inputBytes } from "./inputs.ts";
+import { JsonOnce, SHARED, type Shape } from "../common/json-once.ts";
 
 /** A store backed by Redis scripts. */
 export interface ScriptStore extends Store {
@@ -95,6 +103,21 @@ const j = JSON.stringify;
 /** JSON of a non-empty object without its opening brace; a script prepends its own fields. */
 const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
 
+/**
+ * Where one commit's values share objects (common/json-once.ts): a call's
+ * `args`, a result's `outcome`, a finished turn's output.
+ */
+const CALL: Shape = { args: SHARED };
+const RESOLUTION: Shape = { outcome: SHARED };
+const MESSAGE: Shape = { toolCalls: [CALL] };
+const EVENT: Shape = {
+  data: { args: SHARED, outcome: SHARED, deliverable: SHARED, event: { toolCalls: [CALL], outcome: SHARED } },
+};
+const SNAPSHOT: Shape = { context: { pending: { "*": CALL }, output: SHARED } };
+
+/** The event tail of `tail({ type, data })`, through the commit's memo. */
+const eventTail = (memo: JsonOnce, e: { type: string; data?: unknown }) => memo.encode({ type: e.type, data: e.data }, EVENT)!.slice(1);
+
 function int(n: number, what: string): string {
   if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
   return String(n);
@@ -111,9 +134,10 @@ function retentionArg(r: NonNullable<CommitRequest["retention"]>): string {
 
 /** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
 function turnEndArgs(end: TurnEnd): string[] {
+  const memo = new JsonOnce();
   return [
-    j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
-    ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
+    memo.encode(end.snapshot ?? null, SNAPSHOT)!, j(end.state), String(end.messages.length), String(end.events.length),
+    ...end.messages.map((m) => memo.encode(m, MESSAGE)!), ...end.events.map((e) => eventTail(memo, e)),
   ];
 }
 
@@ -444,22 +468,25 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         int(c.deadline, "deadline");
       }
       const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
+      const memo = new JsonOnce();
       const args = [
         k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
-        j(req.turnId), req.turnId ?? "", j(req.activeTurnId), j(req.snapshot ?? null), j(req.state),
+        j(req.turnId), req.turnId ?? "", j(req.activeTurnId), memo.encode(req.snapshot ?? null, SNAPSHOT)!, j(req.state),
         int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
         j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
         String(req.recordToolCalls.length), String(req.resolveToolCalls.length), String(req.messages.length), String(req.events.length),
       ];
-      for (const c of req.recordToolCalls) args.push(c.toolCallId, j({ ...c, agentId: req.agentId, recordedAt: req.now }), String(c.deadline));
+      for (const c of req.recordToolCalls) {
+        args.push(c.toolCallId, memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!, String(c.deadline));
+      }
       for (const r of req.resolveToolCalls) {
-        args.push(r.toolCallId, j({
+        args.push(r.toolCallId, memo.encode({
           status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now,
           contractValidation: r.contractValidation ?? notApplied(),
-        }));
+        }, RESOLUTION)!);
       }
-      for (const m of req.messages) args.push(j(m));
-      for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
+      for (const m of req.messages) args.push(memo.encode(m, MESSAGE)!);
+      for (const e of req.events) args.push(eventTail(memo, e));
       const r = req.retention;
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
