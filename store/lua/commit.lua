@@ -37,7 +37,9 @@
          '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
        then the summary: '' (unchanged) or `{content, through}` JSON
   Undeclared keys: the ready zset of the agent's stored target; the calls
-  hashes of ended turns that retention drops (the agent's hash tag).
+  hashes of ended turns that retention drops; the keys of the head's long
+  values (the snapshot, a long currentTask: includes/head.lua). All but the
+  ready zset carry the agent's hash tag.
 
   Returns:
     'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
@@ -123,6 +125,12 @@ if ends_turn and retention ~= '' then
   limits = { max_events = tonumber(a), max_bytes = tonumber(b), max_turns = tonumber(c), every = tonumber(d) }
 end
 local ended_idem = ''
+if ends_turn then
+  local bad_task = resolve_long(head, h, { 'currentTask' })
+  if bad_task then
+    return bad_task
+  end
+end
 if ends_turn and h.currentTask ~= 'null' then
   local task = cjson.decode(h.currentTask)
   if type(task) == 'table' and type(task.idempotencyKey) == 'string' then ended_idem = task.idempotencyKey end
@@ -232,7 +240,7 @@ if release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
   w[#w + 1] = 'runnableAt'; w[#w + 1] = release
-  redis.call('HSET', head, unpack(w))
+  set_head(head, w, h)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
     or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
@@ -248,7 +256,7 @@ else
   local until_str = int(now + lease_ms)
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
-  redis.call('HSET', head, unpack(w))
+  set_head(head, w, h)
   redis.call('ZADD', ready, until_str, agent_id)
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)
