@@ -65,7 +65,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
+import { type AgentKeys, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -283,6 +283,15 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   const shards = keys.shards;
+  const sharded = keys.shardCount > 0;
+  /**
+   * The keys a script is given. On the sharded layout (Redis Cluster) a script declares every key it
+   * touches of the agent, the keys of the head's long values included (store/lua/includes/head.lua): while
+   * a slot migrates, Redis then answers TRYAGAIN instead of letting the script write a key that already
+   * moved. On one Redis (and Upstash) there is nothing to migrate, and the commit sends its head key only:
+   * the script builds the others (commit.lua), 12 key names fewer per step.
+   */
+  const declare = (k: AgentKeys, list: string[]): string[] => (sharded ? [...list, ...k.headLong] : list);
   /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
   const hints = new Map<string, Heads>();
   /** Per worker target: how many claim_next calls of this store are running in each shard. */
@@ -327,7 +336,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
       const input = j(req.input ?? null);
-      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
+      return call("enqueue_task", declare(k, [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs]), [
         k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
@@ -385,7 +394,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
-      return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
+      return call("claim", declare(k, [k.head, k.tasks, k.mail, k.inputs]), [
         k.home.prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
@@ -473,7 +482,6 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
         j(req.turnId), req.turnId ?? "", j(req.activeTurnId), memo.encode(req.snapshot ?? null, SNAPSHOT)!, j(req.state),
         int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
-        j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
         String(req.recordToolCalls.length), String(req.resolveToolCalls.length), String(req.messages.length), String(req.events.length),
       ];
       for (const c of req.recordToolCalls) {
@@ -490,10 +498,10 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const r = req.retention;
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
-      return call("commit", [
+      return call("commit", sharded ? declare(k, [
         k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns,
         k.ckpts, k.ended, k.inputs, k.idem, k.summary,
-      ], args);
+      ]) : [k.head], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
@@ -505,7 +513,11 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns, k.ended], args);
+      return call(
+        "record_claim_failure",
+        declare(k, [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns, k.ended]),
+        args,
+      );
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
@@ -516,7 +528,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         k.home.prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns, k.ended], args);
+      return call("reset_turn", declare(k, [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns, k.ended]), args);
     },
 
     async ping(): Promise<void> {
@@ -524,7 +536,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {
-      return call("get_agent", [keys.agent(agentId).head], []);
+      const k = keys.agent(agentId);
+      return call("get_agent", declare(k, [k.head]), []);
     },
 
     async getToolCalls(agentId, turnId): Promise<ToolCallRecord[]> {
@@ -706,7 +719,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
         }
       }
-      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)], args);
+      return call("create_fork", declare(k, [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)]), args);
     },
 
     async recordFork(req: RecordForkRequest) {

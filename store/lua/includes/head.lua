@@ -26,8 +26,11 @@ local HEAD_FIELDS = {
   that can be long are written through set_head: the snapshot (always long),
   currentTask (a task's options, its turn id) and _recentTurns (up to 32 turn
   ids). One longer than HEAD_VALUE_MAX goes to its own string key,
-  `<head key>:<field>` (same hash tag, same slot: store/keys.ts `long`), and
-  the hash field holds LONG_MARK.
+  `<head key>:<field>` (same hash tag, same slot: store/keys.ts `headLong`),
+  and the hash field holds LONG_MARK. Scripts derive these keys from the
+  head key; on the sharded layout (Redis Cluster) the adapter also declares
+  them, after the script's own KEYS, so a slot migration answers TRYAGAIN
+  rather than letting a script write a key that already moved.
 
   Invariants:
   - A field holding LONG_MARK has its value in its key; any other value of
