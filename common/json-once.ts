@@ -49,6 +49,33 @@ function plain(v: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
+/**
+ * `budget` less a lower bound of the length of `v`'s JSON text, stopping as
+ * soon as it is spent (<= 0). Strings count their characters (escapes only
+ * add), keys their characters and punctuation, other values one character.
+ * It decides whether a shared value is worth splicing, never what is
+ * written, so a low guess costs speed only.
+ */
+function lowerBound(v: unknown, budget: number): number {
+  if (typeof v === "string") return budget - v.length - 2;
+  if (v === null || typeof v !== "object") return budget - 1;
+  // toJSON, a class instance: its text cannot be guessed; taken as long.
+  if (!plain(v)) return 0;
+  budget -= 2;
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      budget = lowerBound(item, budget - 1);
+      if (budget <= 0) return budget;
+    }
+    return budget;
+  }
+  for (const key in v) {
+    budget = lowerBound((v as Record<string, unknown>)[key], budget - key.length - 4);
+    if (budget <= 0) return budget;
+  }
+  return budget;
+}
+
 /** What JSON.stringify drops from an object and writes as null in an array. */
 function skipped(v: unknown): boolean {
   return v === undefined || typeof v === "function" || typeof v === "symbol";
@@ -87,8 +114,9 @@ export class JsonOnce {
   /** Does `v` hold, where the shape says, a shared value whose text is long enough to splice? */
   #worth(v: unknown, shape: Shape): boolean {
     if (shape === SHARED) {
-      const t = this.text(v);
-      return t !== undefined && t.length >= SPLICE_MIN;
+      if (typeof v === "string") return v.length >= SPLICE_MIN;
+      // Measured without encoding it (lowerBound).
+      return v !== null && typeof v === "object" && lowerBound(v, SPLICE_MIN) <= 0;
     }
     if (v === null || typeof v !== "object" || !plain(v)) return false;
     if (Array.isArray(v)) {
@@ -110,15 +138,19 @@ export class JsonOnce {
   }
 
   /** The text of a plain object or array that `#worth` accepted, one level at a time. */
+  #sub(value: unknown, s: Shape | undefined): string | undefined {
+    if (s === undefined) return json(value);
+    if (s === SHARED) return this.text(value);
+    return this.#worth(value, s) ? this.#walk(value as object, s) : json(value);
+  }
+
   #walk(v: object, shape: Shape): string {
-    const sub = (value: unknown, s: Shape | undefined): string | undefined =>
-      s === undefined ? json(value) : s === SHARED ? this.text(value) : this.#worth(value, s) ? this.#walk(value as object, s) : json(value);
     if (Array.isArray(v)) {
       const inner = (shape as readonly [Shape])[0];
       let out = "[";
       for (let i = 0; i < v.length; i++) {
         const item = v[i];
-        const t = skipped(item) ? undefined : sub(item, inner);
+        const t = skipped(item) ? undefined : this.#sub(item, inner);
         out += (i === 0 ? "" : ",") + (t === undefined ? "null" : t);
       }
       return out + "]";
@@ -130,7 +162,7 @@ export class JsonOnce {
     for (const key of Object.keys(v)) {
       const value = (v as Record<string, unknown>)[key];
       if (skipped(value)) continue;
-      const t = sub(value, Object.hasOwn(named, key) ? named[key] : every);
+      const t = this.#sub(value, Object.hasOwn(named, key) ? named[key] : every);
       if (t === undefined) continue;
       out += (first ? "" : ",") + json(key) + ":" + t;
       first = false;

@@ -110,13 +110,20 @@ const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
 const CALL: Shape = { args: SHARED };
 const RESOLUTION: Shape = { outcome: SHARED };
 const MESSAGE: Shape = { toolCalls: [CALL] };
-const EVENT: Shape = {
-  data: { args: SHARED, outcome: SHARED, deliverable: SHARED, event: { toolCalls: [CALL], outcome: SHARED } },
+/** By event type, where its data shares values; the other types share none. */
+const EVENTS: Record<string, Shape> = {
+  tool_call: { data: CALL },
+  tool_result: { data: RESOLUTION },
+  transition: { data: { event: { toolCalls: [CALL], outcome: SHARED } } },
+  task: { data: { deliverable: SHARED } },
 };
 const SNAPSHOT: Shape = { context: { pending: { "*": CALL }, output: SHARED } };
 
 /** The event tail of `tail({ type, data })`, through the commit's memo. */
-const eventTail = (memo: JsonOnce, e: { type: string; data?: unknown }) => memo.encode({ type: e.type, data: e.data }, EVENT)!.slice(1);
+function eventTail(memo: JsonOnce, e: { type: string; data?: unknown }): string {
+  const shape = Object.hasOwn(EVENTS, e.type) ? EVENTS[e.type] : undefined;
+  return (shape ? memo.encode({ type: e.type, data: e.data }, shape)! : j({ type: e.type, data: e.data })).slice(1);
+}
 
 function int(n: number, what: string): string {
   if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);

@@ -92,7 +92,7 @@ describe("JsonOnce", () => {
     memo.encode({ context: { output: long } }, { context: { output: SHARED } });
     expect(memo.encoded).toBe(1);
     memo.encode({ data: { deliverable: "short", outcome: { ok: true } } }, { data: { deliverable: SHARED, outcome: SHARED } });
-    expect(memo.encoded).toBe(2); // the small object is remembered (its text decides), the short string is not
+    expect(memo.encoded).toBe(1); // small values are neither remembered nor spliced: their container's stringify writes them
   });
 
   it("a new memo encodes again (nothing outlives one encoding)", () => {
