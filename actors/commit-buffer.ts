@@ -31,7 +31,7 @@
  */
 import type { NewEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
-import type { PersistedSnapshot } from "../machines/persist.ts";
+import { persistedOf } from "../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
 import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
 import { FINAL } from "./claim-context.ts";
@@ -120,7 +120,7 @@ export class CommitBuffer {
     const { ctx, actor, turnId, retention } = this.#o;
     const { deps, agentId, workerId, epoch } = ctx;
     const { store, clock, logger, cache } = deps;
-    const s = actor.getPersistedSnapshot() as unknown as PersistedSnapshot;
+    const s = persistedOf(actor.getSnapshot());
     const final = FINAL.has(s.value) || s.value === "idle";
     const now = clock.now();
     // Only the commit that ends a turn and releases may start the next one.

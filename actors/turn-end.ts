@@ -13,7 +13,7 @@
  */
 import { createActor } from "xstate";
 import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot, persistedOf } from "../machines/persist.ts";
 import type { AgentContext, AgentEvent } from "../machines/types.ts";
 import type { TurnEnd } from "../store/port.ts";
 import type { Message } from "../common/message.ts";
@@ -31,7 +31,7 @@ function send(persisted: PersistedSnapshot, ev: AgentEvent): { before: View; aft
     const before = actor.getSnapshot() as unknown as View;
     actor.send(ev);
     const after = actor.getSnapshot() as unknown as View;
-    return { before, after, snapshot: actor.getPersistedSnapshot() as unknown as PersistedSnapshot };
+    return { before, after, snapshot: persistedOf(actor.getSnapshot()) };
   } finally {
     actor.stop();
   }

@@ -2,6 +2,20 @@
  * Persisted snapshots: checked and migrated on read, never restored into the
  * wrong state. A snapshot is the JSON of `actor.getPersistedSnapshot()`; its
  * context carries `schemaVersion`.
+ *
+ * Written without XState's walk: `persistedOf(snapshot)` builds the persisted
+ * form from the actor's current snapshot. Invariant: for every snapshot of
+ * the agent machine, `persistedOf(s)` deep-equals
+ * `agentMachine.getPersistedSnapshot(s)` (same keys in the same order, so
+ * the same JSON text) and restores to the same state. It holds because the
+ * machine invokes and spawns nothing (`children` is empty), has no history
+ * states (`historyValue` is empty) and its context is plain data from events
+ * (no actor references to replace); XState's form is then the snapshot's own
+ * `status`, `output`, `error`, `value`, `historyValue` and `context` (the
+ * same object, not a copy) plus empty `children`. A snapshot with children
+ * or a history value is handed to XState instead, so the equality holds even
+ * if the machine gains either. tests/machine-persisted-of.test.ts checks it
+ * on every path of the model-based walk.
  */
 import { createActor, type SnapshotFrom } from "xstate";
 import { SnapshotError } from "../errors/errors.ts";
@@ -91,4 +105,23 @@ export type AgentSnapshot = SnapshotFrom<typeof agentMachine>;
 export function initialPersisted(): PersistedSnapshot {
   const a = createActor(agentMachine);
   return a.getPersistedSnapshot() as unknown as PersistedSnapshot;
+}
+
+/**
+ * The persisted form of `s` without XState's context walk (see the header:
+ * equal to `agentMachine.getPersistedSnapshot(s)`). The context is shared,
+ * not copied, as XState shares it: encode it before the actor moves on.
+ */
+export function persistedOf(s: AgentSnapshot): PersistedSnapshot {
+  for (const _ in s.children) return agentMachine.getPersistedSnapshot(s) as unknown as PersistedSnapshot;
+  for (const _ in s.historyValue) return agentMachine.getPersistedSnapshot(s) as unknown as PersistedSnapshot;
+  return {
+    status: s.status,
+    output: s.output,
+    error: s.error,
+    value: s.value as string,
+    historyValue: {},
+    context: s.context,
+    children: {},
+  };
 }

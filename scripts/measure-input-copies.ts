@@ -104,7 +104,11 @@ async function tallyRedis(url: string, prefix: string): Promise<Tally> {
         }
         add(t, where, v);
       }
-    } else if (type === "string") add(t, suffix, (await r.get(key)) ?? "");
+    } else if (type === "string") {
+      // A long head value lives in `<head>:<field>` (store/lua/includes/head.lua).
+      const long = key.slice(key.lastIndexOf("}:") + 2).match(/^head:(.+)$/);
+      add(t, long ? `head.${long[1]}` : suffix, (await r.get(key)) ?? "");
+    }
   }
   r.disconnect();
   return t;

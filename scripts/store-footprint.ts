@@ -82,8 +82,9 @@ const report = {
   version: head?.version,
   head: {
     memoryUsage: await raw.memory("USAGE", `${tag}:head`),
-    snapshotBytes: await raw.hstrlen(`${tag}:head`, "snapshot"),
+    encoding: await raw.object("ENCODING", `${tag}:head`),
   },
+  snapshot: { bytes: await raw.strlen(`${tag}:head:snapshot`), memoryUsage: await raw.memory("USAGE", `${tag}:head:snapshot`) },
   events: await listBytes(`${tag}:events`),
   messages: await listBytes(`${tag}:msgs`),
   perScriptCall: Object.fromEntries(

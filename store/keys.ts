@@ -15,7 +15,8 @@
  *
  * | key                              | type   | holds |
  * | -------------------------------- | ------ | ----- |
- * | `<h>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal |
+ * | `<h>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal; long values apart |
+ * | `<h>:{a:<id>}:head:<field>`      | string | a long head value (`snapshot`, `currentTask`, `_recentTurns`); the field holds a mark |
  * | `<h>:{a:<id>}:tasks`             | list   | queued tasks: `<turnId JSON>\n<InboxTask JSON>` |
  * | `<h>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
  * | `<h>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
@@ -67,6 +68,15 @@
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
  * record_claim_failure, reset_turn, create_fork), into the agent's home.
+ *
+ * A head value longer than 64 bytes would turn the hash out of Redis's
+ * compact (listpack) encoding for good (about 2 KB stored for 900 B of
+ * data). The values that can be long (the snapshot always; a task's
+ * `currentTask` and the `_recentTurns` list when over 64 bytes) have their
+ * own key, `<head key>:<field>`, which a script derives from the head key it
+ * was given (same hash tag, same slot); the hash field then holds a mark.
+ * Heads written before hold them in the hash: store/lua/includes/head.lua
+ * reads both.
  *
  * Identifiers that become part of a key or of an index member are checked
  * here: an agent id may not contain `{`, `}` or control characters (they
@@ -190,6 +200,8 @@ export interface AgentKeys {
   /** The agent's home: the indexes its scripts may write. */
   home: ShardKeys;
   head: string;
+  /** The keys of the head's long values, `<head>:<field>` (store/lua/includes/head.lua `long_key`; scripts derive them from `head`). */
+  headLong: readonly string[];
   tasks: string;
   mail: string;
   messages: string;
@@ -235,6 +247,9 @@ export interface KeySpace {
   /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
   readonly toolForms: string;
 }
+
+/** Head fields whose value may live in its own key (store/lua/includes/head.lua `LONG_FIELDS`). */
+export const LONG_HEAD_FIELDS = ["snapshot", "currentTask", "_recentTurns"] as const;
 
 /** The most shards a key space takes (the tag search of each shard costs about 4 N CRCs). */
 export const MAX_SHARDS = 256;
@@ -292,6 +307,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
       return {
         home,
         head: `${tag}:head`,
+        headLong: LONG_HEAD_FIELDS.map((f) => `${tag}:head:${f}`),
         tasks: `${tag}:tasks`,
         mail: `${tag}:mail`,
         messages: `${tag}:msgs`,

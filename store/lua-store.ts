@@ -10,6 +10,13 @@
  * Arguments are encoded here, once: JSON texts for values the scripts store or
  * compare, raw strings for identifiers that become keys or index members.
  * Replies are turned into port results in one function, `decode`.
+ *
+ * Once also per value: a commit holds the same object in several places (a
+ * tool call's arguments in its record, its events, the assistant message
+ * and the snapshot; a result in its resolution and its events), and its
+ * arguments are built with one memo (common/json-once.ts, the shapes
+ * below), so each such object is stringified once per commit. The texts are
+ * those of `JSON.stringify`, byte for byte.
  */
 import type {
   ClaimDeliveryRequest,
@@ -58,7 +65,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
+import { type AgentKeys, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -66,6 +73,7 @@ import type { ScriptName } from "./lua/scripts.gen.ts";
 import { answerResolved } from "./redelivery.ts";
 import { EvictionPolicyError, type RunScript, StoreReplyError } from "./script-runner.ts";
 import { inputBytes } from "./inputs.ts";
+import { JsonOnce, SHARED, type Shape } from "../common/json-once.ts";
 
 /** A store backed by Redis scripts. */
 export interface ScriptStore extends Store {
@@ -97,6 +105,28 @@ const j = JSON.stringify;
 /** JSON of a non-empty object without its opening brace; a script prepends its own fields. */
 const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
 
+/**
+ * Where one commit's values share objects (common/json-once.ts): a call's
+ * `args`, a result's `outcome`, a finished turn's output.
+ */
+const CALL: Shape = { args: SHARED };
+const RESOLUTION: Shape = { outcome: SHARED };
+const MESSAGE: Shape = { toolCalls: [CALL] };
+/** By event type, where its data shares values; the other types share none. */
+const EVENTS: Record<string, Shape> = {
+  tool_call: { data: CALL },
+  tool_result: { data: RESOLUTION },
+  transition: { data: { event: { toolCalls: [CALL], outcome: SHARED } } },
+  task: { data: { deliverable: SHARED } },
+};
+const SNAPSHOT: Shape = { context: { pending: { "*": CALL }, output: SHARED } };
+
+/** The event tail of `tail({ type, data })`, through the commit's memo. */
+function eventTail(memo: JsonOnce, e: { type: string; data?: unknown }): string {
+  const shape = Object.hasOwn(EVENTS, e.type) ? EVENTS[e.type] : undefined;
+  return (shape ? memo.encode({ type: e.type, data: e.data }, shape)! : j({ type: e.type, data: e.data })).slice(1);
+}
+
 function int(n: number, what: string): string {
   if (!Number.isSafeInteger(n)) throw new StoreInputError(`${what} must be an integer (ms), got ${n}`);
   return String(n);
@@ -113,9 +143,10 @@ function retentionArg(r: NonNullable<CommitRequest["retention"]>): string {
 
 /** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
 function turnEndArgs(end: TurnEnd): string[] {
+  const memo = new JsonOnce();
   return [
-    j(end.snapshot ?? null), j(end.state), String(end.messages.length), String(end.events.length),
-    ...end.messages.map((m) => j(m)), ...end.events.map((e) => tail({ type: e.type, data: e.data })),
+    memo.encode(end.snapshot ?? null, SNAPSHOT)!, j(end.state), String(end.messages.length), String(end.events.length),
+    ...end.messages.map((m) => memo.encode(m, MESSAGE)!), ...end.events.map((e) => eventTail(memo, e)),
   ];
 }
 
@@ -268,6 +299,15 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
   const { keys } = deps;
   const prefix = keys.prefix;
   const shards = keys.shards;
+  const sharded = keys.shardCount > 0;
+  /**
+   * The keys a script is given. On the sharded layout (Redis Cluster) a script declares every key it
+   * touches of the agent, the keys of the head's long values included (store/lua/includes/head.lua): while
+   * a slot migrates, Redis then answers TRYAGAIN instead of letting the script write a key that already
+   * moved. On one Redis (and Upstash) there is nothing to migrate, and the commit sends its head key only:
+   * the script builds the others (commit.lua), 12 key names fewer per step.
+   */
+  const declare = (k: AgentKeys, list: string[]): string[] => (sharded ? [...list, ...k.headLong] : list);
   /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
   const hints = new Map<string, Heads>();
   /** Per worker target: how many claim_next calls of this store are running in each shard. */
@@ -312,7 +352,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
       const input = j(req.input ?? null);
-      return call("enqueue_task", [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs], [
+      return call("enqueue_task", declare(k, [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs]), [
         k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
@@ -370,7 +410,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
 
     async claim(req: ClaimRequest): Promise<ClaimResult> {
       const k = keys.agent(req.agentId);
-      return call("claim", [k.head, k.tasks, k.mail, k.inputs], [
+      return call("claim", declare(k, [k.head, k.tasks, k.mail, k.inputs]), [
         k.home.prefix, req.agentId, j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now"),
       ], { agentId: req.agentId });
     },
@@ -453,30 +493,32 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         int(c.deadline, "deadline");
       }
       const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
+      const memo = new JsonOnce();
       const args = [
         k.home.prefix, req.agentId, j(req.workerId), int(req.epoch, "epoch"), int(req.expectedVersion, "expectedVersion"),
-        j(req.turnId), req.turnId ?? "", j(req.activeTurnId), j(req.snapshot ?? null), j(req.state),
+        j(req.turnId), req.turnId ?? "", j(req.activeTurnId), memo.encode(req.snapshot ?? null, SNAPSHOT)!, j(req.state),
         int(req.ackMailThrough, "ackMailThrough"), release, int(req.leaseMs, "leaseMs"), now,
-        j(req.turnId ?? req.activeTurnId), `${req.epoch}:${req.expectedVersion}:${now}:${req.workerId}`,
         String(req.recordToolCalls.length), String(req.resolveToolCalls.length), String(req.messages.length), String(req.events.length),
       ];
-      for (const c of req.recordToolCalls) args.push(c.toolCallId, j({ ...c, agentId: req.agentId, recordedAt: req.now }), String(c.deadline));
+      for (const c of req.recordToolCalls) {
+        args.push(c.toolCallId, memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!, String(c.deadline));
+      }
       for (const r of req.resolveToolCalls) {
-        args.push(r.toolCallId, j({
+        args.push(r.toolCallId, memo.encode({
           status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now,
           contractValidation: r.contractValidation ?? notApplied(),
-        }));
+        }, RESOLUTION)!);
       }
-      for (const m of req.messages) args.push(j(m));
-      for (const e of req.events) args.push(tail({ type: e.type, data: e.data }));
+      for (const m of req.messages) args.push(memo.encode(m, MESSAGE)!);
+      for (const e of req.events) args.push(eventTail(memo, e));
       const r = req.retention;
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
       args.push(req.chainNextTask ? "1" : "");
-      return call("commit", [
+      return call("commit", sharded ? declare(k, [
         k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns,
         k.ckpts, k.ended, k.inputs, k.idem, k.summary,
-      ], args);
+      ]) : [k.head], args);
     },
 
     async recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult> {
@@ -488,7 +530,11 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         j(req.turnId), req.turnId ?? "", j(req.error), int(req.maxFailures, "maxFailures"), int(req.retryBaseMs, "retryBaseMs"),
         int(req.now, "now"), ...turnEndArgs(req.end),
       ];
-      return call("record_claim_failure", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns, k.ended], args);
+      return call(
+        "record_claim_failure",
+        declare(k, [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns, k.ended]),
+        args,
+      );
     },
 
     async resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult> {
@@ -499,7 +545,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         k.home.prefix, req.agentId, int(req.expectedVersion, "expectedVersion"), j(req.turnId), req.turnId, int(req.now, "now"),
         ...turnEndArgs(req.end),
       ];
-      return call("reset_turn", [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns, k.ended], args);
+      return call("reset_turn", declare(k, [k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId), k.home.deadlines, k.turns, k.ended]), args);
     },
 
     async ping(): Promise<void> {
@@ -507,7 +553,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async getAgent(agentId): Promise<AgentHead | null> {
-      return call("get_agent", [keys.agent(agentId).head], []);
+      const k = keys.agent(agentId);
+      return call("get_agent", declare(k, [k.head]), []);
     },
 
     async getToolCalls(agentId, turnId): Promise<ToolCallRecord[]> {
@@ -541,7 +588,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         for (const key of batch) found.add(key);
         cursor = next === "0" ? "done" : next;
       }
-      const fixed = [k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary];
+      const fixed = [...k.headLong, k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary];
       for (const key of fixed) found.add(key);
       found.delete(k.head);
       found.delete(k.turns);
@@ -689,7 +736,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
         }
       }
-      return call("create_fork", [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)], args);
+      return call("create_fork", declare(k, [k.head, k.messages, k.events, k.calls(turn ?? ""), k.home.deadlines, k.inputs, k.home.ready(req.workerTarget)]), args);
     },
 
     async recordFork(req: RecordForkRequest) {

@@ -38,11 +38,11 @@ describe("store scripts: checks before writes", () => {
 
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
-    // push_all and append_events (includes/head.lua) are in every script that includes head.lua,
+    // push_all, append_events and set_head (includes/head.lua) are in every script that includes head.lua,
     // set_bell (includes/keys.lua) in every script that includes keys.lua,
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
     // (includes/retention.lua) in the commit, after its checks.
-    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell)$/.test(n))).toEqual([
+    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head)$/.test(n))).toEqual([
       "claim.lua main", "claim_next.lua main", "commit.lua retain", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));

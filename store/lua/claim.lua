@@ -5,7 +5,8 @@
   ARGV[1] home prefix   ARGV[2] agentId (raw)
   ARGV[3] workerId JSON
   ARGV[4] leaseMs     ARGV[5] now
-  Undeclared key: the ready zset of the agent's stored target.
+  Undeclared keys: the ready zset of the agent's stored target; the keys of
+  the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'

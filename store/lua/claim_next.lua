@@ -11,7 +11,7 @@
   ARGV[5] visit bells up to this score only (at most now; absent: now). The
           sharded layout passes the oldest bell of the other shards, so the
           bells of all shards are visited oldest first (docs/store.md)
-  Undeclared keys: the head, tasks, mail and inputs keys of each visited agent, built
+  Undeclared keys: the head, tasks, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 

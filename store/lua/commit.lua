@@ -4,11 +4,17 @@
   tool calls, mail acknowledgement, messages and events are appended and the
   head is updated. The head never carries history.
 
-  KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
-  KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset  KEYS[8] turns hash
-  KEYS[9] ckpts list      KEYS[10] ended list    KEYS[11] inputs hash
-  KEYS[12] idem hash      KEYS[13] summary string
+  KEYS[1] head hash
+  On the sharded layout (Redis Cluster) every key is declared:
+  KEYS[2] tasks list     KEYS[3] mail list      KEYS[4] messages list
+  KEYS[5] events list    KEYS[6] calls hash of the turn
+  KEYS[7] deadlines zset KEYS[8] turns hash     KEYS[9] ckpts list
+  KEYS[10] ended list    KEYS[11] inputs hash   KEYS[12] idem hash
+  KEYS[13] summary string, then the keys of the head's long values
+  (includes/head.lua; declared so a slot migration answers TRYAGAIN).
+  On one Redis (and Upstash) only KEYS[1] is given: the script builds the
+  others from the home prefix and the agent id like store/keys.ts does
+  (includes/keys.lua), 12 key names fewer per call.
   ARGV[1]  home prefix of the agent (store/keys.ts)
   ARGV[2]  agentId (raw)
   ARGV[3]  workerId JSON
@@ -23,12 +29,10 @@
   ARGV[12] release: '-' keep the lease; 'null' release, runnable on mail only; or runnableAt
   ARGV[13] leaseMs
   ARGV[14] now
-  ARGV[15] turnId JSON of the events (turnId, else activeTurnId)
-  ARGV[16] commit token `<epoch>:<expectedVersion>:<now>:<workerId>` (replay guard)
-  ARGV[17] number of tool calls to record (R)
-  ARGV[18] number of tool calls to resolve (S)
-  ARGV[19] number of messages (M)
-  ARGV[20] number of events (E)
+  ARGV[15] number of tool calls to record (R)
+  ARGV[16] number of tool calls to resolve (S)
+  ARGV[17] number of messages (M)
+  ARGV[18] number of events (E)
   then R x (toolCallId, record JSON without status, deadline),
        S x (toolCallId, resolution JSON),
        M x message JSON,
@@ -38,8 +42,13 @@
        then the summary: '' (unchanged) or `{content, through}` JSON,
        then chain: '1' to take the next queued task when the turn ends
          (invariant 20), else ''
-  Undeclared keys: the ready zset of the agent's stored target; the calls
-  hashes of ended turns that retention drops (the agent's hash tag).
+  Events carry the commit's turnId, else activeTurnId. The replay guard's
+  token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
+  Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
+  ready zset of the agent's stored target; the calls hashes of ended turns
+  that retention drops; on one Redis, the keys of the head's long values
+  (the snapshot, a long currentTask: includes/head.lua). All are the
+  agent's (its hash tag) or its home's.
 
   Returns:
     'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
@@ -56,18 +65,23 @@
 -- @include head.lua
 -- @include retention.lua
 
-local head, tasks, mail, msgs, events, calls, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local turns = KEYS[8]
-local rk = { events = KEYS[5], msgs = KEYS[4], ckpts = KEYS[9], ended = KEYS[10], turns = KEYS[8], inputs = KEYS[11], idem = KEYS[12] }
+local head = KEYS[1]
 local prefix, agent_id, worker_json = ARGV[1], ARGV[2], ARGV[3]
 local epoch, expected = ARGV[4], tonumber(ARGV[5])
 local turn_json, turn_id, next_active = ARGV[6], ARGV[7], ARGV[8]
 local snapshot, state, ack = ARGV[9], ARGV[10], tonumber(ARGV[11])
 local release, lease_ms, now_str = ARGV[12], tonumber(ARGV[13]), ARGV[14]
 local now = tonumber(now_str)
-local event_turn, token = ARGV[15], ARGV[16]
-local n_rec, n_res, n_msg, n_ev = tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20])
-local rec_at = 21
+local n_rec, n_res, n_msg, n_ev = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+local rec_at = 19
+local event_turn = turn_json ~= 'null' and turn_json or next_active
+local token = epoch .. ':' .. ARGV[5] .. ':' .. now_str .. ':' .. worker_json
+-- KEYS[i] when declared (the sharded layout), else built as store/keys.ts names it.
+local function key(i, suffix) return KEYS[i] or agent_key(prefix, agent_id, suffix) end
+local tasks, mail, msgs, events, calls = key(2, 'tasks'), key(3, 'mail'), key(4, 'msgs'), key(5, 'events'), key(6, 'calls:' .. turn_id)
+local deadlines, turns = KEYS[7] or (prefix .. ':deadlines'), key(8, 'turns')
+local rk = { events = events, msgs = msgs, ckpts = key(9, 'ckpts'), ended = key(10, 'ended'), turns = turns, inputs = key(11, 'inputs'), idem = key(12, 'idem') }
+local summary_key = key(13, 'summary')
 local res_at = rec_at + 3 * n_rec
 local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
@@ -79,8 +93,9 @@ local num = function(v) return tonumber(v) or 0 end
 -- The `chained` part of the reply: the claim of the task `turn` (JSON) that this commit took.
 local function chained_reply(turn)
   local hh = read_head(head, HEAD_FIELDS)
+  resolve_long(head, hh, HEAD_FIELDS)
   local input = ''
-  local raw = redis.call('HGET', KEYS[11], cjson.decode(turn))
+  local raw = redis.call('HGET', rk.inputs, cjson.decode(turn))
   if raw then
     input = ',"input":' .. raw
   end
@@ -146,6 +161,12 @@ if ends_turn and retention ~= '' then
   limits = { max_events = tonumber(a), max_bytes = tonumber(b), max_turns = tonumber(c), every = tonumber(d) }
 end
 local ended_idem = ''
+if ends_turn then
+  local bad_task = resolve_long(head, h, { 'currentTask' })
+  if bad_task then
+    return bad_task
+  end
+end
 if ends_turn and h.currentTask ~= 'null' then
   local task = cjson.decode(h.currentTask)
   if type(task) == 'table' and type(task.idempotencyKey) == 'string' then ended_idem = task.idempotencyKey end
@@ -213,7 +234,7 @@ local w = {
   'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event), '_evBytes', int(ev_bytes),
 }
 if summary ~= '' then
-  redis.call('SET', KEYS[13], summary)
+  redis.call('SET', summary_key, summary)
 end
 if ends_turn then
   -- The turn ended: its unresolved calls can no longer be answered.
@@ -238,7 +259,7 @@ if ends_turn then
   w[#w + 1] = 'null'
   -- The turn joins the ended list; retention may drop the oldest (includes/retention.lua).
   local ended = num(h._ended) + 1
-  redis.call('RPUSH', KEYS[10], turn_id .. '\n' .. ended_idem .. '\n' .. int(message_count))
+  redis.call('RPUSH', rk.ended, turn_id .. '\n' .. ended_idem .. '\n' .. int(message_count))
   w[#w + 1] = '_ended'
   w[#w + 1] = int(ended)
   if limits then
@@ -266,14 +287,14 @@ if chain and ends_turn and release ~= '-' and pending_mail == 0 and redis.call('
   w[#w + 1] = 'epoch'; w[#w + 1] = int(tonumber(h.epoch) + 1)
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
-  redis.call('HSET', head, unpack(w))
+  set_head(head, w, h)
   set_bell(ready, until_str, agent_id)
   chained = chained_reply(next_turn)
 elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
   w[#w + 1] = 'runnableAt'; w[#w + 1] = release
-  redis.call('HSET', head, unpack(w))
+  set_head(head, w, h)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
     or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
@@ -289,7 +310,7 @@ else
   local until_str = int(now + lease_ms)
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
-  redis.call('HSET', head, unpack(w))
+  set_head(head, w, h)
   set_bell(ready, until_str, agent_id)
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)

@@ -19,6 +19,7 @@
   ARGV[14] event tail ({type, data} JSON without its opening brace)
   ARGV[15] number of messages (M)  ARGV[16] number of tool calls (C)
   then M x message JSON, C x (toolCallId, record JSON without status, deadline)
+  Undeclared keys: those of the new head's long values (includes/head.lua).
   Returns: 'created {"lastEventId":1}' | 'exists' (nothing written)
 ]]
 -- @include keys.lua
@@ -59,13 +60,14 @@ end
 if ARGV[11] ~= '' then
   redis.call('HSET', inputs, turn_raw, ARGV[11])
 end
-redis.call('HSET', head,
+set_head(head, {
   'agentId', agent_id_json, 'agentName', ARGV[4], 'workerTarget', ARGV[5],
   'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', turn_json, 'currentTask', ARGV[10],
   'epoch', '0', 'version', '0', 'snapshot', ARGV[6], 'state', ARGV[7],
   'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', runnable,
   'pendingTasks', '0', 'pendingMail', '0', 'messageCount', int(message_count), 'lastEventId', int(last),
-  '_mailSeq', '0')
+  '_mailSeq', '0',
+}, nil)
 redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 if runnable ~= 'null' then
   set_bell(ready, runnable, agent_id)

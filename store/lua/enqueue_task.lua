@@ -13,7 +13,8 @@
   ARGV[10] event tail (task_enqueued)
   ARGV[11] now               ARGV[12] turnId (raw)
   ARGV[13] input JSON: its one stored copy (the task entry holds none)
-  Undeclared key: the ready zset of the agent's stored target (see docs/store.md).
+  Undeclared keys: the ready zset of the agent's stored target (see docs/store.md);
+  the key of a long _recentTurns (includes/head.lua).
 
   Returns:
     'enqueued <turnId JSON>'
@@ -38,6 +39,13 @@ local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
 local RECENT_TURNS = 32
 
 local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns' })
+if h then
+  -- A long list of recent turns lives in its own key (includes/head.lua).
+  local unreadable = resolve_long(head, h, { '_recentTurns' })
+  if unreadable then
+    return unreadable
+  end
+end
 local recent = (h and h._recentTurns) or ''
 if h then
   if h.agentName ~= name_json then
@@ -75,15 +83,20 @@ redis.call('HSET', turns, turn_raw, 'queued')
 redis.call('HSET', inputs, turn_raw, input_json)
 local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
 if h then
-  redis.call('HSET', head, 'pendingTasks', int(pending), 'lastEventId', int(last), '_recentTurns', recent)
+  local w = { 'pendingTasks', int(pending), 'lastEventId', int(last) }
+  if not has_key then
+    w[#w + 1] = '_recentTurns'; w[#w + 1] = recent
+  end
+  set_head(head, w, h)
 else
-  redis.call('HSET', head,
+  set_head(head, {
     'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
     'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', 'null', 'currentTask', 'null',
     'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
     'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
     'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
-    '_mailSeq', '0', '_recentTurns', recent)
+    '_mailSeq', '0', '_recentTurns', recent,
+  }, nil)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 end
 -- Ring: the bell moves earlier, never later.

@@ -19,7 +19,8 @@
   ARGV[10] retryBaseMs
   ARGV[11] now
   ARGV[12..] the TurnEnd (see includes/end_turn.lua)
-  Undeclared key: the ready zset of the agent's stored target.
+  Undeclared keys: the ready zset of the agent's stored target; the keys of
+  the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
   Returns:
     'retry {"failures":n,"retryAt":t}'
@@ -57,7 +58,7 @@ if h._failTurn == turn_json then
   failures = (tonumber(h._failCount) or 0) + 1
 end
 
-local bad = check_numbers(h, { 'version', 'lastEventId', 'messageCount' })
+local bad = check_numbers(h, { 'version', 'lastEventId', 'messageCount' }) or resolve_long(k.head, h, { 'currentTask' })
 if bad then
   return bad
 end

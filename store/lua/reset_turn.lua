@@ -13,7 +13,8 @@
   ARGV[5] turnId (raw)
   ARGV[6] now
   ARGV[7..] the TurnEnd (see includes/end_turn.lua)
-  Undeclared key: the ready zset of the agent's stored target.
+  Undeclared keys: the ready zset of the agent's stored target; the keys of
+  the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
   Returns:
     'reset {"version":v,"epoch":e}'
@@ -39,7 +40,7 @@ if tonumber(h.version) ~= expected or h.activeTurnId ~= turn_json then
   return 'conflict'
 end
 
-local bad = check_numbers(h, { 'epoch', 'version', 'lastEventId', 'messageCount' })
+local bad = check_numbers(h, { 'epoch', 'version', 'lastEventId', 'messageCount' }) or resolve_long(k.head, h, { 'currentTask' })
 if bad then
   return bad
 end

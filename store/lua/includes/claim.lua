@@ -7,7 +7,9 @@
     claimed ('stale'); claim_next passes its own queue.
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
   'empty', 'missing' (no such agent), 'stale' or 'error' (the head holds a
-  number it cannot read; reply is the error, nothing was written). The claimed reply is
+  number it cannot read, or marks a long value whose key is gone; reply is
+  the error, nothing was written). Long values (the snapshot) are read from
+  their keys (includes/head.lua). The claimed reply is
   `claimed {"epoch":n,"head":{...},"mail":[...],"previousLease":{...}|null,"input":...}`; the task of
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
@@ -49,6 +51,10 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   if bad then
     return bad, 'error'
   end
+  bad = resolve_long(k.head, h, HEAD_FIELDS)
+  if bad then
+    return bad, 'error'
+  end
 
   -- The lease this claim takes over (read before the writes; the reply only).
   local previous = 'null'
@@ -71,10 +77,15 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   h.leaseOwner = worker_json
   h.leaseUntil = int(now + lease_ms)
   h.updatedAt = now_str
-  redis.call('HSET', k.head,
-    'activeTurnId', h.activeTurnId, 'currentTask', h.currentTask, 'pendingTasks', h.pendingTasks,
-    'runnableAt', h.runnableAt, 'epoch', h.epoch, 'leaseOwner', h.leaseOwner,
-    'leaseUntil', h.leaseUntil, 'updatedAt', h.updatedAt)
+  local w = { 'epoch', h.epoch, 'leaseOwner', h.leaseOwner, 'leaseUntil', h.leaseUntil, 'updatedAt', h.updatedAt }
+  if takes_task then
+    -- Only a new task changes these (a long currentTask goes to its key: includes/head.lua).
+    w[#w + 1] = 'activeTurnId'; w[#w + 1] = h.activeTurnId
+    w[#w + 1] = 'currentTask'; w[#w + 1] = h.currentTask
+    w[#w + 1] = 'pendingTasks'; w[#w + 1] = h.pendingTasks
+    w[#w + 1] = 'runnableAt'; w[#w + 1] = h.runnableAt
+  end
+  set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   set_bell(ready, h.leaseUntil, agent_id)

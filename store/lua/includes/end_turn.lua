@@ -6,7 +6,7 @@
 
   k: { head, tasks, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
-     messageCount, version, currentTask, _ended (the turn joins the ended
+     messageCount, version, currentTask (resolved: includes/head.lua), _ended (the turn joins the ended
      list, so retention can drop its records later: includes/retention.lua)
   turn_raw: the active turn id, raw ('' when none)
   end_at: ARGV index of the TurnEnd: snapshot JSON, state JSON, M, E, then
@@ -68,7 +68,7 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
     'runnableAt', 'null', '_failTurn', '', '_failCount', '0',
   }
   for i = 1, #extra do w[#w + 1] = extra[i] end
-  redis.call('HSET', k.head, unpack(w))
+  set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   local ready = ready_key(prefix, h.workerTarget)
   if redis.call('LLEN', k.tasks) > 0 then

@@ -1,7 +1,8 @@
 --[[
   The head hash holds one JSON text per AgentHead field, so a reply can splice
   stored texts into JSON without decoding them (the snapshot is never
-  decoded in Lua). Fields starting with "_" are internal:
+  decoded in Lua). Long values live apart (set_head below), so the hash
+  keeps short values only. Fields starting with "_" are internal:
     _mailSeq      last mail seq handed out
     _commit       token of the last applied commit (replay guard)
     _commitEvent  lastEventId right after that commit
@@ -16,6 +17,94 @@ local HEAD_FIELDS = {
   'runnableAt', 'pendingTasks', 'pendingMail', 'messageCount', 'lastEventId',
   'eventsTrimmedThrough', 'messagesTrimmedThrough',
 }
+
+--[[
+  Long values live apart. Redis keeps a hash in its compact encoding
+  (listpack) only while every value is at most `hash-max-listpack-value`
+  bytes (64 by default); one longer value turns the whole hash into a
+  hashtable for good (about 2 KB stored for 900 B of data). The head's values
+  that can be long are written through set_head: the snapshot (always long),
+  currentTask (a task's options, its turn id) and _recentTurns (up to 32 turn
+  ids). One longer than HEAD_VALUE_MAX goes to its own string key,
+  `<head key>:<field>` (same hash tag, same slot: store/keys.ts `headLong`),
+  and the hash field holds LONG_MARK. Scripts derive these keys from the
+  head key; on the sharded layout (Redis Cluster) the adapter also declares
+  them, after the script's own KEYS, so a slot migration answers TRYAGAIN
+  rather than letting a script write a key that already moved.
+
+  Invariants:
+  - A field holding LONG_MARK has its value in its key; any other value of
+    the field is the value (also on heads written before long values moved
+    out, and when a build that predates them writes the field during an
+    upgrade: it then is the newer one). LONG_MARK is one NUL byte: no JSON
+    text and no turn id list can be it, and a reply that carried it
+    unresolved would not parse, so no reader takes it for a value.
+  - Every script reads a long field through resolve before using it, and
+    before its first write (a mark whose key is gone is refused, not read
+    as null).
+  - set_head deletes the key of a field that was long and is written short
+    (when the caller read the field), so no stale value stays behind.
+]]
+local LONG_MARK = '\0'
+local HEAD_VALUE_MAX = 64
+local LONG_FIELDS = { snapshot = true, currentTask = true, _recentTurns = true }
+
+local function long_key(head_key, name)
+  return head_key .. ':' .. name
+end
+
+--[[
+  Replaces h[name] by its value when it holds the mark. Returns false when
+  the key is gone (the caller refuses before its first write).
+]]
+local function resolve(head_key, h, name)
+  if h[name] ~= LONG_MARK then
+    return true
+  end
+  local v = redis.call('GET', long_key(head_key, name))
+  if not v then
+    return false
+  end
+  h[name] = v
+  h.__long = h.__long or {}
+  h.__long[name] = true
+  return true
+end
+
+--[[
+  resolve() of each long field among `names`; nil when all resolved, else
+  an error reply naming the field whose key is gone.
+]]
+local function resolve_long(head_key, h, names)
+  for i = 1, #names do
+    if LONG_FIELDS[names[i]] and not resolve(head_key, h, names[i]) then
+      return redis.error_reply('unreadable head field ' .. names[i] .. ' of agent ' .. tostring(h.agentId) .. ': its key is gone')
+    end
+  end
+  return nil
+end
+
+--[[
+  HSET of the head from field/value pairs `w` (changed in place): a long
+  field's value over HEAD_VALUE_MAX goes to its key and the mark to the hash;
+  a long field written short drops its key when `h` (the caller's read of
+  the head, or nil) shows it was long.
+]]
+local function set_head(head_key, w, h)
+  -- no checks: the calling script has checked.
+  for i = 1, #w - 1, 2 do
+    local name = w[i]
+    if LONG_FIELDS[name] then
+      if #w[i + 1] > HEAD_VALUE_MAX then
+        redis.call('SET', long_key(head_key, name), w[i + 1])
+        w[i + 1] = LONG_MARK
+      elseif h and (h[name] == LONG_MARK or (h.__long and h.__long[name])) then
+        redis.call('DEL', long_key(head_key, name))
+      end
+    end
+  end
+  return redis.call('HSET', head_key, unpack(w))
+end
 
 -- Integers are written with %d: tostring() would switch to exponent form past 14 digits.
 local function int(n)
