@@ -58,6 +58,8 @@ export function countingStore(inner: Store): CountingStore {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver);
       if (typeof v !== "function" || prop === "close") return v;
+      // A bell watch is a subscription, not a store call: passed through as it is (synchronous).
+      if (prop === "watchBells") return (v as (...a: unknown[]) => unknown).bind(target);
       const name = String(prop);
       return async (...args: unknown[]) => {
         bump(counts.calls, name);
