@@ -16,7 +16,10 @@
  * calls (a counting wrapper), bytes to and from Redis and Redis CPU (INFO),
  * and a window can run where no agent is resident, so each agent's claim reads
  * its conversation back (the cost of a claim that misses: after a restart, a
- * takeover or an eviction).
+ * takeover or an eviction). With a `memory` policy the agents are grown turn
+ * by turn instead (turns of the usual shape: the policy keeps whole turns, so
+ * one long turn would stay in view), and a missing claim reads only what the
+ * rolling summary does not cover.
  *
  * This command (main below) drives the host claim by claim (`store.claim` +
  * `runClaim`, the worker loop's calls without its polling) on the memory
@@ -33,6 +36,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool } from "../mod.ts";
 import type { Model, ModelResponse } from "../mod.ts";
+import type { MemoryPolicy } from "../agents/memory-policy.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { hostDeps, runClaim } from "../tests/helpers/host.ts";
@@ -104,6 +108,8 @@ export interface HistoryWindow {
 }
 
 export interface HistoryAgents {
+  /** Messages stored per agent after the growth and the warm-up turn (fewest over the agents; nothing is trimmed). */
+  stored: number;
   /**
    * Runs `turns` more turns per agent and measures them. `cacheMiss`: the turns run where the agents are
    * not resident, so each agent's first claim reads its conversation from the store.
@@ -115,6 +121,8 @@ export interface HistoryAgents {
 /**
  * Grows `agents` agents to about `messages` messages each (one long turn of `work` steps with
  * `growthCallsPerStep` calls per step, then a warm-up turn; not measured), ready for measured windows.
+ * With `memory` (the agent definition's policy) the growth is turns of the measured shape instead,
+ * about `messages` ÷ 7 of them per agent, so the policy has turns to leave out of the model's view.
  *
  * Two ways to run the claims:
  * - `runner: "gatehouse"` (bench/run.ts): a `createGatehouse()` instance with its defaults (resident
@@ -134,16 +142,17 @@ export async function historyAgents(opts: {
   runner: "gatehouse" | "host";
   rebuild?: boolean;
   growthCallsPerStep?: number;
+  memory?: MemoryPolicy;
 }): Promise<HistoryAgents> {
   const { model, plan, stats } = planModel();
   // As in bench/agent.ts: `work` only returns its input, so it is declared retry-safe.
   const work = defineTool({ name: "work", description: "Returns its input.", parameters: z.object({ n: z.number() }), execute: ({ n }) => ({ n }), retrySafe: true });
-  const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], maxStepsPerTurn: 10_000 });
+  const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], maxStepsPerTurn: 10_000, ...(opts.memory ? { memory: opts.memory } : {}) });
   const counted = countingStore(opts.store);
   const store = counted.store;
   const ended = new Map<string, number>();
   counted.onTurnEnded = (_turnId, agentId) => ended.set(agentId, (ended.get(agentId) ?? 0) + 1);
-  const ids = Array.from({ length: opts.agents }, (_, i) => `h${opts.messages}a${i}`);
+  const ids = Array.from({ length: opts.agents }, (_, i) => `h${opts.messages}${opts.memory ? "m" : ""}a${i}`);
   let seq = 0;
 
   const enqueue = async (turns: number) => {
@@ -198,15 +207,31 @@ export async function historyAgents(opts: {
 
   // Growth: a turn is user + (assistant, tool × calls) per work step + the submitting assistant;
   // the warm-up turn below adds 6 more.
-  plan.calls = Math.max(1, opts.growthCallsPerStep ?? 1);
-  plan.workSteps = Math.max(0, Math.round((opts.messages - 8) / (1 + plan.calls)));
-  await runTurns(1);
-  plan.calls = 1;
-  plan.workSteps = MEASURED_WORK_STEPS;
+  if (opts.memory) {
+    // Turns of the measured shape (user, then assistant + tool per step, the submitting step's
+    // included: 7 messages), queued in batches so no queue grows long.
+    plan.calls = 1;
+    plan.workSteps = MEASURED_WORK_STEPS;
+    const perTurn = 1 + 2 * (MEASURED_WORK_STEPS + 1);
+    for (let left = Math.max(1, Math.round((opts.messages - perTurn) / perTurn)); left > 0; left -= 50) await runTurns(Math.min(50, left));
+  } else {
+    plan.calls = Math.max(1, opts.growthCallsPerStep ?? 1);
+    plan.workSteps = Math.max(0, Math.round((opts.messages - 8) / (1 + plan.calls)));
+    await runTurns(1);
+    plan.calls = 1;
+    plan.workSteps = MEASURED_WORK_STEPS;
+  }
   // One unmeasured turn each so every agent is resident and the code paths are warm.
   await runTurns(1);
+  // What the agents hold now, read past the counting wrapper (not measured).
+  let stored = Infinity;
+  for (const agentId of ids) {
+    const conv = await opts.store.readConversation(agentId);
+    stored = Math.min(stored, conv?.messages.length ?? 0);
+  }
 
   return {
+    stored,
     async window({ turns, cacheMiss = false }) {
       await enqueue(turns);
       // A collection of what earlier runs left behind would land in this window (run with --expose-gc).

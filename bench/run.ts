@@ -68,6 +68,11 @@ const CONCURRENCY = [1, 10, 100];
 const TURNS_PER_AGENT = 5;
 /** Conversation sizes of the history measurement, agents per size and measured turns per agent per window. */
 const HISTORY = { sizes: [7, 350, 1400], agents: QUICK ? 4 : 15, turns: 2, growthCallsPerStep: 1 };
+/**
+ * The cache-miss row under a memory policy: as many agents, grown turn by turn (about 200 turns
+ * each) to the same size, defined with `memory: { keepTurns }` (summarize "truncate").
+ */
+const HISTORY_MEMORY = { messages: 1400, keepTurns: 10, agents: HISTORY.agents };
 /** HTTP latency: closed-loop clients, turns per client (warm-up included) and warm-up turns. */
 const LATENCY = [
   { clients: 1, turns: QUICK ? 25 : 250, warmup: 5 },
@@ -234,7 +239,9 @@ async function idleAgentBytes(info: Redis, makeStore: (prefix: string) => Store,
 
 interface HistoryResult {
   /** Per size: the windows with a resident cache (one per repetition) and the one whose claims all miss it. */
-  sizes: Array<{ messages: number; resident: HistoryWindow[]; miss: HistoryWindow }>;
+  sizes: Array<{ messages: number; stored: number; resident: HistoryWindow[]; miss: HistoryWindow }>;
+  /** The same at HISTORY_MEMORY.messages with the agents' memory policy. */
+  memory: { messages: number; stored: number; agents: number; keepTurns: number; resident: HistoryWindow[]; miss: HistoryWindow };
   /** Worker CPU per step at 1,400 messages ÷ at 7 (medians of the resident windows). */
   ratio: number;
   seconds: number;
@@ -267,10 +274,27 @@ async function runHistory(redisUrl: string, info: Redis): Promise<HistoryResult>
     const miss = await s.agents.window({ turns: 1, cacheMiss: true });
     console.log(`history ~${s.messages} messages, cache miss: ${f((miss.bytesOut ?? 0) * miss.steps / miss.claims, 0)} B read per claim, ${f(miss.redisCpuUs ?? 0, 0)} µs Redis per step`);
     await s.agents.close();
-    sizes.push({ messages: s.messages, resident: s.resident, miss });
+    sizes.push({ messages: s.messages, stored: s.agents.stored, resident: s.resident, miss });
   }
+  // Under a memory policy: grown after the others' windows, so their figures are as without it.
+  const { messages, keepTurns, agents: n } = HISTORY_MEMORY;
+  const mem = await historyAgents({
+    messages, agents: n, store: redisStore({ url: redisUrl, prefix: `hist${messages}mem` }), info,
+    runner: "gatehouse", memory: { keepTurns, summarize: "truncate" },
+  });
+  if (mem.stored < messages * 0.95) throw new Error(`memory agents hold ${mem.stored} messages, expected about ${messages}`);
+  const memResident: HistoryWindow[] = [];
+  for (let rep = 0; rep < REPEAT; rep++) {
+    const w = await mem.window({ turns: HISTORY.turns });
+    memResident.push(w);
+    console.log(`history ~${messages} messages, keepTurns ${keepTurns} #${rep + 1}: ${f(w.shown, 0)} shown, ${f(w.workerCpuUs, 0)} µs worker + ${f(w.redisCpuUs ?? 0, 0)} µs Redis per step`);
+  }
+  const memMiss = await mem.window({ turns: 1, cacheMiss: true });
+  console.log(`history ~${messages} messages, keepTurns ${keepTurns}, cache miss: ${f((memMiss.bytesOut ?? 0) * memMiss.steps / memMiss.claims, 0)} B read per claim, ${f(memMiss.redisCpuUs ?? 0, 0)} µs Redis per step`);
+  await mem.close();
+  const memory = { messages, stored: mem.stored, agents: n, keepTurns, resident: memResident, miss: memMiss };
   const cpu = (i: number) => median(sizes[i].resident.map((w) => w.workerCpuUs));
-  return { sizes, ratio: cpu(sizes.length - 1) / cpu(0), seconds: (performance.now() - t0) / 1000 };
+  return { sizes, memory, ratio: cpu(sizes.length - 1) / cpu(0), seconds: (performance.now() - t0) / 1000 };
 }
 
 /** Idle cost of one process with default settings, TCP and Upstash at the same time, each on its own private server. */
@@ -481,17 +505,25 @@ function report(m: Measured, meta: Record<string, string>): string {
   );
   push("| conversation | claims (all missed) | bytes from Redis per claim | of which more than resident | Redis CPU µs/step (resident) | worker CPU µs/step (resident) | round trips/step, work only (resident) |");
   push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const s of h.sizes) {
+  for (const s of [...h.sizes, { ...h.memory, label: `, \`memory: { keepTurns: ${h.memory.keepTurns} }\`` }]) {
     const w = s.miss;
     const perClaim = (x: number) => (x * w.steps) / w.claims;
     const res = (k: (x: HistoryWindow) => number) => median(s.resident.map(k));
     push(
-      `| ~${f(s.messages, 0)} messages | ${w.claims} | ${f(perClaim(w.bytesOut ?? 0), 0)} | ${f(perClaim((w.bytesOut ?? 0) - res((x) => x.bytesOut ?? 0)), 0)} | ` +
+      `| ~${f(s.messages, 0)} messages${"label" in s ? s.label : ""} | ${w.claims} | ${f(perClaim(w.bytesOut ?? 0), 0)} | ${f(perClaim((w.bytesOut ?? 0) - res((x) => x.bytesOut ?? 0)), 0)} | ` +
         `${f(w.redisCpuUs ?? 0, 0)} (${f(res((x) => x.redisCpuUs ?? 0), 0)}) | ${f(w.workerCpuUs, 0)} (${f(res((x) => x.workerCpuUs), 0)}) | ` +
         `${f(w.workCalls, 2)} (${f(res((x) => x.workCalls), 2)}) |`,
     );
   }
-  push("");
+  const hm = h.memory;
+  push(
+    "",
+    `The last row: ${hm.agents} agents grown turn by turn (turns of the measured shape, not measured) to ${f(hm.stored, 0)} stored messages each ` +
+      `(${f(h.sizes[h.sizes.length - 1].stored, 0)} for the row without a policy), defined with \`memory: { keepTurns: ${hm.keepTurns} }\` ` +
+      `(summarize "truncate"); the model is shown ${f(median(hm.resident.map((w) => w.shown)), 0)} messages per step, and a claim that misses reads ` +
+      `only the messages after the rolling summary.`,
+    "",
+  );
 
   // ---- Latency
   push("## HTTP: POST to persisted turn end (TCP Redis, default settings)", "");
