@@ -481,7 +481,7 @@ function report(m: Measured, meta: Record<string, string>): string {
   push(
     `bench/history-cost.ts on TCP Redis: per size, ${HISTORY.agents} agents grown to the size (not measured), then windows of ${HISTORY.turns} turns per agent ` +
       `(${HISTORY.agents * HISTORY.turns * STEPS_PER_TURN} steps) queued and run by \`drain()\` of one \`createGatehouse()\` instance (default settings, \`retention: false\`, ` +
-      `resident agents); median of ${REPEAT} window(s) per size, sizes interleaved; ${f(h.seconds, 0)} s in all. "Shown": messages the model saw per step (grows by 6 a turn).`,
+      `resident agents); median of ${REPEAT} window(s) per size, sizes interleaved; ${f(h.seconds, 0)} s in all. "Shown": messages the model saw per step (grows by 7 a turn: a stored turn is 7 messages).`,
     "",
   );
   push("| conversation | shown per step | worker CPU µs/step | round trips/step (work only) | bytes to Redis/step | bytes from Redis/step | Redis CPU µs/step |");
