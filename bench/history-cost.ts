@@ -36,7 +36,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool } from "../mod.ts";
 import type { Model, ModelResponse } from "../mod.ts";
-import type { MemoryPolicy } from "../agents/memory-policy.ts";
+import type { MemoryPolicy } from "../mod.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { hostDeps, runClaim } from "../tests/helpers/host.ts";
