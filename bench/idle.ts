@@ -32,6 +32,7 @@ import { commandStats, diffStats } from "./redis-info.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
+import { callCounting } from "../tests/helpers/call-counting.ts";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
 /** `IDLE_KINDS=tcp` (comma-separated): only these stores; `IDLE_MODES=default`: only these settings. */
@@ -63,22 +64,6 @@ export interface Row {
   byMethod: Record<string, number>;
 }
 
-function counting(inner: Store) {
-  const calls: Record<string, number> = {};
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== "function" || prop === "close") return v;
-      const name = String(prop);
-      return (...args: unknown[]) => {
-        calls[name] = (calls[name] ?? 0) + 1;
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Store;
-  const total = () => Object.values(calls).reduce((a, b) => a + b, 0);
-  return { store, calls, total };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -125,7 +110,7 @@ export async function measureIdle(opts: {
     : kind === "tcp"
     ? mod.redisStore({ url: redisUrl, prefix: opts.prefix })
     : mod.upstashStore({ url: bridge.url, token: bridge.token, prefix: opts.prefix });
-  const c = counting(inner);
+  const c = callCounting(inner);
   const g = mod.createGatehouse({ agents: [agent], store: c.store, ...opts.options } as Parameters<Mod["createGatehouse"]>[0]);
   bridge.resetStats();
   const s0 = await commandStats(info);

@@ -28,6 +28,7 @@ import { memoryStore } from "../store/memory.ts";
 import type { ClaimResult, Store } from "../store/port.ts";
 import { defineTool } from "../tools/define.ts";
 import type { ModelRequest, ModelResponse } from "../models/types.ts";
+import { callCounting } from "./helpers/call-counting.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { type Deferred, deferred, enqueue, eventsOf, head, hostDeps, observedStore, recordingModel, replayLog, until } from "./helpers/host.ts";
 
@@ -38,22 +39,6 @@ async function claimNext(store: Store, workerId: string, now: number): Promise<C
   const c = await store.claimNext({ workerTarget: "default", workerId, leaseMs: LEASE, now });
   if (c.status !== "claimed") throw new Error(`expected a claim, got ${c.status}`);
   return c;
-}
-
-/** Counts store calls by method name. */
-function countingStore(inner: Store): Store & { calls: Map<string, number> } {
-  const calls = new Map<string, number>();
-  return new Proxy(inner, {
-    get(target, p, receiver) {
-      if (p === "calls") return calls;
-      const v = Reflect.get(target, p, receiver);
-      if (typeof v !== "function") return v;
-      return (...args: unknown[]) => {
-        calls.set(String(p), (calls.get(String(p)) ?? 0) + 1);
-        return v.apply(target, args);
-      };
-    },
-  }) as Store & { calls: Map<string, number> };
 }
 
 /**
@@ -190,15 +175,15 @@ describe("one commit per step", () => {
 describe("turn chaining", () => {
   it("the commit that ends a turn starts the next queued task: three tasks, one claim", async () => {
     const clock = manualClock();
-    const store = countingStore(observedStore(memoryStore()));
+    const { store, calls } = callCounting(observedStore(memoryStore()));
     const { agent } = workAgent({ retrySafe: true });
     for (let i = 0; i < 3; i++) await enqueue(store, clock, "a1", agent, `task ${i}`);
     const out = await claimRunner(hostDeps(store, [agent], clock)).run(await claimNext(store, "w1", clock.now()), "w1");
     expect(out).toMatchObject({ status: "released", state: "done" });
-    expect(store.calls.get("claimNext")).toBe(1);
-    expect(store.calls.get("claim") ?? 0).toBe(0);
+    expect(calls.claimNext).toBe(1);
+    expect(calls.claim ?? 0).toBe(0);
     // 3 turns x 3 steps, one commit each, and nothing else.
-    expect(store.calls.get("commit")).toBe(9);
+    expect(calls.commit).toBe(9);
     const h = await head(store, "a1");
     expect([h.activeTurnId, h.pendingTasks, h.leaseOwner]).toEqual([null, 0, null]);
     expect((await eventsOf(store, "a1", "task")).map((e) => (e.data as { status: string }).status)).toEqual(["done", "done", "done"]);
@@ -230,14 +215,14 @@ describe("turn chaining", () => {
 
   it("maxChainedTurns 0 turns chaining off: every turn starts with its own claim", async () => {
     const clock = manualClock();
-    const store = countingStore(memoryStore());
+    const { store, calls } = callCounting(memoryStore());
     const { agent } = workAgent({ retrySafe: true });
     for (let i = 0; i < 2; i++) await enqueue(store, clock, "a1", agent, `task ${i}`);
     const runner = claimRunner(hostDeps(store, [agent], clock, { maxChainedTurns: 0 }));
     await runner.run(await claimNext(store, "w1", clock.now()), "w1");
     expect((await head(store, "a1")).pendingTasks).toBe(1);
     await runner.run(await claimNext(store, "w1", clock.now()), "w1");
-    expect(store.calls.get("claimNext")).toBe(2);
+    expect(calls.claimNext).toBe(2);
     expect(await eventsOf(store, "a1", "task")).toHaveLength(2);
   });
 

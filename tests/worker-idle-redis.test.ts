@@ -14,6 +14,7 @@ import type { Gatehouse, GatehouseOptions, Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { commandStats, diffStats } from "../bench/redis-info.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { callCounting } from "./helpers/call-counting.ts";
 
 const quick = defineAgent({
   name: "quick",
@@ -21,22 +22,6 @@ const quick = defineAgent({
   model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] })),
 });
 
-/** Counts calls per store method. */
-function counting(inner: Store) {
-  const calls: Record<string, number> = {};
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== "function" || prop === "close") return v;
-      const name = String(prop);
-      return (...args: unknown[]) => {
-        calls[name] = (calls[name] ?? 0) + 1;
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Store;
-  return { store, calls };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const post = (path: string, body: unknown) =>
@@ -79,7 +64,7 @@ afterEach(async () => {
 /** A worker process (the pool under test) and an HTTP-only process (the other one), on one fresh prefix. */
 function pair(opts: Partial<GatehouseOptions> = {}) {
   const prefix = `idle${++n}`;
-  const c = counting(redisStore({ url: redis.url, prefix }));
+  const c = callCounting(redisStore({ url: redis.url, prefix }));
   const worker = createGatehouse({ agents: [quick], store: c.store, ...opts });
   const otherStore = redisStore({ url: redis.url, prefix });
   const other = createGatehouse({ agents: [quick], store: otherStore });

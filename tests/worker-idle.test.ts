@@ -10,7 +10,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Gatehouse, GatehouseOptions, Store } from "../mod.ts";
+import type { Gatehouse, GatehouseOptions } from "../mod.ts";
+import { callCounting } from "./helpers/call-counting.ts";
 
 const quick = defineAgent({
   name: "quick",
@@ -18,28 +19,6 @@ const quick = defineAgent({
   model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] })),
 });
 
-/** Counts calls per store method; `failCommits` commits throw a plain (non-connection) error first. */
-function counting(inner: Store, failCommits = 0) {
-  const calls: Record<string, number> = {};
-  let toFail = failCommits;
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== "function" || prop === "close") return v;
-      const name = String(prop);
-      return (...args: unknown[]) => {
-        calls[name] = (calls[name] ?? 0) + 1;
-        if (name === "commit" && toFail > 0) {
-          toFail--;
-          return Promise.reject(new Error("Cannot commit: injected failure"));
-        }
-        return (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      };
-    },
-  }) as Store;
-  const total = () => Object.values(calls).reduce((a, b) => a + b, 0);
-  return { store, calls, total };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const post = (path: string, body: unknown) =>
@@ -71,7 +50,7 @@ describe("idle worker pool", () => {
   it("idle store calls per second fall with the backoff, and do not grow with the loops", async () => {
     const rates: Record<string, { early: number; late: number }> = {};
     for (const concurrency of [1, 8]) {
-      const c = counting(memoryStore());
+      const c = callCounting(memoryStore());
       const g = gatehouse({ agents: [quick], store: c.store, concurrency, pollMs: 10, idlePollMaxMs: 160, watchdogIntervalMs: 50, watchdogIdleMaxMs: 400 });
       g.startWorker();
       await sleep(300);
@@ -92,7 +71,7 @@ describe("idle worker pool", () => {
   });
 
   it("a task enqueued through this process's routes is claimed at once, even at the cap", async () => {
-    const c = counting(memoryStore());
+    const c = callCounting(memoryStore());
     // pollMs = idlePollMaxMs = 30 s: the sentinel's first empty poll already sleeps the whole cap.
     const g = gatehouse({ agents: [quick], store: c.store, pollMs: 30_000, idlePollMaxMs: 30_000 });
     g.startWorker();
@@ -104,7 +83,7 @@ describe("idle worker pool", () => {
   });
 
   it("a task posted to an idle pool of 32 loops costs a few polls, not one per loop", async () => {
-    const c = counting(memoryStore());
+    const c = callCounting(memoryStore());
     const g = gatehouse({ agents: [quick], store: c.store, concurrency: 32, pollMs: 10, idlePollMaxMs: 5_000, watchdogIntervalMs: 60_000 });
     g.startWorker();
     await sleep(400);
@@ -117,7 +96,7 @@ describe("idle worker pool", () => {
   });
 
   it("a due time set in the store (a claim retry backoff) is honoured on time, not at the cap", async () => {
-    const c = counting(memoryStore(), 1);
+    const c = callCounting(memoryStore(), { failCommits: 1 });
     const g = gatehouse({ agents: [quick], store: c.store, pollMs: 30_000, idlePollMaxMs: 30_000, claimRetryBackoffMs: 400 });
     g.startWorker();
     await sleep(100);
@@ -142,7 +121,7 @@ describe("idle worker pool", () => {
   });
 
   it("with idlePollMaxMs = pollMs a lone sentinel polls at a fixed interval (the cost before the backoff, divided by the loops)", async () => {
-    const c = counting(memoryStore());
+    const c = callCounting(memoryStore());
     const g = gatehouse({ agents: [quick], store: c.store, concurrency: 4, pollMs: 100, idlePollMaxMs: 100, watchdogIntervalMs: 1_000, watchdogIdleMaxMs: 1_000 });
     g.startWorker();
     await sleep(500);
@@ -167,7 +146,7 @@ describe("idle watchdog loop", () => {
   });
 
   it("backs off while nothing is due, yet times out a deadline written by this process's claim on time", async () => {
-    const c = counting(memoryStore());
+    const c = callCounting(memoryStore());
     const g = gatehouse({ agents: [waiter], store: c.store, watchdogIntervalMs: 50, watchdogIdleMaxMs: 30_000 });
     g.startWorker();
     await sleep(1_600); // peeks after 50, 150, 350, 750, 1550 ms: the next sleep is 1.6 s
@@ -195,7 +174,7 @@ describe("idle pool on a single-consumer target held by another process", () => 
     const t0 = Date.now();
     expect(await inner.acquireTargetLease({ workerTarget: TARGET, holder: "other-process", leaseMs: 1_000, now: t0 })).toMatchObject({ status: "held" });
     await inner.enqueueTask({ agentId: "s1", agentName: "svc", workerTarget: TARGET, input: "x", options: {}, turnId: "t_s1", now: t0 });
-    const c = counting(inner);
+    const c = callCounting(inner);
     // 4 loops: each loop tries once when it starts (counted below), whatever the default concurrency.
     const g = gatehouse({ agents: [svc], store: c.store, concurrency: 4, pollMs: 10, idlePollMaxMs: 30_000, leaseMs: 3_000 });
     g.startWorker();
