@@ -7,6 +7,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./tests/timeouts.ts";
 
 export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/redis": "redis.ts",
@@ -18,6 +19,11 @@ export const SOURCE_OF_SUBPATH: Record<string, string> = {
 };
 
 export default defineConfig({
+  test: {
+    // Sized for two shared cores (tests/timeouts.ts says why).
+    testTimeout: TEST_TIMEOUT_MS,
+    hookTimeout: HOOK_TIMEOUT_MS,
+  },
   resolve: {
     alias: Object.entries(SOURCE_OF_SUBPATH).map(([find, file]) => ({
       find: new RegExp(`^${find.replace(/[/-]/g, "\\$&")}$`),

@@ -9,8 +9,8 @@
  *   "outer > inner > test", registered in source order.
  * - `it(name, fn, timeout?)`, `it(name, fn, { timeout })` and
  *   `it(name, { timeout }, fn)`; `describe(name, { timeout }, fn)` sets the
- *   default for the tests inside; otherwise vitest's defaults apply (5 s for
- *   a test, 10 s for a hook). A test that does not settle in time fails.
+ *   default for the tests inside; otherwise the suite's defaults apply
+ *   (tests/timeouts.ts, as in vitest.config.ts). A test that does not settle in time fails.
  * - Hooks run in vitest's default order ("stack"): `beforeAll` of a suite
  *   before its first test, `beforeEach` outermost first, `afterEach`
  *   innermost first and in reverse registration order, `afterAll` of a suite
@@ -41,6 +41,7 @@ import {
   type MatcherState,
   setState,
 } from "@vitest/expect";
+import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "../timeouts.ts";
 
 // ---------------------------------------------------------------- Deno.test
 
@@ -203,8 +204,8 @@ interface TestEntry {
   suites: Suite[]; // outermost (file root) first
 }
 
-const DEFAULT_TEST_TIMEOUT = 5_000;
-const DEFAULT_HOOK_TIMEOUT = 10_000;
+const DEFAULT_TEST_TIMEOUT = TEST_TIMEOUT_MS;
+const DEFAULT_HOOK_TIMEOUT = HOOK_TIMEOUT_MS;
 
 function newSuite(name: string, parent: Suite | undefined): Suite {
   return { name, parent, beforeAll: [], afterAll: [], beforeEach: [], afterEach: [], tests: [], started: undefined, finished: false, allTeardowns: [], timeout: undefined };
