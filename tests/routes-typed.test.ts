@@ -25,4 +25,25 @@ describe("examples/client.ts: the README scenario through the typed client", () 
       await gh.close();
     }
   });
+
+  it("runs again on the same server (fresh agent id and idempotency key), and says what it saw when a step cannot happen", async () => {
+    const gh = createGatehouse({ agents: demoAgents, pollMs: 5 });
+    gh.startWorker();
+    const f = (input: RequestInfo | URL, init?: RequestInit) => gh.fetch(new Request(input, init));
+    try {
+      const first = await runScenario("http://gatehouse.test", f);
+      const second = await runScenario("http://gatehouse.test", f);
+      expect(second.finalState).toBe("done");
+      expect(second.turnId).not.toBe(first.turnId);
+      // A server without the demo agents: the error names the problem instead of timing out.
+      const bare = createGatehouse({ agents: demoAgents.filter((a) => a.name !== "concierge"), pollMs: 5 });
+      try {
+        await expect(runScenario("http://gatehouse.test", (input, init) => bare.fetch(new Request(input, init)))).rejects.toThrow(/Cannot enqueue the task for alice-[0-9a-f]{8}: 4\d\d .*demo agents/);
+      } finally {
+        await bare.close();
+      }
+    } finally {
+      await gh.close();
+    }
+  }, 60_000);
 });
