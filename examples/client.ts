@@ -70,7 +70,7 @@ export async function runScenario(baseUrl: string, fetchImpl?: typeof fetch, age
 
   // The events route answers a JSON page or (text/event-stream) a stream; `format: "json"` asks for the page.
   const readPage = async () => {
-    const body = await (await agent.events.$get({ param, query: { after: 0, format: "json" }, header: {} })).json();
+    const body = await (await agent.events.$get({ param, query: { after: 0, format: "json" } })).json();
     if (typeof body !== "object" || body === null || !("events" in body)) throw new Error("Cannot read the events as a JSON page");
     return body;
   };

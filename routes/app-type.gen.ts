@@ -1452,7 +1452,7 @@ export type GatehouseSchema = MergeSchemaPath<{
     "/v1/agents": {
         $get: {
             input: {
-                query: {
+                query?: {
                     state?: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed" | undefined;
                     agent?: string | undefined;
                     updatedSince?: string | number | undefined;
@@ -1534,7 +1534,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agentId: string;
                 };
             } & {
-                query: {
+                query?: {
                     turnId?: string | undefined;
                     status?: "PASS" | "NEEDS_CHANGES" | "FAIL" | undefined;
                 };
@@ -1704,13 +1704,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agentId: string;
                 };
             } & {
-                query: {
+                query?: {
                     after?: string | number | undefined;
                     limit?: string | number | undefined;
                     format?: "json" | "sse" | undefined;
                 };
             } & {
-                header: {
+                header?: {
                     "Last-Event-ID"?: string | number | undefined;
                 };
             };
@@ -1723,13 +1723,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agentId: string;
                 };
             } & {
-                query: {
+                query?: {
                     after?: string | number | undefined;
                     limit?: string | number | undefined;
                     format?: "json" | "sse" | undefined;
                 };
             } & {
-                header: {
+                header?: {
                     "Last-Event-ID"?: string | number | undefined;
                 };
             };

@@ -36,6 +36,41 @@ const LIBRARY_TYPES: Array<[RegExp, string]> = [
   [/node_modules\/hono\/dist\/types\/utils\/http-status(\.d\.ts)?$/, "hono/utils/http-status"],
 ];
 
+/** Input parts a client may leave out when each of their fields is optional. */
+const OPTIONAL_PARTS = new Set(["query", "header"]);
+
+const nameOf = (m: ts.TypeElement) => m.name && (ts.isIdentifier(m.name) || ts.isStringLiteral(m.name)) ? m.name.text : undefined;
+
+/**
+ * Marks `query` and `header` of a route's `input` optional when every field
+ * in them is: the library writes them as required keys, so `hc` would make
+ * a caller pass `query: {}` to a route whose query fields are all optional
+ * (the agents list, events, verdicts). With the key optional, `hc`'s call
+ * takes no argument there.
+ */
+export function optionalInputParts(root: ts.TypeNode): ts.TypeNode {
+  const f = ts.factory;
+  const relaxMembers = (lit: ts.TypeLiteralNode) =>
+    f.updateTypeLiteralNode(lit, f.createNodeArray(lit.members.map((m) => {
+      const part = ts.isPropertySignature(m) ? nameOf(m) : undefined;
+      if (!ts.isPropertySignature(m) || !part || !OPTIONAL_PARTS.has(part) || m.questionToken) return m;
+      if (!m.type || !ts.isTypeLiteralNode(m.type) || !m.type.members.every((x) => ts.isPropertySignature(x) && x.questionToken)) return m;
+      return f.updatePropertySignature(m, m.modifiers, m.name, f.createToken(ts.SyntaxKind.QuestionToken), m.type);
+    })));
+  // `input` is one object type or (several request parts) an intersection of them.
+  const relax = (t: ts.TypeNode): ts.TypeNode =>
+    ts.isTypeLiteralNode(t) ? relaxMembers(t)
+    : ts.isIntersectionTypeNode(t) ? f.updateIntersectionTypeNode(t, f.createNodeArray(t.types.map(relax)))
+    : t;
+  const visit = (node: ts.Node): ts.Node => {
+    if (ts.isPropertySignature(node) && nameOf(node) === "input" && node.type) {
+      return f.updatePropertySignature(node, node.modifiers, node.name, node.questionToken, relax(node.type));
+    }
+    return ts.visitEachChild(node, visit, undefined);
+  };
+  return visit(root) as ts.TypeNode;
+}
+
 /** The text of routes/app-type.gen.ts for the routes as they are. */
 export function generateAppType(): string {
   const parsed = ts.getParsedCommandLineOfConfigFile(join(ROOT, "tsconfig.json"), {}, {
@@ -65,8 +100,9 @@ export function generateAppType(): string {
   const type = checker.getTypeAtLocation(alias.name);
   const flags = ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.MultilineObjectLiterals |
     ts.NodeBuilderFlags.UseFullyQualifiedType | ts.NodeBuilderFlags.IgnoreErrors;
-  const node = checker.typeToTypeNode(type, undefined, flags);
-  if (!node) throw new Error("Cannot print the app type");
+  const printed = checker.typeToTypeNode(type, undefined, flags);
+  if (!printed) throw new Error("Cannot print the app type");
+  const node = optionalInputParts(printed);
   const printer = ts.createPrinter({ newLine: ts.NewLineKind.LineFeed });
   let text = printer.printNode(ts.EmitHint.Unspecified, node, probe);
 

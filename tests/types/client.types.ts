@@ -15,3 +15,15 @@ export async function enqueue(url: string, agentId: string): Promise<string> {
   await client.v1.agents[":agentId"].tasks.$post({ param: { agentId }, json: { agent: "helper" } });
   return check;
 }
+
+/** Routes whose query and header fields are all optional take no `query: {}` / `header: {}`. */
+export async function optionalParts(url: string, agentId: string): Promise<number> {
+  const client = hc<GatehouseApp>(url);
+  const list = await client.v1.agents.$get();
+  const verdicts = await client.v1.agents[":agentId"].verdicts.$get({ param: { agentId } });
+  const events = await client.v1.agents[":agentId"].events.$get({ param: { agentId } });
+  const page = await client.v1.agents[":agentId"].events.$get({ param: { agentId }, query: { after: 3 } });
+  // @ts-expect-error the path parameter is still required
+  await client.v1.agents[":agentId"].verdicts.$get({});
+  return list.status + verdicts.status + events.status + page.status;
+}
