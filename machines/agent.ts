@@ -42,6 +42,7 @@
  * `mustEndWith` empty, and a terminating tool result. A turn whose completion
  * is `agent_output` reaches `done` through `verifying` only.
  */
+import { roundCost } from "../common/cost.ts";
 import { assign, type EventObject, type MetaObject, type NonReducibleUnknown, setup, type StateMachine } from "xstate";
 import {
   AGENT_OUTPUT,
@@ -168,7 +169,7 @@ type ErrorEvent = Extract<AgentEvent, { type: "VERIFY_ERROR" }>;
 const addUsage = (u: Usage, e: StepEvent): Usage => ({
   inputTokens: u.inputTokens + e.usage.inputTokens,
   outputTokens: u.outputTokens + e.usage.outputTokens,
-  cost: u.cost + e.cost,
+  cost: roundCost(u.cost + e.cost),
   steps: u.steps + 1,
 });
 
@@ -178,7 +179,7 @@ const addChildUsage = (u: Usage, e: ToolResultEvent): Usage =>
     ? {
       inputTokens: u.inputTokens + nonNegative(e.usage.inputTokens),
       outputTokens: u.outputTokens + nonNegative(e.usage.outputTokens),
-      cost: u.cost + nonNegative(e.usage.cost),
+      cost: roundCost(u.cost + nonNegative(e.usage.cost)),
       steps: u.steps,
     }
     : u;

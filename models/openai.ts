@@ -27,6 +27,7 @@
  *   or for the next piece of the stream.
  */
 import { ModelError } from "../errors/errors.ts";
+import { roundCost } from "../common/cost.ts";
 import type { Message } from "../common/message.ts";
 import type { Model, ModelRequest, ModelResponse, ModelToolCallRequest } from "./types.ts";
 
@@ -373,7 +374,7 @@ function finish(
   if (u && typeof u === "object" && (typeof u.prompt_tokens === "number" || typeof u.completion_tokens === "number")) {
     out.usage = { inputTokens: count(u.prompt_tokens), outputTokens: count(u.completion_tokens) };
     if (pricing) {
-      out.cost = (out.usage.inputTokens * pricing.inputPerMTok + out.usage.outputTokens * pricing.outputPerMTok) / 1_000_000;
+      out.cost = roundCost((out.usage.inputTokens * pricing.inputPerMTok + out.usage.outputTokens * pricing.outputPerMTok) / 1_000_000);
     }
   }
   return out;
