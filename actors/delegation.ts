@@ -408,7 +408,7 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
   }));
 }
 
-/** Cancels the children of calls the parent no longer waits for (best effort; see the header, 6.). */
+/** Cancels the children of calls the parent no longer waits for (sent once, after the parent's commit; see the header, 6.). */
 export async function cancelChildren(
   deps: DelegationDeps,
   parentAgentId: string,
