@@ -25,6 +25,10 @@
  * - Storage limits ride along only with the commit that ends a turn (the
  *   store trims only then); a summary rides with the first commit after it
  *   was computed (actors/memory.ts: stored before anything depends on it).
+ * - A delegated turn's commits stop at a cancel (store invariant 21): once a
+ *   cancel of the turn is accepted, a commit that does not apply it is
+ *   refused (`cancel_pending`, the agent given back), so the next claim ends
+ *   the turn cancelled instead of committing the step that was running.
  * - What a commit causes on other agents (actors/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
@@ -70,6 +74,11 @@ export interface CommitBufferOptions {
   /** The agent's creation time (keys the snapshot cache entry to this incarnation of the id). */
   createdAt: number;
   retention: RetentionLimits | null;
+  /**
+   * Refuse to commit while a cancel of the turn is pending (store invariant 21): set for a delegated
+   * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation.ts, 6.).
+   */
+  stopAtCancel: boolean;
   /** Effects on other agents that wait for an applied commit. */
   afterCommit: (released: boolean, notes: AfterCommitNotes) => Promise<void>;
 }
@@ -135,6 +144,7 @@ export class CommitBuffer {
       ...(retention && final ? { retention } : {}),
       ...(this.summary ? { summary: this.summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
+      ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.

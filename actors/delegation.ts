@@ -39,8 +39,20 @@
  *    call's deadline still holds: the watchdog times it out like any call.
  * 6. Cancelling the parent's turn (or ending it otherwise while a delegation
  *    is pending, or timing a delegation out) cancels the child's turn, best
- *    effort after the commit that ended the parent's; a child that runs on
- *    anyway delivers into a finished turn, which changes nothing.
+ *    effort after the commit that ended the parent's (a queued child task is
+ *    removed; an active turn gets cancel mail). A delegated turn's commits
+ *    stop at a pending cancel (store/port.ts invariant 21): the child's next
+ *    commit after the cancel was accepted is refused and the claim that
+ *    follows ends the turn cancelled, so a child in the middle of a model
+ *    step never commits that step. A child whose worker dies before the
+ *    parent's cancel is sent runs on; it delivers into a finished turn,
+ *    which changes nothing.
+ * 6a. Deleting a child (`DELETE /v1/agents/:childId`) leaves a deletion
+ *    marker (store/port.ts invariant 22). The dispatch enqueues with
+ *    `refuseDeleted`, so the parent's re-dispatch never creates the child
+ *    again: it answers the call with `delegation_failed` (reason
+ *    `child_deleted`). The delete route answers the call the same way at
+ *    once when the child's turn was active (`answerDeletedChild`).
  * 7. Nesting is bounded: a call at a depth beyond `maxDepth` (default 3) is
  *    answered with the error outcome `delegation_depth_exceeded` and never
  *    dispatched.
@@ -141,7 +153,8 @@ export function pendingDelegations(agent: AnyAgent, context: AgentContext): Arra
 
 export type DispatchResult =
   | { status: "enqueued" | "duplicate"; childAgentId: string; childTurnId: string }
-  | { status: "definition_conflict"; childAgentId: string; boundTo: string };
+  | { status: "definition_conflict"; childAgentId: string; boundTo: string }
+  | { status: "agent_deleted"; childAgentId: string; childTurnId: string };
 
 /** Enqueues the child's task, or finds the one enqueued before (idempotent). */
 export async function dispatchChild(deps: DelegationDeps, call: DelegatedCall): Promise<DispatchResult> {
@@ -164,8 +177,13 @@ export async function dispatchChild(deps: DelegationDeps, call: DelegatedCall): 
     idempotencyKey: await delegationKey(call.parentAgentId, call.parentTurnId, call.toolCallId),
     turnId: await childTurnIdOf(call.parentAgentId, call.parentTurnId, call.toolCallId),
     now: deps.clock.now(),
+    // A child deleted once is never created again by this call (store/port.ts invariant 22).
+    refuseDeleted: true,
   });
   if (r.status === "definition_conflict") return { status: r.status, childAgentId: id, boundTo: r.boundTo };
+  if (r.status === "agent_deleted") {
+    return { status: r.status, childAgentId: id, childTurnId: await childTurnIdOf(call.parentAgentId, call.parentTurnId, call.toolCallId) };
+  }
   return { status: r.status, childAgentId: id, childTurnId: r.turnId };
 }
 
@@ -193,6 +211,32 @@ export function outcomeOfEndedTurn(
       metadata: { childAgentId: childId, childTurnId, reason },
     },
   };
+}
+
+/** What the parent's call is answered with once its child was deleted (`DELETE /v1/agents/:childId`). */
+export function deletedChildOutcome(childId: string, childTurnId: string): Outcome {
+  return outcomeOfEndedTurn(childId, childTurnId, "failed", null, { reason: "child_deleted", message: "the agent was deleted" });
+}
+
+/**
+ * The fast path of a child's deletion (routes/agent-delete.ts): answers the parent's call with
+ * `delegation_failed` (`child_deleted`) right after the delete. `head` is the child as read before the
+ * delete; nothing happens for an agent that is not a linked child with its turn active. A child deleted
+ * while its task was still queued reaches the parent at its next poll, through the refused dispatch.
+ */
+export async function answerDeletedChild(
+  store: Store,
+  agents: ReadonlyMap<string, AnyAgent>,
+  head: AgentHead,
+  now: number,
+): Promise<DeliverToolResultResult | null> {
+  const task = head.currentTask;
+  const link = task?.options?.delegation;
+  if (!task || !link || head.activeTurnId !== task.turnId || !(await isLinkedChild(head.agentId, link))) return null;
+  return await deliverChildResult(store, {
+    link, childAgentId: head.agentId, childTurnId: task.turnId, outcome: deletedChildOutcome(head.agentId, task.turnId),
+    tool: linkTool(agents, link), now,
+  });
 }
 
 /** Pages of the child's log read, at most, to find an older turn's `task` event. */
@@ -336,6 +380,15 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
         });
         return;
       }
+      if (r.status === "agent_deleted") {
+        // The child was deleted (store/port.ts invariant 22): the call fails, and no child is created again.
+        const d = await deliverChildResult(deps.store, {
+          link, childAgentId: r.childAgentId, childTurnId: r.childTurnId, outcome: deletedChildOutcome(r.childAgentId, r.childTurnId),
+          tool: call.tool, now: deps.clock.now(),
+        });
+        deps.logger.info("delegation_child_deleted", { parentAgentId: call.parentAgentId, toolCallId: call.toolCallId, childAgentId: r.childAgentId, status: d.status });
+        return;
+      }
       // A store may answer a repeated enqueue `enqueued` (its replay guard sees the same proposed turn id)
       // rather than `duplicate`; either way there is one task, so the child's turn is looked at in both cases.
       if (r.status === "enqueued") {
@@ -355,7 +408,7 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
   }));
 }
 
-/** Cancels the children of calls the parent no longer waits for (best effort; see the header, 6.). */
+/** Cancels the children of calls the parent no longer waits for (sent once, after the parent's commit; see the header, 6.). */
 export async function cancelChildren(
   deps: DelegationDeps,
   parentAgentId: string,

@@ -288,6 +288,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const buffer: CommitBuffer = new CommitBuffer({
     ctx: { deps, agentId, workerId, epoch, abort, history, usedIds, memory, lease },
     actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, agent),
+    stopAtCancel: link !== undefined,
     afterCommit: (released, notes) => afterCommit(ctx, delegationDeps, released, notes),
   });
 

@@ -19,6 +19,9 @@
  *   tool's signal is the lease-checking tool signal.
  * - A tool's result enters the turn only within the JSON limits (over them:
  *   `invalid_result`); a throw is an error outcome, never a failed claim.
+ * - In a fork, an in-process call that was pending at the fork point and is
+ *   listed in the task's `forkedUnresolved` (routes/fork.ts) is answered with
+ *   the error outcome `forked_unresolved` and never reaches its tool.
  * - Results of an aborted attempt are dropped: nothing is applied or logged.
  * - The tool registry hears of every successful call (actors/registry.ts);
  *   a registry failure is logged and never fails the turn.
@@ -99,6 +102,21 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
     const offered = offeredToolNames(agent).join(", ");
     return {
       outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retryable: false } },
+      afterExecution: "continue",
+    };
+  }
+  if (ctx.claim.task?.turnId === tId && ctx.claim.task.options.forkedUnresolved?.includes(toolCallId)) {
+    // A fork taken while this call was pending (routes/fork.ts): the source may have run it already.
+    return {
+      outcome: {
+        ok: false,
+        error: {
+          type: "forked_unresolved",
+          message: `Tool "${name}" was not run: the call was pending when this agent was forked, and the source may already have run it`,
+          retryable: false,
+          metadata: { toolCallId },
+        },
+      },
       afterExecution: "continue",
     };
   }

@@ -125,6 +125,8 @@ export function agentRoutes(rt: RouteRuntime) {
           { extra: { boundTo: r.boundTo } },
         );
       }
+      // Never asked for here (no refuseDeleted): a task to a deleted id creates the agent anew.
+      if (r.status === "agent_deleted") throw new Error("the store refused a task it was not asked to refuse");
       // A duplicate enqueued nothing: no bell to ring.
       if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
       return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);

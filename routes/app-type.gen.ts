@@ -804,6 +804,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     atEventId: number;
                     newAgentId: string;
                     agent?: string | undefined;
+                    rerunPending?: boolean | undefined;
                 };
             };
             output: {

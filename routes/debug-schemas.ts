@@ -76,6 +76,9 @@ export const ForkRequest = z.strictObject({
   newAgentId: z.string().regex(ID_PATTERN).describe("The fork's id; must not exist"),
   agent: z.string().min(1).max(64).optional()
     .describe("Bind the fork to this registered definition (another model or verifier); default the source's"),
+  rerunPending: z.boolean().optional()
+    .describe("Run in-process calls pending at the fork point again under their ids; default false: each is answered " +
+      "with the error outcome `forked_unresolved` unless its tool is `retrySafe`"),
 }).openapi("ForkRequest");
 
 export const ForkCreated = z.object({

@@ -12,6 +12,12 @@
  *   its head.
  * - Tool calls pending at the fork point are pending in the fork, so a
  *   delivered result (or the worker, for in-process ones) moves it on.
+ * - An in-process call pending at the fork point may already have run in the
+ *   source (its result not yet committed): the fork never runs it again
+ *   under the same id unless its tool is `retrySafe` or the request asks for
+ *   `rerunPending`. The fork's task lists such calls (`forkedUnresolved`)
+ *   and the worker answers each with the error outcome `forked_unresolved`,
+ *   which the model sees (actors/tool-runner.ts).
  * - An existing `newAgentId` is refused (409) and nothing is written.
  * - With auth on, the token must reach both the source and `newAgentId`
  *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.
@@ -80,6 +86,15 @@ export function forkRoutes(rt: RouteRuntime) {
       }
     }
     const inProcessPending = toolCalls.some((t) => !t.external);
+    if (currentTask) {
+      // The source's list (a fork of a fork) never carries over: this fork decides for its own point.
+      const { forkedUnresolved: _inherited, ...options } = currentTask.options;
+      const tools = rt.agents.get(agentName)?.tools ?? [];
+      const unresolved = body.rerunPending === true ? [] : toolCalls
+        .filter((t) => !t.external && tools.find((x) => x.name === t.name)?.retrySafe !== true)
+        .map((t) => t.toolCallId);
+      currentTask = { ...currentTask, options: unresolved.length > 0 ? { ...options, forkedUnresolved: unresolved } : options };
+    }
     const runnableAt = WORKING.has(point.state) || (point.state === "waiting-tools" && inProcessPending) ? now : null;
 
     const r = await rt.store.createFork({

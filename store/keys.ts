@@ -218,6 +218,8 @@ export interface AgentKeys {
   ended: string;
   /** The rolling conversation summary, `{content, through}` JSON. */
   summary: string;
+  /** The deletion marker: the time the agent was deleted (store/port.ts invariant 22); outlives the agent. */
+  deleted: string;
   /** A SCAN MATCH pattern for every key of the agent (glob characters of the id escaped). */
   pattern: string;
   /** The tool-call hash of one turn. */
@@ -319,6 +321,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
         ckpts: `${tag}:ckpts`,
         ended: `${tag}:ended`,
         summary: `${tag}:summary`,
+        deleted: `${tag}:deleted`,
         pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
         delivery: (messageId) => `${tag}:dlv:${checkMessageId(messageId)}`,

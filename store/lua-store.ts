@@ -167,7 +167,7 @@ export const REPLY = [
   "accepted", "resolved", "not_external", "delegated_call", "agent_not_found", "unknown_call", "turn_finished", "not_active",
   "claimed", "busy", "empty",
   "renewed", "lost",
-  "applied", "fenced", "version", "turn", "tool_call_resolved",
+  "applied", "fenced", "version", "turn", "tool_call_resolved", "cancel_pending",
   "head", "none", "list", "at", "count", "verdict",
   "written", "exists",
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
@@ -175,7 +175,7 @@ export const REPLY = [
   "fresh", "seen",
   "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
-  "conversation", "checkpoint", "deleted",
+  "conversation", "checkpoint", "deleted", "agent_deleted",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -200,6 +200,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
   const json = () => JSON.parse(payload);
   switch (name) {
     case "enqueue_task":
+      if (word === "agent_deleted") return { status: word, deletedAt: json() };
       return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, turnId: json() };
     case "deliver_tool_result":
       // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).
@@ -352,12 +353,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       };
       const input = j(req.input ?? null);
-      return call("enqueue_task", declare(k, [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs]), [
+      return call("enqueue_task", declare(k, [k.head, k.tasks, k.idem, k.events, k.turns, k.inputs, k.deleted]), [
         k.home.prefix, req.agentId, j(req.agentId), j(req.agentName), j(req.workerTarget), j(req.turnId),
         req.idempotencyKey !== undefined ? "1" : "0", req.idempotencyKey ?? "",
         `${j(req.turnId)}\n${j(task)}`,
         tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
-        now, req.turnId, input,
+        now, req.turnId, input, req.refuseDeleted ? "1" : "",
       ]);
     },
 
@@ -515,6 +516,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       args.push(r ? retentionArg(r) : "");
       args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
       args.push(req.chainNextTask ? "1" : "");
+      args.push(req.stopAtCancel ? "1" : "");
       return call("commit", sharded ? declare(k, [
         k.head, k.tasks, k.mail, k.messages, k.events, k.calls(req.turnId ?? ""), k.home.deadlines, k.turns,
         k.ckpts, k.ended, k.inputs, k.idem, k.summary,
@@ -578,8 +580,9 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       return call("read_checkpoint", [k.head, k.ckpts], []);
     },
 
-    async deleteAgent(agentId) {
+    async deleteAgent(agentId, now) {
       const k = keys.agent(agentId);
+      const at = now === undefined ? "0" : int(now, "now");
       // Every key under the agent's hash tag (calls hashes, delivery records), then one script deletes them all.
       const found = new Set<string>();
       let cursor = deps.scan ? "0" : "done";
@@ -592,10 +595,11 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       for (const key of fixed) found.add(key);
       found.delete(k.head);
       found.delete(k.turns);
+      found.delete(k.deleted);
       return call<{ status: "deleted" } | { status: "agent_not_found" }>(
         "delete_agent",
-        [k.head, k.turns, k.home.deadlines, k.home.agents, ...found],
-        [k.home.prefix, agentId],
+        [k.head, k.turns, k.home.deadlines, k.home.agents, k.deleted, ...found],
+        [k.home.prefix, agentId, at],
       );
     },
 

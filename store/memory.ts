@@ -153,6 +153,8 @@ export interface MemoryStoreState {
   /** The tool registry: role -> entry, and `<role>\n<form>` -> method. */
   tools: Array<[role: string, entry: unknown]>;
   toolForms: Array<[key: string, method: string]>;
+  /** Deletion markers (store/port.ts invariant 22): agentId -> deletion time (ms). */
+  deleted: Array<[agentId: string, at: number]>;
 }
 
 const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
@@ -225,6 +227,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
   /** Transport dedup: `<agentId>\n<messageId>` -> until (ms) and the first response. */
   const deliveries = new Map<string, { until: number; response: DeliveryResponse | null }>();
+  /** Deletion markers (store/port.ts invariant 22): agentId -> deletion time (ms). */
+  const deleted = new Map<string, number>();
   /** Rate-limit buckets: key -> TAT (us). Admission bookkeeping, not agent state: memoryStoreState leaves it out. */
   const buckets = new Map<string, number>();
   /** Single-consumer target leases: target -> holder and until (ms). */
@@ -482,6 +486,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
 
     async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
       return atomic(() => {
+        if (req.refuseDeleted && deleted.has(req.agentId)) return { status: "agent_deleted", deletedAt: deleted.get(req.agentId)! };
         let a = agents.get(req.agentId);
         if (a && a.head.agentName !== req.agentName) {
           return { status: "definition_conflict", boundTo: a.head.agentName };
@@ -727,6 +732,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
             return { status: "conflict", reason: "tool_call_resolved" };
           }
         }
+        if (req.stopAtCancel && a.mail.some((m) => m.kind === "cancel" && m.turnId === h.activeTurnId && m.seq > req.ackMailThrough)) {
+          // A cancel of this turn waits (invariant 21): give the agent back at once so a claim applies it.
+          w.set(h, "leaseOwner", null);
+          w.set(h, "leaseUntil", 0);
+          setReady(a, req.now);
+          return { status: "conflict", reason: "cancel_pending" };
+        }
         // Copies of everything the commit stores, before the first write.
         const recorded = req.recordToolCalls.map((c): ToolCallRecord => ({
           ...copy(c),
@@ -895,10 +907,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
       return { eventId: c.mark.eventId, at: c.at, snapshot: copy(c.snapshot), messageIndex: c.mark.messageIndex };
     },
 
-    async deleteAgent(agentId) {
+    async deleteAgent(agentId, now) {
       return atomic(() => {
         const a = agents.get(agentId);
         if (!a) return { status: "agent_not_found" as const };
+        const at = now === undefined ? 0 : int(now, "now");
         // Writes: the agent's records, its bell, its deadlines and delivery records; verdict records stay (invariant 19).
         w.mapDelete(agents, agentId);
         // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
@@ -906,6 +919,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         if (q?.has(agentId)) w.mapSet(ready, a.head.workerTarget, new Map([...q].filter(([id]) => id !== agentId)));
         for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
         for (const k of [...deliveries.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deliveries, k);
+        // The marker a delegation's dispatch reads (invariant 22).
+        w.mapSet(deleted, agentId, at);
         return { status: "deleted" as const };
       });
     },
@@ -1239,6 +1254,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     verdicts: [...verdicts.entries()],
     tools: [...tools.entries()],
     toolForms: [...toolForms.entries()],
+    deleted: [...deleted.entries()],
   });
   Object.defineProperty(store, STATE, { value: state, enumerable: true });
   internals.set(store, {

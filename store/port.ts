@@ -107,6 +107,7 @@
  * 19. `deleteAgent` removes every record of the agent and its entries in the
  *    shared indexes (agents, ready, deadlines) in one atomic step; verdict
  *    records (`getVerdict`) are kept (audit), the agent's verdict list goes.
+ *    The same step leaves the deletion marker of invariant 22.
  * 20. Turn chaining. A commit with `chainNextTask` that ends the active turn
  *    and asks to release the lease takes the agent's next queued task in the
  *    same atomic step instead, exactly as a claim would (the task leaves the
@@ -117,6 +118,19 @@
  *    asked and rings when tasks wait. So a turn that ends never leaves its
  *    successor waiting for the ready queue, and the worker that ended a turn
  *    starts the next one without another round trip.
+ * 21. Firm cancels. A commit with `stopAtCancel` is refused with
+ *    `cancel_pending` while a cancel aimed at the active turn is pending
+ *    beyond its `ackMailThrough` (accepted by `requestCancel`, not yet
+ *    acknowledged): nothing of it is written, the lease is released and the
+ *    bell rung (like `tool_call_resolved`), so the next claim takes the
+ *    cancel and ends the turn with its first commit. From the moment a
+ *    cancel is accepted, no such commit of its turn applies unless it
+ *    acknowledges the cancel.
+ * 22. Deletion markers. `deleteAgent` leaves a marker under the deleted id
+ *    (the `now` it was given; one small key per deleted id, kept until the id is
+ *    deleted again or the store is flushed). `enqueueTask` with
+ *    `refuseDeleted` answers `agent_deleted` and writes nothing while the
+ *    marker is there; any other enqueue ignores it (the id is free again).
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -135,12 +149,15 @@ export interface EnqueueTaskRequest {
   /** A fresh turn id proposed by the caller's id source; used unless the key is a duplicate. */
   turnId: string;
   now: number;
+  /** Answer `agent_deleted` and write nothing when the id carries a deletion marker (invariant 22): a delegation's dispatch. */
+  refuseDeleted?: boolean;
 }
 
 export type EnqueueTaskResult =
   | { status: "enqueued"; turnId: string }
   | { status: "duplicate"; turnId: string }
-  | { status: "definition_conflict"; boundTo: string };
+  | { status: "definition_conflict"; boundTo: string }
+  | { status: "agent_deleted"; deletedAt: number };
 
 export interface DeliverToolResultRequest {
   agentId: string;
@@ -314,6 +331,11 @@ export interface CommitRequest {
    * releases, take the next queued task in the same step and keep the lease.
    */
   chainNextTask?: boolean;
+  /**
+   * Firm cancels (invariant 21): refuse with `cancel_pending` while a cancel aimed at the active turn is
+   * pending beyond `ackMailThrough`; the lease is released and the bell rung.
+   */
+  stopAtCancel?: boolean;
 }
 
 /** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
@@ -363,7 +385,7 @@ export type CommitResult =
     /** The claim of the next queued task the commit took (`chainNextTask`, invariant 20). */
     chained?: Extract<ClaimResult, { status: "claimed" }>;
   }
-  | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "agent_not_found" };
+  | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "cancel_pending" | "agent_not_found" };
 
 /** The writes that end a turn from outside the machine (see invariant 12). */
 export interface TurnEnd {
@@ -667,7 +689,8 @@ export interface Store {
   /** The base checkpoint of a trimmed log (the one at `eventsTrimmedThrough`); null when nothing was trimmed. */
   readCheckpoint(agentId: string): Promise<Checkpoint | null>;
   /** Removes the agent and every record it owns (invariant 19). */
-  deleteAgent(agentId: string): Promise<{ status: "deleted" } | { status: "agent_not_found" }>;
+  /** `now`: the time the deletion marker records (invariant 22; default 0). */
+  deleteAgent(agentId: string, now?: number): Promise<{ status: "deleted" } | { status: "agent_not_found" }>;
   /** Logs `forked_to` on the source of a fork (invariant 13). */
   recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
   /** Notes a successful call of a role's method in the tool registry (invariant 16). */

@@ -14,6 +14,12 @@ export interface TaskOptions {
   budget?: SpendLimit;
   /** Set on a task a parent agent delegated (actors/delegation.ts): where its result goes. */
   delegation?: DelegationLink;
+  /**
+   * Set by a fork (routes/fork.ts) on the turn it continues: the in-process calls that were
+   * pending at the fork point. The fork answers each with the error outcome `forked_unresolved`
+   * instead of running the tool again under the same id (actors/tool-runner.ts).
+   */
+  forkedUnresolved?: string[];
 }
 
 /** The parent end of a delegated task. */

@@ -20,7 +20,7 @@ import type { ModelRequest, ModelResponse } from "../models/types.ts";
 import type { Store } from "../store/port.ts";
 import { defineTool } from "../tools/define.ts";
 import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, enqueue, eventsOf, head, recordingModel, replayLog } from "./helpers/host.ts";
+import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog } from "./helpers/host.ts";
 
 const POLL = 5_000;
 
@@ -151,6 +151,98 @@ export function delegationSuite(kind: string, makeStore: () => Promise<{ store: 
       expect((await head(store, childId)).state).toBe("failed");
       expect(c.error).toMatchObject({ reason: "cancelled" });
       expect(c.error!.message).toMatch(/parent's turn ended \(cancelled\)/);
+    });
+
+    it("a parent's cancel ends its child's turn at the child's next commit, even in the middle of a model step that would finish it", { timeout: 60_000 }, async () => {
+      const started = deferred<void>();
+      const gate = deferred<void>();
+      const child = childOf("midstep", () => ({ toolCalls: [{ name: "submit_result", args: { result: "finished anyway" } }] }));
+      const held = recordingModel(async (req, i) => {
+        if (i === 0) {
+          started.resolve();
+          await gate.promise;
+        }
+        return child.model.generate(req);
+      });
+      const childAgent = defineAgent({ name: "midstep", instructions: "Work.", model: held });
+      const parent = parentOf("canceller", [agentTool(childAgent)], [{ name: "midstep", args: { input: "x" } }]);
+      const { gh, clock, store } = await setup([parent.agent]);
+      const { turnId } = await enqueue(store, clock, "pc", parent.agent, "go");
+      const draining = gh.drain();
+      await started.promise; // the child's first model step is running (and would end its turn)
+      const [call] = await store.getToolCalls("pc", turnId);
+      const childId = await childAgentId("pc", turnId, call.toolCallId, "midstep");
+      expect((await store.requestCancel({ agentId: "pc", reason: "user stop", now: clock.now() })).status).toBe("accepted");
+      await gh.drain(); // the parent's cancel; the child's worker still holds the child
+      expect((await head(store, "pc")).state).toBe("failed");
+      expect((await eventsOf(store, childId, "cancel_requested")).map((e) => e.turnId)).toEqual([(await head(store, childId)).activeTurnId]);
+      gate.resolve();
+      await draining;
+      await gh.drain();
+
+      const h = await head(store, childId);
+      expect(h.state).toBe("failed");
+      expect((await ctxOf(store, childId)).error).toMatchObject({ reason: "cancelled" });
+      expect(await eventsOf(store, childId, "mail_ignored")).toEqual([]);
+      const ended = (await eventsOf(store, childId, "task")).map((e) => e.data.status);
+      expect(ended).toEqual(["failed"]);
+      // The step that was running never committed: no submit_result reached the child's log.
+      expect((await eventsOf(store, childId, "tool_call")).length).toBe(0);
+      expect(await replayLog(store, childId)).toEqual(h.snapshot);
+    });
+
+    it("a deleted child ends the parent's call with child_deleted and is never created again", { timeout: 60_000 }, async () => {
+      const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
+      const child = childOf("deletable", () => ({ toolCalls: [{ name: "ask_human", args: { q: "?" } }] }), { tools: [ask] });
+      const parent = parentOf("orphaned", [agentTool(child.agent)], [{ name: "deletable", args: { input: "x" } }]);
+      const { gh, clock, store } = await setup([parent.agent]);
+      const { turnId } = await enqueue(store, clock, "pd", parent.agent, "go");
+      await gh.drain();
+      const [call] = await store.getToolCalls("pd", turnId);
+      const childId = await childAgentId("pd", turnId, call.toolCallId, "deletable");
+      const childTurn = await childTurnIdOf("pd", turnId, call.toolCallId);
+      expect((await head(store, childId)).state).toBe("waiting-tools");
+
+      const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${childId}`, { method: "DELETE" }));
+      expect(res.status).toBe(200);
+      await gh.drain();
+      const [answered] = await store.getToolCalls("pd", turnId);
+      expect(answered).toMatchObject({
+        status: "resolved", source: "delegation",
+        outcome: { ok: false, error: { type: "delegation_failed", retryable: false, metadata: { childAgentId: childId, childTurnId: childTurn, reason: "child_deleted" } } },
+      });
+      expect((await head(store, "pd")).state).toBe("done");
+      expect(parent.model.requests[1].messages.at(-1)!.content).toContain("child_deleted");
+      // Polls long after: the child is not created again and its task does not run again.
+      for (let i = 0; i < 3; i++) {
+        clock.advance(POLL * 2);
+        await gh.drain();
+      }
+      expect(await store.getAgent(childId)).toBeNull();
+      expect(child.model.requests).toHaveLength(1);
+    });
+
+    it("a child deleted behind the parent's back is not re-created by the parent's poll: the call fails with child_deleted", { timeout: 60_000 }, async () => {
+      const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
+      const child = childOf("vanishing", () => ({ toolCalls: [{ name: "ask_human", args: { q: "?" } }] }), { tools: [ask] });
+      const parent = parentOf("poller", [agentTool(child.agent)], [{ name: "vanishing", args: { input: "x" } }]);
+      const { gh, clock, store } = await setup([parent.agent]);
+      const { turnId } = await enqueue(store, clock, "pv", parent.agent, "go");
+      await gh.drain();
+      const [call] = await store.getToolCalls("pv", turnId);
+      const childId = await childAgentId("pv", turnId, call.toolCallId, "vanishing");
+      // Straight through the store: no fast path, only the parent's poll can notice.
+      expect(await store.deleteAgent(childId, clock.now())).toEqual({ status: "deleted" });
+      clock.advance(POLL + 1);
+      await gh.drain();
+      expect(await store.getAgent(childId)).toBeNull();
+      expect(child.model.requests).toHaveLength(1);
+      const [answered] = await store.getToolCalls("pv", turnId);
+      expect(answered.outcome).toMatchObject({ ok: false, error: { type: "delegation_failed", metadata: { reason: "child_deleted" } } });
+      expect((await head(store, "pv")).state).toBe("done");
+      // A plain task to the id still creates a new agent (the marker binds only delegations).
+      const again = await store.enqueueTask({ agentId: childId, agentName: "vanishing", workerTarget: child.agent.workerTarget, input: "hi", options: {}, turnId: "turn_plain", now: clock.now() });
+      expect(again).toEqual({ status: "enqueued", turnId: "turn_plain" });
     });
 
     it("a delegation past the nesting bound is refused with a typed error and never dispatched", async () => {

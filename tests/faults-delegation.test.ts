@@ -58,6 +58,7 @@ async function teamRun() {
   const enqueue = async (agentId: string, input: TeamTaskInput) => {
     const r = await store.enqueueTask({ agentId, agentName: "lead", workerTarget: "default", input, options: {}, turnId: `turn_${input.label}`, now: Date.now() });
     if (r.status === "definition_conflict") throw new Error(`${agentId} is bound to ${r.boundTo}`);
+    if (r.status === "agent_deleted") throw new Error(`${agentId} was deleted`);
     return r.turnId;
   };
   const close = async () => {

@@ -1272,6 +1272,46 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 })).toEqual({ status: "already_resolved", record: rec, resolvedBy: "result" });
       });
 
+      it("a commit with stopAtCancel is refused with cancel_pending while a cancel of the turn waits, and gives the agent back (invariant 21)", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        // Without a cancel it applies as any commit.
+        const first = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, stopAtCancel: true }));
+        expect(first.status).toBe("applied");
+        const v1 = (first as { version: number }).version;
+        expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 3 })).toEqual({ status: "accepted", turnId });
+        const before = (await states()).a1;
+        const r = await store.commit(commitOf(claim, "w1", {
+          expectedVersion: v1, now: T0 + 4, stopAtCancel: true,
+          events: [{ type: "step", data: {} }], messages: [{ role: "assistant", content: "done" }], activeTurnId: null, state: "done",
+        }));
+        expect(r).toEqual({ status: "conflict", reason: "cancel_pending" });
+        // Nothing of the commit landed; the only writes are the released lease and the bell rung at now.
+        const after = (await states()).a1;
+        const lease = ["leaseOwner", "leaseUntil"];
+        expect(omitHeadFields(after, lease)).toEqual(withIndexes(omitHeadFields(before, lease), { ready: { [TARGET]: T0 + 4 } }));
+        // The next claim takes the cancel; its commit acknowledging it applies, stopAtCancel or not.
+        const c2 = await claimOk("a1", "w2", T0 + 5);
+        const cancel = c2.mail.find((m) => m.kind === "cancel")!;
+        expect(cancel).toMatchObject({ kind: "cancel", turnId });
+        const done = await store.commit(commitOf(c2, "w2", { now: T0 + 6, stopAtCancel: true, ackMailThrough: cancel.seq }));
+        expect(done.status).toBe("applied");
+        const v2 = (done as { version: number }).version;
+        // Acknowledged: later commits of the turn apply again.
+        expect((await store.commit(commitOf(c2, "w2", { expectedVersion: v2, now: T0 + 7, stopAtCancel: true }))).status).toBe("applied");
+      });
+
+      it("a commit without stopAtCancel applies while a cancel waits; a cancel of another turn never stops a commit", async () => {
+        const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
+        expect(await store.requestCancel({ agentId: "a1", reason: "stop", now: T0 + 3 })).toEqual({ status: "accepted", turnId });
+        const r = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 4, activeTurnId: null, state: "done", release: { runnableAt: null } }));
+        expect(r.status).toBe("applied");
+        // The next turn: the old cancel (still unacknowledged mail) is aimed at the ended turn.
+        await enqueue({ now: T0 + 5 });
+        const c2 = await claimOk("a1", "w1", T0 + 6);
+        expect(c2.head.activeTurnId).not.toBe(turnId);
+        expect((await store.commit(commitOf(c2, "w1", { now: T0 + 7, stopAtCancel: true }))).status).toBe("applied");
+      });
+
       it("refuses a commit resolving a call the watchdog resolved first with tool_call_resolved, and gives the agent back", async () => {
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
         const tick = await watchdogTick(store, { now: () => T0 + 100 });
@@ -2039,10 +2079,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue({ agentId: "a2", now: T0 + 504 });
         const other = await states("a2");
 
-        expect(await store.deleteAgent("a1")).toEqual({ status: "deleted" });
+        expect(await store.deleteAgent("a1", T0 + 505)).toEqual({ status: "deleted" });
         expect(await store.getAgent("a1")).toBeNull();
         const after = (await states("a1")).a1;
-        expect(after.records).toEqual({});
+        // Only the deletion marker stays under the id (invariant 22; the memory store keeps it apart).
+        const { deleted: _marker, ...rest } = after.records;
+        expect(rest).toEqual({});
         expect(after.ready).toEqual({});
         expect(after.deadlines).toEqual({});
         expect(await store.listAgents({ limit: 10 })).toEqual([{ agentId: "a2", updatedAt: T0 + 504 }]);
@@ -2056,6 +2098,27 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await enqueue({ now: T0 + 600 });
         const fresh = (await store.getAgent("a1"))!;
         expect([fresh.lastEventId, fresh.messageCount, fresh.pendingTasks]).toEqual([1, 0, 1]);
+      });
+
+      it("deleteAgent leaves a marker: an enqueue with refuseDeleted answers agent_deleted and writes nothing (invariant 22)", async () => {
+        await enqueue({ now: T0 });
+        expect((await enqueue({ agentId: "a2", now: T0, refuseDeleted: true })).r.status).toBe("enqueued"); // never deleted
+        expect(await store.deleteAgent("a1", T0 + 7)).toEqual({ status: "deleted" });
+        const nothing = await states("a1");
+        for (const key of ["k1", undefined]) {
+          const { r } = await enqueue({ now: T0 + 8, refuseDeleted: true, ...(key ? { idempotencyKey: key } : {}) });
+          expect(r).toEqual({ status: "agent_deleted", deletedAt: T0 + 7 });
+        }
+        expect(await states("a1")).toEqual(nothing);
+        expect(await store.getAgent("a1")).toBeNull();
+        // Without refuseDeleted the id is free again; the marker stays for the refusing kind.
+        expect((await enqueue({ now: T0 + 9 })).r.status).toBe("enqueued");
+        expect((await enqueue({ now: T0 + 10, refuseDeleted: true })).r).toEqual({ status: "agent_deleted", deletedAt: T0 + 7 });
+        // Deleting again moves the marker; an id never created gets none.
+        expect(await store.deleteAgent("a1", T0 + 11)).toEqual({ status: "deleted" });
+        expect((await enqueue({ now: T0 + 12, refuseDeleted: true })).r).toEqual({ status: "agent_deleted", deletedAt: T0 + 11 });
+        expect(await store.deleteAgent("a3", T0 + 13)).toEqual({ status: "agent_not_found" });
+        expect((await enqueue({ agentId: "a3", now: T0 + 14, refuseDeleted: true })).r.status).toBe("enqueued");
       });
     });
 

@@ -189,8 +189,10 @@ describe("head layout: long values apart, the hash compact", () => {
       release: null, leaseMs: LEASE, now: T0 + 2,
     })).status).toBe("applied");
     expect(await raw.exists(`${k.head}:snapshot`, `${k.head}:currentTask`)).toBe(2);
-    await store.deleteAgent("gone");
-    expect(await raw.keys(`${prefix}:{a:gone}*`)).toEqual([]);
+    await store.deleteAgent("gone", T0 + 3);
+    // Only the deletion marker stays (store/port.ts invariant 22).
+    expect(await raw.keys(`${prefix}:{a:gone}*`)).toEqual([k.deleted]);
+    expect(await raw.get(k.deleted)).toBe(String(T0 + 3));
     await store.close();
   });
 });

@@ -41,7 +41,9 @@
          '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
        then the summary: '' (unchanged) or `{content, through}` JSON,
        then chain: '1' to take the next queued task when the turn ends
-         (invariant 20), else ''
+         (invariant 20), else '',
+       then stop at cancel: '1' to refuse while a cancel of the active turn
+         is pending beyond ackMailThrough (invariant 21), else ''
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
@@ -57,6 +59,8 @@
     'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
     'tool_call_resolved'  (nothing of the commit written; the lease is
                            released and the bell rung so the result is picked up)
+    'cancel_pending'      (stop at cancel: a cancel of the active turn waits;
+                           nothing written, lease released, bell rung)
   Replay guard: a commit whose token matches the last applied commit while
   the version is still expectedVersion + 1 is a replay of an applied call; it
   answers 'applied' with the same numbers and writes nothing.
@@ -87,6 +91,7 @@ local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
 local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
 local chain = ARGV[ev_at + n_ev + 2] == '1'
+local stop_at_cancel = ARGV[ev_at + n_ev + 3] == '1'
 
 local num = function(v) return tonumber(v) or 0 end
 
@@ -105,7 +110,7 @@ local h = read_head(head, {
   'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
   'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent', 'currentTask',
   'eventsTrimmedThrough', 'messagesTrimmedThrough', '_ckpts', '_evBytes', '_ended', '_endedBase',
-  'pendingTasks',
+  'pendingTasks', '_cancelSeq', '_cancelTurn',
 })
 if not h then
   return 'agent_not_found'
@@ -147,6 +152,18 @@ for i = 0, n_res - 1 do
     -- write before checks done: and rings the bell so the result that won is picked up
     set_bell(ready, now_str, agent_id)
     return 'tool_call_resolved'
+  end
+end
+if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
+  -- The latest cancel is aimed at this turn; still pending when its seq is in the mail list (acks remove a prefix).
+  local cancel_seq = tonumber(h._cancelSeq) or 0
+  local first_pending = (tonumber(h._mailSeq) or 0) - redis.call('LLEN', mail) + 1
+  if cancel_seq > ack and cancel_seq >= first_pending then
+    -- write before checks done: this refusal releases the lease (nothing of the commit is written)
+    redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    -- write before checks done: and rings the bell so a claim applies the cancel
+    set_bell(ready, now_str, agent_id)
+    return 'cancel_pending'
   end
 end
 

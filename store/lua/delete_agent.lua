@@ -7,9 +7,12 @@
 
   KEYS[1] head hash   KEYS[2] turns hash   KEYS[3] deadlines zset   KEYS[4] agents zset
   (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
-  KEYS[5..] every other key of the agent: the fixed ones and those a SCAN
+  KEYS[5] the deletion marker (string): set to ARGV[3] when the agent existed
+          (store/port.ts invariant 22); it outlives the agent
+  KEYS[6..] every other key of the agent: the fixed ones and those a SCAN
             of the agent's hash tag found (calls hashes, delivery records)
   ARGV[1] home prefix of the agent (store/keys.ts)   ARGV[2] agentId (raw)
+  ARGV[3] now (ms): the marker's value
   Undeclared keys: the ready zset of the agent's stored target; the calls
   hashes of the turns listed in the turns hash (the agent's hash tag).
   Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
@@ -22,7 +25,7 @@ local h = read_head(KEYS[1], { 'agentId', 'workerTarget', 'activeTurnId' })
 local found = h ~= nil
 -- Checks done; writes follow.
 local calls = {}
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   local turn = string.match(KEYS[i], ':calls:(.*)$')
   if turn then calls[turn] = KEYS[i] end
 end
@@ -49,10 +52,13 @@ if found then
   redis.call('ZREM', ready_key(prefix, h.workerTarget), agent_id)
 end
 redis.call('ZREM', KEYS[4], agent_id)
--- The agent's own keys: KEYS[1], KEYS[2] and KEYS[5..] (never the shared indexes 3 and 4).
+-- The agent's own keys: KEYS[1], KEYS[2] and KEYS[6..] (never the shared indexes 3 and 4, nor the marker 5).
 local own = { KEYS[1], KEYS[2] }
-for i = 5, #KEYS do own[#own + 1] = KEYS[i] end
+for i = 6, #KEYS do own[#own + 1] = KEYS[i] end
 for i = 1, #own, 1000 do
   redis.call('DEL', unpack(own, i, math.min(i + 999, #own)))
+end
+if found then
+  redis.call('SET', KEYS[5], ARGV[3])
 end
 return found and 'deleted' or 'agent_not_found'

@@ -5,6 +5,7 @@
   KEYS[1] head hash          KEYS[2] tasks list
   KEYS[3] idem hash          KEYS[4] events list
   KEYS[5] turns hash         KEYS[6] inputs hash
+  KEYS[7] deletion marker (string; store/port.ts invariant 22)
   ARGV[1] home prefix of the agent (store/keys.ts)
   ARGV[2] agentId (raw)      ARGV[3] agentId JSON
   ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
@@ -13,6 +14,7 @@
   ARGV[10] event tail (task_enqueued)
   ARGV[11] now               ARGV[12] turnId (raw)
   ARGV[13] input JSON: its one stored copy (the task entry holds none)
+  ARGV[14] '1': refuse when the deletion marker is set (a delegation's dispatch), else ''
   Undeclared keys: the ready zset of the agent's stored target (see docs/store.md);
   the key of a long _recentTurns (includes/head.lua).
 
@@ -20,6 +22,7 @@
     'enqueued <turnId JSON>'
     'duplicate <turnId JSON>'          (idempotency key seen before)
     'definition_conflict <name JSON>'  (the agent is bound to another definition)
+    'agent_deleted <ms>'               (ARGV[14] '1' and the id was deleted; nothing written)
   Replay guard: a turn id this agent has just enqueued is a replay of an
   applied call (turn ids are fresh per request); it answers 'enqueued' again
   and writes nothing. With a key, the key's entry names the turn; without
@@ -37,6 +40,13 @@ local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], A
 local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
 
 local RECENT_TURNS = 32
+
+if ARGV[14] == '1' then
+  local deleted_at = redis.call('GET', KEYS[7])
+  if deleted_at then
+    return 'agent_deleted ' .. deleted_at
+  end
+end
 
 local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns' })
 if h then

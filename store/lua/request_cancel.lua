@@ -12,7 +12,9 @@
 
   The turn is fixed here: the named one when it is active, else (none named)
   the active one. The mail item and the event carry it, so the host applies
-  the cancel to that turn only.
+  the cancel to that turn only. `_cancelSeq` and `_cancelTurn` on the head
+  name the latest cancel and its turn: a commit with stopAtCancel refuses
+  while that cancel is pending (commit.lua, store/port.ts invariant 21).
 
   Returns: 'accepted <turnId JSON>' | 'agent_not_found' | 'not_active'
     | 'turn_finished' | 'turn_not_started' | 'turn_not_found'
@@ -65,6 +67,7 @@ local pending = redis.call('RPUSH', mail,
   '{"seq":' .. seq .. ',"kind":"cancel","at":' .. now_str .. ',"reason":' .. reason_json .. ',"turnId":' .. target .. '}')
 local last = append_events(events, tonumber(h.lastEventId), target, now_str,
   { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. '}}' })
-redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token)
+redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token,
+  '_cancelSeq', seq, '_cancelTurn', target)
 set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)
 return 'accepted ' .. target

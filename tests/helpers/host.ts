@@ -69,6 +69,7 @@ export async function enqueue(
     now: clock.now(),
   });
   if (r.status === "definition_conflict") throw new Error(`agent id ${agentId} is bound to ${r.boundTo}`);
+  if (r.status === "agent_deleted") throw new Error(`agent id ${agentId} was deleted`);
   return r;
 }
 

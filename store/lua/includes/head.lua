@@ -7,6 +7,8 @@
     _commit       token of the last applied commit (replay guard)
     _commitEvent  lastEventId right after that commit
     _cancel       token of the last accepted cancel (replay guard)
+    _cancelSeq    mail seq of the last accepted cancel, until a commit acknowledges it
+    _cancelTurn   the turn (JSON) that cancel is aimed at
     _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
     _failTurn     turn id JSON whose claims threw, _failCount how often (invariant 12)
     _ckpts, _evBytes, _ended, _endedBase   retention (includes/retention.lua)
