@@ -26,9 +26,11 @@
  *   whole call, or with `stream: true` the longest wait for the response head
  *   or for the next piece of the stream.
  */
+import { anySignal } from "../common/any-signal.ts";
 import { ModelError } from "../errors/errors.ts";
-import { roundCost } from "../common/cost.ts";
 import type { Message } from "../common/message.ts";
+import { costOf, isPricing, type Pricing } from "./pricing.ts";
+import { parseArguments } from "./tool-arguments.ts";
 import type { Model, ModelRequest, ModelResponse, ModelToolCallRequest } from "./types.ts";
 
 export interface OpenAICompatibleOptions {
@@ -44,7 +46,7 @@ export interface OpenAICompatibleOptions {
   /** Sent as `max_tokens`. */
   maxTokens?: number;
   /** Prices per million tokens; when given, each response carries `cost`. */
-  pricing?: { inputPerMTok: number; outputPerMTok: number };
+  pricing?: Pricing;
   /** Default 120 000 ms. See the contract above for what it bounds with `stream: true`. */
   timeoutMs?: number;
   /** Ask for server-sent events and deliver text deltas to `onChunk` as they arrive. */
@@ -171,12 +173,7 @@ function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions
   if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1)) {
     throw bad(`maxTokens must be a positive integer, got ${JSON.stringify(maxTokens)}`);
   }
-  if (pricing !== undefined) {
-    const ok = (n: unknown) => typeof n === "number" && Number.isFinite(n) && n >= 0;
-    if (!pricing || !ok(pricing.inputPerMTok) || !ok(pricing.outputPerMTok)) {
-      throw bad("pricing needs inputPerMTok and outputPerMTok as numbers >= 0");
-    }
-  }
+  if (pricing !== undefined && !isPricing(pricing)) throw bad("pricing needs inputPerMTok and outputPerMTok as numbers >= 0");
   if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs))) {
     throw bad(`timeoutMs must be a positive number, got ${JSON.stringify(timeoutMs)}`);
   }
@@ -259,30 +256,6 @@ function requestBody(o: OpenAICompatibleOptions, req: ModelRequest, fail: Fail):
   return body;
 }
 
-/** Links the caller's signal and the timeout; `dispose` drops the listener the fallback adds. */
-function anySignal(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
-  if (!a) return { signal: b, dispose: () => {} };
-  const any = (AbortSignal as { any?: (signals: AbortSignal[]) => AbortSignal }).any;
-  if (typeof any === "function") return { signal: any([a, b]), dispose: () => {} };
-  const c = new AbortController();
-  const onA = () => c.abort(a.reason);
-  const onB = () => c.abort(b.reason);
-  if (a.aborted) onA();
-  else if (b.aborted) onB();
-  else {
-    a.addEventListener("abort", onA, { once: true });
-    b.addEventListener("abort", onB, { once: true });
-  }
-  return {
-    signal: c.signal,
-    // The caller's signal lives for a whole claim: leaving a listener per call on it would leak.
-    dispose: () => {
-      a.removeEventListener("abort", onA);
-      b.removeEventListener("abort", onB);
-    },
-  };
-}
-
 // ---------------------------------------------------------------- response
 
 /** The error a non-2xx answer becomes, with the server's message and any Retry-After. */
@@ -335,17 +308,6 @@ interface RawToolCall {
   arguments: string;
 }
 
-/** `arguments` text -> args: parsed JSON, `{}` when empty, the raw text when unparsable (see the contract). */
-function parseArguments(text: unknown): unknown {
-  if (typeof text !== "string") return text ?? {};
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
 function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
@@ -373,9 +335,7 @@ function finish(
   const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0);
   if (u && typeof u === "object" && (typeof u.prompt_tokens === "number" || typeof u.completion_tokens === "number")) {
     out.usage = { inputTokens: count(u.prompt_tokens), outputTokens: count(u.completion_tokens) };
-    if (pricing) {
-      out.cost = roundCost((out.usage.inputTokens * pricing.inputPerMTok + out.usage.outputTokens * pricing.outputPerMTok) / 1_000_000);
-    }
+    if (pricing) out.cost = costOf(out.usage, pricing);
   }
   return out;
 }

@@ -9,6 +9,12 @@
  *   `skipLibCheck: false` (so the package's declarations are checked too),
  *   type-checked with this repository's tsc, emitted and run;
  * - Deno importing the TypeScript source by an import map.
+ * None of them installs the optional peers (`ai`, `@ai-sdk/provider`): the
+ * root import works without them, and the `./ai-sdk` subpath names the
+ * missing package. A fourth project installs `ai` and
+ * `@ai-sdk/openai-compatible` besides and runs (and type-checks, under the
+ * same strict NodeNext settings) a turn on `aiSdkModel` over the AI SDK's
+ * `MockLanguageModelV3`.
  * The JavaScript project then runs the package's `gatehouse` bin on a
  * user's own agents module (tests/fixtures/consumer/agents.mjs) with the
  * README's curl session against it, and each kind of failed start is checked
@@ -30,6 +36,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
   version: string;
   exports: Record<string, string | { types: string; default: string }>;
   peerDependencies: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   devDependencies: Record<string, string>;
   bin: Record<string, string>;
 };
@@ -51,6 +58,18 @@ function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<stri
   return { status: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", error: r.error };
 }
 
+/** `run` without blocking the worker's event loop (a long synchronous child starves vitest's RPC). */
+function runAsync(cmd: string, args: string[], opts: { cwd: string; timeout?: number }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"], timeout: opts.timeout ?? 120_000 });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** npm install, asynchronously, so the projects install side by side. */
 function npmInstall(dir: string, specs: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -66,7 +85,48 @@ function npmInstall(dir: string, specs: string[]): Promise<void> {
   });
 }
 
-const peers = () => Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`);
+/** The peers npm installs with the package: the required ones (not `ai`, `@ai-sdk/provider`). */
+const peers = () =>
+  Object.keys(pkg.peerDependencies)
+    .filter((name) => !pkg.peerDependenciesMeta?.[name]?.optional)
+    .map((name) => `${name}@${pkg.devDependencies[name]}`);
+const dev = (name: string) => `${name}@${pkg.devDependencies[name]}`;
+
+/** A turn on aiSdkModel over the AI SDK's own test model: a streamed answer and submit_result. */
+const AI_SDK_MAIN = `import { createGatehouse, defineAgent } from "@gatehouse-runtime/core";
+import { aiSdkModel } from "@gatehouse-runtime/core/ai-sdk";
+import { MockLanguageModelV3, simulateReadableStream } from "ai/test";
+
+const usage = { inputTokens: { total: 12, noCache: 12, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 4, text: 4, reasoning: undefined } };
+const mock = new MockLanguageModelV3({
+  doStream: async () => ({
+    stream: simulateReadableStream({
+      chunks: [
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "refund " },
+        { type: "text-delta", id: "t", delta: "approved" },
+        { type: "text-end", id: "t" },
+        { type: "tool-call", toolCallId: "c1", toolName: "submit_result", input: JSON.stringify({ result: "refunded" }) },
+        { type: "finish", usage, finishReason: { unified: "tool-calls", raw: "tool_calls" } },
+      ],
+    }),
+  }),
+});
+const agent = defineAgent({ name: "concierge", instructions: "Help.", model: aiSdkModel(mock), tools: [] });
+const gh = createGatehouse({ agents: [agent] });
+const r = await gh.fetch(new Request("http://local/v1/agents/alice/tasks", {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ agent: "concierge", input: "refund?" }),
+}));
+await gh.drain();
+const view = (await (await gh.fetch(new Request("http://local/v1/agents/alice"))).json()) as { state: string; output?: unknown };
+const events = await gh.store.readEvents("alice", 0, 100);
+const chunks = events.filter((e) => e.type === "chunk").map((e) => String(e.data.text)).join("");
+console.log(r.status, view.state, JSON.stringify(view.output), JSON.stringify(chunks));
+await gh.close();
+`;
+const AI_SDK_OUTPUT = '202 done "refunded" "refund approved"';
 
 function project(name: string, files: Record<string, string>): string {
   const dir = join(tmp, name);
@@ -78,6 +138,7 @@ function project(name: string, files: Record<string, string>): string {
 
 let jsDir: string;
 let tsDir: string;
+let aiDir: string;
 
 beforeAll(async () => {
   expect(apiExample, "README has the marked API example").toBeDefined();
@@ -110,12 +171,19 @@ beforeAll(async () => {
       files: ["main.ts"],
     }),
   });
+  aiDir = project("consumer-ai-sdk", {
+    // The same source as JavaScript (type annotations are only in the `as` casts) and as TypeScript.
+    "main.mjs": AI_SDK_MAIN.replace(/ as \{ state: string; output\?: unknown \}/, ""),
+    "main.ts": AI_SDK_MAIN,
+    "tsconfig.json": readFileSync(join(tsDir, "tsconfig.json"), "utf8"),
+  });
   await Promise.all([
     // tsx too: `gatehouse serve ./agents.ts` loads TypeScript through the project's tsx.
     npmInstall(jsDir, [tarball, ...peers(), `tsx@${pkg.devDependencies.tsx}`]),
     npmInstall(tsDir, [tarball, ...peers()]),
+    npmInstall(aiDir, [tarball, ...peers(), dev("ai"), dev("@ai-sdk/openai-compatible")]),
   ]);
-}, 240_000);
+}, 300_000);
 
 let packedFiles: string[] = [];
 
@@ -169,6 +237,31 @@ describe("the packed package", () => {
     const run1 = run(process.execPath, ["out/main.js"], { cwd: tsDir, timeout: 30_000 });
     expect(run1.stderr).toBe("");
     expect(run1.stdout.trim()).toBe(EXPECTED_OUTPUT);
+  }, 150_000);
+
+  it("the root import needs no AI SDK: none is installed, and the ./ai-sdk subpath names the missing peer", () => {
+    for (const dir of [jsDir, tsDir]) {
+      expect(existsSync(join(dir, "node_modules/ai")), dir).toBe(false);
+      expect(existsSync(join(dir, "node_modules/@ai-sdk")), dir).toBe(false);
+    }
+    // The README's example ran above on the root import alone; the subpath fails only when imported.
+    const r = run(process.execPath, ["--input-type=module", "-e", 'await import("@gatehouse-runtime/core/ai-sdk")'], { cwd: jsDir, timeout: 30_000 });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("Cannot find package '@ai-sdk/provider'");
+  });
+
+  it("with ai installed: a turn on aiSdkModel over MockLanguageModelV3 runs as JavaScript, and type-checks and runs as strict NodeNext TypeScript", async () => {
+    const js = await runAsync(process.execPath, ["main.mjs"], { cwd: aiDir, timeout: 30_000 });
+    expect(js.stderr).toBe("");
+    expect(js.stdout.trim()).toBe(AI_SDK_OUTPUT);
+    const tsc = await runAsync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "."], { cwd: aiDir, timeout: 120_000 });
+    const errors = tsc.stdout.split("\n").filter((l) => /error TS\d+/.test(l));
+    // Other packages' declarations are theirs (see above); ours and the program's must compile.
+    const ours = errors.filter((l) => !l.startsWith("node_modules/") || l.startsWith(`node_modules/${pkg.name}/`));
+    expect(ours).toEqual([]);
+    const ts = await runAsync(process.execPath, ["out/main.js"], { cwd: aiDir, timeout: 30_000 });
+    expect(ts.stderr).toBe("");
+    expect(ts.stdout.trim()).toBe(AI_SDK_OUTPUT);
   }, 150_000);
 
   it("runs the README's API example on Deno, importing the TypeScript source", () => {

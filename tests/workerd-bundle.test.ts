@@ -1,13 +1,17 @@
 /**
  * `mod.ts` is Web-only: bundled for workerd exactly as a Worker that imports
  * it would be, the module graph reaches no Node built-in (ioredis, the TCP
- * adapter, lives in `redis.ts`). The bundle size is printed so a change that
- * bloats the edge bundle shows in the test log.
+ * adapter, lives in `redis.ts`), and no AI SDK code (`aiSdkModel` lives in
+ * `ai-sdk.ts`, whose `@ai-sdk/provider` is an optional peer). The bundle
+ * size is printed so a change that bloats the edge bundle shows in the test
+ * log.
  */
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { bundleForWorkerd } from "./workerd/bundle.ts";
 
+/** The marker of the AI SDK's errors (`Symbol.for("vercel.ai.error…")`), in every bundle that holds @ai-sdk/provider. */
+const AI_SDK_MARKER = "vercel.ai.error";
 const path = (p: string) => new URL(`../${p}`, import.meta.url).pathname;
 
 describe("workerd bundle", () => {
@@ -17,6 +21,14 @@ describe("workerd bundle", () => {
     console.log(`mod.ts workerd bundle: ${(b.bytes / 1024).toFixed(1)} KiB minified, ${(gz / 1024).toFixed(1)} KiB gzip`);
     expect(b.nodeBuiltins).toEqual([]);
     expect(b.code).not.toMatch(/\bioredis\b/);
+    // The AI SDK stays behind its subpath (ai-sdk.ts): none of its code in the root bundle.
+    expect(b.code).not.toContain(AI_SDK_MARKER);
+  }, 60_000);
+
+  it("the check catches the AI SDK: ai-sdk.ts (the subpath) contains it, and it bundles without Node built-ins", async () => {
+    const b = await bundleForWorkerd(path("ai-sdk.ts"));
+    expect(b.code).toContain(AI_SDK_MARKER);
+    expect(b.nodeBuiltins).toEqual([]);
   }, 60_000);
 
   it("the check catches Node built-ins: redis.ts (ioredis) needs them", async () => {

@@ -24,6 +24,8 @@ export type FakeReply =
   | { kind: "raw"; status?: number; body: string; headers?: Record<string, string> }
   /** Server-sent events: each chunk becomes one `data:` event (strings are sent as given); `[DONE]` unless `done: false`. */
   | { kind: "stream"; chunks: Array<unknown>; done?: boolean; delayMs?: number; raw?: string }
+  /** Server-sent events with event names (Anthropic's format), each `data` JSON-encoded; the stream ends after the last. */
+  | { kind: "sse"; events: Array<{ event: string; data: unknown }> }
   /** Never answers (for timeouts). */
   | { kind: "hang" }
   /** Closes the connection without an answer (a network error). */
@@ -159,6 +161,11 @@ async function answer(reply: FakeReply, req: IncomingMessage, res: ServerRespons
       res.end(reply.body);
       return;
     case "hang":
+      return;
+    case "sse":
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      for (const e of reply.events) res.write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+      res.end();
       return;
     case "destroy":
       req.socket.destroy();
