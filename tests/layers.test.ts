@@ -34,6 +34,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   examples: [".", "agents", "common", "models", "tools", "verification"],
   scripts: [".", "common", "examples", "store", "tests"],
   bench: [".", "store", "tests"],
+  // Tool configuration at the root (vitest.config.ts): not a module of the package.
+  config: ["tests"],
 };
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -63,7 +65,8 @@ export function relativeImports(src: string): string[] {
   return specs;
 }
 
-const folderOf = (relPath: string) => (relPath.includes(sep) ? relPath.split(sep)[0] : ".");
+const folderOf = (relPath: string) =>
+  relPath.includes(sep) ? relPath.split(sep)[0] : /\.config\.ts$/.test(relPath) ? "config" : ".";
 
 /** folder -> imported folder -> "file: specifier" examples. */
 function actualGraph(): Map<string, Map<string, string[]>> {
