@@ -50,18 +50,20 @@ if mode ~= 'claim' and (not live or curTarget ~= target or curHolder ~= holder o
   return 'lost'
 end
 -- checks done
-local function put(u, hu, h, r)
-  redis.call('SET', KEYS[1], fmt(u) .. '\n' .. fmt(hu) .. '\n' .. h .. '\n' .. target .. '\n' .. r, 'PX', fmt(u - now))
-end
+local newUntil, newHoldUntil, newHolder, newResponse, reply = untilMs, 0, '', '', 'written'
 if mode == 'claim' then
-  if live then put(untilMs, now + hold, holder, '') else put(now + window, now + hold, holder, '') end
-  return 'fresh'
+  if not live then newUntil = now + window end
+  newHoldUntil = now + hold
+  newHolder = holder
+  reply = 'fresh'
 elseif mode == 'renew' then
-  put(untilMs, now + hold, holder, '')
-  return 'renewed'
+  newHoldUntil = now + hold
+  newHolder = holder
+  reply = 'renewed'
 elseif mode == 'record' then
-  put(math.max(untilMs, now + window), 0, '', ARGV[7])
-  return 'written'
+  newUntil = math.max(untilMs, now + window)
+  newResponse = ARGV[7]
 end
-put(untilMs, 0, '', '')
-return 'written'
+redis.call('SET', KEYS[1], fmt(newUntil) .. '\n' .. fmt(newHoldUntil) .. '\n' .. newHolder .. '\n' .. target .. '\n' .. newResponse,
+  'PX', fmt(newUntil - now))
+return reply
