@@ -93,6 +93,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "QSTASH_CURRENT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash current signing key (with the next one): write routes accept QStash-signed requests" },
   { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
   { name: "GATEHOUSE_QSTASH_TENANTS", option: "auth", default: "every agent", meaning: "comma-separated agent-id prefixes that QStash-signed requests reach (docs/security.md)" },
+  { name: "GATEHOUSE_PUBLIC_URL", option: "auth", default: "the request's URL", meaning: "the URL senders call this deployment by (`https://host` or `https://host/prefix`) when a proxy or load balancer stands in front: a QStash token's `sub` must be it plus the request's path (docs/security.md); used only with auth" },
   { name: "GATEHOUSE_RATE_LIMIT_PER_TOKEN", option: "rateLimits", default: "1200/1m with auth, off without", meaning: "requests per token: `<count>/<period>` (period `500ms`, `30s`, `1m`, `1h`) or `off`; 429 `rate_limited` beyond it, held in the store across processes (docs/security.md)" },
   { name: "GATEHOUSE_RATE_LIMIT_PER_AGENT", option: "rateLimits", default: "600/1m with auth, off without", meaning: "requests per agent, same form; setting either variable turns rate limits on even without auth" },
   { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
@@ -172,6 +173,16 @@ function retentionFromEnv(env: Env): EnvGatehouseOptions["retention"] {
   return Object.keys(given).length > 0 ? given : undefined;
 }
 
+/** An http(s) URL with a host and an optional path, without query, fragment or credentials (auth.publicUrl checks the same). */
+function isPublicBaseUrl(raw: string): boolean {
+  if (!/^https?:\/\/[^\s?#@]+$/.test(raw)) return false;
+  try {
+    return new URL(raw).host !== "";
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Reads the environment. Throws ConfigError on the first bad value.
  *
@@ -217,6 +228,13 @@ export function configFromEnv(env: Env): EnvConfig {
     if (list.length === 0) throw new ConfigError("GATEHOUSE_BEARER_TOKENS is set but holds no token", "GATEHOUSE_BEARER_TOKENS");
     gatehouse.auth = { bearerTokens: list };
   }
+  const publicUrl = set(env, "GATEHOUSE_PUBLIC_URL");
+  if (publicUrl !== undefined && !isPublicBaseUrl(publicUrl)) {
+    throw new ConfigError(
+      `GATEHOUSE_PUBLIC_URL=${JSON.stringify(publicUrl)} is not a public base URL (expected http:// or https://, a host and an optional path, no query, fragment or credentials)`,
+      "GATEHOUSE_PUBLIC_URL",
+    );
+  }
   // Any auth variable turns auth on for every route but /healthz, /readyz and
   // the debug page shell, fail closed (routes/auth/access.ts).
   let fromEnv;
@@ -227,6 +245,7 @@ export function configFromEnv(env: Env): EnvConfig {
     throw new ConfigError(message, message.split(" ")[0]);
   }
   if (fromEnv !== undefined) gatehouse.auth = { ...gatehouse.auth, ...fromEnv };
+  if (gatehouse.auth !== undefined && publicUrl !== undefined) gatehouse.auth.publicUrl = publicUrl;
   if (gatehouse.auth !== undefined) {
     const bad = checkAuthConfig(gatehouse.auth);
     // The message names the problem, never a secret.

@@ -5,7 +5,8 @@
  *   store assigns nothing: the turn id comes from `rt.ids`), then rings.
  *   The first task binds the id to a definition; a task naming another one
  *   is refused (409). An idempotency key seen before answers the first
- *   task's turn with `duplicate: true` and enqueues nothing.
+ *   task's turn with `duplicate: true` and enqueues nothing. A signed task
+ *   without a key stands under `delivery:<scheme>:<message id>`.
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
  * - `POST /v1/agents/:agentId/cancel` mails a cancel aimed at one turn: the
  *   `turnId` of the body, else the turn active now (fixed when the store
@@ -19,6 +20,7 @@
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
 import { agentView } from "./agent-view.ts";
+import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
@@ -101,6 +103,8 @@ export function agentRoutes(rt: RouteRuntime) {
     .openapi(enqueueTask, async (c) => {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
+      // A signed task without a key of its own stands under its message id (routes/auth.ts).
+      const idempotencyKey = body.idempotencyKey ?? signedIdempotencyKey(c);
       const def = rt.agents.get(body.agent);
       if (!def) {
         throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
@@ -114,7 +118,7 @@ export function agentRoutes(rt: RouteRuntime) {
           ...(body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {}),
           ...(body.budget !== undefined ? { budget: body.budget } : {}),
         },
-        ...(body.idempotencyKey !== undefined ? { idempotencyKey: body.idempotencyKey } : {}),
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),
         now: rt.clock.now(),
       });

@@ -13,14 +13,27 @@
  *    need a token over every tenant (`""`).
  * 2. Otherwise, on the signed write routes (tasks, tool results, cancel), a
  *    Standard Webhooks or QStash signature over the raw body bytes
- *    (routes/auth/signatures.ts). The body is read once here (same size cap),
- *    verified, and handed on to the JSON reader as the same bytes. Then
- *    transport dedup: the message id is claimed in the store; a replay inside
- *    the window is answered with the first delivery's stored response (its
- *    status and body; header `gatehouse-replayed: true`), or 409
- *    `delivery_in_progress` with `Retry-After: 1` while the first is still
- *    being handled. A first delivery answered 5xx is forgotten, so the
- *    sender's retry runs again. A signature outside the window: 401.
+ *    (routes/auth/signatures.ts; a QStash token's `sub` must be this
+ *    request's URL, under `auth.publicUrl` when set). The body is read once
+ *    here (same size cap), verified, and handed on to the JSON reader as the
+ *    same bytes. A signature outside the window: 401. Then transport dedup
+ *    (the store's claimDelivery, invariants in store/port.ts), keyed by the
+ *    signer and the message id alone, deployment-wide, and bound to the
+ *    request's method and path:
+ *    - the first delivery runs; this request holds the message for
+ *      DELIVERY_HOLD_MS and renews the hold every third of it while the
+ *      route runs, then records the answer (a 5xx answer lets go instead, so
+ *      the sender's retry runs again);
+ *    - a replay to the same method and path inside the window gets the first
+ *      answer (its status and body; header `gatehouse-replayed: true`), or
+ *      409 `delivery_in_progress` with `Retry-After: 1` while a live holder
+ *      handles it; once the holder stops renewing (its process died), the
+ *      first retry takes the message over and runs it;
+ *    - a replay to another path (another agent, another route) inside the
+ *      window: 409 `delivery_replayed`, nothing runs.
+ *    A task delivered signed without an `idempotencyKey` gets the message id
+ *    as its idempotency key (`signedIdempotencyKey`), so a retry that takes
+ *    over from a holder that died after enqueueing is the same turn.
  * 3. Otherwise, on `GET /v1/agents/:agentId/events` only, a stream session
  *    cookie (routes/auth/stream-session.ts), minted for that agent by
  *    `POST .../events/session` with a bearer token: it stands for that
@@ -48,6 +61,24 @@ export { checkAuthConfig } from "./auth/config.ts";
 
 /** How long a signed message id is remembered: the 5-minute window on both sides of its timestamp. */
 export const DELIVERY_DEDUP_MS = 10 * 60_000;
+
+/** How long a delivery's hold lives without a renewal: a retry after its holder died runs within it. */
+export const DELIVERY_HOLD_MS = 5_000;
+
+/** The signed message id of a request let in by its signature (scheme and id), for signedIdempotencyKey. */
+const signedIds = new WeakMap<Context, string>();
+
+/**
+ * The idempotency key a signed task without its own stands under:
+ * `delivery:<scheme>:<message id>` (undefined for a request that was not
+ * signed). The transport dedup record answers replays; this key makes the
+ * retry that takes over from a holder that died after enqueueing the same
+ * turn, not a second one.
+ */
+export function signedIdempotencyKey(c: Context): string | undefined {
+  const id = signedIds.get(c);
+  return id === undefined ? undefined : `delivery:${id}`;
+}
 
 const UNAUTHENTICATED_PATHS = new Set(["/healthz", "/readyz"]);
 
@@ -128,6 +159,7 @@ export function authMiddleware(
   const bucketKeys = Promise.all(tokens.map((t) => tokenBucketKey(t.token)));
   const sessionKeys = Promise.all(tokens.map((t) => sessionKey(t.token)));
   const webhookEntries = auth.webhookSecrets ?? [];
+  const publicBase = auth.publicUrl === undefined ? null : auth.publicUrl.replace(/\/+$/, "");
   const secrets = webhookEntries.map((w) => webhookSecretBytes(webhookSecretText(w)));
   const webhookSigners = webhookEntries.map(signerScope);
   const qstashSigner = signerScope(auth.qstash);
@@ -193,9 +225,10 @@ export function authMiddleware(
     }
     const bytes = await readCapped(c.req.raw.body, max);
     const now = rt.clock.now();
+    const requestUrl = new URL(c.req.raw.url);
     const check = c.req.raw.headers.has("webhook-signature")
       ? await verifyStandardWebhook(c.req.raw.headers, bytes, secrets, now)
-      : await verifyQstash(c.req.raw.headers, bytes, auth.qstash, now);
+      : await verifyQstash(c.req.raw.headers, bytes, auth.qstash, now, publicUrlOf(publicBase, requestUrl));
     if (check === null || !check.ok) throw unauthorized(check?.reason ?? "No signature");
     // The signer's scope: a secret (or the QStash key pair) configured with tenants and verbs reaches only those.
     const signers = check.scheme === "webhook" ? check.matched.map((i) => ({ scope: webhookSigners[i], i })) : [{ scope: qstashSigner, i: -1 }];
@@ -205,35 +238,70 @@ export function authMiddleware(
     const old = c.req.raw;
     replaceRequest(c, new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal }));
     principals.set(c, "signed");
+    signedIds.set(c, `${check.scheme}:${check.messageId}`);
 
     // The id becomes part of a store key: the agent id guard's check, before the claim.
     if (!AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
-    if (rate) await rate(admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash", need.agentId);
-    const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
-    const claimed = await rt.store.claimDelivery({ ...dedup, now });
-    if (claimed.status === "seen") {
-      if (claimed.response === null) {
-        throw new ProblemError("delivery_in_progress", "A delivery of this message is being handled; retry shortly", {
-          headers: { "retry-after": "1" },
-        });
-      }
+    const bucket = admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash";
+    if (rate) await rate(bucket, need.agentId);
+    return await deliverOnce(c, next, rt, {
+      // Deployment-wide: the signer (a webhook secret's digest; QStash has one key pair) and the message id, no agent.
+      messageId: check.scheme === "webhook" ? `webhook:${bucket.slice(2, 18)}:${check.messageId}` : `qstash:${check.messageId}`,
+      target: `${c.req.method} ${requestUrl.pathname}`,
+      holder: crypto.randomUUID(),
+    });
+  };
+}
+
+/** The URL a sender addressed: `publicBase` (auth.publicUrl, no trailing slash) + the path and query, else the request's own URL. */
+function publicUrlOf(publicBase: string | null, url: URL): string {
+  return publicBase === null ? url.href : `${publicBase}${url.pathname}${url.search}`;
+}
+
+/**
+ * Runs a signed delivery at most once per message (see the middleware's
+ * header): claims it, holds it while the route runs (renewing the hold every
+ * third of DELIVERY_HOLD_MS), records the answer.
+ */
+async function deliverOnce(
+  c: Context,
+  next: () => Promise<void>,
+  rt: Pick<RouteRuntime, "store" | "clock" | "logger">,
+  ref: { messageId: string; target: string; holder: string },
+): Promise<Response | void> {
+  const claimed = await rt.store.claimDelivery({ ...ref, now: rt.clock.now(), windowMs: DELIVERY_DEDUP_MS, holdMs: DELIVERY_HOLD_MS });
+  switch (claimed.status) {
+    case "other_target":
+      throw new ProblemError("delivery_replayed", "This signed message was delivered to another route; a signature is good for the route it was sent to only");
+    case "in_progress":
+      throw new ProblemError("delivery_in_progress", "A delivery of this message is being handled; retry shortly", {
+        headers: { "retry-after": "1" },
+      });
+    case "answered":
       return new Response(claimed.response.body, {
         status: claimed.response.status,
         headers: { "content-type": claimed.response.contentType, "gatehouse-replayed": "true" },
       });
+  }
+  const renewal = setInterval(() => {
+    rt.store.renewDelivery({ ...ref, now: rt.clock.now(), holdMs: DELIVERY_HOLD_MS }).then((r) => {
+      if (r.status === "lost") rt.logger.warn("transport dedup hold lost while the route ran", { path: c.req.path });
+    }, (err) => rt.logger.warn("transport dedup renewal failed", { path: c.req.path, error: String(err) }));
+  }, Math.floor(DELIVERY_HOLD_MS / 3));
+  let response: { status: number; contentType: string; body: string } | null = null;
+  try {
+    await next();
+    if (c.res.status < 500) {
+      response = { status: c.res.status, contentType: c.res.headers.get("content-type") ?? "application/json", body: await c.res.clone().text() };
     }
-    let response: { status: number; contentType: string; body: string } | null = null;
-    try {
-      await next();
-      if (c.res.status < 500) {
-        response = { status: c.res.status, contentType: c.res.headers.get("content-type") ?? "application/json", body: await c.res.clone().text() };
-      }
-    } finally {
-      await rt.store.recordDelivery({ ...dedup, now: rt.clock.now(), response }).catch((err) => {
-        rt.logger.warn("transport dedup record failed", { path: c.req.path, error: String(err) });
-      });
-    }
-  };
+  } finally {
+    clearInterval(renewal);
+    await rt.store.recordDelivery({ ...ref, now: rt.clock.now(), windowMs: DELIVERY_DEDUP_MS, response }).then((r) => {
+      if (r.status === "lost") rt.logger.warn("transport dedup hold lost before the answer was recorded", { path: c.req.path });
+    }, (err) => {
+      rt.logger.warn("transport dedup record failed", { path: c.req.path, error: String(err) });
+    });
+  }
 }

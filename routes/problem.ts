@@ -37,6 +37,7 @@ export const PROBLEMS = {
   turn_not_started: { status: 409, title: "The turn has not started" },
   turn_started: { status: 409, title: "The turn has started" },
   delivery_in_progress: { status: 409, title: "This signed message is being handled; retry shortly" },
+  delivery_replayed: { status: 409, title: "This signed message was delivered to another route" },
   request_timeout: { status: 408, title: "The request did not arrive in time" },
   agent_exists: { status: 409, title: "An agent with this id exists" },
   payload_too_large: { status: 413, title: "Request body too large" },

@@ -26,7 +26,6 @@
  * | `<h>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
  * | `<h>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
  * | `<h>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
- * | `<h>:{a:<id>}:dlv:<messageId>`   | string | `<until ms>\n<response JSON or empty>`, expires with its window (transport dedup) |
  *
  * Cross-agent indexes, one set per home (`ShardKeys`):
  *
@@ -44,6 +43,7 @@
  * | ----------------------- | ------ | ----- |
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
+ * | `<p>:dlv:<messageId>`   | string | `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`: transport dedup of one signed message, expires with its window |
  * | `<p>:tools`             | hash   | role -> tool registry entry JSON (common/tool-registry.ts); sharded: `<p>:{tools}:registry` |
  * | `<p>:tool_forms`        | hash   | `<role>\n<method form>` -> the method first seen with that form; sharded: `<p>:{tools}:forms` |
  *
@@ -102,6 +102,7 @@ const TARGET = /^[a-z0-9_-]{1,64}$/;
 const PREFIX = SHORT_ID_PATTERN;
 
 const MESSAGE_ID = /^[\x21-\x7e]{1,300}$/;
+const DELIVERY_TARGET = /^[\x20-\x7e]{1,1100}$/;
 const BUCKET = /^[\x21-\x7e]{1,1024}$/;
 const HOLDER = /^[\x21-\x7e]{1,200}$/;
 
@@ -119,6 +120,14 @@ export function checkHolder(holder: string): string {
     throw new StoreInputError(`Cannot use lease holder ${JSON.stringify(String(holder).slice(0, 80))}: it must be 1-200 visible ASCII characters`);
   }
   return holder;
+}
+
+/** What a signed delivery is for (transport dedup): `<METHOD> <path>`, 1-1100 visible ASCII characters and spaces. */
+export function checkDeliveryTarget(target: string): string {
+  if (typeof target !== "string" || !DELIVERY_TARGET.test(target)) {
+    throw new StoreInputError(`Cannot use delivery target ${JSON.stringify(String(target).slice(0, 80))}: it must be 1-1100 visible ASCII characters and spaces`);
+  }
+  return target;
 }
 
 /** A signed message id (transport dedup): 1-300 visible ASCII characters. */
@@ -224,8 +233,6 @@ export interface AgentKeys {
   pattern: string;
   /** The tool-call hash of one turn. */
   calls(turnId: string): string;
-  /** Transport dedup record of one signed message. */
-  delivery(messageId: string): string;
 }
 
 export interface KeySpace {
@@ -244,6 +251,8 @@ export interface KeySpace {
   rateLimit(bucket: string): string;
   /** The consumer lease of a single-consumer worker target (one key per call). Deployment-wide. */
   targetLease(target: string): string;
+  /** The transport dedup record of one signed message (one key per call). Deployment-wide. */
+  delivery(messageId: string): string;
   /** The tool registry: role -> entry JSON. Shares a slot with `toolForms` on the sharded layout. */
   readonly tools: string;
   /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
@@ -324,11 +333,11 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
         deleted: `${tag}:deleted`,
         pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
-        delivery: (messageId) => `${tag}:dlv:${checkMessageId(messageId)}`,
       };
     },
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
+    delivery: (messageId) => `${prefix}:dlv:${checkMessageId(messageId)}`,
     tools: count === 0 ? `${prefix}:tools` : `${prefix}:{tools}:registry`,
     toolForms: count === 0 ? `${prefix}:tool_forms` : `${prefix}:{tools}:forms`,
   };

@@ -22,6 +22,8 @@ import type {
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
   RecordDeliveryRequest,
+  RenewDeliveryRequest,
+  SettleDeliveryResult,
   RateLimitRequest,
   RateLimitResult,
   TargetLeaseRequest,
@@ -65,7 +67,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { type AgentKeys, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
+import { type AgentKeys, checkDeliveryTarget, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -172,7 +174,7 @@ export const REPLY = [
   "written", "exists",
   "retry", "turn_failed", "stale", "reset", "conflict", "pong",
   "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
-  "fresh", "seen",
+  "fresh", "in_progress", "answered", "other_target",
   "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
   "conversation", "checkpoint", "deleted", "agent_deleted",
@@ -235,8 +237,9 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "ping":
       return undefined;
     case "delivery":
-      if (word === "seen") return { status: "seen", response: payload === "" ? null : json() };
-      return word === "fresh" ? { status: "fresh" } : undefined;
+      if (word === "answered") return { status: word, response: json() };
+      if (word === "in_progress") return { status: word, holdUntil: Number(payload) };
+      return { status: word };
     case "rate_limit": {
       if (word === "allowed") return { status: "allowed" };
       const [bucket, wait] = payload.split(" ").map(Number);
@@ -664,15 +667,24 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     },
 
     async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
-      const k = keys.agent(req.agentId);
-      return call("delivery", [k.delivery(req.messageId)], ["claim", int(req.now, "now"), int(req.windowMs, "windowMs")]);
+      return call("delivery", [keys.delivery(req.messageId)], [
+        "claim", int(req.now, "now"), checkDeliveryTarget(req.target), checkHolder(req.holder), int(req.windowMs, "windowMs"), int(req.holdMs, "holdMs"),
+      ]);
     },
 
-    async recordDelivery(req: RecordDeliveryRequest): Promise<void> {
-      const k = keys.agent(req.agentId);
-      await call("delivery", [k.delivery(req.messageId)], [
-        req.response === null ? "forget" : "record", int(req.now, "now"), int(req.windowMs, "windowMs"),
-        req.response === null ? "" : j(req.response),
+    async renewDelivery(req: RenewDeliveryRequest): Promise<SettleDeliveryResult> {
+      return call("delivery", [keys.delivery(req.messageId)], [
+        "renew", int(req.now, "now"), checkDeliveryTarget(req.target), checkHolder(req.holder), "0", int(req.holdMs, "holdMs"),
+      ]);
+    },
+
+    async recordDelivery(req: RecordDeliveryRequest): Promise<SettleDeliveryResult> {
+      const response = req.response === null
+        ? ""
+        : j({ status: Number(int(req.response.status, "status")), contentType: String(req.response.contentType), body: String(req.response.body) });
+      return call("delivery", [keys.delivery(req.messageId)], [
+        req.response === null ? "forget" : "record", int(req.now, "now"), checkDeliveryTarget(req.target), checkHolder(req.holder),
+        int(req.windowMs, "windowMs"), "0", response,
       ]);
     },
 

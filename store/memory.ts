@@ -23,8 +23,11 @@ import type {
   ClaimDeliveryResult,
   ConversationSummary,
   RetentionLimits,
+  DeliveryRef,
   DeliveryResponse,
   RecordDeliveryRequest,
+  RenewDeliveryRequest,
+  SettleDeliveryResult,
   RateLimitRequest,
   RateLimitResult,
   TargetLeaseRequest,
@@ -68,7 +71,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls } from "./keys.ts";
+import { checkAgentId, checkDeliveryTarget, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
@@ -177,6 +180,20 @@ export interface ImportedAgent {
   messagesFrom?: number;
 }
 
+/** One signed message's transport dedup record (`holder` "" when nobody holds it). */
+interface DeliveryRecord {
+  until: number;
+  holdUntil: number;
+  holder: string;
+  target: string;
+  response: DeliveryResponse | null;
+}
+
+/** The checked identity of a delivery request (the same checks as the Lua store's keys and arguments). */
+function deliveryRef(req: DeliveryRef): DeliveryRef {
+  return { messageId: checkMessageId(req.messageId), target: checkDeliveryTarget(req.target), holder: checkHolder(req.holder), now: int(req.now, "now") };
+}
+
 /**
  * Puts an agent's records into a memory store as they are (offline
  * debugging of an exported run): no lease, not due, nothing queued. Answers
@@ -225,8 +242,16 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   const deadlines = new Map<string, number>();
   const verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
-  /** Transport dedup: `<agentId>\n<messageId>` -> until (ms) and the first response. */
-  const deliveries = new Map<string, { until: number; response: DeliveryResponse | null }>();
+  /** Transport dedup: messageId -> its record (see DeliveryResponse in port.ts). Admission bookkeeping, not agent state. */
+  const deliveries = new Map<string, DeliveryRecord>();
+  const liveDelivery = (messageId: string, now: number) => {
+    const cur = deliveries.get(messageId);
+    return cur !== undefined && cur.until > now ? cur : null;
+  };
+  // Expired records go at the next new claim (a development store; Redis expires them itself).
+  const purgeDeliveries = (now: number) => {
+    for (const [k, v] of deliveries) if (v.until <= now) deliveries.delete(k);
+  };
   /** Deletion markers (store/port.ts invariant 22): agentId -> deletion time (ms). */
   const deleted = new Map<string, number>();
   /** Rate-limit buckets: key -> TAT (us). Admission bookkeeping, not agent state: memoryStoreState leaves it out. */
@@ -912,13 +937,12 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         const a = agents.get(agentId);
         if (!a) return { status: "agent_not_found" as const };
         const at = now === undefined ? 0 : int(now, "now");
-        // Writes: the agent's records, its bell, its deadlines and delivery records; verdict records stay (invariant 19).
+        // Writes: the agent's records, its bell, its deadlines; verdict records stay (invariant 19), delivery records expire.
         w.mapDelete(agents, agentId);
         // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
         const q = ready.get(a.head.workerTarget);
         if (q?.has(agentId)) w.mapSet(ready, a.head.workerTarget, new Map([...q].filter(([id]) => id !== agentId)));
         for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
-        for (const k of [...deliveries.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deliveries, k);
         // The marker a delegation's dispatch reads (invariant 22).
         w.mapSet(deleted, agentId, at);
         return { status: "deleted" as const };
@@ -1000,21 +1024,42 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     },
 
     async claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult> {
-      checkAgentId(req.agentId);
-      const key = `${req.agentId}\n${checkMessageId(req.messageId)}`;
-      const cur = deliveries.get(key);
-      if (cur && cur.until > req.now) return { status: "seen", response: cur.response === null ? null : structuredClone(cur.response) };
-      deliveries.set(key, { until: req.now + req.windowMs, response: null });
+      const { messageId, target, holder, now } = deliveryRef(req);
+      const windowMs = int(req.windowMs, "windowMs");
+      const holdMs = int(req.holdMs, "holdMs");
+      const cur = liveDelivery(messageId, now);
+      if (cur === null) {
+        purgeDeliveries(now);
+        deliveries.set(messageId, { until: now + windowMs, holdUntil: now + holdMs, holder, target, response: null });
+        return { status: "fresh" };
+      }
+      if (cur.target !== target) return { status: "other_target" };
+      if (cur.response !== null) return { status: "answered", response: structuredClone(cur.response) };
+      if (cur.holder !== "" && cur.holdUntil > now) return { status: "in_progress", holdUntil: cur.holdUntil };
+      deliveries.set(messageId, { ...cur, holder, holdUntil: now + holdMs });
       return { status: "fresh" };
     },
 
-    async recordDelivery(req: RecordDeliveryRequest): Promise<void> {
-      checkAgentId(req.agentId);
-      const key = `${req.agentId}\n${checkMessageId(req.messageId)}`;
-      if (req.response === null) deliveries.delete(key);
-      else deliveries.set(key, { until: req.now + req.windowMs, response: structuredClone(req.response) });
-      // Expired records go at the next write (a development store; Redis expires them itself).
-      for (const [k, v] of deliveries) if (v.until <= req.now) deliveries.delete(k);
+    async renewDelivery(req: RenewDeliveryRequest): Promise<SettleDeliveryResult> {
+      const { messageId, target, holder, now } = deliveryRef(req);
+      const holdMs = int(req.holdMs, "holdMs");
+      const cur = liveDelivery(messageId, now);
+      if (cur === null || cur.target !== target || cur.holder !== holder || cur.response !== null) return { status: "lost" };
+      deliveries.set(messageId, { ...cur, holdUntil: now + holdMs });
+      return { status: "renewed" };
+    },
+
+    async recordDelivery(req: RecordDeliveryRequest): Promise<SettleDeliveryResult> {
+      const { messageId, target, holder, now } = deliveryRef(req);
+      const windowMs = int(req.windowMs, "windowMs");
+      const cur = liveDelivery(messageId, now);
+      if (cur === null || cur.target !== target || cur.holder !== holder || cur.response !== null) return { status: "lost" };
+      if (req.response === null) deliveries.set(messageId, { ...cur, holder: "", holdUntil: 0 });
+      else {
+        const response = { status: int(req.response.status, "status"), contentType: String(req.response.contentType), body: String(req.response.body) };
+        deliveries.set(messageId, { ...cur, holder: "", holdUntil: 0, until: Math.max(cur.until, now + windowMs), response });
+      }
+      return { status: "written" };
     },
 
     async rateLimit(req: RateLimitRequest): Promise<RateLimitResult> {

@@ -465,11 +465,28 @@ export interface VerdictFilter {
 }
 
 /**
- * Transport dedup of signed deliveries (routes/auth): the first delivery of a
- * message id claims it; a replay inside the window gets the first one's
- * stored response (or `pending` while the first is being handled). Records
- * are per agent, live `windowMs` from their claim (time from `now`, never
- * the store's clock) and are independent of the domain idempotency keys.
+ * Transport dedup of signed deliveries (routes/auth). One record per signed
+ * message id, deployment-wide (it names no agent: a captured delivery
+ * replayed to another agent's path finds the same record).
+ *
+ * Invariants:
+ * - A record binds its message id to one target (`<METHOD> <path>`) for
+ *   `windowMs` from its first claim (a recorded response extends it to
+ *   `windowMs` from the record). A claim for another target while it lives
+ *   answers `other_target` and changes nothing.
+ * - A `fresh` claim makes `holder` the message's holder until
+ *   `now + holdMs`. While the hold lives, other claims answer
+ *   `in_progress`. Only the holder renews the hold (`renewDelivery`) or
+ *   settles it (`recordDelivery`); a holder that dies stops renewing, and
+ *   the first claim after its hold ran out takes the message over (`fresh`
+ *   for the new holder), as does the first claim after the holder let go
+ *   (response null).
+ * - A recorded response is the answer (`answered`) to every later claim for
+ *   the same target until the window ends; it is written at most once.
+ * - Time is the caller's `now`, never the store's clock; a record outlives
+ *   its window by nothing (Redis expires the key with it).
+ * - Records are independent of the domain idempotency keys and of agents
+ *   (deleting an agent leaves them to expire).
  */
 export interface DeliveryResponse {
   status: number;
@@ -477,20 +494,40 @@ export interface DeliveryResponse {
   body: string;
 }
 
-export interface ClaimDeliveryRequest {
-  agentId: string;
+export interface DeliveryRef {
   /** `<scheme>:<message id>`, 1-300 visible ASCII characters. */
   messageId: string;
+  /** What the delivery is for: `<METHOD> <path>`, 1-1100 visible ASCII characters and spaces. */
+  target: string;
+  /** Who handles it: 1-200 visible ASCII characters, unique per request. */
+  holder: string;
   now: number;
-  windowMs: number;
 }
 
-export type ClaimDeliveryResult = { status: "fresh" } | { status: "seen"; response: DeliveryResponse | null };
+export interface ClaimDeliveryRequest extends DeliveryRef {
+  windowMs: number;
+  /** How long the hold lives without a renewal. */
+  holdMs: number;
+}
 
-export interface RecordDeliveryRequest extends ClaimDeliveryRequest {
-  /** The response to answer replays with; null forgets the claim (the first delivery failed, a retry runs again). */
+export type ClaimDeliveryResult =
+  | { status: "fresh" }
+  | { status: "in_progress"; holdUntil: number }
+  | { status: "answered"; response: DeliveryResponse }
+  | { status: "other_target" };
+
+export interface RenewDeliveryRequest extends DeliveryRef {
+  holdMs: number;
+}
+
+export interface RecordDeliveryRequest extends DeliveryRef {
+  windowMs: number;
+  /** The response to answer replays with; null lets go of the hold (the first delivery failed, a retry runs again). */
   response: DeliveryResponse | null;
 }
+
+/** `lost`: the holder no longer holds the message (its hold ran out and another took over, or the window ended). */
+export type SettleDeliveryResult = { status: "renewed" | "written" } | { status: "lost" };
 
 /** One entry of the agents index (invariant 12). */
 export interface AgentIndexEntry {
@@ -668,7 +705,10 @@ export interface Store {
   listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
   /** Transport dedup of signed deliveries (see DeliveryResponse). */
   claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
-  recordDelivery(req: RecordDeliveryRequest): Promise<void>;
+  /** Extends the hold of its holder (see DeliveryResponse): `renewed` or `lost`. */
+  renewDelivery(req: RenewDeliveryRequest): Promise<SettleDeliveryResult>;
+  /** Settles the hold of its holder with the response (or lets go, null): `written` or `lost`. */
+  recordDelivery(req: RecordDeliveryRequest): Promise<SettleDeliveryResult>;
   /** Checks and charges rate-limit buckets at once (see RateLimitBucket). */
   rateLimit(req: RateLimitRequest): Promise<RateLimitResult>;
   /** Takes or renews the lease of a single-consumer worker target (see TargetLeaseRequest). */

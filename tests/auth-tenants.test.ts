@@ -117,17 +117,17 @@ describe("signing secrets with tenants and verbs", () => {
     const { gh, store } = world({ qstashTenants: ["acme-"] });
     const enc = new TextEncoder();
     const b64url = (b: Uint8Array) => btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-    const jwt = async (body: string) => {
+    const jwt = async (body: string, path: string) => {
       const nowSec = Math.floor(1_700_000_000_000 / 1000);
       const header = b64url(enc.encode(JSON.stringify({ alg: "HS256", typ: "JWT" })));
       const hash = b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(body))));
-      const claims = { iss: "Upstash", sub: "https://gh.test/", exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${crypto.randomUUID()}`, body: hash };
+      const claims = { iss: "Upstash", sub: `http://gh.test${path}`, exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${crypto.randomUUID()}`, body: hash };
       const payload = b64url(enc.encode(JSON.stringify(claims)));
       const k = await crypto.subtle.importKey("raw", enc.encode(QSTASH.currentSigningKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
       return `${header}.${payload}.${b64url(new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(`${header}.${payload}`))))}`;
     };
     const send = async (path: string) =>
-      gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json", "upstash-signature": await jwt(task) }, body: task }));
+      gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json", "upstash-signature": await jwt(task, path) }, body: task }));
     expect((await send("/v1/agents/acme-7/tasks")).status).toBe(202);
     const before = JSON.stringify(memoryStoreState(store));
     expect((await send("/v1/agents/globex-7/tasks")).status).toBe(403);

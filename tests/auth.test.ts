@@ -11,6 +11,7 @@ import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } 
 import type { GatehouseOptions, Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { authFromEnv } from "../mod.ts";
+import { DELIVERY_DEDUP_MS, DELIVERY_HOLD_MS, tokenBucketKey } from "../routes/auth.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
@@ -40,7 +41,7 @@ const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replac
 async function qstashJwt(key: string, body: string, nowSec: number, over: Record<string, unknown> = {}): Promise<string> {
   const header = b64url(enc.encode(JSON.stringify({ alg: "HS256", typ: "JWT" })));
   const hash = b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(body))));
-  const claims = { iss: "Upstash", sub: "https://gh.test/v1/agents/q1/tasks", exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${crypto.randomUUID()}`, body: hash, ...over };
+  const claims = { iss: "Upstash", sub: "http://gh.test/v1/agents/q1/tasks", exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${crypto.randomUUID()}`, body: hash, ...over };
   const payload = b64url(enc.encode(JSON.stringify(claims)));
   const k = await crypto.subtle.importKey("raw", enc.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const sig = new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(`${header}.${payload}`)));
@@ -66,7 +67,34 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
     const clock = { t: T0, now: () => clock.t };
     const logs: string[] = [];
     const log = (level: string) => (msg: string, fields?: unknown) => void logs.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`);
-    const store = makeStore();
+    const real = makeStore();
+    // The tasks route's store call can be held open, so a delivery stays in flight while the test looks.
+    const gate = {
+      held: null as null | { entered: () => void; until: Promise<void> },
+      hold() {
+        let entered!: () => void;
+        let release!: () => void;
+        const e = new Promise<void>((r) => (entered = r));
+        const until = new Promise<void>((r) => (release = r));
+        gate.held = { entered, until };
+        return { entered: e, release };
+      },
+    };
+    const store: Store = new Proxy(real, {
+      get(target, key, receiver) {
+        const v = Reflect.get(target, key, receiver);
+        if (key !== "enqueueTask") return typeof v === "function" ? v.bind(target) : v;
+        return async (...args: unknown[]) => {
+          const h = gate.held;
+          if (h) {
+            gate.held = null;
+            h.entered();
+            await h.until;
+          }
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     const gh = createGatehouse({
       agents: [helper()], clock, store,
       logger: { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") },
@@ -78,7 +106,7 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
         headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
         body,
       }));
-    return { gh, clock, store, logs, send };
+    return { gh, clock, store, logs, send, gate };
   }
   const task = JSON.stringify({ agent: "helper", input: "hello" });
 
@@ -176,15 +204,91 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
       }
     });
 
-    it("answers 409 delivery_in_progress while the first delivery of the id is still being handled", async () => {
-      const { gh, store, send } = setup({ webhookSecrets: [SECRET] });
+    it("answers 409 delivery_in_progress while the first delivery is being handled, then the first answer", async () => {
+      const { gh, store, send, gate } = setup({ webhookSecrets: [SECRET] });
       try {
-        await store.claimDelivery({ agentId: "w6", messageId: "webhook:msg_6", now: T0, windowMs: 600_000 });
-        const r = await send("POST", "/v1/agents/w6/tasks", task, signed(SECRET, "msg_6", T0, task));
+        const h = signed(SECRET, "msg_6", T0, task);
+        const held = gate.hold();
+        const first = send("POST", "/v1/agents/w6/tasks", task, h);
+        await held.entered;
+        const r = await send("POST", "/v1/agents/w6/tasks", task, h);
         expect(r.status).toBe(409);
         expect(r.headers.get("retry-after")).toBe("1");
         expect((await r.json()).code).toBe("delivery_in_progress");
-        expect(await store.getAgent("w6")).toBeNull();
+        held.release();
+        const answer = await first;
+        expect(answer.status).toBe(202);
+        const again = await send("POST", "/v1/agents/w6/tasks", task, h);
+        expect(again.headers.get("gatehouse-replayed")).toBe("true");
+        expect(await again.json()).toEqual(await answer.json());
+        expect((await store.readEvents("w6", 0, 100)).filter((e) => e.type === "task_enqueued")).toHaveLength(1);
+      } finally {
+        await gh.close();
+      }
+    });
+
+    it("refuses a captured delivery replayed to other agents' paths or another signed route with 409 delivery_replayed, running nothing", async () => {
+      const { gh, store, send } = setup({ webhookSecrets: [SECRET] });
+      try {
+        const h = signed(SECRET, "msg_r", T0, task);
+        const first = await send("POST", "/v1/agents/w8/tasks", task, h);
+        expect(first.status).toBe(202);
+        const firstBody = await first.json();
+        for (const other of ["w8-a", "w8-b", "w8-c", "w8-d", "w8-e", "w8-f"]) {
+          const r = await send("POST", `/v1/agents/${other}/tasks`, task, h);
+          expect(r.status).toBe(409);
+          expect((await r.json()).code).toBe("delivery_replayed");
+          expect(await store.getAgent(other)).toBeNull();
+        }
+        for (const route of ["/v1/agents/w8/cancel", "/v1/agents/w8/tool-results"]) {
+          expect((await (await send("POST", route, task, h)).json()).code).toBe("delivery_replayed");
+        }
+        // The same path still gets the first answer.
+        const again = await send("POST", "/v1/agents/w8/tasks", task, h);
+        expect([again.status, await again.json()]).toEqual([202, firstBody]);
+        expect((await store.readEvents("w8", 0, 100)).filter((e) => e.type === "task_enqueued")).toHaveLength(1);
+        // A replay that reaches another agent first binds the message there: the original path is refused then.
+        const h2 = signed(SECRET, "msg_r2", T0, task);
+        expect((await send("POST", "/v1/agents/w8-x/tasks", task, h2)).status).toBe(202);
+        expect((await (await send("POST", "/v1/agents/w8/tasks", task, h2)).json()).code).toBe("delivery_replayed");
+      } finally {
+        await gh.close();
+      }
+    });
+
+    it("a retry after its holder died (the hold not renewed for DELIVERY_HOLD_MS) runs once, or is the turn the dead holder enqueued", async () => {
+      const { gh, clock, store, send } = setup({ webhookSecrets: [SECRET] });
+      try {
+        const tag = (await tokenBucketKey(SECRET)).slice(2, 18);
+        const claim = (id: string, agentId: string) =>
+          store.claimDelivery({
+            messageId: `webhook:${tag}:${id}`, target: `POST /v1/agents/${agentId}/tasks`, holder: "process-that-died",
+            now: clock.t, windowMs: DELIVERY_DEDUP_MS, holdMs: DELIVERY_HOLD_MS,
+          });
+        // Died before the route ran: in_progress until the hold ends, then the retry runs it.
+        expect(await claim("msg_d1", "w9")).toEqual({ status: "fresh" });
+        const h1 = signed(SECRET, "msg_d1", T0, task);
+        clock.t += DELIVERY_HOLD_MS - 1;
+        expect((await (await send("POST", "/v1/agents/w9/tasks", task, h1)).json()).code).toBe("delivery_in_progress");
+        clock.t += 1;
+        const ran = await send("POST", "/v1/agents/w9/tasks", task, h1);
+        expect(ran.status).toBe(202);
+        expect((await ran.json()).duplicate).toBe(false);
+        expect((await send("POST", "/v1/agents/w9/tasks", task, h1)).headers.get("gatehouse-replayed")).toBe("true");
+        expect((await store.readEvents("w9", 0, 100)).filter((e) => e.type === "task_enqueued")).toHaveLength(1);
+        // Died after enqueueing (under the message id's key), before the answer was recorded: the retry is that turn.
+        clock.t = T0;
+        expect(await claim("msg_d2", "w10")).toEqual({ status: "fresh" });
+        const enq = await store.enqueueTask({
+          agentId: "w10", agentName: "helper", workerTarget: "default", input: "hello", options: {},
+          idempotencyKey: "delivery:webhook:msg_d2", turnId: "turn_dead", now: T0,
+        });
+        expect(enq.status).toBe("enqueued");
+        clock.t += DELIVERY_HOLD_MS;
+        const retry = await send("POST", "/v1/agents/w10/tasks", task, signed(SECRET, "msg_d2", T0, task));
+        expect(retry.status).toBe(202);
+        expect(await retry.json()).toEqual({ agentId: "w10", turnId: "turn_dead", duplicate: true });
+        expect((await store.readEvents("w10", 0, 100)).filter((e) => e.type === "task_enqueued")).toHaveLength(1);
       } finally {
         await gh.close();
       }
@@ -193,6 +297,7 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
 
   describe("QStash", () => {
     const now = Math.floor(T0 / 1000);
+    const Q2 = "http://gh.test/v1/agents/q2/tasks";
 
     it("accepts a JWT signed with the current or the next key over the raw body; a replay gets the first answer", async () => {
       const { gh, store, send } = setup({ qstash: QSTASH });
@@ -211,15 +316,44 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
       }
     });
 
+    it("refuses a token replayed to another URL (its sub) with 401, running nothing; behind a proxy publicUrl names the URL senders call", async () => {
+      const { gh, store, send } = setup({ qstash: QSTASH });
+      try {
+        const jwt = await qstashJwt(QSTASH.currentSigningKey, task, now);
+        expect((await send("POST", "/v1/agents/q1/tasks", task, { "upstash-signature": jwt })).status).toBe(202);
+        for (const other of ["q3", "q4", "q5", "q6", "q7", "q8"]) {
+          const r = await send("POST", `/v1/agents/${other}/tasks`, task, { "upstash-signature": jwt });
+          expect(r.status).toBe(401);
+          expect((await r.json()).detail).toMatch(/another URL/);
+          expect(await store.getAgent(other)).toBeNull();
+        }
+        // The request's own URL is not the public one behind a proxy: refused unless publicUrl says so.
+        const proxied = await qstashJwt(QSTASH.currentSigningKey, task, now, { sub: "https://api.example.com/gh/v1/agents/q9/tasks" });
+        expect((await send("POST", "/v1/agents/q9/tasks", task, { "upstash-signature": proxied })).status).toBe(401);
+      } finally {
+        await gh.close();
+      }
+      const behind = setup({ qstash: QSTASH, publicUrl: "https://api.example.com/gh/" });
+      try {
+        const sub = "https://api.example.com/gh/v1/agents/q9/tasks";
+        const ok = await behind.send("POST", "/v1/agents/q9/tasks", task, { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, task, now, { sub }) });
+        expect(ok.status).toBe(202);
+        const direct = await qstashJwt(QSTASH.currentSigningKey, task, now, { sub: "http://gh.test/v1/agents/q9/tasks" });
+        expect((await behind.send("POST", "/v1/agents/q9/tasks", task, { "upstash-signature": direct })).status).toBe(401);
+      } finally {
+        await behind.gh.close();
+      }
+    });
+
     it("refuses a tampered body, a wrong key, an expired or old token and a wrong issuer with 401", async () => {
       const { gh, store, send } = setup({ qstash: QSTASH });
       try {
         const cases: Array<[string, string]> = [
-          [task.replace("hello", "hellp"), await qstashJwt(QSTASH.currentSigningKey, task, now)],
-          [task, await qstashJwt("some-other-key-0123456789", task, now)],
-          [task, await qstashJwt(QSTASH.currentSigningKey, task, now - 600, { exp: now - 1 })],
-          [task, await qstashJwt(QSTASH.currentSigningKey, task, now - 301, { exp: now + 60 })],
-          [task, await qstashJwt(QSTASH.currentSigningKey, task, now, { iss: "Someone" })],
+          [task.replace("hello", "hellp"), await qstashJwt(QSTASH.currentSigningKey, task, now, { sub: Q2 })],
+          [task, await qstashJwt("some-other-key-0123456789", task, now, { sub: Q2 })],
+          [task, await qstashJwt(QSTASH.currentSigningKey, task, now - 600, { exp: now - 1, sub: Q2 })],
+          [task, await qstashJwt(QSTASH.currentSigningKey, task, now - 301, { exp: now + 60, sub: Q2 })],
+          [task, await qstashJwt(QSTASH.currentSigningKey, task, now, { iss: "Someone", sub: Q2 })],
           [task, "not.a.jwt"],
         ];
         for (const [body, jwt] of cases) {

@@ -128,7 +128,12 @@ describe("configFromEnv", () => {
       qstash: { currentSigningKey: "sig_current_0123456789", nextSigningKey: "sig_next_0123456789" },
     });
     expect(configFromEnv({ GATEHOUSE_TOKEN: "one-more-token-0123456789" }).gatehouse.auth).toEqual({ tokens: ["one-more-token-0123456789"] });
+    // The URL senders call the deployment by (a QStash token's sub), behind a proxy.
+    expect(configFromEnv({ GATEHOUSE_TOKEN: "one-more-token-0123456789", GATEHOUSE_PUBLIC_URL: "https://api.example.com/gh" }).gatehouse.auth)
+      .toEqual({ tokens: ["one-more-token-0123456789"], publicUrl: "https://api.example.com/gh" });
     for (const [env, variable] of [
+      [{ GATEHOUSE_TOKEN: "one-more-token-0123456789", GATEHOUSE_PUBLIC_URL: "api.example.com" }, "GATEHOUSE_PUBLIC_URL"],
+      [{ GATEHOUSE_TOKEN: "one-more-token-0123456789", GATEHOUSE_PUBLIC_URL: "https://api.example.com/?x=1" }, "GATEHOUSE_PUBLIC_URL"],
       [{ QSTASH_CURRENT_SIGNING_KEY: "sig_current_0123456789" }, "QSTASH_CURRENT_SIGNING_KEY"],
       [{ GATEHOUSE_TOKENS: "[not json" }, "GATEHOUSE_TOKENS"],
     ] as const) {

@@ -278,13 +278,13 @@ const routingRequest: fc.Arbitrary<Req> = fc.tuple(
 type Credential =
   | "none" | "bad-token" | "admin" | "acme" | "acme-reader" | "globex" | "lowercase-bearer" | "basic"
   | "webhook" | "webhook-other-secret" | "webhook-tampered" | "webhook-stale" | "webhook-future" | "webhook-replay" | "webhook-no-id" | "webhook-garbage"
-  | "qstash" | "qstash-next" | "qstash-wrong-key" | "qstash-tampered" | "qstash-stale" | "qstash-no-body-hash" | "qstash-alg-none" | "qstash-garbage"
+  | "qstash" | "qstash-next" | "qstash-wrong-key" | "qstash-tampered" | "qstash-stale" | "qstash-no-body-hash" | "qstash-alg-none" | "qstash-garbage" | "qstash-other-url"
   | "session" | "session-forged" | "session-and-token";
 
 const TOKEN_CREDENTIALS: Credential[] = ["none", "bad-token", "admin", "acme", "acme-reader", "globex", "lowercase-bearer", "basic"];
 const SIGNED_CREDENTIALS: Credential[] = [
   "webhook", "webhook-other-secret", "webhook-tampered", "webhook-stale", "webhook-future", "webhook-replay", "webhook-no-id", "webhook-garbage",
-  "qstash", "qstash-next", "qstash-wrong-key", "qstash-tampered", "qstash-stale", "qstash-no-body-hash", "qstash-alg-none", "qstash-garbage",
+  "qstash", "qstash-next", "qstash-wrong-key", "qstash-tampered", "qstash-stale", "qstash-no-body-hash", "qstash-alg-none", "qstash-garbage", "qstash-other-url",
 ];
 const SESSION_CREDENTIALS: Credential[] = ["session", "session-forged", "session-and-token"];
 
@@ -294,10 +294,10 @@ const bodyText = (b: Req["body"]) => (b === undefined ? "" : typeof b === "strin
 let messageSeq = 0;
 
 /** A QStash `Upstash-Signature` (HS256 JWT over iss/sub/exp/nbf/iat/jti/body) with optional changes. */
-async function qstashJwt(key: string, body: string, nowSec: number, over: Record<string, unknown> = {}, alg = "HS256"): Promise<string> {
+async function qstashJwt(key: string, body: string, nowSec: number, over: Record<string, unknown> = {}, alg = "HS256", sub = "https://gh.test/"): Promise<string> {
   const header = b64url(enc.encode(JSON.stringify({ alg, typ: "JWT" })));
   const hash = b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(body))));
-  const claims = { iss: "Upstash", sub: "https://gh.test/", exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${++messageSeq}`, body: hash, ...over };
+  const claims = { iss: "Upstash", sub, exp: nowSec + 300, nbf: nowSec, iat: nowSec, jti: `jwt_${++messageSeq}`, body: hash, ...over };
   const payload = b64url(enc.encode(JSON.stringify(claims)));
   const k = await crypto.subtle.importKey("raw", enc.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return `${header}.${payload}.${b64url(new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(`${header}.${payload}`))))}`;
@@ -308,6 +308,8 @@ async function credentialHeaders(w: World, r: Req): Promise<Record<string, strin
   const now = w.clock!.now();
   const sec = Math.floor(now / 1000);
   const body = bodyText(r.body);
+  // A QStash token is for the URL it was sent to (its sub).
+  const url = new URL(`http://gh.test${r.path}`).href;
   const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
   const webhook = (secret: string, id: string, at: number, signedBody = body) => ({
     "webhook-id": id,
@@ -328,7 +330,7 @@ async function credentialHeaders(w: World, r: Req): Promise<Record<string, strin
     case "webhook-tampered": return webhook(SECRET, `msg_${++messageSeq}`, now, body + " ");
     case "webhook-stale": return webhook(SECRET, `msg_${++messageSeq}`, now - 301_000);
     case "webhook-future": return webhook(SECRET, `msg_${++messageSeq}`, now + 301_000);
-    // The same message id again: answered like the first delivery (or 409 while it runs), never run twice.
+    // The same message id again: answered like the first delivery (409 while it runs, 409 delivery_replayed on another route), never run twice.
     case "webhook-replay": return webhook(SECRET, "msg_replayed", now);
     case "webhook-no-id": {
       const h = webhook(SECRET, `msg_${++messageSeq}`, now) as Record<string, string>;
@@ -336,14 +338,16 @@ async function credentialHeaders(w: World, r: Req): Promise<Record<string, strin
       return h;
     }
     case "webhook-garbage": return { "webhook-id": "x", "webhook-timestamp": String(sec), "webhook-signature": "v1,@@@ v2,xyz v1," };
-    case "qstash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec) };
-    case "qstash-next": return { "upstash-signature": await qstashJwt(QSTASH.nextSigningKey, body, sec) };
-    case "qstash-wrong-key": return { "upstash-signature": await qstashJwt("sig_wrong_key_0123456789ab", body, sec) };
-    case "qstash-tampered": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body + "x", sec) };
-    case "qstash-stale": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec - 600) };
-    case "qstash-no-body-hash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, { body: undefined }) };
-    case "qstash-alg-none": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, {}, "none") };
+    case "qstash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, {}, "HS256", url) };
+    case "qstash-next": return { "upstash-signature": await qstashJwt(QSTASH.nextSigningKey, body, sec, {}, "HS256", url) };
+    case "qstash-wrong-key": return { "upstash-signature": await qstashJwt("sig_wrong_key_0123456789ab", body, sec, {}, "HS256", url) };
+    case "qstash-tampered": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body + "x", sec, {}, "HS256", url) };
+    case "qstash-stale": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec - 600, {}, "HS256", url) };
+    case "qstash-no-body-hash": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, { body: undefined }, "HS256", url) };
+    case "qstash-alg-none": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, {}, "none", url) };
     case "qstash-garbage": return { "upstash-signature": "a.b.c" };
+    // A token captured on one agent's route, sent to this one.
+    case "qstash-other-url": return { "upstash-signature": await qstashJwt(QSTASH.currentSigningKey, body, sec, {}, "HS256", "http://gh.test/v1/agents/acme-0/tasks") };
     case "session": return { cookie: w.session! };
     case "session-forged": return { cookie: `${w.session!.slice(0, -4)}AAAA` };
     case "session-and-token": return { cookie: w.session!, ...bearer(GLOBEX) };

@@ -1902,32 +1902,73 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
     describe("transport dedup of signed deliveries", () => {
       const W = 600_000;
-      const base = { agentId: "t1", messageId: "webhook:msg_1", windowMs: W };
+      const H = 5_000;
+      const TASKS = "POST /v1/agents/t1/tasks";
+      const base = { messageId: "webhook:msg_1", target: TASKS, holder: "h1", windowMs: W, holdMs: H };
       const first = { status: 202, contentType: "application/json", body: '{"turnId":"turn_x"}' };
 
-      it("claims a message id once; a replay in the window sees pending, then the first response", async () => {
+      it("claims a message id once; a replay to the same target sees in_progress, then the first response", async () => {
         expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
-        expect(await store.claimDelivery({ ...base, now: T0 + 1 })).toEqual({ status: "seen", response: null });
-        await store.recordDelivery({ ...base, now: T0 + 2, response: first });
-        expect(await store.claimDelivery({ ...base, now: T0 + 3 })).toEqual({ status: "seen", response: first });
-        // Another agent, another message id: separate records.
-        expect(await store.claimDelivery({ ...base, agentId: "t2", now: T0 + 3 })).toEqual({ status: "fresh" });
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + 1 })).toEqual({ status: "in_progress", holdUntil: T0 + H });
+        expect(await store.recordDelivery({ ...base, now: T0 + 2, response: first })).toEqual({ status: "written" });
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + 3 })).toEqual({ status: "answered", response: first });
+        // Written once: a second record (of anyone) is lost and changes nothing.
+        expect(await store.recordDelivery({ ...base, now: T0 + 4, response: { ...first, status: 200 } })).toEqual({ status: "lost" });
+        expect(await store.claimDelivery({ ...base, holder: "h3", now: T0 + 5 })).toEqual({ status: "answered", response: first });
+        // Another message id (or scheme): its own record.
         expect(await store.claimDelivery({ ...base, messageId: "qstash:msg_1", now: T0 + 3 })).toEqual({ status: "fresh" });
       });
 
-      it("forgets a claim answered with null (a failed first delivery runs again) and after the window", async () => {
+      it("is deployment-wide: the same message id for another target (another agent's path) is other_target while the record lives, answered or not", async () => {
         expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
-        await store.recordDelivery({ ...base, now: T0 + 1, response: null });
-        expect(await store.claimDelivery({ ...base, now: T0 + 2 })).toEqual({ status: "fresh" });
-        await store.recordDelivery({ ...base, now: T0 + 3, response: first });
-        // The window counts from the store's `now` argument, not its clock.
-        expect(await store.claimDelivery({ ...base, now: T0 + 3 + W - 1 })).toEqual({ status: "seen", response: first });
-        expect(await store.claimDelivery({ ...base, now: T0 + 3 + W })).toEqual({ status: "fresh" });
+        for (const target of ["POST /v1/agents/t2/tasks", "POST /v1/agents/t1/cancel", "POST /v1/agents/t1/tool-results"]) {
+          expect(await store.claimDelivery({ ...base, target, holder: "h2", now: T0 + 1 })).toEqual({ status: "other_target" });
+          // Not renewed or settled through another target either.
+          expect(await store.renewDelivery({ ...base, target, now: T0 + 1 })).toEqual({ status: "lost" });
+          expect(await store.recordDelivery({ ...base, target, now: T0 + 1, response: first })).toEqual({ status: "lost" });
+        }
+        // Past the hold (the holder died), another target is still refused: the binding lives for the window.
+        expect(await store.claimDelivery({ ...base, target: "POST /v1/agents/t2/tasks", holder: "h2", now: T0 + H + 1 })).toEqual({ status: "other_target" });
+        expect(await store.recordDelivery({ ...base, now: T0 + 2, response: first })).toEqual({ status: "written" });
+        expect(await store.claimDelivery({ ...base, target: "POST /v1/agents/t2/tasks", holder: "h2", now: T0 + W - 1 })).toEqual({ status: "other_target" });
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + W - 1 })).toEqual({ status: "answered", response: first });
       });
 
-      it("refuses message ids that cannot become a key, writing nothing", async () => {
+      it("a hold expires holdMs after its claim or last renewal: then the next claim takes the message over, once", async () => {
+        expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
+        expect(await store.renewDelivery({ ...base, now: T0 + 4_000 })).toEqual({ status: "renewed" });
+        // Renewed at T0 + 4 000: held until T0 + 9 000, not T0 + 5 000.
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + 8_999 })).toEqual({ status: "in_progress", holdUntil: T0 + 9_000 });
+        // Only the holder renews.
+        expect(await store.renewDelivery({ ...base, holder: "h2", now: T0 + 8_999 })).toEqual({ status: "lost" });
+        // The holder died: the first claim after the hold takes over, the next sees the new hold.
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + 9_000 })).toEqual({ status: "fresh" });
+        expect(await store.claimDelivery({ ...base, holder: "h3", now: T0 + 9_001 })).toEqual({ status: "in_progress", holdUntil: T0 + 9_000 + H });
+        // The old holder lost it: its renewal and its answer change nothing.
+        expect(await store.renewDelivery({ ...base, now: T0 + 9_002 })).toEqual({ status: "lost" });
+        expect(await store.recordDelivery({ ...base, now: T0 + 9_002, response: { ...first, status: 200 } })).toEqual({ status: "lost" });
+        expect(await store.recordDelivery({ ...base, holder: "h2", now: T0 + 9_003, response: first })).toEqual({ status: "written" });
+        expect(await store.claimDelivery({ ...base, holder: "h4", now: T0 + 9_004 })).toEqual({ status: "answered", response: first });
+        expect(await store.renewDelivery({ ...base, holder: "h2", now: T0 + 9_005 })).toEqual({ status: "lost" });
+      });
+
+      it("a holder that lets go (response null) leaves the target bound; the next claim for it runs again", async () => {
+        expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
+        expect(await store.recordDelivery({ ...base, now: T0 + 1, response: null })).toEqual({ status: "written" });
+        expect(await store.claimDelivery({ ...base, target: "POST /v1/agents/t2/tasks", holder: "h2", now: T0 + 2 })).toEqual({ status: "other_target" });
+        expect(await store.claimDelivery({ ...base, holder: "h2", now: T0 + 2 })).toEqual({ status: "fresh" });
+        expect(await store.recordDelivery({ ...base, holder: "h2", now: T0 + 3, response: first })).toEqual({ status: "written" });
+        // The window counts from the `now` arguments (the record at T0 + 3 extends it), not the store's clock.
+        expect(await store.claimDelivery({ ...base, holder: "h3", now: T0 + 3 + W - 1 })).toEqual({ status: "answered", response: first });
+        expect(await store.claimDelivery({ ...base, target: "POST /v1/agents/t2/tasks", holder: "h3", now: T0 + 3 + W })).toEqual({ status: "fresh" });
+      });
+
+      it("refuses message ids, targets and holders that cannot be stored, writing nothing", async () => {
         await expect(store.claimDelivery({ ...base, messageId: "bad id\n", now: T0 })).rejects.toThrow(/message id/);
         await expect(store.claimDelivery({ ...base, messageId: "", now: T0 })).rejects.toThrow(/message id/);
+        await expect(store.claimDelivery({ ...base, target: "POST /x\n", now: T0 })).rejects.toThrow(/delivery target/);
+        await expect(store.claimDelivery({ ...base, holder: "", now: T0 })).rejects.toThrow(/holder/);
+        expect(await store.claimDelivery({ ...base, now: T0 })).toEqual({ status: "fresh" });
       });
     });
 
@@ -2069,13 +2110,12 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
       it("deleteAgent removes every record and index entry of the agent and nothing of another; verdict records stay", async () => {
         await runTurns(8);
-        // A queued task (bell), an active turn with a pending call (deadline), a verdict, a delivery record.
+        // A queued task (bell), an active turn with a pending call (deadline), a verdict.
         await enqueue({ now: T0 + 500 });
         const c = await claimOk("a1", "w1", T0 + 501);
         await store.commit(commitOf(c, "w1", { now: T0 + 502, recordToolCalls: [toolCall(c.head.activeTurnId!, "open", T0 + 5_000)] }));
         await enqueue({ now: T0 + 503 });
         await store.putVerdict({ agentId: "a1", verdictId: "v_1", turnId: "turn_1", status: "passed", json: '{"id":"v_1"}' });
-        await store.claimDelivery({ agentId: "a1", messageId: "webhook:m1", now: T0, windowMs: 600_000 });
         await enqueue({ agentId: "a2", now: T0 + 504 });
         const other = await states("a2");
 
@@ -2094,7 +2134,6 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await states("a2")).toEqual(other);
         // Idempotent: a second delete finds nothing; the id can be used again from scratch.
         expect(await store.deleteAgent("a1")).toEqual({ status: "agent_not_found" });
-        expect(await store.claimDelivery({ agentId: "a1", messageId: "webhook:m1", now: T0 + 1, windowMs: 600_000 })).toEqual({ status: "fresh" });
         await enqueue({ now: T0 + 600 });
         const fresh = (await store.getAgent("a1"))!;
         expect([fresh.lastEventId, fresh.messageCount, fresh.pendingTasks]).toEqual([1, 0, 1]);

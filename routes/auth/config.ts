@@ -56,6 +56,13 @@ export interface RouteAuth {
   webhookSecrets?: Array<string | ScopedWebhookSecret>;
   /** QStash signing keys (both: QStash signs with either during a rotation). */
   qstash?: QstashKeys;
+  /**
+   * The URL senders call this deployment by (`https://host` or
+   * `https://host/prefix`), when it differs from the URL requests arrive
+   * with (behind a proxy or load balancer). A QStash token's `sub` must be
+   * this plus the request's path and query; unset, the request's own URL.
+   */
+  publicUrl?: string;
 }
 
 /** A signing secret as the middleware holds it. */
@@ -112,9 +119,27 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
     const e = checkSignerScope(qstash, "auth.qstash");
     if (e) return e;
   }
+  if (auth.publicUrl !== undefined) {
+    const e = checkPublicUrl(auth.publicUrl);
+    if (e) return `auth.publicUrl ${e}`;
+  }
   const anyToken = (bearerTokens?.length ?? 0) + (tokens?.length ?? 0) > 0;
   const anySigner = (webhookSecrets?.length ?? 0) > 0 || qstash !== undefined;
   if (!anyToken && !anySigner) return "auth needs at least one token (bearerTokens or tokens), webhook secret or QStash key pair";
+  return null;
+}
+
+/** Why `url` cannot be a public base URL (http or https, no query, fragment or credentials), or null. */
+export function checkPublicUrl(url: unknown): string | null {
+  let u: URL;
+  try {
+    u = new URL(String(url));
+  } catch {
+    return "must be an absolute http:// or https:// URL";
+  }
+  if (typeof url !== "string" || (u.protocol !== "http:" && u.protocol !== "https:")) return "must be an absolute http:// or https:// URL";
+  if (u.search !== "" || u.hash !== "" || url.includes("?") || url.includes("#")) return "must not carry a query or fragment";
+  if (u.username !== "" || u.password !== "") return "must not carry credentials";
   return null;
 }
 

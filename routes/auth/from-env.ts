@@ -9,6 +9,7 @@
  * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…`, or a JSON array of `"whsec_…"` and `{ secret, tenants?, verbs? }` |
  * | `QSTASH_CURRENT_SIGNING_KEY` + `QSTASH_NEXT_SIGNING_KEY` | qstash (both or neither) |
  * | `GATEHOUSE_QSTASH_TENANTS` | qstash.tenants: comma-separated agent-id prefixes QStash-signed requests reach |
+ * | `GATEHOUSE_PUBLIC_URL` | publicUrl: the URL senders call the deployment by (a QStash token's `sub` is compared with it); alone it does not turn auth on |
  *
  * None set: auth is off. Any set: auth is on and fails closed; a bad value
  * throws at startup (checked by createGatehouse) rather than opening a route.
@@ -49,7 +50,9 @@ export function authFromEnv(env: Record<string, string | undefined>): RouteAuth 
   const qstashTenants = list(env.GATEHOUSE_QSTASH_TENANTS);
   if (qstashTenants.length > 0 && !current) throw new Error("GATEHOUSE_QSTASH_TENANTS needs QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY");
   if (tokens.length === 0 && webhookSecrets.length === 0 && !current) return undefined;
+  const publicUrl = env.GATEHOUSE_PUBLIC_URL?.trim();
   return {
+    ...(publicUrl ? { publicUrl } : {}),
     ...(tokens.length > 0 ? { tokens } : {}),
     ...(webhookSecrets.length > 0 ? { webhookSecrets } : {}),
     ...(current && next

@@ -12,6 +12,10 @@
  *   against every secret without an early exit, in constant time.
  * - A verified request yields a message id (`webhook-id`, or the QStash
  *   token's `jti`), both inside what is signed, for transport dedup.
+ * - A QStash token is good for one URL: its `sub` claim must equal the URL
+ *   the request was sent to (string equality, as QStash's own `Receiver`
+ *   checks it). A Standard Webhooks signature does not cover the URL: what
+ *   stops it travelling to another route is transport dedup (routes/auth.ts).
  *
  * Standard Webhooks: `webhook-signature` holds space-separated `v1,<base64>`
  * entries, each base64(HMAC-SHA256(secret, `${id}.${timestamp}.${body}`)),
@@ -114,8 +118,14 @@ export async function verifyStandardWebhook(
   return matched.length > 0 ? { ok: true, scheme: "webhook", messageId: id, matched } : { ok: false, reason: "webhook-signature does not match" };
 }
 
-/** Verifies a QStash request (`Upstash-Signature`). */
-export async function verifyQstash(headers: Headers, body: Uint8Array, keys: QstashKeys | undefined, nowMs: number): Promise<SignatureCheck> {
+/** Verifies a QStash request (`Upstash-Signature`) sent to `url` (the public URL the sender addressed). */
+export async function verifyQstash(
+  headers: Headers,
+  body: Uint8Array,
+  keys: QstashKeys | undefined,
+  nowMs: number,
+  url: string,
+): Promise<SignatureCheck> {
   const jwt = headers.get("upstash-signature");
   if (jwt === null) return null;
   if (!keys) return { ok: false, reason: "QStash signatures are not configured" };
@@ -129,7 +139,7 @@ export async function verifyQstash(headers: Headers, body: Uint8Array, keys: Qst
   for (const key of [keys.currentSigningKey, keys.nextSigningKey]) ok = equalBytes(await hmac(enc.encode(key), signed), sig) || ok;
   if (!ok) return { ok: false, reason: "Upstash-Signature does not match either signing key" };
   let header: { alg?: unknown };
-  let claims: { iss?: unknown; exp?: unknown; nbf?: unknown; iat?: unknown; jti?: unknown; body?: unknown };
+  let claims: { iss?: unknown; sub?: unknown; exp?: unknown; nbf?: unknown; iat?: unknown; jti?: unknown; body?: unknown };
   try {
     header = JSON.parse(new TextDecoder().decode(b64urlDecode(h) ?? new Uint8Array()));
     claims = JSON.parse(new TextDecoder().decode(b64urlDecode(p) ?? new Uint8Array()));
@@ -138,6 +148,9 @@ export async function verifyQstash(headers: Headers, body: Uint8Array, keys: Qst
   }
   if (header?.alg !== "HS256") return { ok: false, reason: "Upstash-Signature must use HS256" };
   if (claims?.iss !== "Upstash") return { ok: false, reason: "Upstash-Signature has the wrong issuer" };
+  if (claims.sub !== url) {
+    return { ok: false, reason: "Upstash-Signature was issued for another URL (its sub claim must be this request's URL; behind a proxy set auth.publicUrl)" };
+  }
   const now = nowMs / 1000;
   if (typeof claims.exp !== "number" || claims.exp < now) return { ok: false, reason: "Upstash-Signature has expired" };
   if (typeof claims.nbf === "number" && claims.nbf > now + SIGNATURE_WINDOW_SECONDS) {

@@ -40,31 +40,45 @@ export interface WorkerHandle {
   stop(): Promise<void>;
 }
 
-let command: Promise<string[]> | null = null;
+const commands = new Map<string, Promise<string[]>>();
 
-/** Node arguments that start the worker script: its bundle, or tsx. */
-function workerCommand(): Promise<string[]> {
-  command ??= (async () => {
-    try {
-      const esbuild = await import("esbuild");
-      const dir = mkdtempSync(join(tmpdir(), "gatehouse-worker-"));
-      process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-      const outfile = join(dir, "worker.cjs");
-      await esbuild.build({
-        entryPoints: [SCRIPT], bundle: true, platform: "node", format: "cjs", target: "node20", outfile, logLevel: "error",
-      });
-      return [outfile];
-    } catch {
-      return ["--import", "tsx", SCRIPT];
-    }
-  })();
+/** Node arguments that start a script: its bundle, or tsx. */
+function scriptCommand(script: string): Promise<string[]> {
+  let command = commands.get(script);
+  if (command === undefined) {
+    command = (async () => {
+      try {
+        const esbuild = await import("esbuild");
+        const dir = mkdtempSync(join(tmpdir(), "gatehouse-worker-"));
+        process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+        const outfile = join(dir, "worker.cjs");
+        await esbuild.build({
+          entryPoints: [script], bundle: true, platform: "node", format: "cjs", target: "node20", outfile, logLevel: "error",
+        });
+        return [outfile];
+      } catch {
+        return ["--import", "tsx", script];
+      }
+    })();
+    commands.set(script, command);
+  }
   return command;
 }
 
-export async function spawnWorker(cfg: WorkerProcessConfig): Promise<WorkerHandle> {
-  const child = spawn(process.execPath, await workerCommand(), {
+export function spawnWorker(cfg: WorkerProcessConfig): Promise<WorkerHandle> {
+  return spawnScript(SCRIPT, cfg.name, { GH_FAULT_WORKER: JSON.stringify(cfg) });
+}
+
+/**
+ * Starts `script` (a file under tests/helpers that prints `{ "ready": true }`
+ * once it runs) as a child process with `env` added, under the same
+ * contract as `spawnWorker`.
+ */
+export async function spawnScript(script: string, name: string, env: Record<string, string>): Promise<WorkerHandle> {
+  const cfg = { name };
+  const child = spawn(process.execPath, await scriptCommand(script), {
     cwd: ROOT,
-    env: { ...process.env, GH_FAULT_WORKER: JSON.stringify(cfg) },
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Array<Record<string, unknown>> = [];
