@@ -44,6 +44,7 @@
  * | ----------------------- | ------ | ----- |
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
+ * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant 21) |
  * | `<p>:tools`             | hash   | role -> tool registry entry JSON (common/tool-registry.ts); sharded: `<p>:{tools}:registry` |
  * | `<p>:tool_forms`        | hash   | `<role>\n<method form>` -> the method first seen with that form; sharded: `<p>:{tools}:forms` |
  *
@@ -174,6 +175,14 @@ export function checkTarget(target: string): string {
   return target;
 }
 
+/** An agent definition name as `claimNext`'s `agentNames` and `announceDefinitionSet` take it: 1-256 characters, no ",". */
+export function checkAgentName(name: string): string {
+  if (typeof name !== "string" || name.length === 0 || name.length > 256 || name.includes(",")) {
+    throw new StoreInputError(`Cannot use agent name ${JSON.stringify(name)}: it must be 1-256 characters without ","`);
+  }
+  return name;
+}
+
 export function checkPrefix(prefix: string): string {
   if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
     throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [${ID_CHARS}]`);
@@ -242,6 +251,8 @@ export interface KeySpace {
   rateLimit(bucket: string): string;
   /** The consumer lease of a single-consumer worker target (one key per call). Deployment-wide. */
   targetLease(target: string): string;
+  /** The definition sets recorded in the key space (store/port.ts invariant 21; one key per call). Deployment-wide. */
+  readonly definitionSets: string;
   /** The tool registry: role -> entry JSON. Shares a slot with `toolForms` on the sharded layout. */
   readonly tools: string;
   /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
@@ -326,6 +337,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
     },
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
+    definitionSets: `${prefix}:defsets`,
     tools: count === 0 ? `${prefix}:tools` : `${prefix}:{tools}:registry`,
     toolForms: count === 0 ? `${prefix}:tool_forms` : `${prefix}:{tools}:forms`,
   };
