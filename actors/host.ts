@@ -240,7 +240,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   };
 
   if (!agent) {
-    // This worker does not know the definition; a worker that does can take the agent when the lease runs out.
+    // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
+    // actors/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
+    // it when the lease runs out.
     logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
     await park(30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
