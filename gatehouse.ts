@@ -30,6 +30,7 @@ import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
+import { closestKey, firstUnknownKey } from "./common/known-keys.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
 import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/host.ts";
 import { storeWithDeadline } from "./store/outage.ts";
@@ -287,28 +288,15 @@ const OPTION_KEYS: readonly string[] = Object.keys(
   } satisfies Record<keyof GatehouseOptions, true>,
 );
 
-/** Edit distance of two short strings (for "did you mean"). */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 /**
  * Option checks, before anything is built: only known keys (a misspelt
  * option would otherwise be silently ignored), and `concurrency` an integer
  * of at least 1 (0 worker loops would accept tasks and never run them).
  */
 function checkOptions(options: GatehouseOptions): void {
-  for (const k of Object.keys(options)) {
-    if (OPTION_KEYS.includes(k)) continue;
-    const near = OPTION_KEYS.find((o) => o.toLowerCase() === k.toLowerCase() || distance(o, k) <= 2);
+  const k = firstUnknownKey(options, OPTION_KEYS);
+  if (k !== null) {
+    const near = closestKey(k, OPTION_KEYS);
     throw new DefinitionError(
       `createGatehouse(): unknown option "${k}"${near ? ` (did you mean "${near}"?)` : ""}; it takes ${OPTION_KEYS.join(", ")}`,
       { key: k },
@@ -330,10 +318,10 @@ function checkOptions(options: GatehouseOptions): void {
 function retentionOption(options: GatehouseOptions, agents: ReadonlyMap<string, AnyAgent>): RetentionLimits | null {
   if (options.retention !== false) {
     const e = checkRetention(options.retention);
-    if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "retention" });
+    if (e) throw new DefinitionError(`createGatehouse(): ${e.message}`, { key: e.key });
   }
   const memoryError = checkMemoryPolicy(options.memory);
-  if (memoryError) throw new DefinitionError(`createGatehouse(): ${memoryError}`, { key: "memory" });
+  if (memoryError) throw new DefinitionError(`createGatehouse(): ${memoryError.message}`, { key: memoryError.key });
   const base = options.retention === false ? null : resolveRetention(options.retention);
   for (const a of agents.values()) {
     const limits = retentionOf({ retention: base }, a);

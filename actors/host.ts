@@ -86,7 +86,7 @@ import type { Metrics } from "./metrics.ts";
 import { endSpan, startSpan, type Span } from "./tracing.ts";
 import type { ConversationMemory, MemoryPolicy } from "./memory.ts";
 import type { RetentionLimits } from "../store/port.ts";
-import { resolveRetention } from "../store/retention.ts";
+import { layerRetention } from "../store/retention.ts";
 import { type AgentActor, type ClaimContext, type Claimed, IN_TURN, snap } from "./claim-context.ts";
 import { type AfterCommitNotes, CommitBuffer } from "./commit-buffer.ts";
 import { startLeaseKeeper } from "./lease-keeper.ts";
@@ -155,7 +155,7 @@ export const DEFAULT_MAX_CHAINED_TURNS = 8;
 /** The retention limits of one agent: its own laid over the process's (null: keep everything). */
 export function retentionOf(deps: Pick<HostDeps, "retention">, agent: AnyAgent): RetentionLimits | null {
   if (!agent.retention) return deps.retention ?? null;
-  return resolveRetention({ ...(deps.retention ?? {}), ...agent.retention });
+  return layerRetention(deps.retention ?? null, agent.retention);
 }
 
 /** The conversation a claim starts from: the cached one, none for a new agent, else the store's. */
@@ -240,7 +240,9 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   };
 
   if (!agent) {
-    // This worker does not know the definition; a worker that does can take the agent when the lease runs out.
+    // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
+    // actors/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
+    // it when the lease runs out.
     logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
     await park(30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };

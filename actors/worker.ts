@@ -70,10 +70,20 @@
  *   as last read (it asks for the lease again then), and no longer than the
  *   polling backoff allows, even while the watch listens: the holder's
  *   release is not pushed.
+ *
+ * Several deployments on one key space (actors/definition-sets.ts): a loop
+ * claims only agents this process has definitions for (`agentNames`), so an
+ * agent only another deployment defines stays due for that deployment's
+ * workers. While such an agent is due (the last claim attempt left one), the
+ * store's earliest due time is not ours and its bells are not pushed to us
+ * (a bell is published only when it becomes the earliest): the sentinel then
+ * polls with the backoff above (`pollMs` doubling up to `idlePollMaxMs`)
+ * instead of sleeping until that due time or `listenMaxMs`.
  */
 import { claimRunner } from "./claim-failure.ts";
 import type { HostDeps } from "./host.ts";
 import { targetLeases } from "./target-lease.ts";
+import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import type { BellWatch } from "../store/port.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
@@ -116,6 +126,13 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   const runner = claimRunner(deps);
   const leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: workerId });
   let renewTimer: ReturnType<typeof setInterval> | undefined;
+  let definitionTimer: ReturnType<typeof setInterval> | undefined;
+  /** Other definition sets already warned about (actors/definition-sets.ts). */
+  const reportedSets = new Set<string>();
+  /** The definitions this process has: a loop claims only agents of these names. */
+  const agentNames = [...deps.agents.keys()];
+  /** The last claim attempt left an agent of another definition set due (then the sentinel polls). */
+  let foreignDue = false;
   let running = false;
   let loops: Promise<void>[] = [];
   const maxWait = Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs);
@@ -220,9 +237,11 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
 
   /** One claim attempt over all targets; true when something was processed. */
   async function once(loopId: string): Promise<boolean> {
+    let foreign = false;
     for (const target of opts.targets) {
       if (!(await leases.mayConsume(target))) continue;
-      const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now() });
+      const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames });
+      if (c.status === "empty" && (c.foreign ?? 0) > 0) foreign = true;
       if (c.status === "claimed") {
         wakeOne();
         opts.onClaim?.();
@@ -230,6 +249,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
         return true;
       }
     }
+    foreignDue = foreign;
     return false;
   }
 
@@ -265,11 +285,13 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       sentinel = true;
       try {
         // A target held by another process is asked for again by polling (its release is not pushed).
-        const pushed = listening && opts.targets.every((t) => leases.heldElsewhereUntil(t) === undefined);
+        // An agent of another definition set is due: the earliest due time is not ours, and bells behind it are not pushed.
+        const foreign = foreignDue;
+        const pushed = !foreign && listening && opts.targets.every((t) => leases.heldElsewhereUntil(t) === undefined);
         let wait = pushed ? listenMax : idleWait;
         if (!pushed) idleWait = Math.min(maxWait, idleWait * 2);
         try {
-          const d = await dueIn();
+          const d = foreign ? null : await dueIn();
           if (d !== null) wait = Math.min(wait, d);
         } catch { /* store unreachable: poll again after `wait` */ }
         if (running && wakes === seen) await sentinelSleeps(wait);
@@ -291,11 +313,17 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
       watch = deps.store.watchBells?.(opts.targets, { bell, listening: heard });
       loops = Array.from({ length: opts.concurrency }, (_, i) => loop(i));
       renewTimer = setInterval(() => void leases.renew(), Math.max(1, Math.floor(deps.leaseMs / 3)));
+      const announce = () =>
+        announceDefinitions(deps, reportedSets).catch((err) => deps.logger.debug("definition set not announced", { error: String(err) }));
+      void announce();
+      definitionTimer = setInterval(() => void announce(), DEFINITION_SET_HEARTBEAT_MS);
     },
     async stop() {
       running = false;
       if (renewTimer) clearInterval(renewTimer);
       renewTimer = undefined;
+      if (definitionTimer) clearInterval(definitionTimer);
+      definitionTimer = undefined;
       const w = watch;
       watch = undefined;
       listening = false;

@@ -18,6 +18,7 @@
  */
 import { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
+import { refuseUnknownKeys } from "../common/known-keys.ts";
 import { type AnyTool, type Deliverable, defineTool, type ToolDefinition } from "../tools/define.ts";
 import type { AnyAgent } from "./define.ts";
 
@@ -32,6 +33,11 @@ export interface AgentToolOptions<S extends z.ZodType = z.ZodType> {
   /** The call's resume deadline in ms (default: the external tool timeout of createGatehouse()). */
   timeoutMs?: number;
 }
+
+/** The keys agentTool's options take (`satisfies` keeps the list and `AgentToolOptions` in step). */
+export const AGENT_TOOL_KEYS: readonly string[] = Object.keys(
+  { name: true, description: true, parameters: true, deliverable: true, timeoutMs: true } satisfies Record<keyof AgentToolOptions, true>,
+);
 
 /** The type of `agentToolInput`, spelled out (published types are not inferred). */
 export type AgentToolInput = z.ZodObject<{ input: z.ZodUnion<readonly [z.ZodString, z.ZodRecord<z.ZodString, z.ZodUnknown>]> }, z.core.$strip>;
@@ -92,6 +98,7 @@ export function agentTool<S extends z.ZodType = AgentToolInput>(
 ): AgentToolDefinition<S> {
   if (!child || child.kind !== "agent") throw new DefinitionError("agentTool() needs an agent from defineAgent()", { key: "child" });
   if (!options || typeof options !== "object") throw new DefinitionError(`agentTool("${child.name}"): options must be an object`);
+  refuseUnknownKeys(options, AGENT_TOOL_KEYS, `agentTool("${child.name}")`, "options");
   const name = options.name ?? child.name.replace(/\./g, "_");
   const tool = defineTool({
     name,

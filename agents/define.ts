@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
+import { refuseUnknownKeys } from "../common/known-keys.ts";
 import type { Model } from "../models/types.ts";
 import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts";
 import type { Guardian } from "../verdicts/guardian.ts";
@@ -80,6 +81,35 @@ export const MAX_VERIFY_ATTEMPTS_LIMIT = 100;
 export const WORKER_TARGET = /^[a-z0-9_-]{1,64}$/;
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 
+/**
+ * The keys defineAgent takes (`satisfies` keeps the list and `AgentConfig`
+ * in step). Any other key is refused (common/known-keys.ts) except those a
+ * definition adds (`kind`, `offeredTools`, `effectiveMustEndWith`), so a
+ * definition can be spread into a new one; those are recomputed.
+ */
+export const AGENT_KEYS: readonly string[] = Object.keys(
+  {
+    name: true,
+    instructions: true,
+    model: true,
+    tools: true,
+    allowedTools: true,
+    output: true,
+    verifyMaxAttempts: true,
+    guardians: true,
+    mustEndWith: true,
+    maxStepsPerTurn: true,
+    workerTarget: true,
+    maxVerifierErrors: true,
+    modelAttempts: true,
+    knownTools: true,
+    budget: true,
+    retention: true,
+    memory: true,
+  } satisfies Record<keyof AgentConfig, true>,
+);
+const AGENT_DEFINITION_KEYS = ["kind", "offeredTools", "effectiveMustEndWith"] as const;
+
 /** Checks an attempt budget; returns an error message or null. */
 export function checkAttemptBudget(v: unknown): string | null {
   if (v === undefined) return null;
@@ -103,6 +133,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   if (typeof config.name !== "string" || !NAME.test(config.name)) {
     throw new DefinitionError(`${where}: name must match ${NAME}`, { key: "name" });
   }
+  refuseUnknownKeys(config, AGENT_KEYS, where, "", AGENT_DEFINITION_KEYS);
   if (typeof config.instructions !== "string") {
     throw new DefinitionError(`${where}: instructions must be a string`, { key: "instructions" });
   }
@@ -174,7 +205,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     );
   }
   const budgetError = checkSpendLimit(config.budget);
-  if (budgetError) throw new DefinitionError(`${where}: budget ${budgetError}`, { key: "budget" });
+  if (budgetError) throw new DefinitionError(`${where}: budget ${budgetError.message}`, { key: budgetError.key ? `budget.${budgetError.key}` : "budget" });
   const completion = config.output ? "agent_output" : "submit_result";
   const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);
   for (const n of mustEndWith) {
@@ -191,9 +222,9 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     throw new DefinitionError(`${where}: knownTools must be true or false`, { key: "knownTools" });
   }
   const retentionError = checkRetention(config.retention);
-  if (retentionError) throw new DefinitionError(`${where}: ${retentionError}`, { key: "retention" });
+  if (retentionError) throw new DefinitionError(`${where}: ${retentionError.message}`, { key: retentionError.key });
   const memoryError = checkMemoryPolicy(config.memory);
-  if (memoryError) throw new DefinitionError(`${where}: ${memoryError}`, { key: "memory" });
+  if (memoryError) throw new DefinitionError(`${where}: ${memoryError.message}`, { key: memoryError.key });
   return Object.freeze({
     ...config,
     kind: "agent" as const,

@@ -5,6 +5,7 @@
  * store/retention.ts). Checked at definition time.
  */
 import type { Message } from "../common/message.ts";
+import { firstUnknownKey, unknownKeyMessage } from "../common/known-keys.ts";
 
 /** Produces the summary of the turns leaving the model's view. */
 export type Summarizer = (req: {
@@ -43,26 +44,49 @@ export interface AgentRetention {
   checkpointEvery?: number;
 }
 
-/** Checks a policy; returns an error message or null. */
-export function checkMemoryPolicy(p: unknown): string | null {
+/** What is wrong with a policy or limits: the message and the key at fault (a path). */
+export interface PolicyProblem {
+  message: string;
+  key: string;
+}
+
+/** The keys a memory policy takes. */
+export const MEMORY_KEYS: readonly string[] = Object.keys({ keepTurns: true, summarize: true } satisfies Record<keyof MemoryPolicy, true>);
+
+/** The keys retention limits take. */
+export const RETENTION_KEYS: readonly string[] = Object.keys(
+  { maxEvents: true, maxEventBytes: true, maxTurns: true, checkpointEvery: true } satisfies Record<keyof AgentRetention, true>,
+);
+
+/** Checks a policy; returns the problem or null. An unknown key is refused with a suggestion (common/known-keys.ts). */
+export function checkMemoryPolicy(p: unknown): PolicyProblem | null {
   if (p === undefined) return null;
   const m = p as MemoryPolicy;
-  if (!m || typeof m !== "object") return "memory must be an object { keepTurns, summarize? }";
-  if (!Number.isSafeInteger(m.keepTurns) || m.keepTurns < 1) return `memory.keepTurns must be a positive integer, got ${String(m.keepTurns)}`;
+  if (!m || typeof m !== "object") return { message: "memory must be an object { keepTurns, summarize? }", key: "memory" };
+  const unknown = firstUnknownKey(m, MEMORY_KEYS);
+  if (unknown !== null) return { message: `memory has an ${unknownKeyMessage(unknown, MEMORY_KEYS)}`, key: `memory.${unknown}` };
+  if (!Number.isSafeInteger(m.keepTurns) || m.keepTurns < 1) {
+    return { message: `memory.keepTurns must be a positive integer, got ${String(m.keepTurns)}`, key: "memory.keepTurns" };
+  }
   const s = m.summarize;
   if (s !== undefined && s !== "truncate" && s !== "model" && typeof s !== "function") {
-    return `memory.summarize must be "truncate", "model" or a function`;
+    return { message: `memory.summarize must be "truncate", "model" or a function`, key: "memory.summarize" };
   }
   return null;
 }
 
-/** Checks retention limits; returns an error message or null. */
-export function checkRetention(r: unknown): string | null {
+/** Checks retention limits; returns the problem or null. An unknown key is refused with a suggestion. */
+export function checkRetention(r: unknown): PolicyProblem | null {
   if (r === undefined) return null;
-  if (!r || typeof r !== "object") return "retention must be an object { maxEvents?, maxEventBytes?, maxTurns?, checkpointEvery? }";
+  if (!r || typeof r !== "object") {
+    return { message: "retention must be an object { maxEvents?, maxEventBytes?, maxTurns?, checkpointEvery? }", key: "retention" };
+  }
+  const unknown = firstUnknownKey(r, RETENTION_KEYS);
+  if (unknown !== null) return { message: `retention has an ${unknownKeyMessage(unknown, RETENTION_KEYS)}`, key: `retention.${unknown}` };
   for (const [k, v] of Object.entries(r)) {
-    if (!["maxEvents", "maxEventBytes", "maxTurns", "checkpointEvery"].includes(k)) return `retention.${k} is not a retention limit`;
-    if (v !== undefined && (!Number.isSafeInteger(v) || (v as number) < 1)) return `retention.${k} must be a positive integer, got ${String(v)}`;
+    if (v !== undefined && (!Number.isSafeInteger(v) || (v as number) < 1)) {
+      return { message: `retention.${k} must be a positive integer, got ${String(v)}`, key: `retention.${k}` };
+    }
   }
   return null;
 }

@@ -14,6 +14,8 @@
  * - `maxCostPerTurn`: their cost, in the unit the model reports;
  * - `maxCostTotal`: the agent's cost over all its turns (children included).
  */
+import { closestKey, firstUnknownKey } from "./known-keys.ts";
+
 export interface SpendLimit {
   maxTokensPerTurn?: number;
   maxCostPerTurn?: number;
@@ -40,18 +42,33 @@ export interface SpendCrossing {
   used: number;
 }
 
-/** Checks a spend limit's shape; returns an error message (naming the field) or null. */
-export function checkSpendLimit(v: unknown): string | null {
+/** What is wrong with a spend limit: the message and the field at fault (none: the whole value). */
+export interface SpendLimitProblem {
+  message: string;
+  key?: SpendLimitKey | string;
+}
+
+/**
+ * Checks a spend limit's shape; returns the problem (naming the field) or
+ * null. An unknown field is refused with the field probably meant
+ * (common/known-keys.ts).
+ */
+export function checkSpendLimit(v: unknown): SpendLimitProblem | null {
   if (v === undefined) return null;
-  if (!v || typeof v !== "object" || Array.isArray(v)) return "must be an object { maxTokensPerTurn?, maxCostPerTurn?, maxCostTotal? }";
-  for (const k of Object.keys(v)) {
-    if (!(SPEND_LIMIT_KEYS as readonly string[]).includes(k)) {
-      return `has unknown field "${k}" (it takes ${SPEND_LIMIT_KEYS.join(", ")})`;
-    }
+  if (!v || typeof v !== "object" || Array.isArray(v)) return { message: "must be an object { maxTokensPerTurn?, maxCostPerTurn?, maxCostTotal? }" };
+  const unknown = firstUnknownKey(v, SPEND_LIMIT_KEYS);
+  if (unknown !== null) {
+    const near = closestKey(unknown, SPEND_LIMIT_KEYS);
+    return {
+      message: `has unknown field "${unknown}"${near ? ` (did you mean "${near}"?)` : ""} (it takes ${SPEND_LIMIT_KEYS.join(", ")})`,
+      key: unknown,
+    };
+  }
+  for (const k of SPEND_LIMIT_KEYS) {
     const n = (v as Record<string, unknown>)[k];
     if (n === undefined) continue;
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0 || (k === "maxTokensPerTurn" && !Number.isSafeInteger(n))) {
-      return `${k} must be a ${k === "maxTokensPerTurn" ? "non-negative integer" : "finite number >= 0"}, got ${JSON.stringify(n)}`;
+      return { message: `${k} must be a ${k === "maxTokensPerTurn" ? "non-negative integer" : "finite number >= 0"}, got ${JSON.stringify(n)}`, key: k };
     }
   }
   return null;

@@ -19,6 +19,7 @@
  *   the context comes as one object, destructure it instead.
  */
 import { DefinitionError } from "../errors/errors.ts";
+import { closestKey, unknownKeyMessage } from "./known-keys.ts";
 
 /** Largest number of declared parameters: `(candidate, ctx)`. */
 export const MAX_VERIFIER_PARAMS = 2;
@@ -62,12 +63,8 @@ const LIKELY_BUDGET = /attempt/i;
 export function checkOutputKeys(output: Record<string, unknown>, where: string): void {
   for (const k of Object.keys(output)) {
     if ((OUTPUT_KEYS as readonly string[]).includes(k)) continue;
-    const hint = LIKELY_BUDGET.test(k)
-      ? ' (did you mean "verifyMaxAttempts"?)'
-      : LIKELY_VERIFY.test(k)
-      ? ' (did you mean "verify"?)'
-      : "";
-    throw new DefinitionError(`${where}: output has an unknown key "${k}"${hint}; it takes ${OUTPUT_KEYS.join(", ")}`, {
+    const near = closestKey(k, OUTPUT_KEYS) ?? (LIKELY_BUDGET.test(k) ? "verifyMaxAttempts" : LIKELY_VERIFY.test(k) ? "verify" : undefined);
+    throw new DefinitionError(`${where}: output has an ${unknownKeyMessage(k, OUTPUT_KEYS, near)}`, {
       key: `output.${k}`,
     });
   }

@@ -44,6 +44,7 @@
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
  * | `<p>:dlv:<messageId>`   | string | `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`: transport dedup of one signed message, expires with its window |
+ * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant 23) |
  * | `<p>:tools`             | hash   | role -> tool registry entry JSON (common/tool-registry.ts); sharded: `<p>:{tools}:registry` |
  * | `<p>:tool_forms`        | hash   | `<role>\n<method form>` -> the method first seen with that form; sharded: `<p>:{tools}:forms` |
  *
@@ -183,6 +184,14 @@ export function checkTarget(target: string): string {
   return target;
 }
 
+/** An agent definition name as `claimNext`'s `agentNames` and `announceDefinitionSet` take it: 1-256 characters, no ",". */
+export function checkAgentName(name: string): string {
+  if (typeof name !== "string" || name.length === 0 || name.length > 256 || name.includes(",")) {
+    throw new StoreInputError(`Cannot use agent name ${JSON.stringify(name)}: it must be 1-256 characters without ","`);
+  }
+  return name;
+}
+
 export function checkPrefix(prefix: string): string {
   if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
     throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [${ID_CHARS}]`);
@@ -253,6 +262,8 @@ export interface KeySpace {
   targetLease(target: string): string;
   /** The transport dedup record of one signed message (one key per call). Deployment-wide. */
   delivery(messageId: string): string;
+  /** The definition sets recorded in the key space (store/port.ts invariant 23; one key per call). Deployment-wide. */
+  readonly definitionSets: string;
   /** The tool registry: role -> entry JSON. Shares a slot with `toolForms` on the sharded layout. */
   readonly tools: string;
   /** The tool registry's method forms: `<role>\n<form>` -> canonical method. */
@@ -338,6 +349,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
     delivery: (messageId) => `${prefix}:dlv:${checkMessageId(messageId)}`,
+    definitionSets: `${prefix}:defsets`,
     tools: count === 0 ? `${prefix}:tools` : `${prefix}:{tools}:registry`,
     toolForms: count === 0 ? `${prefix}:tool_forms` : `${prefix}:{tools}:forms`,
   };

@@ -19,6 +19,7 @@
  * those of `JSON.stringify`, byte for byte.
  */
 import type {
+  DefinitionSetRecord,
   ClaimDeliveryRequest,
   ClaimDeliveryResult,
   RecordDeliveryRequest,
@@ -67,7 +68,7 @@ import type { StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
-import { type AgentKeys, checkDeliveryTarget, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls } from "./keys.ts";
+import {  type AgentKeys, checkAgentName, checkDeliveryTarget, checkHolder, checkTarget, checkToolName, checkTurnId, type KeySpace, StoreInputError, toolCalls  } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 import { notApplied } from "../common/contract-validation.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
@@ -220,7 +221,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "claim_next": {
       if (word === "claimed") return claimedOf(json());
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
-      if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : { status: "empty" };
+      if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : payload ? { status: "empty", ...json() } : { status: "empty" };
       return { status: word };
     }
     case "renew_lease":
@@ -245,6 +246,8 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       const [bucket, wait] = payload.split(" ").map(Number);
       return { status: "limited", bucket, retryAfterMs: wait };
     }
+    case "definition_sets":
+      return (json() as Array<[string, number]>).map(([set, seenAt]) => ({ agents: set.split(","), seenAt }));
     case "target_lease": {
       if (word === "held") return { status: "held", leaseUntil: Number(payload) };
       if (word === "busy") {
@@ -422,7 +425,24 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     async claimNext(req: ClaimNextRequest): Promise<ClaimResult> {
       checkTarget(req.workerTarget);
       const args = [j(req.workerId), int(req.leaseMs, "leaseMs"), int(req.now, "now")];
-      if (shards.length === 1) return call("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args]);
+      // Invariant 21: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
+      const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
+      /** A claim_next answer without the script's `next` (the cluster loop's use only). */
+      const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
+        if (r.status !== "empty" || r.next === undefined) return r;
+        const { next: _, ...rest } = r;
+        return rest;
+      };
+      if (shards.length === 1) {
+        const r = await call<ClaimResult>("claim_next", [shards[0].ready(req.workerTarget)], [shards[0].prefix, ...args, ...(names.length > 0 ? [args[2], ...names] : [])]);
+        return answer(r);
+      }
+      /** Per shard: the agents of other names its last claim_next left (each call counts its shard's from the oldest bell). */
+      const foreignOf = new Array<number>(shards.length).fill(0);
+      const emptyResult = (): ClaimResult => {
+        const foreign = foreignOf.reduce((x, y) => x + y, 0);
+        return foreign > 0 ? { status: "empty", foreign } : { status: "empty" };
+      };
       // Shards: `view.heads[i]` bounds the bells of shard i from below, as of `view.asOf`: every bell
       // there is at least min(heads[i], asOf) (a bell rung since carries a later time). claim_next
       // runs in the shard with the oldest head, visiting its bells only up to min(asOf, the other
@@ -457,7 +477,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
           if (at < 0 || (claiming[i] === 0 && claiming[at] > 0) || ((claiming[i] === 0) === (claiming[at] === 0) && t < heads[at]!)) at = i;
         }
         if (at < 0) {
-          if (fresh) return { status: "empty" };
+          if (fresh) return emptyResult();
           view = await readAll();
           fresh = true;
           continue;
@@ -465,16 +485,22 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
         let upto = asOf;
         for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null && claiming[i] === 0) upto = Math.min(upto, heads[i]!);
         claiming[at]++;
-        let r: ClaimResult;
+        let r: ClaimResult & { next?: number | null };
         try {
-          r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto)]);
+          r = await call<ClaimResult>("claim_next", [readyKeys[at]], [shards[at].prefix, ...args, String(upto), ...names]);
         } finally {
           claiming[at]--;
         }
         if (r.status === "claimed") return r;
+        if (r.status === "empty" && r.foreign) {
+          // Bells left for other definition sets (invariant 23) stay due: this caller's view of the shard starts after them.
+          foreignOf[at] = r.foreign;
+          heads[at] = r.next ?? null;
+          continue;
+        }
         heads[at] = await call<number | null>("next_ready_at", [readyKeys[at]], []);
       }
-      return { status: "empty" };
+      return emptyResult();
     },
 
     async renewLease(req: RenewRequest) {
@@ -699,6 +725,12 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
       const leaseMs = int(req.leaseMs, "leaseMs");
       if (req.leaseMs < 1) throw new StoreInputError(`leaseMs must be at least 1, got ${req.leaseMs}`);
       return call("target_lease", [keys.targetLease(req.workerTarget)], ["acquire", checkHolder(req.holder), int(req.now, "now"), leaseMs]);
+    },
+
+    async announceDefinitionSet(req) {
+      const own = [...req.agents].map(checkAgentName).sort().join(",");
+      const others = await call<DefinitionSetRecord[]>("definition_sets", [keys.definitionSets], [own, int(req.now, "now"), int(req.ttlMs, "ttlMs")]);
+      return { others };
     },
 
     async releaseTargetLease(req) {

@@ -71,7 +71,7 @@ import type { Message } from "../common/message.ts";
 import { normalizeRecord } from "./spelling.ts";
 import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts";
 import { inputBytes, inputText } from "./inputs.ts";
-import { checkAgentId, checkDeliveryTarget, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls } from "./keys.ts";
+import {  checkAgentId, checkAgentName, checkDeliveryTarget, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls  } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
@@ -256,6 +256,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const deleted = new Map<string, number>();
   /** Rate-limit buckets: key -> TAT (us). Admission bookkeeping, not agent state: memoryStoreState leaves it out. */
   const buckets = new Map<string, number>();
+  /** Definition sets (invariant 23): sorted agent names joined by "," -> last announced (ms). */
+  const definitionSets = new Map<string, number>();
   /** Single-consumer target leases: target -> holder and until (ms). */
   const targetLeases = new Map<string, { holder: string; until: number }>();
   const fault = opts.faults ?? (() => {});
@@ -708,17 +710,24 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
         const q = readyOf(req.workerTarget);
         // Oldest due bell first; skip (and re-score) bells of agents that are busy or empty.
         const due = [...q.entries()].filter(([, s]) => s <= req.now).sort((x, y) => x[1] - y[1]);
+        let foreign = 0;
+        req.agentNames?.forEach(checkAgentName);
         for (const [agentId] of due) {
           const a = agents.get(agentId);
           if (!a) {
             w.mapDelete(q, agentId);
             continue;
           }
+          // Another deployment's agent (invariant 23): left as it is, for a worker that has its definition.
+          if (req.agentNames && !req.agentNames.includes(a.head.agentName) && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
+            foreign++;
+            continue;
+          }
           const r = doClaim(a, req);
           if (r.status === "claimed") return r;
           if (r.status === "busy") w.mapSet(q, agentId, r.leaseUntil);
         }
-        return { status: "empty" };
+        return foreign > 0 ? { status: "empty", foreign } : { status: "empty" };
       });
     },
 
@@ -897,6 +906,17 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     },
 
     async ping() {},
+
+    async announceDefinitionSet(req) {
+      const own = [...req.agents].map(checkAgentName).sort().join(",");
+      definitionSets.set(own, req.now);
+      const others: Array<{ agents: string[]; seenAt: number }> = [];
+      for (const [set, at] of [...definitionSets]) {
+        if (at < req.now - req.ttlMs) definitionSets.delete(set);
+        else if (set !== own) others.push({ agents: set.split(","), seenAt: at });
+      }
+      return { others };
+    },
 
     async getAgent(agentId) {
       const a = agents.get(agentId);

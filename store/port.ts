@@ -131,6 +131,17 @@
  *    deleted again or the store is flushed). `enqueueTask` with
  *    `refuseDeleted` answers `agent_deleted` and writes nothing while the
  *    marker is there; any other enqueue ignores it (the id is free again).
+ * 23. Definition sets. Deployments with different agent definitions may
+ *    share one key space. `claimNext` with `agentNames` claims only agents
+ *    whose `agentName` is listed: a claimable agent of another name is left
+ *    exactly as it was (lease, bell, inbox), so a worker that has its
+ *    definition claims it as soon as it polls or hears the bell; the answer
+ *    `empty` then carries `foreign` > 0, how many such agents it saw due
+ *    (on the sharded layout, among the shards it visited). Busy,
+ *    empty and stale bells are maintained whatever their name.
+ *    `announceDefinitionSet` records a definition set (its agent names) with
+ *    a time, drops records older than `ttlMs` and answers the other sets
+ *    still recorded.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -256,6 +267,27 @@ export interface ClaimNextRequest {
   workerId: string;
   leaseMs: number;
   now: number;
+  /**
+   * Claim only agents of these definition names (invariant 23); absent:
+   * any. A worker passes the names it has definitions for.
+   */
+  agentNames?: readonly string[];
+}
+
+/** A definition set as `announceDefinitionSet` records it (invariant 23). */
+export interface DefinitionSetRecord {
+  /** The agent names of the set, sorted. */
+  agents: string[];
+  /** When a process serving it last announced it (ms). */
+  seenAt: number;
+}
+
+export interface AnnounceDefinitionSetRequest {
+  /** The agent names this process has definitions for. */
+  agents: readonly string[];
+  now: number;
+  /** Records not announced again within this long are dropped (ms). */
+  ttlMs: number;
 }
 
 export type ClaimResult =
@@ -278,7 +310,8 @@ export type ClaimResult =
     previousLease?: PreviousLease | null;
   }
   | { status: "busy"; agentId: string; leaseUntil: number }
-  | { status: "empty"; agentId?: string }
+  /** `foreign`: claimable agents `claimNext` left because `agentNames` does not list them (invariant 23). */
+  | { status: "empty"; agentId?: string; foreign?: number }
   | { status: "agent_not_found" };
 
 export interface PreviousLease {
@@ -698,6 +731,8 @@ export interface Store {
    * polls them (actors/worker.ts).
    */
   watchBells?(targets: readonly string[], listener: BellListener): BellWatch;
+  /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */
+  announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
   /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
   readyCount(workerTarget: string, now: number): Promise<number>;
   putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;

@@ -50,6 +50,9 @@ export interface CheckpointMark {
   messageIndex: number;
 }
 
+/** Resolved limits whose `checkpointEvery` was derived from `maxEvents` (none was given). */
+const derivedInterval = new WeakSet<RetentionLimits>();
+
 /**
  * Limits with defaults filled in, checked: positive integers, and
  * `checkpointEvery` a quarter of `maxEvents` unless given.
@@ -65,7 +68,24 @@ export function resolveRetention(given: Partial<RetentionLimits> | undefined): R
   for (const [k, v] of Object.entries(r)) {
     if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use retention.${k} = ${String(v)}: a positive integer is needed`);
   }
+  if (given?.checkpointEvery === undefined) derivedInterval.add(r);
   return r;
+}
+
+/**
+ * An agent's own limits laid over the process's (`base`, from
+ * `resolveRetention`; null: the process keeps everything). The result is what
+ * `resolveRetention` gives for the process's given limits with the agent's
+ * laid over them: a `checkpointEvery` that neither gave is derived from the
+ * merged `maxEvents` (a quarter), so an agent's `maxEvents` bounds its log as
+ * the same number on createGatehouse does. A `checkpointEvery` the process
+ * gave stays unless the agent gives its own.
+ */
+export function layerRetention(base: RetentionLimits | null, own: Partial<RetentionLimits>): RetentionLimits {
+  if (!base) return resolveRetention(own);
+  const merged: Partial<RetentionLimits> = { ...base, ...own };
+  if (own.checkpointEvery === undefined && derivedInterval.has(base)) delete merged.checkpointEvery;
+  return resolveRetention(merged);
 }
 
 export interface RetentionPlan {

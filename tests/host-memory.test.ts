@@ -125,7 +125,7 @@ describe("the model's memory", () => {
     expect(() => createGatehouse({ agents: [agent], retention: { maxTurns: 10 } })).toThrow(/memory.keepTurns \(50\) is more than retention.maxTurns \(10\)/);
     expect(() => defineAgent({ name: "x", instructions: "", model, memory: { keepTurns: 0 } })).toThrow(/memory.keepTurns must be a positive integer/);
     expect(() => defineAgent({ name: "x", instructions: "", model, retention: { maxEvents: -1 } })).toThrow(/retention.maxEvents must be a positive integer/);
-    expect(() => createGatehouse({ agents: [agent], retention: { maxTurnz: 1 } as never })).toThrow(/retention.maxTurnz is not a retention limit/);
+    expect(() => createGatehouse({ agents: [agent], retention: { maxTurnz: 1 } as never })).toThrow(/retention has an unknown key "maxTurnz" \(did you mean "maxTurns"\?\)/);
   });
 });
 

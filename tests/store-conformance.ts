@@ -460,6 +460,37 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.claimNext({ workerTarget: TARGET, workerId: "w9", leaseMs: LEASE, now: T0 + 10 })).toEqual({ status: "empty" });
       });
 
+      it("with agentNames claims only agents of those names and leaves the others due, untouched (invariant 23)", async () => {
+        for (let i = 0; i < 25; i++) await enqueue({ agentId: `f${String(i).padStart(2, "0")}`, agentName: "other", now: T0 + 1 });
+        await enqueue({ agentId: "mine", agentName: "calc", now: T0 + 2 });
+        await enqueue({ agentId: "later", agentName: "calc", now: T0 + 50 });
+        const before = await h.state("f00");
+        const c = await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 10, agentNames: ["calc"] });
+        expect(c.status).toBe("claimed");
+        expect((c as Claimed).agentId).toBe("mine");
+        const none = await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 10, agentNames: ["calc", "x"] });
+        expect(none.status).toBe("empty");
+        expect((none as { foreign?: number }).foreign).toBeGreaterThan(0);
+        // The left agents are exactly as they were, their bells still due: a worker that has "other" takes them.
+        expect(await h.state("f00")).toEqual(before);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 1);
+        const other = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 10, agentNames: ["other"] });
+        expect((other as Claimed).head.agentName).toBe("other");
+        // Without agentNames any agent is claimed.
+        const any = await store.claimNext({ workerTarget: TARGET, workerId: "w3", leaseMs: LEASE, now: T0 + 10 });
+        expect((any as Claimed).head.agentName).toBe("other");
+        await expect(store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 10, agentNames: ["a,b"] })).rejects.toThrow(/agent name/);
+      });
+
+      it("announceDefinitionSet records a set and answers the others still within their ttl (invariant 23)", async () => {
+        expect(await store.announceDefinitionSet({ agents: ["b", "a"], now: T0, ttlMs: 1_000 })).toEqual({ others: [] });
+        expect(await store.announceDefinitionSet({ agents: ["a", "b"], now: T0 + 10, ttlMs: 1_000 })).toEqual({ others: [] });
+        expect(await store.announceDefinitionSet({ agents: ["c"], now: T0 + 20, ttlMs: 1_000 })).toEqual({ others: [{ agents: ["a", "b"], seenAt: T0 + 10 }] });
+        // "a,b" was last seen at T0 + 10: past its ttl it is dropped.
+        expect(await store.announceDefinitionSet({ agents: ["c"], now: T0 + 1_011, ttlMs: 1_000 })).toEqual({ others: [] });
+        expect(await store.announceDefinitionSet({ agents: ["a", "b"], now: T0 + 1_012, ttlMs: 1_000 })).toEqual({ others: [{ agents: ["c"], seenAt: T0 + 1_011 }] });
+      });
+
       it("skips agents held by another worker and claims the next due one", async () => {
         await enqueue({ agentId: "held", now: T0 });
         await claimOk("held", "w1", T0 + 2);

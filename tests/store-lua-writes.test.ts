@@ -46,7 +46,7 @@ describe("store scripts: checks before writes", () => {
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
     // (includes/retention.lua) in the commit, after its checks.
     expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head)$/.test(n))).toEqual([
-      "claim.lua main", "claim_next.lua main", "commit.lua retain", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
+      "claim.lua main", "claim_next.lua main", "commit.lua retain", "definition_sets.lua main", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
     expect(checked).toEqual([

@@ -78,7 +78,7 @@ async function auditLayout(prefix: string): Promise<string[]> {
       for (const key of keys) {
         if (key === ks.layout) continue;
         // Deployment-wide keys (no agent, no home): each group in one slot (docs/store.md).
-        if (key === ks.tools || key === ks.toolForms) continue;
+        if (key === ks.tools || key === ks.toolForms || key === ks.definitionSets) continue;
         if (key.startsWith(`${prefix}:{rl}:`) || key.startsWith(`${prefix}:lease:`) || key.startsWith(`${prefix}:dlv:`)) continue;
         const m = /^(.*?:\{s:[0-9.]+\}):(.*)$/s.exec(key);
         if (!m || !homes.has(m[1])) {

@@ -16,6 +16,7 @@
 import { z } from "zod";
 import { isPlainObject } from "../common/json.ts";
 import { DefinitionError } from "../errors/errors.ts";
+import { refuseUnknownKeys } from "../common/known-keys.ts";
 import type { AfterExecution } from "../common/outcome.ts";
 import { checkDeliverableDefinition, type Deliverable } from "../contracts/deliverable.ts";
 
@@ -145,6 +146,30 @@ function checkArgumentValues(name: string, shape: Shape, config: ToolConfig<z.Zo
     }
   }
 }
+/**
+ * The keys defineTool takes (`satisfies` keeps the list and `ToolConfig` in
+ * step); any other key is refused (common/known-keys.ts) except the two a
+ * definition adds (`kind`, `external`), so a definition can be spread into a
+ * new one; those two are recomputed.
+ */
+export const TOOL_KEYS: readonly string[] = Object.keys(
+  {
+    name: true,
+    description: true,
+    parameters: true,
+    execute: true,
+    defaults: true,
+    fixed: true,
+    timeoutMs: true,
+    role: true,
+    deliverable: true,
+    resultRequired: true,
+    preconditions: true,
+    retrySafe: true,
+  } satisfies Record<keyof ToolConfig, true>,
+);
+const TOOL_DEFINITION_KEYS = ["kind", "external"] as const;
+
 export const RESERVED_TOOL_NAMES = new Set(["agent_output", "submit_result"]);
 
 /**
@@ -167,6 +192,7 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
   if (typeof config.name !== "string" || !NAME.test(config.name)) {
     throw new DefinitionError(`Tool name ${JSON.stringify(config.name)} must match ${NAME}`, { key: "name" });
   }
+  refuseUnknownKeys(config, TOOL_KEYS, `Tool "${config.name}"`, "", TOOL_DEFINITION_KEYS);
   if (RESERVED_TOOL_NAMES.has(config.name)) {
     throw new DefinitionError(`Tool name "${config.name}" is reserved for the built-in completion tool`, {
       key: "name",

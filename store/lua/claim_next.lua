@@ -11,6 +11,9 @@
   ARGV[5] visit bells up to this score only (at most now; absent: now). The
           sharded layout passes the oldest bell of the other shards, so the
           bells of all shards are visited oldest first (docs/store.md)
+  ARGV[6..] when given, the agentName JSON texts the caller may claim
+          (store/port.ts invariant 23): a claimable agent of another name is
+          left as it is (its bell stays due) and counted
   Undeclared keys: the head, tasks, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
@@ -18,6 +21,9 @@
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
     'empty'
+    'empty {"foreign":n,"next":score|null}' when n claimable agents of other
+      names were left; `next` is the oldest bell after `upto` (the queue's
+      earliest bell not left here)
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -29,18 +35,33 @@ local ready = KEYS[1]
 local prefix, worker_json, lease_ms, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = tonumber(now_str)
 local upto = ARGV[5] or now_str
+local names = nil
+if #ARGV > 5 then
+  names = {}
+  for i = 6, #ARGV do names[ARGV[i]] = true end
+end
 local seen = {}
+-- Bells left in place (other names' agents): they stay first among the due ones, so the next batch starts after them.
+local foreign = 0
+
+local function empty()
+  if foreign == 0 then
+    return 'empty'
+  end
+  local after = redis.call('ZRANGEBYSCORE', ready, '(' .. upto, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  return 'empty {"foreign":' .. int(foreign) .. ',"next":' .. (after[2] and int(tonumber(after[2])) or 'null') .. '}'
+end
 
 while true do
-  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'LIMIT', 0, 20)
+  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'LIMIT', foreign, 20)
   if #due == 0 then
-    return 'empty'
+    return empty()
   end
   for _, agent_id in ipairs(due) do
     -- Every visit moves the bell past `now` or removes it, so the loop ends;
     -- a bell seen twice would mean it did not: stop rather than spin.
     if seen[agent_id] then
-      return 'empty'
+      return empty()
     end
     seen[agent_id] = true
     local k = {
@@ -49,9 +70,11 @@ while true do
       mail = agent_key(prefix, agent_id, 'mail'),
       inputs = agent_key(prefix, agent_id, 'inputs'),
     }
-    local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready)
+    local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names)
     if status == 'claimed' then
       return reply
+    elseif status == 'foreign' then
+      foreign = foreign + 1
     elseif status == 'busy' then
       set_bell(ready, int(lease_until), agent_id)
     elseif status == 'missing' or status == 'stale' then

@@ -5,8 +5,11 @@
   k: { head, tasks, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
+  names: when set, a table whose keys are agentName JSON texts; a claimable
+    agent of another name is not claimed and nothing is written ('foreign',
+    store/port.ts invariant 23). Busy and empty bells are maintained first.
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
-  'empty', 'missing' (no such agent), 'stale' or 'error' (the head holds a
+  'empty', 'missing' (no such agent), 'stale', 'foreign' or 'error' (the head holds a
   number it cannot read, or marks a long value whose key is gone; reply is
   the error, nothing was written). Long values (the snapshot) are read from
   their keys (includes/head.lua). The claimed reply is
@@ -14,7 +17,7 @@
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
 ]]
-local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready)
+local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready, names)
   local h = read_head(k.head, HEAD_FIELDS)
   if not h then
     return 'agent_not_found', 'missing'
@@ -45,6 +48,9 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
       set_bell(ready, h.runnableAt, agent_id)
     end
     return 'empty', 'empty'
+  end
+  if names and not names[h.agentName] then
+    return 'empty', 'foreign'
   end
 
   local bad = check_numbers(h, { 'epoch', 'pendingTasks' })

@@ -1,0 +1,47 @@
+/**
+ * Deployments with different agent definitions on one key space (store
+ * prefix). Invariant: a worker claims only agents it has a definition for
+ * (`claimNext` with `agentNames`, store/port.ts invariant 23), so an agent
+ * that only another deployment defines stays due for that deployment's
+ * workers instead of being held by a lease this worker cannot use.
+ *
+ * Each worker pool records its definition set (its agent names) in the store
+ * when it starts and every `DEFINITION_SET_HEARTBEAT_MS`; a record not
+ * renewed within `DEFINITION_SET_TTL_MS` is dropped. The pool logs a warning
+ * (`store prefix shared with another definition set`) for each other set it
+ * learns of: at start, and when a new one appears later (docs/operations.md,
+ * "Several deployments on one Redis").
+ */
+import type { Logger } from "./runtime.ts";
+import type { DefinitionSetRecord, Store } from "../store/port.ts";
+
+/** A record older than this is dropped (ms): a few missed heartbeats. */
+export const DEFINITION_SET_TTL_MS = 15 * 60_000;
+/** How often a running pool renews its record (ms). */
+export const DEFINITION_SET_HEARTBEAT_MS = 5 * 60_000;
+
+export interface DefinitionSetDeps {
+  store: Store;
+  logger: Logger;
+  clock: { now(): number };
+  agents: ReadonlyMap<string, unknown>;
+}
+
+/** Announces this process's definition set and warns once per other set; `reported` keeps the sets already warned about. */
+export async function announceDefinitions(deps: DefinitionSetDeps, reported: Set<string>): Promise<DefinitionSetRecord[]> {
+  const own = [...deps.agents.keys()].sort();
+  const { others } = await deps.store.announceDefinitionSet({ agents: own, now: deps.clock.now(), ttlMs: DEFINITION_SET_TTL_MS });
+  for (const o of others) {
+    const key = o.agents.join(",");
+    if (reported.has(key)) continue;
+    reported.add(key);
+    deps.logger.warn("store prefix shared with another definition set", {
+      agents: own,
+      otherAgents: o.agents,
+      onlyHere: own.filter((n) => !o.agents.includes(n)),
+      onlyThere: o.agents.filter((n) => !own.includes(n)),
+      otherSeenAt: new Date(o.seenAt).toISOString(),
+    });
+  }
+  return others;
+}
