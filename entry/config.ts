@@ -19,6 +19,7 @@
  * docs/operations.md print; tests/config.test.ts checks both against it.
  */
 import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
+import { editDistance } from "../common/known-keys.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -62,6 +63,7 @@ export interface EnvConfig {
   gatehouse: EnvGatehouseOptions;
   /** GATEHOUSE_* variables this parser does not know (the entries warn about them). */
   unknown: string[];
+
 }
 
 export interface EnvVariable {
@@ -291,12 +293,34 @@ export function configFromEnv(env: Env): EnvConfig {
     throw new ConfigError("GATEHOUSE_REDIS_URL and UPSTASH_REDIS_REST_URL are both set: choose one store", "GATEHOUSE_REDIS_URL");
   }
 
+  const unknown = Object.keys(env).filter((k) => k.startsWith("GATEHOUSE_") && !KNOWN.has(k)).sort();
   return {
     port: integer(env, "PORT", 0, 65_535) ?? 8787,
     hostname,
     logLevel: (logRaw as LogLevel | undefined) ?? "info",
     storeTimeoutMs: storeTimeoutMs ?? 5_000,
     gatehouse,
-    unknown: Object.keys(env).filter((k) => k.startsWith("GATEHOUSE_") && !KNOWN.has(k)).sort(),
+    unknown,
   };
+}
+
+/**
+ * The known variable an unknown `GATEHOUSE_*` name was probably meant to be:
+ * the nearest by edit distance, within a fifth of the name's length (at
+ * least 2), so `GATEHOUSE_LEASE` finds `GATEHOUSE_LEASE_MS` and
+ * `GATEHOUSE_CONCURENCY` finds `GATEHOUSE_CONCURRENCY`.
+ */
+export function nearestVariable(name: string): string | undefined {
+  const upper = name.toUpperCase();
+  const limit = Math.max(2, Math.round(name.length / 5));
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const known of KNOWN) {
+    const d = editDistance(known, upper);
+    if (d < bestDistance) {
+      best = known;
+      bestDistance = d;
+    }
+  }
+  return best;
 }

@@ -29,7 +29,7 @@ import {
   type Store,
   StoreInputError,
 } from "../mod.ts";
-import { ConfigError, configFromEnv, type Env, type EnvConfig } from "./config.ts";
+import { ConfigError, configFromEnv, type Env, type EnvConfig, nearestVariable } from "./config.ts";
 import { storeFromEnv, type TcpStoreFactory } from "./store-from-env.ts";
 
 /** Exit codes of a failed start (documented in docs/operations.md). */
@@ -109,7 +109,13 @@ export interface Started {
 export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started> {
   const config = configFromEnv(input.env);
   const logger = input.logger ?? input.options?.logger ?? consoleLogger(config.logLevel);
-  for (const name of config.unknown) logger.warn("unknown environment variable ignored", { variable: name });
+  for (const name of config.unknown) {
+    const near = nearestVariable(name);
+    logger.warn(near ? `unknown environment variable ignored (did you mean ${near}?)` : "unknown environment variable ignored", {
+      variable: name,
+      ...(near ? { didYouMean: near } : {}),
+    });
+  }
   if (!Array.isArray(input.agents) || input.agents.length === 0) {
     throw new StartupError("agents", "no agents to serve");
   }

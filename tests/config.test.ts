@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConfigError, configFromEnv, ENV_VARIABLES } from "../entry/config.ts";
+import { ConfigError, configFromEnv, ENV_VARIABLES, nearestVariable } from "../entry/config.ts";
 import { agentsOfModule, describeStartupFailure, prepareFromEnv, STARTUP_EXIT_CODES, StartupError } from "../entry/startup.ts";
 import { defineAgent, DefinitionError, EvictionPolicyError, scriptedModel } from "../mod.ts";
 
@@ -166,6 +166,13 @@ describe("configFromEnv", () => {
 
   it("reports unknown GATEHOUSE_* variables (typos) without failing", () => {
     expect(configFromEnv({ GATEHOUSE_LEASE: "5000", OTHER: "1" }).unknown).toEqual(["GATEHOUSE_LEASE"]);
+  });
+
+  it("suggests the variable an unknown GATEHOUSE_* name was probably meant to be", () => {
+    expect(nearestVariable("GATEHOUSE_LEASE")).toBe("GATEHOUSE_LEASE_MS");
+    expect(nearestVariable("GATEHOUSE_CONCURENCY")).toBe("GATEHOUSE_CONCURRENCY");
+    expect(nearestVariable("gatehouse_log")).toBe("GATEHOUSE_LOG");
+    expect(nearestVariable("GATEHOUSE_NOTHING_LIKE_IT")).toBeUndefined();
   });
 
   it("the README and docs/operations.md list every variable the parser reads", () => {

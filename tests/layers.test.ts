@@ -30,7 +30,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   routes: ["actors", "agents", "common", "contracts", "errors", "machines", "store", "verdicts"],
   ".": ["actors", "agents", "common", "contracts", "errors", "machines", "models", "routes", "store", "tools", "verdicts", "verification"],
   // Tooling: runtime entries, examples, maintenance scripts, the benchmark.
-  entry: [".", "actors", "contracts", "examples", "store"],
+  entry: [".", "actors", "common", "contracts", "examples", "store"],
   examples: [".", "agents", "common", "models", "tools", "verification"],
   scripts: [".", "common", "examples", "store", "tests"],
   bench: [".", "store", "tests"],
