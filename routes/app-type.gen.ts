@@ -711,6 +711,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             } & {
                 json: {
                     guardian?: string | undefined;
+                    after?: number | undefined;
                 };
             };
             output: {
@@ -737,6 +738,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     };
                     changed: boolean;
                 }[];
+                total: number;
+                maxCandidates: number;
+                stopped: "rate_limited" | "candidate_cap" | null;
+                nextAfter: number | null;
+                retryAfterMs?: number | undefined;
             };
             outputFormat: "json";
             status: 200;

@@ -165,7 +165,7 @@ export function authMiddleware(
       }
       principals.set(c, found);
       if (mintKey) mintKeys.set(c, mintKey);
-      if (rate) await rate(bucket, need.agentId);
+      if (rate) await rate(bucket, need.agentId, c);
       return next();
     }
 
@@ -178,7 +178,7 @@ export function authMiddleware(
       const token = tokens[i];
       if (!token.verbs.has("read") || !reaches(token, need.agentId!)) throw forbidden();
       principals.set(c, token);
-      if (rate) await rate((await bucketKeys)[i], need.agentId);
+      if (rate) await rate((await bucketKeys)[i], need.agentId, c);
       return next();
     }
 
@@ -210,7 +210,7 @@ export function authMiddleware(
     if (!AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
-    if (rate) await rate(admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash", need.agentId);
+    if (rate) await rate(admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash", need.agentId, c);
     const dedup = { agentId: need.agentId, messageId: `${check.scheme}:${check.messageId}`, windowMs: DELIVERY_DEDUP_MS };
     const claimed = await rt.store.claimDelivery({ ...dedup, now });
     if (claimed.status === "seen") {
