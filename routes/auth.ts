@@ -37,7 +37,15 @@ import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { requirementOf } from "./auth/access.ts";
-import { type NormalizedSigner, type NormalizedToken, normalizeTokens, type RouteAuth, signerScope, webhookSecretText } from "./auth/config.ts";
+import {
+  type AuthVerb,
+  type NormalizedSigner,
+  type NormalizedToken,
+  normalizeTokens,
+  type RouteAuth,
+  signerScope,
+  webhookSecretText,
+} from "./auth/config.ts";
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
 import type { RateCheck } from "./rate-limit.ts";
@@ -91,6 +99,15 @@ export function tenantsOf(c: Context): string[] | null {
   const p = principals.get(c);
   if (p === undefined || p === "signed" || p.tenants.includes("")) return null;
   return p.tenants;
+}
+
+/**
+ * Whether the request came with a bearer token that has `verb` (a signed
+ * request, or auth off, answers false: the caller decides what auth off means).
+ */
+export function tokenHasVerb(c: Context, verb: AuthVerb): boolean {
+  const p = principals.get(c);
+  return p !== undefined && p !== "signed" && p.verbs.has(verb);
 }
 
 /** Throws 403 `forbidden` when the request's token does not reach `agentId` (auth off or signed: no check). */
