@@ -195,6 +195,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;
@@ -946,6 +947,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;
@@ -1841,6 +1843,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;
