@@ -6,6 +6,7 @@
  * so can any task of an agent that sets `budget.tasksMayRaise`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
 import type { AgentSpendLimit, Gatehouse, Store } from "../mod.ts";
@@ -17,6 +18,7 @@ import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 const T0 = 1_700_000_000_000;
 const OPS = "ops-token-0123456789abcdef";
 const ENQUEUER = "enqueuer-token-0123456789";
+const SECRET = "whsec_" + btoa("0123456789abcdef0123456789abcdef");
 
 const echo = defineTool({ name: "echo", description: "Echo", parameters: z.object({ x: z.string() }), execute: ({ x }) => x });
 /** Two echo steps of 60 tokens each, then a submit of 10: 130 tokens in all. */
@@ -59,15 +61,20 @@ describe.each(stores)("task budgets on the %s store", (_name, makeStore) => {
       agents: [spender(budget)],
       clock,
       store: makeStore(),
-      auth: { tokens: [OPS, { token: ENQUEUER, verbs: ["read", "enqueue"] }] },
+      auth: { tokens: [OPS, { token: ENQUEUER, verbs: ["read", "enqueue"] }], webhookSecrets: [SECRET] },
       rateLimits: false,
     });
     open.push(gh);
+    /** `token`: a bearer token, or `"signed"` for a Standard Webhooks signature. */
     const run = async (agentId: string, taskBudget: unknown, token: string) => {
+      const body = JSON.stringify({ agent: "spender", input: "go", budget: taskBudget });
+      const auth: Record<string, string> = token === "signed"
+        ? { "webhook-id": `msg_${agentId}`, "webhook-timestamp": String(Math.floor(T0 / 1000)), "webhook-signature": new Webhook(SECRET).sign(`msg_${agentId}`, new Date(T0), body) }
+        : { authorization: `Bearer ${token}` };
       const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${agentId}/tasks`, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-        body: JSON.stringify({ agent: "spender", input: "go", budget: taskBudget }),
+        headers: { "content-type": "application/json", ...auth },
+        body,
       }));
       expect(res.status).toBe(202);
       await gh.drain();
@@ -87,6 +94,13 @@ describe.each(stores)("task budgets on the %s store", (_name, makeStore) => {
     const r = await run("b1", { maxTokensPerTurn: 1_000_000 }, ENQUEUER);
     expect(r.state).toBe("failed");
     expect(r.exhausted).toMatchObject({ limit: "maxTokensPerTurn", max: 100, used: 120 });
+    expect(r.options).toEqual({ budget: { maxTokensPerTurn: 1_000_000 } });
+  }, 60_000);
+
+  it("a signed request cannot raise it either", async () => {
+    const { run } = setup({ maxTokensPerTurn: 100 });
+    const r = await run("b6", { maxTokensPerTurn: 1_000_000 }, "signed");
+    expect(r.exhausted).toMatchObject({ limit: "maxTokensPerTurn", max: 100 });
     expect(r.options).toEqual({ budget: { maxTokensPerTurn: 1_000_000 } });
   }, 60_000);
 
