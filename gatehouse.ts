@@ -217,6 +217,12 @@ export interface GatehouseOptions {
   };
   /** Byte budget of one events page (default 1 MiB; a page always holds at least one event). */
   maxEventPageBytes?: number;
+  /**
+   * Candidates one `POST .../what-if` judges at most (1 to 1 000, default
+   * 20): each may call a verifier that is a paid model. The rest are left to
+   * the next request (`stopped: "candidate_cap"`, `nextAfter`; docs/security.md).
+   */
+  whatIfMaxCandidates?: number;
 }
 
 export interface Gatehouse {
@@ -266,6 +272,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     watchdogIdleMaxMs: true,
     maxBodyBytes: true,
     maxEventPageBytes: true,
+    whatIfMaxCandidates: true,
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
@@ -421,6 +428,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkRateLimitOptions(options.rateLimits);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "rateLimits" });
   }
+  const wmc = options.whatIfMaxCandidates;
+  if (wmc !== undefined && !(Number.isSafeInteger(wmc) && wmc >= 1 && wmc <= 1_000)) {
+    throw new DefinitionError(`createGatehouse(): whatIfMaxCandidates must be an integer from 1 to 1000, got ${wmc}`, {
+      key: "whatIfMaxCandidates",
+    });
+  }
   const { maxReads, retryMs } = options.sse ?? {};
   if (maxReads !== undefined && !(Number.isInteger(maxReads) && maxReads >= 1)) {
     throw new DefinitionError(`createGatehouse(): sse.maxReads must be a positive integer, got ${maxReads}`, { key: "sse.maxReads" });
@@ -512,6 +525,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       json: limits,
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
+      ...(wmc !== undefined ? { maxWhatIfCandidates: wmc } : {}),
     },
     wake(agentId, request) {
       if (hooks.wake) hooks.wake(agentId, request);

@@ -13,7 +13,7 @@ export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { agentTool } from "./agents/agent-tool.ts";
 export type { AgentToolDefinition, AgentToolOptions } from "./agents/agent-tool.ts";
-export type { SpendLimit } from "./common/spend-limit.ts";
+export type { AgentSpendLimit, SpendLimit } from "./common/spend-limit.ts";
 export type { DelegationSettings } from "./actors/delegation.ts";
 export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";
 export { DEFAULT_RETENTION } from "./store/retention.ts";

@@ -8,8 +8,11 @@
  *
  * Invariants:
  * - The limit is resolved per turn from the agent's `budget` and the task's
- *   `budget` option (the task's fields win); a turn without either is never
- *   checked, so agents without a budget behave exactly as before.
+ *   `budget` option: per field the smaller, unless the task carries
+ *   `budgetMayRaise` (its enqueuer had `admin`) or the agent sets
+ *   `budget.tasksMayRaise`, when the task's fields win
+ *   (common/spend-limit.ts); a turn without either is never checked, so
+ *   agents without a budget behave exactly as before.
  * - The usage checked is the machine's: the turn's tokens and cost and the
  *   agent's total cost, children's spend included (it arrives on
  *   TOOL_RESULT, actors/delegation.ts). A replay of the log reaches the
@@ -31,7 +34,7 @@ export { BUDGET_GUARDIAN };
 
 /** The spend limit of a turn, or null when it has none. */
 export function turnSpendLimit(agent: AnyAgent, task: InboxTask | null | undefined): SpendLimit | null {
-  return resolveSpendLimit(agent.budget, task?.options?.budget);
+  return resolveSpendLimit(agent.budget, task?.options?.budget, task?.options?.budgetMayRaise === true);
 }
 
 /** The limit the context's usage crosses, or null. */

@@ -4,17 +4,18 @@
  * nothing.
  */
 import type { Store } from "../store/port.ts";
-import { whatIf, type WhatIfCandidate, type WhatIfVerifier } from "../verification/what-if.ts";
+import { whatIf, type WhatIfCandidate, type WhatIfCharge, type WhatIfRun, type WhatIfVerifier } from "../verification/what-if.ts";
 import { readEventsThrough } from "./time-travel.ts";
 
-export type { WhatIfCandidate, WhatIfVerifier };
+export type { WhatIfCandidate, WhatIfCharge, WhatIfRun, WhatIfVerifier };
 
 export async function whatIfForAgent(
   store: Store,
   agentId: string,
   head: { agentName: string; lastEventId: number },
   verifier: WhatIfVerifier,
-): Promise<WhatIfCandidate[]> {
+  bounds: { after?: number; max?: number; charge?: WhatIfCharge } = {},
+): Promise<WhatIfRun> {
   const events = await readEventsThrough(store, agentId, head.lastEventId);
   return whatIf({
     verifier,
@@ -22,5 +23,6 @@ export async function whatIfForAgent(
     agentId,
     agentName: head.agentName,
     inputOf: async (turnId) => (await store.getTurn(agentId, turnId))?.input ?? null,
+    ...bounds,
   });
 }

@@ -10,7 +10,7 @@ import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts
 import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
-import { checkSpendLimit, type SpendLimit } from "../common/spend-limit.ts";
+import { type AgentSpendLimit, checkSpendLimit } from "../common/spend-limit.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
@@ -53,9 +53,11 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   knownTools?: boolean;
   /**
    * Spend limits ("cost budget", common/spend-limit.ts): crossing one ends the turn `failed` with
-   * reason `budget_exhausted`. A task's `budget` option overrides it field by field.
+   * reason `budget_exhausted`. A task's `budget` only lowers them, field by field (the smaller
+   * wins), unless its enqueuer had the `admin` verb or `tasksMayRaise: true` is set here; then
+   * the task's fields replace these.
    */
-  budget?: SpendLimit;
+  budget?: AgentSpendLimit;
   /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
   retention?: AgentRetention;
   /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/memory.ts). */
@@ -204,7 +206,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
       { key: "workerTarget" },
     );
   }
-  const budgetError = checkSpendLimit(config.budget);
+  const budgetError = checkSpendLimit(config.budget, "agent");
   if (budgetError) throw new DefinitionError(`${where}: budget ${budgetError.message}`, { key: budgetError.key ? `budget.${budgetError.key}` : "budget" });
   const completion = config.output ? "agent_output" : "submit_result";
   const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);

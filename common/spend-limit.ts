@@ -3,11 +3,18 @@
  * turn, and an agent over its life, may use. Not to be confused with
  * actors/budget.ts, the per-invocation step and wall-time budget of a worker.
  *
- * A limit is declared on an agent (`defineAgent({ budget })`) and per task
- * (the `budget` of the enqueue route and API); a task's field wins over the
- * agent's field of the same name, fields the task leaves out keep the
- * agent's. Crossing one (using strictly more than it allows) ends the turn
- * `failed` with reason `budget_exhausted` (actors/spend.ts).
+ * A limit is declared on an agent (`defineAgent({ budget })`, the operator's
+ * limit) and per task (the `budget` of the enqueue route and API).
+ *
+ * Invariant: a task's budget only lowers the agent's. Per field, the turn
+ * runs under the smaller of the agent's and the task's value; a field only
+ * one of them sets is that one's. A task may raise a field (its value
+ * replaces the agent's) only when it carries `budgetMayRaise: true`, which
+ * the tasks route records when the enqueuing request has the `admin` verb
+ * (routes/agents.ts), or when the agent's definition opts in with
+ * `budget: { tasksMayRaise: true }`. Crossing a limit (using strictly more
+ * than it allows) ends the turn `failed` with reason `budget_exhausted`
+ * (actors/spend.ts).
  *
  * - `maxTokensPerTurn`: input + output tokens of the turn's model steps and
  *   of the children it delegated to;
@@ -20,6 +27,15 @@ export interface SpendLimit {
   maxTokensPerTurn?: number;
   maxCostPerTurn?: number;
   maxCostTotal?: number;
+}
+
+/** An agent's spend limit (`defineAgent({ budget })`): the limits, and whether tasks may raise them. */
+export interface AgentSpendLimit extends SpendLimit {
+  /**
+   * Let any task's `budget` raise these limits (default false: a task's
+   * budget only lowers them, unless its enqueuer had `admin`).
+   */
+  tasksMayRaise?: boolean;
 }
 
 /** Code of the built-in guardian that judges spend limits (registered by verdicts/registry.ts). */
@@ -50,22 +66,27 @@ export interface SpendLimitProblem {
 
 /**
  * Checks a spend limit's shape; returns the problem (naming the field) or
- * null. An unknown field is refused with the field probably meant
- * (common/known-keys.ts).
+ * null. `of: "agent"` also takes `tasksMayRaise` (a boolean). An unknown
+ * field is refused with the field probably meant (common/known-keys.ts).
  */
-export function checkSpendLimit(v: unknown): SpendLimitProblem | null {
+export function checkSpendLimit(v: unknown, of: "task" | "agent" = "task"): SpendLimitProblem | null {
   if (v === undefined) return null;
-  if (!v || typeof v !== "object" || Array.isArray(v)) return { message: "must be an object { maxTokensPerTurn?, maxCostPerTurn?, maxCostTotal? }" };
-  const unknown = firstUnknownKey(v, SPEND_LIMIT_KEYS);
+  const keys: readonly string[] = of === "agent" ? [...SPEND_LIMIT_KEYS, "tasksMayRaise"] : SPEND_LIMIT_KEYS;
+  if (!v || typeof v !== "object" || Array.isArray(v)) return { message: `must be an object { ${keys.map((k) => `${k}?`).join(", ")} }` };
+  const unknown = firstUnknownKey(v, keys);
   if (unknown !== null) {
-    const near = closestKey(unknown, SPEND_LIMIT_KEYS);
+    const near = closestKey(unknown, keys);
     return {
-      message: `has unknown field "${unknown}"${near ? ` (did you mean "${near}"?)` : ""} (it takes ${SPEND_LIMIT_KEYS.join(", ")})`,
+      message: `has unknown field "${unknown}"${near ? ` (did you mean "${near}"?)` : ""} (it takes ${keys.join(", ")})`,
       key: unknown,
     };
   }
-  for (const k of SPEND_LIMIT_KEYS) {
+  for (const k of Object.keys(v)) {
     const n = (v as Record<string, unknown>)[k];
+    if (k === "tasksMayRaise") {
+      if (n !== undefined && typeof n !== "boolean") return { message: `tasksMayRaise must be true or false, got ${JSON.stringify(n)}`, key: k };
+      continue;
+    }
     if (n === undefined) continue;
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0 || (k === "maxTokensPerTurn" && !Number.isSafeInteger(n))) {
       return { message: `${k} must be a ${k === "maxTokensPerTurn" ? "non-negative integer" : "finite number >= 0"}, got ${JSON.stringify(n)}`, key: k };
@@ -74,13 +95,25 @@ export function checkSpendLimit(v: unknown): SpendLimitProblem | null {
   return null;
 }
 
-/** The limit a turn runs under: the task's fields over the agent's; null when neither sets one. */
-export function resolveSpendLimit(agentLimit: SpendLimit | undefined, taskLimit: unknown): SpendLimit | null {
+/**
+ * The limit a turn runs under (see the header): per field the smaller of the
+ * agent's and the task's, or the task's over the agent's when the task may
+ * raise (`taskMayRaise`: the task's `budgetMayRaise`) or the agent lets
+ * tasks raise (`tasksMayRaise`); null when neither sets one.
+ */
+export function resolveSpendLimit(
+  agentLimit: AgentSpendLimit | undefined,
+  taskLimit: unknown,
+  taskMayRaise = false,
+): SpendLimit | null {
   // A task limit written into the store by other means than the route is used only when valid.
   const task = taskLimit !== undefined && checkSpendLimit(taskLimit) === null ? taskLimit as SpendLimit : undefined;
+  const raise = taskMayRaise || agentLimit?.tasksMayRaise === true;
   const out: SpendLimit = {};
   for (const k of SPEND_LIMIT_KEYS) {
-    const v = task?.[k] ?? agentLimit?.[k];
+    const a = agentLimit?.[k];
+    const t = task?.[k];
+    const v = t === undefined ? a : a === undefined || raise ? t : Math.min(a, t);
     if (v !== undefined) out[k] = v;
   }
   return Object.keys(out).length > 0 ? out : null;

@@ -153,7 +153,9 @@ export const EVENT_DATA = {
     turnId: z.string(),
     options: z.strictObject({
       verifyMaxAttempts: int().optional(),
-      budget: SpendLimit.optional().describe("This turn's spend limits"),
+      budget: SpendLimit.optional().describe("This turn's spend limits (they lower the agent's unless `budgetMayRaise`)"),
+      budgetMayRaise: z.literal(true).optional()
+        .describe("The enqueuer had `admin` (or auth was off): `budget` replaces the agent's limits and may raise them"),
       delegation: DelegationLink.optional().describe("The parent's call this task runs (a child agent's task)"),
     }),
     inputBytes: int().describe("Bytes of the task's input JSON (the input is stored once, read with GET …/turns/{turnId})"),

@@ -6,7 +6,10 @@
  *   The first task binds the id to a definition; a task naming another one
  *   is refused (409). An idempotency key seen before answers the first
  *   task's turn with `duplicate: true` and enqueues nothing. A signed task
- *   without a key stands under `delivery:<scheme>:<message id>`.
+ *   without a key stands under `delivery:<scheme>:<message id>`. A task's
+ *   `budget` lowers the agent's; the task records `budgetMayRaise` (its
+ *   fields may raise the agent's) only when the token has `admin` or auth is
+ *   off (common/spend-limit.ts).
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
  * - `POST /v1/agents/:agentId/cancel` mails a cancel aimed at one turn: the
  *   `turnId` of the body, else the turn active now (fixed when the store
@@ -19,6 +22,7 @@
  *   idempotency key keeps answering that turn). A task that started is 409
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
+import { tokenHasVerb } from "./auth.ts";
 import { agentView } from "./agent-view.ts";
 import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -117,6 +121,8 @@ export function agentRoutes(rt: RouteRuntime) {
         options: {
           ...(body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {}),
           ...(body.budget !== undefined ? { budget: body.budget } : {}),
+          // A task budget only lowers the agent's, unless the enqueuer operates the server (common/spend-limit.ts).
+          ...(body.budget !== undefined && (rt.auth === undefined || tokenHasVerb(c, "admin")) ? { budgetMayRaise: true as const } : {}),
         },
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),

@@ -195,6 +195,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;
@@ -711,6 +712,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             } & {
                 json: {
                     guardian?: string | undefined;
+                    after?: number | undefined;
                 };
             };
             output: {
@@ -737,6 +739,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     };
                     changed: boolean;
                 }[];
+                total: number;
+                maxCandidates: number;
+                stopped: "rate_limited" | "candidate_cap" | null;
+                nextAfter: number | null;
+                retryAfterMs?: number | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -941,6 +948,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;
@@ -1836,6 +1844,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 maxCostPerTurn?: number | undefined;
                                 maxCostTotal?: number | undefined;
                             } | undefined;
+                            budgetMayRaise?: true | undefined;
                             delegation?: {
                                 parentAgentId: string;
                                 parentAgentName: string;

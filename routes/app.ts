@@ -100,7 +100,7 @@ export function buildApp(rt: RouteRuntime) {
   if (auth) app.use("*", auth);
   else if (rate) {
     app.use("*", async (c, next) => {
-      if (!isOpenPath(c.req.path)) await rate(null, requirementOf(c.req.method, c.req.path).agentId);
+      if (!isOpenPath(c.req.path)) await rate(null, requirementOf(c.req.method, c.req.path).agentId, c);
       return next();
     });
   }

@@ -50,7 +50,15 @@ import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { requirementOf } from "./auth/access.ts";
-import { type NormalizedSigner, type NormalizedToken, normalizeTokens, type RouteAuth, signerScope, webhookSecretText } from "./auth/config.ts";
+import {
+  type AuthVerb,
+  type NormalizedSigner,
+  type NormalizedToken,
+  normalizeTokens,
+  type RouteAuth,
+  signerScope,
+  webhookSecretText,
+} from "./auth/config.ts";
 import { equalBytes, sha256 } from "./auth/constant-time.ts";
 import { hasSignatureHeaders, verifyQstash, verifyStandardWebhook, webhookSecretBytes } from "./auth/signatures.ts";
 import type { RateCheck } from "./rate-limit.ts";
@@ -122,6 +130,15 @@ export function tenantsOf(c: Context): string[] | null {
   const p = principals.get(c);
   if (p === undefined || p === "signed" || p.tenants.includes("")) return null;
   return p.tenants;
+}
+
+/**
+ * Whether the request came with a bearer token that has `verb` (a signed
+ * request, or auth off, answers false: the caller decides what auth off means).
+ */
+export function tokenHasVerb(c: Context, verb: AuthVerb): boolean {
+  const p = principals.get(c);
+  return p !== undefined && p !== "signed" && p.verbs.has(verb);
 }
 
 /** Throws 403 `forbidden` when the request's token does not reach `agentId` (auth off or signed: no check). */
@@ -197,7 +214,7 @@ export function authMiddleware(
       }
       principals.set(c, found);
       if (mintKey) mintKeys.set(c, mintKey);
-      if (rate) await rate(bucket, need.agentId);
+      if (rate) await rate(bucket, need.agentId, c);
       return next();
     }
 
@@ -210,7 +227,7 @@ export function authMiddleware(
       const token = tokens[i];
       if (!token.verbs.has("read") || !reaches(token, need.agentId!)) throw forbidden();
       principals.set(c, token);
-      if (rate) await rate((await bucketKeys)[i], need.agentId);
+      if (rate) await rate((await bucketKeys)[i], need.agentId, c);
       return next();
     }
 
@@ -245,7 +262,7 @@ export function authMiddleware(
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
     const bucket = admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash";
-    if (rate) await rate(bucket, need.agentId);
+    if (rate) await rate(bucket, need.agentId, c);
     return await deliverOnce(c, next, rt, {
       // Deployment-wide: the signer (a webhook secret's digest; QStash has one key pair) and the message id, no agent.
       messageId: check.scheme === "webhook" ? `webhook:${bucket.slice(2, 18)}:${check.messageId}` : `qstash:${check.messageId}`,

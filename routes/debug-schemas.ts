@@ -93,6 +93,8 @@ export const ForkCreated = z.object({
 export const WhatIfRequest = z.strictObject({
   guardian: z.string().min(1).max(128).optional()
     .describe("A registered guardian code; default: the agent's current output verifier"),
+  after: z.int().min(0).max(Number.MAX_SAFE_INTEGER).optional()
+    .describe("Judge only candidates whose `tool_call` event id is greater (default 0); send the last answer's `nextAfter` to go on"),
 }).openapi("WhatIfRequest");
 
 export const WhatIfResult = z.object({
@@ -108,6 +110,12 @@ export const WhatIfResult = z.object({
     now: z.object({ outcome: z.enum(["passed", "rejected", "system_error"]), code: z.string().optional(), message: z.string().optional() }),
     changed: z.boolean(),
   })),
+  total: z.int().describe("Recorded candidates after `after`, judged or not"),
+  maxCandidates: z.int().describe("The server's cap on candidates judged per request"),
+  stopped: z.enum(["candidate_cap", "rate_limited"]).nullable()
+    .describe("Why candidates were left unjudged: the per-request cap, or a rate-limit bucket refused the next verifier call; null: all judged"),
+  nextAfter: z.int().nullable().describe("The `after` that judges the rest; null when none are left"),
+  retryAfterMs: z.int().optional().describe("With `stopped: rate_limited`: when the refused bucket admits the next call"),
 }).openapi("WhatIfResult");
 
 export const ReplayBundle = z.object({

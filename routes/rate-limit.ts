@@ -15,11 +15,16 @@
  *   transport dedup of a signed request claims its message id: it changes
  *   nothing else in the store.
  * - The bucket key of a token is a digest, never the token.
+ * - Work a route does beyond answering can charge the same buckets again
+ *   (`chargeRequest`): `POST .../what-if` charges one unit per candidate it
+ *   judges, before judging it (routes/what-if.ts), so a verifier that is a
+ *   paid model is called at most as often as the limits admit requests.
  *
  * Defaults (DEFAULT_RATE_LIMITS): on when auth is configured, 1 200 requests
  * per minute per token and 600 per minute per agent, each with a burst of
  * the whole minute's allowance; off without auth (development).
  */
+import type { Context } from "hono";
 import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { Clock } from "../actors/runtime.ts";
@@ -80,9 +85,37 @@ export function resolveRateLimits(opt: RateLimitOptions | false | undefined, aut
 /**
  * Checks and charges the buckets of one request; throws 429 `rate_limited`
  * when a bucket refuses. `principal` is the token's bucket key (`t:...`,
- * `s:...`) or null without auth; `agentId` the agent the path names.
+ * `s:...`) or null without auth; `agentId` the agent the path names. With
+ * `c`, the request's principal is noted for `chargeRequest`.
  */
-export type RateCheck = (principal: string | null, agentId: string | undefined) => Promise<void>;
+export type RateCheck = (principal: string | null, agentId: string | undefined, c?: Context) => Promise<void>;
+
+/** One charge's answer: admitted, or refused with the problem to answer and the wait. */
+export type RateCharge = { ok: true } | { ok: false; problem: ProblemError; retryAfterMs: number };
+
+/** The token's bucket key of each request the rate check let in (null: no token, auth off). */
+const chargedAs = new WeakMap<Context, string | null>();
+
+function charger(limits: RateLimits, rt: { store: Store; clock: Clock }) {
+  return async (principal: string | null, agentId: string | undefined): Promise<RateCharge> => {
+    const buckets: Array<{ key: string; limit: number; periodMs: number; scope: "token" | "agent" }> = [];
+    if (limits.perToken && principal !== null) buckets.push({ key: principal, ...limits.perToken, scope: "token" });
+    // An id the agent id guard refuses (400) names no bucket.
+    if (limits.perAgent && agentId !== undefined && AGENT_ID.test(agentId)) buckets.push({ key: `a:${agentId}`, ...limits.perAgent, scope: "agent" });
+    if (buckets.length === 0) return { ok: true };
+    const r = await rt.store.rateLimit({ buckets: buckets.map(({ key, limit, periodMs }) => ({ key, limit, periodMs })), now: rt.clock.now() });
+    if (r.status === "allowed") return { ok: true };
+    const scope = buckets[r.bucket]?.scope ?? "token";
+    const rule = scope === "token" ? limits.perToken! : limits.perAgent!;
+    const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
+    const problem = new ProblemError(
+      "rate_limited",
+      `Too many requests ${scope === "token" ? "with this token" : "to this agent"}: at most ${rule.limit} per ${rule.periodMs} ms; retry in ${seconds} s`,
+      { headers: { "retry-after": String(seconds) }, extra: { scope, limit: rule.limit, periodMs: rule.periodMs, retryAfterMs: r.retryAfterMs } },
+    );
+    return { ok: false, problem, retryAfterMs: r.retryAfterMs };
+  };
+}
 
 /**
  * @example
@@ -91,21 +124,25 @@ export type RateCheck = (principal: string | null, agentId: string | undefined) 
  */
 export function rateLimiter(limits: RateLimits | null | undefined, rt: { store: Store; clock: Clock }): RateCheck | null {
   if (!limits) return null;
-  return async (principal, agentId) => {
-    const buckets: Array<{ key: string; limit: number; periodMs: number; scope: "token" | "agent" }> = [];
-    if (limits.perToken && principal !== null) buckets.push({ key: principal, ...limits.perToken, scope: "token" });
-    // An id the agent id guard refuses (400) names no bucket.
-    if (limits.perAgent && agentId !== undefined && AGENT_ID.test(agentId)) buckets.push({ key: `a:${agentId}`, ...limits.perAgent, scope: "agent" });
-    if (buckets.length === 0) return;
-    const r = await rt.store.rateLimit({ buckets: buckets.map(({ key, limit, periodMs }) => ({ key, limit, periodMs })), now: rt.clock.now() });
-    if (r.status === "allowed") return;
-    const scope = buckets[r.bucket]?.scope ?? "token";
-    const rule = scope === "token" ? limits.perToken! : limits.perAgent!;
-    const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
-    throw new ProblemError(
-      "rate_limited",
-      `Too many requests ${scope === "token" ? "with this token" : "to this agent"}: at most ${rule.limit} per ${rule.periodMs} ms; retry in ${seconds} s`,
-      { headers: { "retry-after": String(seconds) }, extra: { scope, limit: rule.limit, periodMs: rule.periodMs, retryAfterMs: r.retryAfterMs } },
-    );
+  const charge = charger(limits, rt);
+  return async (principal, agentId, c) => {
+    if (c) chargedAs.set(c, principal);
+    const r = await charge(principal, agentId);
+    if (!r.ok) throw r.problem;
   };
+}
+
+/**
+ * Charges the buckets the request `c` was charged to (its token's and its
+ * agent's) one unit more, for work beyond the request itself. Admitted
+ * always when the limits are off or the request was not rate-checked.
+ */
+export async function chargeRequest(
+  c: Context,
+  limits: RateLimits | null | undefined,
+  rt: { store: Store; clock: Clock },
+  agentId: string,
+): Promise<RateCharge> {
+  if (!limits || !chargedAs.has(c)) return { ok: true };
+  return await charger(limits, rt)(chargedAs.get(c)!, agentId);
 }

@@ -10,6 +10,16 @@
  * (history, fork, what-if, the event log) answers what it answered on the
  * original store: the history of a loaded bundle replays to its head
  * (tests/replay-bundle.test.ts).
+ *
+ * Invariant: a bundle that loads can be served. Everything the routes
+ * would refuse later is refused at load, with ReplayBundleError naming the
+ * part (`field`) and the reason, and nothing is written: the agent id
+ * (`AGENT_ID`, the id alphabet of common/ids.ts, not `.` or `..`, the same
+ * as `head.agentId`), the head's snapshot and the checkpoint's (the checks
+ * and migrations of machines/persist.ts: a known state, a context, a schema
+ * version this build reads or upgrades), and the head's `state` (the
+ * snapshot's). A bundle of an older snapshot schema loads as it is and is
+ * upgraded on read, as a stored agent is.
  */
 import { z } from "zod";
 import { readEventsThrough } from "../actors/time-travel.ts";
@@ -23,7 +33,10 @@ import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { ReplayBundle } from "./debug-schemas.ts";
-import { AgentParams } from "./schemas.ts";
+import { AGENT_ID, AgentParams } from "./schemas.ts";
+import { checkSnapshot } from "../machines/persist.ts";
+import { STATES } from "../machines/types.ts";
+import { SnapshotError } from "../errors/errors.ts";
 
 export const REPLAY_BUNDLE_SCHEMA_VERSION = 1;
 
@@ -45,12 +58,28 @@ export interface ReplayBundleV1 {
   messagesFrom?: number;
 }
 
-/** A bundle that this version cannot load; `code` is the HTTP problem code. */
+/**
+ * A bundle that this version cannot load (or could load but not serve);
+ * `code` is the HTTP problem code, `field` the part of the bundle refused
+ * (e.g. `agentId`, `head.snapshot`; absent when the whole shape is).
+ */
 export class ReplayBundleError extends Error {
   readonly code = "invalid_replay_bundle";
-  constructor(message: string) {
+  readonly field?: string;
+  constructor(message: string, field?: string) {
     super(message);
     this.name = "ReplayBundleError";
+    if (field !== undefined) this.field = field;
+  }
+}
+
+/** The snapshot's state, or ReplayBundleError when the routes could not restore it. */
+function checkedState(snapshot: unknown, field: string): string {
+  try {
+    return checkSnapshot(snapshot).value;
+  } catch (err) {
+    if (err instanceof SnapshotError) throw new ReplayBundleError(`Replay bundle ${field}: ${err.message.replace(/^Cannot restore agent: /, "")}`, field);
+    throw err;
   }
 }
 
@@ -102,13 +131,26 @@ export function loadReplayBundle(store: Store, bundle: unknown): { agentId: stri
     );
   }
   const b = bundle as ReplayBundleV1;
+  if (!AGENT_ID.test(b.agentId)) {
+    throw new ReplayBundleError(`Replay bundle agent id ${JSON.stringify(b.agentId.slice(0, 200))} must match ${AGENT_ID}`, "agentId");
+  }
+  if (b.head.agentId !== b.agentId) throw new ReplayBundleError("Replay bundle head belongs to another agent", "head.agentId");
+  if (b.head.snapshot !== null && b.head.snapshot !== undefined) {
+    const state = checkedState(b.head.snapshot, "head.snapshot");
+    if (b.head.state !== state) {
+      throw new ReplayBundleError(`Replay bundle head.state ${JSON.stringify(b.head.state)} is not its snapshot's state ${JSON.stringify(state)}`, "head.state");
+    }
+  }
+  if (!(STATES as readonly unknown[]).includes(b.head.state)) {
+    throw new ReplayBundleError(`Replay bundle head.state ${JSON.stringify(b.head.state)} is not a state of the agent machine`, "head.state");
+  }
+  if (b.checkpoint) checkedState(b.checkpoint.snapshot, "checkpoint.snapshot");
   const from = b.checkpoint?.eventId ?? 0;
   b.events.forEach((e, i) => {
     if (e.id !== from + i + 1) {
       throw new ReplayBundleError(`Replay bundle events must be dense from ${from + 1}; event ${from + i + 1} has id ${e.id}`);
     }
   });
-  if (b.head.agentId !== b.agentId) throw new ReplayBundleError("Replay bundle head belongs to another agent");
   // Where each turn ended, from the log's `task` events (a turn without one ended unseen).
   const turns: Record<string, Exclude<TurnStatus, "active">> = {};
   for (const t of Object.keys(b.inputs)) if (t !== b.head.activeTurnId) turns[t] = "ended";

@@ -22,6 +22,8 @@ export interface RouteLimits {
    * Default 1 MiB.
    */
   maxEventPageBytes?: number;
+  /** Candidates one `POST .../what-if` judges at most (default 20, routes/what-if.ts). */
+  maxWhatIfCandidates?: number;
 }
 
 /** Caps on open SSE streams of this app (one process); 429 `too_many_streams` beyond them. */

@@ -31,13 +31,15 @@ const Ref = (what: string) => z.string().min(1).max(256).describe(what);
 
 // ---------------------------------------------------------------- requests
 
-/** A task's spend limits (common/spend-limit.ts); each field overrides the agent's `budget` for this turn. */
+/** A task's spend limits (common/spend-limit.ts); each field lowers the agent's `budget` for this turn (raises it only with `admin` or `tasksMayRaise`). */
 export const SpendLimitBody = z.strictObject({
   maxTokensPerTurn: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional()
     .describe("Most input + output tokens the turn may use (its children's included)"),
   maxCostPerTurn: z.number().min(0).optional().describe("Most model cost the turn may use (its children's included)"),
   maxCostTotal: z.number().min(0).optional().describe("Most model cost the agent may have used over all its turns"),
-}).describe("Spend limits of this turn: crossing one fails the turn with `budget_exhausted`");
+}).describe("Spend limits of this turn: per field the smaller of these and the agent's `budget` applies, unless the " +
+  "request's token has `admin` or the agent sets `budget.tasksMayRaise` (then these replace the agent's); crossing one " +
+  "fails the turn with `budget_exhausted`");
 
 export const TaskRequest = z.strictObject({
   agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),

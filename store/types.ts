@@ -10,8 +10,15 @@ import type { SpendLimit } from "../common/spend-limit.ts";
 export interface TaskOptions {
   /** Overrides the agent's verification attempt budget for this turn. */
   verifyMaxAttempts?: number;
-  /** Spend limits of this turn, field by field over the agent's (common/spend-limit.ts). */
+  /** Spend limits of this turn: per field they lower the agent's, never raise them, unless `budgetMayRaise` (common/spend-limit.ts). */
   budget?: SpendLimit;
+  /**
+   * The task's `budget` fields replace the agent's, so they may raise them.
+   * The tasks route sets it only when the enqueuing request had the `admin`
+   * verb (routes/agents.ts); code that enqueues through the store sets it
+   * itself.
+   */
+  budgetMayRaise?: true;
   /** Set on a task a parent agent delegated (actors/delegation.ts): where its result goes. */
   delegation?: DelegationLink;
   /**

@@ -21,6 +21,7 @@ const QSTASH = { currentSigningKey: "sig_current_key_0123456789", nextSigningKey
 const ADMIN = "admin-token-0123456789abcdef";
 const TENANT_A = "tenant-a-token-0123456789ab";
 const READER_A = "reader-a-token-0123456789ab";
+const REPLAYER_A = "replayer-a-token-012345678";
 
 const ask = defineTool({ name: "ask_human", description: "Ask a human", parameters: z.object({ q: z.string() }) });
 const helper = () =>
@@ -373,6 +374,7 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
         ADMIN,
         { token: TENANT_A, tenants: ["acme-"], verbs: ["read", "enqueue", "deliver", "cancel", "admin"] as const },
         { token: READER_A, tenants: ["acme-"], verbs: ["read"] as const },
+        { token: REPLAYER_A, tenants: ["acme-"], verbs: ["read", "replay"] as const },
       ].map((t) => (typeof t === "string" ? t : { ...t, verbs: [...t.verbs] })),
     };
     const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
@@ -446,10 +448,11 @@ describe.each(stores)("auth on the %s store", (_name, makeStore) => {
           expect((await send("GET", `/v1/agents/acme-1${path}`, undefined, bearer(READER_A))).status).toBe(200);
           expect((await send("GET", `/v1/agents/globex-1${path}`, undefined, bearer(READER_A))).status).toBe(403);
         }
-        // What-if: read (writes nothing), tenant-checked.
+        // What-if: replay (it spends verifier calls; a read token may not), tenant-checked.
         const beforeA = await store.readEvents("acme-1", 0, 1000);
-        expect((await send("POST", "/v1/agents/acme-1/what-if", "{}", bearer(READER_A))).status).not.toBe(403);
-        expect((await send("POST", "/v1/agents/globex-1/what-if", "{}", bearer(READER_A))).status).toBe(403);
+        expect((await send("POST", "/v1/agents/acme-1/what-if", "{}", bearer(READER_A))).status).toBe(403);
+        expect((await send("POST", "/v1/agents/acme-1/what-if", "{}", bearer(REPLAYER_A))).status).not.toBe(403);
+        expect((await send("POST", "/v1/agents/globex-1/what-if", "{}", bearer(REPLAYER_A))).status).toBe(403);
         expect(await store.readEvents("acme-1", 0, 1000)).toEqual(beforeA);
         // Fork: admin over the source and the new id.
         const fork = (to: string) => JSON.stringify({ atEventId: 1, newAgentId: to });

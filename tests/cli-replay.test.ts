@@ -67,4 +67,40 @@ describe("gatehouse replay", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain("bad.json");
   }, 60_000);
+
+  it("refuses a bundle that loads but could not be served (snapshot, id) with the reason and exit code 3", async () => {
+    const { gh, call } = setup();
+    await call("POST", "/v1/agents/r2/tasks", { agent: "helper", input: "hello" });
+    await gh.drain();
+    const bundle = (await call("GET", "/v1/agents/r2/export")).body;
+    await gh.close();
+    const snap = bundle.head.snapshot;
+    const cases: Array<[string, unknown, RegExp]> = [
+      ["state.json", { ...bundle, head: { ...bundle.head, snapshot: { ...snap, value: "flying" } } }, /head\.snapshot: unknown state "flying"/],
+      ["version.json", { ...bundle, head: { ...bundle.head, snapshot: { ...snap, context: { ...snap.context, schemaVersion: 99 } } } }, /schema version 99/],
+      ["id.json", { ...bundle, agentId: "../x", head: { ...bundle.head, agentId: "../x" } }, /agent id "\.\.\/x" must match/],
+    ];
+    // One process per file, one at a time (two shared cores).
+    for (const [name, bad, reason] of cases) {
+      const file = join(dir, name);
+      writeFileSync(file, JSON.stringify(bad));
+      const cli = runCli(["replay", file]);
+      // A bundle that loads starts a server that never exits: stop it, and fail, after 30 s.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const code = await Promise.race([
+        cli.exited,
+        new Promise<string>((r) => (timer = setTimeout(() => r("still serving"), 30_000))),
+      ]);
+      clearTimeout(timer);
+      if (code === "still serving") {
+        cli.child.kill("SIGKILL");
+        await cli.exited;
+      }
+      expect(code, `${name}: ${cli.out()}${cli.err()}`).toBe(3);
+      const lines = cli.err().trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(name);
+      expect(lines[0]).toMatch(reason);
+    }
+  }, 120_000);
 });

@@ -110,16 +110,17 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     agents: [lead, spender, rememberer("keeper", "truncate"), rememberer("forgetter", () => Promise.reject(new Error("summarizer down")))],
     store,
   });
-  const enqueue = async (agentId: string, agent: string, input: string) => {
+  const enqueue = async (agentId: string, agent: string, input: string, extra: Record<string, unknown> = {}) => {
     const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${agentId}/tasks`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ agent, input }),
+      body: JSON.stringify({ agent, input, ...extra }),
     }));
     expect(res.status).toBe(202);
   };
   await enqueue("lead1", "lead", "go");
-  await enqueue("spend1", "spender", "go");
+  // A task budget (auth off: the task records budgetMayRaise).
+  await enqueue("spend1", "spender", "go", { budget: { maxTokensPerTurn: 5 } });
   for (const id of ["keep1", "forget1"]) {
     for (let i = 0; i < 3; i++) {
       await enqueue(id, id === "keep1" ? "keeper" : "forgetter", `turn ${i}`);

@@ -2,7 +2,8 @@
  * Spend limits as guards (common/spend-limit.ts, actors/spend.ts), through
  * createGatehouse() on the memory store: crossing a limit ends the turn
  * `failed` with `budget_exhausted` and a FAIL verdict of the built-in
- * `budget` guardian; task limits override the agent's; a child's spend
+ * `budget` guardian; task limits lower the agent's (raise them only with
+ * `admin`, tests/task-budget-raise.test.ts); a child's spend
  * counts toward its parent's; agents without limits behave as before.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -77,7 +78,7 @@ describe("spend limits", () => {
     expect(await replayLog(store, "s2")).toEqual((await head(store, "s2")).snapshot);
   });
 
-  it("a task's budget overrides the agent's field by field, through the enqueue route", async () => {
+  it("a task's budget overrides the agent's field by field through the enqueue route without auth (every request has admin)", async () => {
     const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], budget: { maxTokensPerTurn: 100 } });
     const { gh, store } = setup([agent]);
     const post = (id: string, body: unknown) =>
@@ -166,7 +167,8 @@ describe("spend limits", () => {
       expect(() => defineAgent({ name: "b", instructions: "", model, budget: budget as never })).toThrow(DefinitionError);
     }
     expect(checkSpendLimit({ maxCostPerTurn: 0 })).toBeNull();
-    expect(resolveSpendLimit({ maxTokensPerTurn: 10, maxCostTotal: 5 }, { maxTokensPerTurn: 20 })).toEqual({ maxTokensPerTurn: 20, maxCostTotal: 5 });
+    expect(resolveSpendLimit({ maxTokensPerTurn: 10, maxCostTotal: 5 }, { maxTokensPerTurn: 20 })).toEqual({ maxTokensPerTurn: 10, maxCostTotal: 5 });
+    expect(resolveSpendLimit({ maxTokensPerTurn: 10, maxCostTotal: 5 }, { maxTokensPerTurn: 20 }, true)).toEqual({ maxTokensPerTurn: 20, maxCostTotal: 5 });
     expect(resolveSpendLimit(undefined, { maxTokensPerTurn: "x" })).toBeNull();
     expect(spendCrossed({ maxCostPerTurn: 1 }, { turnTokens: 0, turnCost: 1, totalCost: 1 })).toBeNull();
     expect(spendCrossed({ maxCostPerTurn: 1 }, { turnTokens: 0, turnCost: 1.01, totalCost: 1 })).toMatchObject({ limit: "maxCostPerTurn" });

@@ -66,4 +66,44 @@ describe("replay bundles", () => {
     expect((await call("GET", "/v1/agents/nobody/export")).status).toBe(404);
     await gh.close();
   });
+
+  it("refuses at load, with the part named, bundles whose agent could not be served (snapshot state, schema version, id)", async () => {
+    const { gh, call } = setup();
+    await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "hello" });
+    await gh.drain();
+    const bundle = (await call("GET", "/v1/agents/a1/export")).body;
+    const snap = bundle.head.snapshot;
+    expect(snap).not.toBeNull();
+    const crafted: Array<[string, unknown, RegExp]> = [
+      ["head.snapshot", { ...bundle, head: { ...bundle.head, snapshot: { ...snap, value: "flying" } } }, /unknown state "flying"/],
+      ["head.snapshot", { ...bundle, head: { ...bundle.head, snapshot: { ...snap, context: { ...snap.context, schemaVersion: 99 } } } }, /schema version 99/],
+      ["head.snapshot", { ...bundle, head: { ...bundle.head, snapshot: { ...snap, context: null } } }, /no context/],
+      ["head.state", { ...bundle, head: { ...bundle.head, state: "done" === snap.value ? "failed" : "done" } }, /not its snapshot's state/],
+      ["head.state", { ...bundle, head: { ...bundle.head, snapshot: null, state: "flying" } }, /not a state/],
+      ["agentId", { ...bundle, agentId: "../x", head: { ...bundle.head, agentId: "../x" } }, /must match/],
+      ["agentId", { ...bundle, agentId: "..", head: { ...bundle.head, agentId: ".." } }, /must match/],
+      ["checkpoint.snapshot", { ...bundle, checkpoint: { eventId: 1, at: 0, snapshot: { ...snap, value: 3 }, messageIndex: 0 }, events: bundle.events.slice(1) }, /unknown state 3/],
+    ];
+    for (const [field, bad, reason] of crafted) {
+      const store = memoryStore();
+      const empty = JSON.stringify(memoryStoreState(store));
+      let err: unknown;
+      try {
+        loadReplayBundle(store, bad);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, field).toBeInstanceOf(ReplayBundleError);
+      expect((err as ReplayBundleError).field).toBe(field);
+      expect((err as ReplayBundleError).code).toBe("invalid_replay_bundle");
+      expect((err as Error).message).toMatch(reason);
+      expect(JSON.stringify(memoryStoreState(store))).toBe(empty);
+      await expect(serveReplay(bad)).rejects.toThrow(ReplayBundleError);
+    }
+    // The bundle as exported still loads and serves.
+    const offline = await serveReplay(bundle);
+    expect((await offline.fetch(new Request("http://replay.test/v1/agents/a1"))).status).toBe(200);
+    await offline.close();
+    await gh.close();
+  });
 });

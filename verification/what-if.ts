@@ -136,7 +136,29 @@ async function judge(
   }
 }
 
-/** Judges every recorded candidate of `events` again with `verifier`, one at a time. */
+/** Whether one more candidate may be judged: a charge against the caller's rate limits, or its refusal. */
+export type WhatIfCharge = () => Promise<{ ok: true } | { ok: false; retryAfterMs: number }>;
+
+/** What one what-if judged, and why it stopped where it did. */
+export interface WhatIfRun {
+  candidates: WhatIfCandidate[];
+  /** Recorded candidates after `after` (judged or not). */
+  total: number;
+  /** Why candidates after `after` were left unjudged: the cap, a refused charge, or null (all judged). */
+  stopped: "candidate_cap" | "rate_limited" | null;
+  /** The `after` that judges the next ones (the last judged candidate's event id; `after` itself when none was); null when none are left. */
+  nextAfter: number | null;
+  /** With `stopped: "rate_limited"`: how long until the refused charge would be admitted. */
+  retryAfterMs?: number;
+}
+
+/**
+ * Judges the recorded candidates of `events` after event `after` (default 0)
+ * again with `verifier`, one at a time, in log order: at most `max` of them,
+ * and each only once `charge` admitted it (a refusal stops the run there;
+ * nothing after it is judged). Every judged candidate calls the verifier at
+ * most once.
+ */
 export async function whatIf(args: {
   verifier: WhatIfVerifier;
   events: StoredEvent[];
@@ -144,9 +166,27 @@ export async function whatIf(args: {
   agentName: string;
   inputOf: (turnId: string) => Promise<unknown>;
   timeoutMs?: number;
-}): Promise<WhatIfCandidate[]> {
+  after?: number;
+  max?: number;
+  charge?: WhatIfCharge;
+}): Promise<WhatIfRun> {
+  const after = args.after ?? 0;
+  const max = args.max ?? Number.POSITIVE_INFINITY;
+  const all = recordedCandidates(args.events).filter((c) => c.eventId > after);
   const out: WhatIfCandidate[] = [];
-  for (const c of recordedCandidates(args.events)) {
+  const stop = (stopped: "candidate_cap" | "rate_limited", retryAfterMs?: number): WhatIfRun => ({
+    candidates: out,
+    total: all.length,
+    stopped,
+    nextAfter: out.length > 0 ? out[out.length - 1].eventId : after,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
+  for (const c of all) {
+    if (out.length >= max) return stop("candidate_cap");
+    if (args.charge) {
+      const admitted = await args.charge();
+      if (!admitted.ok) return stop("rate_limited", admitted.retryAfterMs);
+    }
     const input = c.turnId ? await args.inputOf(c.turnId) : null;
     const now = await judge(args.verifier, c, {
       agentId: args.agentId, agentName: args.agentName, input, timeoutMs: args.timeoutMs ?? 30_000,
@@ -154,5 +194,5 @@ export async function whatIf(args: {
     const changed = c.recorded === null || c.recorded.outcome !== now.outcome || (c.recorded.code ?? null) !== (now.code ?? null);
     out.push({ ...c, now, changed });
   }
-  return out;
+  return { candidates: out, total: all.length, stopped: null, nextAfter: null };
 }

@@ -4,9 +4,12 @@
  *
  * Fail closed: a route not named here needs `admin` over every tenant, so a
  * route added later is reachable only by full-access tokens until it is
- * mapped. GET under an agent is `read` (reads change nothing), and so is
- * `POST .../what-if` (it writes nothing). `POST .../fork` is `admin` over the
- * source here; routes/fork.ts checks the new id against the token too.
+ * mapped. GET under an agent is `read` (reads change nothing). `POST
+ * .../what-if` writes nothing but runs the agent's verifier (or a guardian)
+ * once per recorded candidate, which may be a paid model: it is `replay`, a
+ * verb of its own, so a `read` token cannot spend verifier calls. `POST
+ * .../fork` is `admin` over the source here; routes/fork.ts checks the new
+ * id against the token too.
  */
 import type { AuthVerb } from "./config.ts";
 
@@ -39,8 +42,8 @@ export function requirementOf(method: string, path: string): Requirement {
     if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
     // A stream session (routes/auth/stream-session.ts) reads the agent's events, nothing more.
     if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
-    // What-if re-runs verifiers over a stored output and writes nothing.
-    if (method === "POST" && rest === "/what-if") return { verb: "read", agentId, global: false, signable: false };
+    // What-if writes nothing but spends verifier calls (routes/what-if.ts): its own verb.
+    if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
     if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
     return { verb: "admin", agentId, global: false, signable: false };
   }

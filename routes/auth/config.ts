@@ -11,16 +11,21 @@
  *   error then, never a silently open route later.
  */
 
-/** What a request does: read state, enqueue tasks, deliver tool results, cancel, or operate (reset, watchdog, verdict log). */
-export type AuthVerb = "read" | "enqueue" | "deliver" | "cancel" | "admin";
-export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "cancel", "admin"];
+/**
+ * What a request does: read state, enqueue tasks, deliver tool results,
+ * cancel, run an agent's verifier or guardians again over its recorded
+ * candidates (`replay`: `POST .../what-if`, which spends verifier calls), or
+ * operate (reset, watchdog, verdict log, forks).
+ */
+export type AuthVerb = "read" | "enqueue" | "deliver" | "cancel" | "replay" | "admin";
+export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "cancel", "replay", "admin"];
 
 export interface ScopedToken {
   /** The secret (16 to 4096 visible ASCII characters). */
   token: string;
   /** Agent-id prefixes the token reaches (default `[""]`: every agent). */
   tenants?: string[];
-  /** Verbs the token may use (default: all five). */
+  /** Verbs the token may use (default: all six). */
   verbs?: AuthVerb[];
 }
 
