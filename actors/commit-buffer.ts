@@ -25,6 +25,9 @@
  * - Storage limits ride along only with the commit that ends a turn (the
  *   store trims only then); a summary rides with the first commit after it
  *   was computed (actors/memory.ts: stored before anything depends on it).
+ * - An applied commit drops the process's kept results of the calls it
+ *   resolved, and every kept result of its turn when it ends the turn
+ *   (actors/kept-results.ts).
  * - What a commit causes on other agents (actors/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
@@ -146,6 +149,13 @@ export class CommitBuffer {
     }
     this.commits++;
     this.version = res.version;
+    // The results this commit resolved are stored now: the process keeps them no longer (actors/kept-results.ts).
+    const kept = deps.keptResults;
+    const keptTurn = s.context.turnId;
+    if (kept && keptTurn) {
+      if (final) kept.dropTurn(agentId, keptTurn);
+      else if (this.resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.resolveToolCalls.map((r) => r.toolCallId));
+    }
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
     this.summary = null;

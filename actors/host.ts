@@ -90,6 +90,7 @@ import { resolveRetention } from "../store/retention.ts";
 import { type AgentActor, type ClaimContext, type Claimed, IN_TURN, snap } from "./claim-context.ts";
 import { type AfterCommitNotes, CommitBuffer } from "./commit-buffer.ts";
 import { startLeaseKeeper } from "./lease-keeper.ts";
+import type { KeptResults } from "./kept-results.ts";
 import { applyEvent } from "./apply-event.ts";
 import { modelStep } from "./model-step.ts";
 import { runInProcessTools } from "./tool-runner.ts";
@@ -145,6 +146,12 @@ export interface HostDeps {
    * agent cannot hold a worker loop. Default DEFAULT_MAX_CHAINED_TURNS; 0 turns chaining off.
    */
   maxChainedTurns?: number;
+  /**
+   * Results of in-process tool calls this process ran and has not seen committed (actors/kept-results.ts):
+   * a later claim in this process commits them instead of running the tool again. One per process; absent:
+   * nothing is kept, and a claim that meets a recorded, unresolved call runs it.
+   */
+  keptResults?: KeptResults;
   /** The process's tool registry writer (actors/registry-writer.ts); absent: every successful call is written at once. */
   registryWriter?: import("./registry-writer.ts").RegistryWriter;
 }
