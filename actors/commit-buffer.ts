@@ -20,6 +20,9 @@
  *   compare-and-set: another worker or the watchdog answered first) stops
  *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
  *   says why, and nothing is flushed again.
+ * - A commit that meets a store outage (a Redis Cluster failing over) is sent
+ *   again while the lease lasts (actors/store-retry.ts); the compare-and-set
+ *   makes that safe.
  * - `version` is the version of the last applied commit (the claim's at
  *   first) and `commits` counts the applied commits of this claim.
  * - Storage limits ride along only with the commit that ends a turn (the
@@ -38,6 +41,7 @@ import { persistedOf } from "../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
 import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
 import { FINAL } from "./claim-context.ts";
+import { retryWithinLease } from "./store-retry.ts";
 
 /** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
 export interface EndedTurn {
@@ -125,10 +129,11 @@ export class CommitBuffer {
     const { store, clock, logger, cache } = deps;
     const s = persistedOf(actor.getSnapshot());
     const final = FINAL.has(s.value) || s.value === "idle";
-    const now = clock.now();
+    let now = clock.now();
     // Only the commit that ends a turn and releases may start the next one.
     const chain = opts.chain === true && final && turnId !== null && release !== null;
-    const res = await store.commit({
+    // Through a store outage (a Cluster failover) the same commit is sent again while the lease lasts.
+    const res = await retryWithinLease(() => (now = clock.now(), store.commit({
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
@@ -138,6 +143,8 @@ export class CommitBuffer {
       ...(retention && final ? { retention } : {}),
       ...(this.summary ? { summary: this.summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
+    })), {
+      kind: store.kind, clock, logger, leaseUntil: () => ctx.lease.until, leaseMs: deps.leaseMs, signal: ctx.abort.signal, what: "commit", agentId,
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.

@@ -1,0 +1,136 @@
+/**
+ * A Redis Cluster failover under load: 3 masters with a replica each
+ * (tests/helpers/redis-cluster.ts, `cluster-node-timeout` 1 s), one gatehouse
+ * instance (one process) running agents on every master, and the master
+ * serving some of them SIGKILLed while their tools run. The replica takes
+ * over; meanwhile that master's renewals and commits are refused or go
+ * unanswered.
+ *
+ * Invariants checked:
+ * - No in-process tool call runs twice in one living process: the host
+ *   retries renewals and commits through the failover while its lease lasts
+ *   (actors/store-retry.ts), and a result whose commit did not get through
+ *   is kept and committed by the next claim instead of running the tool
+ *   again (actors/kept-results.ts). Runs are counted in a separate
+ *   redis-server, keyed by agent, turn and tool-call id.
+ * - Every task ends (`done`), the tool that is not `retrySafe` included.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { z } from "zod";
+import { createGatehouse, defineAgent, defineTool, type Gatehouse, scriptedModel } from "../mod.ts";
+import { redisStore } from "../redis.ts";
+import { keySlot } from "../store/key-slot.ts";
+import { keySpace } from "../store/keys.ts";
+import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
+import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+
+const AGENTS = 24;
+const LEASE_MS = 6_000;
+const TOOL_MS = 400;
+
+let cluster: RedisCluster;
+let counterServer: RedisServer;
+let counter: Redis;
+
+beforeAll(async () => {
+  [cluster, counterServer] = await Promise.all([
+    startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1_000 }),
+    startRedisServer(),
+  ]);
+  counter = new Redis(counterServer.url);
+}, 60_000);
+afterAll(async () => {
+  counter?.disconnect();
+  await Promise.all([cluster?.stop(), counterServer?.stop()]);
+}, 30_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("Redis Cluster failover (3 masters, 3 replicas)", () => {
+  it("a master SIGKILLed while tools run: no tool runs twice in the process, every task ends", async () => {
+    const prefix = `fo_${Math.random().toString(36).slice(2, 8)}`;
+    let inFlight = 0;
+    /** A tool that counts every run in the counter redis (not the cluster) under agent, turn and call id. */
+    const counted = (name: string, retrySafe: boolean) =>
+      defineTool({
+        name,
+        description: `${name}, counted`,
+        parameters: z.object({}),
+        retrySafe,
+        execute: async (_args, ctx) => {
+          inFlight++;
+          try {
+            await counter.incr(`run:${ctx.agentId}:${ctx.turnId}:${ctx.toolCallId}:${name}`);
+            await sleep(TOOL_MS);
+            return { ran: name };
+          } finally {
+            inFlight--;
+          }
+        },
+      });
+    const agent = defineAgent({
+      name: "payer",
+      instructions: "charge, look up, submit",
+      tools: [counted("charge", false), counted("lookup", true)],
+      model: scriptedModel(({ step }) =>
+        step === 1
+          ? { toolCalls: [{ name: "charge", args: {} }] }
+          : step === 2
+          ? { toolCalls: [{ name: "lookup", args: {} }] }
+          : { toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] }
+      ),
+    });
+    const seen: Record<string, number> = {};
+    const note = (msg: string) => void (seen[msg] = (seen[msg] ?? 0) + 1);
+    const logger = { debug() {}, info: note, warn: note, error: note };
+    const gh: Gatehouse = createGatehouse({
+      agents: [agent], store: redisStore({ clusterNodes: cluster.nodes, prefix }), concurrency: AGENTS, pollMs: 20, leaseMs: LEASE_MS, logger,
+    });
+    const ids = Array.from({ length: AGENTS }, (_, i) => `payer-${i}`);
+    try {
+      for (const agentId of ids) {
+        const res = await gh.fetch(new Request(`http://gh/v1/agents/${agentId}/tasks`, {
+          method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent: "payer", input: {} }),
+        }));
+        expect(res.status).toBe(202);
+      }
+      // The master serving the most of these agents, killed while at least a third of the tools run.
+      const ks = keySpace(prefix, { shards: 16 });
+      const masters = await Promise.all(ids.map((id) => cluster.masterOf(keySlot(ks.agent(id).head))));
+      const victim = masters.reduce((best, m) => masters.filter((x) => x === m).length > masters.filter((x) => x === best).length ? m : best);
+      const onVictim = masters.filter((m) => m === victim).length;
+      gh.startWorker();
+      const startDeadline = Date.now() + 20_000;
+      while (inFlight < AGENTS / 3) {
+        if (Date.now() > startDeadline) throw new Error(`only ${inFlight} tools in flight`);
+        await sleep(5);
+      }
+      await victim.kill("SIGKILL");
+      await cluster.waitForFailover(victim, 20_000);
+
+      const deadline = Date.now() + 30_000;
+      let states: Array<string | undefined> = [];
+      while (Date.now() < deadline) {
+        states = await Promise.all(ids.map(async (id) => (await gh.store.getAgent(id).catch(() => null))?.state));
+        if (states.every((s) => s === "done")) break;
+        await sleep(100);
+      }
+      const keys = await counter.keys("run:*");
+      const counts = await Promise.all(keys.map(async (k) => [k, Number(await counter.get(k))] as const));
+      const rerun = counts.filter(([, n]) => n > 1);
+      console.log(
+        `failover: ${onVictim} of ${AGENTS} agents on the killed master; ${keys.length} calls ran; ` +
+          `retried store calls ${seen.store_call_retried ?? 0}, kept results committed ${seen.tool_result_kept ?? 0}, ` +
+          `refused commits ${seen.commit_refused ?? 0}, failed renewals ${seen["lease renewal failed"] ?? 0}; re-runs: ${JSON.stringify(rerun)}`,
+      );
+      expect(rerun).toEqual([]);
+      expect(states.filter((s) => s !== "done")).toEqual([]);
+      // Every agent's two calls ran (charge, lookup), and the failover was felt.
+      expect(counts.length).toBeGreaterThanOrEqual(AGENTS * 2);
+      expect(onVictim).toBeGreaterThan(0);
+    } finally {
+      await gh.close();
+    }
+  }, 60_000);
+});
