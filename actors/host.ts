@@ -33,6 +33,11 @@
  *     those tools (same ids) and the model step;
  *   - after a commit that chained the next task: that task's start, by the
  *     claim that takes over the lease.
+ *   A claim that loses the agent while its process lives re-runs less: the
+ *   process keeps its tools' results until committed, and its next claim of
+ *   the agent commits them instead of running the tools again
+ *   (actors/kept-results.ts); renewals and commits are retried through a
+ *   store outage while the lease lasts (actors/store-retry.ts).
  * - Turn chaining: the commit that ends a turn and releases may claim the
  *   agent's next task in the same script call (store invariant 20); the
  *   caller runs it as the next claim, at most `maxChainedTurns` in a row,

@@ -28,6 +28,10 @@
  *   next one.
  * - Bounded: at most `max` entries, the oldest dropped first. A dropped
  *   entry only means the tool may run again, as it did before this cache.
+ * - An entry whose call was resolved elsewhere (the watchdog's timeout, a
+ *   claim in another process, a turn ended by a reset or by claim failures)
+ *   is never used, since no claim meets that call as pending again; it
+ *   leaves with the bound.
  */
 import type { ContractValidation } from "../common/contract-validation.ts";
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
