@@ -13,6 +13,7 @@ import { checkDelegationSettings, type DelegationSettings } from "./actors/deleg
 import { DefinitionError } from "./errors/errors.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
+import { keptResults } from "./actors/kept-results.ts";
 import type { HostDeps } from "./actors/host.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
 import { createMetrics, meteredStore } from "./actors/metrics.ts";
@@ -475,6 +476,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     store, agents, clock, logger,
     registryWriter,
     cache: lruCache(),
+    keptResults: keptResults(),
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     metrics,
     inspect: options.inspect,

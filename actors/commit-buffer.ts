@@ -20,6 +20,9 @@
  *   compare-and-set: another worker or the watchdog answered first) stops
  *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
  *   says why, and nothing is flushed again.
+ * - A commit that meets a store outage (a Redis Cluster failing over) is sent
+ *   again while the lease lasts (actors/store-retry.ts); the compare-and-set
+ *   makes that safe.
  * - `version` is the version of the last applied commit (the claim's at
  *   first) and `commits` counts the applied commits of this claim.
  * - Storage limits ride along only with the commit that ends a turn (the
@@ -29,6 +32,9 @@
  *   cancel of the turn is accepted, a commit that does not apply it is
  *   refused (`cancel_pending`, the agent given back), so the next claim ends
  *   the turn cancelled instead of committing the step that was running.
+ * - An applied commit drops the process's kept results of the calls it
+ *   resolved, and every kept result of its turn when it ends the turn
+ *   (actors/kept-results.ts).
  * - What a commit causes on other agents (actors/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
@@ -39,6 +45,7 @@ import { persistedOf } from "../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
 import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
 import { FINAL } from "./claim-context.ts";
+import { retryWithinLease } from "./store-retry.ts";
 
 /** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
 export interface EndedTurn {
@@ -131,10 +138,11 @@ export class CommitBuffer {
     const { store, clock, logger, cache } = deps;
     const s = persistedOf(actor.getSnapshot());
     const final = FINAL.has(s.value) || s.value === "idle";
-    const now = clock.now();
+    let now = clock.now();
     // Only the commit that ends a turn and releases may start the next one.
     const chain = opts.chain === true && final && turnId !== null && release !== null;
-    const res = await store.commit({
+    // Through a store outage (a Cluster failover) the same commit is sent again while the lease lasts.
+    const res = await retryWithinLease(() => (now = clock.now(), store.commit({
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
@@ -145,6 +153,8 @@ export class CommitBuffer {
       ...(this.summary ? { summary: this.summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
+    })), {
+      kind: store.kind, clock, logger, leaseUntil: () => ctx.lease.until, leaseMs: deps.leaseMs, signal: ctx.abort.signal, what: "commit", agentId,
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -156,6 +166,13 @@ export class CommitBuffer {
     }
     this.commits++;
     this.version = res.version;
+    // The results this commit resolved are stored now: the process keeps them no longer (actors/kept-results.ts).
+    const kept = deps.keptResults;
+    const keptTurn = s.context.turnId;
+    if (kept && keptTurn) {
+      if (final) kept.dropTurn(agentId, keptTurn);
+      else if (this.resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.resolveToolCalls.map((r) => r.toolCallId));
+    }
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
     this.summary = null;

@@ -33,6 +33,11 @@
  *     those tools (same ids) and the model step;
  *   - after a commit that chained the next task: that task's start, by the
  *     claim that takes over the lease.
+ *   A claim that loses the agent while its process lives re-runs less: the
+ *   process keeps its tools' results until committed, and its next claim of
+ *   the agent commits them instead of running the tools again
+ *   (actors/kept-results.ts); renewals and commits are retried through a
+ *   store outage while the lease lasts (actors/store-retry.ts).
  * - Turn chaining: the commit that ends a turn and releases may claim the
  *   agent's next task in the same script call (store invariant 20); the
  *   caller runs it as the next claim, at most `maxChainedTurns` in a row,
@@ -90,6 +95,7 @@ import { layerRetention } from "../store/retention.ts";
 import { type AgentActor, type ClaimContext, type Claimed, IN_TURN, snap } from "./claim-context.ts";
 import { type AfterCommitNotes, CommitBuffer } from "./commit-buffer.ts";
 import { startLeaseKeeper } from "./lease-keeper.ts";
+import type { KeptResults } from "./kept-results.ts";
 import { applyEvent } from "./apply-event.ts";
 import { modelStep } from "./model-step.ts";
 import { runInProcessTools } from "./tool-runner.ts";
@@ -145,6 +151,12 @@ export interface HostDeps {
    * agent cannot hold a worker loop. Default DEFAULT_MAX_CHAINED_TURNS; 0 turns chaining off.
    */
   maxChainedTurns?: number;
+  /**
+   * Results of in-process tool calls this process ran and has not seen committed (actors/kept-results.ts):
+   * a later claim in this process commits them instead of running the tool again. One per process; absent:
+   * nothing is kept, and a claim that meets a recorded, unresolved call runs it.
+   */
+  keptResults?: KeptResults;
   /** The process's tool registry writer (actors/registry-writer.ts); absent: every successful call is written at once. */
   registryWriter?: import("./registry-writer.ts").RegistryWriter;
 }

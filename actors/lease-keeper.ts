@@ -18,11 +18,16 @@
  *   the next step boundary, so the next claim applies it (a cancel takes
  *   effect). Mail of the claim's own batch counts until the first commit
  *   acknowledges it.
+ * - A renewal that meets a store outage (a Redis Cluster failing over:
+ *   `CLUSTERDOWN`, `MOVED`, `TRYAGAIN`, a dropped connection) is retried
+ *   until it answers or the confirmed lease runs out (actors/store-retry.ts);
+ *   one renewal runs at a time.
  * - `stop()` ends the renewals; the host calls it when the claim ends, however
  *   it ends.
  */
 import type { Store } from "../store/port.ts";
 import type { Clock, Logger } from "./runtime.ts";
+import { retryWithinLease } from "./store-retry.ts";
 
 export interface LeaseKeeperOptions {
   store: Store;
@@ -52,6 +57,8 @@ export interface LeaseKeeper {
    * aborts here, at once, without waiting for the renew tick or a store round trip).
    */
   lapsed(): boolean;
+  /** The lease end as last confirmed by the store. */
+  readonly until: number;
   /** A commit that kept the lease confirmed it until `until`. */
   confirm(until: number): void;
   /** Ends the renewals. */
@@ -96,8 +103,10 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
       throwIfAborted.call(this);
     },
   });
+  // A renewal retried through an outage may outlast the interval: the ticks meanwhile skip.
+  let renewing = false;
   const renewTimer = setInterval(async () => {
-    if (abort.signal.aborted) return;
+    if (abort.signal.aborted || renewing) return;
     // A process that was paused or starved (SIGSTOP, a long GC, a blocked event loop) wakes up with
     // its lease run out and maybe another worker owning the agent. Abort here, without the round
     // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
@@ -105,8 +114,11 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     // `toolSignal` and in the tool runner (actors/tool-runner.ts) instead, and its commit would be
     // refused anyway.
     if (leaseLapsed()) return;
+    renewing = true;
     try {
-      const r = await store.renewLease({ agentId, workerId, epoch, leaseMs: o.leaseMs, now: clock.now() });
+      const r = await retryWithinLease(() => store.renewLease({ agentId, workerId, epoch, leaseMs: o.leaseMs, now: clock.now() }), {
+        kind: store.kind, clock, logger, leaseUntil: () => leaseUntil, leaseMs: o.leaseMs, signal: abort.signal, what: "renewLease", agentId,
+      });
       if (r.status === "lost") abort.abort();
       else leaseUntil = r.leaseUntil;
       if (r.status !== "lost" && !mailWaiting) {
@@ -117,6 +129,8 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
       }
     } catch (err) {
       logger.warn("lease renewal failed", { agentId, error: String(err) });
+    } finally {
+      renewing = false;
     }
   }, renewEvery);
 
@@ -126,6 +140,9 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
       return mailWaiting;
     },
     lapsed: leaseLapsed,
+    get until() {
+      return leaseUntil;
+    },
     confirm(until: number) {
       leaseUntil = until;
     },

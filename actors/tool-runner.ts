@@ -23,6 +23,11 @@
  *   listed in the task's `forkedUnresolved` (routes/fork.ts) is answered with
  *   the error outcome `forked_unresolved` and never reaches its tool.
  * - Results of an aborted attempt are dropped: nothing is applied or logged.
+ *   The process keeps them anyway (actors/kept-results.ts), and a call whose
+ *   result it keeps is not run again by a later claim in this process: the
+ *   kept result is applied and committed instead (`tool_result_kept` is
+ *   logged). A tool runs at most once per call in one living process, as long
+ *   as the bound of kept results is not passed.
  * - The tool registry hears of every successful call (actors/registry.ts);
  *   a registry failure is logged and never fails the turn.
  */
@@ -43,7 +48,8 @@ import { offeredToolNames } from "./tool-specs.ts";
 import { endSpan, startSpan } from "./tracing.ts";
 
 type Executed = { outcome: Outcome; afterExecution: AfterExecution };
-type Dispatched = Executed & { contractValidation: ContractValidation };
+/** `ran`: the tool itself ran (its result is worth keeping); false for refusals that never reached it. */
+type Dispatched = Executed & { contractValidation: ContractValidation; ran: boolean };
 
 /**
  * Runs the pending in-process calls of the turn in `context` and applies their results. Answers
@@ -58,11 +64,24 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
   const emit = ctx.commit.emit;
   const tId = context.turnId!;
   const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
+  const kept = ctx.deps.keptResults;
   const results = await Promise.all(todo.map(async ([id, p]) => {
     const started = clock.now();
+    // This process ran the call already and its result never got committed (the claim lost the agent
+    // in between): commit that result instead of running the tool again.
+    const was = kept?.get(ctx.agentId, tId, id);
+    if (was) {
+      ctx.deps.logger.info("tool_result_kept", { agentId: ctx.agentId, turnId: tId, toolCallId: id, name: p.name, epoch: ctx.epoch });
+      return { id, name: p.name, ...was, ran: false, ms: 0 };
+    }
     const span = startSpan("gatehouse.tool_call", { ...ctx.spans.ids, "gatehouse.tool_call_id": id, "gatehouse.tool": p.name }, ctx.spans.turn);
     const r = await dispatch(ctx, tId, id, p.name, p.args);
     endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
+    // Kept until a commit resolving the call applies, even when this attempt was aborted meanwhile; not
+    // when the tool threw after the abort (it stopped because the lease was gone, and runs again).
+    if (kept && r.ran && !(ctx.abort.signal.aborted && !r.outcome.ok)) {
+      kept.keep(ctx.agentId, tId, id, { outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
+    }
     return { id, name: p.name, ...r, ms: clock.now() - started };
   }));
   if (ctx.abort.signal.aborted) return false;
@@ -86,16 +105,16 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
 async function dispatch(ctx: ClaimContext, tId: string, toolCallId: string, name: string, args: unknown): Promise<Dispatched> {
   const tool: AnyTool | undefined = ctx.agent.offeredTools.find((t) => t.name === name);
   const r = await execute(ctx, tool, tId, toolCallId, name, args);
-  if (!tool) return { ...r, contractValidation: notApplied() };
+  if (!tool) return { ...r, contractValidation: notApplied(), ran: false };
   const checked = checkOutcome(tool, r.outcome);
   // A result refused by the contract goes back to the model; it never ends the turn.
   const afterExecution = checked.outcome.ok ? r.afterExecution : "continue";
-  return { outcome: checked.outcome, afterExecution, contractValidation: checked.contractValidation };
+  return { outcome: checked.outcome, afterExecution, contractValidation: checked.contractValidation, ran: r.ran };
 }
 
 /** Runs one in-process call: the refusals first (not offered, preconditions, arguments, nesting, lease), then the tool within its deadline. */
-async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown): Promise<Executed> {
-  const { deps, agent, agentId, limits } = ctx;
+async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown): Promise<Executed & { ran: boolean }> {
+  const { agent } = ctx;
   const { depth, maxDepth } = ctx.delegation;
   if (!tool) {
     // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
@@ -103,6 +122,7 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
     return {
       outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retryable: false } },
       afterExecution: "continue",
+      ran: false,
     };
   }
   if (ctx.claim.task?.turnId === tId && ctx.claim.task.options.forkedUnresolved?.includes(toolCallId)) {
@@ -118,13 +138,14 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
         },
       },
       afterExecution: "continue",
+      ran: false,
     };
   }
   const refused = checkPreconditions(tool, args);
-  if (refused) return { outcome: refused, afterExecution: "continue" };
+  if (refused) return { outcome: refused, afterExecution: "continue", ran: false };
   const prepared = prepareArgs(tool, args);
   if (!prepared.ok) {
-    return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue" };
+    return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue", ran: false };
   }
   if (isAgentTool(tool) && !tool.execute) {
     return {
@@ -138,21 +159,30 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
         },
       },
       afterExecution: "continue",
+      ran: false,
     };
   }
   if (!tool.execute) {
-    return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue" };
+    return { outcome: { ok: false, error: { type: "invalid_arguments", message: `Tool "${name}" is external`, retryable: false } }, afterExecution: "continue", ran: false };
   }
   // No tool starts once the lease has run out: a process paused between two dispatches of one
   // step (Promise.all starts them one after the other) resumes here, past its lease.
   if (ctx.lease.lapsed()) {
-    return { outcome: { ok: false, error: { type: "aborted", message: "the worker lost the agent before the tool started", retryable: true } }, afterExecution: "continue" };
+    return { outcome: { ok: false, error: { type: "aborted", message: "the worker lost the agent before the tool started", retryable: true } }, afterExecution: "continue", ran: false };
   }
+  return { ...(await callTool(ctx, tool, tool.execute, prepared.args, tId, toolCallId, name)), ran: true };
+}
+
+/** Calls the tool within its deadline and turns what it returned or threw into an outcome. */
+async function callTool(
+  ctx: ClaimContext, tool: AnyTool, run: NonNullable<AnyTool["execute"]>, args: unknown, tId: string, toolCallId: string, name: string,
+): Promise<Executed> {
+  const { deps, agentId, limits } = ctx;
   const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const value = await Promise.race([
-      Promise.resolve(tool.execute(prepared.args, { agentId, turnId: tId, toolCallId, signal: ctx.lease.toolSignal })),
+      Promise.resolve(run(args as never, { agentId, turnId: tId, toolCallId, signal: ctx.lease.toolSignal })),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
       }),

@@ -4,6 +4,15 @@
  * answers 503 over HTTP; an error that repeats on every attempt (bad input to
  * the store, a value JSON cannot hold, an error answered by Redis such as a
  * script error, anything the in-process memory store throws) is not.
+ *
+ * A Redis Cluster that is moving slots or failing over answers `MOVED`,
+ * `ASK`, `CLUSTERDOWN` or `TRYAGAIN`: replies, but not errors that repeat.
+ * ioredis follows them itself (`maxRedirections` 16, `retryDelayOnMoved` 0,
+ * `retryDelayOnClusterDown` and `retryDelayOnTryAgain` 100 ms, so about
+ * 1.6 s of `CLUSTERDOWN`) and then rejects with a plain `Error` ("Too many
+ * Cluster redirections. Last error: …"); either way the call counts as an
+ * outage here, and the host retries renewals and commits through it while
+ * its lease lasts (actors/store-retry.ts).
  */
 import { StoreInputError } from "./keys.ts";
 import type { Store } from "./port.ts";
@@ -18,11 +27,21 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** Replies of a Redis Cluster whose slots move or whose master fails over: the next attempt may succeed. */
+const CLUSTER_TRANSIENT = /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN)\b/;
+
+/** True when `err` is a Redis Cluster redirection or a "cluster down / try again" reply (see above). */
+export function isClusterTransient(err: unknown): boolean {
+  const message = (err as Error | null)?.message;
+  return typeof message === "string" && (CLUSTER_TRANSIENT.test(message) || message.startsWith("Too many Cluster redirections"));
+}
+
 /** True when `err`, thrown by a call of `store`, means the store could not be reached. */
 export function isOutageError(err: unknown, kind: Store["kind"]): boolean {
   if (err instanceof StoreUnavailableError) return true;
   if (kind === "memory") return false;
   if (err instanceof StoreInputError || err instanceof StoreReplyError || err instanceof RangeError) return false;
+  if (isClusterTransient(err)) return true;
   const name = (err as Error | null)?.name;
   // Errors answered by Redis (ioredis ReplyError, @upstash/redis UpstashError) repeat on every attempt.
   return name !== "ReplyError" && name !== "UpstashError";

@@ -5,6 +5,7 @@
  */
 import type { AgentDefinition, AnyAgent } from "../../agents/define.ts";
 import { lruCache, type SnapshotCache } from "../../actors/cache.ts";
+import { keptResults } from "../../actors/kept-results.ts";
 import type { HostDeps } from "../../actors/host.ts";
 import { type Clock, silentLogger } from "../../actors/runtime.ts";
 import { initialTransition, transition } from "xstate";
@@ -187,6 +188,7 @@ export function hostDeps(store: Store, agents: AnyAgent[], clock: Clock, over: P
     clock,
     logger: silentLogger,
     cache: lruCache(),
+    keptResults: keptResults(),
     leaseMs: 30_000,
     externalToolTimeoutMs: 600_000,
     toolTimeoutMs: 60_000,
