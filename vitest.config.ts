@@ -14,6 +14,7 @@ export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/node": "entry/serve-node.ts",
   "@gatehouse-runtime/core/deno": "entry/serve-deno.ts",
   "@gatehouse-runtime/core/bun": "entry/serve-bun.ts",
+  "@gatehouse-runtime/core/mcp": "mcp.ts",
   "@gatehouse-runtime/core": "mod.ts",
 };
 
