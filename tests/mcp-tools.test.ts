@@ -137,6 +137,19 @@ describe("mcpTools() over Streamable HTTP", () => {
     }
   }, 60_000);
 
+  it("a server name outside [A-Za-z0-9_-] (after prefix) becomes _; the call uses the server's name", async () => {
+    const local = await startMcpServer();
+    local.addTool("docs.search");
+    const tools = await mcpTools({ url: local.url, allow: ["docs.search"], prefix: "my " });
+    try {
+      expect(tools.map((t) => t.name)).toEqual(["my_docs_search"]);
+      expect(await call(tools[0]!, { n: 1 })).toEqual({ ok: true, value: "docs.search" });
+    } finally {
+      await tools.close();
+      await local.stop();
+    }
+  }, 30_000);
+
   it("allow picks tools and refuses names the server does not list; a bad url or option is a DefinitionError", async () => {
     const tools = await mcpTools({ url: server.url, allow: ["echo"], headers: { authorization: "Bearer t" } });
     expect(tools.map((t) => t.name)).toEqual(["echo"]);
@@ -161,4 +174,46 @@ describe("mcpTools() over stdio", () => {
     }
     expect(await call(byName(tools, "add"), { a: 1, b: 1 })).toMatchObject({ ok: false, error: { type: "mcp_unavailable" } });
   }, 60_000);
+});
+
+describe("defineTool({ inputSchema }): a JSON Schema shown to the model as is", () => {
+  it("the spec is the given schema (without $schema; fixed keys hidden, defaulted ones optional); parameters still validate", async () => {
+    const { z } = await import("zod");
+    const { defineTool } = await import("../tools/define.ts");
+    const inputSchema = {
+      $schema: "http://json-schema.org/draft-07/schema#",
+      type: "object",
+      properties: { q: { type: "string", description: "the query", minLength: 2 }, limit: { type: "integer" }, tenant: { type: "string" } },
+      required: ["q", "limit", "tenant"],
+      additionalProperties: false,
+    };
+    const tool = defineTool({
+      name: "search",
+      description: "Search",
+      parameters: z.object({ q: z.string().min(2), limit: z.number().int(), tenant: z.string() }),
+      inputSchema,
+      defaults: { limit: 10 },
+      fixed: { tenant: "acme" },
+      execute: () => null,
+    });
+    expect(toolSpec(tool).function.parameters).toEqual({
+      type: "object",
+      properties: { q: { type: "string", description: "the query", minLength: 2 }, limit: { type: "integer" } },
+      required: ["q"],
+      additionalProperties: false,
+    });
+    expect(inputSchema.properties.tenant).toBeDefined(); // the caller's object is not changed
+    expect(prepareArgs(tool, { q: "x" })).toMatchObject({ ok: false });
+    expect(prepareArgs(tool, { q: "xy" })).toEqual({ ok: true, args: { q: "xy", limit: 10, tenant: "acme" } });
+  });
+
+  it("refuses an inputSchema that is not a JSON Schema object", async () => {
+    const { z } = await import("zod");
+    const { defineTool } = await import("../tools/define.ts");
+    for (const inputSchema of [{ type: "string" }, [], "x", null]) {
+      expect(() => defineTool({ name: "t", description: "t", parameters: z.object({}), inputSchema: inputSchema as never })).toThrow(
+        expect.objectContaining({ name: "DefinitionError", key: "inputSchema" }),
+      );
+    }
+  });
 });
