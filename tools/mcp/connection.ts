@@ -14,6 +14,11 @@
  * - A response stream that breaks mid-call makes the connection ping the
  *   server; a failed ping counts as a failure of the connection (the waiting
  *   calls answer `mcp_unavailable` at once instead of at their timeout).
+ * - On Cloudflare Workers a connection opened while serving one request
+ *   cannot be used by another (workerd refuses the I/O before anything is
+ *   sent: "Cannot perform I/O on behalf of a different request"). That
+ *   refusal reopens the connection in the current request and the call is
+ *   made there, once; nothing reached the server the first time.
  * - An error the server answers (a JSON-RPC error) leaves the connection
  *   open.
  * - `notifications/tools/list_changed` marks the listing stale; the next
@@ -61,6 +66,15 @@ export class McpConnection {
   /** The server's tools, listed again when the server said its list changed. */
   async listTools(): Promise<ListedTool[]> {
     if (!this.stale && this.listing) return this.listing;
+    try {
+      return await this.list();
+    } catch (err) {
+      if (!isOtherRequestIo(err)) throw err;
+      return await this.list();
+    }
+  }
+
+  private async list(): Promise<ListedTool[]> {
     const client = await this.open();
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
@@ -81,6 +95,17 @@ export class McpConnection {
 
   /** Calls a tool; never throws. */
   async call(name: string, args: unknown, opts: { signal?: AbortSignal; timeoutMs: number }): Promise<CallAnswer> {
+    const first = await this.callOnce(name, args, opts);
+    // Refused before it was sent (a connection of another Workers request): once more, on a new connection.
+    const answer = first.kind === "other_request" ? await this.callOnce(name, args, opts) : first;
+    return answer.kind === "other_request" ? { kind: "unavailable", message: `the connection to the MCP server ${this.label} belongs to another request` } : answer;
+  }
+
+  private async callOnce(
+    name: string,
+    args: unknown,
+    opts: { signal?: AbortSignal; timeoutMs: number },
+  ): Promise<CallAnswer | { kind: "other_request" }> {
     let client: Client;
     try {
       client = await this.open();
@@ -99,6 +124,7 @@ export class McpConnection {
       }
       if (!isConnectionFailure(err)) return { kind: "server_error", code: (err as McpError).code, message: messageOf(err) };
       await this.drop(client);
+      if (isOtherRequestIo(err)) return { kind: "other_request" };
       return { kind: "unavailable", message: `the connection to the MCP server ${this.label} failed during the call: ${messageOf(err)}` };
     }
   }
@@ -162,6 +188,11 @@ export class McpConnection {
 /** True unless the server answered with a JSON-RPC error (the connection itself is fine then). */
 function isConnectionFailure(err: unknown): boolean {
   return !(err instanceof McpError) || err.code === ErrorCode.ConnectionClosed;
+}
+
+/** workerd's refusal to use an I/O object (a stream, a fetch's canceler) of another request. */
+function isOtherRequestIo(err: unknown): boolean {
+  return /Cannot perform I\/O on behalf of a different request/.test(messageOf(err));
 }
 
 function messageOf(err: unknown): string {
