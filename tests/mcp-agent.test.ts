@@ -1,7 +1,7 @@
 /**
  * An agent calls an MCP server's tool through gatehouse (mcpTools over
  * Streamable HTTP, a real SDK server), on the memory store and on Redis. The
- * server is down when the turn starts: the first call's outcome is
+ * server dies while the turn's first call runs: that call's outcome is
  * `mcp_unavailable`, retryable, and reaches the model (nothing of the turn is
  * lost); the model calls again once the server is back, the connection is
  * opened anew, the model sees `{ sum: 5 }` and the turn ends `done` with it.
@@ -42,13 +42,17 @@ describe.each(stores)("an agent with MCP tools on %s", (_name, makeStore) => {
   });
 
   it("calls the server's tool, sees a lost connection as a retryable outcome, reconnects, sees the result and ends done", async () => {
-    const tools = await mcpTools({ url: mcp.url, allow: ["add"] });
-    await mcp.stop(); // down when the turn starts
+    const tools = await mcpTools({ url: mcp.url, allow: ["add", "hang"] });
+    // The server dies while the first call runs.
+    const killed = (async () => {
+      while (!mcp.calls.includes("hang")) await new Promise((r) => setTimeout(r, 20));
+      await mcp.stop();
+    })();
     const seen: unknown[] = [];
     const model = scriptedModel(async ({ step, messages }) => {
       const last = messages.at(-1);
       if (step > 1 && last?.role === "tool") seen.push(JSON.parse(last.content));
-      if (step === 1) return { toolCalls: [{ name: "add", args: { a: 2, b: 3 } }] };
+      if (step === 1) return { toolCalls: [{ name: "hang", args: {} }] };
       if (step === 2) {
         await mcp.start();
         return { toolCalls: [{ name: "add", args: { a: 2, b: 3 } }] };
@@ -66,6 +70,7 @@ describe.each(stores)("an agent with MCP tools on %s", (_name, makeStore) => {
       }));
       expect(accepted.status).toBe(202);
       await gh.drain();
+      await killed;
       const state = await (await gh.fetch(new Request("http://localhost/v1/agents/m1"))).json() as { state: string; output: unknown };
       expect(state.state).toBe("done");
       expect(state.output).toEqual({ sum: 5 });
