@@ -113,6 +113,22 @@ describe("mcpTools() over Streamable HTTP", () => {
     }
   }, 60_000);
 
+  it("a call aborted through its signal (the worker lost the agent) answers retryable and keeps the connection", async () => {
+    const tools = await mcpTools({ url: server.url });
+    try {
+      const ac = new AbortController();
+      const pending = byName(tools, "hang").execute!({}, ctx(ac.signal));
+      const before = server.calls.filter((c) => c === "hang").length;
+      while (server.calls.filter((c) => c === "hang").length === before) await new Promise((r) => setTimeout(r, 20));
+      ac.abort(new Error("lease lost"));
+      expect(await pending).toMatchObject({ ok: false, error: { type: "mcp_unavailable", retryable: true } });
+      expect(await call(byName(tools, "add"), { a: 1, b: 2 })).toEqual({ ok: true, value: { sum: 3 } });
+      expect(tools.connections).toBe(1);
+    } finally {
+      await tools.close();
+    }
+  }, 30_000);
+
   it("list_changed: the next call lists again; a removed tool is tool_not_offered without a call, refresh() builds the new list", async () => {
     const local = await startMcpServer();
     local.addTool("extra");

@@ -19,6 +19,8 @@
  *   sent: "Cannot perform I/O on behalf of a different request"). That
  *   refusal reopens the connection in the current request and the call is
  *   made there, once; nothing reached the server the first time.
+ * - A call given up through its signal (the worker lost the agent) answers
+ *   `mcp_unavailable` and keeps the connection.
  * - An error the server answers (a JSON-RPC error) leaves the connection
  *   open.
  * - `notifications/tools/list_changed` marks the listing stale; the next
@@ -119,6 +121,8 @@ export class McpConnection {
       });
       return { kind: "result", result: result as Extract<CallAnswer, { kind: "result" }>["result"] };
     } catch (err) {
+      // The worker gave the call up (lease lost, shutdown): the connection itself is fine.
+      if (opts.signal?.aborted) return { kind: "unavailable", message: `the call to the MCP server ${this.label} was aborted: ${messageOf(opts.signal.reason ?? err)}` };
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         return { kind: "timeout", message: `the MCP server ${this.label} did not answer within ${opts.timeoutMs} ms` };
       }
