@@ -12,6 +12,10 @@
  *   gatehouse interfaces [--role <role>]
  *                                 the tool registry of the configured store: methods,
  *                                 aliases and overlaps per role (entry/interfaces.ts)
+ *   gatehouse dev-redis-http [--port 8079] [--redis <url>] [--token <t>]
+ *                                 the Upstash REST protocol in front of a local Redis,
+ *                                 for upstashStore() and `wrangler dev` without an
+ *                                 account (entry/dev-redis-http.ts)
  *
  * The module exports its agents: named exports of defineAgent() results, an
  * `agents` array, or a default export (an agent, an array, `{ agents }`).
@@ -36,6 +40,8 @@ const USAGE = `usage: gatehouse serve <module>   serve the agents the module exp
                                    serve an exported run for offline debugging (/debug/agents/<id>)
        gatehouse interfaces [--role <role>]
                                    the tool registry: methods, aliases and overlaps per role
+       gatehouse dev-redis-http [--port 8079] [--redis redis://127.0.0.1:6379] [--token gatehouse-dev]
+                                   the Upstash REST protocol in front of a local Redis (development)
 configuration: environment variables (PORT, HOST, GATEHOUSE_*), see docs/operations.md`;
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
@@ -85,6 +91,10 @@ async function main(args: string[]) {
   }
   if (command === "interfaces") {
     await interfaces(rest);
+    return;
+  }
+  if (command === "dev-redis-http") {
+    await devRedisHttp(rest);
     return;
   }
   if (command === "replay" && (rest.length === 1 || rest.length === 2) && !rest.some((a) => a.startsWith("-"))) {
@@ -143,6 +153,17 @@ async function replay(bundlePath: string, agentsModule: string | undefined) {
   const server = await serveNode(gh, { port: config.port, hostname: config.hostname });
   if (agents.length > 0) gh.startWorker();
   process.stdout.write(`replaying agent ${gh.agentId}: ${server.url}/debug/agents/${encodeURIComponent(gh.agentId)}\n`);
+}
+
+/** `gatehouse dev-redis-http`: serves until SIGINT/SIGTERM, then closes and exits 0. */
+async function devRedisHttp(args: string[]) {
+  const { parseDevRedisHttpArgs, startDevRedisHttp, devRedisHttpBanner } = await import("./dev-redis-http.ts");
+  const options = parseDevRedisHttpArgs(args);
+  const server = await startDevRedisHttp(options);
+  process.stdout.write(devRedisHttpBanner(server, options));
+  const stop = () => void server.close().then(() => process.exit(0));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
 }
 
 /** `gatehouse interfaces`: reads the registry of the store the environment configures. */

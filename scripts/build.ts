@@ -4,8 +4,10 @@
  *
  * - tsc -p tsconfig.build.json emits ESM .js (relative `.ts` imports
  *   rewritten to `.js` by `rewriteRelativeImportExtensions`) and .d.ts for
- *   every module reachable from the package's entries (mod.ts, redis.ts, ai-sdk.ts and
- *   the entry/ modules named in the exports map).
+ *   every module reachable from the package's entries (mod.ts, redis.ts,
+ *   ai-sdk.ts, mcp.ts and the entry/ modules named in the exports map), plus
+ *   tools/mcp/stdio.ts, which mcp.ts loads by a computed specifier only for a
+ *   stdio MCP server (tsconfig.build.json lists it).
  * - tsc leaves `.ts` in the declarations' relative specifiers; they are
  *   rewritten to `.js` here, so every TypeScript version and resolution mode
  *   that reads the package finds the declarations next to the JavaScript.

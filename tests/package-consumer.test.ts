@@ -85,11 +85,12 @@ function npmInstall(dir: string, specs: string[]): Promise<void> {
   });
 }
 
-/** The peers npm installs with the package: the required ones (not `ai`, `@ai-sdk/provider`). */
+/** The peers npm installs with the package: the required ones (not the optional `ai`, `@ai-sdk/provider` and `@modelcontextprotocol/sdk`, which tests add where they need them). */
 const peers = () =>
   Object.keys(pkg.peerDependencies)
     .filter((name) => !pkg.peerDependenciesMeta?.[name]?.optional)
     .map((name) => `${name}@${pkg.devDependencies[name]}`);
+const MCP_SDK = "@modelcontextprotocol/sdk";
 const dev = (name: string) => `${name}@${pkg.devDependencies[name]}`;
 
 /** A turn on aiSdkModel over the AI SDK's own test model: a streamed answer and submit_result. */
@@ -276,6 +277,46 @@ describe("the packed package", () => {
     expect(r.stderr.replace(/^(Download|Warning).*\n/gm, "")).toBe("");
     expect(r.stdout.trim()).toBe(EXPECTED_OUTPUT);
   }, 70_000);
+});
+
+describe("the ./mcp subpath", () => {
+  it("the root import works without @modelcontextprotocol/sdk installed; ./mcp then says what is missing", () => {
+    expect(pkg.peerDependenciesMeta?.[MCP_SDK]?.optional).toBe(true);
+    expect(existsSync(join(jsDir, "node_modules", MCP_SDK))).toBe(false);
+    const root = run(process.execPath, ["--input-type=module", "-e", `const m = await import("${pkg.name}"); console.log(typeof m.createGatehouse, "mcpTools" in m)`], { cwd: jsDir, timeout: 30_000 });
+    expect(root.stderr).toBe("");
+    expect(root.stdout.trim()).toBe("function false");
+    const mcp = run(process.execPath, ["--input-type=module", "-e", `await import("${pkg.name}/mcp")`], { cwd: jsDir, timeout: 30_000 });
+    expect(mcp.status).not.toBe(0);
+    expect(mcp.stderr).toContain(`Cannot find package '${MCP_SDK}'`);
+  }, 40_000);
+
+  it("with the SDK installed, the README's MCP example runs from the package over HTTP, and a stdio server is spawned", async () => {
+    const { transformSync } = await import("esbuild");
+    const example = readFileSync(join(ROOT, "examples/mcp.ts"), "utf8");
+    const dir = project("consumer-mcp", {
+      "main.mjs": transformSync(example, { loader: "ts", format: "esm" }).code,
+      "stdio.mjs": `import { mcpTools } from "${pkg.name}/mcp";
+const tools = await mcpTools({ command: process.execPath, args: ["--import", "tsx", "tests/fixtures/mcp/stdio-server.ts"], cwd: ${JSON.stringify(ROOT)} });
+console.log(tools.map((t) => t.name).sort().join(","));
+await tools.close();
+`,
+    });
+    await npmInstall(dir, [tarball, ...peers(), `${MCP_SDK}@${pkg.devDependencies[MCP_SDK]}`]);
+    const port = await freePort();
+    const server = spawn(process.execPath, ["--import", "tsx", "examples/mcp-server.ts"], { cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] });
+    servers.push(server);
+    let out = "";
+    server.stdout!.on("data", (d) => (out += d));
+    for (let i = 0; i < 300 && !out.includes("MCP server on"); i++) await new Promise((r) => setTimeout(r, 100));
+    const r = run(process.execPath, ["main.mjs"], { cwd: dir, env: { MCP_URL: `http://127.0.0.1:${port}/mcp` }, timeout: 60_000 });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe('done {"sum":5}');
+    server.kill("SIGKILL");
+    const stdio = run(process.execPath, ["stdio.mjs"], { cwd: dir, timeout: 60_000 });
+    expect(stdio.stderr).toBe("");
+    expect(stdio.stdout.trim()).toBe("add,echo,fail,hang");
+  }, 240_000);
 });
 
 const servers: ChildProcess[] = [];

@@ -31,6 +31,13 @@ describe("workerd bundle", () => {
     expect(b.nodeBuiltins).toEqual([]);
   }, 60_000);
 
+  it("mcp.ts (the MCP tools over Streamable HTTP) bundles for workerd without any Node built-in or the stdio transport", async () => {
+    const b = await bundleForWorkerd(path("mcp.ts"));
+    console.log(`mcp.ts workerd bundle: ${(b.bytes / 1024).toFixed(1)} KiB minified, ${(gzipSync(b.code).byteLength / 1024).toFixed(1)} KiB gzip`);
+    expect(b.nodeBuiltins).toEqual([]);
+    expect(b.code).not.toMatch(/StdioClientTransport|cross-spawn/);
+  }, 60_000);
+
   it("the check catches Node built-ins: redis.ts (ioredis) needs them", async () => {
     const b = await bundleForWorkerd(path("redis.ts"));
     const paths = new Set(b.nodeBuiltins.map((x) => x.path.replace(/^node:/, "")));

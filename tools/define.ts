@@ -11,7 +11,11 @@
  * default or fixed value can never make every call invalid); a key is
  * either defaulted or fixed, not both (a fixed value always wins, so the
  * default would be dead). `role` matches the name pattern; `deliverable`
- * is a contract contracts/deliverable.ts accepts.
+ * is a contract contracts/deliverable.ts accepts. `inputSchema`, when given,
+ * is a JSON Schema object (`{ type: "object", ... }`): the model is shown it
+ * instead of the one derived from `parameters`, which still validates every
+ * call (tools from another system, such as an MCP server's, keep their own
+ * schema word for word; tools/mcp/).
  */
 import { z } from "zod";
 import { isPlainObject } from "../common/json.ts";
@@ -43,6 +47,12 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   parameters: S;
+  /**
+   * The parameters as the model sees them, as a JSON Schema object, when they
+   * come from elsewhere (an MCP server's `inputSchema`). `parameters` still
+   * validates the arguments before `execute`; the two must agree.
+   */
+  inputSchema?: Record<string, unknown>;
   /** Runs the tool in-process. Throw `ToolError` for a typed error outcome. */
   execute?: (args: z.output<S>, ctx: ToolExecuteContext) => unknown | Promise<unknown>;
   /** Arguments filled in when the model omits them. */
@@ -166,6 +176,7 @@ export const TOOL_KEYS: readonly string[] = Object.keys(
     resultRequired: true,
     preconditions: true,
     retrySafe: true,
+    inputSchema: true,
   } satisfies Record<keyof ToolConfig, true>,
 );
 const TOOL_DEFINITION_KEYS = ["kind", "external"] as const;
@@ -209,6 +220,12 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
     );
   }
   checkArgumentValues(config.name, shape, config);
+  if (config.inputSchema !== undefined && (!isPlainObject(config.inputSchema) || config.inputSchema.type !== "object")) {
+    throw new DefinitionError(
+      `Tool "${config.name}": inputSchema must be a JSON Schema object ({ type: "object", ... }), got ${JSON.stringify(config.inputSchema) ?? String(config.inputSchema)}`,
+      { key: "inputSchema" },
+    );
+  }
   if (config.execute !== undefined && typeof config.execute !== "function") {
     throw new DefinitionError(`Tool "${config.name}": execute must be a function`, { key: "execute" });
   }

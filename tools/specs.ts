@@ -21,8 +21,16 @@ export function toJsonSchema(schema: z.ZodType): JsonSchema {
   return js;
 }
 
+/** A tool's parameters as the model sees them: its own `inputSchema` (copied, without `$schema`), else derived from `parameters`. */
+function parametersOf(tool: AnyTool): JsonSchema {
+  if (!tool.inputSchema) return toJsonSchema(tool.parameters);
+  const js = structuredClone(tool.inputSchema) as JsonSchema;
+  delete js.$schema;
+  return js;
+}
+
 export function toolSpec(tool: AnyTool): ToolSpec {
-  const parameters = toJsonSchema(tool.parameters);
+  const parameters = parametersOf(tool);
   const hidden = Object.keys(tool.fixed ?? {});
   const defaulted = Object.keys(tool.defaults ?? {});
   if (parameters.properties) {

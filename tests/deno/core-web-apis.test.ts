@@ -19,9 +19,9 @@ export const CORE_FOLDERS = ["common", "errors", "machines", "actors", "store", 
 
 /**
  * npm packages that need more than Web APIs (ioredis opens TCP sockets
- * through node:net).
+ * through node:net; the MCP SDK's stdio client spawns processes).
  */
-const RUNTIME_BOUND_PACKAGES = ["ioredis"];
+const RUNTIME_BOUND_PACKAGES = ["ioredis", "@modelcontextprotocol/sdk/client/stdio.js"];
 
 /**
  * Core files that import a runtime-bound package, each with the runtimes it
@@ -30,6 +30,7 @@ const RUNTIME_BOUND_PACKAGES = ["ioredis"];
  */
 const RUNTIME_ADAPTERS: Record<string, string> = {
   "store/redis.ts": "Node, Deno and Bun (ioredis: TCP sockets); not Workers, which use store/upstash.ts",
+  "tools/mcp/stdio.ts": "Node, Deno and Bun (a child process); loaded only for a stdio MCP server, never on Workers",
 };
 
 const ROOT = new URL("../../", import.meta.url);
