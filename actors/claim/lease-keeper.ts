@@ -1,5 +1,5 @@
 /**
- * The lease of one claim (actors/host.ts): renewed on a timer through long
+ * The lease of one claim (actors/host/run-claim.ts): renewed on a timer through long
  * model calls and tools, checked against the worker's own clock, and watched
  * for mail that arrives while the claim runs.
  *
@@ -20,13 +20,13 @@
  *   acknowledges it.
  * - A renewal that meets a store outage (a Redis Cluster failing over:
  *   `CLUSTERDOWN`, `MOVED`, `TRYAGAIN`, a dropped connection) is retried
- *   until it answers or the confirmed lease runs out (actors/store-retry.ts);
+ *   until it answers or the confirmed lease runs out (actors/claim/store-retry.ts);
  *   one renewal runs at a time.
  * - `stop()` ends the renewals; the host calls it when the claim ends, however
  *   it ends.
  */
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 import { retryWithinLease } from "./store-retry.ts";
 
 export interface LeaseKeeperOptions {
@@ -111,7 +111,7 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     // its lease run out and maybe another worker owning the agent. Abort here, without the round
     // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
     // this tick find the signal fired. A timer due earlier runs first; it meets the lease check in
-    // `toolSignal` and in the tool runner (actors/tool-runner.ts) instead, and its commit would be
+    // `toolSignal` and in the tool runner (actors/steps/tool-runner.ts) instead, and its commit would be
     // refused anyway.
     if (leaseLapsed()) return;
     renewing = true;

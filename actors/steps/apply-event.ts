@@ -1,7 +1,7 @@
 /**
  * Sends one machine event to a claim's actor and books what it changed into
- * the next commit (actors/commit-buffer.ts): the `transition` event, the
- * messages the transition adds to the conversation (actors/transcript.ts),
+ * the next commit (actors/claim/commit-buffer.ts): the `transition` event, the
+ * messages the transition adds to the conversation (actors/conversation/transcript.ts),
  * the `task` event of a turn that ends, and the delegation notes.
  *
  * Invariants:
@@ -17,14 +17,14 @@
  *   `task` event in place of the finished one.
  * - A delegated turn's end and every child call no longer waited for (the
  *   turn ended, or the call timed out) are noted for after the commit
- *   (actors/delegation.ts), never acted on before it.
+ *   (actors/delegation/delegation.ts), never acted on before it.
  */
-import { deepFreeze } from "../common/freeze.ts";
-import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import { inputRefMessage } from "../store/inputs.ts";
-import { type ClaimContext, FINAL, snap } from "./claim-context.ts";
-import { agentToolOf } from "./delegation.ts";
-import { messagesFor } from "./transcript.ts";
+import { deepFreeze } from "../../common/freeze.ts";
+import type { AgentContext, AgentEvent } from "../../machines/types.ts";
+import { inputRefMessage } from "../../store/inputs.ts";
+import { type ClaimContext, FINAL, snap } from "../claim/context.ts";
+import { agentToolOf } from "../delegation/delegation.ts";
+import { messagesFor } from "../conversation/transcript.ts";
 
 type Snap = { value: string; context: AgentContext };
 

@@ -1,5 +1,5 @@
 /**
- * The writes of a claim's next commit (actors/host.ts): events, new messages,
+ * The writes of a claim's next commit (actors/host/run-claim.ts): events, new messages,
  * tool calls to record and to resolve, the mail acknowledged, a new summary.
  * `flush` sends them in one compare-and-set commit together with the actor's
  * persisted snapshot, and optionally releases the lease.
@@ -21,30 +21,30 @@
  *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
  *   says why, and nothing is flushed again.
  * - A commit that meets a store outage (a Redis Cluster failing over) is sent
- *   again while the lease lasts (actors/store-retry.ts); the compare-and-set
+ *   again while the lease lasts (actors/claim/store-retry.ts); the compare-and-set
  *   makes that safe.
  * - `version` is the version of the last applied commit (the claim's at
  *   first) and `commits` counts the applied commits of this claim.
  * - Storage limits ride along only with the commit that ends a turn (the
  *   store trims only then); a summary rides with the first commit after it
- *   was computed (actors/memory.ts: stored before anything depends on it).
+ *   was computed (actors/conversation/memory.ts: stored before anything depends on it).
  * - A delegated turn's commits stop at a cancel (store invariant 21): once a
  *   cancel of the turn is accepted, a commit that does not apply it is
  *   refused (`cancel_pending`, the agent given back), so the next claim ends
  *   the turn cancelled instead of committing the step that was running.
  * - An applied commit drops the process's kept results of the calls it
  *   resolved, and every kept result of its turn when it ends the turn
- *   (actors/kept-results.ts).
- * - What a commit causes on other agents (actors/delegation.ts: a delegated
+ *   (actors/claim/kept-results.ts).
+ * - What a commit causes on other agents (actors/delegation/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
  */
-import type { NewEvent } from "../common/events.ts";
-import type { Message } from "../common/message.ts";
-import { persistedOf } from "../machines/persist.ts";
-import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
-import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
-import { FINAL } from "./claim-context.ts";
+import type { NewEvent } from "../../common/events.ts";
+import type { Message } from "../../common/message.ts";
+import { persistedOf } from "../../machines/persist.ts";
+import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
+import type { AgentActor, ClaimContext, Claimed } from "./context.ts";
+import { FINAL } from "./context.ts";
 import { retryWithinLease } from "./store-retry.ts";
 
 /** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
@@ -63,7 +63,7 @@ export interface AbandonedChild {
   reason: string;
 }
 
-/** What the applied commit causes on other agents (actors/delegation.ts). */
+/** What the applied commit causes on other agents (actors/delegation/delegation.ts). */
 export interface AfterCommitNotes {
   endedTurn: EndedTurn | null;
   abandoned: AbandonedChild[];
@@ -83,7 +83,7 @@ export interface CommitBufferOptions {
   retention: RetentionLimits | null;
   /**
    * Refuse to commit while a cancel of the turn is pending (store invariant 21): set for a delegated
-   * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation.ts, 6.).
+   * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation/delegation.ts, 6.).
    */
   stopAtCancel: boolean;
   /** Effects on other agents that wait for an applied commit. */
@@ -97,7 +97,7 @@ export class CommitBuffer {
   resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
   /** The highest mail sequence number applied so far (0: none). */
   ackMailThrough = 0;
-  /** A summary computed for the next commit (actors/memory.ts). */
+  /** A summary computed for the next commit (actors/conversation/memory.ts). */
   summary: ConversationSummary | null = null;
 
   /** Delegations recorded by the buffered commit: dispatched once it applied. */
@@ -166,7 +166,7 @@ export class CommitBuffer {
     }
     this.commits++;
     this.version = res.version;
-    // The results this commit resolved are stored now: the process keeps them no longer (actors/kept-results.ts).
+    // The results this commit resolved are stored now: the process keeps them no longer (actors/claim/kept-results.ts).
     const kept = deps.keptResults;
     const keptTurn = s.context.turnId;
     if (kept && keptTurn) {

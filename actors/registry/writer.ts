@@ -9,7 +9,7 @@
  *
  * - The first successful call of a (role, method) this process sees is
  *   written at once, and its answer is returned: it may add a method or an
- *   alias, and the caller (actors/registry.ts) logs `interface_overlap` on
+ *   alias, and the caller (actors/registry/claim-view.ts) logs `interface_overlap` on
  *   the calling agent from it, exactly as when every call was written.
  *   Calls of the same (role, method) made while that write is in flight are
  *   counted, not written.
@@ -33,8 +33,8 @@
  *   and `stop()` (a runtime without long-lived timers, such as Cloudflare
  *   Workers, flushes at the end of each invocation: workers.ts).
  */
-import type { RecordToolMethodResult, Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { RecordToolMethodResult, Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 /** Default interval of batched writes (ms). */
 export const DEFAULT_REGISTRY_FLUSH_MS = 5_000;

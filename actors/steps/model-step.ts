@@ -1,5 +1,5 @@
 /**
- * The model step of a claim (actors/host.ts, state `running`): apply the
+ * The model step of a claim (actors/host/run-claim.ts, state `running`): apply the
  * memory policy, call the model with retries, give every tool call its id,
  * record the calls in the next commit and feed `MODEL_STEP` (or
  * `MODEL_FAILED`) to the machine.
@@ -11,35 +11,35 @@
  *   JSON limits: a response over them is a retryable model error.
  * - Nothing a model step does grows with the conversation except what the
  *   model is shown: the tool-call ids already used are kept next to the
- *   history (actors/tool-call-ids.ts: exactly the ids of the history's
+ *   history (actors/conversation/tool-call-ids.ts: exactly the ids of the history's
  *   messages, changed only where the history changes), not rebuilt per step.
  * - A call of an external tool whose preconditions and arguments pass is
  *   recorded as external with the tool's deadline; every other call (a
  *   refused precondition, bad arguments, a delegation past the nesting bound)
  *   runs in process, where the tool runner answers it
- *   (actors/tool-runner.ts).
+ *   (actors/steps/tool-runner.ts).
  * - A call of an agent tool is recorded like an external call, marked
  *   `delegated`; the child's task is enqueued only after that commit applied
- *   (actors/delegation.ts).
+ *   (actors/delegation/delegation.ts).
  * - Once the attempt is aborted, no model call starts and nothing is applied.
  */
-import { isAgentTool } from "../agents/agent-tool.ts";
-import { checkJsonValue, describeViolation } from "../common/json-bounds.ts";
-import { jsonClone } from "../common/json.ts";
-import { abortableSleep } from "../common/sleep.ts";
-import { checkPreconditions } from "../contracts/preconditions.ts";
-import { ModelError } from "../errors/errors.ts";
-import { classifyStep, completionCall, submittedValue } from "../machines/agent.ts";
-import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../machines/types.ts";
-import type { ModelResponse } from "../models/types.ts";
-import { prepareArgs } from "../tools/specs.ts";
+import { isAgentTool } from "../../agents/agent-tool.ts";
+import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { jsonClone } from "../../common/json.ts";
+import { abortableSleep } from "../../common/sleep.ts";
+import { checkPreconditions } from "../../contracts/preconditions.ts";
+import { ModelError } from "../../errors/errors.ts";
+import { classifyStep, completionCall, submittedValue } from "../../machines/agent.ts";
+import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../../machines/types.ts";
+import type { ModelResponse } from "../../models/types.ts";
+import { prepareArgs } from "../../tools/specs.ts";
 import { applyEvent } from "./apply-event.ts";
-import type { ClaimContext } from "./claim-context.ts";
-import { agentToolOf, childAgentId } from "./delegation.ts";
-import { modelSummarizer, modelView, rollMemory } from "./memory.ts";
-import { assignToolCallIds, UsedToolCallIds } from "./tool-call-ids.ts";
+import type { ClaimContext } from "../claim/context.ts";
+import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
+import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
+import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { agentToolSpecs } from "./tool-specs.ts";
-import { endSpan, startSpan } from "./tracing.ts";
+import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 export const WATCHDOG_GRACE_MS = 5_000;
@@ -153,7 +153,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
   });
 }
 
-/** Applies the memory policy before a model step (actors/memory.ts); the new summary rides with the next commit. */
+/** Applies the memory policy before a model step (actors/conversation/memory.ts); the new summary rides with the next commit. */
 async function rollHistory(ctx: ClaimContext, turnId: string, step: number) {
   const policy = ctx.memoryPolicy;
   if (!policy) return;

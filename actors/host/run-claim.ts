@@ -7,13 +7,13 @@
  * snapshot cache, which is keyed by version and only saves reads.
  *
  * The parts of a claim, each with its own invariants:
- * - actors/claim-context.ts: the state the parts share (one object per claim).
- * - actors/lease-keeper.ts: lease renewal, the lease check, the tools' signal,
+ * - actors/claim/context.ts: the state the parts share (one object per claim).
+ * - actors/claim/lease-keeper.ts: lease renewal, the lease check, the tools' signal,
  *   mail that arrives while the claim runs.
- * - actors/commit-buffer.ts: the writes of the next commit and `flush`, the
+ * - actors/claim/commit-buffer.ts: the writes of the next commit and `flush`, the
  *   compare-and-set commit (a refused one stops the attempt).
- * - actors/apply-event.ts: a machine event and what it books into the commit.
- * - actors/model-step.ts, actors/tool-runner.ts, actors/verify-step.ts: the
+ * - actors/steps/apply-event.ts: a machine event and what it books into the commit.
+ * - actors/steps/model-step.ts, actors/steps/tool-runner.ts, actors/steps/verify-step.ts: the
  *   effects of `running`, `waiting-tools` and `verifying`.
  * This file holds the restore, the main loop, the spend-limit guard and the
  * delegation effects that follow a commit.
@@ -36,8 +36,8 @@
  *   A claim that loses the agent while its process lives re-runs less: the
  *   process keeps its tools' results until committed, and its next claim of
  *   the agent commits them instead of running the tools again
- *   (actors/kept-results.ts); renewals and commits are retried through a
- *   store outage while the lease lasts (actors/store-retry.ts).
+ *   (actors/claim/kept-results.ts); renewals and commits are retried through a
+ *   store outage while the lease lasts (actors/claim/store-retry.ts).
  * - Turn chaining: the commit that ends a turn and releases may claim the
  *   agent's next task in the same script call (store invariant 20); the
  *   caller runs it as the next claim, at most `maxChainedTurns` in a row,
@@ -45,17 +45,17 @@
  * - Mail is applied oldest first; a cancel applies only to the turn it was
  *   accepted for. Mail that arrives while a claim runs is applied by the next
  *   claim: this one hands the agent back at the next step boundary.
- * - Delegation (actors/delegation.ts): a call of an agent tool is recorded
+ * - Delegation (actors/delegation/delegation.ts): a call of an agent tool is recorded
  *   like an external call; the child's task is enqueued only after that
  *   commit applied, and again (idempotently) by every claim that releases
  *   the parent while it waits, which also pulls the results of children
  *   whose turns ended. A parent waiting on a child is released with
  *   `runnableAt = now + pollMs` for that. The commit that ends a delegated
  *   turn is followed by the push of its result to the parent.
- * - Spend limits (actors/spend.ts) are checked before each effect of a turn
+ * - Spend limits (actors/spend/spend-limit.ts) are checked before each effect of a turn
  *   and right after each model step; crossing one ends the turn with
  *   `TURN_FAILED` (`budget_exhausted`), even a turn the step just finished.
- * - With a budget (actors/budget.ts), a claim whose budget is spent hands the
+ * - With a budget (actors/spend/budget.ts), a claim whose budget is spent hands the
  *   agent back at the next step boundary: the commit that ends the step
  *   releases the lease with `runnableAt = now`, so any worker (or the next
  *   invocation) can go on at once; the hand-back is logged as `claim_yielded`.
@@ -63,45 +63,45 @@
  *   restorable) is parked: its lease is kept for a while instead of released.
  */
 import { createActor, type InspectionEvent, type Observer } from "xstate";
-import type { AnyAgent } from "../agents/define.ts";
-import { resolveVerifyMaxAttempts } from "../agents/define.ts";
-import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
-import type { AgentContext, TurnConfig } from "../machines/types.ts";
-import type { Store } from "../store/port.ts";
-import type { NewEvent } from "../common/events.ts";
-import type { Message } from "../common/message.ts";
-import { normalizeOutcome } from "../common/outcome.ts";
-import { createToolRegistryView } from "./registry.ts";
-import type { InboxTask } from "../store/types.ts";
-import type { VerificationHooks } from "../verification/gate.ts";
-import { UsedToolCallIds } from "./tool-call-ids.ts";
-import { completionToolOf } from "./tool-specs.ts";
-import type { Clock, Logger } from "./runtime.ts";
-import type { SnapshotCache } from "./cache.ts";
-import { DEFAULT_JSON_LIMITS, type JsonLimits } from "../common/json-bounds.ts";
-import { deepFreeze } from "../common/freeze.ts";
-import { type Budget, budgetSpent } from "./budget.ts";
+import type { AnyAgent } from "../../agents/define.ts";
+import { resolveVerifyMaxAttempts } from "../../agents/define.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../../machines/persist.ts";
+import type { AgentContext, TurnConfig } from "../../machines/types.ts";
+import type { Store } from "../../store/port.ts";
+import type { NewEvent } from "../../common/events.ts";
+import type { Message } from "../../common/message.ts";
+import { normalizeOutcome } from "../../common/outcome.ts";
+import { createToolRegistryView } from "../registry/claim-view.ts";
+import type { InboxTask } from "../../store/types.ts";
+import type { VerificationHooks } from "../../verification/gate.ts";
+import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
+import { completionToolOf } from "../steps/tool-specs.ts";
+import type { Clock, Logger } from "../runtime.ts";
+import type { SnapshotCache } from "../conversation/cache.ts";
+import { DEFAULT_JSON_LIMITS, type JsonLimits } from "../../common/json-bounds.ts";
+import { deepFreeze } from "../../common/freeze.ts";
+import { type Budget, budgetSpent } from "../spend/budget.ts";
 import {
   agentToolOf, cancelChildren, childAgentId, childUsageOf, isLinkedChild, DEFAULT_DELEGATION_POLL_MS, DEFAULT_MAX_DELEGATION_DEPTH,
   type DelegatedCall, type DelegationDeps, type DelegationSettings, depthOf, pendingDelegations, pushChildResult, syncDelegations,
-} from "./delegation.ts";
-import { budgetMessage, crossedLimit, recordBudgetVerdict, turnSpendLimit } from "./spend.ts";
-import type { Metrics } from "./metrics.ts";
-import { endSpan, startSpan, type Span } from "./tracing.ts";
-import type { ConversationMemory, MemoryPolicy } from "./memory.ts";
-import type { RetentionLimits } from "../store/port.ts";
-import { layerRetention } from "../store/retention.ts";
-import { type AgentActor, type ClaimContext, type Claimed, IN_TURN, snap } from "./claim-context.ts";
-import { type AfterCommitNotes, CommitBuffer } from "./commit-buffer.ts";
-import { startLeaseKeeper } from "./lease-keeper.ts";
-import type { KeptResults } from "./kept-results.ts";
-import { applyEvent } from "./apply-event.ts";
-import { modelStep } from "./model-step.ts";
-import { runInProcessTools } from "./tool-runner.ts";
-import { verifyStep } from "./verify-step.ts";
+} from "../delegation/delegation.ts";
+import { budgetMessage, crossedLimit, recordBudgetVerdict, turnSpendLimit } from "../spend/spend-limit.ts";
+import type { Metrics } from "../observe/metrics.ts";
+import { endSpan, startSpan, type Span } from "../observe/tracing.ts";
+import type { ConversationMemory, MemoryPolicy } from "../conversation/memory.ts";
+import type { RetentionLimits } from "../../store/port.ts";
+import { layerRetention } from "../../store/retention.ts";
+import { type AgentActor, type ClaimContext, type Claimed, IN_TURN, snap } from "../claim/context.ts";
+import { type AfterCommitNotes, CommitBuffer } from "../claim/commit-buffer.ts";
+import { startLeaseKeeper } from "../claim/lease-keeper.ts";
+import type { KeptResults } from "../claim/kept-results.ts";
+import { applyEvent } from "../steps/apply-event.ts";
+import { modelStep } from "../steps/model-step.ts";
+import { runInProcessTools } from "../steps/tool-runner.ts";
+import { verifyStep } from "../steps/verify-step.ts";
 
-export { CHUNK_EVENT_CHARS, coalesceChunks, missingResultFields } from "./model-step.ts";
+export { CHUNK_EVENT_CHARS, coalesceChunks, missingResultFields } from "../steps/model-step.ts";
 
 export interface HostDeps {
   store: Store;
@@ -132,11 +132,11 @@ export interface HostDeps {
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
   claimRetryBackoffMs?: number;
-  /** Nesting bound and pull interval of delegations (actors/delegation.ts). */
+  /** Nesting bound and pull interval of delegations (actors/delegation/delegation.ts). */
   delegation?: DelegationSettings;
   /** Storage limits applied by the commit that ends a turn (store/retention.ts); null or absent: keep everything. An agent's own `retention` is laid over it. */
   retention?: RetentionLimits | null;
-  /** The model's memory (actors/memory.ts) for agents without their own `memory`; absent: every retained message. */
+  /** The model's memory (actors/conversation/memory.ts) for agents without their own `memory`; absent: every retained message. */
   memory?: MemoryPolicy;
   /**
    * Measurement only: rebuild the used tool-call ids from the whole history at
@@ -152,13 +152,13 @@ export interface HostDeps {
    */
   maxChainedTurns?: number;
   /**
-   * Results of in-process tool calls this process ran and has not seen committed (actors/kept-results.ts):
+   * Results of in-process tool calls this process ran and has not seen committed (actors/claim/kept-results.ts):
    * a later claim in this process commits them instead of running the tool again. One per process; absent:
    * nothing is kept, and a claim that meets a recorded, unresolved call runs it.
    */
   keptResults?: KeptResults;
-  /** The process's tool registry writer (actors/registry-writer.ts); absent: every successful call is written at once. */
-  registryWriter?: import("./registry-writer.ts").RegistryWriter;
+  /** The process's tool registry writer (actors/registry/writer.ts); absent: every successful call is written at once. */
+  registryWriter?: import("../registry/writer.ts").RegistryWriter;
 }
 
 /** Default bound of turns one claim starts in a row (HostDeps.maxChainedTurns). */
@@ -279,7 +279,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
   const memoryPolicy = agent.memory ?? deps.memory;
   const { history, memory } = await loadConversation(store, agentId, head, cached, memoryPolicy !== undefined);
-  // The tool-call ids of exactly `history` (actors/tool-call-ids.ts): every push and splice of it updates them too.
+  // The tool-call ids of exactly `history` (actors/conversation/tool-call-ids.ts): every push and splice of it updates them too.
   const usedIds = cached?.toolCallIds ?? UsedToolCallIds.of(history);
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
@@ -393,7 +393,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
         return released(false);
       }
       const { value, context } = snap(ctx);
-      /** Set when this step's results may ride with the next commit (retry-safe tools; actors/tool-runner.ts). */
+      /** Set when this step's results may ride with the next commit (retry-safe tools; actors/steps/tool-runner.ts). */
       let ride = false;
       if (value === "revising") {
         apply({ type: "FEEDBACK_APPENDED", at: clock.now() });
@@ -457,7 +457,7 @@ function needsMe(ctx: ClaimContext): { yes: true } | { yes: false; runnableAt: n
   if (value === "running" || value === "revising") return { yes: true };
   if (value === "waiting-tools") {
     if (Object.values(context.pending).some((p) => !p.external)) return { yes: true };
-    // Waiting on a child: come back now and then to re-dispatch and pull (actors/delegation.ts, 5.).
+    // Waiting on a child: come back now and then to re-dispatch and pull (actors/delegation/delegation.ts, 5.).
     return { yes: false, runnableAt: pendingDelegations(ctx.agent, context).length > 0 ? clock.now() + ctx.delegation.pollMs : null };
   }
   if (value === "verifying") {
@@ -467,7 +467,7 @@ function needsMe(ctx: ClaimContext): { yes: true } | { yes: false; runnableAt: n
   return { yes: false, runnableAt: null };
 }
 
-/** Effects on other agents that wait for a commit of this one (actors/delegation.ts). */
+/** Effects on other agents that wait for a commit of this one (actors/delegation/delegation.ts). */
 async function afterCommit(ctx: ClaimContext, delegationDeps: DelegationDeps, released: boolean, notes: AfterCommitNotes): Promise<void> {
   const { agentId, agent, claim } = ctx;
   const { link, depth } = ctx.delegation;
@@ -491,7 +491,7 @@ async function afterCommit(ctx: ClaimContext, delegationDeps: DelegationDeps, re
   }
 }
 
-/** What the child of a delegation call spent, read when its result is applied (actors/delegation.ts, 8.). */
+/** What the child of a delegation call spent, read when its result is applied (actors/delegation/delegation.ts, 8.). */
 async function delegatedUsage(ctx: ClaimContext, context: AgentContext, toolCallId: string) {
   const { agent, agentId } = ctx;
   const { store, logger } = ctx.deps;
@@ -506,7 +506,7 @@ async function delegatedUsage(ctx: ClaimContext, context: AgentContext, toolCall
 }
 
 /**
- * Ends the turn with `budget_exhausted` when its usage crossed its spend limit (actors/spend.ts).
+ * Ends the turn with `budget_exhausted` when its usage crossed its spend limit (actors/spend/spend-limit.ts).
  * `afterStep`: right after a model step, which may already have finished the turn.
  */
 async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): Promise<boolean> {
