@@ -20,7 +20,8 @@
 import type { ClaimResult, Store } from "../store/port.ts";
 import { isOutageError } from "../store/outage.ts";
 import type { Budget } from "./spend/budget.ts";
-import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome, runClaim } from "./host/run-claim.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "./claim/context.ts";
+import { runClaim } from "./host/run-claim.ts";
 import { turnEnd } from "./replay/turn-end.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;

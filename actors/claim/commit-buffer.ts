@@ -38,38 +38,16 @@
  * - What a commit causes on other agents (actors/delegation/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
+ * - The parts of a claim book writes only through the `CommitSink` methods
+ *   (actors/claim/context.ts); the buffered writes are private to this class.
  */
 import type { NewEvent } from "../../common/events.ts";
 import type { Message } from "../../common/message.ts";
 import { persistedOf } from "../../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
-import type { AgentActor, ClaimContext, Claimed } from "./context.ts";
+import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn } from "./context.ts";
 import { FINAL } from "./context.ts";
 import { retryWithinLease } from "./store-retry.ts";
-
-/** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
-export interface EndedTurn {
-  turnId: string;
-  status: string;
-  output: unknown;
-  error: { reason: string; message: string } | null;
-}
-
-/** A child of a call this claim stopped waiting for; cancelled after the next applied commit. */
-export interface AbandonedChild {
-  turnId: string;
-  toolCallId: string;
-  toolName: string;
-  reason: string;
-}
-
-/** What the applied commit causes on other agents (actors/delegation/delegation.ts). */
-export interface AfterCommitNotes {
-  endedTurn: EndedTurn | null;
-  abandoned: AbandonedChild[];
-  /** The commit recorded calls of agent tools: dispatch them now. */
-  delegationsRecorded: boolean;
-}
 
 export interface CommitBufferOptions {
   ctx: Pick<ClaimContext, "deps" | "agentId" | "workerId" | "epoch" | "abort" | "history" | "usedIds" | "memory" | "lease">;
@@ -90,22 +68,22 @@ export interface CommitBufferOptions {
   afterCommit: (released: boolean, notes: AfterCommitNotes) => Promise<void>;
 }
 
-export class CommitBuffer {
-  events: NewEvent[] = [];
-  messages: Message[] = [];
-  recordToolCalls: CommitRequest["recordToolCalls"] = [];
-  resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
+export class CommitBuffer implements CommitSink {
+  #events: NewEvent[] = [];
+  #messages: Message[] = [];
+  #recordToolCalls: CommitRequest["recordToolCalls"] = [];
+  #resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
   /** The highest mail sequence number applied so far (0: none). */
-  ackMailThrough = 0;
+  #ackMailThrough = 0;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */
-  summary: ConversationSummary | null = null;
+  #summary: ConversationSummary | null = null;
 
   /** Delegations recorded by the buffered commit: dispatched once it applied. */
-  delegationsRecorded = false;
+  #delegationsRecorded = false;
   /** The turn that the buffered commit ends. */
-  endedTurn: EndedTurn | null = null;
+  #endedTurn: EndedTurn | null = null;
   /** Children to cancel once the buffered commit applied. */
-  abandoned: AbandonedChild[] = [];
+  #abandoned: AbandonedChild[] = [];
 
   /** Version of the last applied commit. */
   version: number;
@@ -123,10 +101,57 @@ export class CommitBuffer {
     this.version = o.version;
   }
 
-  /** Adds an event to the next commit. */
   readonly emit = (type: string, data: Record<string, unknown>): void => {
-    this.events.push({ type, data });
+    this.#events.push({ type, data });
   };
+
+  append(events: readonly NewEvent[]): void {
+    this.#events.push(...events);
+  }
+
+  addMessage(message: Message): void {
+    this.#messages.push(message);
+  }
+
+  recordCall(call: CommitRequest["recordToolCalls"][number], delegated: boolean): void {
+    this.#recordToolCalls.push(call);
+    if (delegated) this.#delegationsRecorded = true;
+  }
+
+  resolveCall(result: CommitRequest["resolveToolCalls"][number]): void {
+    this.#resolveToolCalls.push(result);
+  }
+
+  ackMail(seq: number): void {
+    this.#ackMailThrough = Math.max(this.#ackMailThrough, seq);
+  }
+
+  setSummary(summary: ConversationSummary): void {
+    this.#summary = summary;
+  }
+
+  endTurn(ended: EndedTurn): void {
+    this.#endedTurn = ended;
+  }
+
+  endsTurn(turnId: string): boolean {
+    return this.#events.some((e) => e.type === "task" && e.data.turnId === turnId);
+  }
+
+  withdrawTurnEnd(turnId: string): void {
+    const i = this.#events.findIndex((e) => e.type === "task" && e.data.turnId === turnId);
+    if (i >= 0) this.#events.splice(i, 1);
+  }
+
+  abandon(child: AbandonedChild): void {
+    this.#abandoned.push(child);
+  }
+
+  withdrawToolCalls(): void {
+    this.#recordToolCalls = [];
+    this.#delegationsRecorded = false;
+    this.#events = this.#events.filter((e) => e.type !== "delegation_started");
+  }
 
   /**
    * Commits the buffer with the actor's persisted snapshot; `release` hands the lease back
@@ -146,11 +171,11 @@ export class CommitBuffer {
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
-      events: this.events, messages: this.messages, recordToolCalls: this.recordToolCalls, resolveToolCalls: this.resolveToolCalls,
-      ackMailThrough: this.ackMailThrough, release, leaseMs: deps.leaseMs, now,
+      events: this.#events, messages: this.#messages, recordToolCalls: this.#recordToolCalls, resolveToolCalls: this.#resolveToolCalls,
+      ackMailThrough: this.#ackMailThrough, release, leaseMs: deps.leaseMs, now,
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
-      ...(this.summary ? { summary: this.summary } : {}),
+      ...(this.#summary ? { summary: this.#summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
@@ -171,24 +196,24 @@ export class CommitBuffer {
     const keptTurn = s.context.turnId;
     if (kept && keptTurn) {
       if (final) kept.dropTurn(agentId, keptTurn);
-      else if (this.resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.resolveToolCalls.map((r) => r.toolCallId));
+      else if (this.#resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.#resolveToolCalls.map((r) => r.toolCallId));
     }
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
-    this.summary = null;
+    this.#summary = null;
     dropTrimmed(ctx, res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
     if (!release) ctx.lease.confirm(now + deps.leaseMs);
-    this.events = [];
-    this.messages = [];
-    this.recordToolCalls = [];
-    this.resolveToolCalls = [];
-    this.ackMailThrough = 0;
+    this.#events = [];
+    this.#messages = [];
+    this.#recordToolCalls = [];
+    this.#resolveToolCalls = [];
+    this.#ackMailThrough = 0;
     cache.put(agentId, this.version, ctx.history, undefined, { memory: ctx.memory, createdAt: this.#o.createdAt });
-    const notes: AfterCommitNotes = { endedTurn: this.endedTurn, abandoned: this.abandoned, delegationsRecorded: this.delegationsRecorded };
-    this.endedTurn = null;
-    this.abandoned = [];
-    this.delegationsRecorded = false;
+    const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
+    this.#endedTurn = null;
+    this.#abandoned = [];
+    this.#delegationsRecorded = false;
     await this.#o.afterCommit(release !== null, notes);
     return true;
   }

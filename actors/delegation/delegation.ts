@@ -65,6 +65,7 @@
  * child's id, the child logs `delegated_by` with the parent's id, turn and
  * call.
  */
+import type { DelegationSettings } from "../claim/context.ts";
 import { checkOutcome } from "../../contracts/check.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { AnyAgent } from "../../agents/define.ts";
@@ -80,12 +81,8 @@ import type { Clock, Logger } from "../runtime.ts";
 export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
 export const DEFAULT_DELEGATION_POLL_MS = 30_000;
 
-export interface DelegationSettings {
-  /** Deepest allowed nesting (1: children only, no grandchildren); default 3. */
-  maxDepth?: number;
-  /** How often a parent waiting on a child is claimed again to re-dispatch and pull results (ms, default 30 000). */
-  pollMs?: number;
-}
+// The settings are part of what the host is given (HostDeps, actors/claim/context.ts).
+export type { DelegationSettings };
 
 export interface DelegationDeps {
   store: Store;

@@ -47,17 +47,16 @@ export function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
     deepFreeze(m);
     ctx.history.push(m);
     ctx.usedIds.add(m);
-    buf.messages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
+    buf.addMessage(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
   }
   noteDelegationChanges(ctx, ev, before, after);
   const budgetEnd = ev.type === "TURN_FAILED" && ev.reason === "budget_exhausted";
   if (FINAL.has(after.value) && (!FINAL.has(before.value) || budgetEnd)) {
     if (budgetEnd && FINAL.has(before.value)) {
       // The step that crossed the limit had just finished the turn: its `task` event is replaced.
-      const i = buf.events.findIndex((e) => e.type === "task" && e.data.turnId === after.context.turnId);
-      if (i >= 0) buf.events.splice(i, 1);
+      buf.withdrawTurnEnd(after.context.turnId!);
     }
-    buf.endedTurn = { turnId: after.context.turnId!, status: after.value, output: after.context.output, error: after.context.error };
+    buf.endTurn({ turnId: after.context.turnId!, status: after.value, output: after.context.output, error: after.context.error });
     buf.emit("task", {
       turnId: after.context.turnId,
       status: after.value,
@@ -81,7 +80,7 @@ function noteDelegationChanges(ctx: ClaimContext, ev: AgentEvent, before: Snap, 
     const answered = ev.type === "TOOL_RESULT" && ev.toolCallId === id;
     const timedOut = answered && !ev.outcome.ok && ev.outcome.error.type === "timeout";
     if (answered && !timedOut) continue;
-    ctx.commit.abandoned.push({
+    ctx.commit.abandon({
       turnId: before.context.turnId!, toolCallId: id, toolName: p.name,
       reason: timedOut ? "the parent's call timed out" : `the parent's turn ended (${after.context.error?.reason ?? after.value})`,
     });

@@ -121,14 +121,13 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
   if (kind === "tools") {
     for (const c of calls) {
       const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
-      ctx.commit.recordToolCalls.push({
+      ctx.commit.recordCall({
         turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
         ...(delegated ? { delegated: true } : {}),
-      });
+      }, delegated);
       emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
       const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
       if (delegate) {
-        ctx.commit.delegationsRecorded = true;
         const childId = await childAgentId(agentId, tId, c.id, c.name);
         emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
       }
@@ -165,7 +164,7 @@ async function rollHistory(ctx: ClaimContext, turnId: string, step: number) {
   });
   if (!next) return;
   ctx.memory.summary = next;
-  ctx.commit.summary = next;
+  ctx.commit.setSummary(next);
   ctx.commit.emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
 }
 

@@ -91,7 +91,7 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
       contractValidation: r.contractValidation,
     });
     if (snap(ctx).value !== "waiting-tools") continue; // an earlier result terminated the turn
-    ctx.commit.resolveToolCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
+    ctx.commit.resolveCall({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
     applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
   }
   for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);

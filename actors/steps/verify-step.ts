@@ -27,7 +27,7 @@ export async function verifyStep(ctx: ClaimContext, context: AgentContext): Prom
     now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: ctx.abort.signal,
     hooks: deps.verification,
   });
-  for (const e of result.before) ctx.commit.events.push(e);
+  ctx.commit.append(result.before);
   applyEvent(ctx, result.event);
   const outcome = result.event.type === "VERIFY_PASSED" ? "passed" : result.event.type === "VERIFY_REJECTED" ? "rejected" : "error";
   logger.info("verification", {

@@ -6,7 +6,7 @@
 import type { AgentDefinition, AnyAgent } from "../../agents/define.ts";
 import { lruCache, type SnapshotCache } from "../../actors/conversation/cache.ts";
 import { keptResults } from "../../actors/claim/kept-results.ts";
-import type { HostDeps } from "../../actors/host/run-claim.ts";
+import type { HostDeps } from "../../actors/claim/context.ts";
 import { type Clock, silentLogger } from "../../actors/runtime.ts";
 import { initialTransition, transition } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
