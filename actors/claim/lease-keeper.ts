@@ -77,32 +77,7 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     if (!abort.signal.aborted && clock.now() >= leaseUntil) abort.abort();
     return abort.signal.aborted;
   }
-  // The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
-  // overdue timer firing in order of due time, so a tool timer set while the lease was still valid
-  // (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
-  // lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
-  // Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check: the first tool
-  // that looks after the wake-up fires the abort for every tool of the claim.
-  // A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
-  const toolAbort = new AbortController();
-  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
-  const toolSignal = toolAbort.signal;
-  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
-  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
-  Object.defineProperty(toolSignal, "aborted", {
-    configurable: true,
-    get(this: AbortSignal) {
-      leaseLapsed();
-      return aborted.call(this);
-    },
-  });
-  Object.defineProperty(toolSignal, "throwIfAborted", {
-    configurable: true,
-    value(this: AbortSignal) {
-      leaseLapsed();
-      throwIfAborted.call(this);
-    },
-  });
+  const toolSignal = leaseCheckingSignal(abort, leaseLapsed);
   // A renewal retried through an outage may outlast the interval: the ticks meanwhile skip.
   let renewing = false;
   const renewTimer = setInterval(async () => {
@@ -150,4 +125,36 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
       clearInterval(renewTimer);
     },
   };
+}
+
+/**
+ * The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
+ * overdue timer firing in order of due time, so a tool timer set while the lease was still valid
+ * (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
+ * lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
+ * Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check (`leaseLapsed`):
+ * the first tool that looks after the wake-up fires the abort for every tool of the claim.
+ * A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
+ */
+function leaseCheckingSignal(abort: AbortController, leaseLapsed: () => boolean): AbortSignal {
+  const toolAbort = new AbortController();
+  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
+  const toolSignal = toolAbort.signal;
+  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
+  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
+  Object.defineProperty(toolSignal, "aborted", {
+    configurable: true,
+    get(this: AbortSignal) {
+      leaseLapsed();
+      return aborted.call(this);
+    },
+  });
+  Object.defineProperty(toolSignal, "throwIfAborted", {
+    configurable: true,
+    value(this: AbortSignal) {
+      leaseLapsed();
+      throwIfAborted.call(this);
+    },
+  });
+  return toolSignal;
 }

@@ -80,6 +80,11 @@ function aboutCandidate(c: NonNullable<VerificationState["candidate"]>, content:
   };
 }
 
+/**
+ * The messages one applied event adds to the conversation.
+ * Long because it is one switch over the machine's events, one case each: the whole mapping from
+ * transitions to messages reads in one place.
+ */
 export function messagesFor(
   event: AgentEvent,
   before: { value: string; context: AgentContext },

@@ -44,23 +44,66 @@ import { endSpan, startSpan } from "../observe/tracing.ts";
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 export const WATCHDOG_GRACE_MS = 5_000;
 
-/** Runs one model step of the turn in `context`. */
+/** Runs one model step of the turn in `context`: the model call (with retries), its calls recorded, the result applied. */
 export async function modelStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
-  const { deps, agent, agentId, abort, history, memory, limits } = ctx;
+  const { deps, agent, abort } = ctx;
   const { clock } = deps;
-  const { depth, maxDepth } = ctx.delegation;
   const emit = ctx.commit.emit;
   const step = context.step + 1;
   const tId = context.turnId!;
-  const tools = agentToolSpecs(agent);
-  const chunks: string[] = [];
   emit("step", { phase: "started", step });
-  let res: ModelResponse | null = null;
-  let lastError = "";
-  const attempts = agent.modelAttempts ?? 3;
   const span = startSpan("gatehouse.model_step", { ...ctx.spans.ids, "gatehouse.step": step, "gen_ai.request.model": agent.model.name }, ctx.spans.turn);
   const started = clock.now();
   await rollHistory(ctx, tId, step);
+  const { res, lastError, chunks } = await callModel(ctx, tId, step);
+  deps.metrics?.stepDuration((clock.now() - started) / 1000);
+  if (abort.signal.aborted || !res) {
+    endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
+    if (!abort.signal.aborted) applyEvent(ctx, { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
+    return;
+  }
+  const now = clock.now();
+  const calls = toolCallsOf(ctx, res, tId, step, now);
+  const usage = {
+    inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
+    outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
+  };
+  const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
+  const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
+  emit("step", { phase: "planning", step, text });
+  for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
+  const kind = classifyStep(calls, context.config);
+  if (kind === "tools") await recordCalls(ctx, calls, tId, step);
+  const completion = completionCall(calls, context.config);
+  if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
+  if (completion?.name === SUBMIT_RESULT && kind === "submit") {
+    const missing = missingResultFields(ctx.claim.task?.input, submittedValue(completion.args));
+    // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
+    if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
+  }
+  applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
+  endSpan(span, {
+    "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
+    "gatehouse.tool_calls": calls.length,
+  });
+  emit("step", {
+    phase: "completed", step, model: agent.model.name,
+    llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
+  });
+}
+
+/**
+ * Calls the model up to `modelAttempts` times (backing off between retryable errors) with the system
+ * message and the history as the memory shows it; null when every attempt failed or the attempt stopped.
+ */
+async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
+  const { agent, agentId, abort, history, memory, limits } = ctx;
+  const emit = ctx.commit.emit;
+  const tools = agentToolSpecs(agent);
+  const chunks: string[] = [];
+  let res: ModelResponse | null = null;
+  let lastError = "";
+  const attempts = agent.modelAttempts ?? 3;
   const view = modelView(history, memory);
   for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
     try {
@@ -86,16 +129,16 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
       if (i + 1 < attempts) await abortableSleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
     }
   }
-  deps.metrics?.stepDuration((clock.now() - started) / 1000);
-  if (abort.signal.aborted || !res) {
-    endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
-    if (!abort.signal.aborted) applyEvent(ctx, { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
-    return;
-  }
-  const now = clock.now();
+  return { res, lastError, chunks };
+}
+
+/** The model's tool calls with their ids and deadlines; external only when the tool is external and the call may be dispatched. */
+function toolCallsOf(ctx: ClaimContext, res: ModelResponse, tId: string, step: number, now: number): ModelToolCall[] {
+  const { deps, agent, history } = ctx;
+  const { depth, maxDepth } = ctx.delegation;
   const raw = res.toolCalls ?? [];
   const callIds = assignToolCallIds(raw, deps.rebuildToolCallIds ? UsedToolCallIds.of(history) : ctx.usedIds, tId, step);
-  const calls: ModelToolCall[] = raw.map((c, i) => {
+  return raw.map((c, i) => {
     const id = callIds[i];
     const tool = agent.offeredTools.find((t) => t.name === c.name);
     const args = c.args ?? {};
@@ -109,47 +152,27 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
     const timeout = (tool?.timeoutMs ?? deps.toolTimeoutMs) + WATCHDOG_GRACE_MS;
     return { id, name: String(c.name), args: jsonValue(args), external: false, deadline: now + timeout };
   });
-  const usage = {
-    inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
-    outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
-  };
-  const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
-  const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
-  emit("step", { phase: "planning", step, text });
-  for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
-  const kind = classifyStep(calls, context.config);
-  if (kind === "tools") {
-    for (const c of calls) {
-      const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
-      ctx.commit.recordCall({
-        turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
-        ...(delegated ? { delegated: true } : {}),
-      }, delegated);
-      emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
-      const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
-      if (delegate) {
-        const childId = await childAgentId(agentId, tId, c.id, c.name);
-        emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
-      }
+}
+
+/** Records the step's calls with the next commit (before any is dispatched) and announces delegations. */
+async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: string, step: number): Promise<void> {
+  const { agent, agentId } = ctx;
+  const { depth } = ctx.delegation;
+  const emit = ctx.commit.emit;
+  for (const c of calls) {
+    const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
+    ctx.commit.recordCall({
+      turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
+      ...(delegated ? { delegated: true } : {}),
+    }, delegated);
+    emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+    const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
+    if (delegate) {
+      const childId = await childAgentId(agentId, tId, c.id, c.name);
+      emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
     }
-    emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
   }
-  const completion = completionCall(calls, context.config);
-  if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
-  if (completion?.name === SUBMIT_RESULT && kind === "submit") {
-    const missing = missingResultFields(ctx.claim.task?.input, submittedValue(completion.args));
-    // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
-    if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
-  }
-  applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
-  endSpan(span, {
-    "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
-    "gatehouse.tool_calls": calls.length,
-  });
-  emit("step", {
-    phase: "completed", step, model: agent.model.name,
-    llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
-  });
+  emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
 }
 
 /** Applies the memory policy before a model step (actors/conversation/memory.ts); the new summary rides with the next commit. */
