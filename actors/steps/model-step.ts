@@ -1,5 +1,5 @@
 /**
- * The model step of a claim (actors/host/run-claim.ts, state `running`): apply the
+ * The model step of a claim (actors/host/effects.ts, state `running`): apply the
  * memory policy, call the model with retries, give every tool call its id,
  * record the calls in the next commit and feed `MODEL_STEP` (or
  * `MODEL_FAILED`) to the machine.

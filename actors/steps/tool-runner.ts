@@ -1,5 +1,5 @@
 /**
- * The in-process tools of a claim (actors/host/run-claim.ts, state `waiting-tools`):
+ * The in-process tools of a claim (actors/host/effects.ts, state `waiting-tools`):
  * run every pending in-process call of the step at once, check each result
  * against its tool's contract, and feed the results to the machine in the
  * order of the calls.

@@ -1,5 +1,5 @@
 /**
- * The verification step of a claim (actors/host/run-claim.ts, state `verifying`): run
+ * The verification step of a claim (actors/host/effects.ts, state `verifying`): run
  * the verifier gate (verification/gate.ts) on the turn's candidate and feed
  * its event to the machine.
  *
