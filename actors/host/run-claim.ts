@@ -62,7 +62,7 @@
  *   whose turns ended. A parent waiting on a child is released with
  *   `runnableAt = now + pollMs` for that. The commit that ends a delegated
  *   turn is followed by the push of its result to the parent.
- * - Spend limits (actors/spend/spend-limit.ts) are checked before each effect of a turn
+ * - Spend limits (actors/spend/spend-limit.ts; the guard, actors/spend/guard.ts) are checked before each effect of a turn
  *   and right after each model step; crossing one ends the turn with
  *   `TURN_FAILED` (`budget_exhausted`), even a turn the step just finished.
  * - With a budget (actors/spend/budget.ts), a claim whose budget is spent hands the
