@@ -9,18 +9,18 @@
 import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { withDelegates } from "./agents/agent-tool.ts";
-import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation.ts";
+import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation/delegation.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
-import { lruCache } from "./actors/cache.ts";
-import { keptResults } from "./actors/kept-results.ts";
-import type { HostDeps } from "./actors/host.ts";
+import { lruCache } from "./actors/conversation/cache.ts";
+import { keptResults } from "./actors/claim/kept-results.ts";
+import type { HostDeps } from "./actors/claim/context.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
-import { createMetrics, meteredStore } from "./actors/metrics.ts";
+import { createMetrics, meteredStore } from "./actors/observe/metrics.ts";
 import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
 import { createWatchdogLoop } from "./actors/watchdog-loop.ts";
 import { createWorkerPool } from "./actors/worker.ts";
-import { createRegistryWriter } from "./actors/registry-writer.ts";
+import { createRegistryWriter } from "./actors/registry/writer.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
@@ -33,7 +33,7 @@ import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
 import { closestKey, firstUnknownKey } from "./common/known-keys.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
-import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/host.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/claim/context.ts";
 import { storeWithDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
@@ -153,7 +153,7 @@ export interface GatehouseOptions {
   retention?: AgentRetention | false;
   /**
    * The model's memory for agents without their own `memory`: the last
-   * `keepTurns` turns plus a rolling summary (actors/memory.ts). Default:
+   * `keepTurns` turns plus a rolling summary (actors/conversation/memory.ts). Default:
    * every retained message.
    */
   memory?: MemoryPolicy;
@@ -237,7 +237,7 @@ export interface Gatehouse {
   verdicts: VerdictLog;
   /** Starts the background worker loops and the watchdog loop. */
   startWorker(): void;
-  /** Stops the loops, then writes the tool registry's batched call counts (actors/registry-writer.ts). */
+  /** Stops the loops, then writes the tool registry's batched call counts (actors/registry/writer.ts). */
   stopWorker(): Promise<void>;
   /** Processes all claimable work until nothing is left; resolves with the number of claims run. */
   drain(): Promise<number>;
@@ -382,7 +382,7 @@ export interface GatehouseHooks {
   allowNoAgents?: boolean;
   /**
    * Longest wait before the tool registry's batched call counts are written
-   * (actors/registry-writer.ts; default 5 000 ms); null: only on
+   * (actors/registry/writer.ts; default 5 000 ms); null: only on
    * `registryWriter.flush()`, `stopWorker()` and `close()` (Workers flush at the end of each drive).
    */
   registryFlushMs?: number | null;
@@ -453,7 +453,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   }
   const baseStore = options.store ?? memoryStore();
   const metrics = createMetrics();
-  // Workers, watchdog and routes write through the metered store (actors/metrics.ts).
+  // Workers, watchdog and routes write through the metered store (actors/observe/metrics.ts).
   const store = meteredStore(baseStore, metrics);
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;

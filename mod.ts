@@ -14,7 +14,7 @@ export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "
 export { agentTool } from "./agents/agent-tool.ts";
 export type { AgentToolDefinition, AgentToolOptions } from "./agents/agent-tool.ts";
 export type { AgentSpendLimit, SpendLimit } from "./common/spend-limit.ts";
-export type { DelegationSettings } from "./actors/delegation.ts";
+export type { DelegationSettings } from "./actors/delegation/delegation.ts";
 export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";
 export { DEFAULT_RETENTION } from "./store/retention.ts";
 export { createGatehouse } from "./gatehouse.ts";
@@ -27,7 +27,7 @@ export type {
   WorkersHandlerOptions,
   WorkersScheduledController,
 } from "./workers.ts";
-export type { WorkBudget } from "./actors/budget.ts";
+export type { WorkBudget } from "./actors/spend/budget.ts";
 export { memoryStore } from "./store/memory.ts";
 export { upstashStore } from "./store/upstash.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
@@ -82,8 +82,8 @@ export type { GatehouseApp, GatehouseSchema } from "./routes/app-type.gen.ts";
 export { exportReplayBundle, loadReplayBundle, REPLAY_BUNDLE_SCHEMA_VERSION, ReplayBundleError } from "./routes/replay-bundle.ts";
 export type { ReplayBundleV1 } from "./routes/replay-bundle.ts";
 export { serveReplay } from "./replay.ts";
-export { historyAt, HistoryDivergedError } from "./actors/time-travel.ts";
-export type { HistoryPoint } from "./actors/time-travel.ts";
+export { historyAt, HistoryDivergedError } from "./actors/replay/time-travel.ts";
+export type { HistoryPoint } from "./actors/replay/time-travel.ts";
 export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
 export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
 export { authFromEnv } from "./routes/auth/from-env.ts";

@@ -17,7 +17,7 @@
  *   agent is handed back in the commit that ends the step (lease released,
  *   due at once); nothing is left under a lease except while a step runs.
  *   Each drive ends by writing the tool registry's batched call counts
- *   (actors/registry-writer.ts, no timer on Workers): one store call per
+ *   (actors/registry/writer.ts, no timer on Workers): one store call per
  *   (role, method) called again since its first write, none when nothing
  *   is pending.
  * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
@@ -36,7 +36,7 @@
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
  * });
  */
-import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/budget.ts";
+import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
 import { claimRunner } from "./actors/claim-failure.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";

@@ -8,7 +8,7 @@
  * count lives in the store (store/port.ts, invariant 12), so it holds across
  * workers and restarts; below the bound the agent is offered again after a
  * backoff (1 s, 2 s, 4 s, … by default) instead of at the end of the lease.
- * The turn is ended by actors/turn-end.ts from the stored head, never by the
+ * The turn is ended by actors/replay/turn-end.ts from the stored head, never by the
  * code path that threw.
  *
  * A store outage is not poison: a claim that threw because the store was
@@ -19,9 +19,10 @@
  */
 import type { ClaimResult, Store } from "../store/port.ts";
 import { isOutageError } from "../store/outage.ts";
-import type { Budget } from "./budget.ts";
-import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome, runClaim } from "./host.ts";
-import { turnEnd } from "./turn-end.ts";
+import type { Budget } from "./spend/budget.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "./claim/context.ts";
+import { runClaim } from "./host/run-claim.ts";
+import { turnEnd } from "./replay/turn-end.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 

@@ -81,7 +81,7 @@
  * instead of sleeping until that due time or `listenMaxMs`.
  */
 import { claimRunner } from "./claim-failure.ts";
-import type { HostDeps } from "./host.ts";
+import type { HostDeps } from "./claim/context.ts";
 import { targetLeases } from "./target-lease.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import type { BellWatch } from "../store/port.ts";

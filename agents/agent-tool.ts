@@ -3,7 +3,7 @@
  * calls it like any tool; the call hands a task to a child agent and the
  * child's terminal result comes back as the call's outcome. How the call is
  * dispatched, delivered and recovered after a crash is in
- * actors/delegation.ts; this module only defines the tool.
+ * actors/delegation/delegation.ts; this module only defines the tool.
  *
  * - Parameters: `{ input: string | object }`, the child's task input, unless
  *   `parameters` (a zod object schema) is given; then the whole argument

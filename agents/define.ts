@@ -60,7 +60,7 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   budget?: AgentSpendLimit;
   /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
   retention?: AgentRetention;
-  /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/memory.ts). */
+  /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/conversation/memory.ts). */
   memory?: MemoryPolicy;
 }
 

@@ -1,7 +1,7 @@
 /**
  * What an agent definition says about its stored history: the model's
  * memory (the last turns plus a rolling summary; applied by
- * actors/memory.ts) and its storage limits (applied by the store,
+ * actors/conversation/memory.ts) and its storage limits (applied by the store,
  * store/retention.ts). Checked at definition time.
  */
 import type { Message } from "../common/message.ts";

@@ -178,7 +178,7 @@ async function runGatehouse(opts: {
   const seconds = (performance.now() - t0) / 1000;
   const steps = modelSteps() - stepsBefore;
   // Everything else is counted after the stop, on both sides (the store wrapper, Redis, the bridge, CPU): the stop
-  // writes what the process still buffers (the tool registry's batched calls, actors/registry-writer.ts), work of this run.
+  // writes what the process still buffers (the tool registry's batched calls, actors/registry/writer.ts), work of this run.
   await gh.stopWorker();
   const cpu = process.cpuUsage(cpu0);
   const redisCpu = await redisCpuSeconds(info) - redisCpu0;

@@ -5,7 +5,7 @@
  * Invariant: no value that exceeds the limits enters a turn, and no code path
  * recurses on such a value. Values enter at four places, each checked here:
  * HTTP bodies (`scanJsonText`, on the text, before `JSON.parse`), model
- * responses and in-process tool results (`checkJsonValue`, in actors/host.ts)
+ * responses and in-process tool results (`checkJsonValue`, in actors/steps/model-step.ts and actors/steps/tool-runner.ts)
  * and verifier results (`jsonCopy` of common/json.ts, bounded by
  * `HARD_MAX_DEPTH`). Both checks are iterative: a check never recurses, so it
  * cannot itself overflow the stack, whatever the input.

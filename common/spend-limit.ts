@@ -1,7 +1,7 @@
 /**
  * Spend limits ("cost budgets"): how many tokens and how much model cost a
  * turn, and an agent over its life, may use. Not to be confused with
- * actors/budget.ts, the per-invocation step and wall-time budget of a worker.
+ * actors/spend/budget.ts, the per-invocation step and wall-time budget of a worker.
  *
  * A limit is declared on an agent (`defineAgent({ budget })`, the operator's
  * limit) and per task (the `budget` of the enqueue route and API).
@@ -14,7 +14,7 @@
  * (routes/agents.ts), or when the agent's definition opts in with
  * `budget: { tasksMayRaise: true }`. Crossing a limit (using strictly more
  * than it allows) ends the turn `failed` with reason `budget_exhausted`
- * (actors/spend.ts).
+ * (actors/spend/spend-limit.ts).
  *
  * - `maxTokensPerTurn`: input + output tokens of the turn's model steps and
  *   of the children it delegated to;

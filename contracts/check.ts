@@ -1,6 +1,6 @@
 /**
  * The one contract check of a tool result, wherever it came from: an
- * in-process tool (actors/host.ts), an external result posted over HTTP
+ * in-process tool (actors/steps/tool-runner.ts), an external result posted over HTTP
  * (routes/tool-results.ts), or any other producer (a delegated child's
  * result) that has a tool-like description of what it promised.
  *

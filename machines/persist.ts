@@ -31,7 +31,7 @@ export type PersistedSnapshot = {
 
 /** What the reader knows about the agent that will run the snapshot. */
 export interface RestoreHints {
-  /** The completion tool the agent's definition offers now (actors/tool-specs.ts `completionToolOf`). */
+  /** The completion tool the agent's definition offers now (actors/steps/tool-specs.ts `completionToolOf`). */
   completion?: CompletionTool;
 }
 

@@ -107,7 +107,7 @@ export type AgentEvent =
   | { type: "MODEL_FAILED"; at: number; message: string }
   | { type: "STEP_BUDGET_EXHAUSTED"; at: number }
   /**
-   * `usage`: what a delegated child agent spent for this call (actors/delegation.ts); added to the
+   * `usage`: what a delegated child agent spent for this call (actors/delegation/delegation.ts); added to the
    * turn's and the agent's usage (tokens and cost, not steps), so a child's spend counts toward its
    * parent's spend limits.
    */
@@ -133,9 +133,9 @@ export type AgentEvent =
   | { type: "FEEDBACK_APPENDED"; at: number }
   | { type: "CANCEL"; at: number; reason: string }
   /**
-   * The turn ended from outside the machine (actors/turn-end.ts): its claims
+   * The turn ended from outside the machine (actors/replay/turn-end.ts): its claims
    * kept throwing (`claim_error`), an operator reset it (`reset`), or it
-   * crossed a spend limit (`budget_exhausted`, actors/spend.ts).
+   * crossed a spend limit (`budget_exhausted`, actors/spend/spend-limit.ts).
    * Accepted in every state; the turn may never have started in the machine.
    */
   | { type: "TURN_FAILED"; at: number; turnId: string; reason: TurnFailedReason; message: string };

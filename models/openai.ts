@@ -8,7 +8,7 @@
  *   never retries. It throws `ModelError` and says whether a retry may help:
  *   429, 408, 5xx, network errors, timeouts and truncated streams are
  *   `retryable`; other 4xx, bodies without choices and unreadable JSON are not.
- *   The host (actors/host.ts) owns the retry budget and the backoff, so a
+ *   The host (actors/steps/model-step.ts) owns the retry budget and the backoff, so a
  *   `Retry-After` header only appears in the message.
  * - Error messages carry the server's own message and never the API key (it
  *   is redacted even where a server echoes it back).

@@ -11,10 +11,10 @@
  * invariant 22), so a deleted child is never created again by its parent.
  * A delegated child deleted while its turn ran has its parent's call
  * answered right after the delete (`delegation_failed`, `child_deleted`;
- * actors/delegation.ts, 6a); the parent's next poll does the same for a
+ * actors/delegation/delegation.ts, 6a); the parent's next poll does the same for a
  * child deleted while its task was queued.
  */
-import { answerDeletedChild } from "../actors/delegation.ts";
+import { answerDeletedChild } from "../actors/delegation/delegation.ts";
 import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";

@@ -102,6 +102,11 @@ const cancelTask = defineRoute({
   responses: { 200: json("Cancelled", TaskCancelled) },
 }, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"]);
 
+/**
+ * The agent routes, chained.
+ * Long because the route handlers are one chain (the app's type, routes/app-type.gen.ts, is read
+ * from it); each handler is measured on its own and stays short.
+ */
 export function agentRoutes(rt: RouteRuntime) {
   return routeApp(rt)
     .openapi(enqueueTask, async (c) => {

@@ -17,7 +17,7 @@
  *   under the same id unless its tool is `retrySafe` or the request asks for
  *   `rerunPending`. The fork's task lists such calls (`forkedUnresolved`)
  *   and the worker answers each with the error outcome `forked_unresolved`,
- *   which the model sees (actors/tool-runner.ts).
+ *   which the model sees (actors/steps/tool-runner.ts).
  * - An existing `newAgentId` is refused (409) and nothing is written.
  * - With auth on, the token must reach both the source and `newAgentId`
  *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.

@@ -2,16 +2,16 @@
  * `GET /v1/agents/:agentId/history/:eventId`: time travel. The agent as it
  * was right after that event (state, context, persisted snapshot,
  * conversation), rebuilt by replaying its event log through the pure
- * machine (actors/time-travel.ts). Reads only; the head is not used but for
+ * machine (actors/replay/time-travel.ts). Reads only; the head is not used but for
  * its existence and `lastEventId`.
  */
-import { EventTrimmedError, HistoryDivergedError, replayThrough } from "../actors/time-travel.ts";
+import { EventTrimmedError, HistoryDivergedError, replayThrough } from "../actors/replay/time-travel.ts";
 import { defineRoute, json, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { HistoryParams, HistoryView } from "./debug-schemas.ts";
 import { agentState } from "./schemas.ts";
-import type { HistoryPoint } from "../actors/time-travel.ts";
+import type { HistoryPoint } from "../actors/replay/time-travel.ts";
 import type { StoredEvent } from "../common/events.ts";
 import type { Store } from "../store/port.ts";
 

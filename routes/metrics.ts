@@ -1,13 +1,13 @@
 /**
  * `GET /metrics`: the process metrics in the Prometheus text exposition
- * format 0.0.4 (actors/metrics.ts; every metric in docs/operations.md).
+ * format 0.0.4 (actors/observe/metrics.ts; every metric in docs/operations.md).
  * Behind bearer auth like every route but `/healthz` when auth is configured.
  * The ready-queue gauge reads the store once per worker target of this
  * process; a store that cannot be read answers 500 (the scrape fails, as it
  * should, rather than report a stale depth).
  */
 import { z } from "@hono/zod-openapi";
-import { createMetrics, METRICS_CONTENT_TYPE } from "../actors/metrics.ts";
+import { createMetrics, METRICS_CONTENT_TYPE } from "../actors/observe/metrics.ts";
 import { defineRoute, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 

@@ -22,7 +22,7 @@
  * upgraded on read, as a stored agent is.
  */
 import { z } from "zod";
-import { readEventsThrough } from "../actors/time-travel.ts";
+import { readEventsThrough } from "../actors/replay/time-travel.ts";
 import { memoryStoreImport } from "../store/memory.ts";
 import type { Checkpoint, Store, TurnStatus } from "../store/port.ts";
 import type { AgentHead, ToolCallRecord } from "../store/types.ts";

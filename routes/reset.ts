@@ -12,7 +12,7 @@
  * machine applies at the turn's next claim, a reset needs no claim: it is
  * the way out for a turn whose claims fail (see `claim_error`).
  */
-import { turnEnd } from "../actors/turn-end.ts";
+import { turnEnd } from "../actors/replay/turn-end.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";

@@ -24,7 +24,7 @@ import type { RouteRuntime } from "./runtime.ts";
 import { WhatIfRequest, WhatIfResult } from "./debug-schemas.ts";
 import { chargeRequest, type RateCharge } from "./rate-limit.ts";
 import { AgentParams } from "./schemas.ts";
-import { whatIfForAgent, type WhatIfVerifier } from "../actors/what-if.ts";
+import { whatIfForAgent, type WhatIfVerifier } from "../actors/replay/what-if.ts";
 import { OUTPUT_VERIFIER_PREFIX } from "../verdicts/guardian.ts";
 
 /** Candidates one what-if request judges when `whatIfMaxCandidates` is not set. */

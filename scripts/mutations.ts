@@ -123,7 +123,7 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "e",
     what: "cache.ts: the version check of take() disabled",
-    file: "actors/cache.ts",
+    file: "actors/conversation/cache.ts",
     apply: (s) => replaceOnce(s, "if (e.version !== version || ", "if (false || "),
     tests: [{ file: "tests/host-cache.test.ts" }],
   },

@@ -12,7 +12,7 @@
  * 1.6 s of `CLUSTERDOWN`) and then rejects with a plain `Error` ("Too many
  * Cluster redirections. Last error: …"); either way the call counts as an
  * outage here, and the host retries renewals and commits through it while
- * its lease lasts (actors/store-retry.ts).
+ * its lease lasts (actors/claim/store-retry.ts).
  */
 import { StoreInputError } from "./keys.ts";
 import type { Store } from "./port.ts";

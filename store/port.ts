@@ -64,7 +64,7 @@
  *     the version and turn it read; a reset only at the version and turn it
  *     read, and it increments `epoch` so a worker still running the turn is
  *     fenced out. The `TurnEnd` is computed from that version by the caller
- *     without running the failing code path (actors/turn-end.ts).
+ *     without running the failing code path (actors/replay/turn-end.ts).
  * 13. An idempotency entry is kept only for a task that carries a key.
  * 14. The agents index: every write of a head's `updatedAt` (enqueue that
  *    creates the agent, claim, commit, createFork) writes the same score in
@@ -82,7 +82,7 @@
  *     method is appended once per form (`fetch_url`), another spelling of a
  *     known form once as an alias (`fetchUrl`); `calls` grows by the
  *     request's `calls` (default 1: one request may carry a batch of calls
- *     of one method, actors/registry-writer.ts). An entry stored without
+ *     of one method, actors/registry/writer.ts). An entry stored without
  *     `methods` loads with empty lists and keeps its other fields. Role and
  *     method match the tool name pattern and `calls` is a positive safe
  *     integer; anything else is a StoreInputError and writes nothing.

@@ -19,12 +19,12 @@ export interface TaskOptions {
    * itself.
    */
   budgetMayRaise?: true;
-  /** Set on a task a parent agent delegated (actors/delegation.ts): where its result goes. */
+  /** Set on a task a parent agent delegated (actors/delegation/delegation.ts): where its result goes. */
   delegation?: DelegationLink;
   /**
    * Set by a fork (routes/fork.ts) on the turn it continues: the in-process calls that were
    * pending at the fork point. The fork answers each with the error outcome `forked_unresolved`
-   * instead of running the tool again under the same id (actors/tool-runner.ts).
+   * instead of running the tool again under the same id (actors/steps/tool-runner.ts).
    */
   forkedUnresolved?: string[];
 }
@@ -76,7 +76,7 @@ export type MailItem =
    */
   | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string };
 
-/** `delegation`: a child agent's result delivered to its parent (actors/delegation.ts). */
+/** `delegation`: a child agent's result delivered to its parent (actors/delegation/delegation.ts). */
 export type ToolResultSource = "http" | "watchdog" | "inline" | "delegation";
 
 /** The per-agent head record: small, compared-and-set on every commit. */

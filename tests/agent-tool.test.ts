@@ -1,12 +1,12 @@
 /**
  * agentTool() as a definition: its tool shape, the agents it brings along,
- * and the refusals (agents/agent-tool.ts, actors/delegation.ts).
+ * and the refusals (agents/agent-tool.ts, actors/delegation/delegation.ts).
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { agentTool, childInputOf, isAgentTool, withDelegates } from "../agents/agent-tool.ts";
 import { defineAgent } from "../agents/define.ts";
-import { childAgentId, delegationKey } from "../actors/delegation.ts";
+import { childAgentId, delegationKey } from "../actors/delegation/delegation.ts";
 import { DefinitionError } from "../errors/errors.ts";
 import { createGatehouse } from "../gatehouse.ts";
 import { scriptedModel } from "../models/scripted.ts";

@@ -1,5 +1,5 @@
 /**
- * Delegation (agentTool(), actors/delegation.ts) through createGatehouse()
+ * Delegation (agentTool(), actors/delegation/delegation.ts) through createGatehouse()
  * with a hand-driven clock, run on every store: the child's (verified)
  * result reaches the parent through the first-wins delivery, a failed child
  * arrives as an error outcome, cancels and timeouts reach the children,
@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { agentTool } from "../agents/agent-tool.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../actors/delegation.ts";
+import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../actors/delegation/delegation.ts";
 import { watchdogTick } from "../actors/watchdog.ts";
 import { silentLogger } from "../actors/runtime.ts";
 import { ModelError } from "../errors/errors.ts";

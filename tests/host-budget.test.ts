@@ -1,5 +1,5 @@
 /**
- * The host's budget hand-back (actors/budget.ts): a claim run with a budget
+ * The host's budget hand-back (actors/spend/budget.ts): a claim run with a budget
  * stops at the step boundary where the budget is spent, and the commit that
  * ends that step releases the lease with the agent due at once. Nothing is
  * left under a lease; the next claim goes on where this one stopped, and the
@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startBudget } from "../actors/budget.ts";
-import { runClaim } from "../actors/host.ts";
+import { startBudget } from "../actors/spend/budget.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
 import { defineAgent } from "../agents/define.ts";
 import { scriptedModel } from "../models/scripted.ts";
 import { memoryStore } from "../store/memory.ts";

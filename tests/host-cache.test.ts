@@ -1,5 +1,5 @@
 /**
- * The resident-actor cache (actors/cache.ts) never serves an older version.
+ * The resident-actor cache (actors/conversation/cache.ts) never serves an older version.
  *
  * Two workers with their own caches (two processes) share one store and take
  * turns on the same agent, so the cache of one still holds the version it
@@ -10,8 +10,8 @@
  * conversation); one of an older version is a miss.
  */
 import { describe, expect, it } from "vitest";
-import { lruCache } from "../actors/cache.ts";
-import { runClaim } from "../actors/host.ts";
+import { lruCache } from "../actors/conversation/cache.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
 import { defineAgent } from "../agents/define.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";

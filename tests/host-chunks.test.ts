@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CHUNK_EVENT_CHARS, coalesceChunks } from "../actors/host.ts";
+import { CHUNK_EVENT_CHARS, coalesceChunks } from "../actors/steps/model-step.ts";
 import { createGatehouse, defineAgent } from "../mod.ts";
 import type { Model } from "../mod.ts";
 

@@ -20,7 +20,7 @@ import { checkJsonValue, DEFAULT_JSON_LIMITS, HARD_MAX_DEPTH, jsonLimits, scanJs
 import { deepFreeze } from "../common/freeze.ts";
 import { jsonCopy, JsonValueError } from "../common/json.ts";
 import { canonicalJson } from "../verification/hash.ts";
-import { outcomeText } from "../actors/transcript.ts";
+import { outcomeText } from "../actors/conversation/transcript.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 
 /** A value nested `depth` arrays deep, built without recursion. */

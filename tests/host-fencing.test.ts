@@ -11,7 +11,7 @@
  *   it computed after losing the agent reaches neither the store nor the
  *   conversation of the worker that took over, except, within one process,
  *   the result of a tool it ran: the next claim there commits that result
- *   instead of running the tool again (actors/kept-results.ts).
+ *   instead of running the tool again (actors/claim/kept-results.ts).
  * - Nothing acknowledged is lost when a worker dies: the task and tool-result
  *   mail survive until a commit applies them; a recorded tool call keeps its
  *   id across re-dispatch; a call never recorded is never dispatched.
@@ -20,8 +20,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { lruCache } from "../actors/cache.ts";
-import { runClaim } from "../actors/host.ts";
+import { lruCache } from "../actors/conversation/cache.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { createGatehouse, type Gatehouse } from "../gatehouse.ts";
 import { memoryStore } from "../store/memory.ts";
@@ -157,7 +157,7 @@ describe("epoch fencing", () => {
     const claimB = await claim(store, "f2", "B", clock.now());
     const outB = await runClaim(deps, claimB, "B");
     expect(outB).toMatchObject({ status: "released", state: "done" });
-    // The process ran the call once: B commits the result A's tool returned (actors/kept-results.ts).
+    // The process ran the call once: B commits the result A's tool returned (actors/claim/kept-results.ts).
     expect(invocations).toHaveLength(1);
 
     // B's model saw exactly one result for the call, the committed one.

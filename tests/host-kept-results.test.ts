@@ -1,5 +1,5 @@
 /**
- * A tool runs at most once per call in one living process (actors/kept-results.ts):
+ * A tool runs at most once per call in one living process (actors/claim/kept-results.ts):
  * when a claim loses the agent after an in-process tool returned and before the
  * commit of its result applied, and a later claim in the same process meets the
  * call again (recorded, unresolved), that claim commits the kept result instead
@@ -11,8 +11,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runClaim } from "../actors/host.ts";
-import { keptResults } from "../actors/kept-results.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
+import { keptResults } from "../actors/claim/kept-results.ts";
 import { defineAgent } from "../agents/define.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { ClaimResult, Store } from "../store/port.ts";

@@ -1,6 +1,6 @@
 /**
  * The model's memory and the store's retention, through createGatehouse()
- * and the memory store (actors/memory.ts, store/retention.ts): what the
+ * and the memory store (actors/conversation/memory.ts, store/retention.ts): what the
  * model is shown after many turns, that the rolling summary is stored with
  * the commit and read back (never recomputed for turns it already covers),
  * and that a resident agent's history follows what the store trimmed.

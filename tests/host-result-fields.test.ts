@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { missingResultFields } from "../actors/host.ts";
+import { missingResultFields } from "../actors/steps/model-step.ts";
 import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
 
 describe("submit_result with declared result fields", () => {

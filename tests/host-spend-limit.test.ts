@@ -1,5 +1,5 @@
 /**
- * Spend limits as guards (common/spend-limit.ts, actors/spend.ts), through
+ * Spend limits as guards (common/spend-limit.ts, actors/spend/spend-limit.ts), through
  * createGatehouse() on the memory store: crossing a limit ends the turn
  * `failed` with `budget_exhausted` and a FAIL verdict of the built-in
  * `budget` guardian; task limits lower the agent's (raise them only with

@@ -1,5 +1,5 @@
 /**
- * Renewals and commits through a store outage (actors/store-retry.ts): a
+ * Renewals and commits through a store outage (actors/claim/store-retry.ts): a
  * claim whose commit meets `CLUSTERDOWN`, `TRYAGAIN`, `MOVED` or ioredis's
  * "Too many Cluster redirections" sends it again while its lease lasts,
  * instead of throwing and leaving the agent to a claim after the lease; an
@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runClaim } from "../actors/host.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
 import { defineAgent } from "../agents/define.ts";
 import { isOutageError } from "../store/outage.ts";
 import { memoryStore } from "../store/memory.ts";

@@ -1,5 +1,5 @@
 /**
- * The used tool-call ids kept next to the history (actors/tool-call-ids.ts)
+ * The used tool-call ids kept next to the history (actors/conversation/tool-call-ids.ts)
  * give every call the id the whole-history scan gave it.
  *
  * Random conversations run through the host with a scripted model whose
@@ -18,9 +18,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { lruCache } from "../actors/cache.ts";
-import { runClaim } from "../actors/host.ts";
-import { assignToolCallIds, UsedToolCallIds } from "../actors/tool-call-ids.ts";
+import { lruCache } from "../actors/conversation/cache.ts";
+import { runClaim } from "../actors/host/run-claim.ts";
+import { assignToolCallIds, UsedToolCallIds } from "../actors/conversation/tool-call-ids.ts";
 import { defineAgent } from "../agents/define.ts";
 import type { Message } from "../common/message.ts";
 import { ID_PATTERN } from "../common/ids.ts";

@@ -8,6 +8,13 @@
  * The core, bottom up: errors <- common <- contracts <- {machines, tools, store} <- models
  * <- verdicts <- agents <- verification <- actors <- routes <- "." (the
  * composition root). Tooling (entry, examples, scripts, bench) sits on top.
+ *
+ * Three finer rules, also drawn in docs/architecture.md:
+ * - No file-level import cycle anywhere outside tests/ (type-only imports
+ *   count: a cycle of types is still a knot a reader has to untie).
+ * - Inside actors/, the subfolders read one way too (ACTORS_ALLOWED).
+ * - A route imports from actors/ only the modules in ROUTE_ACTOR_IMPORTS;
+ *   the rest of the engine it reaches through `RouteRuntime`.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative, sep } from "node:path";
@@ -38,6 +45,42 @@ const ALLOWED: Record<string, readonly string[]> = {
   config: ["tests"],
 };
 
+/**
+ * actors/ subfolder -> the subfolders its files may import (besides itself). "actors" is a file
+ * directly in actors/ (runtime.ts: clock, ids, logger); "pool" is the worker pool, whose files still
+ * sit directly in actors/ (POOL_FILES) until they move to actors/pool/.
+ */
+const ACTORS_ALLOWED: Record<string, readonly string[]> = {
+  actors: [],
+  observe: [],
+  conversation: [],
+  registry: ["actors"],
+  claim: ["actors", "conversation", "observe", "registry"],
+  delegation: ["actors", "claim"],
+  steps: ["actors", "claim", "conversation", "delegation", "observe", "registry"],
+  spend: ["actors", "claim", "steps"],
+  host: ["actors", "claim", "conversation", "delegation", "observe", "registry", "spend", "steps"],
+  replay: ["conversation"],
+  pool: ["actors", "claim", "host", "replay", "spend"],
+};
+/** The worker pool's files, directly in actors/ for now (docs/architecture.md). */
+const POOL_FILES = ["claim-failure.ts", "definition-sets.ts", "target-lease.ts", "watchdog-loop.ts", "watchdog.ts", "worker.ts"];
+
+/**
+ * The actors/ modules a route may import, and how: "type" (type-only imports) or "any". Everything
+ * else of the engine a route reaches through `RouteRuntime` (routes/runtime.ts). docs/architecture.md
+ * ("Layers") holds the same list.
+ */
+const ROUTE_ACTOR_IMPORTS: Record<string, "type" | "any"> = {
+  "actors/runtime.ts": "type", // Clock, IdSource, Logger in RouteRuntime and the rate limiter
+  "actors/watchdog.ts": "type", // WatchdogTickResult, the answer of RouteRuntime.watchdogTick
+  "actors/observe/metrics.ts": "any", // GET /metrics renders the process metrics
+  "actors/replay/time-travel.ts": "any", // history, replay bundles, forks: the log replayed (pure)
+  "actors/replay/turn-end.ts": "any", // reset: the writes that end a turn without running it
+  "actors/replay/what-if.ts": "any", // the verifier what-if over a replayed point
+  "actors/delegation/delegation.ts": "any", // DELETE of a child agent answers its parent's call
+};
+
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const SKIP = new Set(["node_modules", "tests", "docs", "dist"]);
 
@@ -64,6 +107,74 @@ export function relativeImports(src: string): string[] {
   for (const re of patterns) for (const m of src.matchAll(re)) specs.push(m[1]);
   return specs;
 }
+
+/** Relative imports with whether the statement is type-only (`import type`, `export type`). */
+export function importStatements(src: string): { spec: string; typeOnly: boolean }[] {
+  const out: { spec: string; typeOnly: boolean }[] = [];
+  for (const m of src.matchAll(/^\s*(import|export)(\s+type\b)?[^;]*?\bfrom\s*["'](\.[^"']*)["']/gm)) {
+    out.push({ spec: m[3], typeOnly: m[2] !== undefined });
+  }
+  for (const m of src.matchAll(/^\s*import\s*["'](\.[^"']*)["']/gm)) out.push({ spec: m[1], typeOnly: false });
+  for (const m of src.matchAll(/\bimport\(\s*["'](\.[^"']*)["']\s*\)/g)) out.push({ spec: m[1], typeOnly: false });
+  return out;
+}
+
+/** Strongly connected components with more than one file (or a file importing itself), each sorted. */
+export function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  // Iterative Tarjan: the graph has a few hundred files, but recursion depth should not depend on it.
+  for (const root of graph.keys()) {
+    if (index.has(root)) continue;
+    const work: { v: string; i: number }[] = [{ v: root, i: 0 }];
+    index.set(root, next); low.set(root, next); next++; stack.push(root); onStack.add(root);
+    while (work.length > 0) {
+      const top = work[work.length - 1];
+      const edges = (graph.get(top.v) ?? []).filter((w) => graph.has(w));
+      if (top.i < edges.length) {
+        const w = edges[top.i++];
+        if (!index.has(w)) {
+          index.set(w, next); low.set(w, next); next++; stack.push(w); onStack.add(w);
+          work.push({ v: w, i: 0 });
+        } else if (onStack.has(w)) low.set(top.v, Math.min(low.get(top.v)!, index.get(w)!));
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1].v;
+        low.set(parent, Math.min(low.get(parent)!, low.get(top.v)!));
+      }
+      if (low.get(top.v) === index.get(top.v)) {
+        const comp: string[] = [];
+        let w: string;
+        do { w = stack.pop()!; onStack.delete(w); comp.push(w); } while (w !== top.v);
+        if (comp.length > 1 || (graph.get(top.v) ?? []).includes(top.v)) out.push(comp.sort());
+      }
+    }
+  }
+  return out;
+}
+
+/** file -> the files it imports (relative paths from the root, outside tests/). */
+function fileGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(ROOT)) {
+    const targets = relativeImports(readFileSync(file, "utf8")).map((spec) => relative(ROOT, normalize(join(dirname(file), spec))));
+    graph.set(relative(ROOT, file), [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** The actors/ subfolder of a file under actors/ ("actors": directly in it; "pool": a POOL_FILES file). */
+const actorsFolderOf = (relPath: string): string => {
+  const parts = relPath.split(sep);
+  if (parts.length > 2) return parts[1];
+  return POOL_FILES.includes(parts[1]) ? "pool" : "actors";
+};
 
 const folderOf = (relPath: string) =>
   relPath.includes(sep) ? relPath.split(sep)[0] : /\.config\.ts$/.test(relPath) ? "config" : ".";
@@ -137,5 +248,69 @@ describe("folder layering", () => {
     for (const f of ["common", "machines", "store", "actors", "routes", "verification", "verdicts", "agents"]) {
       expect(graph.has(f)).toBe(true);
     }
+  });
+
+  it("finds an import cycle, a self-import and none in a chain", () => {
+    const cyclic = new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", ["a.ts"]], ["d.ts", ["d.ts"]], ["e.ts", ["a.ts"]]]);
+    expect(importCycles(cyclic)).toEqual(expect.arrayContaining([["a.ts", "b.ts", "c.ts"], ["d.ts"]]));
+    expect(importCycles(cyclic)).toHaveLength(2);
+    expect(importCycles(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", []]]))).toEqual([]);
+    expect(importStatements('import type { A } from "./a.ts";\nexport { b } from "./b.ts";')).toEqual([
+      { spec: "./a.ts", typeOnly: true }, { spec: "./b.ts", typeOnly: false },
+    ]);
+  });
+
+  it("no file imports itself through a cycle (type-only imports count)", () => {
+    const graph = fileGraph();
+    expect(graph.size).toBeGreaterThan(100);
+    const cycles = importCycles(graph).map((c) => c.join(" <-> "));
+    expect(cycles).toEqual([]);
+  });
+
+  it("the actors/ subfolders import one way, as ACTORS_ALLOWED says", () => {
+    const state = new Map<string, "open" | "done">();
+    const loops: string[] = [];
+    const visit = (n: string, path: string[]) => {
+      if (state.get(n) === "done") return;
+      if (state.get(n) === "open") return void loops.push([...path, n].join(" -> "));
+      state.set(n, "open");
+      for (const m of ACTORS_ALLOWED[n] ?? []) visit(m, [...path, n]);
+      state.set(n, "done");
+    };
+    for (const n of Object.keys(ACTORS_ALLOWED)) visit(n, []);
+    expect(loops).toEqual([]);
+
+    const violations: string[] = [];
+    const seen = new Set<string>();
+    for (const [file, targets] of fileGraph()) {
+      if (!file.startsWith(`actors${sep}`)) continue;
+      const from = actorsFolderOf(file);
+      seen.add(from);
+      if (!ACTORS_ALLOWED[from]) violations.push(`actors subfolder "${from}" is not placed (ACTORS_ALLOWED, docs/architecture.md)`);
+      for (const t of targets) {
+        if (!t.startsWith(`actors${sep}`)) continue;
+        const to = actorsFolderOf(t);
+        if (to !== from && !(ACTORS_ALLOWED[from] ?? []).includes(to)) violations.push(`actors/${from} -> actors/${to}: ${file} imports ${t}`);
+      }
+    }
+    expect(violations).toEqual([]);
+    for (const f of ["claim", "host", "steps", "conversation", "delegation", "replay", "observe", "spend"]) expect(seen.has(f)).toBe(true);
+  });
+
+  it("routes import from actors/ only the modules ROUTE_ACTOR_IMPORTS names, and only as it says", () => {
+    const violations: string[] = [];
+    let seen = 0;
+    for (const file of sourceFiles(join(ROOT, "routes"))) {
+      for (const { spec, typeOnly } of importStatements(readFileSync(file, "utf8"))) {
+        const target = relative(ROOT, normalize(join(dirname(file), spec))).split(sep).join("/");
+        if (!target.startsWith("actors/")) continue;
+        seen++;
+        const how = ROUTE_ACTOR_IMPORTS[target];
+        if (!how) violations.push(`${relative(ROOT, file)} imports ${target}, which routes may not import`);
+        else if (how === "type" && !typeOnly) violations.push(`${relative(ROOT, file)} imports ${target} for more than types`);
+      }
+    }
+    expect(violations).toEqual([]);
+    expect(seen).toBeGreaterThan(0);
   });
 });

@@ -9,7 +9,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Gatehouse, type Logger } from "../mod.ts";
-import { createMetrics, meteredStore } from "../actors/metrics.ts";
+import { createMetrics, meteredStore } from "../actors/observe/metrics.ts";
 import { enqueue, get, manualClock, seqIds } from "./fixtures/gate-kit.ts";
 
 const exporter = new InMemorySpanExporter();

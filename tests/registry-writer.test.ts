@@ -1,5 +1,5 @@
 /**
- * The tool registry writer (actors/registry-writer.ts) on the memory store
+ * The tool registry writer (actors/registry/writer.ts) on the memory store
  * with a fake clock and fake timers: the first call of a (role, method) is
  * written at once, later ones in one batched write per flush; a failed write
  * keeps its count; `stop()` writes what is pending; the overlap answer of
@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createRegistryWriter } from "../actors/registry-writer.ts";
-import { createToolRegistryView } from "../actors/registry.ts";
+import { createRegistryWriter } from "../actors/registry/writer.ts";
+import { createToolRegistryView } from "../actors/registry/claim-view.ts";
 import { silentLogger } from "../actors/runtime.ts";
 import { defineAgent } from "../agents/define.ts";
 import type { RecordToolMethodRequest, Store } from "../store/port.ts";

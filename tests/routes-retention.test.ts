@@ -132,7 +132,7 @@ describe.each(stores)("retention over HTTP on the %s store", (_name, makeStore) 
     loadReplayBundle(offline, bundle);
     const loadedHead = (await offline.getAgent("a1"))!;
     expect([loadedHead.lastEventId, loadedHead.eventsTrimmedThrough]).toEqual([head.lastEventId, head.eventsTrimmedThrough]);
-    const { historyAt } = await import("../actors/time-travel.ts");
+    const { historyAt } = await import("../actors/replay/time-travel.ts");
     const there = await historyAt(offline, "a1", head.lastEventId);
     expect(there!.snapshot).toEqual(head.snapshot);
     await gh.close();

@@ -14,9 +14,9 @@
  * Invariants checked:
  * - No in-process tool call runs twice in one living process: the host
  *   retries renewals and commits through the failover while its lease lasts
- *   (actors/store-retry.ts), and a result whose commit did not get through
+ *   (actors/claim/store-retry.ts), and a result whose commit did not get through
  *   is kept and committed by the next claim instead of running the tool
- *   again (actors/kept-results.ts). Runs are counted in a separate
+ *   again (actors/claim/kept-results.ts). Runs are counted in a separate
  *   redis-server, keyed by agent, turn and tool-call id.
  * - Every task ends (`done`), the tool that is not `retrySafe` included.
  */

@@ -16,7 +16,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EventTrimmedError, historyAt } from "../actors/time-travel.ts";
+import { EventTrimmedError, historyAt } from "../actors/replay/time-travel.ts";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { Store } from "../mod.ts";
 import { ToolError } from "../errors/errors.ts";

@@ -22,7 +22,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineGuardian, defineTool, terminate, VerificationRejected } from "../mod.ts";
 import type { AnyAgent, Gatehouse, Message, ModelResponse } from "../mod.ts";
-import { agentToolSpecs } from "../actors/tool-specs.ts";
+import { agentToolSpecs } from "../actors/steps/tool-specs.ts";
 import type { AgentContext } from "../machines/types.ts";
 import { recordingModel } from "./helpers/host.ts";
 import { manualClock, type ManualClock, seqIds } from "./fixtures/gate-kit.ts";

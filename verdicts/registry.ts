@@ -17,7 +17,7 @@
  *
  * - The built-in guardian `budget` (BUDGET_GUARDIAN) is registered and
  *   assigned to every agent, after all other assignments: it judges spend
- *   limits (actors/spend.ts) and writes a `FAIL` verdict when a turn crosses
+ *   limits (actors/spend/spend-limit.ts) and writes a `FAIL` verdict when a turn crosses
  *   one. It reviews no candidate (it is not in `guardiansFor`), and no other
  *   guardian may take its code.
  *

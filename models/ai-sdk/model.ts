@@ -6,7 +6,7 @@
  * Contract:
  * - One `generate()` is one `doStream()` (default) or `doGenerate()` call on
  *   the provider's model; the adapter never retries (the host owns retries,
- *   actors/model-step.ts) and never runs a tool: tools go to the model as
+ *   actors/steps/model-step.ts) and never runs a tool: tools go to the model as
  *   function tools with their JSON Schema, and the tool calls the model makes
  *   come back to the host. `streamText`/`generateText` are not used.
  * - Streaming: every `text-delta` goes to `onChunk` in order as it arrives,

@@ -62,8 +62,8 @@
  */
 import { z } from "zod";
 import { claimRunner } from "../../actors/claim-failure.ts";
-import { startBudget } from "../../actors/budget.ts";
-import { turnConfig } from "../../actors/host.ts";
+import { startBudget } from "../../actors/spend/budget.ts";
+import { turnConfig } from "../../actors/host/inbox.ts";
 import { buildGatehouse } from "../../gatehouse.ts";
 import type { AnyAgent } from "../../agents/define.ts";
 import type { StoredEvent } from "../../common/events.ts";

@@ -4,9 +4,9 @@
  * stores that count or hold back commits, and promises opened by hand.
  */
 import type { AgentDefinition, AnyAgent } from "../../agents/define.ts";
-import { lruCache, type SnapshotCache } from "../../actors/cache.ts";
-import { keptResults } from "../../actors/kept-results.ts";
-import type { HostDeps } from "../../actors/host.ts";
+import { lruCache, type SnapshotCache } from "../../actors/conversation/cache.ts";
+import { keptResults } from "../../actors/claim/kept-results.ts";
+import type { HostDeps } from "../../actors/claim/context.ts";
 import { type Clock, silentLogger } from "../../actors/runtime.ts";
 import { initialTransition, transition } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
@@ -178,7 +178,7 @@ export function observedStore(inner: Store): Store & {
 }
 
 /** The host's entry point, for drivers outside tests (bench/history-cost.ts) that may only reach the actors through here. */
-export { runClaim } from "../../actors/host.ts";
+export { runClaim } from "../../actors/host/run-claim.ts";
 
 /** Host dependencies like createGatehouse() builds them, for calling runClaim() directly. */
 export function hostDeps(store: Store, agents: AnyAgent[], clock: Clock, over: Partial<HostDeps> & { cache?: SnapshotCache } = {}): HostDeps {

@@ -59,33 +59,30 @@
  * 8. A child's usage (tokens, cost) travels with the result: the parent's
  *    host reads the child's usage when it applies the delivered result and
  *    passes it on the TOOL_RESULT event, so it counts toward the parent's
- *    spend limits (actors/spend.ts) and is reproduced by a replay of the log.
+ *    spend limits (actors/spend/spend-limit.ts) and is reproduced by a replay of the log.
  *
  * Timelines link both ways: the parent logs `delegation_started` with the
  * child's id, the child logs `delegated_by` with the parent's id, turn and
  * call.
  */
-import { checkOutcome } from "../contracts/check.ts";
-import { notApplied } from "../common/contract-validation.ts";
-import type { AnyAgent } from "../agents/define.ts";
-import { type AgentToolDefinition, childInputOf, isAgentTool } from "../agents/agent-tool.ts";
-import { sha256Hex } from "../common/hex.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import type { Outcome } from "../common/outcome.ts";
-import type { AgentContext, ChildUsage } from "../machines/types.ts";
-import type { DeliverToolResultResult, Store } from "../store/port.ts";
-import type { AgentHead, DelegationLink } from "../store/types.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { DelegationSettings } from "../claim/context.ts";
+import { checkOutcome } from "../../contracts/check.ts";
+import { notApplied } from "../../common/contract-validation.ts";
+import type { AnyAgent } from "../../agents/define.ts";
+import { type AgentToolDefinition, childInputOf, isAgentTool } from "../../agents/agent-tool.ts";
+import { sha256Hex } from "../../common/hex.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import type { Outcome } from "../../common/outcome.ts";
+import type { AgentContext, ChildUsage } from "../../machines/types.ts";
+import type { DeliverToolResultResult, Store } from "../../store/port.ts";
+import type { AgentHead, DelegationLink } from "../../store/types.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
 export const DEFAULT_DELEGATION_POLL_MS = 30_000;
 
-export interface DelegationSettings {
-  /** Deepest allowed nesting (1: children only, no grandchildren); default 3. */
-  maxDepth?: number;
-  /** How often a parent waiting on a child is claimed again to re-dispatch and pull results (ms, default 30 000). */
-  pollMs?: number;
-}
+// The settings are part of what the host is given (HostDeps, actors/claim/context.ts).
+export type { DelegationSettings };
 
 export interface DelegationDeps {
   store: Store;

@@ -5,9 +5,9 @@
  * host answers any other call with the error outcome `tool_not_offered`.
  */
 import { z } from "zod";
-import type { AnyAgent } from "../agents/define.ts";
-import { AGENT_OUTPUT, type CompletionTool, SUBMIT_RESULT } from "../machines/types.ts";
-import { type ToolSpec, toJsonSchema, toolSpec } from "../tools/specs.ts";
+import type { AnyAgent } from "../../agents/define.ts";
+import { AGENT_OUTPUT, type CompletionTool, SUBMIT_RESULT } from "../../machines/types.ts";
+import { type ToolSpec, toJsonSchema, toolSpec } from "../../tools/specs.ts";
 
 const SUBMIT_RESULT_SPEC: ToolSpec = {
   type: "function",

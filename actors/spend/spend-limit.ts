@@ -15,7 +15,7 @@
  *   agents without a budget behave exactly as before.
  * - The usage checked is the machine's: the turn's tokens and cost and the
  *   agent's total cost, children's spend included (it arrives on
- *   TOOL_RESULT, actors/delegation.ts). A replay of the log reaches the
+ *   TOOL_RESULT, actors/delegation/delegation.ts). A replay of the log reaches the
  *   same verdict.
  * - The verdict id is deterministic (verification/recorder.ts, review key
  *   (agent, turn, "budget", "budget")), so a claim that runs the check again
@@ -24,11 +24,11 @@
  *   judge a running turn); a refused commit leaves a verdict the next claim
  *   adopts.
  */
-import type { AnyAgent } from "../agents/define.ts";
-import { BUDGET_GUARDIAN, resolveSpendLimit, type SpendCrossing, spendCrossed, type SpendLimit } from "../common/spend-limit.ts";
-import type { AgentContext } from "../machines/types.ts";
-import type { InboxTask } from "../store/types.ts";
-import type { VerdictRecorder } from "../verification/recorder.ts";
+import type { AnyAgent } from "../../agents/define.ts";
+import { BUDGET_GUARDIAN, resolveSpendLimit, type SpendCrossing, spendCrossed, type SpendLimit } from "../../common/spend-limit.ts";
+import type { AgentContext } from "../../machines/types.ts";
+import type { InboxTask } from "../../store/types.ts";
+import type { VerdictRecorder } from "../../verification/recorder.ts";
 
 export { BUDGET_GUARDIAN };
 

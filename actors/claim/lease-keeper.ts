@@ -1,5 +1,5 @@
 /**
- * The lease of one claim (actors/host.ts): renewed on a timer through long
+ * The lease of one claim (actors/host/run-claim.ts): renewed on a timer through long
  * model calls and tools, checked against the worker's own clock, and watched
  * for mail that arrives while the claim runs.
  *
@@ -20,13 +20,13 @@
  *   acknowledges it.
  * - A renewal that meets a store outage (a Redis Cluster failing over:
  *   `CLUSTERDOWN`, `MOVED`, `TRYAGAIN`, a dropped connection) is retried
- *   until it answers or the confirmed lease runs out (actors/store-retry.ts);
+ *   until it answers or the confirmed lease runs out (actors/claim/store-retry.ts);
  *   one renewal runs at a time.
  * - `stop()` ends the renewals; the host calls it when the claim ends, however
  *   it ends.
  */
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 import { retryWithinLease } from "./store-retry.ts";
 
 export interface LeaseKeeperOptions {
@@ -77,32 +77,7 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     if (!abort.signal.aborted && clock.now() >= leaseUntil) abort.abort();
     return abort.signal.aborted;
   }
-  // The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
-  // overdue timer firing in order of due time, so a tool timer set while the lease was still valid
-  // (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
-  // lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
-  // Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check: the first tool
-  // that looks after the wake-up fires the abort for every tool of the claim.
-  // A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
-  const toolAbort = new AbortController();
-  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
-  const toolSignal = toolAbort.signal;
-  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
-  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
-  Object.defineProperty(toolSignal, "aborted", {
-    configurable: true,
-    get(this: AbortSignal) {
-      leaseLapsed();
-      return aborted.call(this);
-    },
-  });
-  Object.defineProperty(toolSignal, "throwIfAborted", {
-    configurable: true,
-    value(this: AbortSignal) {
-      leaseLapsed();
-      throwIfAborted.call(this);
-    },
-  });
+  const toolSignal = leaseCheckingSignal(abort, leaseLapsed);
   // A renewal retried through an outage may outlast the interval: the ticks meanwhile skip.
   let renewing = false;
   const renewTimer = setInterval(async () => {
@@ -111,7 +86,7 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     // its lease run out and maybe another worker owning the agent. Abort here, without the round
     // trip a renewal needs (the store would answer "lost"), so effects whose timers fall due after
     // this tick find the signal fired. A timer due earlier runs first; it meets the lease check in
-    // `toolSignal` and in the tool runner (actors/tool-runner.ts) instead, and its commit would be
+    // `toolSignal` and in the tool runner (actors/steps/tool-runner.ts) instead, and its commit would be
     // refused anyway.
     if (leaseLapsed()) return;
     renewing = true;
@@ -150,4 +125,36 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
       clearInterval(renewTimer);
     },
   };
+}
+
+/**
+ * The signal tools get. A process paused (SIGSTOP) or starved past its lease wakes with every
+ * overdue timer firing in order of due time, so a tool timer set while the lease was still valid
+ * (an `await sleep(0)`, a short poll) runs before the renew tick and before any timer bound to the
+ * lease end: its tool would read `signal.aborted === false` and carry on with its side effect.
+ * Reading `aborted` (or calling throwIfAborted) is therefore itself a lease check (`leaseLapsed`):
+ * the first tool that looks after the wake-up fires the abort for every tool of the claim.
+ * A signal of its own (the host's reads of abort.signal stay plain), fired with the attempt's abort.
+ */
+function leaseCheckingSignal(abort: AbortController, leaseLapsed: () => boolean): AbortSignal {
+  const toolAbort = new AbortController();
+  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
+  const toolSignal = toolAbort.signal;
+  const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
+  const throwIfAborted = AbortSignal.prototype.throwIfAborted;
+  Object.defineProperty(toolSignal, "aborted", {
+    configurable: true,
+    get(this: AbortSignal) {
+      leaseLapsed();
+      return aborted.call(this);
+    },
+  });
+  Object.defineProperty(toolSignal, "throwIfAborted", {
+    configurable: true,
+    value(this: AbortSignal) {
+      leaseLapsed();
+      throwIfAborted.call(this);
+    },
+  });
+  return toolSignal;
 }

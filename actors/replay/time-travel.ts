@@ -1,7 +1,7 @@
 /**
  * Time travel: an agent as it was right after one event of its log, rebuilt
  * by replaying the log's `transition` events through the pure machine and
- * the pure transcript (actors/transcript.ts), exactly as the host applied
+ * the pure transcript (actors/conversation/transcript.ts), exactly as the host applied
  * them. Nothing is read but the event log, the turns' inputs (a
  * `TASK_STARTED` names its input by turn id, store/inputs.ts) and, for a
  * fork, the messages it was created with.
@@ -26,14 +26,14 @@
  * logical index of the first message the store still keeps.
  */
 import { createActor } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../machines/persist.ts";
-import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import type { StoredEvent } from "../common/events.ts";
-import type { Message } from "../common/message.ts";
-import { jsonClone } from "../common/json.ts";
-import type { Checkpoint, Store } from "../store/port.ts";
-import { messagesFor } from "./transcript.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../../machines/persist.ts";
+import type { AgentContext, AgentEvent } from "../../machines/types.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import type { Message } from "../../common/message.ts";
+import { jsonClone } from "../../common/json.ts";
+import type { Checkpoint, Store } from "../../store/port.ts";
+import { messagesFor } from "../conversation/transcript.ts";
 
 /** The event was removed by retention: the log (and time travel) starts after `trimmedThrough`. */
 export class EventTrimmedError extends Error {
@@ -129,7 +129,7 @@ export function createReplayer(opts: {
       let ev = d.event;
       if (ev.type === "TASK_STARTED") ev = { ...ev, input: await opts.inputOf(ev.turnId) };
       if (d.snapshotReset === true) {
-        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/turn-end.ts).
+        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/replay/turn-end.ts).
         actor.stop();
         actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
       }

@@ -11,7 +11,7 @@
  * that ends it is applied, a refusal once the store refused); the host
  * observes step latency around the model call. Web APIs only.
  */
-import type { CommitRequest, Store } from "../store/port.ts";
+import type { CommitRequest, Store } from "../../store/port.ts";
 
 /** Upper bounds of the step latency buckets (seconds). */
 export const STEP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;

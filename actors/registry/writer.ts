@@ -9,7 +9,7 @@
  *
  * - The first successful call of a (role, method) this process sees is
  *   written at once, and its answer is returned: it may add a method or an
- *   alias, and the caller (actors/registry.ts) logs `interface_overlap` on
+ *   alias, and the caller (actors/registry/claim-view.ts) logs `interface_overlap` on
  *   the calling agent from it, exactly as when every call was written.
  *   Calls of the same (role, method) made while that write is in flight are
  *   counted, not written.
@@ -33,8 +33,8 @@
  *   and `stop()` (a runtime without long-lived timers, such as Cloudflare
  *   Workers, flushes at the end of each invocation: workers.ts).
  */
-import type { RecordToolMethodResult, Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { RecordToolMethodResult, Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 /** Default interval of batched writes (ms). */
 export const DEFAULT_REGISTRY_FLUSH_MS = 5_000;
@@ -75,7 +75,6 @@ type State = "writing" | "written";
  * await writer.stop(); // one recordToolMethod({ ..., calls: 1 })
  */
 export function createRegistryWriter(opts: RegistryWriterOptions): RegistryWriter {
-  const { store, clock, logger } = opts;
   const flushMs = opts.flushMs === undefined ? DEFAULT_REGISTRY_FLUSH_MS : opts.flushMs;
   if (flushMs !== null && !(Number.isFinite(flushMs) && flushMs >= 0)) {
     throw new RangeError(`registry flushMs must be a number of milliseconds >= 0 or null, got ${flushMs}`);
@@ -89,95 +88,116 @@ export function createRegistryWriter(opts: RegistryWriterOptions): RegistryWrite
     },
     clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
   };
+  return new ProcessRegistryWriter(opts, flushMs, timers);
+}
+
+const keyOf = (role: string, method: string) => `${role}\n${method}`;
+const split = (key: string) => {
+  const i = key.indexOf("\n");
+  return { role: key.slice(0, i), method: key.slice(i + 1) };
+};
+
+/** The writer of one process (see the header for its rules). */
+class ProcessRegistryWriter implements RegistryWriter {
+  readonly #o: RegistryWriterOptions;
+  readonly #flushMs: number | null;
+  readonly #timers: NonNullable<RegistryWriterOptions["timers"]>;
   /** Keys ('<role>\n<method>') this process wrote, or is writing for the first time. */
-  const state = new Map<string, State>();
+  readonly #state = new Map<string, State>();
   /** Calls counted and not yet written, per key. */
-  const counts = new Map<string, number>();
-  let timer: unknown = undefined;
-  let flushing: Promise<void> = Promise.resolve();
+  readonly #counts = new Map<string, number>();
+  #timer: unknown = undefined;
+  #flushing: Promise<void> = Promise.resolve();
 
-  const keyOf = (role: string, method: string) => `${role}\n${method}`;
-  const split = (key: string) => {
-    const i = key.indexOf("\n");
-    return { role: key.slice(0, i), method: key.slice(i + 1) };
-  };
-  const add = (key: string, n: number) => counts.set(key, (counts.get(key) ?? 0) + n);
+  constructor(o: RegistryWriterOptions, flushMs: number | null, timers: NonNullable<RegistryWriterOptions["timers"]>) {
+    this.#o = o;
+    this.#flushMs = flushMs;
+    this.#timers = timers;
+  }
 
-  function arm(): void {
-    if (flushMs === null || timer !== undefined) return;
+  async record(role: string, method: string): Promise<RecordToolMethodResult | null> {
+    const { store, clock } = this.#o;
+    const k = keyOf(role, method);
+    if (this.#state.has(k)) {
+      this.#add(k, 1);
+      this.#arm();
+      return null;
+    }
+    this.#state.set(k, "writing");
+    const n = 1 + (this.#counts.get(k) ?? 0);
+    this.#counts.delete(k);
+    try {
+      const r = await store.recordToolMethod(n === 1 ? { role, method, now: clock.now() } : { role, method, calls: n, now: clock.now() });
+      this.#state.set(k, "written");
+      this.#arm();
+      return r;
+    } catch (err) {
+      this.#state.delete(k);
+      this.#add(k, n);
+      throw err;
+    }
+  }
+
+  flush(): Promise<void> {
+    return this.#run((k) => this.#state.get(k) === "written");
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer !== undefined) this.#timers.clear(this.#timer);
+    this.#timer = undefined;
+    await this.#run((k) => this.#state.get(k) !== "writing");
+    if (this.#timer !== undefined) this.#timers.clear(this.#timer);
+    this.#timer = undefined;
+  }
+
+  get pending(): number {
+    let n = 0;
+    for (const c of this.#counts.values()) n += c;
+    return n;
+  }
+
+  #add(key: string, n: number): void {
+    this.#counts.set(key, (this.#counts.get(key) ?? 0) + n);
+  }
+
+  #arm(): void {
+    if (this.#flushMs === null || this.#timer !== undefined) return;
     // Only a count that a timer flush would write needs the timer.
-    if (![...counts.keys()].some((k) => state.get(k) === "written")) return;
-    timer = timers.set(() => {
-      timer = undefined;
-      void writer.flush();
-    }, flushMs);
+    if (![...this.#counts.keys()].some((k) => this.#state.get(k) === "written")) return;
+    this.#timer = this.#timers.set(() => {
+      this.#timer = undefined;
+      void this.flush();
+    }, this.#flushMs);
   }
 
   /** Writes the pending counts of the keys `take` selects, one call each; failed ones are kept. */
-  async function write(take: (key: string) => boolean): Promise<void> {
-    const batch = [...counts].filter(([k]) => take(k));
-    for (const [k] of batch) counts.delete(k);
+  async #write(take: (key: string) => boolean): Promise<void> {
+    const { store, clock, logger } = this.#o;
+    const batch = [...this.#counts].filter(([k]) => take(k));
+    for (const [k] of batch) this.#counts.delete(k);
     if (batch.length === 0) return;
     const now = clock.now();
     await Promise.all(batch.map(async ([k, n]) => {
       const { role, method } = split(k);
       try {
         const r = await store.recordToolMethod({ role, method, calls: n, now });
-        state.set(k, "written");
+        this.#state.set(k, "written");
         if (r.added !== "none") {
           // Only after a failed first write: no agent to log the overlap on.
           logger.info("tool_registry_added_on_flush", { role, method, added: r.added });
         }
       } catch (err) {
-        add(k, n);
+        this.#add(k, n);
         logger.warn("tool_registry_failed", { role, method, calls: n, error: String(err) });
       }
     }));
   }
 
-  function run(take: (key: string) => boolean): Promise<void> {
+  #run(take: (key: string) => boolean): Promise<void> {
+    const { logger } = this.#o;
     // Flushes run one after another, each taking what is pending when it starts.
-    flushing = flushing.then(() => write(take)).catch((err) => logger.warn("tool_registry_failed", { error: String(err) })).finally(arm);
-    return flushing;
+    this.#flushing = this.#flushing.then(() => this.#write(take)).catch((err) => logger.warn("tool_registry_failed", { error: String(err) }))
+      .finally(() => this.#arm());
+    return this.#flushing;
   }
-
-  const writer: RegistryWriter = {
-    async record(role, method) {
-      const k = keyOf(role, method);
-      if (state.has(k)) {
-        add(k, 1);
-        arm();
-        return null;
-      }
-      state.set(k, "writing");
-      const n = 1 + (counts.get(k) ?? 0);
-      counts.delete(k);
-      try {
-        const r = await store.recordToolMethod(n === 1 ? { role, method, now: clock.now() } : { role, method, calls: n, now: clock.now() });
-        state.set(k, "written");
-        arm();
-        return r;
-      } catch (err) {
-        state.delete(k);
-        add(k, n);
-        throw err;
-      }
-    },
-    flush() {
-      return run((k) => state.get(k) === "written");
-    },
-    async stop() {
-      if (timer !== undefined) timers.clear(timer);
-      timer = undefined;
-      await run((k) => state.get(k) !== "writing");
-      if (timer !== undefined) timers.clear(timer);
-      timer = undefined;
-    },
-    get pending() {
-      let n = 0;
-      for (const c of counts.values()) n += c;
-      return n;
-    },
-  };
-  return writer;
 }

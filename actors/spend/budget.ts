@@ -15,8 +15,8 @@
  * expires after `leaseMs` and the next drive takes the agent (visibility
  * timeout): nothing is lost, the step is repeated.
  */
-import { DefinitionError } from "../errors/errors.ts";
-import type { Clock } from "./runtime.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import type { Clock } from "../runtime.ts";
 
 /** Limits of one drive. */
 export interface WorkBudget {

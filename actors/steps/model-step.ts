@@ -1,5 +1,5 @@
 /**
- * The model step of a claim (actors/host.ts, state `running`): apply the
+ * The model step of a claim (actors/host/effects.ts, state `running`): apply the
  * memory policy, call the model with retries, give every tool call its id,
  * record the calls in the next commit and feed `MODEL_STEP` (or
  * `MODEL_FAILED`) to the machine.
@@ -11,56 +11,99 @@
  *   JSON limits: a response over them is a retryable model error.
  * - Nothing a model step does grows with the conversation except what the
  *   model is shown: the tool-call ids already used are kept next to the
- *   history (actors/tool-call-ids.ts: exactly the ids of the history's
+ *   history (actors/conversation/tool-call-ids.ts: exactly the ids of the history's
  *   messages, changed only where the history changes), not rebuilt per step.
  * - A call of an external tool whose preconditions and arguments pass is
  *   recorded as external with the tool's deadline; every other call (a
  *   refused precondition, bad arguments, a delegation past the nesting bound)
  *   runs in process, where the tool runner answers it
- *   (actors/tool-runner.ts).
+ *   (actors/steps/tool-runner.ts).
  * - A call of an agent tool is recorded like an external call, marked
  *   `delegated`; the child's task is enqueued only after that commit applied
- *   (actors/delegation.ts).
+ *   (actors/delegation/delegation.ts).
  * - Once the attempt is aborted, no model call starts and nothing is applied.
  */
-import { isAgentTool } from "../agents/agent-tool.ts";
-import { checkJsonValue, describeViolation } from "../common/json-bounds.ts";
-import { jsonClone } from "../common/json.ts";
-import { abortableSleep } from "../common/sleep.ts";
-import { checkPreconditions } from "../contracts/preconditions.ts";
-import { ModelError } from "../errors/errors.ts";
-import { classifyStep, completionCall, submittedValue } from "../machines/agent.ts";
-import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../machines/types.ts";
-import type { ModelResponse } from "../models/types.ts";
-import { prepareArgs } from "../tools/specs.ts";
+import { isAgentTool } from "../../agents/agent-tool.ts";
+import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { jsonClone } from "../../common/json.ts";
+import { abortableSleep } from "../../common/sleep.ts";
+import { checkPreconditions } from "../../contracts/preconditions.ts";
+import { ModelError } from "../../errors/errors.ts";
+import { classifyStep, completionCall, submittedValue } from "../../machines/agent.ts";
+import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../../machines/types.ts";
+import type { ModelResponse } from "../../models/types.ts";
+import { prepareArgs } from "../../tools/specs.ts";
 import { applyEvent } from "./apply-event.ts";
-import type { ClaimContext } from "./claim-context.ts";
-import { agentToolOf, childAgentId } from "./delegation.ts";
-import { modelSummarizer, modelView, rollMemory } from "./memory.ts";
-import { assignToolCallIds, UsedToolCallIds } from "./tool-call-ids.ts";
+import type { ClaimContext } from "../claim/context.ts";
+import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
+import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
+import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { agentToolSpecs } from "./tool-specs.ts";
-import { endSpan, startSpan } from "./tracing.ts";
+import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 export const WATCHDOG_GRACE_MS = 5_000;
 
-/** Runs one model step of the turn in `context`. */
+/** Runs one model step of the turn in `context`: the model call (with retries), its calls recorded, the result applied. */
 export async function modelStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
-  const { deps, agent, agentId, abort, history, memory, limits } = ctx;
+  const { deps, agent, abort } = ctx;
   const { clock } = deps;
-  const { depth, maxDepth } = ctx.delegation;
   const emit = ctx.commit.emit;
   const step = context.step + 1;
   const tId = context.turnId!;
-  const tools = agentToolSpecs(agent);
-  const chunks: string[] = [];
   emit("step", { phase: "started", step });
-  let res: ModelResponse | null = null;
-  let lastError = "";
-  const attempts = agent.modelAttempts ?? 3;
   const span = startSpan("gatehouse.model_step", { ...ctx.spans.ids, "gatehouse.step": step, "gen_ai.request.model": agent.model.name }, ctx.spans.turn);
   const started = clock.now();
   await rollHistory(ctx, tId, step);
+  const { res, lastError, chunks } = await callModel(ctx, tId, step);
+  deps.metrics?.stepDuration((clock.now() - started) / 1000);
+  if (abort.signal.aborted || !res) {
+    endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
+    if (!abort.signal.aborted) applyEvent(ctx, { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
+    return;
+  }
+  const now = clock.now();
+  const calls = toolCallsOf(ctx, res, tId, step, now);
+  const usage = {
+    inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
+    outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
+  };
+  const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
+  const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
+  emit("step", { phase: "planning", step, text });
+  for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
+  const kind = classifyStep(calls, context.config);
+  if (kind === "tools") await recordCalls(ctx, calls, tId, step);
+  const completion = completionCall(calls, context.config);
+  if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
+  if (completion?.name === SUBMIT_RESULT && kind === "submit") {
+    const missing = missingResultFields(ctx.claim.task?.input, submittedValue(completion.args));
+    // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
+    if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
+  }
+  applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
+  endSpan(span, {
+    "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
+    "gatehouse.tool_calls": calls.length,
+  });
+  emit("step", {
+    phase: "completed", step, model: agent.model.name,
+    llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
+  });
+}
+
+/**
+ * Calls the model up to `modelAttempts` times (backing off between retryable errors) with the system
+ * message and the history as the memory shows it; null when every attempt failed or the attempt stopped.
+ */
+async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
+  const { agent, agentId, abort, history, memory, limits } = ctx;
+  const emit = ctx.commit.emit;
+  const tools = agentToolSpecs(agent);
+  const chunks: string[] = [];
+  let res: ModelResponse | null = null;
+  let lastError = "";
+  const attempts = agent.modelAttempts ?? 3;
   const view = modelView(history, memory);
   for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
     try {
@@ -86,16 +129,16 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
       if (i + 1 < attempts) await abortableSleep(Math.min(2_000, 100 * 2 ** i), abort.signal);
     }
   }
-  deps.metrics?.stepDuration((clock.now() - started) / 1000);
-  if (abort.signal.aborted || !res) {
-    endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
-    if (!abort.signal.aborted) applyEvent(ctx, { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
-    return;
-  }
-  const now = clock.now();
+  return { res, lastError, chunks };
+}
+
+/** The model's tool calls with their ids and deadlines; external only when the tool is external and the call may be dispatched. */
+function toolCallsOf(ctx: ClaimContext, res: ModelResponse, tId: string, step: number, now: number): ModelToolCall[] {
+  const { deps, agent, history } = ctx;
+  const { depth, maxDepth } = ctx.delegation;
   const raw = res.toolCalls ?? [];
   const callIds = assignToolCallIds(raw, deps.rebuildToolCallIds ? UsedToolCallIds.of(history) : ctx.usedIds, tId, step);
-  const calls: ModelToolCall[] = raw.map((c, i) => {
+  return raw.map((c, i) => {
     const id = callIds[i];
     const tool = agent.offeredTools.find((t) => t.name === c.name);
     const args = c.args ?? {};
@@ -109,51 +152,30 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
     const timeout = (tool?.timeoutMs ?? deps.toolTimeoutMs) + WATCHDOG_GRACE_MS;
     return { id, name: String(c.name), args: jsonValue(args), external: false, deadline: now + timeout };
   });
-  const usage = {
-    inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
-    outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
-  };
-  const cost = typeof res.cost === "number" && Number.isFinite(res.cost) ? res.cost : 0;
-  const text = typeof res.text === "string" && res.text !== "" ? res.text : null;
-  emit("step", { phase: "planning", step, text });
-  for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
-  const kind = classifyStep(calls, context.config);
-  if (kind === "tools") {
-    for (const c of calls) {
-      const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
-      ctx.commit.recordToolCalls.push({
-        turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
-        ...(delegated ? { delegated: true } : {}),
-      });
-      emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
-      const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
-      if (delegate) {
-        ctx.commit.delegationsRecorded = true;
-        const childId = await childAgentId(agentId, tId, c.id, c.name);
-        emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
-      }
-    }
-    emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
-  }
-  const completion = completionCall(calls, context.config);
-  if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
-  if (completion?.name === SUBMIT_RESULT && kind === "submit") {
-    const missing = missingResultFields(ctx.claim.task?.input, submittedValue(completion.args));
-    // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
-    if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
-  }
-  applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
-  endSpan(span, {
-    "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
-    "gatehouse.tool_calls": calls.length,
-  });
-  emit("step", {
-    phase: "completed", step, model: agent.model.name,
-    llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
-  });
 }
 
-/** Applies the memory policy before a model step (actors/memory.ts); the new summary rides with the next commit. */
+/** Records the step's calls with the next commit (before any is dispatched) and announces delegations. */
+async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: string, step: number): Promise<void> {
+  const { agent, agentId } = ctx;
+  const { depth } = ctx.delegation;
+  const emit = ctx.commit.emit;
+  for (const c of calls) {
+    const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
+    ctx.commit.recordCall({
+      turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
+      ...(delegated ? { delegated: true } : {}),
+    }, delegated);
+    emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+    const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
+    if (delegate) {
+      const childId = await childAgentId(agentId, tId, c.id, c.name);
+      emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
+    }
+  }
+  emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
+}
+
+/** Applies the memory policy before a model step (actors/conversation/memory.ts); the new summary rides with the next commit. */
 async function rollHistory(ctx: ClaimContext, turnId: string, step: number) {
   const policy = ctx.memoryPolicy;
   if (!policy) return;
@@ -165,7 +187,7 @@ async function rollHistory(ctx: ClaimContext, turnId: string, step: number) {
   });
   if (!next) return;
   ctx.memory.summary = next;
-  ctx.commit.summary = next;
+  ctx.commit.setSummary(next);
   ctx.commit.emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
 }
 

@@ -9,7 +9,7 @@
  * `call_<turn>_<step>_<i>_<n>`, n being the number of ids used so far. The
  * host's history is what the store still holds for the agent (retention
  * drops the oldest turns at a turn's end) from where the claim read it; the
- * model is shown a part of it (actors/memory.ts), so ids are unique within
+ * model is shown a part of it (actors/conversation/memory.ts), so ids are unique within
  * both.
  *
  * Invariant: whenever the host assigns ids, `UsedToolCallIds` holds exactly
@@ -18,13 +18,13 @@
  * a scan of the history would, in O(1) instead of O(history). It changes
  * only together with the history: `add` for each message appended, `drop`
  * for each message removed from the front (retention's trim). It belongs to
- * one claim at a time, like the actor (actors/cache.ts): `take` hands it to
+ * one claim at a time, like the actor (actors/conversation/cache.ts): `take` hands it to
  * a claim and the claim's last, resident `put` gives it back next to the very
  * messages it was kept for; a claim without one (cold start, cache miss)
  * builds it once from the messages it read.
  */
-import type { Message } from "../common/message.ts";
-import { ID_PATTERN } from "../common/ids.ts";
+import type { Message } from "../../common/message.ts";
+import { ID_PATTERN } from "../../common/ids.ts";
 
 /** The ids that `assignToolCallIds` must not hand out again. */
 export interface UsedIds {

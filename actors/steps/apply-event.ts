@@ -1,7 +1,7 @@
 /**
  * Sends one machine event to a claim's actor and books what it changed into
- * the next commit (actors/commit-buffer.ts): the `transition` event, the
- * messages the transition adds to the conversation (actors/transcript.ts),
+ * the next commit (actors/claim/commit-buffer.ts): the `transition` event, the
+ * messages the transition adds to the conversation (actors/conversation/transcript.ts),
  * the `task` event of a turn that ends, and the delegation notes.
  *
  * Invariants:
@@ -17,14 +17,14 @@
  *   `task` event in place of the finished one.
  * - A delegated turn's end and every child call no longer waited for (the
  *   turn ended, or the call timed out) are noted for after the commit
- *   (actors/delegation.ts), never acted on before it.
+ *   (actors/delegation/delegation.ts), never acted on before it.
  */
-import { deepFreeze } from "../common/freeze.ts";
-import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import { inputRefMessage } from "../store/inputs.ts";
-import { type ClaimContext, FINAL, snap } from "./claim-context.ts";
-import { agentToolOf } from "./delegation.ts";
-import { messagesFor } from "./transcript.ts";
+import { deepFreeze } from "../../common/freeze.ts";
+import type { AgentContext, AgentEvent } from "../../machines/types.ts";
+import { inputRefMessage } from "../../store/inputs.ts";
+import { type ClaimContext, FINAL, snap } from "../claim/context.ts";
+import { agentToolOf } from "../delegation/delegation.ts";
+import { messagesFor } from "../conversation/transcript.ts";
 
 type Snap = { value: string; context: AgentContext };
 
@@ -47,17 +47,16 @@ export function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
     deepFreeze(m);
     ctx.history.push(m);
     ctx.usedIds.add(m);
-    buf.messages.push(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
+    buf.addMessage(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
   }
   noteDelegationChanges(ctx, ev, before, after);
   const budgetEnd = ev.type === "TURN_FAILED" && ev.reason === "budget_exhausted";
   if (FINAL.has(after.value) && (!FINAL.has(before.value) || budgetEnd)) {
     if (budgetEnd && FINAL.has(before.value)) {
       // The step that crossed the limit had just finished the turn: its `task` event is replaced.
-      const i = buf.events.findIndex((e) => e.type === "task" && e.data.turnId === after.context.turnId);
-      if (i >= 0) buf.events.splice(i, 1);
+      buf.withdrawTurnEnd(after.context.turnId!);
     }
-    buf.endedTurn = { turnId: after.context.turnId!, status: after.value, output: after.context.output, error: after.context.error };
+    buf.endTurn({ turnId: after.context.turnId!, status: after.value, output: after.context.output, error: after.context.error });
     buf.emit("task", {
       turnId: after.context.turnId,
       status: after.value,
@@ -81,7 +80,7 @@ function noteDelegationChanges(ctx: ClaimContext, ev: AgentEvent, before: Snap, 
     const answered = ev.type === "TOOL_RESULT" && ev.toolCallId === id;
     const timedOut = answered && !ev.outcome.ok && ev.outcome.error.type === "timeout";
     if (answered && !timedOut) continue;
-    ctx.commit.abandoned.push({
+    ctx.commit.abandon({
       turnId: before.context.turnId!, toolCallId: id, toolName: p.name,
       reason: timedOut ? "the parent's call timed out" : `the parent's turn ended (${after.context.error?.reason ?? after.value})`,
     });

@@ -7,7 +7,7 @@
  * - A call is recorded under its tool's role (default: the tool's name) with
  *   the tool's name as the method. Only successful calls count: an error
  *   outcome (a contract violation included) records nothing.
- * - With the process's registry writer (actors/registry-writer.ts, HostDeps
+ * - With the process's registry writer (actors/registry/writer.ts, HostDeps
  *   `registryWriter`), the first call of a (role, method) in the process is
  *   written at once and later ones are counted in memory and flushed in
  *   batches: no store call on the step path once a method is known to the
@@ -26,12 +26,12 @@
  * - Registry failures are logged (`tool_registry_failed`) and never fail the
  *   turn: the registry observes, it does not decide.
  */
-import type { AnyAgent } from "../agents/define.ts";
-import type { ToolRoleEntry } from "../common/tool-registry.ts";
-import { knownToolsBlock, overlapsWith } from "../contracts/registry.ts";
-import type { Store } from "../store/port.ts";
-import type { RegistryWriter } from "./registry-writer.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { AnyAgent } from "../../agents/define.ts";
+import type { ToolRoleEntry } from "../../common/tool-registry.ts";
+import { knownToolsBlock, overlapsWith } from "../../contracts/registry.ts";
+import type { Store } from "../../store/port.ts";
+import type { RegistryWriter } from "./writer.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 export interface ToolRegistryView {
   /** Records a successful call of the agent's tool `name`; logs `interface_overlap` through `emit` when it adds an overlap. */

@@ -1,11 +1,11 @@
 /**
- * The in-process tools of a claim (actors/host.ts, state `waiting-tools`):
+ * The in-process tools of a claim (actors/host/effects.ts, state `waiting-tools`):
  * run every pending in-process call of the step at once, check each result
  * against its tool's contract, and feed the results to the machine in the
  * order of the calls.
  *
  * Invariants:
- * - Only what the turn offered runs (actors/tool-specs.ts): a call of any
+ * - Only what the turn offered runs (actors/steps/tool-specs.ts): a call of any
  *   other name, the completion tool the turn does not finish with included,
  *   is answered with the error outcome `tool_not_offered` and never reaches
  *   a tool. Finishing is the statechart's decision, from the turn's config.
@@ -15,7 +15,7 @@
  *   record and on the `tool_result` event. Preconditions of contracted tools
  *   run before `execute` (contracts/preconditions.ts). A result the contract
  *   refuses goes back to the model; it never ends the turn.
- * - No tool starts once the lease has run out (actors/lease-keeper.ts), and a
+ * - No tool starts once the lease has run out (actors/claim/lease-keeper.ts), and a
  *   tool's signal is the lease-checking tool signal.
  * - A tool's result enters the turn only within the JSON limits (over them:
  *   `invalid_result`); a throw is an error outcome, never a failed claim.
@@ -23,29 +23,29 @@
  *   listed in the task's `forkedUnresolved` (routes/fork.ts) is answered with
  *   the error outcome `forked_unresolved` and never reaches its tool.
  * - Results of an aborted attempt are dropped: nothing is applied or logged.
- *   The process keeps them anyway (actors/kept-results.ts), and a call whose
+ *   The process keeps them anyway (actors/claim/kept-results.ts), and a call whose
  *   result it keeps is not run again by a later claim in this process: the
  *   kept result is applied and committed instead (`tool_result_kept` is
  *   logged). A tool runs at most once per call in one living process, as long
  *   as the bound of kept results is not passed.
- * - The tool registry hears of every successful call (actors/registry.ts);
+ * - The tool registry hears of every successful call (actors/registry/claim-view.ts);
  *   a registry failure is logged and never fails the turn.
  */
-import { isAgentTool } from "../agents/agent-tool.ts";
-import { type ContractValidation, notApplied } from "../common/contract-validation.ts";
-import { checkJsonValue, describeViolation } from "../common/json-bounds.ts";
-import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../common/outcome.ts";
-import { checkOutcome } from "../contracts/check.ts";
-import { checkPreconditions } from "../contracts/preconditions.ts";
-import { ToolError } from "../errors/errors.ts";
-import type { AgentContext } from "../machines/types.ts";
-import type { AnyTool, ToolTermination } from "../tools/define.ts";
-import { prepareArgs } from "../tools/specs.ts";
+import { isAgentTool } from "../../agents/agent-tool.ts";
+import { type ContractValidation, notApplied } from "../../common/contract-validation.ts";
+import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../../common/outcome.ts";
+import { checkOutcome } from "../../contracts/check.ts";
+import { checkPreconditions } from "../../contracts/preconditions.ts";
+import { ToolError } from "../../errors/errors.ts";
+import type { AgentContext } from "../../machines/types.ts";
+import type { AnyTool, ToolTermination } from "../../tools/define.ts";
+import { prepareArgs } from "../../tools/specs.ts";
 import { applyEvent } from "./apply-event.ts";
-import { type ClaimContext, snap } from "./claim-context.ts";
+import { type ClaimContext, snap } from "../claim/context.ts";
 import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
 import { offeredToolNames } from "./tool-specs.ts";
-import { endSpan, startSpan } from "./tracing.ts";
+import { endSpan, startSpan } from "../observe/tracing.ts";
 
 type Executed = { outcome: Outcome; afterExecution: AfterExecution };
 /** `ran`: the tool itself ran (its result is worth keeping); false for refusals that never reached it. */
@@ -91,7 +91,7 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
       contractValidation: r.contractValidation,
     });
     if (snap(ctx).value !== "waiting-tools") continue; // an earlier result terminated the turn
-    ctx.commit.resolveToolCalls.push({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
+    ctx.commit.resolveCall({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
     applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
   }
   for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);

@@ -19,10 +19,10 @@
  * - Without a policy the view is every retained message (store retention,
  *   store/retention.ts, may have dropped the oldest turns' messages).
  */
-import type { Message } from "../common/message.ts";
-import type { ConversationSummary } from "../store/port.ts";
-import type { Model } from "../models/types.ts";
-import type { MemoryPolicy, Summarizer } from "../agents/memory-policy.ts";
+import type { Message } from "../../common/message.ts";
+import type { ConversationSummary } from "../../store/port.ts";
+import type { Model } from "../../models/types.ts";
+import type { MemoryPolicy, Summarizer } from "../../agents/memory-policy.ts";
 
 export type { MemoryPolicy, Summarizer };
 
@@ -45,7 +45,7 @@ export function modelView(history: readonly Message[], mem: ConversationMemory):
 
 /**
  * Where the view must start so it shows at most `keepTurns` turns, or null
- * when it already does. Turns start at user messages (actors/transcript.ts
+ * when it already does. Turns start at user messages (actors/conversation/transcript.ts
  * writes one per TASK_STARTED and no other).
  */
 export function nextThrough(history: readonly Message[], mem: ConversationMemory, keepTurns: number): number | null {

@@ -1,5 +1,5 @@
 /**
- * The verification step of a claim (actors/host.ts, state `verifying`): run
+ * The verification step of a claim (actors/host/effects.ts, state `verifying`): run
  * the verifier gate (verification/gate.ts) on the turn's candidate and feed
  * its event to the machine.
  *
@@ -9,11 +9,11 @@
  * - The gate never throws; whatever goes wrong becomes `VERIFY_ERROR`, retried
  *   with backoff (`verifierBackoffMs`, doubled per error).
  */
-import type { AgentContext } from "../machines/types.ts";
-import { runVerification } from "../verification/gate.ts";
+import type { AgentContext } from "../../machines/types.ts";
+import { runVerification } from "../../verification/gate.ts";
 import { applyEvent } from "./apply-event.ts";
-import { type ClaimContext, snap } from "./claim-context.ts";
-import { endSpan, startSpan } from "./tracing.ts";
+import { type ClaimContext, snap } from "../claim/context.ts";
+import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** Judges the candidate of the turn in `context` and applies the gate's answer. */
 export async function verifyStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
@@ -27,7 +27,7 @@ export async function verifyStep(ctx: ClaimContext, context: AgentContext): Prom
     now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: ctx.abort.signal,
     hooks: deps.verification,
   });
-  for (const e of result.before) ctx.commit.events.push(e);
+  ctx.commit.append(result.before);
   applyEvent(ctx, result.event);
   const outcome = result.event.type === "VERIFY_PASSED" ? "passed" : result.event.type === "VERIFY_REJECTED" ? "rejected" : "error";
   logger.info("verification", {

@@ -1,6 +1,6 @@
 /**
  * The store calls a claim cannot do without, lease renewals and commits
- * (actors/lease-keeper.ts, actors/commit-buffer.ts), retried through a short
+ * (actors/claim/lease-keeper.ts, actors/claim/commit-buffer.ts), retried through a short
  * store outage while the claim's lease lasts: a Redis Cluster failing over
  * answers `CLUSTERDOWN`, `MOVED` or `TRYAGAIN` (or ioredis gives up after its
  * own redirections) for the seconds the replica needs to take over, and a
@@ -22,10 +22,10 @@
  *   (`conflict`, reason `version`), which stops the attempt like any refused
  *   commit; what it carried is stored, and nothing runs again.
  */
-import { abortableSleep } from "../common/sleep.ts";
-import { isOutageError } from "../store/outage.ts";
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import { abortableSleep } from "../../common/sleep.ts";
+import { isOutageError } from "../../store/outage.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 export interface LeaseRetryOptions {
   kind: Store["kind"];

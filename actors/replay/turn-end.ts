@@ -12,13 +12,13 @@
  * over) and the events say so (`snapshotReset: true`).
  */
 import { createActor } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted, type PersistedSnapshot, persistedOf } from "../machines/persist.ts";
-import type { AgentContext, AgentEvent } from "../machines/types.ts";
-import type { TurnEnd } from "../store/port.ts";
-import type { Message } from "../common/message.ts";
-import type { AgentHead } from "../store/types.ts";
-import { messagesFor } from "./transcript.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot, persistedOf } from "../../machines/persist.ts";
+import type { AgentContext, AgentEvent } from "../../machines/types.ts";
+import type { TurnEnd } from "../../store/port.ts";
+import type { Message } from "../../common/message.ts";
+import type { AgentHead } from "../../store/types.ts";
+import { messagesFor } from "../conversation/transcript.ts";
 
 /** Longest error message kept in events and context. */
 export const TURN_END_MESSAGE_LIMIT = 500;

@@ -3,8 +3,8 @@
  * hands them to verification/what-if.ts. Reads only (store reads), writes
  * nothing.
  */
-import type { Store } from "../store/port.ts";
-import { whatIf, type WhatIfCandidate, type WhatIfCharge, type WhatIfRun, type WhatIfVerifier } from "../verification/what-if.ts";
+import type { Store } from "../../store/port.ts";
+import { whatIf, type WhatIfCandidate, type WhatIfCharge, type WhatIfRun, type WhatIfVerifier } from "../../verification/what-if.ts";
 import { readEventsThrough } from "./time-travel.ts";
 
 export type { WhatIfCandidate, WhatIfCharge, WhatIfRun, WhatIfVerifier };

@@ -11,13 +11,13 @@
  * on data. Entry points refuse such values long before (HTTP bodies, model
  * responses, tool results); this is the last line.
  */
-import { classifyStep, completionCall, requiredEnding } from "../machines/agent.ts";
-import type { AgentContext, AgentEvent, VerificationState } from "../machines/types.ts";
-import type { Message } from "../common/message.ts";
-import type { Outcome } from "../common/outcome.ts";
-import { canonicalJson } from "../verification/hash.ts";
-import { safeJsonText as jsonText } from "../common/json-bounds.ts";
-import { inputText } from "../store/inputs.ts";
+import { classifyStep, completionCall, requiredEnding } from "../../machines/agent.ts";
+import type { AgentContext, AgentEvent, VerificationState } from "../../machines/types.ts";
+import type { Message } from "../../common/message.ts";
+import type { Outcome } from "../../common/outcome.ts";
+import { canonicalJson } from "../../verification/hash.ts";
+import { safeJsonText as jsonText } from "../../common/json-bounds.ts";
+import { inputText } from "../../store/inputs.ts";
 
 /** Upper bound for the verifier feedback text given to the model. */
 export const FEEDBACK_LIMIT = 2000;
@@ -80,6 +80,11 @@ function aboutCandidate(c: NonNullable<VerificationState["candidate"]>, content:
   };
 }
 
+/**
+ * The messages one applied event adds to the conversation.
+ * Long because it is one switch over the machine's events, one case each: the whole mapping from
+ * transitions to messages reads in one place.
+ */
 export function messagesFor(
   event: AgentEvent,
   before: { value: string; context: AgentContext },

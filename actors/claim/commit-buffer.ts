@@ -1,5 +1,5 @@
 /**
- * The writes of a claim's next commit (actors/host.ts): events, new messages,
+ * The writes of a claim's next commit (actors/host/run-claim.ts): events, new messages,
  * tool calls to record and to resolve, the mail acknowledged, a new summary.
  * `flush` sends them in one compare-and-set commit together with the actor's
  * persisted snapshot, and optionally releases the lease.
@@ -21,55 +21,33 @@
  *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
  *   says why, and nothing is flushed again.
  * - A commit that meets a store outage (a Redis Cluster failing over) is sent
- *   again while the lease lasts (actors/store-retry.ts); the compare-and-set
+ *   again while the lease lasts (actors/claim/store-retry.ts); the compare-and-set
  *   makes that safe.
  * - `version` is the version of the last applied commit (the claim's at
  *   first) and `commits` counts the applied commits of this claim.
  * - Storage limits ride along only with the commit that ends a turn (the
  *   store trims only then); a summary rides with the first commit after it
- *   was computed (actors/memory.ts: stored before anything depends on it).
+ *   was computed (actors/conversation/memory.ts: stored before anything depends on it).
  * - A delegated turn's commits stop at a cancel (store invariant 21): once a
  *   cancel of the turn is accepted, a commit that does not apply it is
  *   refused (`cancel_pending`, the agent given back), so the next claim ends
  *   the turn cancelled instead of committing the step that was running.
  * - An applied commit drops the process's kept results of the calls it
  *   resolved, and every kept result of its turn when it ends the turn
- *   (actors/kept-results.ts).
- * - What a commit causes on other agents (actors/delegation.ts: a delegated
+ *   (actors/claim/kept-results.ts).
+ * - What a commit causes on other agents (actors/delegation/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
+ * - The parts of a claim book writes only through the `CommitSink` methods
+ *   (actors/claim/context.ts); the buffered writes are private to this class.
  */
-import type { NewEvent } from "../common/events.ts";
-import type { Message } from "../common/message.ts";
-import { persistedOf } from "../machines/persist.ts";
-import type { CommitRequest, ConversationSummary, RetentionLimits } from "../store/port.ts";
-import type { AgentActor, ClaimContext, Claimed } from "./claim-context.ts";
-import { FINAL } from "./claim-context.ts";
+import type { NewEvent } from "../../common/events.ts";
+import type { Message } from "../../common/message.ts";
+import { persistedOf } from "../../machines/persist.ts";
+import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
+import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn } from "./context.ts";
+import { FINAL } from "./context.ts";
 import { retryWithinLease } from "./store-retry.ts";
-
-/** A turn the buffered commit ends; pushed to the parent when the turn was delegated. */
-export interface EndedTurn {
-  turnId: string;
-  status: string;
-  output: unknown;
-  error: { reason: string; message: string } | null;
-}
-
-/** A child of a call this claim stopped waiting for; cancelled after the next applied commit. */
-export interface AbandonedChild {
-  turnId: string;
-  toolCallId: string;
-  toolName: string;
-  reason: string;
-}
-
-/** What the applied commit causes on other agents (actors/delegation.ts). */
-export interface AfterCommitNotes {
-  endedTurn: EndedTurn | null;
-  abandoned: AbandonedChild[];
-  /** The commit recorded calls of agent tools: dispatch them now. */
-  delegationsRecorded: boolean;
-}
 
 export interface CommitBufferOptions {
   ctx: Pick<ClaimContext, "deps" | "agentId" | "workerId" | "epoch" | "abort" | "history" | "usedIds" | "memory" | "lease">;
@@ -83,29 +61,29 @@ export interface CommitBufferOptions {
   retention: RetentionLimits | null;
   /**
    * Refuse to commit while a cancel of the turn is pending (store invariant 21): set for a delegated
-   * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation.ts, 6.).
+   * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation/delegation.ts, 6.).
    */
   stopAtCancel: boolean;
   /** Effects on other agents that wait for an applied commit. */
   afterCommit: (released: boolean, notes: AfterCommitNotes) => Promise<void>;
 }
 
-export class CommitBuffer {
-  events: NewEvent[] = [];
-  messages: Message[] = [];
-  recordToolCalls: CommitRequest["recordToolCalls"] = [];
-  resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
+export class CommitBuffer implements CommitSink {
+  #events: NewEvent[] = [];
+  #messages: Message[] = [];
+  #recordToolCalls: CommitRequest["recordToolCalls"] = [];
+  #resolveToolCalls: CommitRequest["resolveToolCalls"] = [];
   /** The highest mail sequence number applied so far (0: none). */
-  ackMailThrough = 0;
-  /** A summary computed for the next commit (actors/memory.ts). */
-  summary: ConversationSummary | null = null;
+  #ackMailThrough = 0;
+  /** A summary computed for the next commit (actors/conversation/memory.ts). */
+  #summary: ConversationSummary | null = null;
 
   /** Delegations recorded by the buffered commit: dispatched once it applied. */
-  delegationsRecorded = false;
+  #delegationsRecorded = false;
   /** The turn that the buffered commit ends. */
-  endedTurn: EndedTurn | null = null;
+  #endedTurn: EndedTurn | null = null;
   /** Children to cancel once the buffered commit applied. */
-  abandoned: AbandonedChild[] = [];
+  #abandoned: AbandonedChild[] = [];
 
   /** Version of the last applied commit. */
   version: number;
@@ -123,10 +101,57 @@ export class CommitBuffer {
     this.version = o.version;
   }
 
-  /** Adds an event to the next commit. */
   readonly emit = (type: string, data: Record<string, unknown>): void => {
-    this.events.push({ type, data });
+    this.#events.push({ type, data });
   };
+
+  append(events: readonly NewEvent[]): void {
+    this.#events.push(...events);
+  }
+
+  addMessage(message: Message): void {
+    this.#messages.push(message);
+  }
+
+  recordCall(call: CommitRequest["recordToolCalls"][number], delegated: boolean): void {
+    this.#recordToolCalls.push(call);
+    if (delegated) this.#delegationsRecorded = true;
+  }
+
+  resolveCall(result: CommitRequest["resolveToolCalls"][number]): void {
+    this.#resolveToolCalls.push(result);
+  }
+
+  ackMail(seq: number): void {
+    this.#ackMailThrough = Math.max(this.#ackMailThrough, seq);
+  }
+
+  setSummary(summary: ConversationSummary): void {
+    this.#summary = summary;
+  }
+
+  endTurn(ended: EndedTurn): void {
+    this.#endedTurn = ended;
+  }
+
+  endsTurn(turnId: string): boolean {
+    return this.#events.some((e) => e.type === "task" && e.data.turnId === turnId);
+  }
+
+  withdrawTurnEnd(turnId: string): void {
+    const i = this.#events.findIndex((e) => e.type === "task" && e.data.turnId === turnId);
+    if (i >= 0) this.#events.splice(i, 1);
+  }
+
+  abandon(child: AbandonedChild): void {
+    this.#abandoned.push(child);
+  }
+
+  withdrawToolCalls(): void {
+    this.#recordToolCalls = [];
+    this.#delegationsRecorded = false;
+    this.#events = this.#events.filter((e) => e.type !== "delegation_started");
+  }
 
   /**
    * Commits the buffer with the actor's persisted snapshot; `release` hands the lease back
@@ -146,11 +171,11 @@ export class CommitBuffer {
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
-      events: this.events, messages: this.messages, recordToolCalls: this.recordToolCalls, resolveToolCalls: this.resolveToolCalls,
-      ackMailThrough: this.ackMailThrough, release, leaseMs: deps.leaseMs, now,
+      events: this.#events, messages: this.#messages, recordToolCalls: this.#recordToolCalls, resolveToolCalls: this.#resolveToolCalls,
+      ackMailThrough: this.#ackMailThrough, release, leaseMs: deps.leaseMs, now,
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
-      ...(this.summary ? { summary: this.summary } : {}),
+      ...(this.#summary ? { summary: this.#summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
@@ -166,29 +191,29 @@ export class CommitBuffer {
     }
     this.commits++;
     this.version = res.version;
-    // The results this commit resolved are stored now: the process keeps them no longer (actors/kept-results.ts).
+    // The results this commit resolved are stored now: the process keeps them no longer (actors/claim/kept-results.ts).
     const kept = deps.keptResults;
     const keptTurn = s.context.turnId;
     if (kept && keptTurn) {
       if (final) kept.dropTurn(agentId, keptTurn);
-      else if (this.resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.resolveToolCalls.map((r) => r.toolCallId));
+      else if (this.#resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.#resolveToolCalls.map((r) => r.toolCallId));
     }
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
-    this.summary = null;
+    this.#summary = null;
     dropTrimmed(ctx, res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
     if (!release) ctx.lease.confirm(now + deps.leaseMs);
-    this.events = [];
-    this.messages = [];
-    this.recordToolCalls = [];
-    this.resolveToolCalls = [];
-    this.ackMailThrough = 0;
+    this.#events = [];
+    this.#messages = [];
+    this.#recordToolCalls = [];
+    this.#resolveToolCalls = [];
+    this.#ackMailThrough = 0;
     cache.put(agentId, this.version, ctx.history, undefined, { memory: ctx.memory, createdAt: this.#o.createdAt });
-    const notes: AfterCommitNotes = { endedTurn: this.endedTurn, abandoned: this.abandoned, delegationsRecorded: this.delegationsRecorded };
-    this.endedTurn = null;
-    this.abandoned = [];
-    this.delegationsRecorded = false;
+    const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
+    this.#endedTurn = null;
+    this.#abandoned = [];
+    this.#delegationsRecorded = false;
     await this.#o.afterCommit(release !== null, notes);
     return true;
   }

@@ -12,19 +12,19 @@
  * when its last commit applied (actor state == committed state). Message
  * arrays are copied in and out for the same reason; the messages themselves
  * are frozen, so the copies are shallow. The used tool-call ids of the
- * messages (actors/tool-call-ids.ts) travel like the actor: `take` hands them
+ * messages (actors/conversation/tool-call-ids.ts) travel like the actor: `take` hands them
  * over, and only a `put` that passes them, with the very messages they were
  * kept for, stores them again.
  */
 import type { AnyActorRef } from "xstate";
-import type { Message } from "../common/message.ts";
+import type { Message } from "../../common/message.ts";
 import type { ConversationMemory } from "./memory.ts";
 import type { UsedToolCallIds } from "./tool-call-ids.ts";
 
 export interface CachedAgent<A extends AnyActorRef = AnyActorRef> {
   messages: Message[];
   actor?: A;
-  /** The summary and the index of `messages[0]` (actors/memory.ts). */
+  /** The summary and the index of `messages[0]` (actors/conversation/memory.ts). */
   memory?: ConversationMemory;
   /** The tool-call ids of exactly `messages`; now the caller's. */
   toolCallIds?: UsedToolCallIds;

@@ -8,7 +8,7 @@
  * refused or unanswered while a Redis Cluster fails over, or the commit
  * throws. The call stays recorded and unresolved in the store, and the next
  * claim of the agent meets it again. When that claim runs in the same
- * process, it takes the kept result (actors/tool-runner.ts) and commits it;
+ * process, it takes the kept result (actors/steps/tool-runner.ts) and commits it;
  * the tool does not run twice in one living process.
  *
  * Invariants:
@@ -33,8 +33,8 @@
  *   is never used, since no claim meets that call as pending again; it
  *   leaves with the bound.
  */
-import type { ContractValidation } from "../common/contract-validation.ts";
-import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import type { ContractValidation } from "../../common/contract-validation.ts";
+import type { AfterExecution, Outcome } from "../../common/outcome.ts";
 
 /** One kept result: what the call's commit would have carried. */
 export interface KeptResult {

@@ -1,0 +1,133 @@
+/**
+ * The effect loop of a claim: run the effect the state calls for (model step
+ * in `running`, in-process tools in `waiting-tools`, verification in
+ * `verifying`, feedback in `revising`; actors/steps/), feed its result back
+ * as an event and commit, until the agent needs nothing more from this
+ * worker or the attempt stops. Where the spend guard (actors/spend/guard.ts)
+ * and the drive's work budget (actors/spend/budget.ts) apply is named here.
+ *
+ * Invariants:
+ * - Every effect's result is committed before the next effect starts, except
+ *   results of `retrySafe` tools, which ride with the commit of the model
+ *   step that follows them; a lost compare-and-set stops the attempt (the
+ *   abort fires) and no further commit, dispatch or model call happens.
+ * - Spend limits are checked before each effect of a turn and right after
+ *   each model step.
+ * - Mail that arrives while the claim runs, or a spent work budget, hands the
+ *   agent back at the next step boundary, in the commit that ends the step
+ *   (`runnableAt = now`; a spent budget logs `claim_yielded`).
+ * - Turn chaining (store invariant 20): the commit that ends a turn and
+ *   releases may claim the next task, only when the caller allows it
+ *   (`mayChain`) and the drive's budget is not spent.
+ */
+import type { ClaimContext, HostOutcome } from "../claim/context.ts";
+import { snap } from "../claim/context.ts";
+import type { CommitBuffer } from "../claim/commit-buffer.ts";
+import { delegationPollAt } from "../delegation/claim-hooks.ts";
+import { type Budget, budgetSpent } from "../spend/budget.ts";
+import { enforceSpendLimit } from "../spend/guard.ts";
+import { applyEvent } from "../steps/apply-event.ts";
+import { modelStep } from "../steps/model-step.ts";
+import { runInProcessTools } from "../steps/tool-runner.ts";
+import { verifyStep } from "../steps/verify-step.ts";
+
+/** How the effect loop ended: the outcome, and whether the actor may stay resident (its last commit applied). */
+export interface EffectsEnd {
+  outcome: HostOutcome;
+  resident: boolean;
+}
+
+/** Runs effects until the agent is released or the claim is lost. */
+export async function runEffects(ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean): Promise<EffectsEnd> {
+  const { clock } = ctx.deps;
+  const fenced = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason || "lease_lost", commits: buffer.commits } });
+  const refused = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason, commits: buffer.commits } });
+  const released = (yielded: boolean): EffectsEnd => ({
+    resident: true,
+    outcome: { status: "released", state: snap(ctx).value, commits: buffer.commits, yielded, ...(buffer.chained ? { chained: buffer.chained } : {}) },
+  });
+  // Turn chaining: within the caller's bound (`mayChain`) and the drive's budget.
+  const chainAllowed = () => mayChain && !(budget && budgetSpent(budget, clock));
+  for (;;) {
+    if (ctx.abort.signal.aborted) return fenced();
+    if (await enforceSpendLimit(ctx, false)) continue;
+    const need = needsMe(ctx);
+    if (!need.yes) {
+      if (!(await buffer.flush({ runnableAt: need.runnableAt }, { chain: chainAllowed() }))) return refused();
+      return released(false);
+    }
+    const step = await stepOnce(ctx);
+    if (step === "no-effect") continue;
+    if (ctx.abort.signal.aborted) return fenced();
+    const next = needsMe(ctx);
+    if (budget) budget.stepsLeft--;
+    const { handBack, yielded } = stepBoundary(ctx, next, budget);
+    // Results of retry-safe tools ride with the commit of the model step that follows them: a crash
+    // before that commit runs the tools again under the same ids (tools/define.ts `retrySafe`).
+    if (step === "ride" && handBack === null && snap(ctx).value === "running") continue;
+    if (!(await buffer.flush(handBack, { chain: chainAllowed() }))) return refused();
+    if (handBack) return released(yielded);
+  }
+}
+
+/**
+ * Runs the one effect the state calls for. "no-effect": it only applied an event (feedback, the step
+ * bound), and the loop goes on without a step boundary; "ride": the step's results may ride with the
+ * next commit (retry-safe tools; actors/steps/tool-runner.ts); "step": any other step.
+ */
+async function stepOnce(ctx: ClaimContext): Promise<"no-effect" | "step" | "ride"> {
+  const { clock } = ctx.deps;
+  const { value, context } = snap(ctx);
+  if (value === "revising") {
+    applyEvent(ctx, { type: "FEEDBACK_APPENDED", at: clock.now() });
+    return "no-effect";
+  }
+  if (value === "running") {
+    if (context.step >= context.config.maxSteps) {
+      applyEvent(ctx, { type: "STEP_BUDGET_EXHAUSTED", at: clock.now() });
+      return "no-effect";
+    }
+    await modelStep(ctx, context);
+    await enforceSpendLimit(ctx, true);
+  } else if (value === "waiting-tools") {
+    if (await runInProcessTools(ctx, context)) return "ride";
+  } else if (value === "verifying") {
+    await verifyStep(ctx, context);
+  }
+  return "step";
+}
+
+/**
+ * Whether the commit that ends this step hands the agent back. Mail that arrived during this claim
+ * (a cancel, say) is applied by a fresh claim, which takes it as one batch: hand the agent back at
+ * this step boundary rather than run the turn to its end. A spent budget hands back the same way, in
+ * the commit that ends this step (no lease is left behind).
+ */
+function stepBoundary(ctx: ClaimContext, next: Need, budget: Budget | undefined): { handBack: { runnableAt: number | null } | null; yielded: boolean } {
+  const { clock } = ctx.deps;
+  const yielded = next.yes && (ctx.lease.mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
+  const handBack = !next.yes ? { runnableAt: next.runnableAt } : yielded ? { runnableAt: clock.now() } : null;
+  if (yielded && !ctx.lease.mailWaiting) {
+    ctx.commit.emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
+  }
+  return { handBack, yielded };
+}
+
+type Need = { yes: true } | { yes: false; runnableAt: number | null };
+
+/** Does the current state need this worker to do something now? */
+function needsMe(ctx: ClaimContext): Need {
+  const { clock } = ctx.deps;
+  const { value, context } = snap(ctx);
+  if (value === "running" || value === "revising") return { yes: true };
+  if (value === "waiting-tools") {
+    if (Object.values(context.pending).some((p) => !p.external)) return { yes: true };
+    // Waiting on a child: come back now and then to re-dispatch and pull (actors/delegation/delegation.ts, 5.).
+    return { yes: false, runnableAt: delegationPollAt(ctx, context) };
+  }
+  if (value === "verifying") {
+    const at = context.verification.retryAt;
+    return at !== null && at > clock.now() ? { yes: false, runnableAt: at } : { yes: true };
+  }
+  return { yes: false, runnableAt: null };
+}

@@ -1,0 +1,91 @@
+/**
+ * The inbox records a claim took, applied as machine events: the task of
+ * the turn (`TASK_STARTED`) and the mail, oldest first (greedy batch). They
+ * ride with the claim's first commit, which acknowledges the mail.
+ *
+ * Invariants:
+ * - A task starts a turn only once: not when the snapshot already runs that
+ *   turn (a worker died after starting it) or any turn.
+ * - A cancel applies only to the turn it was accepted for, never to another
+ *   one; mail that fits no waiting call or turn is logged as `mail_ignored`.
+ * - A tool result of a delegation call carries what the child spent
+ *   (actors/delegation/claim-hooks.ts), so the parent's spend includes it.
+ */
+import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
+import { normalizeOutcome } from "../../common/outcome.ts";
+import type { TurnConfig } from "../../machines/types.ts";
+import type { InboxTask } from "../../store/types.ts";
+import type { ClaimContext } from "../claim/context.ts";
+import { IN_TURN, snap } from "../claim/context.ts";
+import { delegatedUsage } from "../delegation/claim-hooks.ts";
+import { applyEvent } from "../steps/apply-event.ts";
+import { completionToolOf } from "../steps/tool-specs.ts";
+
+export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
+  return {
+    maxSteps: agent.maxStepsPerTurn,
+    completion: completionToolOf(agent),
+    mustEndWith: agent.effectiveMustEndWith,
+    verifyMaxAttempts: resolveVerifyMaxAttempts(agent, task.options.verifyMaxAttempts),
+    maxVerifierErrors: agent.maxVerifierErrors ?? 3,
+  };
+}
+
+/** Applies the claim's task (new, or carried over from a worker that died before starting it) and its mail. */
+export async function applyInbox(ctx: ClaimContext): Promise<void> {
+  const { claim, agent } = ctx;
+  const { clock } = ctx.deps;
+  const turnAtClaim = snap(ctx).context.turnId;
+  let startedHere = false;
+  if (claim.task && turnAtClaim !== claim.task.turnId && !IN_TURN.has(snap(ctx).value)) {
+    startedHere = true;
+    applyEvent(ctx, {
+      type: "TASK_STARTED",
+      at: clock.now(),
+      turnId: claim.task.turnId,
+      input: claim.task.input,
+      config: turnConfig(agent, claim.task),
+    });
+  }
+  for (const m of claim.mail) {
+    ctx.commit.ackMail(m.seq);
+    if (m.kind === "cancel") applyCancel(ctx, m, startedHere ? turnAtClaim : undefined);
+    else await applyToolResult(ctx, m);
+  }
+}
+
+type Mail = ClaimContext["claim"]["mail"][number];
+
+/**
+ * A cancel applies to the turn it was accepted for, never to another one. Mail written before cancels
+ * named their turn was accepted while the turn active at this claim's start ran (`turnAtClaim` when this
+ * claim started a new turn): it belongs to that turn.
+ */
+function applyCancel(ctx: ClaimContext, m: Extract<Mail, { kind: "cancel" }>, turnAtClaim: string | null | undefined): void {
+  const { value, context } = snap(ctx);
+  const aimedAt = m.turnId ?? (turnAtClaim !== undefined ? turnAtClaim : context.turnId);
+  if (aimedAt === context.turnId && IN_TURN.has(value)) applyEvent(ctx, { type: "CANCEL", at: m.at, reason: m.reason });
+  else {
+    ctx.commit.emit("mail_ignored", {
+      seq: m.seq, kind: m.kind, state: value, turnId: aimedAt, activeTurnId: context.turnId,
+      why: aimedAt === context.turnId ? "not_in_turn" : "turn_finished",
+    });
+  }
+}
+
+/** A tool result for a call the turn waits on; any other is logged as ignored. */
+async function applyToolResult(ctx: ClaimContext, m: Exclude<Mail, { kind: "cancel" }>): Promise<void> {
+  const { value, context } = snap(ctx);
+  if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
+    const callName = context.pending[m.toolCallId].name;
+    const outcome = normalizeOutcome(m.outcome);
+    const usage = await delegatedUsage(ctx, context, m.toolCallId);
+    applyEvent(ctx, {
+      type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution,
+      ...(usage ? { usage } : {}),
+    });
+    if (outcome.ok && m.source !== "watchdog") await ctx.registry.record(callName, ctx.commit.emit);
+  } else {
+    ctx.commit.emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The start and the end of a claim around the snapshot cache
+ * (actors/conversation/cache.ts): `restoreClaim` takes the resident actor
+ * and conversation when the cache holds this version, else restores the
+ * snapshot and reads the conversation; `leaveClaim` puts them back when the
+ * claim ended with its last commit applied, and drops them otherwise.
+ *
+ * Invariants:
+ * - The cache only saves reads: an entry is used only for the exact version
+ *   (and incarnation, `createdAt`) the claim read, and a claim that ends any
+ *   other way (fenced, thrown) leaves no entry behind.
+ * - An agent this worker cannot run (definition unknown, snapshot not
+ *   restorable) is parked: its lease is kept for a while instead of released
+ *   (a release would be offered again at once whenever mail is pending), and
+ *   nothing else is written.
+ */
+import { createActor } from "xstate";
+import type { AnyAgent } from "../../agents/define.ts";
+import type { NewEvent } from "../../common/events.ts";
+import { deepFreeze } from "../../common/freeze.ts";
+import type { Message } from "../../common/message.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../../machines/persist.ts";
+import type { Store } from "../../store/port.ts";
+import type { AgentActor, Claimed, HostDeps, HostOutcome } from "../claim/context.ts";
+import type { ConversationMemory } from "../conversation/memory.ts";
+import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
+import { completionToolOf } from "../steps/tool-specs.ts";
+
+/** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
+const UNRESTORABLE_RETRY_MS = 5 * 60_000;
+
+/** What a claim starts from. */
+export interface Restored {
+  agent: AnyAgent;
+  actor: AgentActor;
+  history: Message[];
+  memory: ConversationMemory;
+  usedIds: UsedToolCallIds;
+}
+
+/** Logs a takeover of a lease that its worker neither renewed nor released, and the claim itself. */
+export function logClaim(deps: HostDeps, claim: Claimed, workerId: string, claimedAt: number): void {
+  const { logger } = deps;
+  const { agentId, epoch, head } = claim;
+  const prev = claim.previousLease;
+  if (prev) {
+    // The agent was still leased to a worker that neither renewed nor released it: it died or stalled.
+    logger.info("lease_takeover", {
+      agentId, workerId, epoch, previousWorker: prev.workerId, previousLeaseUntil: prev.leaseUntil,
+      waitedMs: Math.max(0, claimedAt - prev.leaseUntil), sinceLastWriteMs: Math.max(0, claimedAt - prev.updatedAt),
+    });
+  }
+  logger.debug("claim", { agentId, workerId, epoch, state: head.state, mail: claim.mail.length, task: claim.task?.turnId ?? null });
+}
+
+/** The actor and conversation of the claim, or the outcome of a claim this worker cannot run (the agent parked). */
+export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<Restored | HostOutcome> {
+  const { logger, cache } = deps;
+  const { agentId, head } = claim;
+  const agent = deps.agents.get(head.agentName);
+  if (!agent) {
+    // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
+    // actors/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
+    // it when the lease runs out.
+    logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
+    await park(deps, claim, workerId, 30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);
+    return { status: "unrestorable", message: `Agent definition "${head.agentName}" is not registered` };
+  }
+  const cached = cache.take(agentId, head.version, head.createdAt);
+  let actor = cached?.actor as AgentActor | undefined;
+  if (!actor) {
+    let persisted: PersistedSnapshot;
+    try {
+      persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(agent) }) : initialPersisted();
+    } catch (err) {
+      const message = (err as Error).message;
+      logger.error("snapshot unrestorable", { agentId, message });
+      // Retried after a while: a build that can migrate it may have been deployed by then.
+      await park(deps, claim, workerId, UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
+      return { status: "unrestorable", message };
+    }
+    actor = createActor(agentMachine, { snapshot: persisted as never, ...(deps.inspect ? { inspect: deps.inspect } : {}) }).start();
+  }
+  // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
+  const memoryPolicy = agent.memory ?? deps.memory;
+  const { history, memory } = await loadConversation(deps.store, agentId, head, cached, memoryPolicy !== undefined);
+  // The tool-call ids of exactly `history` (actors/conversation/tool-call-ids.ts): every push and splice of it updates them too.
+  const usedIds = cached?.toolCallIds ?? UsedToolCallIds.of(history);
+  return { agent, actor, history, memory, usedIds };
+}
+
+/** Keeps the actor and conversation resident after a claim that ended with its last commit applied; else drops them. */
+export function leaveClaim(
+  deps: HostDeps,
+  claim: Claimed,
+  r: Restored,
+  end: { resident: boolean; version: number },
+): void {
+  if (end.resident) {
+    deps.cache.put(claim.agentId, end.version, r.history, r.actor, { memory: r.memory, createdAt: claim.head.createdAt, toolCallIds: r.usedIds });
+  } else {
+    r.actor.stop();
+    deps.cache.delete(claim.agentId);
+  }
+}
+
+/**
+ * Logs why this worker cannot run the agent and parks it: the lease is kept
+ * for `backoffMs` instead of released. A release would be offered again at
+ * once whenever mail is pending (the store rings for any agent with mail),
+ * so every worker would spin on the same refusal; the held lease expires
+ * into a retry instead. Mail and snapshot stay as they are.
+ */
+async function park(deps: HostDeps, claim: Claimed, workerId: string, backoffMs: number, events: NewEvent[]): Promise<void> {
+  const { agentId, epoch, head } = claim;
+  const turnId = head.activeTurnId;
+  await deps.store.commit({
+    agentId, workerId, epoch, expectedVersion: head.version, turnId,
+    snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
+    events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+    release: null, leaseMs: backoffMs, now: deps.clock.now(),
+  });
+}
+
+/** The conversation a claim starts from: the cached one, none for a new agent, else the store's. */
+async function loadConversation(
+  store: Store,
+  agentId: string,
+  head: Claimed["head"],
+  cached: { messages: Message[]; memory?: ConversationMemory } | undefined,
+  fromSummary: boolean,
+): Promise<{ history: Message[]; memory: ConversationMemory }> {
+  if (cached) return { history: cached.messages, memory: cached.memory ?? { summary: null, firstIndex: head.messagesTrimmedThrough ?? 0 } };
+  if (head.messageCount === 0) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  // With a memory policy only what the summary does not cover is ever shown: read from there.
+  const conv = await store.readConversation(agentId, fromSummary ? { fromSummary } : undefined);
+  if (!conv) return { history: [], memory: { summary: null, firstIndex: 0 } };
+  return { history: conv.messages.map(deepFreeze), memory: { summary: conv.summary, firstIndex: conv.firstIndex } };
+}
