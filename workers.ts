@@ -43,7 +43,7 @@ import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./ga
 import { ProblemError } from "./routes/problem.ts";
 import type { RouteAuth } from "./routes/runtime.ts";
 import { silentLogger } from "./actors/runtime.ts";
-import { isSingleConsumerTarget } from "./actors/target-lease.ts";
+import { isSingleConsumerTarget } from "./actors/pool/target-lease.ts";
 import type { Store } from "./store/port.ts";
 import { originalRequest } from "./routes/request-origin.ts";
 
@@ -131,7 +131,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.
   buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
-  // A Worker has no process that could hold a single-consumer target's lease (actors/target-lease.ts).
+  // A Worker has no process that could hold a single-consumer target's lease (actors/pool/target-lease.ts).
   const single = (rest.agents ?? []).find((a) => a && isSingleConsumerTarget(a.workerTarget));
   if (single) {
     throw new DefinitionError(

@@ -16,7 +16,7 @@
  * score publishes it on the channel named like the ready queue
  * (store/lua/includes/keys.lua, `set_bell`), and a watch subscribes to the
  * queues of its targets on a connection of its own, so an idle worker pool
- * waits on that connection instead of polling (actors/worker.ts). On a
+ * waits on that connection instead of polling (actors/pool/pool.ts). On a
  * Cluster, PUBLISH reaches every node, so one subscribed connection hears
  * the queues of every shard: no connection per master, no polling. (When
  * the node holding the subscription fails, ioredis moves it to another; a

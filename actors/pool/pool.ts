@@ -8,7 +8,7 @@
  * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
  * poison turn cannot hold the agent and the tasks behind it forever.
  *
- * Single-consumer targets (`svc1_*`, actors/target-lease.ts) are claimed
+ * Single-consumer targets (`svc1_*`, actors/pool/target-lease.ts) are claimed
  * only while this process holds the target's lease; the pool renews it while
  * it runs and releases it when it stops.
  *
@@ -71,7 +71,7 @@
  *   polling backoff allows, even while the watch listens: the holder's
  *   release is not pushed.
  *
- * Several deployments on one key space (actors/definition-sets.ts): a loop
+ * Several deployments on one key space (actors/pool/definition-sets.ts): a loop
  * claims only agents this process has definitions for (`agentNames`), so an
  * agent only another deployment defines stays due for that deployment's
  * workers. While such an agent is due (the last claim attempt left one), the
@@ -80,11 +80,11 @@
  * polls with the backoff above (`pollMs` doubling up to `idlePollMaxMs`)
  * instead of sleeping until that due time or `listenMaxMs`.
  */
-import { claimRunner } from "./claim-failure.ts";
-import type { HostDeps } from "./host.ts";
+import { claimRunner } from "../claim-failure.ts";
+import type { HostDeps } from "../host.ts";
 import { targetLeases } from "./target-lease.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
-import type { BellWatch } from "../store/port.ts";
+import type { BellWatch } from "../../store/port.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
 export const DEFAULT_LISTEN_MAX_MS = 60_000;
@@ -127,7 +127,7 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   const leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: workerId });
   let renewTimer: ReturnType<typeof setInterval> | undefined;
   let definitionTimer: ReturnType<typeof setInterval> | undefined;
-  /** Other definition sets already warned about (actors/definition-sets.ts). */
+  /** Other definition sets already warned about (actors/pool/definition-sets.ts). */
   const reportedSets = new Set<string>();
   /** The definitions this process has: a loop claims only agents of these names. */
   const agentNames = [...deps.agents.keys()];

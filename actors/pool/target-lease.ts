@@ -23,8 +23,8 @@
  * Time comes from the host's clock; processes whose clocks disagree by
  * more than a lease could overlap, as with agent leases.
  */
-import type { Clock, Logger } from "./runtime.ts";
-import type { Store } from "../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
+import type { Store } from "../../store/port.ts";
 
 /** The prefix of single-consumer targets (seed naming: `svc1_<service>_<scope>`). */
 export const SINGLE_CONSUMER_PREFIX = "svc1_";

@@ -20,12 +20,12 @@
  * the default 30 s, 0.033 per second; measured by `npm run bench:idle` as
  * all the calls of an idle TCP Redis process past its first seconds, the
  * worker pool's 60 s safety poll aside). It is not pushed, unlike the worker
- * pool's bells (actors/worker.ts): a deadline written by a live process is
+ * pool's bells (actors/pool/pool.ts): a deadline written by a live process is
  * that process's to keep, and this peek is the net for those of a process
  * that died, which no one announces.
  */
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 import type { WatchdogTickResult } from "./watchdog.ts";
 
 export interface WatchdogLoopOptions {
