@@ -1,8 +1,12 @@
 /**
  * The worker pool: N concurrent loops per process, each claiming the next
- * ready agent of its targets and running the claim through the host. The pool
- * holds only config, clients and timers; all business state lives in the
- * store and in the local variables of one claim.
+ * ready agent of its targets and running the claim through the host
+ * (actors/pool/claim-runner.ts). The pool holds only config, clients and
+ * timers; all business state lives in the store and in the local variables
+ * of one claim. Who polls, who parks and what wakes whom is decided by the
+ * idle machine (actors/pool/idle.ts, a pure transition function with its
+ * invariants); this file carries out its effects (actors/pool/wakers.ts)
+ * and makes the store calls between its events.
  *
  * A claim that throws out of `runClaim` is counted in the store and ends its
  * turn `failed` (`claim_error`) at the bound (actors/claim-failure.ts), so a
@@ -82,9 +86,12 @@
  */
 import { claimRunner } from "../claim-failure.ts";
 import type { HostDeps } from "../host.ts";
-import { targetLeases } from "./target-lease.ts";
-import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import type { BellWatch } from "../../store/port.ts";
+import { type ClaimAttemptDeps, claimOnce } from "./claim-runner.ts";
+import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
+import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
+import { type TargetLeases, targetLeases } from "./target-lease.ts";
+import { ParkedLoops, SentinelSleep } from "./wakers.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
 export const DEFAULT_LISTEN_MAX_MS = 60_000;
@@ -120,230 +127,207 @@ export interface WorkerPool {
   readonly running: boolean;
 }
 
+/**
+ * @example
+ * const pool = createWorkerPool(deps, { targets: ["default"], concurrency: 4, pollMs: 1_000, workerId: () => "w1" });
+ * pool.start();
+ * pool.nudge(); // after this process enqueued a task
+ * await pool.stop();
+ */
 export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): WorkerPool {
-  let id: string | undefined;
-  const workerId = () => (id ??= opts.workerId());
-  const runner = claimRunner(deps);
-  const leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: workerId });
-  let renewTimer: ReturnType<typeof setInterval> | undefined;
-  let definitionTimer: ReturnType<typeof setInterval> | undefined;
-  /** Other definition sets already warned about (actors/pool/definition-sets.ts). */
-  const reportedSets = new Set<string>();
-  /** The definitions this process has: a loop claims only agents of these names. */
-  const agentNames = [...deps.agents.keys()];
-  /** The last claim attempt left an agent of another definition set due (then the sentinel polls). */
-  let foreignDue = false;
-  let running = false;
-  let loops: Promise<void>[] = [];
-  const maxWait = Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs);
-  /** The sentinel's next idle wait (shared: the backoff is the pool's, not a loop's). */
-  let idleWait = opts.pollMs;
-  /** True from the sentinel's poll to the end of its sleep; the other idle loops park meanwhile. */
-  let sentinel = false;
-  /** The sentinel's sleep while it lasts: when it ends (Date.now base, like the timer) and how to end it sooner. */
-  let sentinelSleep: { until: number; wakeIn(ms: number): void } | undefined;
-  /** Parked loops (and loops waiting after a store error). */
-  let parked: Array<() => void> = [];
-  /** Counts in-process wakes, so one that lands between a loop's poll and its sleep is not lost. */
-  let wakes = 0;
-  const listenMax = opts.listenMaxMs ?? DEFAULT_LISTEN_MAX_MS;
-  /** The store's bell watch while the pool runs, and whether it listens now. */
-  let watch: BellWatch | undefined;
-  let listening = false;
+  return new Pool(deps, opts);
+}
 
-  /**
-   * Wakes the pool, and the backoff starts over: the sleeping sentinel polls
-   * now, else one parked loop does; a loop between its poll and its sleep
-   * polls again (`wakes`). Each loop that claims wakes the next, so a burst is
-   * taken up loop by loop, and a wake costs one poll however many loops park.
-   */
-  const wake = () => {
-    wakes++;
-    idleWait = opts.pollMs;
-    if (sentinelSleep) sentinelSleep.wakeIn(0);
-    else parked.shift()?.();
-  };
-  /** Every waiting loop returns now (stop). */
-  const wakeAll = () => {
-    wakes++;
-    const p = parked;
-    parked = [];
-    for (const f of p) f();
-    sentinelSleep?.wakeIn(0);
-  };
-  /** An in-process wake (a route of this process rang a bell). */
-  const nudge = () => wake();
-  /** After a claim: one parked sibling polls (a burst is taken up loop by loop) and the backoff starts over. */
-  const wakeOne = () => {
-    idleWait = opts.pollMs;
-    parked.shift()?.();
-  };
-  /**
-   * A bell pushed by the store: `at` is now the earliest ready score of `target`.
-   * Due now: the sentinel polls at once (or, when it is polling right now,
-   * again). Later: the sentinel's sleep ends no later than `at`.
-   */
-  const bell = (target: string, at: number) => {
-    if (!running || leases.heldElsewhereUntil(target) !== undefined) return;
-    const d = at - deps.clock.now();
-    if (d <= 0) wake();
-    else if (sentinelSleep) sentinelSleep.wakeIn(d);
-    else wakes++;
-  };
-  /** The watch listens (poll once: bells before were not heard) or stopped listening (poll as without one). */
-  const heard = (on: boolean) => {
-    listening = on;
-    if (!running) return;
-    if (on) wake();
-    else sentinelSleep?.wakeIn(idleWait);
-  };
-  /** Parks until woken, or at most `ms`. */
-  const park = (ms?: number) =>
-    new Promise<void>((resolve) => {
-      const t = ms === undefined ? undefined : setTimeout(done, ms);
-      function done() {
-        if (t !== undefined) clearTimeout(t);
-        parked = parked.filter((f) => f !== done);
-        resolve();
-      }
-      parked.push(done);
+class Pool implements WorkerPool {
+  readonly #deps: HostDeps;
+  readonly #opts: WorkerPoolOptions;
+  readonly #config: IdleConfig;
+  #idle: IdleState;
+  readonly #parked = new ParkedLoops();
+  readonly #sleep = new SentinelSleep();
+  readonly #leases: TargetLeases;
+  readonly #attempt: ClaimAttemptDeps;
+  #id: string | undefined;
+  #loops: Promise<void>[] = [];
+  /** The store's bell watch while the pool runs. */
+  #watch: BellWatch | undefined;
+  #renewTimer: ReturnType<typeof setInterval> | undefined;
+  #definitionTimer: ReturnType<typeof setInterval> | undefined;
+  /** Other definition sets already warned about (actors/pool/definition-sets.ts). */
+  readonly #reportedSets = new Set<string>();
+
+  constructor(deps: HostDeps, opts: WorkerPoolOptions) {
+    this.#deps = deps;
+    this.#opts = opts;
+    this.#config = {
+      pollMs: opts.pollMs,
+      maxWaitMs: Math.max(opts.pollMs, opts.idlePollMaxMs ?? opts.pollMs),
+      listenMaxMs: opts.listenMaxMs ?? DEFAULT_LISTEN_MAX_MS,
+    };
+    this.#idle = initialIdleState(this.#config);
+    this.#leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: () => this.#workerId() });
+    const runner = claimRunner(deps);
+    this.#attempt = {
+      store: deps.store,
+      clock: deps.clock,
+      leaseMs: deps.leaseMs,
+      targets: opts.targets,
+      // The definitions this process has: a loop claims only agents of these names.
+      agentNames: [...deps.agents.keys()],
+      leases: this.#leases,
+      run: (claim, workerId) => runner.run(claim, workerId),
+      onClaimed: () => {
+        this.#send({ type: "claimed" });
+        opts.onClaim?.();
+      },
+      onEmpty: (foreign) => void this.#send({ type: "empty", foreign }),
+    };
+  }
+
+  get running(): boolean {
+    return this.#idle.running;
+  }
+
+  start(): void {
+    if (this.#idle.running) return;
+    this.#send({ type: "start" });
+    this.#watch = this.#deps.store.watchBells?.(this.#opts.targets, {
+      bell: (target, at) => this.#bell(target, at),
+      listening: (on) => void this.#send({ type: "listening", on }),
     });
-  /** The sentinel's sleep: `ms`, cut short by a nudge or by a due time a sibling learnt of. */
-  const sentinelSleeps = (ms: number) =>
-    new Promise<void>((resolve) => {
-      let t: ReturnType<typeof setTimeout> | undefined;
-      const arm = (d: number) => {
-        if (t !== undefined) clearTimeout(t);
-        sleep.until = Date.now() + d;
-        t = setTimeout(() => {
-          sentinelSleep = undefined;
-          resolve();
-        }, d);
-      };
-      const sleep = { until: 0, wakeIn: (d: number) => (d < sleep.until - Date.now() ? arm(Math.max(0, d)) : undefined) };
-      sentinelSleep = sleep;
-      arm(ms);
-    });
+    this.#loops = Array.from({ length: this.#opts.concurrency }, (_, i) => this.#loop(i));
+    this.#renewTimer = setInterval(() => void this.#leases.renew(), Math.max(1, Math.floor(this.#deps.leaseMs / 3)));
+    void this.#announce();
+    this.#definitionTimer = setInterval(() => void this.#announce(), DEFINITION_SET_HEARTBEAT_MS);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#renewTimer) clearInterval(this.#renewTimer);
+    this.#renewTimer = undefined;
+    if (this.#definitionTimer) clearInterval(this.#definitionTimer);
+    this.#definitionTimer = undefined;
+    const w = this.#watch;
+    this.#watch = undefined;
+    this.#send({ type: "stop" });
+    await Promise.all([w?.close(), ...this.#loops]);
+    this.#loops = [];
+    await this.#leases.release();
+  }
+
+  async drain(): Promise<number> {
+    let total = 0;
+    const one = async (i: number) => {
+      while (await claimOnce(this.#attempt, `${this.#workerId()}/drain${i}`)) total++;
+    };
+    // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
+    for (;;) {
+      const before = total;
+      await Promise.all(Array.from({ length: this.#opts.drainConcurrency ?? this.#opts.concurrency }, (_, i) => one(i)));
+      if (total === before) return total;
+    }
+  }
+
+  /** An in-process wake (a route of this process rang a bell, the watchdog timed a call out). */
+  nudge(): void {
+    this.#send({ type: "wake" });
+  }
+
+  #workerId(): string {
+    return (this.#id ??= this.#opts.workerId());
+  }
+
+  /** Feeds one event to the idle machine and carries out its effects; answers the machine's step. */
+  #send(e: IdleEvent): IdleStep {
+    const r = idleTransition(this.#idle, e, this.#config);
+    this.#idle = r.state;
+    for (const f of r.effects) {
+      if (f.type === "wakeParked") this.#parked.wakeFirst();
+      else if (f.type === "wakeAllParked") this.#parked.wakeAll();
+      else if (f.type === "endSleep") this.#sleep.wakeIn(0);
+      else if (f.type === "shortenSleep") this.#sleep.wakeIn(f.ms);
+      // "sleep" is armed by the sentinel loop itself (#sentinel), which awaits it.
+    }
+    return r;
+  }
+
+  /** A bell pushed by the store: `at` is now the earliest ready score of `target`. */
+  #bell(target: string, at: number): void {
+    const heldElsewhere = this.#leases.heldElsewhereUntil(target) !== undefined;
+    this.#send({ type: "bell", dueInMs: at - this.#deps.clock.now(), heldElsewhere });
+  }
+
+  #announce(): Promise<unknown> {
+    return announceDefinitions(this.#deps, this.#reportedSets)
+      .catch((err) => this.#deps.logger.debug("definition set not announced", { error: String(err) }));
+  }
+
   /** Earliest due time over the targets, as a wait from now (ms, at least 1), or null. */
-  async function dueIn(): Promise<number | null> {
+  async #dueIn(): Promise<number | null> {
     let wait: number | null = null;
-    for (const t of opts.targets) {
+    for (const t of this.#opts.targets) {
       // A single-consumer target held by another process: its bells are not ours until that lease ends.
-      const at = leases.heldElsewhereUntil(t) ?? (await deps.store.nextReadyAt(t));
-      if (at !== null) wait = Math.min(wait ?? Infinity, Math.max(1, at - deps.clock.now()));
+      const at = this.#leases.heldElsewhereUntil(t) ?? (await this.#deps.store.nextReadyAt(t));
+      if (at !== null) wait = Math.min(wait ?? Infinity, Math.max(1, at - this.#deps.clock.now()));
     }
     return wait;
   }
 
-  /** One claim attempt over all targets; true when something was processed. */
-  async function once(loopId: string): Promise<boolean> {
-    let foreign = false;
-    for (const target of opts.targets) {
-      if (!(await leases.mayConsume(target))) continue;
-      const c = await deps.store.claimNext({ workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames });
-      if (c.status === "empty" && (c.foreign ?? 0) > 0) foreign = true;
-      if (c.status === "claimed") {
-        wakeOne();
-        opts.onClaim?.();
-        await runner.run(c, loopId);
-        return true;
-      }
-    }
-    foreignDue = foreign;
-    return false;
+  /** Parks until a waker (or, with `ms`, at most that long). */
+  #parkNow(ms?: number): Promise<void> {
+    return this.#parked.park(ms, () => void this.#send({ type: "parkTimedOut" }));
   }
 
-  async function loop(i: number) {
-    const loopId = `${workerId()}/${i}`;
+  /** One claim loop: claim while there is work, else do what the idle machine says. */
+  async #loop(i: number): Promise<void> {
+    const loopId = `${this.#workerId()}/${i}`;
     let worked = false;
     // Only the first loop polls at start; the others park until a claim or a wake needs them.
-    if (i > 0) await park();
-    while (running) {
-      const seen = wakes;
+    if (i > 0 && this.#send({ type: "park", seen: this.#idle.wakes }).next === "park") await this.#parkNow();
+    while (this.#idle.running) {
+      const seen = this.#idle.wakes;
       const afterWork = worked;
       try {
-        worked = await once(loopId);
+        worked = await claimOnce(this.#attempt, loopId);
       } catch (err) {
         worked = false;
-        deps.logger.warn("worker loop error", { error: String(err) });
-        await park(opts.pollMs);
+        this.#deps.logger.warn("worker loop error", { error: String(err) });
+        this.#send({ type: "parkFor" });
+        await this.#parkNow(this.#opts.pollMs);
         continue;
       }
-      if (worked || !running || wakes !== seen) continue;
-      if (sentinel) {
-        // The claim just run may have set a due time (a retry backoff, a runnableAt): the
-        // sentinel, asleep since before it, must not sleep past it.
-        if (afterWork && sentinelSleep) {
-          try {
-            const d = await dueIn();
-            if (d !== null) sentinelSleep?.wakeIn(d);
-          } catch { /* store unreachable: the sentinel polls at its time */ }
-        }
-        if (running && wakes === seen) await park();
-        continue;
-      }
-      sentinel = true;
-      try {
-        // A target held by another process is asked for again by polling (its release is not pushed).
-        // An agent of another definition set is due: the earliest due time is not ours, and bells behind it are not pushed.
-        const foreign = foreignDue;
-        const pushed = !foreign && listening && opts.targets.every((t) => leases.heldElsewhereUntil(t) === undefined);
-        let wait = pushed ? listenMax : idleWait;
-        if (!pushed) idleWait = Math.min(maxWait, idleWait * 2);
-        try {
-          const d = foreign ? null : await dueIn();
-          if (d !== null) wait = Math.min(wait, d);
-        } catch { /* store unreachable: poll again after `wait` */ }
-        if (running && wakes === seen) await sentinelSleeps(wait);
-      } finally {
-        sentinel = false;
-        sentinelSleep = undefined;
-      }
+      if (worked) continue;
+      const noneHeldElsewhere = this.#opts.targets.every((t) => this.#leases.heldElsewhereUntil(t) === undefined);
+      const r = this.#send({ type: "idle", seen, afterWork, noneHeldElsewhere });
+      if (r.next === "checkDue" || r.next === "park") await this.#idleSibling(r.next, seen);
+      else if (r.next === "sentinel") await this.#sentinel(seen, r.readDue !== false);
     }
   }
 
-  return {
-    get running() {
-      return running;
-    },
-    start() {
-      if (running) return;
-      running = true;
-      listening = false;
-      watch = deps.store.watchBells?.(opts.targets, { bell, listening: heard });
-      loops = Array.from({ length: opts.concurrency }, (_, i) => loop(i));
-      renewTimer = setInterval(() => void leases.renew(), Math.max(1, Math.floor(deps.leaseMs / 3)));
-      const announce = () =>
-        announceDefinitions(deps, reportedSets).catch((err) => deps.logger.debug("definition set not announced", { error: String(err) }));
-      void announce();
-      definitionTimer = setInterval(() => void announce(), DEFINITION_SET_HEARTBEAT_MS);
-    },
-    async stop() {
-      running = false;
-      if (renewTimer) clearInterval(renewTimer);
-      renewTimer = undefined;
-      if (definitionTimer) clearInterval(definitionTimer);
-      definitionTimer = undefined;
-      const w = watch;
-      watch = undefined;
-      listening = false;
-      wakeAll();
-      await Promise.all([w?.close(), ...loops]);
-      loops = [];
-      await leases.release();
-    },
-    async drain() {
-      let total = 0;
-      const one = async (i: number) => {
-        while (await once(`${workerId()}/drain${i}`)) total++;
-      };
-      // Loops see "empty" while a sibling holds an agent, so repeat until a full pass finds nothing.
-      for (;;) {
-        const before = total;
-        await Promise.all(Array.from({ length: opts.drainConcurrency ?? opts.concurrency }, (_, i) => one(i)));
-        if (total === before) return total;
-      }
-    },
-    nudge,
-  };
+  /** A loop that found nothing while another is the sentinel: tells it of a due time its claim may have set, then parks. */
+  async #idleSibling(next: "checkDue" | "park", seen: number): Promise<void> {
+    if (next === "checkDue") {
+      // The claim just run may have set a due time (a retry backoff, a runnableAt): the sentinel,
+      // asleep since before it, must not sleep past it.
+      try {
+        this.#send({ type: "due", dueInMs: await this.#dueIn() });
+      } catch { /* store unreachable: the sentinel polls at its time */ }
+    }
+    if (this.#send({ type: "park", seen }).next === "park") await this.#parkNow();
+  }
+
+  /** The sentinel's turn: read the earliest due time, then sleep until then (at most the wait the machine chose). */
+  async #sentinel(seen: number, readDue: boolean): Promise<void> {
+    let dueInMs: number | null = null;
+    try {
+      if (readDue) dueInMs = await this.#dueIn();
+    } catch { /* store unreachable: poll again after the machine's wait */ }
+    const r = this.#send({ type: "sleep", seen, dueInMs });
+    const arm = r.effects.find((f) => f.type === "sleep");
+    if (r.next !== "sleep" || !arm) return;
+    try {
+      await this.#sleep.sleep(arm.ms);
+    } finally {
+      this.#send({ type: "woke" });
+    }
+  }
 }

@@ -1,0 +1,53 @@
+/**
+ * One claim attempt of the worker pool: over the pool's targets in order,
+ * the first claimable agent this process has a definition for is claimed
+ * and run to the end of the claim (with poison handling, actors/claim-failure.ts).
+ *
+ * Invariants:
+ * - A single-consumer target is tried only while this process holds its
+ *   lease (actors/pool/target-lease.ts).
+ * - Only agents named in `agentNames` are claimed (store/port.ts invariant
+ *   23, actors/pool/definition-sets.ts).
+ * - `onClaimed` is called before the claim runs (the pool wakes a sibling
+ *   then, so a burst is taken up loop by loop); `onEmpty` after a pass that
+ *   claimed nothing, saying whether it left an agent of another definition
+ *   set due.
+ */
+import type { ClaimResult, Store } from "../../store/port.ts";
+import type { HostOutcome } from "../host.ts";
+import type { Clock } from "../runtime.ts";
+import type { TargetLeases } from "./target-lease.ts";
+
+type Claimed = Extract<ClaimResult, { status: "claimed" }>;
+
+export interface ClaimAttemptDeps {
+  store: Store;
+  clock: Clock;
+  leaseMs: number;
+  targets: readonly string[];
+  agentNames: string[];
+  leases: TargetLeases;
+  /** Runs one claim to its end; never throws (actors/claim-failure.ts `claimRunner`). */
+  run(claim: Claimed, workerId: string): Promise<HostOutcome | null>;
+  onClaimed(): void;
+  onEmpty(foreign: boolean): void;
+}
+
+/** One claim attempt over all targets; true when an agent was claimed and run. */
+export async function claimOnce(deps: ClaimAttemptDeps, loopId: string): Promise<boolean> {
+  let foreign = false;
+  for (const target of deps.targets) {
+    if (!(await deps.leases.mayConsume(target))) continue;
+    const c = await deps.store.claimNext({
+      workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
+    });
+    if (c.status === "empty" && (c.foreign ?? 0) > 0) foreign = true;
+    if (c.status === "claimed") {
+      deps.onClaimed();
+      await deps.run(c, loopId);
+      return true;
+    }
+  }
+  deps.onEmpty(foreign);
+  return false;
+}
