@@ -91,6 +91,7 @@ import { type ClaimAttemptDeps, claimOnce } from "./claim-runner.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
 import { type TargetLeases, targetLeases } from "./target-lease.ts";
+import { describeStoreError } from "./store-error.ts";
 import { ParkedLoops, SentinelSleep } from "./wakers.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
@@ -258,7 +259,7 @@ class Pool implements WorkerPool {
 
   #announce(): Promise<unknown> {
     return announceDefinitions(this.#deps, this.#reportedSets)
-      .catch((err) => this.#deps.logger.debug("definition set not announced", { error: String(err) }));
+      .catch((err) => this.#deps.logger.debug("definition set not announced", describeStoreError(err, this.#deps.store.kind)));
   }
 
   /** Earliest due time over the targets, as a wait from now (ms, at least 1), or null. */
@@ -290,7 +291,7 @@ class Pool implements WorkerPool {
         worked = await claimOnce(this.#attempt, loopId);
       } catch (err) {
         worked = false;
-        this.#deps.logger.warn("worker loop error", { error: String(err) });
+        this.#deps.logger.warn("worker loop error", describeStoreError(err, this.#deps.store.kind));
         this.#send({ type: "parkFor" });
         await this.#parkNow(this.#opts.pollMs);
         continue;

@@ -26,6 +26,7 @@
  */
 import type { Store } from "../../store/port.ts";
 import type { Clock, Logger } from "../runtime.ts";
+import { describeStoreError } from "./store-error.ts";
 import type { WatchdogTickResult } from "./watchdog.ts";
 
 export interface WatchdogLoopOptions {
@@ -98,7 +99,7 @@ export function createWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
       }
     } catch (err) {
       next = opts.intervalMs;
-      opts.logger.warn("watchdog tick failed", { error: String(err) });
+      opts.logger.warn("watchdog tick failed", describeStoreError(err, opts.store.kind));
     }
     if (hurry) next = opts.intervalMs;
     wait = next;
