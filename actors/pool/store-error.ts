@@ -9,10 +9,11 @@
 import { isOutageError } from "../../store/outage.ts";
 import type { Store } from "../../store/port.ts";
 
-export interface StoreErrorFields {
+/** A type, not an interface: it goes where a logger takes `Record<string, unknown>`. */
+export type StoreErrorFields = {
   error: string;
   cause?: { name: string; message: string };
-}
+};
 
 /** ioredis's own texts for a dropped connection, said plainly. */
 const CONNECTION_DOWN = /^(Connection is closed\.|Stream isn't writeable|connect E[A-Z]+|read ECONNRESET|write EPIPE)/;
