@@ -38,6 +38,7 @@
  */
 import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/budget.ts";
 import { claimRunner } from "./actors/claim-failure.ts";
+import { logTurnEnd } from "./actors/pool/claim-runner.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { ProblemError } from "./routes/problem.ts";
@@ -166,7 +167,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
           registryFlushMs: null,
         });
         let id: string | undefined;
-        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps) };
+        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps, (c, out, ms) => logTurnEnd(built.deps.logger, c, out, ms)) };
       })();
       // A failed build (a store factory that threw) is retried by the next invocation.
       p.catch(() => instances.delete(key));

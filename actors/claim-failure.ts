@@ -100,8 +100,13 @@ export async function recordClaimFailure(
  * @example
  * const runner = claimRunner(deps);
  * const out = await runner.run(claim, workerId); // null: the claim threw and was counted
+ *
+ * `onOutcome` sees every claim's outcome, each of a chain included, with the claim's time (ms).
  */
-export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
+export function claimRunner(
+  deps: HostDeps,
+  onOutcome?: (claim: Claimed, out: HostOutcome, ms: number) => void,
+): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
   // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
   const storeErrors = new WeakSet<object>();
   const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
@@ -113,7 +118,9 @@ export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: str
       let chainedTurns = 0;
       try {
         for (;;) {
+          const startedAt = deps.clock.now();
           const out = await runClaim(claimDeps, claim, workerId, budget, chainedTurns < maxChained);
+          onOutcome?.(claim, out, deps.clock.now() - startedAt);
           if (out.status !== "released" || !out.chained) return out;
           claim = out.chained;
           chainedTurns++;

@@ -192,9 +192,12 @@ export type HostOutcome =
    * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant 20);
    * the caller runs it as the next claim (actors/claim-failure.ts `claimRunner`).
    */
-  | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed }
+  | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed; ended?: EndedTurnNote }
   | { status: "fenced"; reason: string; commits: number }
   | { status: "unrestorable"; message: string };
+
+/** The turn a claim's commits ended (the pool logs `turn_end` from it): its id, final state and model steps. */
+export type EndedTurnNote = { turnId: string; status: string; steps: number };
 
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
 const UNRESTORABLE_RETRY_MS = 5 * 60_000;
@@ -299,11 +302,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     store, clock, logger, agentId, workerId, epoch, leaseMs: deps.leaseMs, leaseUntil: head.leaseUntil, abort,
     claimedMail: claim.mail.length, commits: () => buffer.commits,
   });
+  let ended: EndedTurnNote | undefined;
   const buffer: CommitBuffer = new CommitBuffer({
     ctx: { deps, agentId, workerId, epoch, abort, history, usedIds, memory, lease },
     actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, agent),
     stopAtCancel: link !== undefined,
-    afterCommit: (released, notes) => afterCommit(ctx, delegationDeps, released, notes),
+    afterCommit: (released, notes) => {
+      if (notes.endedTurn) ended = { turnId: notes.endedTurn.turnId, status: notes.endedTurn.status, steps: snap(ctx).context.step };
+      return afterCommit(ctx, delegationDeps, released, notes);
+    },
   });
 
   // One span per claim that works on a turn (a turn handed back or waiting for an external tool shows as several).
@@ -331,6 +338,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const chainAllowed = () => mayChain && !(budget && budgetSpent(budget, clock));
   const released = (yielded: boolean): HostOutcome => ({
     status: "released", state: snap(ctx).value, commits: buffer.commits, yielded, ...(buffer.chained ? { chained: buffer.chained } : {}),
+    ...(ended ? { ended } : {}),
   });
 
   try {

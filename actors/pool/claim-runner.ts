@@ -12,10 +12,18 @@
  *   then, so a burst is taken up loop by loop); `onEmpty` after a pass that
  *   claimed nothing, saying whether it left an agent of another definition
  *   set due.
+ *
+ * Every turn a claim ends writes one `info` line, `turn_end` (`logTurnEnd`,
+ * given to actors/claim-failure.ts `claimRunner`, so each turn of a chain
+ * run in one claim gets its line): agentId, agent, turnId, status (the
+ * turn's final state), steps (its model steps) and ms (the time of the claim
+ * that ended it; a turn that waited for an external tool spanned several
+ * claims). A turn ended because its claims kept throwing is logged by
+ * `claimRunner` as `claim failure recorded` (`turn_failed`) instead.
  */
 import type { ClaimResult, Store } from "../../store/port.ts";
 import type { HostOutcome } from "../host.ts";
-import type { Clock } from "../runtime.ts";
+import type { Clock, Logger } from "../runtime.ts";
 import type { TargetLeases } from "./target-lease.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
@@ -31,6 +39,13 @@ export interface ClaimAttemptDeps {
   run(claim: Claimed, workerId: string): Promise<HostOutcome | null>;
   onClaimed(): void;
   onEmpty(foreign: boolean): void;
+}
+
+/** The `turn_end` line of a claim that ended a turn; nothing for one that did not. */
+export function logTurnEnd(logger: Logger, claim: Claimed, out: HostOutcome, ms: number): void {
+  if (out.status !== "released" || !out.ended) return;
+  const { turnId, status, steps } = out.ended;
+  logger.info("turn_end", { agentId: claim.agentId, agent: claim.head.agentName, turnId, status, steps, ms });
 }
 
 /** One claim attempt over all targets; true when an agent was claimed and run. */

@@ -87,7 +87,7 @@
 import { claimRunner } from "../claim-failure.ts";
 import type { HostDeps } from "../host.ts";
 import type { BellWatch } from "../../store/port.ts";
-import { type ClaimAttemptDeps, claimOnce } from "./claim-runner.ts";
+import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-runner.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
 import { type TargetLeases, targetLeases } from "./target-lease.ts";
@@ -167,7 +167,7 @@ class Pool implements WorkerPool {
     };
     this.#idle = initialIdleState(this.#config);
     this.#leases = targetLeases({ store: deps.store, clock: deps.clock, logger: deps.logger, leaseMs: deps.leaseMs, holder: () => this.#workerId() });
-    const runner = claimRunner(deps);
+    const runner = claimRunner(deps, (claim, out, ms) => logTurnEnd(deps.logger, claim, out, ms));
     this.#attempt = {
       store: deps.store,
       clock: deps.clock,
