@@ -22,6 +22,7 @@ const sleeping = { phase: "sleeping" } as const;
 const go = (s: IdleState, e: IdleEvent): IdleStep => idleTransition(s, e, config);
 
 describe("idle machine: every transition", () => {
+  // Long because: one case per event kind of the machine, each from the sentinel phases that matter.
   it("start and stop", () => {
     const started = go({ ...initialIdleState(config), backoffMs: 800, listening: true }, { type: "start" });
     expect(started).toEqual({ state: { ...initialIdleState(config), running: true }, effects: [], next: "none" });
@@ -151,6 +152,7 @@ interface SimLoop {
 
 /** Drives the machine as the pool does (one loop's step at a time, or an outside event), checking the invariants. */
 function simulate(seed: number, loopCount: number, steps: number): { sleeps: number; parks: number; sentinels: number } {
+  // Long because: it plays the pool's part for every loop status (the shell the machine's answers drive), and the invariants are checked where each answer is given.
   const rand = rng(seed);
   const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
   let s = idleTransition(initialIdleState(config), { type: "start" }, config).state;
