@@ -17,9 +17,9 @@ import { keptResults } from "./actors/claim/kept-results.ts";
 import type { HostDeps } from "./actors/claim/context.ts";
 import { type Clock, type IdSource, type Logger, randomIds, silentLogger, systemClock } from "./actors/runtime.ts";
 import { createMetrics, meteredStore } from "./actors/observe/metrics.ts";
-import { watchdogTick, type WatchdogTickResult } from "./actors/watchdog.ts";
-import { createWatchdogLoop } from "./actors/watchdog-loop.ts";
-import { createWorkerPool } from "./actors/worker.ts";
+import { watchdogTick, type WatchdogTickResult } from "./actors/pool/watchdog.ts";
+import { createWatchdogLoop } from "./actors/pool/watchdog-loop.ts";
+import { createWorkerPool } from "./actors/pool/pool.ts";
 import { createRegistryWriter } from "./actors/registry/writer.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
@@ -62,7 +62,7 @@ export const DEFAULT_POLL_MS = 100;
 export const DEFAULT_IDLE_POLL_MAX_MS = 5_000;
 /**
  * The same on TCP Redis while its bell watch does not listen (the connection is down): bells are pushed
- * there otherwise, and an idle pool waits for them instead of polling (actors/worker.ts).
+ * there otherwise, and an idle pool waits for them instead of polling (actors/pool/pool.ts).
  */
 export const DEFAULT_IDLE_POLL_MAX_MS_TCP = 1_000;
 /** Longest idle wait of the watchdog loop (ms), chosen from bench/idle.ts. */

@@ -37,13 +37,14 @@
  * });
  */
 import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
-import { claimRunner } from "./actors/claim-failure.ts";
+import { claimRunner } from "./actors/pool/claim-failure.ts";
+import { logTurnEnd } from "./actors/pool/claim-runner.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { ProblemError } from "./routes/problem.ts";
 import type { RouteAuth } from "./routes/runtime.ts";
 import { silentLogger } from "./actors/runtime.ts";
-import { isSingleConsumerTarget } from "./actors/target-lease.ts";
+import { isSingleConsumerTarget } from "./actors/pool/target-lease.ts";
 import type { Store } from "./store/port.ts";
 import { originalRequest } from "./routes/request-origin.ts";
 
@@ -105,7 +106,7 @@ interface Bells {
 interface Instance {
   built: BuiltGatehouse;
   workerId: () => string;
-  /** Runs claims with poison handling (actors/claim-failure.ts). */
+  /** Runs claims with poison handling (actors/pool/claim-failure.ts). */
   runner: ReturnType<typeof claimRunner>;
 }
 
@@ -131,7 +132,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.
   buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
-  // A Worker has no process that could hold a single-consumer target's lease (actors/target-lease.ts).
+  // A Worker has no process that could hold a single-consumer target's lease (actors/pool/target-lease.ts).
   const single = (rest.agents ?? []).find((a) => a && isSingleConsumerTarget(a.workerTarget));
   if (single) {
     throw new DefinitionError(
@@ -166,7 +167,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
           registryFlushMs: null,
         });
         let id: string | undefined;
-        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps) };
+        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps, (c, out, ms) => logTurnEnd(built.deps.logger, c, out, ms)) };
       })();
       // A failed build (a store factory that threw) is retried by the next invocation.
       p.catch(() => instances.delete(key));

@@ -11,7 +11,9 @@
  *   the client's last connection error in the line.
  * - Connection errors of the TCP client are silent until the first check
  *   succeeded (the start either succeeds or reports the last one); after
- *   that they are logged as warnings while the client reconnects.
+ *   that an outage is logged by the adapter's two state lines
+ *   (`store_reconnecting` when it is lost, `store_ready` with the attempts
+ *   and errors counted when it is back), not one line per error.
  * - Secrets do not reach the line: Redis URLs are shown as host:port, bearer
  *   tokens never.
  * Web APIs only (timers, URL): the runtime files pass in the environment
@@ -122,9 +124,9 @@ export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started>
 
   let started = false;
   let lastConnectionError: Error | undefined;
+  // Once serving, errors are counted in the adapter's `store_ready` line instead of logged one by one.
   const onError = (err: Error) => {
-    if (started) logger.warn("redis connection error; reconnecting", { error: err.message });
-    else lastConnectionError = err;
+    if (!started) lastConnectionError = err;
   };
   // Reconnect lines of the TCP adapter (store_reconnecting / store_ready) once serving; before that a
   // failing connection is reported by the one startup line instead.

@@ -3,7 +3,7 @@ import type { AnyAgent } from "../agents/define.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { Metrics } from "../actors/observe/metrics.ts";
-import type { WatchdogTickResult } from "../actors/watchdog.ts";
+import type { WatchdogTickResult } from "../actors/pool/watchdog.ts";
 import type { Store } from "../store/port.ts";
 import type { RouteAuth } from "./auth/config.ts";
 import type { RateLimits } from "./rate-limit.ts";

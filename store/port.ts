@@ -471,7 +471,7 @@ export type ResetTurnResult =
   /** The head moved since it was read (a commit, another reset): nothing written; read again. */
   | { status: "conflict" };
 
-/** Takes a due record the watchdog could not process out of the way (see actors/watchdog.ts). */
+/** Takes a due record the watchdog could not process out of the way (see actors/pool/watchdog.ts). */
 export interface SkipDueToolCallRequest {
   agentId: string;
   turnId: string;
@@ -642,7 +642,7 @@ export type RateLimitResult =
 
 /**
  * A lease on a single-consumer worker target (`svc1_<service>_<scope>`,
- * actors/target-lease.ts): one holder at a time. `acquire` takes a free or
+ * actors/pool/target-lease.ts): one holder at a time. `acquire` takes a free or
  * expired lease, or renews the holder's own; another holder's live lease
  * answers `busy` and writes nothing. `release` frees only the holder's own.
  */
@@ -728,7 +728,7 @@ export interface Store {
    * process) calls `listener.bell` with it, while the watch listens
    * (`listener.listening`). TCP Redis has it (pub/sub on a connection of
    * its own); Upstash and the memory store do not, and an idle worker pool
-   * polls them (actors/worker.ts).
+   * polls them (actors/pool/pool.ts).
    */
   watchBells?(targets: readonly string[], listener: BellListener): BellWatch;
   /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */

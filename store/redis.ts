@@ -16,7 +16,7 @@
  * score publishes it on the channel named like the ready queue
  * (store/lua/includes/keys.lua, `set_bell`), and a watch subscribes to the
  * queues of its targets on a connection of its own, so an idle worker pool
- * waits on that connection instead of polling (actors/worker.ts). On a
+ * waits on that connection instead of polling (actors/pool/pool.ts). On a
  * Cluster, PUBLISH reaches every node, so one subscribed connection hears
  * the queues of every shard: no connection per master, no polling. (When
  * the node holding the subscription fails, ioredis moves it to another; a
@@ -66,9 +66,11 @@ export interface RedisStoreOptions {
    */
   onError?: (err: Error) => void;
   /**
-   * Receives `store_reconnecting` ({ delayMs, error }) when the connection is
-   * lost and ioredis schedules a reconnect, and `store_ready` ({ downMs })
-   * when it is back (docs/operations.md). A `Logger` of actors/runtime.ts fits.
+   * Receives `store_reconnecting` ({ delayMs, error }) once when the
+   * connection is lost and ioredis schedules its first reconnect, and
+   * `store_ready` ({ downMs, attempts, errors, lastError }) once when it is
+   * back: one line per state change, not per attempt (docs/operations.md).
+   * A `Logger` of actors/runtime.ts fits.
    */
   logger?: StoreLogger;
 }
@@ -248,25 +250,38 @@ async function masterOfSlot(client: Cluster, slot: number): Promise<Redis> {
   return node;
 }
 
-/** Logs the reconnects of a client: one line when a reconnect is scheduled, one when it is back. */
+/**
+ * Logs the connection's state changes, not its attempts: `store_reconnecting`
+ * once when the connection is lost (up -> down: the first reconnect is
+ * scheduled), `store_ready` once when it is back (down -> up), with the
+ * reconnect attempts and connection errors counted in between. An outage of
+ * any length writes two lines.
+ */
 function watchConnection(client: Redis | Cluster, logger: StoreLogger): void {
   let lastError = "";
-  let downSince: number | null = null;
+  /** While down: since when, and the attempts and errors seen. */
+  let down: { since: number; attempts: number; errors: number } | null = null;
   client.on("error", (err: Error) => {
     lastError = err.message;
+    if (down) down.errors++;
   });
   client.on("close", () => {
     // A server that went away cleanly (or was killed) closes the socket without an error event.
     lastError ||= "connection closed";
   });
   client.on("reconnecting", (delayMs: number) => {
-    downSince ??= Date.now();
+    if (down) {
+      down.attempts++;
+      return;
+    }
+    down = { since: Date.now(), attempts: 1, errors: 0 };
     logger.info("store_reconnecting", { delayMs, error: lastError });
   });
   client.on("ready", () => {
+    const was = down;
+    const error = lastError;
     lastError = "";
-    if (downSince === null) return;
-    logger.info("store_ready", { downMs: Date.now() - downSince });
-    downSince = null;
+    down = null;
+    if (was) logger.info("store_ready", { downMs: Date.now() - was.since, attempts: was.attempts, errors: was.errors, lastError: error });
   });
 }

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { agentTool } from "../agents/agent-tool.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../actors/delegation/delegation.ts";
-import { watchdogTick } from "../actors/watchdog.ts";
+import { watchdogTick } from "../actors/pool/watchdog.ts";
 import { silentLogger } from "../actors/runtime.ts";
 import { ModelError } from "../errors/errors.ts";
 import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../gatehouse.ts";

@@ -1,8 +1,8 @@
 /**
  * No function on the wakeup path is longer than MAX_LINES without a written
  * reason. The wakeup path is what a task goes through from its route to its
- * commit: the task route (routes/agents.ts), then (after the worker pool,
- * actors/worker.ts) the claim: actors/host/, actors/claim/, actors/steps/ and
+ * commit: the task route (routes/agents.ts), the worker pool (actors/pool/),
+ * then the claim: actors/host/, actors/claim/, actors/steps/ and
  * the parts beside the claim (actors/spend/, actors/delegation/,
  * actors/conversation/, actors/registry/, actors/observe/tracing.ts).
  *
@@ -25,6 +25,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** The wakeup path: folders (every .ts in them) and single files, from the root. */
 const WAKEUP_PATH = [
   "routes/agents.ts",
+  "actors/pool",
   "actors/host",
   "actors/claim",
   "actors/steps",

@@ -1,5 +1,5 @@
 /**
- * Poison handling (actors/claim-failure.ts) on the memory store and on
+ * Poison handling (actors/pool/claim-failure.ts) on the memory store and on
  * Redis: a turn whose claims throw ends `failed` (`claim_error`) after
  * `maxClaimFailures` attempts and the tasks behind it run; a store outage
  * counts nothing; an operator reset ends a turn that cannot end by itself.

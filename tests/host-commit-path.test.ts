@@ -21,8 +21,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimRunner } from "../actors/claim-failure.ts";
-import { watchdogTick } from "../actors/watchdog.ts";
+import { claimRunner } from "../actors/pool/claim-failure.ts";
+import { watchdogTick } from "../actors/pool/watchdog.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { ClaimResult, Store } from "../store/port.ts";

@@ -47,8 +47,7 @@ const ALLOWED: Record<string, readonly string[]> = {
 
 /**
  * actors/ subfolder -> the subfolders its files may import (besides itself). "actors" is a file
- * directly in actors/ (runtime.ts: clock, ids, logger); "pool" is the worker pool, whose files still
- * sit directly in actors/ (POOL_FILES) until they move to actors/pool/.
+ * directly in actors/ (runtime.ts: clock, ids, logger); "pool" is the worker pool (actors/pool/).
  */
 const ACTORS_ALLOWED: Record<string, readonly string[]> = {
   actors: [],
@@ -63,8 +62,6 @@ const ACTORS_ALLOWED: Record<string, readonly string[]> = {
   replay: ["conversation"],
   pool: ["actors", "claim", "host", "replay", "spend"],
 };
-/** The worker pool's files, directly in actors/ for now (docs/architecture.md). */
-const POOL_FILES = ["claim-failure.ts", "definition-sets.ts", "target-lease.ts", "watchdog-loop.ts", "watchdog.ts", "worker.ts"];
 
 /**
  * The actors/ modules a route may import, and how: "type" (type-only imports) or "any". Everything
@@ -73,7 +70,7 @@ const POOL_FILES = ["claim-failure.ts", "definition-sets.ts", "target-lease.ts",
  */
 const ROUTE_ACTOR_IMPORTS: Record<string, "type" | "any"> = {
   "actors/runtime.ts": "type", // Clock, IdSource, Logger in RouteRuntime and the rate limiter
-  "actors/watchdog.ts": "type", // WatchdogTickResult, the answer of RouteRuntime.watchdogTick
+  "actors/pool/watchdog.ts": "type", // WatchdogTickResult, the answer of RouteRuntime.watchdogTick
   "actors/observe/metrics.ts": "any", // GET /metrics renders the process metrics
   "actors/replay/time-travel.ts": "any", // history, replay bundles, forks: the log replayed (pure)
   "actors/replay/turn-end.ts": "any", // reset: the writes that end a turn without running it
@@ -169,11 +166,10 @@ function fileGraph(): Map<string, string[]> {
   return graph;
 }
 
-/** The actors/ subfolder of a file under actors/ ("actors": directly in it; "pool": a POOL_FILES file). */
+/** The actors/ subfolder of a file under actors/ ("actors": directly in it). */
 const actorsFolderOf = (relPath: string): string => {
   const parts = relPath.split(sep);
-  if (parts.length > 2) return parts[1];
-  return POOL_FILES.includes(parts[1]) ? "pool" : "actors";
+  return parts.length > 2 ? parts[1] : "actors";
 };
 
 const folderOf = (relPath: string) =>

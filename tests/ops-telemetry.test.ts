@@ -109,9 +109,10 @@ describe("a turn with a tool call and a verification", () => {
     expect(named("gatehouse.tool_call")[0].attributes).toMatchObject({ "gatehouse.tool": "add", "gatehouse.tool_call_id": "c1", "gatehouse.tool_ok": true });
     expect(named("gatehouse.verification")[0].attributes).toMatchObject({ "gatehouse.verification_outcome": "passed" });
 
-    // The info lines of the turn: its verification; no takeover, no refusal.
+    // The info lines of the turn: its verification and its end (turn_end); no takeover, no refusal.
     const info = lines.filter((l) => l.level === "info");
-    expect(info.map((l) => l.msg)).toEqual(["verification"]);
+    expect(info.map((l) => l.msg)).toEqual(["verification", "turn_end"]);
+    expect(info[1].fields).toMatchObject({ agentId: "a1", agent: "calc", turnId, status: "done", steps: 2 });
     expect(info[0].fields).toMatchObject({ agentId: "a1", turnId, outcome: "passed", attempt: 1, state: "done" });
     // debug adds every claim and commit.
     expect(lines.filter((l) => l.msg === "claim")).toHaveLength(1);

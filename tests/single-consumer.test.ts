@@ -1,5 +1,5 @@
 /**
- * Single-consumer targets (`svc1_<service>_<scope>`, actors/target-lease.ts):
+ * Single-consumer targets (`svc1_<service>_<scope>`, actors/pool/target-lease.ts):
  * one consumer process at a time. In-process on the memory store and on
  * Redis (two gatehouses on one store, a hand-moved clock): the holder
  * consumes, the other waits, takes over when the holder stops (released)

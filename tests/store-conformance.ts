@@ -17,7 +17,7 @@
  */
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { watchdogTick } from "../actors/watchdog.ts";
+import { watchdogTick } from "../actors/pool/watchdog.ts";
 import type {
   ClaimFailureRequest,
   ClaimFailureResult,

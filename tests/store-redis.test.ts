@@ -4,7 +4,7 @@ import { keySpace, StoreInputError } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import type { CommitRequest } from "../store/port.ts";
 import { redisStore } from "../redis.ts";
-import { watchdogTick } from "../actors/watchdog.ts";
+import { watchdogTick } from "../actors/pool/watchdog.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { EvictionPolicyError } from "../store/script-runner.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";

@@ -1,5 +1,5 @@
 /**
- * Idle worker pool on TCP Redis (actors/worker.ts, "Pushed bells"): the
+ * Idle worker pool on TCP Redis (actors/pool/pool.ts, "Pushed bells"): the
  * store pushes every new earliest ready score (store/lua/includes/keys.lua,
  * `set_bell`; store/redis.ts, `watchBells`), so an idle pool makes no store
  * call while nothing is due, yet hears a bell rung by another process at

@@ -1,6 +1,6 @@
 /**
- * Idle cost of the worker pool and the watchdog loop (actors/worker.ts,
- * actors/watchdog-loop.ts): the idle wait backs off from `pollMs` to
+ * Idle cost of the worker pool and the watchdog loop (actors/pool/pool.ts,
+ * actors/pool/watchdog-loop.ts): the idle wait backs off from `pollMs` to
  * `idlePollMaxMs`, one loop polls for the pool, work enqueued through this
  * process's routes is claimed at once whatever the backoff, a due time
  * known to the store is never slept past, and work enqueued by another

@@ -79,7 +79,7 @@ export interface HostDeps {
    * error outcome `invalid_result`.
    */
   jsonLimits?: JsonLimits;
-  /** Claims of one turn that may throw before the turn fails with `claim_error` (default 5; actors/claim-failure.ts). */
+  /** Claims of one turn that may throw before the turn fails with `claim_error` (default 5; actors/pool/claim-failure.ts). */
   maxClaimFailures?: number;
   /** Backoff after a claim that threw, doubled per failure up to 32x (ms, default 1 000). */
   claimRetryBackoffMs?: number;
@@ -127,11 +127,14 @@ export type HostOutcome =
   /**
    * `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now.
    * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant 20);
-   * the caller runs it as the next claim (actors/claim-failure.ts `claimRunner`).
+   * the caller runs it as the next claim (actors/pool/claim-failure.ts `claimRunner`).
    */
-  | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed }
+  | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed; ended?: EndedTurnNote }
   | { status: "fenced"; reason: string; commits: number }
   | { status: "unrestorable"; message: string };
+
+/** The turn a claim's commits ended (the pool logs `turn_end` from it): its id, final state and model steps. */
+export type EndedTurnNote = { turnId: string; status: string; steps: number };
 
 
 export type AgentActor = Actor<typeof agentMachine>;

@@ -61,7 +61,7 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
   const agent = deps.agents.get(head.agentName);
   if (!agent) {
     // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
-    // actors/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
+    // actors/pool/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
     // it when the lease runs out.
     logger.warn("agent definition not registered in this worker", { agentId, agent: head.agentName });
     await park(deps, claim, workerId, 30_000, [{ type: "worker_missing_definition", data: { agent: head.agentName, workerId } }]);

@@ -6,7 +6,7 @@
  * worker. The host keeps no business state between claims except the
  * snapshot cache, which is keyed by version and only saves reads.
  *
- * This is where a wakeup enters the engine: the worker pool (actors/worker.ts)
+ * This is where a wakeup enters the engine: the worker pool (actors/pool/pool.ts)
  * calls `runClaim` with what `store.claimNext` returned. The stations of a
  * claim, each with its own invariants, in the order they run:
  * 1. actors/host/restore.ts: the actor and conversation, from the snapshot
@@ -74,7 +74,7 @@
  */
 import { DEFAULT_JSON_LIMITS } from "../../common/json-bounds.ts";
 import { CommitBuffer } from "../claim/commit-buffer.ts";
-import { type ClaimContext, type Claimed, type HostDeps, type HostOutcome, retentionOf, snap } from "../claim/context.ts";
+import { type ClaimContext, type Claimed, type EndedTurnNote, type HostDeps, type HostOutcome, retentionOf, snap } from "../claim/context.ts";
 import { startLeaseKeeper } from "../claim/lease-keeper.ts";
 import { afterCommit, claimDelegation } from "../delegation/claim-hooks.ts";
 import { claimSpanIds, endTurnSpan, startTurnSpan } from "../observe/tracing.ts";
@@ -107,11 +107,15 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     store, clock, logger, agentId, workerId, epoch, leaseMs: deps.leaseMs, leaseUntil: head.leaseUntil, abort,
     claimedMail: claim.mail.length, commits: () => buffer.commits,
   });
+  let ended: EndedTurnNote | undefined;
   const buffer: CommitBuffer = new CommitBuffer({
     ctx: { deps, agentId, workerId, epoch, abort, history, usedIds, memory, lease },
     actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, agent),
     stopAtCancel: delegation.link !== undefined,
-    afterCommit: (released, notes) => afterCommit(ctx, released, notes),
+    afterCommit: (released, notes) => {
+      if (notes.endedTurn) ended = { turnId: notes.endedTurn.turnId, status: notes.endedTurn.status, steps: snap(ctx).context.step };
+      return afterCommit(ctx, released, notes);
+    },
   });
   const turnSpan = startTurnSpan({ agentId, agentName: head.agentName, turnId, workerId, epoch });
   const ctx: ClaimContext = {
@@ -132,7 +136,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     await applyInbox(ctx);
     const end = await runEffects(ctx, buffer, budget, mayChain);
     resident = end.resident;
-    return end.outcome;
+    return ended && end.outcome.status === "released" ? { ...end.outcome, ended } : end.outcome;
   } finally {
     lease.stop();
     const { value, context } = snap(ctx);

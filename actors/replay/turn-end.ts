@@ -1,6 +1,6 @@
 /**
  * The writes that end a turn from outside the normal claim: the claims of
- * the turn kept throwing (`claim_error`, actors/worker.ts) or an operator
+ * the turn kept throwing (`claim_error`, actors/pool/pool.ts) or an operator
  * reset the agent (`reset`, routes/agents.ts). The store applies them with
  * `recordClaimFailure` / `resetTurn` (store/port.ts, invariant 12).
  *

@@ -1,6 +1,6 @@
 --[[
   target_lease: the consumer lease of a single-consumer worker target
-  (`svc1_<service>_<scope>`, actors/target-lease.ts). Mirrors
+  (`svc1_<service>_<scope>`, actors/pool/target-lease.ts). Mirrors
   memoryStore.acquireTargetLease / releaseTargetLease.
 
   KEYS[1] the lease `<p>:lease:<target>`

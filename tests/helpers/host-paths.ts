@@ -61,7 +61,7 @@
  * would count as a claim failure) and fails the run at its next action.
  */
 import { z } from "zod";
-import { claimRunner } from "../../actors/claim-failure.ts";
+import { claimRunner } from "../../actors/pool/claim-failure.ts";
 import { startBudget } from "../../actors/spend/budget.ts";
 import { turnConfig } from "../../actors/host/inbox.ts";
 import { buildGatehouse } from "../../gatehouse.ts";

@@ -22,7 +22,7 @@ end
 -- than its earliest before (or the queue was empty), the new score is
 -- published on the channel named like the queue: every process whose worker
 -- pool listens there (store/redis.ts, watchBells) learns each new earliest
--- due time of the target, now or later, without polling (actors/worker.ts,
+-- due time of the target, now or later, without polling (actors/pool/pool.ts,
 -- docs/operations.md "Idle cost"). A bell that is not the new earliest needs
 -- no message: the earliest before it was heard already and is not later.
 -- A server that refuses PUBLISH in a script still gets the bell (pcall).

@@ -17,12 +17,12 @@
  * and errors that repeat on every attempt (bad input to the store, a value
  * JSON cannot hold, a script error) do count.
  */
-import type { ClaimResult, Store } from "../store/port.ts";
-import { isOutageError } from "../store/outage.ts";
-import type { Budget } from "./spend/budget.ts";
-import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "./claim/context.ts";
-import { runClaim } from "./host/run-claim.ts";
-import { turnEnd } from "./replay/turn-end.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { isOutageError } from "../../store/outage.ts";
+import type { Budget } from "../spend/budget.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "../claim/context.ts";
+import { runClaim } from "../host/run-claim.ts";
+import { turnEnd } from "../replay/turn-end.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
@@ -101,8 +101,13 @@ export async function recordClaimFailure(
  * @example
  * const runner = claimRunner(deps);
  * const out = await runner.run(claim, workerId); // null: the claim threw and was counted
+ *
+ * `onOutcome` sees every claim's outcome, each of a chain included, with the claim's time (ms).
  */
-export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
+export function claimRunner(
+  deps: HostDeps,
+  onOutcome?: (claim: Claimed, out: HostOutcome, ms: number) => void,
+): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
   // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
   const storeErrors = new WeakSet<object>();
   const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
@@ -114,7 +119,9 @@ export function claimRunner(deps: HostDeps): { run(claim: Claimed, workerId: str
       let chainedTurns = 0;
       try {
         for (;;) {
+          const startedAt = deps.clock.now();
           const out = await runClaim(claimDeps, claim, workerId, budget, chainedTurns < maxChained);
+          onOutcome?.(claim, out, deps.clock.now() - startedAt);
           if (out.status !== "released" || !out.chained) return out;
           claim = out.chained;
           chainedTurns++;

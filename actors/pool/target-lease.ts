@@ -23,8 +23,9 @@
  * Time comes from the host's clock; processes whose clocks disagree by
  * more than a lease could overlap, as with agent leases.
  */
-import type { Clock, Logger } from "./runtime.ts";
-import type { Store } from "../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
+import type { Store } from "../../store/port.ts";
+import { describeStoreError } from "./store-error.ts";
 
 /** The prefix of single-consumer targets (seed naming: `svc1_<service>_<scope>`). */
 export const SINGLE_CONSUMER_PREFIX = "svc1_";
@@ -102,7 +103,7 @@ export function targetLeases(opts: TargetLeaseOptions): TargetLeases {
         try {
           await acquire(target);
         } catch (err) {
-          opts.logger.warn("single-consumer target renewal failed", { target, error: String(err) });
+          opts.logger.warn("single-consumer target renewal failed", { target, ...describeStoreError(err, opts.store.kind) });
         }
       }
     },
@@ -113,7 +114,7 @@ export function targetLeases(opts: TargetLeaseOptions): TargetLeases {
         try {
           await opts.store.releaseTargetLease({ workerTarget: target, holder: opts.holder(), now: opts.clock.now() });
         } catch (err) {
-          opts.logger.warn("single-consumer target release failed", { target, error: String(err) });
+          opts.logger.warn("single-consumer target release failed", { target, ...describeStoreError(err, opts.store.kind) });
         }
       }
     },

@@ -20,12 +20,13 @@
  * the default 30 s, 0.033 per second; measured by `npm run bench:idle` as
  * all the calls of an idle TCP Redis process past its first seconds, the
  * worker pool's 60 s safety poll aside). It is not pushed, unlike the worker
- * pool's bells (actors/worker.ts): a deadline written by a live process is
+ * pool's bells (actors/pool/pool.ts): a deadline written by a live process is
  * that process's to keep, and this peek is the net for those of a process
  * that died, which no one announces.
  */
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
+import { describeStoreError } from "./store-error.ts";
 import type { WatchdogTickResult } from "./watchdog.ts";
 
 export interface WatchdogLoopOptions {
@@ -98,7 +99,7 @@ export function createWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
       }
     } catch (err) {
       next = opts.intervalMs;
-      opts.logger.warn("watchdog tick failed", { error: String(err) });
+      opts.logger.warn("watchdog tick failed", describeStoreError(err, opts.store.kind));
     }
     if (hurry) next = opts.intervalMs;
     wait = next;

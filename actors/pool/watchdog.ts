@@ -19,8 +19,8 @@
  * its agent (when the agent exists) and as a warning. One record's failure,
  * even a failing skip, never stops the others of the tick or later ticks.
  */
-import type { Store } from "../store/port.ts";
-import type { Clock, Logger } from "./runtime.ts";
+import type { Store } from "../../store/port.ts";
+import type { Clock, Logger } from "../runtime.ts";
 
 export interface WatchdogTickResult {
   timedOut: number;

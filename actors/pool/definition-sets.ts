@@ -12,8 +12,8 @@
  * learns of: at start, and when a new one appears later (docs/operations.md,
  * "Several deployments on one Redis").
  */
-import type { Logger } from "./runtime.ts";
-import type { DefinitionSetRecord, Store } from "../store/port.ts";
+import type { Logger } from "../runtime.ts";
+import type { DefinitionSetRecord, Store } from "../../store/port.ts";
 
 /** A record older than this is dropped (ms): a few missed heartbeats. */
 export const DEFINITION_SET_TTL_MS = 15 * 60_000;

@@ -1,0 +1,82 @@
+/**
+ * The timers and promises behind the idle machine's effects
+ * (actors/pool/idle.ts): the queue of parked loops and the sentinel's sleep.
+ * They decide nothing: the machine says whom to wake and for how long the
+ * sentinel sleeps.
+ *
+ * Invariant: the queue holds exactly the loops the machine counts as
+ * `parked`. A loop woken by `wakeFirst`/`wakeAll` leaves the queue before it
+ * resumes; a loop whose own timer runs out leaves it and `onTimedOut` is
+ * called (the pool reports `parkTimedOut`), never both.
+ */
+
+/** Loops waiting for a waker, oldest first. */
+export class ParkedLoops {
+  #queue: Array<() => void> = [];
+
+  /** Waits until woken, or at most `ms` (then `onTimedOut` is called once). */
+  park(ms?: number, onTimedOut?: () => void): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wakeUp = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        resolve();
+      };
+      const timer = ms === undefined ? undefined : setTimeout(() => {
+        const i = this.#queue.indexOf(wakeUp);
+        if (i < 0) return;
+        this.#queue.splice(i, 1);
+        onTimedOut?.();
+        resolve();
+      }, ms);
+      this.#queue.push(wakeUp);
+    });
+  }
+
+  /** Wakes the loop parked longest. */
+  wakeFirst(): void {
+    this.#queue.shift()?.();
+  }
+
+  /** Wakes every parked loop. */
+  wakeAll(): void {
+    const q = this.#queue;
+    this.#queue = [];
+    for (const f of q) f();
+  }
+
+  get size(): number {
+    return this.#queue.length;
+  }
+}
+
+/** The sentinel's sleep: one at a time, ended sooner by `wakeIn`. */
+export class SentinelSleep {
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the sleep ends, on the timer's own time base (Date.now, like setTimeout). */
+  #until = 0;
+  #resolve: (() => void) | undefined;
+
+  /** Sleeps `ms`, unless `wakeIn` ends it sooner. */
+  sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#resolve = resolve;
+      this.#arm(ms);
+    });
+  }
+
+  /** Ends the current sleep within `ms` if it would end later; nothing when none. */
+  wakeIn(ms: number): void {
+    if (this.#resolve && ms < this.#until - Date.now()) this.#arm(Math.max(0, ms));
+  }
+
+  #arm(ms: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#until = Date.now() + ms;
+    this.#timer = setTimeout(() => {
+      const r = this.#resolve;
+      this.#timer = undefined;
+      this.#resolve = undefined;
+      r?.();
+    }, ms);
+  }
+}
