@@ -175,8 +175,8 @@ export const TOOL_KEYS: readonly string[] = Object.keys(
     deliverable: true,
     resultRequired: true,
     preconditions: true,
-    retrySafe: true,
     inputSchema: true,
+    retrySafe: true,
   } satisfies Record<keyof ToolConfig, true>,
 );
 const TOOL_DEFINITION_KEYS = ["kind", "external"] as const;
