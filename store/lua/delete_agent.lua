@@ -10,9 +10,8 @@
   KEYS[3] deadlines: deadlines zset
   KEYS[4] agents_idx: agents zset
       (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
-  KEYS[5] deleted: the deletion marker (string): set to
-  ARGV[3] now_str: when the agent existed
-      (store/port.ts invariant 22); it outlives the agent
+  KEYS[5] deleted: the deletion marker (string): set to ARGV[3] when the
+      agent existed (store/port.ts invariant 22); it outlives the agent
   KEYS[6..] own_keys: every other key of the agent: the fixed ones and those a SCAN
       of the agent's hash tag found (calls hashes, delivery records)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
