@@ -107,13 +107,13 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "d",
-    what: "memory.ts: the turn-finished check of deliverToolResult moved after resolving the call",
-    file: "store/memory.ts",
+    what: "memory/turn-protocol.ts: the turn-finished check of deliverToolResult moved after resolving the call",
+    file: "store/memory/turn-protocol.ts",
     apply: (s) =>
       moveAfter(
         s,
-        "        if (a.head.activeTurnId !== req.turnId) return { status: \"turn_finished\" };\n",
-        "        w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);\n",
+        "    if (a.head.activeTurnId !== req.turnId) return { status: \"turn_finished\" };\n",
+        "    w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);\n",
       ),
     tests: [
       { file: "tests/store-memory.test.ts", name: "turn_finished" },

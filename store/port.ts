@@ -4,144 +4,30 @@
  * in between; the Redis adapters run each as one Lua script on keys that share
  * the agent's hash tag (plus, where named, one cross-agent index).
  *
- * Invariants every adapter must keep (checked by tests/store-conformance):
+ * `Store` is the union of four sections, each an interface below with its
+ * own invariants in its header:
  *
- * 1. The inbox is the truth, the ready queue only a bell. `enqueueTask`,
- *    `deliverToolResult` and `requestCancel` write the inbox record first and
- *    then ring (put the agent in its worker target's ready queue). A claim
- *    with nothing claimable answers `empty` and changes nothing else.
- * 2. Claims are exclusive. `claim` succeeds only when no unexpired lease is
- *    held; it increments `epoch`, takes a lease until `now + leaseMs` and
- *    sets the agent's ready score to the lease end, so an agent whose worker
- *    dies is offered again when the lease expires (visibility timeout).
- * 3. Fencing. `commit` applies only when `epoch`, `version` and
- *    `activeTurnId` all match the head and the caller's lease is current;
- *    otherwise it answers `conflict` and writes nothing.
- * 4. Mail is removed only by the commit that acknowledges it
- *    (`ackMailThrough`); a task leaves the queue at claim but stays in
- *    `currentTask` until the turn that runs it ends.
- * 5. Tool results are first-wins per (agent, turn, toolCallId): the first
- *    delivery resolves the call and enqueues mail; a later one changes
- *    nothing and answers with the stored record: `duplicate` when the call
- *    was resolved by a result (not the watchdog) with the same outcome and
- *    `afterExecution` (compared as canonical JSON), else `already_resolved`
- *    with `resolvedBy: "timeout"` (the watchdog) or `"result"`. A call of a
- *    turn that is no longer active answers `turn_finished`.
- * 5a. Only the watchdog may resolve an in-process call (`external: false`)
- *    through `deliverToolResult`; any other source answers `not_external`
- *    and changes nothing, pending or resolved (the tool's own result is
- *    applied by the worker's commit).
- * 5b. A delegated call (`delegated: true`, a call of an agent tool) is
- *    answered by its child agent (source `delegation`) or the watchdog's
- *    timeout; any other source answers `delegated_call` and changes
- *    nothing, pending or resolved.
- * 6. Idempotency keys of tasks are first-wins per agent.
- * 7. Verdicts are write-once: a second write of a verdict id answers
- *    `exists` and leaves the stored record as it was.
- * 8. No operation reads a clock: `now` comes from the caller.
- * 9. Cancels are aimed at one turn. `requestCancel` fixes the turn when it
- *    accepts (the named one, else the active one) and stores it in the mail
- *    item; the host applies a cancel only to that turn. A queued task is
- *    cancelled by `cancelTask`, which removes it from the inbox and records
- *    the turn as `cancelled`; its idempotency key keeps answering that turn.
- * 10. All or nothing: an operation that throws (bad input, a value that
- *    cannot be copied) leaves the store exactly as it was; event ids stay
- *    dense.
- * 11. A task's input is stored once per turn and referenced elsewhere
- *    (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
- *    task, `readMessages` puts it into the turn's user message.
- * 12. A turn can be ended without the machine. `recordClaimFailure` counts
- *     the claims of one turn that threw (per agent and turn, cumulative, kept
- *     in the store so every worker process sees one count); below
- *     `maxFailures` it releases the lease and offers the agent again at a
- *     backoff, at `maxFailures` it applies the caller's `TurnEnd` (failed
- *     snapshot, events, messages) and ends the turn, like `resetTurn` does
- *     for an operator. Ending a turn this way drops the turn's pending mail,
- *     takes its pending calls off the deadline index, clears `currentTask`
- *     and the failure count, releases the lease and rings when tasks wait, so
- *     the tasks behind the turn proceed. Both are fenced: a failure counts
- *     only for the claim that still owns the agent (same epoch and worker) at
- *     the version and turn it read; a reset only at the version and turn it
- *     read, and it increments `epoch` so a worker still running the turn is
- *     fenced out. The `TurnEnd` is computed from that version by the caller
- *     without running the failing code path (actors/replay/turn-end.ts).
- * 13. An idempotency entry is kept only for a task that carries a key.
- * 14. The agents index: every write of a head's `updatedAt` (enqueue that
- *    creates the agent, claim, commit, createFork) writes the same score in
- *    the index, so `listAgents` pages exactly the agents that exist, newest
- *    `updatedAt` first. Other writes (mail, cancels, recordFork) leave
- *    `updatedAt` and the index alone.
- * 15. A fork is a new agent: `createFork` writes only the new agent's
- *    records (refusing, with nothing written, an id that exists), and
- *    `recordFork` appends one `forked_to` event to the source and changes
- *    nothing else of it.
- * 16. The tool registry (common/tool-registry.ts) is one record per role,
- *     shared by all agents. `recordToolMethod` is atomic: it reads the
- *     role's entry and the method's form and writes the updated entry in one
- *     step, so concurrent calls never lose a method, an alias or a count. A
- *     method is appended once per form (`fetch_url`), another spelling of a
- *     known form once as an alias (`fetchUrl`); `calls` grows by the
- *     request's `calls` (default 1: one request may carry a batch of calls
- *     of one method, actors/registry/writer.ts). An entry stored without
- *     `methods` loads with empty lists and keeps its other fields. Role and
- *     method match the tool name pattern and `calls` is a positive safe
- *     integer; anything else is a StoreInputError and writes nothing.
- *     The runtime writes a method's first call in a process at once and
- *     batches the later ones: methods and aliases are exact, `calls` lags
- *     by at most the writer's flush interval, and a process killed between
- *     flushes loses at most that interval's count.
- * 17. A resolved tool call carries `contractValidation` (common/
- *     contract-validation.ts): the one given with the result, else the
- *     "not applied" record; the `tool_result_received` event carries the same.
- * 18. Retention (store/retention.ts): a commit that ends a turn and carries
- *    `retention` trims in the same atomic step. Event ids stay dense and
- *    monotonic: trimming removes a prefix of the log and records it in
- *    `eventsTrimmedThrough`; the log is cut only at a stored checkpoint (the
- *    snapshot and message index right after that event), which becomes the
- *    base time travel replays from. Records of ended turns (status, input,
- *    tool calls, idempotency entry, messages) are dropped oldest first, only
- *    when more than `maxTurns` turns ended and only for turns that ended at
- *    or before the base checkpoint. Message indexes are logical:
- *    `messageCount` counts every message ever appended,
- *    `messagesTrimmedThrough` how many of the first were dropped.
- * 19. `deleteAgent` removes every record of the agent and its entries in the
- *    shared indexes (agents, ready, deadlines) in one atomic step; verdict
- *    records (`getVerdict`) are kept (audit), the agent's verdict list goes.
- *    The same step leaves the deletion marker of invariant 22.
- * 20. Turn chaining. A commit with `chainNextTask` that ends the active turn
- *    and asks to release the lease takes the agent's next queued task in the
- *    same atomic step instead, exactly as a claim would (the task leaves the
- *    queue, becomes `currentTask`, `epoch` increments, the lease is kept
- *    until `now + leaseMs`), and answers it as `chained`, a claim result
- *    without mail. It chains only when no mail is pending after the
- *    acknowledgement and a task is queued; otherwise the commit releases as
- *    asked and rings when tasks wait. So a turn that ends never leaves its
- *    successor waiting for the ready queue, and the worker that ended a turn
- *    starts the next one without another round trip.
- * 21. Firm cancels. A commit with `stopAtCancel` is refused with
- *    `cancel_pending` while a cancel aimed at the active turn is pending
- *    beyond its `ackMailThrough` (accepted by `requestCancel`, not yet
- *    acknowledged): nothing of it is written, the lease is released and the
- *    bell rung (like `tool_call_resolved`), so the next claim takes the
- *    cancel and ends the turn with its first commit. From the moment a
- *    cancel is accepted, no such commit of its turn applies unless it
- *    acknowledges the cancel.
- * 22. Deletion markers. `deleteAgent` leaves a marker under the deleted id
- *    (the `now` it was given; one small key per deleted id, kept until the id is
- *    deleted again or the store is flushed). `enqueueTask` with
- *    `refuseDeleted` answers `agent_deleted` and writes nothing while the
- *    marker is there; any other enqueue ignores it (the id is free again).
- * 23. Definition sets. Deployments with different agent definitions may
- *    share one key space. `claimNext` with `agentNames` claims only agents
- *    whose `agentName` is listed: a claimable agent of another name is left
- *    exactly as it was (lease, bell, inbox), so a worker that has its
- *    definition claims it as soon as it polls or hears the bell; the answer
- *    `empty` then carries `foreign` > 0, how many such agents it saw due
- *    (on the sharded layout, among the shards it visited). Busy,
- *    empty and stale bells are maintained whatever their name.
- *    `announceDefinitionSet` records a definition set (its agent names) with
- *    a time, drops records older than `ttlMs` and answers the other sets
- *    still recorded.
+ * - `TurnProtocol`: enqueue, claim, commit, mail, tool results, cancels,
+ *   deadlines and the ready queue (the bell).
+ * - `Reads`: the head, turns, tool calls, messages, events, the conversation,
+ *   the checkpoint and the agents index.
+ * - `Lifecycle`: deletion (and its marker), liveness, closing; retention is
+ *   applied by the commit and stated here.
+ * - `SideStores`: records beside the agents' own: verdicts, delivery dedup,
+ *   rate limits, target leases, the tool registry, forks, definition sets.
+ *
+ * Every invariant has a name, written as a heading `## <name>` in this file;
+ * code, tests and docs cite it by that name (store invariant `fencing`),
+ * never by a number (tests/store-invariant-names.test.ts checks). The
+ * invariants every adapter must keep are checked by tests/store-conformance.
+ * Two hold for every operation:
+ *
+ * ## caller-clock
+ * No operation reads a clock: `now` comes from the caller.
+ *
+ * ## all-or-nothing
+ * An operation that throws (bad input, a value that cannot be copied) leaves
+ * the store exactly as it was; event ids stay dense.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";
@@ -681,16 +567,120 @@ export interface BellWatch {
   close(): Promise<void>;
 }
 
-/** See the invariants at the top of this file. */
-export interface Store {
-  readonly kind: "memory" | "redis" | "upstash";
+/**
+ * The turn protocol: tasks in, claims, commits, mail, tool results, cancels,
+ * deadlines and the ready queue (the bell).
+ *
+ * ## inbox-is-truth
+ * The inbox is the truth, the ready queue only a bell. `enqueueTask`,
+ * `deliverToolResult` and `requestCancel` write the inbox record first and
+ * then ring (put the agent in its worker target's ready queue). A claim
+ * with nothing claimable answers `empty` and changes nothing else.
+ *
+ * ## exclusive-claims
+ * Claims are exclusive. `claim` succeeds only when no unexpired lease is
+ * held; it increments `epoch`, takes a lease until `now + leaseMs` and
+ * sets the agent's ready score to the lease end, so an agent whose worker
+ * dies is offered again when the lease expires (visibility timeout).
+ *
+ * ## fencing
+ * `commit` applies only when `epoch`, `version` and `activeTurnId` all match
+ * the head and the caller's lease is current; otherwise it answers
+ * `conflict` and writes nothing.
+ *
+ * ## mail-until-acked
+ * Mail is removed only by the commit that acknowledges it
+ * (`ackMailThrough`); a task leaves the queue at claim but stays in
+ * `currentTask` until the turn that runs it ends.
+ *
+ * ## first-result-wins
+ * Tool results are first-wins per (agent, turn, toolCallId): the first
+ * delivery resolves the call and enqueues mail; a later one changes
+ * nothing and answers with the stored record: `duplicate` when the call
+ * was resolved by a result (not the watchdog) with the same outcome and
+ * `afterExecution` (compared as canonical JSON), else `already_resolved`
+ * with `resolvedBy: "timeout"` (the watchdog) or `"result"`. A call of a
+ * turn that is no longer active answers `turn_finished`.
+ *
+ * ## in-process-by-watchdog
+ * Only the watchdog may resolve an in-process call (`external: false`)
+ * through `deliverToolResult`; any other source answers `not_external`
+ * and changes nothing, pending or resolved (the tool's own result is
+ * applied by the worker's commit).
+ *
+ * ## delegated-by-child
+ * A delegated call (`delegated: true`, a call of an agent tool) is
+ * answered by its child agent (source `delegation`) or the watchdog's
+ * timeout; any other source answers `delegated_call` and changes
+ * nothing, pending or resolved.
+ *
+ * ## first-idempotency-key
+ * Idempotency keys of tasks are first-wins per agent.
+ *
+ * ## idempotency-entry-with-key
+ * An idempotency entry is kept only for a task that carries a key.
+ *
+ * ## aimed-cancels
+ * Cancels are aimed at one turn. `requestCancel` fixes the turn when it
+ * accepts (the named one, else the active one) and stores it in the mail
+ * item; the host applies a cancel only to that turn. A queued task is
+ * cancelled by `cancelTask`, which removes it from the inbox and records
+ * the turn as `cancelled`; its idempotency key keeps answering that turn.
+ *
+ * ## firm-cancels
+ * A commit with `stopAtCancel` is refused with `cancel_pending` while a
+ * cancel aimed at the active turn is pending beyond its `ackMailThrough`
+ * (accepted by `requestCancel`, not yet acknowledged): nothing of it is
+ * written, the lease is released and the bell rung (like
+ * `tool_call_resolved`), so the next claim takes the cancel and ends the
+ * turn with its first commit. From the moment a cancel is accepted, no such
+ * commit of its turn applies unless it acknowledges the cancel.
+ *
+ * ## input-stored-once
+ * A task's input is stored once per turn and referenced elsewhere
+ * (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
+ * task, `readMessages` puts it into the turn's user message.
+ *
+ * ## turn-end-without-machine
+ * A turn can be ended without the machine. `recordClaimFailure` counts
+ * the claims of one turn that threw (per agent and turn, cumulative, kept
+ * in the store so every worker process sees one count); below
+ * `maxFailures` it releases the lease and offers the agent again at a
+ * backoff, at `maxFailures` it applies the caller's `TurnEnd` (failed
+ * snapshot, events, messages) and ends the turn, like `resetTurn` does
+ * for an operator. Ending a turn this way drops the turn's pending mail,
+ * takes its pending calls off the deadline index, clears `currentTask`
+ * and the failure count, releases the lease and rings when tasks wait, so
+ * the tasks behind the turn proceed. Both are fenced: a failure counts
+ * only for the claim that still owns the agent (same epoch and worker) at
+ * the version and turn it read; a reset only at the version and turn it
+ * read, and it increments `epoch` so a worker still running the turn is
+ * fenced out. The `TurnEnd` is computed from that version by the caller
+ * without running the failing code path (actors/replay/turn-end.ts).
+ *
+ * ## turn-chaining
+ * A commit with `chainNextTask` that ends the active turn and asks to
+ * release the lease takes the agent's next queued task in the same atomic
+ * step instead, exactly as a claim would (the task leaves the queue,
+ * becomes `currentTask`, `epoch` increments, the lease is kept until
+ * `now + leaseMs`), and answers it as `chained`, a claim result without
+ * mail. It chains only when no mail is pending after the acknowledgement
+ * and a task is queued; otherwise the commit releases as asked and rings
+ * when tasks wait. So a turn that ends never leaves its successor waiting
+ * for the ready queue, and the worker that ended a turn starts the next
+ * one without another round trip.
+ *
+ * ## contract-validation
+ * A resolved tool call carries `contractValidation` (common/
+ * contract-validation.ts): the one given with the result, else the
+ * "not applied" record; the `tool_result_received` event carries the same.
+ */
+export interface TurnProtocol {
   enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult>;
   deliverToolResult(req: DeliverToolResultRequest): Promise<DeliverToolResultResult>;
   requestCancel(req: CancelRequest): Promise<CancelResult>;
   /** Removes a queued (not yet started) task from the inbox and records its turn as cancelled. */
   cancelTask(req: CancelTaskRequest): Promise<CancelTaskResult>;
-  /** Where a turn of the agent is; null when the agent or the turn is unknown. */
-  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
   claim(req: ClaimRequest): Promise<ClaimResult>;
   /** Claims the first ready agent of a worker target whose ready score is due. */
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
@@ -700,18 +690,6 @@ export interface Store {
   recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult>;
   /** Ends the active turn at once (operator reset, invariant 12). */
   resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult>;
-  /** One cheap round trip to the store (readiness). */
-  ping(): Promise<void>;
-  getAgent(agentId: string): Promise<AgentHead | null>;
-  getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
-  /** Retained messages with logical index >= fromIndex (invariant 18). */
-  readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
-  /**
-   * Events with id > max(after, eventsTrimmedThrough), at most `limit`, and (with `maxBytes`) no more
-   * than fit in `maxBytes` bytes of stored JSON (UTF-8), except that the
-   * first event always comes, however large.
-   */
-  readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /** Pending tool calls whose deadline is at or before `now`, oldest first. */
   dueToolCalls(now: number, limit: number): Promise<Array<{ agentId: string; turnId: string; toolCallId: string }>>;
   /**
@@ -722,6 +700,8 @@ export interface Store {
   skipDueToolCall(req: SkipDueToolCallRequest): Promise<{ status: "skipped" | "absent" }>;
   /** Earliest ready score of a worker target (for idle workers to sleep until), or null. */
   nextReadyAt(workerTarget: string): Promise<number | null>;
+  /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
+  readyCount(workerTarget: string, now: number): Promise<number>;
   /**
    * Optional: pushes bells instead of being polled for them. Each write
    * that makes a new earliest ready score of one of `targets` (in any
@@ -731,29 +711,31 @@ export interface Store {
    * polls them (actors/pool/pool.ts).
    */
   watchBells?(targets: readonly string[], listener: BellListener): BellWatch;
-  /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */
-  announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
-  /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
-  readyCount(workerTarget: string, now: number): Promise<number>;
-  putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
-  getVerdict(verdictId: string): Promise<string | null>;
-  listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
-  /** Transport dedup of signed deliveries (see DeliveryResponse). */
-  claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
-  /** Extends the hold of its holder (see DeliveryResponse): `renewed` or `lost`. */
-  renewDelivery(req: RenewDeliveryRequest): Promise<SettleDeliveryResult>;
-  /** Settles the hold of its holder with the response (or lets go, null): `written` or `lost`. */
-  recordDelivery(req: RecordDeliveryRequest): Promise<SettleDeliveryResult>;
-  /** Checks and charges rate-limit buckets at once (see RateLimitBucket). */
-  rateLimit(req: RateLimitRequest): Promise<RateLimitResult>;
-  /** Takes or renews the lease of a single-consumer worker target (see TargetLeaseRequest). */
-  acquireTargetLease(req: TargetLeaseRequest): Promise<TargetLeaseResult>;
-  /** Frees the holder's own lease of a target; another holder's lease is left alone. */
-  releaseTargetLease(req: Omit<TargetLeaseRequest, "leaseMs">): Promise<{ status: "released" | "not_held" }>;
-  /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
-  listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
-  /** Creates a fork (invariant 13); `exists` when the id is taken. */
-  createFork(req: CreateForkRequest): Promise<CreateForkResult>;
+}
+
+/**
+ * Reads: they write nothing.
+ *
+ * ## agents-index
+ * Every write of a head's `updatedAt` (enqueue that creates the agent,
+ * claim, commit, createFork) writes the same score in the index, so
+ * `listAgents` pages exactly the agents that exist, newest `updatedAt`
+ * first. Other writes (mail, cancels, recordFork) leave `updatedAt` and the
+ * index alone.
+ */
+export interface Reads {
+  getAgent(agentId: string): Promise<AgentHead | null>;
+  /** Where a turn of the agent is; null when the agent or the turn is unknown. */
+  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
+  getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
+  /** Retained messages with logical index >= fromIndex (invariant 18). */
+  readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
+  /**
+   * Events with id > max(after, eventsTrimmedThrough), at most `limit`, and (with `maxBytes`) no more
+   * than fit in `maxBytes` bytes of stored JSON (UTF-8), except that the
+   * first event always comes, however large.
+   */
+  readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /**
    * The conversation as kept (invariant 18): the summary, the index of the
    * first retained message and the retained messages; null for an unknown
@@ -763,16 +745,155 @@ export interface Store {
   readConversation(agentId: string, opts?: { fromSummary?: boolean }): Promise<Conversation | null>;
   /** The base checkpoint of a trimmed log (the one at `eventsTrimmedThrough`); null when nothing was trimmed. */
   readCheckpoint(agentId: string): Promise<Checkpoint | null>;
+  /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
+  listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
+}
+
+/**
+ * An agent's life beyond its turns: retention (applied by the commit that
+ * ends a turn), deletion, and the store's own liveness and closing.
+ *
+ * ## retention
+ * Retention (store/retention.ts): a commit that ends a turn and carries
+ * `retention` trims in the same atomic step. Event ids stay dense and
+ * monotonic: trimming removes a prefix of the log and records it in
+ * `eventsTrimmedThrough`; the log is cut only at a stored checkpoint (the
+ * snapshot and message index right after that event), which becomes the
+ * base time travel replays from. Records of ended turns (status, input,
+ * tool calls, idempotency entry, messages) are dropped oldest first, only
+ * when more than `maxTurns` turns ended and only for turns that ended at
+ * or before the base checkpoint. Message indexes are logical:
+ * `messageCount` counts every message ever appended,
+ * `messagesTrimmedThrough` how many of the first were dropped.
+ *
+ * ## deletion
+ * `deleteAgent` removes every record of the agent and its entries in the
+ * shared indexes (agents, ready, deadlines) in one atomic step; verdict
+ * records (`getVerdict`) are kept (audit), the agent's verdict list goes.
+ * The same step leaves the deletion marker (`deletion-marker`).
+ *
+ * ## deletion-marker
+ * `deleteAgent` leaves a marker under the deleted id (the `now` it was
+ * given; one small key per deleted id, kept until the id is deleted again
+ * or the store is flushed). `enqueueTask` with `refuseDeleted` answers
+ * `agent_deleted` and writes nothing while the marker is there; any other
+ * enqueue ignores it (the id is free again).
+ */
+export interface Lifecycle {
   /** Removes the agent and every record it owns (invariant 19). */
   /** `now`: the time the deletion marker records (invariant 22; default 0). */
   deleteAgent(agentId: string, now?: number): Promise<{ status: "deleted" } | { status: "agent_not_found" }>;
-  /** Logs `forked_to` on the source of a fork (invariant 13). */
-  recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
+  /** One cheap round trip to the store (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Verdicts (verdicts/).
+ *
+ * ## write-once-verdicts
+ * Verdicts are write-once: a second write of a verdict id answers `exists`
+ * and leaves the stored record as it was.
+ */
+export interface Verdicts {
+  putVerdict(req: VerdictPut): Promise<{ status: "written" } | { status: "exists" }>;
+  getVerdict(verdictId: string): Promise<string | null>;
+  listVerdicts(agentId: string, filter: VerdictFilter): Promise<string[]>;
+}
+
+/** Transport dedup of signed deliveries; its invariants are stated at `DeliveryResponse`. */
+export interface DeliveryDedup {
+  /** Transport dedup of signed deliveries (see DeliveryResponse). */
+  claimDelivery(req: ClaimDeliveryRequest): Promise<ClaimDeliveryResult>;
+  /** Extends the hold of its holder (see DeliveryResponse): `renewed` or `lost`. */
+  renewDelivery(req: RenewDeliveryRequest): Promise<SettleDeliveryResult>;
+  /** Settles the hold of its holder with the response (or lets go, null): `written` or `lost`. */
+  recordDelivery(req: RecordDeliveryRequest): Promise<SettleDeliveryResult>;
+}
+
+/** Rate limits; their rules are stated at `RateLimitBucket`. */
+export interface RateLimits {
+  /** Checks and charges rate-limit buckets at once (see RateLimitBucket). */
+  rateLimit(req: RateLimitRequest): Promise<RateLimitResult>;
+}
+
+/** Single-consumer target leases; their rules are stated at `TargetLeaseRequest`. */
+export interface TargetLeases {
+  /** Takes or renews the lease of a single-consumer worker target (see TargetLeaseRequest). */
+  acquireTargetLease(req: TargetLeaseRequest): Promise<TargetLeaseResult>;
+  /** Frees the holder's own lease of a target; another holder's lease is left alone. */
+  releaseTargetLease(req: Omit<TargetLeaseRequest, "leaseMs">): Promise<{ status: "released" | "not_held" }>;
+}
+
+/**
+ * The tool registry.
+ *
+ * ## tool-registry
+ * The tool registry (common/tool-registry.ts) is one record per role,
+ * shared by all agents. `recordToolMethod` is atomic: it reads the
+ * role's entry and the method's form and writes the updated entry in one
+ * step, so concurrent calls never lose a method, an alias or a count. A
+ * method is appended once per form (`fetch_url`), another spelling of a
+ * known form once as an alias (`fetchUrl`); `calls` grows by the
+ * request's `calls` (default 1: one request may carry a batch of calls
+ * of one method, actors/registry/writer.ts). An entry stored without
+ * `methods` loads with empty lists and keeps its other fields. Role and
+ * method match the tool name pattern and `calls` is a positive safe
+ * integer; anything else is a StoreInputError and writes nothing.
+ * The runtime writes a method's first call in a process at once and
+ * batches the later ones: methods and aliases are exact, `calls` lags
+ * by at most the writer's flush interval, and a process killed between
+ * flushes loses at most that interval's count.
+ */
+export interface ToolRegistry {
   /** Notes a successful call of a role's method in the tool registry (invariant 16). */
   recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult>;
   /** The registry entry of one role, or null. */
   getToolRole(role: string): Promise<ToolRoleEntry | null>;
   /** Every registry entry, by role name. */
   listToolRoles(): Promise<ToolRoleEntry[]>;
-  close(): Promise<void>;
+}
+
+/**
+ * Forks.
+ *
+ * ## fork-is-new-agent
+ * A fork is a new agent: `createFork` writes only the new agent's records
+ * (refusing, with nothing written, an id that exists), and `recordFork`
+ * appends one `forked_to` event to the source and changes nothing else of
+ * it.
+ */
+export interface Forks {
+  /** Creates a fork (invariant 13); `exists` when the id is taken. */
+  createFork(req: CreateForkRequest): Promise<CreateForkResult>;
+  /** Logs `forked_to` on the source of a fork (invariant 13). */
+  recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
+}
+
+/**
+ * Definition sets.
+ *
+ * ## definition-sets
+ * Deployments with different agent definitions may share one key space.
+ * `claimNext` with `agentNames` claims only agents whose `agentName` is
+ * listed: a claimable agent of another name is left exactly as it was
+ * (lease, bell, inbox), so a worker that has its definition claims it as
+ * soon as it polls or hears the bell; the answer `empty` then carries
+ * `foreign` > 0, how many such agents it saw due (on the sharded layout,
+ * among the shards it visited). Busy, empty and stale bells are maintained
+ * whatever their name. `announceDefinitionSet` records a definition set
+ * (its agent names) with a time, drops records older than `ttlMs` and
+ * answers the other sets still recorded.
+ */
+export interface DefinitionSets {
+  /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */
+  announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
+}
+
+/** Records beside the agents' own (each part states its invariants). */
+export interface SideStores extends Verdicts, DeliveryDedup, RateLimits, TargetLeases, ToolRegistry, Forks, DefinitionSets {}
+
+/** The whole port: its sections (and their invariants) above. */
+export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores {
+  readonly kind: "memory" | "redis" | "upstash";
 }

@@ -2,10 +2,16 @@
   cancel_task: removes a queued (not yet started) task from the inbox and
   records its turn as cancelled. Mirrors memoryStore.cancelTask.
 
-  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] events list
-  KEYS[4] turns hash  KEYS[5] idem hash    KEYS[6] ended list
-  ARGV[1] turnId (raw)   ARGV[2] turnId JSON
-  ARGV[3] now            ARGV[4] event tail (task_cancelled)
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] events: events list
+  KEYS[4] turns: turns hash
+  KEYS[5] idem_hash: idem hash
+  KEYS[6] ended: ended list
+  ARGV[1] turn_raw: turnId (raw)
+  ARGV[2] turn_json: turnId JSON
+  ARGV[3] now_str: now
+  ARGV[4] event_tail: event tail (task_cancelled)
 
   The idempotency key of the task stays: it keeps answering this turn (until
   retention drops the turn: it joins the ended list, with no messages).
@@ -17,9 +23,12 @@
 -- @include head.lua
 -- @include turns.lua
 
-local head, events = KEYS[1], KEYS[3]
-local k = { tasks = KEYS[2], turns = KEYS[4], idem = KEYS[5] }
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, tasks, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local idem_hash, ended = KEYS[5], KEYS[6]
 local turn_raw, turn_json, now_str, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local k = { tasks = tasks, turns = turns, idem = idem_hash }
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId', '_ended' })
 if not h then
@@ -46,7 +55,7 @@ local task = cjson.decode(string.sub(entry, string.find(entry, '\n', 1, true) + 
 if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = task.idempotencyKey end
 
 -- Checks done; writes follow.
-redis.call('RPUSH', KEYS[6], turn_raw .. '\n' .. idem .. '\n0')
+redis.call('RPUSH', ended, turn_raw .. '\n' .. idem .. '\n0')
 redis.call('LREM', k.tasks, 1, entry)
 redis.call('HSET', k.turns, turn_raw, 'cancelled')
 local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })

@@ -1,10 +1,16 @@
 --[[
   claim: claims one named agent. Mirrors memoryStore.claim.
 
-  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] mail list   KEYS[4] inputs hash
-  ARGV[1] home prefix   ARGV[2] agentId (raw)
-  ARGV[3] workerId JSON
-  ARGV[4] leaseMs     ARGV[5] now
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] mail: mail list
+  KEYS[4] inputs: inputs hash
+  KEYS[5..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  ARGV[1] prefix: home prefix
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] worker_json: workerId JSON
+  ARGV[4] lease_ms: leaseMs
+  ARGV[5] now_str: now
   Undeclared keys: the ready zset of the agent's stored target; the keys of
   the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
@@ -16,7 +22,12 @@
 -- @include head.lua
 -- @include claim.lua
 
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, tasks, mail, inputs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix, agent_id, worker_json, lease_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now_str = ARGV[5]
+
 -- no checks: claim_agent checks before it writes.
-local reply = claim_agent(ARGV[1], ARGV[2], { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], inputs = KEYS[4] },
-  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[5], nil)
+local reply = claim_agent(prefix, agent_id, { head = head, tasks = tasks, mail = mail, inputs = inputs },
+  worker_json, tonumber(lease_ms), tonumber(now_str), now_str, nil)
 return reply

@@ -5,15 +5,17 @@
   lease end, a bell with nothing behind it is dropped (or moved to
   runnableAt), a bell of an unknown agent is removed.
 
-  KEYS[1] ready zset of the worker target in one home (one shard on a Cluster)
-  ARGV[1] that home's prefix   ARGV[2] workerId JSON
-  ARGV[3] leaseMs              ARGV[4] now
-  ARGV[5] visit bells up to this score only (at most now; absent: now). The
-          sharded layout passes the oldest bell of the other shards, so the
-          bells of all shards are visited oldest first (docs/store.md)
-  ARGV[6..] when given, the agentName JSON texts the caller may claim
-          (store/port.ts invariant 23): a claimable agent of another name is
-          left as it is (its bell stays due) and counted
+  KEYS[1] ready: ready zset of the worker target in one home (one shard on a Cluster)
+  ARGV[1] prefix: that home's prefix
+  ARGV[2] worker_json: workerId JSON
+  ARGV[3] lease_ms_text: leaseMs
+  ARGV[4] now_str: now
+  ARGV[5] upto_arg: visit bells up to this score only (at most now; absent: now). The
+      sharded layout passes the oldest bell of the other shards, so the
+      bells of all shards are visited oldest first (docs/store.md)
+  ARGV[6..] names: when given, the agentName JSON texts the caller may claim
+      (store/port.ts invariant 23): a claimable agent of another name is
+      left as it is (its bell stays due) and counted
   Undeclared keys: the head, tasks, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
@@ -29,12 +31,16 @@
 -- @include head.lua
 -- @include claim.lua
 
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local ready = KEYS[1]
+local prefix, worker_json, lease_ms_text, now_str = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local upto_arg = ARGV[5]
+
 -- no checks: it refuses nothing. Each visit either claims (claim_agent checks
 -- before it writes) or moves or removes the visited bell.
-local ready = KEYS[1]
-local prefix, worker_json, lease_ms, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local lease_ms = tonumber(lease_ms_text)
 local now = tonumber(now_str)
-local upto = ARGV[5] or now_str
+local upto = upto_arg or now_str
 local names = nil
 if #ARGV > 5 then
   names = {}

@@ -4,36 +4,44 @@
   tool calls, mail acknowledgement, messages and events are appended and the
   head is updated. The head never carries history.
 
-  KEYS[1] head hash
-  On the sharded layout (Redis Cluster) every key is declared:
-  KEYS[2] tasks list     KEYS[3] mail list      KEYS[4] messages list
-  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset KEYS[8] turns hash     KEYS[9] ckpts list
-  KEYS[10] ended list    KEYS[11] inputs hash   KEYS[12] idem hash
-  KEYS[13] summary string, then the keys of the head's long values
-  (includes/head.lua; declared so a slot migration answers TRYAGAIN).
-  On one Redis (and Upstash) only KEYS[1] is given: the script builds the
-  others from the home prefix and the agent id like store/keys.ts does
-  (includes/keys.lua), 12 key names fewer per call.
-  ARGV[1]  home prefix of the agent (store/keys.ts)
-  ARGV[2]  agentId (raw)
-  ARGV[3]  workerId JSON
-  ARGV[4]  epoch
-  ARGV[5]  expectedVersion
-  ARGV[6]  turnId JSON ('null' when none)
-  ARGV[7]  turnId (raw, '' when none)
-  ARGV[8]  activeTurnId JSON after the commit ('null': the turn ended)
-  ARGV[9]  snapshot JSON
-  ARGV[10] state JSON
-  ARGV[11] ackMailThrough
-  ARGV[12] release: '-' keep the lease; 'null' release, runnable on mail only; or runnableAt
-  ARGV[13] leaseMs
-  ARGV[14] now
-  ARGV[15] number of tool calls to record (R)
-  ARGV[16] number of tool calls to resolve (S)
-  ARGV[17] number of messages (M)
-  ARGV[18] number of events (E)
-  then R x (toolCallId, record JSON without status, deadline),
+  KEYS[1] head: head hash
+  KEYS[2] tasks_key: tasks list
+  KEYS[3] mail_key: mail list
+  KEYS[4] msgs_key: messages list
+  KEYS[5] events_key: events list
+  KEYS[6] calls_key: calls hash of the turn
+  KEYS[7] deadlines_key: deadlines zset
+  KEYS[8] turns_key: turns hash
+  KEYS[9] ckpts_key: ckpts list
+  KEYS[10] ended_key: ended list
+  KEYS[11] inputs_key: inputs hash
+  KEYS[12] idem_key: idem hash
+  KEYS[13] summary_key: summary string
+  KEYS[14..] long_keys: the keys of the head's long values (includes/head.lua)
+      On the sharded layout (Redis Cluster) every key is declared, so a slot
+      migration answers TRYAGAIN. On one Redis (and Upstash) only KEYS[1] is
+      given: the script builds the others from the home prefix and the agent
+      id like store/keys.ts does (includes/keys.lua), 12 key names fewer per
+      call.
+  ARGV[1] prefix: home prefix of the agent (store/keys.ts)
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] worker_json: workerId JSON
+  ARGV[4] epoch: epoch
+  ARGV[5] expected_version: expectedVersion
+  ARGV[6] turn_json: turnId JSON ('null' when none)
+  ARGV[7] turn_id: turnId (raw, '' when none)
+  ARGV[8] next_active: activeTurnId JSON after the commit ('null': the turn ended)
+  ARGV[9] snapshot: snapshot JSON
+  ARGV[10] state: state JSON
+  ARGV[11] ack_text: ackMailThrough
+  ARGV[12] release: release: '-' keep the lease; 'null' release, runnable on mail only; or runnableAt
+  ARGV[13] lease_ms_text: leaseMs
+  ARGV[14] now_str: now
+  ARGV[15] n_rec_text: number of tool calls to record (R)
+  ARGV[16] n_res_text: number of tool calls to resolve (S)
+  ARGV[17] n_msg_text: number of messages (M)
+  ARGV[18] n_ev_text: number of events (E)
+  ARGV[19..] tail: R x (toolCallId, record JSON without status, deadline),
        S x (toolCallId, resolution JSON),
        M x message JSON,
        E x event tail ({type, data} JSON without its opening brace),
@@ -69,23 +77,31 @@
 -- @include head.lua
 -- @include retention.lua
 
-local head = KEYS[1]
-local prefix, agent_id, worker_json = ARGV[1], ARGV[2], ARGV[3]
-local epoch, expected = ARGV[4], tonumber(ARGV[5])
-local turn_json, turn_id, next_active = ARGV[6], ARGV[7], ARGV[8]
-local snapshot, state, ack = ARGV[9], ARGV[10], tonumber(ARGV[11])
-local release, lease_ms, now_str = ARGV[12], tonumber(ARGV[13]), ARGV[14]
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, tasks_key, mail_key, msgs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local events_key, calls_key, deadlines_key, turns_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local ckpts_key, ended_key, inputs_key, idem_key = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local summary_key = KEYS[13]
+local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local expected_version, turn_json, turn_id, next_active = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local snapshot, state, ack_text, release = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local lease_ms_text, now_str, n_rec_text, n_res_text = ARGV[13], ARGV[14], ARGV[15], ARGV[16]
+local n_msg_text, n_ev_text = ARGV[17], ARGV[18]
+
+local expected = tonumber(expected_version)
+local ack = tonumber(ack_text)
+local lease_ms = tonumber(lease_ms_text)
 local now = tonumber(now_str)
-local n_rec, n_res, n_msg, n_ev = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+local n_rec, n_res, n_msg, n_ev = tonumber(n_rec_text), tonumber(n_res_text), tonumber(n_msg_text), tonumber(n_ev_text)
 local rec_at = 19
 local event_turn = turn_json ~= 'null' and turn_json or next_active
-local token = epoch .. ':' .. ARGV[5] .. ':' .. now_str .. ':' .. worker_json
--- KEYS[i] when declared (the sharded layout), else built as store/keys.ts names it.
-local function key(i, suffix) return KEYS[i] or agent_key(prefix, agent_id, suffix) end
-local tasks, mail, msgs, events, calls = key(2, 'tasks'), key(3, 'mail'), key(4, 'msgs'), key(5, 'events'), key(6, 'calls:' .. turn_id)
-local deadlines, turns = KEYS[7] or (prefix .. ':deadlines'), key(8, 'turns')
-local rk = { events = events, msgs = msgs, ckpts = key(9, 'ckpts'), ended = key(10, 'ended'), turns = turns, inputs = key(11, 'inputs'), idem = key(12, 'idem') }
-local summary_key = key(13, 'summary')
+local token = epoch .. ':' .. expected_version .. ':' .. now_str .. ':' .. worker_json
+-- The key given when declared (the sharded layout), else built as store/keys.ts names it.
+local function key(given, suffix) return given or agent_key(prefix, agent_id, suffix) end
+local tasks, mail, msgs, events, calls = key(tasks_key, 'tasks'), key(mail_key, 'mail'), key(msgs_key, 'msgs'), key(events_key, 'events'), key(calls_key, 'calls:' .. turn_id)
+local deadlines, turns = deadlines_key or (prefix .. ':deadlines'), key(turns_key, 'turns')
+local rk = { events = events, msgs = msgs, ckpts = key(ckpts_key, 'ckpts'), ended = key(ended_key, 'ended'), turns = turns, inputs = key(inputs_key, 'inputs'), idem = key(idem_key, 'idem') }
+summary_key = key(summary_key, 'summary')
 local res_at = rec_at + 3 * n_rec
 local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg

@@ -3,21 +3,26 @@
   answers the others recorded in the key space (store/port.ts invariant 23).
   Mirrors memoryStore.announceDefinitionSet.
 
-  KEYS[1] the hash `<p>:defsets`: a set's agent names, sorted and joined by
-          ',' -> when a process serving it last announced it (ms)
-  ARGV[1] this process's set (sorted names joined by ',')
-  ARGV[2] now (ms)   ARGV[3] ttl (ms): records older than now - ttl go
+  KEYS[1] sets: the hash `<p>:defsets`: a set's agent names, sorted and joined by
+      ',' -> when a process serving it last announced it (ms)
+  ARGV[1] own: this process's set (sorted names joined by ',')
+  ARGV[2] now_text: now (ms)
+  ARGV[3] ttl_text: ttl (ms): records older than now - ttl go
   Returns: 'list [[set, seenAt], ...]' (the other sets still recorded)
 ]]
 -- no checks: it refuses nothing (the adapter checked the numbers and names).
-local own, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], own, ARGV[2])
-local all = redis.call('HGETALL', KEYS[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local sets = KEYS[1]
+local own, now_text, ttl_text = ARGV[1], ARGV[2], ARGV[3]
+
+local now, ttl = tonumber(now_text), tonumber(ttl_text)
+redis.call('HSET', sets, own, now_text)
+local all = redis.call('HGETALL', sets)
 local out = {}
 for i = 1, #all, 2 do
   local at = tonumber(all[i + 1]) or 0
   if at < now - ttl then
-    redis.call('HDEL', KEYS[1], all[i])
+    redis.call('HDEL', sets, all[i])
   elseif all[i] ~= own then
     out[#out + 1] = '[' .. cjson.encode(all[i]) .. ',' .. string.format('%d', at) .. ']'
   end

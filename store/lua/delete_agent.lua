@@ -5,14 +5,18 @@
   in the agents index. Verdict records (the verdicts hash) are kept: they
   are the audit trail; the agent's verdict list goes.
 
-  KEYS[1] head hash   KEYS[2] turns hash   KEYS[3] deadlines zset   KEYS[4] agents zset
-  (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
-  KEYS[5] the deletion marker (string): set to ARGV[3] when the agent existed
-          (store/port.ts invariant 22); it outlives the agent
-  KEYS[6..] every other key of the agent: the fixed ones and those a SCAN
-            of the agent's hash tag found (calls hashes, delivery records)
-  ARGV[1] home prefix of the agent (store/keys.ts)   ARGV[2] agentId (raw)
-  ARGV[3] now (ms): the marker's value
+  KEYS[1] head: head hash
+  KEYS[2] turns: turns hash
+  KEYS[3] deadlines: deadlines zset
+  KEYS[4] agents_idx: agents zset
+      (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
+  KEYS[5] deleted: the deletion marker (string): set to ARGV[3] when the
+      agent existed (store/port.ts invariant 22); it outlives the agent
+  KEYS[6..] own_keys: every other key of the agent: the fixed ones and those a SCAN
+      of the agent's hash tag found (calls hashes, delivery records)
+  ARGV[1] prefix: home prefix of the agent (store/keys.ts)
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] now_str: now (ms): the marker's value
   Undeclared keys: the ready zset of the agent's stored target; the calls
   hashes of the turns listed in the turns hash (the agent's hash tag).
   Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
@@ -20,8 +24,12 @@
 -- @include keys.lua
 -- @include head.lua
 
-local prefix, agent_id = ARGV[1], ARGV[2]
-local h = read_head(KEYS[1], { 'agentId', 'workerTarget', 'activeTurnId' })
+-- Arguments, named in the order of the header (encoded by store/lua/args/lifecycle.ts).
+local head, turns, deadlines, agents_idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local deleted = KEYS[5]
+local prefix, agent_id, now_str = ARGV[1], ARGV[2], ARGV[3]
+
+local h = read_head(head, { 'agentId', 'workerTarget', 'activeTurnId' })
 local found = h ~= nil
 -- Checks done; writes follow.
 local calls = {}
@@ -29,7 +37,7 @@ for i = 6, #KEYS do
   local turn = string.match(KEYS[i], ':calls:(.*)$')
   if turn then calls[turn] = KEYS[i] end
 end
-for _, turn in ipairs(redis.call('HKEYS', KEYS[2])) do
+for _, turn in ipairs(redis.call('HKEYS', turns)) do
   calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
 end
 if found and h.activeTurnId ~= 'null' then
@@ -44,21 +52,21 @@ for turn, key in pairs(calls) do
     end
   end
   for i = 1, #members, 1000 do
-    redis.call('ZREM', KEYS[3], unpack(members, i, math.min(i + 999, #members)))
+    redis.call('ZREM', deadlines, unpack(members, i, math.min(i + 999, #members)))
   end
   redis.call('DEL', key)
 end
 if found then
   redis.call('ZREM', ready_key(prefix, h.workerTarget), agent_id)
 end
-redis.call('ZREM', KEYS[4], agent_id)
--- The agent's own keys: KEYS[1], KEYS[2] and KEYS[6..] (never the shared indexes 3 and 4, nor the marker 5).
-local own = { KEYS[1], KEYS[2] }
+redis.call('ZREM', agents_idx, agent_id)
+-- The agent's own keys: head, turns and KEYS[6..] (never the shared indexes 3 and 4, nor the marker 5).
+local own = { head, turns }
 for i = 6, #KEYS do own[#own + 1] = KEYS[i] end
 for i = 1, #own, 1000 do
   redis.call('DEL', unpack(own, i, math.min(i + 999, #own)))
 end
 if found then
-  redis.call('SET', KEYS[5], ARGV[3])
+  redis.call('SET', deleted, now_str)
 end
 return found and 'deleted' or 'agent_not_found'

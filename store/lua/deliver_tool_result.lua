@@ -2,18 +2,22 @@
   deliver_tool_result: first-wins result of one tool call (HTTP, watchdog).
   Mirrors memoryStore.deliverToolResult.
 
-  KEYS[1] head hash          KEYS[2] calls hash of the turn
-  KEYS[3] mail list          KEYS[4] events list
-  KEYS[5] deadlines zset
-  ARGV[1] home prefix        ARGV[2] agentId (raw)
-  ARGV[3] turnId JSON        ARGV[4] turnId (raw)
-  ARGV[5] toolCallId (raw)
-  ARGV[6] resolution JSON: {"status":"resolved","outcome":..,"afterExecution":..,"source":..,"resolvedAt":now}
-  ARGV[7] mail tail: the MailItem JSON without seq and without its opening brace
-  ARGV[8] event tail (tool_result_received)
-  ARGV[9] now
-  ARGV[10] '1' the watchdog (may resolve any call), 'd' a child agent's
-           delivery (may resolve delegated calls), '0' any other source
+  KEYS[1] head: head hash
+  KEYS[2] calls: calls hash of the turn
+  KEYS[3] mail: mail list
+  KEYS[4] events: events list
+  KEYS[5] deadlines: deadlines zset
+  ARGV[1] prefix: home prefix
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] turn_json: turnId JSON
+  ARGV[4] turn_id: turnId (raw)
+  ARGV[5] call_id: toolCallId (raw)
+  ARGV[6] resolution: resolution JSON: {"status":"resolved","outcome":..,"afterExecution":..,"source":..,"resolvedAt":now}
+  ARGV[7] mail_tail: mail tail: the MailItem JSON without seq and without its opening brace
+  ARGV[8] event_tail: event tail (tool_result_received)
+  ARGV[9] now_str: now
+  ARGV[10] source_flag: '1' the watchdog (may resolve any call), 'd' a child agent's
+      delivery (may resolve delegated calls), '0' any other source
   Undeclared key: the ready zset of the agent's stored target.
 
   Returns:
@@ -28,10 +32,14 @@
 -- @include keys.lua
 -- @include head.lua
 
-local head, calls, mail, events, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local prefix, agent_id, turn_json, turn_id, call_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local resolution, mail_tail, event_tail, now_str = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local may_answer_in_process = ARGV[10] == '1'
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, calls, mail, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local deadlines = KEYS[5]
+local prefix, agent_id, turn_json, turn_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local call_id, resolution, mail_tail, event_tail = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local now_str, source_flag = ARGV[9], ARGV[10]
+
+local may_answer_in_process = source_flag == '1'
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId' })
 if not h then
@@ -48,7 +56,7 @@ if rec.external ~= true and not may_answer_in_process then
   return 'not_external'
 end
 -- A delegated call is answered by its child agent (or the watchdog), never from outside.
-if rec.delegated == true and ARGV[10] == '0' then
+if rec.delegated == true and source_flag == '0' then
   return 'delegated_call'
 end
 if prior then

@@ -3,10 +3,14 @@
   wide. Mirrors memoryStore.claimDelivery / renewDelivery / recordDelivery
   (the invariants are in store/port.ts, DeliveryResponse).
 
-  KEYS[1] the message's record `<p>:dlv:<messageId>`
-  ARGV[1] 'claim' | 'renew' | 'record' | 'forget'   ARGV[2] now (ms)
-  ARGV[3] target   ARGV[4] holder   ARGV[5] window (ms, claim and record)
-  ARGV[6] hold (ms, claim and renew)   ARGV[7] response JSON (record)
+  KEYS[1] record: the message's record `<p>:dlv:<messageId>`
+  ARGV[1] mode: 'claim' | 'renew' | 'record' | 'forget'
+  ARGV[2] now_text: now (ms)
+  ARGV[3] target: target
+  ARGV[4] holder: holder
+  ARGV[5] window_text: window (ms, claim and record)
+  ARGV[6] hold_text: hold (ms, claim and renew)
+  ARGV[7] response_arg: response JSON (record)
   The record is `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`
   (holder and response empty when none); it is live while until > now, and
   the key expires at until.
@@ -14,15 +18,17 @@
            renew  -> 'renewed' | 'lost'
            record, forget -> 'written' | 'lost'
 ]]
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local target = ARGV[3]
-local holder = ARGV[4]
-local window = tonumber(ARGV[5])
-local hold = tonumber(ARGV[6])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local record = KEYS[1]
+local mode, now_text, target, holder = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local window_text, hold_text, response_arg = ARGV[5], ARGV[6], ARGV[7]
+
+local now = tonumber(now_text)
+local window = tonumber(window_text)
+local hold = tonumber(hold_text)
 local fmt = function(n) return string.format('%.0f', n) end
 
-local cur = redis.call('GET', KEYS[1])
+local cur = redis.call('GET', record)
 local live = false
 local untilMs, holdUntil, curHolder, curTarget, response = 0, 0, '', '', ''
 if cur then
@@ -62,8 +68,8 @@ elseif mode == 'renew' then
   reply = 'renewed'
 elseif mode == 'record' then
   newUntil = math.max(untilMs, now + window)
-  newResponse = ARGV[7]
+  newResponse = response_arg
 end
-redis.call('SET', KEYS[1], fmt(newUntil) .. '\n' .. fmt(newHoldUntil) .. '\n' .. newHolder .. '\n' .. target .. '\n' .. newResponse,
+redis.call('SET', record, fmt(newUntil) .. '\n' .. fmt(newHoldUntil) .. '\n' .. newHolder .. '\n' .. target .. '\n' .. newResponse,
   'PX', fmt(newUntil - now))
 return reply

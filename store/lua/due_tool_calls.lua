@@ -3,22 +3,27 @@
   oldest first. A member that is not `<agentId>\n<turnId>\n<toolCallId>`
   names no call anyone could answer or skip: it is removed, not listed.
 
-  KEYS[1] deadlines zset
-  ARGV[1] now   ARGV[2] limit (>= 1)
-  ARGV[3] 'scores' to answer each member with its deadline (the sharded
-          layout merges the shards by deadline), absent otherwise
+  KEYS[1] deadlines: deadlines zset
+  ARGV[1] now_str: now
+  ARGV[2] limit: limit (>= 1)
+  ARGV[3] mode: 'scores' to answer each member with its deadline (the sharded
+      layout merges the shards by deadline), absent otherwise
   Returns: 'list ["<agentId>\n<turnId>\n<toolCallId>", ...]'
            'list [["<member>", deadline], ...]' with 'scores'
 ]]
 -- no checks: it refuses nothing; its one write removes members that name no call.
 -- @include head.lua
 
-local scores = ARGV[3] == 'scores'
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local deadlines = KEYS[1]
+local now_str, limit, mode = ARGV[1], ARGV[2], ARGV[3]
+
+local scores = mode == 'scores'
 local due
 if scores then
-  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+  due = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now_str, 'WITHSCORES', 'LIMIT', 0, limit)
 else
-  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+  due = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now_str, 'LIMIT', 0, limit)
 end
 local step = scores and 2 or 1
 local out, bad = {}, {}
@@ -32,6 +37,6 @@ for i = 1, #due, step do
   end
 end
 if #bad > 0 then
-  redis.call('ZREM', KEYS[1], unpack(bad))
+  redis.call('ZREM', deadlines, unpack(bad))
 end
 return 'list ' .. json_list(out)

@@ -2,19 +2,28 @@
   enqueue_task: writes a task into the agent's inbox, then rings its bell.
   Mirrors memoryStore.enqueueTask. Creates the agent on its first task.
 
-  KEYS[1] head hash          KEYS[2] tasks list
-  KEYS[3] idem hash          KEYS[4] events list
-  KEYS[5] turns hash         KEYS[6] inputs hash
-  KEYS[7] deletion marker (string; store/port.ts invariant 22)
-  ARGV[1] home prefix of the agent (store/keys.ts)
-  ARGV[2] agentId (raw)      ARGV[3] agentId JSON
-  ARGV[4] agentName JSON     ARGV[5] workerTarget JSON
-  ARGV[6] turnId JSON        ARGV[7] '1' when an idempotency key is given, else '0'
-  ARGV[8] idempotency key    ARGV[9] task entry: `<turnId JSON>\n<InboxTask JSON>`
-  ARGV[10] event tail (task_enqueued)
-  ARGV[11] now               ARGV[12] turnId (raw)
-  ARGV[13] input JSON: its one stored copy (the task entry holds none)
-  ARGV[14] '1': refuse when the deletion marker is set (a delegation's dispatch), else ''
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] idem: idem hash
+  KEYS[4] events: events list
+  KEYS[5] turns: turns hash
+  KEYS[6] inputs: inputs hash
+  KEYS[7] deleted: deletion marker (string; store/port.ts invariant 22)
+  KEYS[8..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  ARGV[1] prefix: home prefix of the agent (store/keys.ts)
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] agent_id_json: agentId JSON
+  ARGV[4] name_json: agentName JSON
+  ARGV[5] target_json: workerTarget JSON
+  ARGV[6] turn_json: turnId JSON
+  ARGV[7] has_key_flag: '1' when an idempotency key is given, else '0'
+  ARGV[8] idem_key: idempotency key
+  ARGV[9] entry: task entry: `<turnId JSON>\n<InboxTask JSON>`
+  ARGV[10] event_tail: event tail (task_enqueued)
+  ARGV[11] now_str: now
+  ARGV[12] turn_raw: turnId (raw)
+  ARGV[13] input_json: input JSON: its one stored copy (the task entry holds none)
+  ARGV[14] refuse_deleted: '1': refuse when the deletion marker is set (a delegation's dispatch), else ''
   Undeclared keys: the ready zset of the agent's stored target (see docs/store.md);
   the key of a long _recentTurns (includes/head.lua).
 
@@ -33,16 +42,20 @@
 -- @include keys.lua
 -- @include head.lua
 
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prefix, agent_id, agent_id_json = ARGV[1], ARGV[2], ARGV[3]
-local name_json, target_json, turn_json = ARGV[4], ARGV[5], ARGV[6]
-local has_key, idem_key, entry, event_tail, now_str = ARGV[7] == '1', ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local turns, turn_raw, inputs, input_json = KEYS[5], ARGV[12], KEYS[6], ARGV[13]
+local turns, inputs, deleted = KEYS[5], KEYS[6], KEYS[7]
+local prefix, agent_id, agent_id_json, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local target_json, turn_json, has_key_flag, idem_key = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local entry, event_tail, now_str, turn_raw = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local input_json, refuse_deleted = ARGV[13], ARGV[14]
+
+local has_key = has_key_flag == '1'
 
 local RECENT_TURNS = 32
 
-if ARGV[14] == '1' then
-  local deleted_at = redis.call('GET', KEYS[7])
+if refuse_deleted == '1' then
+  local deleted_at = redis.call('GET', deleted)
   if deleted_at then
     return 'agent_deleted ' .. deleted_at
   end

@@ -1,18 +1,22 @@
 --[[
   get_agent: the head of one agent.
 
-  KEYS[1] head hash
+  KEYS[1] head: head hash
+  KEYS[2..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   Undeclared keys: those of the head's long values (includes/head.lua `long_key`).
   Returns: 'head {AgentHead JSON}' | 'none'
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 
-local h = read_head(KEYS[1], HEAD_FIELDS)
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local head = KEYS[1]
+
+local h = read_head(head, HEAD_FIELDS)
 if not h then
   return 'none'
 end
-local bad = resolve_long(KEYS[1], h, HEAD_FIELDS)
+local bad = resolve_long(head, h, HEAD_FIELDS)
 if bad then
   return bad
 end

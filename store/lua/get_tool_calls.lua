@@ -1,13 +1,16 @@
 --[[
   get_tool_calls: every tool call of one turn.
 
-  KEYS[1] calls hash of the turn
+  KEYS[1] calls: calls hash of the turn
   Returns: 'list [ToolCallRecord JSON, ...]' (unordered)
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 
-local all = redis.call('HGETALL', KEYS[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local calls = KEYS[1]
+
+local all = redis.call('HGETALL', calls)
 local res = {}
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 2) == 'r:' then

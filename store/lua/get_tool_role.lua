@@ -1,12 +1,16 @@
 --[[
   get_tool_role: the tool registry's entry of one role.
 
-  KEYS[1] tools hash
-  ARGV[1] role
+  KEYS[1] tools: tools hash
+  ARGV[1] role: role
   Returns: 'entry <entry text as stored>' | 'none'
 ]]
 -- reads only: writes nothing.
-local v = redis.call('HGET', KEYS[1], ARGV[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local tools = KEYS[1]
+local role = ARGV[1]
+
+local v = redis.call('HGET', tools, role)
 if not v then
   return 'none'
 end

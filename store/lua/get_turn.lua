@@ -1,22 +1,31 @@
 --[[
   get_turn: where a turn is, and its input. Mirrors memoryStore.getTurn.
 
-  KEYS[1] head hash   KEYS[2] tasks list   KEYS[3] turns hash   KEYS[4] idem hash
-  KEYS[5] inputs hash
-  ARGV[1] turnId (raw)   ARGV[2] turnId JSON
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] turns: turns hash
+  KEYS[4] idem: idem hash
+  KEYS[5] inputs: inputs hash
+  ARGV[1] turn_raw: turnId (raw)
+  ARGV[2] turn_json: turnId JSON
   Returns: 'turn {"status":"<status>"[,"input":...]}' | 'none' (unknown agent or turn)
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 -- @include turns.lua
 
-local h = read_head(KEYS[1], { 'agentId', 'activeTurnId' })
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local head, tasks, turns, idem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local inputs = KEYS[5]
+local turn_raw, turn_json = ARGV[1], ARGV[2]
+
+local h = read_head(head, { 'agentId', 'activeTurnId' })
 if not h then
   return 'none'
 end
-local st = turn_status({ tasks = KEYS[2], turns = KEYS[3], idem = KEYS[4] }, h.activeTurnId, ARGV[1], ARGV[2])
+local st = turn_status({ tasks = tasks, turns = turns, idem = idem }, h.activeTurnId, turn_raw, turn_json)
 if not st then
   return 'none'
 end
-local input = redis.call('HGET', KEYS[5], ARGV[1])
+local input = redis.call('HGET', inputs, turn_raw)
 return 'turn {"status":"' .. st .. '"' .. (input and (',"input":' .. input) or '') .. '}'

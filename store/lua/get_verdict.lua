@@ -1,12 +1,16 @@
 --[[
   get_verdict: one verdict record by id.
 
-  KEYS[1] verdicts hash
-  ARGV[1] verdictId
+  KEYS[1] verdicts: verdicts hash
+  ARGV[1] verdict_id: verdictId
   Returns: 'verdict <record text>' | 'none'
 ]]
 -- reads only: writes nothing.
-local v = redis.call('HGET', KEYS[1], ARGV[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local verdicts = KEYS[1]
+local verdict_id = ARGV[1]
+
+local v = redis.call('HGET', verdicts, verdict_id)
 if not v then
   return 'none'
 end

@@ -5,19 +5,23 @@
   read by the caller, one get_agent per agent, so no script touches two
   agents' keys.
 
-  KEYS[1] agents zset
-  ARGV[1] limit (> 0)
-  ARGV[2] updatedSince: only scores >= this ('-inf': all)
-  ARGV[3] cursor score ('' : from the newest)
-  ARGV[4] cursor agentId (the last entry of the previous page)
+  KEYS[1] idx: agents zset
+  ARGV[1] limit_text: limit (> 0)
+  ARGV[2] since: updatedSince: only scores >= this ('-inf': all)
+  ARGV[3] cursor_score: cursor score ('' : from the newest)
+  ARGV[4] cursor_agent: cursor agentId (the last entry of the previous page)
   Returns: 'list [[agentId, updatedAt], ...]'
 ]]
 -- reads only: writes nothing.
-local idx, limit, since = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local idx = KEYS[1]
+local limit_text, since, cursor_score, cursor_agent = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local limit = tonumber(limit_text)
 local out = {}
 local max = '+inf'
-if ARGV[3] ~= '' then
-  local score, after = ARGV[3], ARGV[4]
+if cursor_score ~= '' then
+  local score, after = cursor_score, cursor_agent
   if since == '-inf' or tonumber(score) >= tonumber(since) then
     -- Ties at the cursor's score come in id order; take those below the cursor, highest first.
     local ties = redis.call('ZRANGEBYSCORE', idx, score, score)

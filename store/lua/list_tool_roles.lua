@@ -1,13 +1,16 @@
 --[[
   list_tool_roles: every entry of the tool registry, by role name.
 
-  KEYS[1] tools hash
+  KEYS[1] tools: tools hash
   Returns: 'list [["<role>", "<entry text>"], ...]' (each as a JSON string)
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 
-local flat = redis.call('HGETALL', KEYS[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local tools = KEYS[1]
+
+local flat = redis.call('HGETALL', tools)
 local out = {}
 for i = 1, #flat, 2 do
   out[#out + 1] = '[' .. cjson.encode(flat[i]) .. ',' .. cjson.encode(flat[i + 1]) .. ']'

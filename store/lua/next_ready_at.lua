@@ -1,11 +1,14 @@
 --[[
   next_ready_at: the earliest bell of a worker target.
 
-  KEYS[1] ready zset of the target
+  KEYS[1] ready: ready zset of the target
   Returns: 'at <score>' | 'none'
 ]]
 -- reads only: writes nothing.
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local ready = KEYS[1]
+
+local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
 if #first == 0 then
   return 'none'
 end

@@ -3,19 +3,25 @@
   record is kept under its id; the agent's list (for listVerdicts) grows only
   when the agent exists.
 
-  KEYS[1] verdict list of the agent   KEYS[2] head hash of the agent
-  KEYS[3] verdicts hash (verdictId -> record)
-  ARGV[1] verdictId   ARGV[2] list entry JSON [verdictId, turnId, status]
-  ARGV[3] record text (stored as given)
+  KEYS[1] verdict_list: verdict list of the agent
+  KEYS[2] head: head hash of the agent
+  KEYS[3] verdicts: verdicts hash (verdictId -> record)
+  ARGV[1] verdict_id: verdictId
+  ARGV[2] entry: list entry JSON [verdictId, turnId, status]
+  ARGV[3] record: record text (stored as given)
   Returns: 'written' | 'exists' (nothing changes)
 ]]
-if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local verdict_list, head, verdicts = KEYS[1], KEYS[2], KEYS[3]
+local verdict_id, entry, record = ARGV[1], ARGV[2], ARGV[3]
+
+if redis.call('HEXISTS', verdicts, verdict_id) == 1 then
   return 'exists'
 end
 
 -- Checks done; writes follow.
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('RPUSH', KEYS[1], ARGV[2])
+redis.call('HSET', verdicts, verdict_id, record)
+if redis.call('EXISTS', head) == 1 then
+  redis.call('RPUSH', verdict_list, entry)
 end
 return 'written'

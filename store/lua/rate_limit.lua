@@ -4,18 +4,23 @@
   only when all admit the request is each one charged, so a refused request
   writes nothing.
 
-  KEYS[i] the bucket `<p>:{rl}:<bucket>` (one per bucket, same hash tag)
-  ARGV[1] now (ms)
-  ARGV[1 + i] the emission interval of bucket i in microseconds (periodMs * 1000 / limit, at least 1)
-  ARGV[1 + #KEYS + i] the tolerance of bucket i in microseconds (periodMs * 1000: `limit` requests at once)
+  KEYS[1..] buckets: the bucket `<p>:{rl}:<bucket>` of each bucket i (same hash tag)
+  ARGV[1] now_ms: now (ms)
+  ARGV[2..] limits: the emission interval of each bucket i in microseconds
+      (periodMs * 1000 / limit, at least 1) at ARGV[1 + i], then the
+      tolerance of each in microseconds (periodMs * 1000: `limit` requests
+      at once) at ARGV[1 + #KEYS + i]
   The record is the bucket's theoretical arrival time (TAT) in microseconds.
   Its expiry is only garbage collection: a minute after the TAT, where it
   limits nothing (the slack covers clocks of processes that disagree with
   Redis's; the decision itself uses `now` only).
   Returns: 'allowed' | 'limited <bucket index from 0> <retry after ms>'
 ]]
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local now_ms = ARGV[1]
+
 local n = #KEYS
-local nowUs = tonumber(ARGV[1]) * 1000
+local nowUs = tonumber(now_ms) * 1000
 local tats = {}
 local worst = -1
 local worstWait = 0

@@ -3,16 +3,19 @@
   eventsTrimmedThrough (store/port.ts invariant 18): the first entry of the
   checkpoints list once the log was cut.
 
-  KEYS[1] head hash   KEYS[2] checkpoints list
+  KEYS[1] head: head hash
+  KEYS[2] ckpts: checkpoints list
   Returns: 'checkpoint {"eventId":n,"at":n,"messageIndex":n,"snapshot":...}' | 'none'
 ]]
 -- reads only: writes nothing.
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local head, ckpts = KEYS[1], KEYS[2]
 
-local trimmed = tonumber(redis.call('HGET', KEYS[1], 'eventsTrimmedThrough')) or 0
+local trimmed = tonumber(redis.call('HGET', head, 'eventsTrimmedThrough')) or 0
 if trimmed == 0 then
   return 'none'
 end
-local first = redis.call('LINDEX', KEYS[2], 0)
+local first = redis.call('LINDEX', ckpts, 0)
 if not first or not string.find(first, '^{"eventId":' .. string.format('%d', trimmed) .. ',') then
   return 'none'
 end

@@ -7,15 +7,21 @@
   Indexes are logical (store/port.ts invariant 18): the list holds the
   messages from messagesTrimmedThrough on.
 
-  KEYS[1] messages list   KEYS[2] inputs hash   KEYS[3] head hash
-  ARGV[1] fromIndex (>= 0)
+  KEYS[1] msgs: messages list
+  KEYS[2] inputs: inputs hash
+  KEYS[3] head: head hash
+  ARGV[1] from_index: fromIndex (>= 0)
   Returns: 'list [Message JSON, ...]'
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
 -- @include inputs.lua
 
-local trimmed = tonumber(redis.call('HGET', KEYS[3], 'messagesTrimmedThrough')) or 0
-local items = redis.call('LRANGE', KEYS[1], math.max(0, tonumber(ARGV[1]) - trimmed), -1)
-resolve_input_refs(items, KEYS[2])
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local msgs, inputs, head = KEYS[1], KEYS[2], KEYS[3]
+local from_index = ARGV[1]
+
+local trimmed = tonumber(redis.call('HGET', head, 'messagesTrimmedThrough')) or 0
+local items = redis.call('LRANGE', msgs, math.max(0, tonumber(from_index) - trimmed), -1)
+resolve_input_refs(items, inputs)
 return 'list ' .. json_list(items)

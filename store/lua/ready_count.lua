@@ -2,9 +2,13 @@
   ready_count: how many bells of a worker target are due (the ready-queue
   depth). Mirrors memoryStore.readyCount.
 
-  KEYS[1] ready zset of the target
-  ARGV[1] now
+  KEYS[1] ready: ready zset of the target
+  ARGV[1] now_str: now
   Returns: 'count <n>'
 ]]
 -- reads only: writes nothing.
-return 'count ' .. redis.call('ZCOUNT', KEYS[1], '-inf', ARGV[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local ready = KEYS[1]
+local now_str = ARGV[1]
+
+return 'count ' .. redis.call('ZCOUNT', ready, '-inf', now_str)

@@ -4,21 +4,28 @@
   backoff, at maxFailures it ends the turn with the caller's TurnEnd.
   Mirrors memoryStore.recordClaimFailure (store/port.ts, invariant 12).
 
-  KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
-  KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset  KEYS[8] turns hash      KEYS[9] ended list
-  ARGV[1]  home prefix of the agent (store/keys.ts)
-  ARGV[2]  agentId (raw)
-  ARGV[3]  workerId JSON
-  ARGV[4]  epoch
-  ARGV[5]  expectedVersion
-  ARGV[6]  turnId JSON ('null' when none)
-  ARGV[7]  turnId (raw, '' when none)
-  ARGV[8]  error JSON (a string)
-  ARGV[9]  maxFailures
-  ARGV[10] retryBaseMs
-  ARGV[11] now
-  ARGV[12..] the TurnEnd (see includes/end_turn.lua)
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] mail: mail list
+  KEYS[4] msgs: messages list
+  KEYS[5] events: events list
+  KEYS[6] calls: calls hash of the turn
+  KEYS[7] deadlines: deadlines zset
+  KEYS[8] turns: turns hash
+  KEYS[9] ended: ended list
+  KEYS[10..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  ARGV[1] prefix: home prefix of the agent (store/keys.ts)
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] worker_json: workerId JSON
+  ARGV[4] epoch: epoch
+  ARGV[5] expected_version: expectedVersion
+  ARGV[6] turn_json: turnId JSON ('null' when none)
+  ARGV[7] turn_raw: turnId (raw, '' when none)
+  ARGV[8] error_json: error JSON (a string)
+  ARGV[9] max_failures_text: maxFailures
+  ARGV[10] retry_base_ms: retryBaseMs
+  ARGV[11] now_str: now
+  ARGV[12..] turn_end: the TurnEnd (see includes/end_turn.lua)
   Undeclared keys: the ready zset of the agent's stored target; the keys of
   the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
@@ -34,10 +41,17 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8], ended = KEYS[9] }
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, tasks, mail, msgs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local events, calls, deadlines, turns = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local ended = KEYS[9]
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local expected, turn_json, turn_raw, error_json = tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
-local max_failures, base_ms, now_str = math.max(1, tonumber(ARGV[9])), tonumber(ARGV[10]), ARGV[11]
+local expected_version, turn_json, turn_raw, error_json = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local max_failures_text, retry_base_ms, now_str = ARGV[9], ARGV[10], ARGV[11]
+
+local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended }
+local expected = tonumber(expected_version)
+local max_failures, base_ms = math.max(1, tonumber(max_failures_text)), tonumber(retry_base_ms)
 local now = tonumber(now_str)
 
 local h = read_head(k.head, {

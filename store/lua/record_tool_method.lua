@@ -2,11 +2,14 @@
   record_tool_method: the tool registry notes one successful call of a role's
   method. Mirrors memoryStore.recordToolMethod.
 
-  KEYS[1] tools hash (role -> entry JSON)
-  KEYS[2] tool forms hash ('<role>\n<form>' -> the method first seen with that form)
-          (both keys share the tag `{tools}` on the sharded layout: one slot; store/keys.ts)
-  ARGV[1] role   ARGV[2] method   ARGV[3] the method's form (methodForm, computed by the caller)
-  ARGV[4] now    ARGV[5] calls (a positive integer, checked by the caller; absent: 1)
+  KEYS[1] tools: tools hash (role -> entry JSON)
+  KEYS[2] forms: tool forms hash ('<role>\n<form>' -> the method first seen with that form)
+      (both keys share the tag `{tools}` on the sharded layout: one slot; store/keys.ts)
+  ARGV[1] role: role
+  ARGV[2] method: method
+  ARGV[3] form: the method's form (methodForm, computed by the caller)
+  ARGV[4] now_text: now
+  ARGV[5] calls_text: calls (a positive integer, checked by the caller; absent: 1)
 
   An entry that is not a JSON object (unreadable) is started afresh; one
   without `methods` (written before methods were recorded) keeps its other
@@ -17,9 +20,13 @@
   Returns: 'recorded {"added":"method"|"alias"|"none","entry":{...}}'
   (an empty list may come back as {}: the adapter reads it as []).
 ]]
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
 local tools, forms = KEYS[1], KEYS[2]
-local role, method, form, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local n = tonumber(ARGV[5]) or 1
+local role, method, form, now_text = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local calls_text = ARGV[5]
+
+local now = tonumber(now_text)
+local n = tonumber(calls_text) or 1
 
 local entry = {}
 local raw = redis.call('HGET', tools, role)

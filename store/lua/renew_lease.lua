@@ -2,10 +2,13 @@
   renew_lease: extends the lease of the current holder. Mirrors
   memoryStore.renewLease.
 
-  KEYS[1] head hash
-  ARGV[1] home prefix   ARGV[2] agentId (raw)
-  ARGV[3] workerId JSON
-  ARGV[4] epoch       ARGV[5] leaseMs   ARGV[6] now
+  KEYS[1] head: head hash
+  ARGV[1] prefix: home prefix
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] worker_json: workerId JSON
+  ARGV[4] epoch: epoch
+  ARGV[5] lease_ms_text: leaseMs
+  ARGV[6] now_text: now
   Undeclared key: the ready zset of the agent's stored target.
 
   Returns: 'renewed <leaseUntil>' | 'lost'
@@ -14,8 +17,12 @@
 -- @include keys.lua
 -- @include head.lua
 
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head = KEYS[1]
-local prefix, agent_id, worker_json, epoch, lease_ms, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local lease_ms_text, now_text = ARGV[5], ARGV[6]
+
+local lease_ms, now = tonumber(lease_ms_text), tonumber(now_text)
 
 local h = read_head(head, { 'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'workerTarget' })
 if not h or h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then

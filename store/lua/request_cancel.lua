@@ -2,12 +2,18 @@
   request_cancel: cancel mail aimed at one turn, then the bell.
   Mirrors memoryStore.requestCancel.
 
-  KEYS[1] head hash   KEYS[2] mail list   KEYS[3] events list
-  KEYS[4] turns hash  KEYS[5] tasks list  KEYS[6] idem hash
-  ARGV[1] home prefix   ARGV[2] agentId (raw)
-  ARGV[3] now         ARGV[4] reason JSON
-  ARGV[5] turnId (raw; '' when the cancel names no turn)
-  ARGV[6] turnId JSON ('null' when the cancel names no turn)
+  KEYS[1] head: head hash
+  KEYS[2] mail: mail list
+  KEYS[3] events: events list
+  KEYS[4] turns: turns hash
+  KEYS[5] tasks: tasks list
+  KEYS[6] idem: idem hash
+  ARGV[1] prefix: home prefix
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] now_str: now
+  ARGV[4] reason_json: reason JSON
+  ARGV[5] turn_raw: turnId (raw; '' when the cancel names no turn)
+  ARGV[6] turn_json: turnId JSON ('null' when the cancel names no turn)
   Undeclared key: the ready zset of the agent's stored target.
 
   The turn is fixed here: the named one when it is active, else (none named)
@@ -25,10 +31,13 @@
 -- @include head.lua
 -- @include turns.lua
 
-local head, mail, events = KEYS[1], KEYS[2], KEYS[3]
-local k = { turns = KEYS[4], tasks = KEYS[5], idem = KEYS[6] }
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, mail, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tasks, idem = KEYS[5], KEYS[6]
 local prefix, agent_id, now_str, reason_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local turn_raw, turn_json = ARGV[5], ARGV[6]
+
+local k = { turns = turns, tasks = tasks, idem = idem }
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId', '_cancel' })
 if not h then

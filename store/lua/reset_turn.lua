@@ -3,16 +3,23 @@
   TurnEnd, and fences out any worker still running it (epoch + 1). Mirrors
   memoryStore.resetTurn (store/port.ts, invariant 12).
 
-  KEYS[1] head hash      KEYS[2] tasks list     KEYS[3] mail list
-  KEYS[4] messages list  KEYS[5] events list    KEYS[6] calls hash of the turn
-  KEYS[7] deadlines zset  KEYS[8] turns hash      KEYS[9] ended list
-  ARGV[1] home prefix of the agent (store/keys.ts)
-  ARGV[2] agentId (raw)
-  ARGV[3] expectedVersion
-  ARGV[4] turnId JSON
-  ARGV[5] turnId (raw)
-  ARGV[6] now
-  ARGV[7..] the TurnEnd (see includes/end_turn.lua)
+  KEYS[1] head: head hash
+  KEYS[2] tasks: tasks list
+  KEYS[3] mail: mail list
+  KEYS[4] msgs: messages list
+  KEYS[5] events: events list
+  KEYS[6] calls: calls hash of the turn
+  KEYS[7] deadlines: deadlines zset
+  KEYS[8] turns: turns hash
+  KEYS[9] ended: ended list
+  KEYS[10..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  ARGV[1] prefix: home prefix of the agent (store/keys.ts)
+  ARGV[2] agent_id: agentId (raw)
+  ARGV[3] expected_version: expectedVersion
+  ARGV[4] turn_json: turnId JSON
+  ARGV[5] turn_raw: turnId (raw)
+  ARGV[6] now_str: now
+  ARGV[7..] turn_end: the TurnEnd (see includes/end_turn.lua)
   Undeclared keys: the ready zset of the agent's stored target; the keys of
   the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
@@ -24,8 +31,15 @@
 -- @include head.lua
 -- @include end_turn.lua
 
-local k = { head = KEYS[1], tasks = KEYS[2], mail = KEYS[3], msgs = KEYS[4], events = KEYS[5], calls = KEYS[6], deadlines = KEYS[7], turns = KEYS[8], ended = KEYS[9] }
-local prefix, agent_id, expected, turn_json, turn_raw, now_str = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+-- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+local head, tasks, mail, msgs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local events, calls, deadlines, turns = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local ended = KEYS[9]
+local prefix, agent_id, expected_version, turn_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local turn_raw, now_str = ARGV[5], ARGV[6]
+
+local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended }
+local expected = tonumber(expected_version)
 
 local h = read_head(k.head, {
   'agentId', 'epoch', 'version', 'activeTurnId', 'workerTarget', 'lastEventId', 'messageCount', 'currentTask', '_ended',

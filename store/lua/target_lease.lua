@@ -3,16 +3,21 @@
   (`svc1_<service>_<scope>`, actors/pool/target-lease.ts). Mirrors
   memoryStore.acquireTargetLease / releaseTargetLease.
 
-  KEYS[1] the lease `<p>:lease:<target>`
-  ARGV[1] 'acquire' | 'release'   ARGV[2] holder   ARGV[3] now (ms)   ARGV[4] lease (ms, acquire)
+  KEYS[1] lease: the lease `<p>:lease:<target>`
+  ARGV[1] mode: 'acquire' | 'release'
+  ARGV[2] holder: holder
+  ARGV[3] now_text: now (ms)
+  ARGV[4] lease_ms: lease (ms, acquire)
   The record is `<until ms>\n<holder>`; it is live while until > now.
   Returns: acquire -> 'held <until>' | 'busy <until> <holder>'
            release -> 'released' | 'not_held'
 ]]
-local mode = ARGV[1]
-local holder = ARGV[2]
-local now = tonumber(ARGV[3])
-local cur = redis.call('GET', KEYS[1])
+-- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+local lease = KEYS[1]
+local mode, holder, now_text, lease_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local now = tonumber(now_text)
+local cur = redis.call('GET', lease)
 local curHolder = nil
 local curUntil = 0
 if cur then
@@ -29,11 +34,11 @@ end
 -- checks done
 local reply
 if mode == 'release' then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', lease)
   reply = 'released'
 else
-  local untilMs = now + tonumber(ARGV[4])
-  redis.call('SET', KEYS[1], string.format('%.0f', untilMs) .. '\n' .. holder, 'PX', ARGV[4])
+  local untilMs = now + tonumber(lease_ms)
+  redis.call('SET', lease, string.format('%.0f', untilMs) .. '\n' .. holder, 'PX', lease_ms)
   reply = 'held ' .. string.format('%.0f', untilMs)
 end
 return reply

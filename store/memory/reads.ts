@@ -1,0 +1,98 @@
+/**
+ * The reads of the memory store (store/port.ts `Reads`): they write nothing and
+ * answer copies.
+ * Each operation is a top-level function of the store's MemoryState;
+ * store/memory.ts binds them to the store object.
+ */
+import type { AgentIndexEntry, ListAgentsRequest, Reads } from "../port.ts";
+import { normalizeRecord } from "../spelling.ts";
+import { inputText } from "../inputs.ts";
+import { turnStatus } from "./records.ts";
+import type { MemoryState } from "./state.ts";
+
+/** The result type of the port method `K`. */
+type Ret<K extends keyof Reads> = ReturnType<NonNullable<Reads[K]>>;
+
+export async function getAgent(s: MemoryState, agentId: string): Ret<"getAgent"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  return a ? copy(a.head) : null;
+}
+
+export async function getTurn(s: MemoryState, agentId: string, turnId: string): Ret<"getTurn"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  if (!a) return null;
+  const status = turnStatus(a, turnId);
+  if (status === null) return null;
+  return { turnId, status, ...(a.inputs.has(turnId) ? { input: copy(a.inputs.get(turnId)) } : {}) };
+}
+
+export async function getToolCalls(s: MemoryState, agentId: string, turnId: string): Ret<"getToolCalls"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  if (!a) return [];
+  return [...a.toolCalls.values()].filter((r) => r.turnId === turnId).map((r) => normalizeRecord(copy(r)));
+}
+
+export async function readMessages(s: MemoryState, agentId: string, fromIndex = 0): Ret<"readMessages"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  if (!a) return [];
+  // Indexes are logical (invariant 18); a turn's user message is stored as a reference to its input (store/inputs.ts).
+  return a.messages.slice(Math.max(0, fromIndex - a.head.messagesTrimmedThrough)).map((m) =>
+    m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
+  );
+}
+
+export async function readEvents(s: MemoryState, agentId: string, after: number, limit: number, maxBytes?: number): Ret<"readEvents"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  if (!a || limit <= 0) return [];
+  // Ids are dense, so the event with id k sits at index k-1-eventsTrimmedThrough.
+  const from = Math.max(0, after - a.head.eventsTrimmedThrough);
+  let to = Math.min(a.events.length, from + limit);
+  if (maxBytes !== undefined) {
+    // Stop before the event that would pass the budget; the first one always comes.
+    let used = 0;
+    for (let i = from; i < to; i++) {
+      used += a.eventBytes[i];
+      if (i > from && used > maxBytes) {
+        to = i;
+        break;
+      }
+    }
+  }
+  return copy(a.events.slice(from, to));
+}
+
+export async function readConversation(s: MemoryState, agentId: string, opts?: { fromSummary?: boolean }): Ret<"readConversation"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  if (!a) return null;
+  const from = Math.max(a.head.messagesTrimmedThrough, opts?.fromSummary ? (a.summary?.through ?? 0) : 0);
+  return { summary: copy(a.summary), firstIndex: from, messages: await readMessages(s, agentId, from) };
+}
+
+export async function readCheckpoint(s: MemoryState, agentId: string): Ret<"readCheckpoint"> {
+  const { agents, copy } = s;
+  const a = agents.get(agentId);
+  const c = a?.ckpts[0];
+  if (!a || !c || a.head.eventsTrimmedThrough === 0 || c.mark.eventId !== a.head.eventsTrimmedThrough) return null;
+  return { eventId: c.mark.eventId, at: c.at, snapshot: copy(c.snapshot), messageIndex: c.mark.messageIndex };
+}
+
+export async function listAgents(s: MemoryState, req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
+  const { agents } = s;
+  // The map of agents is this store's index: every head carries its updatedAt (port invariant 14).
+  if (req.limit <= 0) return [];
+  const since = req.updatedSince ?? -Infinity;
+  const after = req.after;
+  const below = (e: AgentIndexEntry) =>
+    !after || e.updatedAt < after.updatedAt || (e.updatedAt === after.updatedAt && e.agentId < after.agentId);
+  return [...agents.values()]
+    .map((a) => ({ agentId: a.head.agentId, updatedAt: a.head.updatedAt }))
+    .filter((e) => e.updatedAt >= since && below(e))
+    .sort((x, y) => y.updatedAt - x.updatedAt || (x.agentId < y.agentId ? 1 : x.agentId > y.agentId ? -1 : 0))
+    .slice(0, req.limit);
+}

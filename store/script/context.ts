@@ -1,0 +1,88 @@
+/**
+ * ScriptContext: what every operation of the script store shares: the
+ * adapter's transport (`deps`), the key space, the claim hints of the
+ * sharded layout, the memoized eviction check, and `call`, which runs one
+ * script with the arguments its encoder built (store/lua/args/) and decodes
+ * the reply (replies.ts). The operations are top-level functions of the
+ * context, one file per section of the port (turn-protocol.ts, reads.ts,
+ * lifecycle.ts, side-stores.ts); store/lua-store.ts binds them.
+ *
+ * The members are arrow-function properties, so an operation may take the
+ * ones it uses apart (`const { keys, call } = c`).
+ */
+import type { Store } from "../port.ts";
+import type { AgentKeys, KeySpace } from "../keys.ts";
+import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
+import type { ScriptArgs } from "../lua/args/layout.ts";
+import { decode } from "./replies.ts";
+
+export interface ScriptStoreDeps {
+  kind: "redis" | "upstash";
+  keys: KeySpace;
+  run: RunScript;
+  /** Reads the policy and throws if refused; memoized by the store. */
+  checkEviction(): Promise<{ policy: string | null }>;
+  /** One SCAN step: `[next cursor, keys]` of the keys matching `pattern` (deleteAgent finds an agent's keys with it). */
+  scan?(cursor: string, pattern: string): Promise<[string, string[]]>;
+  /** Store.watchBells, where the transport can push (TCP Redis). */
+  watchBells?: Store["watchBells"];
+  close(): Promise<void>;
+}
+
+/** The oldest bell of every shard of a worker target (null: none) as read at `asOf`. */
+export interface Heads {
+  asOf: number;
+  heads: Array<number | null>;
+}
+
+export class ScriptContext {
+  readonly keys: KeySpace;
+  readonly prefix: string;
+  readonly shards: KeySpace["shards"];
+  readonly sharded: boolean;
+  /** Per worker target: the oldest bell of each shard as last read by claimNext (sharded layout only). */
+  readonly hints = new Map<string, Heads>();
+  /** Per worker target: how many claim_next calls of this store are running in each shard. */
+  readonly inFlight = new Map<string, number[]>();
+  #checked: Promise<{ policy: string | null }> | null = null;
+
+  constructor(readonly deps: ScriptStoreDeps) {
+    this.keys = deps.keys;
+    this.prefix = deps.keys.prefix;
+    this.shards = deps.keys.shards;
+    this.sharded = deps.keys.shardCount > 0;
+  }
+
+  /**
+   * The long-value keys a script is given after its own. On the sharded layout (Redis Cluster) a script
+   * declares every key it touches of the agent, the keys of the head's long values included
+   * (store/lua/includes/head.lua): while a slot migrates, Redis then answers TRYAGAIN instead of letting
+   * the script write a key that already moved. On one Redis (and Upstash) there is nothing to migrate,
+   * and the commit sends its head key only: the script builds the others (commit.lua), 12 key names
+   * fewer per step.
+   */
+  readonly longKeys = (k: AgentKeys): string[] => (this.sharded ? [...k.headLong] : []);
+
+  /**
+   * A bell rung by this store with a score older than a hint's read breaks the hint's promise (every
+   * bell rung since is at least as young as the read): forget the hints. Bells rung by other
+   * processes at their `now` keep it, up to the clocks' skew.
+   */
+  readonly dropHints = (score: number | null | undefined) => {
+    if (this.shards.length === 1 || typeof score !== "number") return;
+    for (const [target, h] of this.hints) if (score < h.asOf) this.hints.delete(target);
+  };
+
+  readonly checkEviction = () =>
+    (this.#checked ??= this.deps.checkEviction().catch((err) => {
+      // An outage is not an answer: check again at the next call. A refused policy stays refused.
+      if (!(err instanceof EvictionPolicyError)) this.#checked = null;
+      throw err;
+    }));
+
+  /** Runs one script with its encoded arguments and decodes the reply. */
+  readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
+    await this.checkEviction();
+    return decode(a.script, await this.deps.run(a.script, a.keys, a.argv), ctx) as T;
+  };
+}

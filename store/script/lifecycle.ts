@@ -1,0 +1,40 @@
+/**
+ * Deletion and liveness of the script store (store/port.ts `Lifecycle`).
+ * Each operation is a top-level function of the store's ScriptContext; its
+ * arguments are built by the script's encoder (store/lua/args/lifecycle.ts).
+ */
+import type { Lifecycle } from "../port.ts";
+import { int } from "./values.ts";
+import { encodeDeleteAgent, encodePing } from "../lua/args/lifecycle.ts";
+import type { ScriptContext } from "./context.ts";
+
+/** The result type of the port method `K`. */
+type Ret<K extends keyof Lifecycle> = ReturnType<NonNullable<Lifecycle[K]>>;
+
+export async function deleteAgent(c: ScriptContext, agentId: string, now?: number): Ret<"deleteAgent"> {
+  const { deps, keys, call } = c;
+  const k = keys.agent(agentId);
+  const at = now === undefined ? "0" : int(now, "now");
+  // Every key under the agent's hash tag (calls hashes, delivery records), then one script deletes them all.
+  const found = new Set<string>();
+  let cursor = deps.scan ? "0" : "done";
+  while (deps.scan && cursor !== "done") {
+    const [next, batch] = await deps.scan(cursor, k.pattern);
+    for (const key of batch) found.add(key);
+    cursor = next === "0" ? "done" : next;
+  }
+  const fixed = [...k.headLong, k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary];
+  for (const key of fixed) found.add(key);
+  found.delete(k.head);
+  found.delete(k.turns);
+  found.delete(k.deleted);
+  return call<{ status: "deleted" } | { status: "agent_not_found" }>(encodeDeleteAgent({
+    head: k.head, turns: k.turns, deadlines: k.home.deadlines, agents_idx: k.home.agents, deleted: k.deleted, own_keys: [...found],
+    prefix: k.home.prefix, agent_id: agentId, now_str: at,
+  }));
+}
+
+export async function ping(c: ScriptContext): Promise<void> {
+  const { call } = c;
+  await call(encodePing({}));
+}

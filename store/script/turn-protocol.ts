@@ -1,0 +1,330 @@
+/**
+ * The turn protocol of the script store (store/port.ts `TurnProtocol`): tasks in, claims,
+ * commits, mail, tool results, cancels, deadlines and the bell, each one script call
+ * (the sharded layout's claimNext, dueToolCalls, nextReadyAt and readyCount call each shard).
+ * Each operation is a top-level function of the store's ScriptContext; its
+ * arguments are built by the script's encoder (store/lua/args/turn-protocol.ts).
+ */
+import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
+import type { InboxTask, ToolCallRecord } from "../types.ts";
+import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
+import { notApplied } from "../../common/contract-validation.ts";
+import { answerResolved } from "../redelivery.ts";
+import { inputBytes } from "../inputs.ts";
+import { JsonOnce } from "../../common/json-once.ts";
+import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs } from "./values.ts";
+import { encodeCancelTask, encodeClaim, encodeClaimNext, encodeCommit, encodeDeliverToolResult, encodeDueToolCalls, encodeEnqueueTask, encodeNextReadyAt, encodeReadyCount, encodeRecordClaimFailure, encodeRenewLease, encodeRequestCancel, encodeResetTurn, encodeSkipDueToolCall } from "../lua/args/turn-protocol.ts";
+import type { ScriptContext, Heads } from "./context.ts";
+
+/** The result type of the port method `K`. */
+type Ret<K extends keyof TurnProtocol> = ReturnType<NonNullable<TurnProtocol[K]>>;
+
+export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
+  const { keys, longKeys, dropHints, call } = c;
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  checkTarget(req.workerTarget);
+  checkTurnId(req.turnId);
+  const now = int(req.now, "now");
+  const task: InboxTask = {
+    turnId: req.turnId,
+    options: req.options,
+    enqueuedAt: req.now,
+    ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+  };
+  const input = j(req.input ?? null);
+  return call(encodeEnqueueTask({
+    head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted,
+    long_keys: longKeys(k),
+    prefix: k.home.prefix, agent_id: req.agentId, agent_id_json: j(req.agentId), name_json: j(req.agentName),
+    target_json: j(req.workerTarget), turn_json: j(req.turnId),
+    has_key_flag: req.idempotencyKey !== undefined ? "1" : "0", idem_key: req.idempotencyKey ?? "",
+    entry: `${j(req.turnId)}\n${j(task)}`,
+    event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
+    now_str: now, turn_raw: req.turnId, input_json: input, refuse_deleted: req.refuseDeleted ? "1" : "",
+  }));
+}
+
+export async function deliverToolResult(c: ScriptContext, req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
+  const { keys, dropHints, call } = c;
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  const now = int(req.now, "now");
+  const { outcome, afterExecution, source } = req;
+  const contractValidation = req.contractValidation ?? notApplied();
+  const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(encodeDeliverToolResult({
+    head: k.head, calls: k.calls(req.turnId), mail: k.mail, events: k.events, deadlines: k.home.deadlines,
+    prefix: k.home.prefix, agent_id: req.agentId, turn_json: j(req.turnId), turn_id: req.turnId, call_id: req.toolCallId,
+    resolution: j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
+    mail_tail: tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
+    event_tail: tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
+    now_str: now, source_flag: source === "watchdog" ? "1" : source === "delegation" ? "d" : "0",
+  }));
+  return r.status === "resolved" ? answerResolved(r.record, req) : r;
+}
+
+export async function requestCancel(c: ScriptContext, req: CancelRequest): Promise<CancelResult> {
+  const { keys, dropHints, call } = c;
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  const now = int(req.now, "now");
+  if (req.turnId !== undefined) checkTurnId(req.turnId);
+  return call(encodeRequestCancel({
+    head: k.head, mail: k.mail, events: k.events, turns: k.turns, tasks: k.tasks, idem: k.idem,
+    prefix: k.home.prefix, agent_id: req.agentId, now_str: now, reason_json: j(String(req.reason)),
+    turn_raw: req.turnId ?? "", turn_json: req.turnId === undefined ? "null" : j(req.turnId),
+  }));
+}
+
+export async function cancelTask(c: ScriptContext, req: CancelTaskRequest): Promise<CancelTaskResult> {
+  const { keys, call } = c;
+  const k = keys.agent(req.agentId);
+  checkTurnId(req.turnId);
+  const now = int(req.now, "now");
+  return call(encodeCancelTask({
+    head: k.head, tasks: k.tasks, events: k.events, turns: k.turns, idem_hash: k.idem, ended: k.ended,
+    turn_raw: req.turnId, turn_json: j(req.turnId), now_str: now,
+    event_tail: tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
+  }));
+}
+
+export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimResult> {
+  const { keys, longKeys, call } = c;
+  const k = keys.agent(req.agentId);
+  return call(encodeClaim({
+    head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, long_keys: longKeys(k),
+    prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), lease_ms: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now"),
+  }), { agentId: req.agentId });
+}
+
+export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promise<ClaimResult> {
+  // Long because the sharded layout's claim visits shards oldest bell first, a loop that needs its
+  // state (view, hint, counts) in one place; one Redis is the first branch.
+  const { shards, hints, inFlight, call } = c;
+  checkTarget(req.workerTarget);
+  const args = { worker_json: j(req.workerId), lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now") };
+  // Invariant 21: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
+  const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
+  /** A claim_next answer without the script's `next` (the cluster loop's use only). */
+  const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
+    if (r.status !== "empty" || r.next === undefined) return r;
+    const { next: _, ...rest } = r;
+    return rest;
+  };
+  if (shards.length === 1) {
+    const r = await call<ClaimResult>(encodeClaimNext({
+      ready: shards[0].ready(req.workerTarget), prefix: shards[0].prefix, ...args,
+      ...(names.length > 0 ? { upto_arg: args.now_str, names } : {}),
+    }));
+    return answer(r);
+  }
+  /** Per shard: the agents of other names its last claim_next left (each call counts its shard's from the oldest bell). */
+  const foreignOf = new Array<number>(shards.length).fill(0);
+  const emptyResult = (): ClaimResult => {
+    const foreign = foreignOf.reduce((x, y) => x + y, 0);
+    return foreign > 0 ? { status: "empty", foreign } : { status: "empty" };
+  };
+  // Shards: `view.heads[i]` bounds the bells of shard i from below, as of `view.asOf`: every bell
+  // there is at least min(heads[i], asOf) (a bell rung since carries a later time). claim_next
+  // runs in the shard with the oldest head, visiting its bells only up to min(asOf, the other
+  // heads), so it passes no older bell of another shard. A shard that claimed nothing has its
+  // head read again (one call); all shards are read again (one parallel round) only when no head
+  // is due as of `asOf`. The view is kept per worker target for the next call (the hint) until
+  // this store rings a bell older than its `asOf` (`dropHints`; docs/store.md). Concurrent calls
+  // of this store spread over shards: a shard another call is claiming in is taken only when no
+  // other is due, and left out of the bound (those calls have no order among themselves).
+  const target = req.workerTarget;
+  let claiming = inFlight.get(target);
+  if (!claiming) inFlight.set(target, (claiming = new Array<number>(shards.length).fill(0)));
+  const readyKeys = shards.map((s) => s.ready(target));
+  const readAll = async (): Promise<Heads> => {
+    const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>(encodeNextReadyAt({ ready: k })))) };
+    const hint = hints.get(target);
+    if (!hint || hint.asOf <= view.asOf) hints.set(target, view);
+    return view;
+  };
+  const hint = hints.get(target);
+  let fresh = !hint || hint.asOf > req.now;
+  let view = fresh ? await readAll() : hint!;
+  // Each visit moves every bell it saw past `now` or removes it; the bound stops a loop fed by
+  // bells that other clients keep ringing meanwhile.
+  for (let round = 0; round < 2 * shards.length + 2; round++) {
+    const { asOf, heads } = view;
+    let at = -1;
+    for (let i = 0; i < shards.length; i++) {
+      const t = heads[i];
+      if (t === null || t > asOf) continue;
+      // Prefer a shard no other call of this store is claiming in, then the oldest head.
+      if (at < 0 || (claiming[i] === 0 && claiming[at] > 0) || ((claiming[i] === 0) === (claiming[at] === 0) && t < heads[at]!)) at = i;
+    }
+    if (at < 0) {
+      if (fresh) return emptyResult();
+      view = await readAll();
+      fresh = true;
+      continue;
+    }
+    let upto = asOf;
+    for (let i = 0; i < shards.length; i++) if (i !== at && heads[i] !== null && claiming[i] === 0) upto = Math.min(upto, heads[i]!);
+    claiming[at]++;
+    let r: ClaimResult & { next?: number | null };
+    try {
+      r = await call<ClaimResult>(encodeClaimNext({ ready: readyKeys[at], prefix: shards[at].prefix, ...args, upto_arg: String(upto), names }));
+    } finally {
+      claiming[at]--;
+    }
+    if (r.status === "claimed") return r;
+    if (r.status === "empty" && r.foreign) {
+      // Bells left for other definition sets (invariant 23) stay due: this caller's view of the shard starts after them.
+      foreignOf[at] = r.foreign;
+      heads[at] = r.next ?? null;
+      continue;
+    }
+    heads[at] = await call<number | null>(encodeNextReadyAt({ ready: readyKeys[at] }));
+  }
+  return emptyResult();
+}
+
+export async function renewLease(c: ScriptContext, req: RenewRequest): Ret<"renewLease"> {
+  const { keys, call } = c;
+  const k = keys.agent(req.agentId);
+  return call(encodeRenewLease({
+    head: k.head,
+    prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
+    lease_ms_text: int(req.leaseMs, "leaseMs"), now_text: int(req.now, "now"),
+  }));
+}
+
+export async function commit(c: ScriptContext, req: CommitRequest): Promise<CommitResult> {
+  const { keys, sharded, longKeys, dropHints, call } = c;
+  dropHints(Math.min(req.now, req.release?.runnableAt ?? req.now));
+  const k = keys.agent(req.agentId);
+  const now = int(req.now, "now");
+  if (req.activeTurnId !== null) checkTurnId(req.activeTurnId);
+  for (const c of req.recordToolCalls) {
+    // A call belongs to the turn that records it; its hash is that turn's.
+    if (c.turnId !== req.turnId) {
+      throw new StoreInputError(`Cannot record tool call ${j(c.toolCallId)} of turn ${j(c.turnId)} in a commit of turn ${j(req.turnId)}`);
+    }
+    int(c.deadline, "deadline");
+  }
+  const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
+  const memo = new JsonOnce();
+  const named = {
+    prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
+    expected_version: int(req.expectedVersion, "expectedVersion"),
+    turn_json: j(req.turnId), turn_id: req.turnId ?? "", next_active: j(req.activeTurnId),
+    snapshot: memo.encode(req.snapshot ?? null, SNAPSHOT)!, state: j(req.state),
+    ack_text: int(req.ackMailThrough, "ackMailThrough"), release, lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: now,
+    n_rec_text: String(req.recordToolCalls.length), n_res_text: String(req.resolveToolCalls.length),
+    n_msg_text: String(req.messages.length), n_ev_text: String(req.events.length),
+  };
+  // The tail (commit.lua ARGV[19..]): calls to record, calls to resolve, messages, events, then four flags.
+  const args: string[] = [];
+  for (const c of req.recordToolCalls) {
+    args.push(c.toolCallId, memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!, String(c.deadline));
+  }
+  for (const r of req.resolveToolCalls) {
+    args.push(r.toolCallId, memo.encode({
+      status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now,
+      contractValidation: r.contractValidation ?? notApplied(),
+    }, RESOLUTION)!);
+  }
+  for (const m of req.messages) args.push(memo.encode(m, MESSAGE)!);
+  for (const e of req.events) args.push(eventTail(memo, e));
+  const r = req.retention;
+  args.push(r ? retentionArg(r) : "");
+  args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
+  args.push(req.chainNextTask ? "1" : "");
+  args.push(req.stopAtCancel ? "1" : "");
+  // On one Redis (and Upstash) the head key only: commit.lua builds the others.
+  const declared = sharded
+    ? {
+      tasks_key: k.tasks, mail_key: k.mail, msgs_key: k.messages, events_key: k.events, calls_key: k.calls(req.turnId ?? ""),
+      deadlines_key: k.home.deadlines, turns_key: k.turns, ckpts_key: k.ckpts, ended_key: k.ended, inputs_key: k.inputs,
+      idem_key: k.idem, summary_key: k.summary, long_keys: longKeys(k),
+    }
+    : {};
+  return call(encodeCommit({ head: k.head, ...declared, ...named, tail: args }));
+}
+
+export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequest): Promise<ClaimFailureResult> {
+  const { keys, longKeys, dropHints, call } = c;
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  if (req.turnId !== null) checkTurnId(req.turnId);
+  return call(encodeRecordClaimFailure({
+    head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId ?? ""),
+    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, long_keys: longKeys(k),
+    prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
+    expected_version: int(req.expectedVersion, "expectedVersion"), turn_json: j(req.turnId), turn_raw: req.turnId ?? "",
+    error_json: j(req.error), max_failures_text: int(req.maxFailures, "maxFailures"), retry_base_ms: int(req.retryBaseMs, "retryBaseMs"),
+    now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
+  }));
+}
+
+export async function resetTurn(c: ScriptContext, req: ResetTurnRequest): Promise<ResetTurnResult> {
+  const { keys, longKeys, dropHints, call } = c;
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  checkTurnId(req.turnId);
+  return call(encodeResetTurn({
+    head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId),
+    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, long_keys: longKeys(k),
+    prefix: k.home.prefix, agent_id: req.agentId, expected_version: int(req.expectedVersion, "expectedVersion"),
+    turn_json: j(req.turnId), turn_raw: req.turnId, now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
+  }));
+}
+
+export async function dueToolCalls(c: ScriptContext, now: number, limit: number): Ret<"dueToolCalls"> {
+  const { shards, call } = c;
+  if (limit <= 0) return [];
+  let members: string[];
+  if (shards.length === 1) {
+    members = await call<string[]>(encodeDueToolCalls({ deadlines: shards[0].deadlines, now_str: int(now, "now"), limit: int(limit, "limit") }));
+  } else {
+    // Oldest first across shards: each shard's first `limit` with their deadlines, merged.
+    const lists = await Promise.all(shards.map((s) =>
+      call<Array<[string, number]>>(encodeDueToolCalls({ deadlines: s.deadlines, now_str: int(now, "now"), limit: int(limit, "limit"), mode: "scores" }))
+    ));
+    members = lists.flat().sort(([m1, t1], [m2, t2]) => t1 - t2 || byCodePoint(m1, m2)).slice(0, limit).map(([m]) => m);
+  }
+  return members.map((m) => {
+    // agentId and turnId hold no control characters; the call id is the rest.
+    const a = m.indexOf("\n");
+    const b = m.indexOf("\n", a + 1);
+    return { agentId: m.slice(0, a), turnId: m.slice(a + 1, b), toolCallId: m.slice(b + 1) };
+  });
+}
+
+export async function skipDueToolCall(c: ScriptContext, req: SkipDueToolCallRequest): Ret<"skipDueToolCall"> {
+  const { keys, call } = c;
+  const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
+  // The record sits in the deadlines of the home its agent id hashes to, whether or not the id can be a key.
+  const home = keys.homeOf(req.agentId);
+  let head = `${home.prefix}:none`;
+  let events = `${home.prefix}:none`;
+  try {
+    const k = keys.agent(req.agentId);
+    head = k.head;
+    events = k.events;
+  } catch {
+    // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
+  }
+  return call<{ status: "skipped" | "absent" }>(encodeSkipDueToolCall({
+    deadlines: home.deadlines, head, events,
+    member, retry_at: req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), now_str: int(req.now, "now"), turn_json: j(req.turnId),
+    event_tail: tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
+  }));
+}
+
+export async function nextReadyAt(c: ScriptContext, workerTarget: string): Promise<number | null> {
+  const { shards, call } = c;
+  const at = (await Promise.all(shards.map((s) => call<number | null>(encodeNextReadyAt({ ready: s.ready(workerTarget) }))))).filter((t) => t !== null);
+  return at.length === 0 ? null : Math.min(...at);
+}
+
+export async function readyCount(c: ScriptContext, workerTarget: string, now: number): Promise<number> {
+  const { shards, call } = c;
+  const counts = await Promise.all(shards.map((s) => call<number>(encodeReadyCount({ ready: s.ready(workerTarget), now_str: String(now) }))));
+  return counts.reduce((a, b) => a + b, 0);
+}
