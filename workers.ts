@@ -201,7 +201,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       let claimed = false;
       for (const target of targets) {
         if (budgetSpent(budget, deps.clock)) return true;
-        // Only agents this deployment defines (store/port.ts invariant 23): another one's stay due for its workers.
+        // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
         if (c.status !== "claimed") continue;
         claimed = true;

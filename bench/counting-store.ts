@@ -77,7 +77,7 @@ export function countingStore(inner: Store): CountingStore {
         }
         if (name === "commit" && status === "applied") {
           const req = args[0] as CommitRequest;
-          // A release ends the claim, unless the commit chained the agent's next task (store invariant 20): the claim goes on.
+          // A release ends the claim, unless the commit chained the agent's next task (store invariant `turn-chaining`): the claim goes on.
           const chained = (res as { chained?: unknown }).chained !== undefined;
           if (req.release !== null && !chained) counts.inFlight = Math.max(0, counts.inFlight - 1);
           if (req.turnId !== null && req.activeTurnId === null) {

@@ -2,13 +2,13 @@
  * `DELETE /v1/agents/:agentId` (admin): removes the agent and every record
  * it owns, with its entries in the shared indexes (agents list, ready
  * queue, deadline index), in one store operation (store/port.ts invariant
- * 19). A worker still running one of its turns is fenced out: its next
+ * `deletion`). A worker still running one of its turns is fenced out: its next
  * commit finds no agent. Verdict records are kept: they are the audit trail
  * of what the agent's outputs were judged (`GET /v1/verdicts/:id` still
  * answers them; the agent's verdict list is gone). The id is free again: a
  * task sent to it creates a new agent from scratch; only a delegation's
  * dispatch sees the deletion marker the store leaves (store/port.ts
- * invariant 22), so a deleted child is never created again by its parent.
+ * invariant `deletion-marker`), so a deleted child is never created again by its parent.
  * A delegated child deleted while its turn ran has its parent's call
  * answered right after the delete (`delegation_failed`, `child_deleted`;
  * actors/delegation/delegation.ts, 6a); the parent's next poll does the same for a

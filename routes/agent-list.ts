@@ -2,7 +2,7 @@
  * `GET /v1/agents`: the agents, newest `updatedAt` first, paged with an
  * opaque cursor, filtered by state, definition name and `updatedSince`.
  *
- * Backed by the store's agents index (store/port.ts, invariant 12): the
+ * Backed by the store's agents index (store/port.ts, invariant `agents-index`): the
  * index gives ids in order, the heads give state and definition. `updatedSince`
  * is answered by the index itself; `state` and `agent` are applied to the
  * heads, reading at most SCAN_BUDGET index entries per request, so a page

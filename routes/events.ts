@@ -97,7 +97,7 @@ export function wantsEventStream(accept: string | undefined): boolean {
 
 /**
  * The marker a reader gets when it asked for events that retention removed
- * (store/port.ts invariant 18): ids stay dense, so a first event after
+ * (store/port.ts invariant `retention`): ids stay dense, so a first event after
  * `after + 1` means events `after + 1 .. trimmedThrough` are gone. Null when
  * nothing the reader asked for is missing. `headTrimmed` (the head's
  * `eventsTrimmedThrough`) covers a page that came back empty.

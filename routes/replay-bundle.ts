@@ -52,7 +52,7 @@ export interface ReplayBundleV1 {
   verdicts: Array<Record<string, unknown>>;
   inputs: Record<string, unknown>;
   toolCalls: ToolCallRecord[];
-  /** A trimmed agent's base checkpoint (store/port.ts invariant 18): `events` start right after it. */
+  /** A trimmed agent's base checkpoint (store/port.ts invariant `retention`): `events` start right after it. */
   checkpoint?: Checkpoint;
   /** Index of `messages[0]` in the whole conversation, for a trimmed agent. */
   messagesFrom?: number;

@@ -2,7 +2,7 @@
  * `POST /v1/agents/:agentId/reset`: an operator ends the agent's active turn
  * at once, whatever its state and whether or not its claims can run.
  *
- * Semantics (store/port.ts, invariant 12): the turn ends `failed` with reason
+ * Semantics (store/port.ts, invariant `turn-end-without-machine`): the turn ends `failed` with reason
  * `reset` (a `TURN_FAILED` transition and a `task` event are logged, open
  * tool calls get an error answer in the conversation), its pending mail is
  * dropped, its pending tool calls are answered 409 `turn_finished` from then

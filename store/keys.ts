@@ -44,7 +44,7 @@
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
  * | `<p>:dlv:<messageId>`   | string | `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`: transport dedup of one signed message, expires with its window |
- * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant 23) |
+ * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant `definition-sets`) |
  * | `<p>:tools`             | hash   | role -> tool registry entry JSON (common/tool-registry.ts); sharded: `<p>:{tools}:registry` |
  * | `<p>:tool_forms`        | hash   | `<role>\n<method form>` -> the method first seen with that form; sharded: `<p>:{tools}:forms` |
  *
@@ -168,7 +168,7 @@ export function checkToolName(name: string, what: "role" | "method"): string {
   return name;
 }
 
-/** The `calls` of a registry write (store/port.ts invariant 16): a positive safe integer, default 1. */
+/** The `calls` of a registry write (store/port.ts invariant `tool-registry`): a positive safe integer, default 1. */
 export function toolCalls(calls: number | undefined): number {
   if (calls === undefined) return 1;
   if (typeof calls !== "number" || !Number.isSafeInteger(calls) || calls < 1) {
@@ -236,7 +236,7 @@ export interface AgentKeys {
   ended: string;
   /** The rolling conversation summary, `{content, through}` JSON. */
   summary: string;
-  /** The deletion marker: the time the agent was deleted (store/port.ts invariant 22); outlives the agent. */
+  /** The deletion marker: the time the agent was deleted (store/port.ts invariant `deletion-marker`); outlives the agent. */
   deleted: string;
   /** A SCAN MATCH pattern for every key of the agent (glob characters of the id escaped). */
   pattern: string;
@@ -262,7 +262,7 @@ export interface KeySpace {
   targetLease(target: string): string;
   /** The transport dedup record of one signed message (one key per call). Deployment-wide. */
   delivery(messageId: string): string;
-  /** The definition sets recorded in the key space (store/port.ts invariant 23; one key per call). Deployment-wide. */
+  /** The definition sets recorded in the key space (store/port.ts invariant `definition-sets`; one key per call). Deployment-wide. */
   readonly definitionSets: string;
   /** The tool registry: role -> entry JSON. Shares a slot with `toolForms` on the sharded layout. */
   readonly tools: string;

@@ -7,7 +7,7 @@
  * adapters); tests/store-conformance.ts runs the same cases on both, which is
  * what keeps them alike.
  *
- * All or nothing (store/port.ts, invariant 10): every operation first copies
+ * All or nothing (store/port.ts, invariant `all-or-nothing`): every operation first copies
  * and checks its inputs (a value that cannot be copied, a nesting too deep for
  * JSON, throws here, before anything changed), then writes. Every write goes
  * through the journal of the running operation (`w.*`), and an exception at
@@ -63,7 +63,7 @@ export interface MemoryStoreState {
   /** The tool registry: role -> entry, and `<role>\n<form>` -> method. */
   tools: Array<[role: string, entry: unknown]>;
   toolForms: Array<[key: string, method: string]>;
-  /** Deletion markers (store/port.ts invariant 22): agentId -> deletion time (ms). */
+  /** Deletion markers (store/port.ts invariant `deletion-marker`): agentId -> deletion time (ms). */
   deleted: Array<[agentId: string, at: number]>;
 }
 
@@ -132,7 +132,7 @@ export function memoryStoreState(store: Store): MemoryStoreState {
 
 /** What a memory store shows of itself beyond the port, for tests. */
 export interface MemoryStoreInternals {
-  /** Idempotency entries kept for an agent (store/port.ts invariant 13). */
+  /** Idempotency entries kept for an agent (store/port.ts invariant `idempotency-entry-with-key`). */
   idempotencyEntries(agentId: string): number;
   /** Stores a tool registry entry as given (tests of entries written by older versions). */
   putRawToolEntry(role: string, entry: unknown): void;

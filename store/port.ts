@@ -46,7 +46,7 @@ export interface EnqueueTaskRequest {
   /** A fresh turn id proposed by the caller's id source; used unless the key is a duplicate. */
   turnId: string;
   now: number;
-  /** Answer `agent_deleted` and write nothing when the id carries a deletion marker (invariant 22): a delegation's dispatch. */
+  /** Answer `agent_deleted` and write nothing when the id carries a deletion marker (invariant `deletion-marker`): a delegation's dispatch. */
   refuseDeleted?: boolean;
 }
 
@@ -68,7 +68,7 @@ export interface DeliverToolResultRequest {
   now: number;
 }
 
-/** Successful calls (one, or a batch) of a tool role's method (invariant 16). */
+/** Successful calls (one, or a batch) of a tool role's method (invariant `tool-registry`). */
 export interface RecordToolMethodRequest {
   role: string;
   method: string;
@@ -154,13 +154,13 @@ export interface ClaimNextRequest {
   leaseMs: number;
   now: number;
   /**
-   * Claim only agents of these definition names (invariant 23); absent:
+   * Claim only agents of these definition names (invariant `definition-sets`); absent:
    * any. A worker passes the names it has definitions for.
    */
   agentNames?: readonly string[];
 }
 
-/** A definition set as `announceDefinitionSet` records it (invariant 23). */
+/** A definition set as `announceDefinitionSet` records it (invariant `definition-sets`). */
 export interface DefinitionSetRecord {
   /** The agent names of the set, sorted. */
   agents: string[];
@@ -196,7 +196,7 @@ export type ClaimResult =
     previousLease?: PreviousLease | null;
   }
   | { status: "busy"; agentId: string; leaseUntil: number }
-  /** `foreign`: claimable agents `claimNext` left because `agentNames` does not list them (invariant 23). */
+  /** `foreign`: claimable agents `claimNext` left because `agentNames` does not list them (invariant `definition-sets`). */
   | { status: "empty"; agentId?: string; foreign?: number }
   | { status: "agent_not_found" };
 
@@ -241,17 +241,17 @@ export interface CommitRequest {
   release: { runnableAt: number | null } | null;
   leaseMs: number;
   now: number;
-  /** Trim the agent's history when this commit ends a turn (invariant 18); absent: keep everything. */
+  /** Trim the agent's history when this commit ends a turn (invariant `retention`); absent: keep everything. */
   retention?: RetentionLimits;
   /** A new rolling summary of the conversation (the host's memory policy); stored with the commit. */
   summary?: ConversationSummary;
   /**
-   * Turn chaining (invariant 20): when this commit ends the turn and
+   * Turn chaining (invariant `turn-chaining`): when this commit ends the turn and
    * releases, take the next queued task in the same step and keep the lease.
    */
   chainNextTask?: boolean;
   /**
-   * Firm cancels (invariant 21): refuse with `cancel_pending` while a cancel aimed at the active turn is
+   * Firm cancels (invariant `firm-cancels`): refuse with `cancel_pending` while a cancel aimed at the active turn is
    * pending beyond `ackMailThrough`; the lease is released and the bell rung.
    */
   stopAtCancel?: boolean;
@@ -301,12 +301,12 @@ export type CommitResult =
     version: number;
     lastEventId: number;
     messagesTrimmedThrough?: number;
-    /** The claim of the next queued task the commit took (`chainNextTask`, invariant 20). */
+    /** The claim of the next queued task the commit took (`chainNextTask`, invariant `turn-chaining`). */
     chained?: Extract<ClaimResult, { status: "claimed" }>;
   }
   | { status: "conflict"; reason: "fenced" | "version" | "turn" | "tool_call_resolved" | "cancel_pending" | "agent_not_found" };
 
-/** The writes that end a turn from outside the machine (see invariant 12). */
+/** The writes that end a turn from outside the machine (see invariant `turn-end-without-machine`). */
 export interface TurnEnd {
   /** The persisted snapshot of the failed turn. */
   snapshot: unknown;
@@ -448,7 +448,7 @@ export interface RecordDeliveryRequest extends DeliveryRef {
 /** `lost`: the holder no longer holds the message (its hold ran out and another took over, or the window ended). */
 export type SettleDeliveryResult = { status: "renewed" | "written" } | { status: "lost" };
 
-/** One entry of the agents index (invariant 12). */
+/** One entry of the agents index (invariant `agents-index`). */
 export interface AgentIndexEntry {
   agentId: string;
   updatedAt: number;
@@ -686,9 +686,9 @@ export interface TurnProtocol {
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
   renewLease(req: RenewRequest): Promise<{ status: "renewed"; leaseUntil: number } | { status: "lost" }>;
   commit(req: CommitRequest): Promise<CommitResult>;
-  /** Counts a claim that threw; ends the turn at `maxFailures` (invariant 12). */
+  /** Counts a claim that threw; ends the turn at `maxFailures` (invariant `turn-end-without-machine`). */
   recordClaimFailure(req: ClaimFailureRequest): Promise<ClaimFailureResult>;
-  /** Ends the active turn at once (operator reset, invariant 12). */
+  /** Ends the active turn at once (operator reset, invariant `turn-end-without-machine`). */
   resetTurn(req: ResetTurnRequest): Promise<ResetTurnResult>;
   /** Pending tool calls whose deadline is at or before `now`, oldest first. */
   dueToolCalls(now: number, limit: number): Promise<Array<{ agentId: string; turnId: string; toolCallId: string }>>;
@@ -728,7 +728,7 @@ export interface Reads {
   /** Where a turn of the agent is; null when the agent or the turn is unknown. */
   getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
   getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
-  /** Retained messages with logical index >= fromIndex (invariant 18). */
+  /** Retained messages with logical index >= fromIndex (invariant `retention`). */
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
   /**
    * Events with id > max(after, eventsTrimmedThrough), at most `limit`, and (with `maxBytes`) no more
@@ -737,7 +737,7 @@ export interface Reads {
    */
   readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /**
-   * The conversation as kept (invariant 18): the summary, the index of the
+   * The conversation as kept (invariant `retention`): the summary, the index of the
    * first retained message and the retained messages; null for an unknown
    * agent. `fromSummary`: only the messages the summary does not cover
    * (from max(messagesTrimmedThrough, summary.through) on; `firstIndex` says where).
@@ -780,8 +780,8 @@ export interface Reads {
  * enqueue ignores it (the id is free again).
  */
 export interface Lifecycle {
-  /** Removes the agent and every record it owns (invariant 19). */
-  /** `now`: the time the deletion marker records (invariant 22; default 0). */
+  /** Removes the agent and every record it owns (invariant `deletion`). */
+  /** `now`: the time the deletion marker records (invariant `deletion-marker`; default 0). */
   deleteAgent(agentId: string, now?: number): Promise<{ status: "deleted" } | { status: "agent_not_found" }>;
   /** One cheap round trip to the store (readiness). */
   ping(): Promise<void>;
@@ -846,7 +846,7 @@ export interface TargetLeases {
  * flushes loses at most that interval's count.
  */
 export interface ToolRegistry {
-  /** Notes a successful call of a role's method in the tool registry (invariant 16). */
+  /** Notes a successful call of a role's method in the tool registry (invariant `tool-registry`). */
   recordToolMethod(req: RecordToolMethodRequest): Promise<RecordToolMethodResult>;
   /** The registry entry of one role, or null. */
   getToolRole(role: string): Promise<ToolRoleEntry | null>;
@@ -864,9 +864,9 @@ export interface ToolRegistry {
  * it.
  */
 export interface Forks {
-  /** Creates a fork (invariant 13); `exists` when the id is taken. */
+  /** Creates a fork (invariant `fork-is-new-agent`); `exists` when the id is taken. */
   createFork(req: CreateForkRequest): Promise<CreateForkResult>;
-  /** Logs `forked_to` on the source of a fork (invariant 13). */
+  /** Logs `forked_to` on the source of a fork (invariant `fork-is-new-agent`). */
   recordFork(req: RecordForkRequest): Promise<{ status: "recorded"; eventId: number } | { status: "agent_not_found" }>;
 }
 
@@ -886,7 +886,7 @@ export interface Forks {
  * answers the other sets still recorded.
  */
 export interface DefinitionSets {
-  /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */
+  /** Records this process's definition set and answers the others recorded in the key space (invariant `definition-sets`). */
   announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
 }
 

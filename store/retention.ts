@@ -1,6 +1,6 @@
 /**
  * Retention: how a commit that ends a turn bounds an agent's stored history
- * (store/port.ts invariant 18). The memory store runs `planRetention`; the
+ * (store/port.ts invariant `retention`). The memory store runs `planRetention`; the
  * Lua scripts (store/lua/includes/retention.lua) implement the same rules
  * step by step, and tests/store-conformance.ts checks both alike.
  *

@@ -108,7 +108,7 @@ export interface AgentHead {
   /** Messages ever appended (logical count; trimmed ones included). */
   messageCount: number;
   lastEventId: number;
-  /** Events 1..n were trimmed (0: none); the log starts at n + 1 (store/port.ts invariant 18). */
+  /** Events 1..n were trimmed (0: none); the log starts at n + 1 (store/port.ts invariant `retention`). */
   eventsTrimmedThrough: number;
   /** Messages 0..n-1 were dropped (0: none). */
   messagesTrimmedThrough: number;
@@ -129,8 +129,8 @@ export interface ToolCallRecord {
   afterExecution?: AfterExecution;
   source?: ToolResultSource;
   resolvedAt?: number;
-  /** A call of an agent tool: only its child's delivery or the watchdog resolves it (store/port.ts invariant 5b). */
+  /** A call of an agent tool: only its child's delivery or the watchdog resolves it (store/port.ts invariant `delegated-by-child`). */
   delegated?: boolean;
-  /** The contract check of the result (store/port.ts invariant 17); set once resolved. */
+  /** The contract check of the result (store/port.ts invariant `contract-validation`); set once resolved. */
   contractValidation?: ContractValidation;
 }

@@ -4,7 +4,8 @@
  * commit: the task route (routes/agents.ts), the worker pool (actors/pool/),
  * then the claim: actors/host/, actors/claim/, actors/steps/ and
  * the parts beside the claim (actors/spend/, actors/delegation/,
- * actors/conversation/, actors/registry/, actors/observe/tracing.ts).
+ * actors/conversation/, actors/registry/, actors/observe/tracing.ts), and
+ * the store operations they call (store/memory/, store/script/).
  *
  * A function is measured from its first to its last line (a nested function
  * counts in its own right and inside its parent). One that must be longer
@@ -34,6 +35,9 @@ const WAKEUP_PATH = [
   "actors/conversation",
   "actors/registry",
   "actors/observe/tracing.ts",
+  // The store side of enqueue, claim and commit: the memory store and the script store (TCP Redis, Upstash).
+  "store/memory",
+  "store/script",
 ];
 
 function pathFiles(): string[] {

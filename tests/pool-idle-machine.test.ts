@@ -166,7 +166,7 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
     const before = s;
     const r = idleTransition(s, e, config);
     s = r.state;
-    // Invariant 4: one wake at most per event; 7: stop wakes all.
+    // Invariant `mail-until-acked`: one wake at most per event; 7: stop wakes all.
     expect(r.effects.filter((f) => f.type === "wakeParked").length).toBeLessThanOrEqual(1);
     const bumps = r.state.wakes > before.wakes;
     if (bumps) for (const l of loops) if (["polling", "checkingDue", "sentinelPolling"].includes(l.status)) l.heard = true;
@@ -178,7 +178,7 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
       }
       if (f.type === "sleep") {
         counts.sleeps++;
-        // Invariant 5 and 6: bounded by the listen bound and by the due time just read.
+        // Invariant `first-result-wins` and `first-idempotency-key`: bounded by the listen bound and by the due time just read.
         expect(f.ms).toBeLessThanOrEqual(Math.max(config.listenMaxMs, config.maxWaitMs));
         if (lastDueRead !== null) expect(f.ms).toBeLessThanOrEqual(lastDueRead);
       }
@@ -187,10 +187,10 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
   };
   const park = (i: number, seen: number) => {
     const r = send({ type: "park", seen });
-    // Invariant 3: a loop that heard a wake since its poll started polls again.
+    // Invariant `fencing`: a loop that heard a wake since its poll started polls again.
     if (loops[i].heard) expect(r.next).toBe("poll");
     if (r.next === "park") {
-      // Invariant 2: a loop parks only while a sentinel exists (or at start, loop 0 polls).
+      // Invariant `exclusive-claims`: a loop parks only while a sentinel exists (or at start, loop 0 polls).
       expect(s.sentinel.phase !== "none" || loops.some((l, j) => j !== i && l.status !== "parked")).toBe(true);
       loops[i].status = "parked";
       queue.push(i);
@@ -236,7 +236,7 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
           const r = send({ type: "idle", seen: l.seen, afterWork: l.afterWork, noneHeldElsewhere: rand() < 0.85 });
           l.afterWork = false;
           if (l.heard) expect(r.next).toBe("poll");
-          // Invariant 1: one sentinel at most.
+          // Invariant `inbox-is-truth`: one sentinel at most.
           if (wasSentinel) expect(r.next).not.toBe("sentinel");
           if (r.next === "poll") l.status = "active";
           else if (r.next === "park") park(i, l.seen);
@@ -272,10 +272,10 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
     expect(sentinelLoops <= 1).toBe(true);
     expect(s.backoffMs).toBeGreaterThanOrEqual(config.pollMs);
     expect(s.backoffMs).toBeLessThanOrEqual(config.maxWaitMs);
-    // Invariant 2: while running, not every loop waits on a waker without a timer.
+    // Invariant `exclusive-claims`: while running, not every loop waits on a waker without a timer.
     expect(loops.filter((x) => x.status === "parked").length).toBeLessThan(loopCount);
   }
-  // Invariant 7: stop wakes every parked loop; then nothing parks or sleeps.
+  // Invariant `write-once-verdicts`: stop wakes every parked loop; then nothing parks or sleeps.
   const r = send({ type: "stop" });
   expect(queue).toEqual([]);
   expect(loops.some((x) => x.status === "parked" || x.status === "timedPark")).toBe(false);

@@ -1,6 +1,6 @@
 /**
  * Two deployments with disjoint definition sets on one real Redis and one
- * prefix (store/port.ts invariant 23, actors/pool/definition-sets.ts): a worker
+ * prefix (store/port.ts invariant `definition-sets`, actors/pool/definition-sets.ts): a worker
  * claims only agents it has a definition for, so a task for B's agent is run
  * by B at once, even while A's pool polls the same queue (A never takes the
  * agent and never holds its lease); and a pool that starts on a prefix where

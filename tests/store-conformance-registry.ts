@@ -1,6 +1,6 @@
 /**
  * The tool registry part of the store conformance suite (store/port.ts
- * invariants 16 and 17), run by tests/store-conformance.ts on every adapter.
+ * invariants `tool-registry` and `contract-validation`), run by tests/store-conformance.ts on every adapter.
  * `ctx()` hands out the current test's store, its peers (other clients on
  * the same data, when the adapter can open them) and the handle.
  */
@@ -134,7 +134,7 @@ export function toolRegistryConformance(ctx: () => RegistryContext): void {
     });
   });
 
-  describe("contractValidation on resolved tool calls (invariant 17)", () => {
+  describe("contractValidation on resolved tool calls (invariant `contract-validation`)", () => {
     const cv: ContractValidation = {
       applied: true, passed: false, mismatch: "missing_required_key", expectedKeys: ["body"], actualKeys: ["status"],
     };

@@ -42,9 +42,9 @@ export interface ConformanceHandle {
   open?(): Promise<Store>;
   /** Reads the whole stored state of one agent of this store. */
   state: StateReader;
-  /** How many idempotency entries the store keeps for an agent (invariant 13; read from the adapter's internals). */
+  /** How many idempotency entries the store keeps for an agent (invariant `idempotency-entry-with-key`; read from the adapter's internals). */
   idempotencyEntries(agentId: string): Promise<number>;
-  /** Stores a tool registry entry as given, bypassing the port (entries written by older versions; invariant 16). */
+  /** Stores a tool registry entry as given, bypassing the port (entries written by older versions; invariant `tool-registry`). */
   putRawToolEntry?(role: string, entry: unknown): Promise<void>;
 }
 
@@ -460,7 +460,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.claimNext({ workerTarget: TARGET, workerId: "w9", leaseMs: LEASE, now: T0 + 10 })).toEqual({ status: "empty" });
       });
 
-      it("with agentNames claims only agents of those names and leaves the others due, untouched (invariant 23)", async () => {
+      it("with agentNames claims only agents of those names and leaves the others due, untouched (invariant `definition-sets`)", async () => {
         for (let i = 0; i < 25; i++) await enqueue({ agentId: `f${String(i).padStart(2, "0")}`, agentName: "other", now: T0 + 1 });
         await enqueue({ agentId: "mine", agentName: "calc", now: T0 + 2 });
         await enqueue({ agentId: "later", agentName: "calc", now: T0 + 50 });
@@ -482,7 +482,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await expect(store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 10, agentNames: ["a,b"] })).rejects.toThrow(/agent name/);
       });
 
-      it("announceDefinitionSet records a set and answers the others still within their ttl (invariant 23)", async () => {
+      it("announceDefinitionSet records a set and answers the others still within their ttl (invariant `definition-sets`)", async () => {
         expect(await store.announceDefinitionSet({ agents: ["b", "a"], now: T0, ttlMs: 1_000 })).toEqual({ others: [] });
         expect(await store.announceDefinitionSet({ agents: ["a", "b"], now: T0 + 10, ttlMs: 1_000 })).toEqual({ others: [] });
         expect(await store.announceDefinitionSet({ agents: ["c"], now: T0 + 20, ttlMs: 1_000 })).toEqual({ others: [{ agents: ["a", "b"], seenAt: T0 + 10 }] });
@@ -704,7 +704,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
-    describe("turn chaining (invariant 20)", () => {
+    describe("turn chaining (invariant `turn-chaining`)", () => {
       it("a commit that ends the turn takes the next task as a claim would: same records, lease kept, epoch + 1", async () => {
         const first = await enqueue({ idempotencyKey: "k1" });
         const second = await enqueue({ now: T0 + 1, input: { q: "2+3" }, options: { verifyMaxAttempts: 2 } });
@@ -1064,7 +1064,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         const record: ToolCallRecord = {
           agentId: "a1", turnId, toolCallId: "call_1", name: "ask", args: { q: "call_1" }, external: true, deadline: T0 + 100,
           recordedAt: T0 + 1, status: "resolved", outcome: ok, afterExecution: "terminate", source: "http", resolvedAt: T0 + 10,
-          // Invariant 17: a result delivered without a contract check is recorded as "not applied".
+          // Invariant `contract-validation`: a result delivered without a contract check is recorded as "not applied".
           contractValidation: { applied: false, passed: true, mismatch: null, expectedKeys: [], actualKeys: [] },
         };
         expect(d).toEqual({ status: "accepted", record });
@@ -1303,7 +1303,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.deliverToolResult({ agentId: "a1", turnId, toolCallId: "call_1", outcome: ok, afterExecution: "continue", source: "http", now: T0 + 6 })).toEqual({ status: "already_resolved", record: rec, resolvedBy: "result" });
       });
 
-      it("a commit with stopAtCancel is refused with cancel_pending while a cancel of the turn waits, and gives the agent back (invariant 21)", async () => {
+      it("a commit with stopAtCancel is refused with cancel_pending while a cancel of the turn waits, and gives the agent back (invariant `firm-cancels`)", async () => {
         const { turnId, claim, version } = await withPendingCalls({ call_1: T0 + 100 });
         // Without a cancel it applies as any commit.
         const first = await store.commit(commitOf(claim, "w1", { expectedVersion: version, now: T0 + 2, stopAtCancel: true }));
@@ -2003,9 +2003,9 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
-    // ---------------------------------------------------------------- retention (invariant 16)
+    // ---------------------------------------------------------------- retention (invariant `retention`)
 
-    describe("retention and deletion (invariants 16, 17)", () => {
+    describe("retention and deletion (invariants `retention`, `deletion`)", () => {
       const limits = { maxEvents: 20, maxEventBytes: 1_000_000, maxTurns: 3, checkpointEvery: 5 };
 
       /** Runs `n` whole turns on a1: enqueue (1 event), claim, one commit ending the turn (3 events, 2 messages). */
@@ -2153,7 +2153,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.deleteAgent("a1", T0 + 505)).toEqual({ status: "deleted" });
         expect(await store.getAgent("a1")).toBeNull();
         const after = (await states("a1")).a1;
-        // Only the deletion marker stays under the id (invariant 22; the memory store keeps it apart).
+        // Only the deletion marker stays under the id (invariant `deletion-marker`; the memory store keeps it apart).
         const { deleted: _marker, ...rest } = after.records;
         expect(rest).toEqual({});
         expect(after.ready).toEqual({});
@@ -2170,7 +2170,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect([fresh.lastEventId, fresh.messageCount, fresh.pendingTasks]).toEqual([1, 0, 1]);
       });
 
-      it("deleteAgent leaves a marker: an enqueue with refuseDeleted answers agent_deleted and writes nothing (invariant 22)", async () => {
+      it("deleteAgent leaves a marker: an enqueue with refuseDeleted answers agent_deleted and writes nothing (invariant `deletion-marker`)", async () => {
         await enqueue({ now: T0 });
         expect((await enqueue({ agentId: "a2", now: T0, refuseDeleted: true })).r.status).toBe("enqueued"); // never deleted
         expect(await store.deleteAgent("a1", T0 + 7)).toEqual({ status: "deleted" });

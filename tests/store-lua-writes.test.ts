@@ -32,7 +32,7 @@ describe("store scripts: checks before writes", () => {
       // A commit refused with tool_call_resolved releases the lease and rings the bell.
       "commit.lua main HSET",
       "commit.lua main set_bell",
-      // So does a commit refused with cancel_pending (store/port.ts invariant 21).
+      // So does a commit refused with cancel_pending (store/port.ts invariant `firm-cancels`).
       "commit.lua main HSET",
       "commit.lua main set_bell",
     ]);

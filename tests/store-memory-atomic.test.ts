@@ -1,5 +1,5 @@
 /**
- * All or nothing in the memory store (store/port.ts invariant 10): an
+ * All or nothing in the memory store (store/port.ts invariant `all-or-nothing`): an
  * exception at any step of any operation leaves the store exactly as it was,
  * and event ids stay dense.
  *

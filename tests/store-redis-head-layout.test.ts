@@ -190,7 +190,7 @@ describe("head layout: long values apart, the hash compact", () => {
     })).status).toBe("applied");
     expect(await raw.exists(`${k.head}:snapshot`, `${k.head}:currentTask`)).toBe(2);
     await store.deleteAgent("gone", T0 + 3);
-    // Only the deletion marker stays (store/port.ts invariant 22).
+    // Only the deletion marker stays (store/port.ts invariant `deletion-marker`).
     expect(await raw.keys(`${prefix}:{a:gone}*`)).toEqual([k.deleted]);
     expect(await raw.get(k.deleted)).toBe(String(T0 + 3));
     await store.close();

@@ -8,7 +8,7 @@
  *
  * The committed snapshots are captured by a store wrapper around `commit`.
  *
- * With retention cutting the log (store/port.ts invariant 16): every event
+ * With retention cutting the log (store/port.ts invariant `retention`): every event
  * after the cut still rebuilds its commit's snapshot (replayed from the base
  * checkpoint), every event at or before it answers EventTrimmedError, and
  * the conversation rebuilt at the last event equals the stored (kept) one.

@@ -4,7 +4,7 @@
  *
  * Invariants:
  * - A verdict id is written at most once. A second write of the id answers
- *   `exists` with the stored record and changes nothing (store invariant 7);
+ *   `exists` with the stored record and changes nothing (store invariant `write-once-verdicts`);
  *   nothing is ever overwritten or deleted, so an agent's list only grows.
  * - Before writing, the business rules of a verdict are checked, each
  *   refused with a `VerdictError` naming the field: the guardian is

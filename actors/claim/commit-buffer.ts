@@ -10,7 +10,7 @@
  *   results of `retrySafe` tools, which ride with the commit of the model
  *   step that follows them (the host decides; docs/architecture.md,
  *   "Commits and crash points").
- * - Turn chaining (store invariant 20): a commit that ends the turn and
+ * - Turn chaining (store invariant `turn-chaining`): a commit that ends the turn and
  *   releases asks the store to claim the next queued task in the same step
  *   when the host allows it (`flush(release, { chain: true })`); the claim
  *   it took is `chained`.
@@ -28,7 +28,7 @@
  * - Storage limits ride along only with the commit that ends a turn (the
  *   store trims only then); a summary rides with the first commit after it
  *   was computed (actors/conversation/memory.ts: stored before anything depends on it).
- * - A delegated turn's commits stop at a cancel (store invariant 21): once a
+ * - A delegated turn's commits stop at a cancel (store invariant `firm-cancels`): once a
  *   cancel of the turn is accepted, a commit that does not apply it is
  *   refused (`cancel_pending`, the agent given back), so the next claim ends
  *   the turn cancelled instead of committing the step that was running.
@@ -60,7 +60,7 @@ export interface CommitBufferOptions {
   createdAt: number;
   retention: RetentionLimits | null;
   /**
-   * Refuse to commit while a cancel of the turn is pending (store invariant 21): set for a delegated
+   * Refuse to commit while a cancel of the turn is pending (store invariant `firm-cancels`): set for a delegated
    * turn, so a parent's cancel ends its child's turn at the child's next commit (actors/delegation/delegation.ts, 6.).
    */
   stopAtCancel: boolean;

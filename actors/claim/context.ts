@@ -96,7 +96,7 @@ export interface HostDeps {
    */
   rebuildToolCallIds?: boolean;
   /**
-   * Turn chaining (store invariant 20): how many turns in a row one claim may
+   * Turn chaining (store invariant `turn-chaining`): how many turns in a row one claim may
    * start through the commit that ends the previous one, before the agent is
    * handed back to the ready queue (behind the bells already due) so one busy
    * agent cannot hold a worker loop. Default DEFAULT_MAX_CHAINED_TURNS; 0 turns chaining off.
@@ -126,7 +126,7 @@ export type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 export type HostOutcome =
   /**
    * `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now.
-   * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant 20);
+   * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant `turn-chaining`);
    * the caller runs it as the next claim (actors/pool/claim-failure.ts `claimRunner`).
    */
   | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed; ended?: EndedTurnNote }

@@ -41,14 +41,14 @@
  *    is pending, or timing a delegation out) cancels the child's turn, best
  *    effort after the commit that ended the parent's (a queued child task is
  *    removed; an active turn gets cancel mail). A delegated turn's commits
- *    stop at a pending cancel (store/port.ts invariant 21): the child's next
+ *    stop at a pending cancel (store/port.ts invariant `firm-cancels`): the child's next
  *    commit after the cancel was accepted is refused and the claim that
  *    follows ends the turn cancelled, so a child in the middle of a model
  *    step never commits that step. A child whose worker dies before the
  *    parent's cancel is sent runs on; it delivers into a finished turn,
  *    which changes nothing.
  * 6a. Deleting a child (`DELETE /v1/agents/:childId`) leaves a deletion
- *    marker (store/port.ts invariant 22). The dispatch enqueues with
+ *    marker (store/port.ts invariant `deletion-marker`). The dispatch enqueues with
  *    `refuseDeleted`, so the parent's re-dispatch never creates the child
  *    again: it answers the call with `delegation_failed` (reason
  *    `child_deleted`). The delete route answers the call the same way at
@@ -174,7 +174,7 @@ export async function dispatchChild(deps: DelegationDeps, call: DelegatedCall): 
     idempotencyKey: await delegationKey(call.parentAgentId, call.parentTurnId, call.toolCallId),
     turnId: await childTurnIdOf(call.parentAgentId, call.parentTurnId, call.toolCallId),
     now: deps.clock.now(),
-    // A child deleted once is never created again by this call (store/port.ts invariant 22).
+    // A child deleted once is never created again by this call (store/port.ts invariant `deletion-marker`).
     refuseDeleted: true,
   });
   if (r.status === "definition_conflict") return { status: r.status, childAgentId: id, boundTo: r.boundTo };
@@ -378,7 +378,7 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
         return;
       }
       if (r.status === "agent_deleted") {
-        // The child was deleted (store/port.ts invariant 22): the call fails, and no child is created again.
+        // The child was deleted (store/port.ts invariant `deletion-marker`): the call fails, and no child is created again.
         const d = await deliverChildResult(deps.store, {
           link, childAgentId: r.childAgentId, childTurnId: r.childTurnId, outcome: deletedChildOutcome(r.childAgentId, r.childTurnId),
           tool: call.tool, now: deps.clock.now(),

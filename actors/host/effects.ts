@@ -16,7 +16,7 @@
  * - Mail that arrives while the claim runs, or a spent work budget, hands the
  *   agent back at the next step boundary, in the commit that ends the step
  *   (`runnableAt = now`; a spent budget logs `claim_yielded`).
- * - Turn chaining (store invariant 20): the commit that ends a turn and
+ * - Turn chaining (store invariant `turn-chaining`): the commit that ends a turn and
  *   releases may claim the next task, only when the caller allows it
  *   (`mayChain`) and the drive's budget is not spent.
  */

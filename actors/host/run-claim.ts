@@ -49,7 +49,7 @@
  *   (actors/claim/kept-results.ts); renewals and commits are retried through a
  *   store outage while the lease lasts (actors/claim/store-retry.ts).
  * - Turn chaining: the commit that ends a turn and releases may claim the
- *   agent's next task in the same script call (store invariant 20); the
+ *   agent's next task in the same script call (store invariant `turn-chaining`); the
  *   caller runs it as the next claim, at most `maxChainedTurns` in a row,
  *   never with a spent drive budget.
  * - Mail is applied oldest first; a cancel applies only to the turn it was

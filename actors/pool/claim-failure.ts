@@ -5,7 +5,7 @@
  *
  * Invariant: a turn whose claims throw `maxClaimFailures` times ends
  * `failed` with reason `claim_error`, and the tasks behind it proceed. The
- * count lives in the store (store/port.ts, invariant 12), so it holds across
+ * count lives in the store (store/port.ts, invariant `turn-end-without-machine`), so it holds across
  * workers and restarts; below the bound the agent is offered again after a
  * backoff (1 s, 2 s, 4 s, … by default) instead of at the end of the lease.
  * The turn is ended by actors/replay/turn-end.ts from the stored head, never by the

@@ -7,7 +7,7 @@
  * - A single-consumer target is tried only while this process holds its
  *   lease (actors/pool/target-lease.ts).
  * - Only agents named in `agentNames` are claimed (store/port.ts invariant
- *   23, actors/pool/definition-sets.ts).
+ *   `definition-sets`, actors/pool/definition-sets.ts).
  * - `onClaimed` is called before the claim runs (the pool wakes a sibling
  *   then, so a burst is taken up loop by loop); `onEmpty` after a pass that
  *   claimed nothing, saying whether it left an agent of another definition

@@ -1,7 +1,7 @@
 /**
  * Deployments with different agent definitions on one key space (store
  * prefix). Invariant: a worker claims only agents it has a definition for
- * (`claimNext` with `agentNames`, store/port.ts invariant 23), so an agent
+ * (`claimNext` with `agentNames`, store/port.ts invariant `definition-sets`), so an agent
  * that only another deployment defines stays due for that deployment's
  * workers instead of being held by a lease this worker cannot use.
  *

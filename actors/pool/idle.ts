@@ -133,7 +133,7 @@ export function initialIdleState(config: IdleConfig): IdleState {
 
 const step = (state: IdleState, effects: IdleEffect[] = [], next: LoopNext = "none"): IdleStep => ({ state, effects, next });
 
-/** Invariant 4: the sleeping sentinel polls now, else one parked loop does; the backoff starts over. */
+/** Invariant `mail-until-acked`: the sleeping sentinel polls now, else one parked loop does; the backoff starts over. */
 function wake(s: IdleState, config: IdleConfig): IdleStep {
   const state = { ...s, wakes: s.wakes + 1, backoffMs: config.pollMs };
   if (s.sentinel.phase === "sleeping") return step(state, [{ type: "endSleep" }]);
@@ -169,7 +169,7 @@ export function idleTransition(s: IdleState, e: IdleEvent, config: IdleConfig): 
       if (!s.running || e.heldElsewhere) return step(s);
       if (e.dueInMs <= 0) return wake(s, config);
       if (s.sentinel.phase === "sleeping") return step(s, [{ type: "shortenSleep", ms: e.dueInMs }]);
-      // Invariant 3: a loop between its poll and its sleep reads the due times again.
+      // Invariant `fencing`: a loop between its poll and its sleep reads the due times again.
       return step({ ...s, wakes: s.wakes + 1 });
     case "listening": {
       const state = { ...s, listening: e.on };

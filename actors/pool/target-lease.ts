@@ -14,7 +14,7 @@
  *   process that dies keeps it until it expires: the next one takes over
  *   one lease after the last renewal.
  * - The lease is what keeps a second process out; the agents' own leases
- *   and fencing (store/port.ts invariants 2 and 3) still guard every claim,
+ *   and fencing (store/port.ts invariants `exclusive-claims` and `fencing`) still guard every claim,
  *   so a holder that stalls past its lease and lost the target cannot
  *   commit over the new holder's work.
  * - Targets without the `svc1_` prefix are consumed by every process, as

@@ -1,5 +1,5 @@
 /**
- * The process's writer of the tool registry (store/port.ts invariant 16):
+ * The process's writer of the tool registry (store/port.ts invariant `tool-registry`):
  * keeps successful tool calls off the step path.
  *
  * The registry record is shared by every agent (on Redis Cluster its keys

@@ -18,7 +18,7 @@
  * A fork's log starts with `forked_from`, which carries the snapshot and
  * the number of messages it started from: the replay starts there.
  *
- * A log trimmed by retention (store/port.ts invariant 18) starts after its
+ * A log trimmed by retention (store/port.ts invariant `retention`) starts after its
  * base checkpoint: the replay starts from the checkpoint's snapshot and the
  * messages stored before its message index, so every event after the base
  * can still be shown; an event at or before the base answers

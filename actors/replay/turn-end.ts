@@ -2,7 +2,7 @@
  * The writes that end a turn from outside the normal claim: the claims of
  * the turn kept throwing (`claim_error`, actors/pool/pool.ts) or an operator
  * reset the agent (`reset`, routes/agents.ts). The store applies them with
- * `recordClaimFailure` / `resetTurn` (store/port.ts, invariant 12).
+ * `recordClaimFailure` / `resetTurn` (store/port.ts, invariant `turn-end-without-machine`).
  *
  * Invariant: `turnEnd` never throws and does not run the code path that
  * failed. It restores the snapshot and sends one `TURN_FAILED` event (the

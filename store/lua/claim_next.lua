@@ -14,7 +14,7 @@
       sharded layout passes the oldest bell of the other shards, so the
       bells of all shards are visited oldest first (docs/store.md)
   ARGV[6..] names: when given, the agentName JSON texts the caller may claim
-      (store/port.ts invariant 23): a claimable agent of another name is
+      (store/port.ts invariant `definition-sets`): a claimable agent of another name is
       left as it is (its bell stays due) and counted
   Undeclared keys: the head, tasks, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue

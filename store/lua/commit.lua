@@ -49,9 +49,9 @@
          '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
        then the summary: '' (unchanged) or `{content, through}` JSON,
        then chain: '1' to take the next queued task when the turn ends
-         (invariant 20), else '',
+         (invariant `turn-chaining`), else '',
        then stop at cancel: '1' to refuse while a cancel of the active turn
-         is pending beyond ackMailThrough (invariant 21), else ''
+         is pending beyond ackMailThrough (invariant `firm-cancels`), else ''
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
@@ -307,7 +307,7 @@ end
 
 local chained = ''
 if chain and ends_turn and release ~= '-' and pending_mail == 0 and redis.call('LLEN', tasks) > 0 then
-  -- Turn chaining (invariant 20): this commit claims the next task, as includes/claim.lua does; the lease stays.
+  -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
   local entry = redis.call('LPOP', tasks)
   local nl = string.find(entry, '\n', 1, true)
   local next_turn = string.sub(entry, 1, nl - 1)

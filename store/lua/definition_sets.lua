@@ -1,6 +1,6 @@
 --[[
   definition_sets: records the definition set of the calling process and
-  answers the others recorded in the key space (store/port.ts invariant 23).
+  answers the others recorded in the key space (store/port.ts invariant `definition-sets`).
   Mirrors memoryStore.announceDefinitionSet.
 
   KEYS[1] sets: the hash `<p>:defsets`: a set's agent names, sorted and joined by

@@ -1,6 +1,6 @@
 --[[
   delete_agent: removes an agent and every record it owns (store/port.ts
-  invariant 19), and its entries in the shared indexes: its bell in the
+  invariant `deletion`), and its entries in the shared indexes: its bell in the
   ready queue of its target, its members of the deadline index, its entry
   in the agents index. Verdict records (the verdicts hash) are kept: they
   are the audit trail; the agent's verdict list goes.
@@ -11,7 +11,7 @@
   KEYS[4] agents_idx: agents zset
       (KEYS[3], KEYS[4] and the ready zset are the agent's home indexes: one slot with its keys)
   KEYS[5] deleted: the deletion marker (string): set to ARGV[3] when the
-      agent existed (store/port.ts invariant 22); it outlives the agent
+      agent existed (store/port.ts invariant `deletion-marker`); it outlives the agent
   KEYS[6..] own_keys: every other key of the agent: the fixed ones and those a SCAN
       of the agent's hash tag found (calls hashes, delivery records)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)

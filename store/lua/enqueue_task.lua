@@ -8,7 +8,7 @@
   KEYS[4] events: events list
   KEYS[5] turns: turns hash
   KEYS[6] inputs: inputs hash
-  KEYS[7] deleted: deletion marker (string; store/port.ts invariant 22)
+  KEYS[7] deleted: deletion marker (string; store/port.ts invariant `deletion-marker`)
   KEYS[8..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
@@ -37,7 +37,7 @@
   and writes nothing. With a key, the key's entry names the turn; without
   one, the head field _recentTurns keeps the last RECENT_TURNS turn ids
   (a replay follows its call within a reconnect), so no entry per task is
-  kept (store/port.ts, invariant 13).
+  kept (store/port.ts, invariant `idempotency-entry-with-key`).
 ]]
 -- @include keys.lua
 -- @include head.lua

@@ -1,6 +1,6 @@
 --[[
   read_checkpoint: the base checkpoint of a trimmed log, the one at
-  eventsTrimmedThrough (store/port.ts invariant 18): the first entry of the
+  eventsTrimmedThrough (store/port.ts invariant `retention`): the first entry of the
   checkpoints list once the log was cut.
 
   KEYS[1] head: head hash

@@ -1,6 +1,6 @@
 --[[
   read_conversation: what the host builds the model's view from
-  (store/port.ts invariant 18): the rolling summary, the logical index of
+  (store/port.ts invariant `retention`): the rolling summary, the logical index of
   the first retained message and the retained messages (user inputs filled
   in as read_messages does).
 

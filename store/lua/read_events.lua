@@ -2,7 +2,7 @@
   read_events: events with id > max(after, eventsTrimmedThrough), at most
   `limit`, and at most `maxBytes` bytes of event JSON (the first event
   always comes). Ids are dense, and retention removes a prefix of the log
-  (store/port.ts invariant 18), so the event with id k sits at list index
+  (store/port.ts invariant `retention`), so the event with id k sits at list index
   k-1-eventsTrimmedThrough. With a budget the list is read in slices, so a
   page of large events is not loaded whole.
 

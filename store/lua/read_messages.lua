@@ -4,7 +4,7 @@
   <turnId JSON>}` (store/inputs.ts); it is answered with the input as its
   content: a string input as is, any other input as its JSON text.
 
-  Indexes are logical (store/port.ts invariant 18): the list holds the
+  Indexes are logical (store/port.ts invariant `retention`): the list holds the
   messages from messagesTrimmedThrough on.
 
   KEYS[1] msgs: messages list

@@ -2,7 +2,7 @@
   record_claim_failure: counts a claim of the active turn that threw; below
   maxFailures it releases the lease and offers the agent again after a
   backoff, at maxFailures it ends the turn with the caller's TurnEnd.
-  Mirrors memoryStore.recordClaimFailure (store/port.ts, invariant 12).
+  Mirrors memoryStore.recordClaimFailure (store/port.ts, invariant `turn-end-without-machine`).
 
   KEYS[1] head: head hash
   KEYS[2] tasks: tasks list

@@ -20,7 +20,7 @@
   the active one. The mail item and the event carry it, so the host applies
   the cancel to that turn only. `_cancelSeq` and `_cancelTurn` on the head
   name the latest cancel and its turn: a commit with stopAtCancel refuses
-  while that cancel is pending (commit.lua, store/port.ts invariant 21).
+  while that cancel is pending (commit.lua, store/port.ts invariant `firm-cancels`).
 
   Returns: 'accepted <turnId JSON>' | 'agent_not_found' | 'not_active'
     | 'turn_finished' | 'turn_not_started' | 'turn_not_found'

@@ -1,7 +1,7 @@
 --[[
   reset_turn: an operator ends the active turn at once with the caller's
   TurnEnd, and fences out any worker still running it (epoch + 1). Mirrors
-  memoryStore.resetTurn (store/port.ts, invariant 12).
+  memoryStore.resetTurn (store/port.ts, invariant `turn-end-without-machine`).
 
   KEYS[1] head: head hash
   KEYS[2] tasks: tasks list

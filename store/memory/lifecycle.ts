@@ -16,13 +16,13 @@ export async function deleteAgent(s: MemoryState, agentId: string, now?: number)
     const a = agents.get(agentId);
     if (!a) return { status: "agent_not_found" as const };
     const at = now === undefined ? 0 : int(now, "now");
-    // Writes: the agent's records, its bell, its deadlines; verdict records stay (invariant 19), delivery records expire.
+    // Writes: the agent's records, its bell, its deadlines; verdict records stay (invariant `deletion`), delivery records expire.
     w.mapDelete(agents, agentId);
     // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
     const q = ready.get(a.head.workerTarget);
     if (q?.has(agentId)) w.mapSet(ready, a.head.workerTarget, new Map([...q].filter(([id]) => id !== agentId)));
     for (const k of [...deadlines.keys()]) if (k.startsWith(`${agentId}\n`)) w.mapDelete(deadlines, k);
-    // The marker a delegation's dispatch reads (invariant 22).
+    // The marker a delegation's dispatch reads (invariant `deletion-marker`).
     w.mapSet(deleted, agentId, at);
     return { status: "deleted" as const };
   });

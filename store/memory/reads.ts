@@ -39,7 +39,7 @@ export async function readMessages(s: MemoryState, agentId: string, fromIndex = 
   const { agents, copy } = s;
   const a = agents.get(agentId);
   if (!a) return [];
-  // Indexes are logical (invariant 18); a turn's user message is stored as a reference to its input (store/inputs.ts).
+  // Indexes are logical (invariant `retention`); a turn's user message is stored as a reference to its input (store/inputs.ts).
   return a.messages.slice(Math.max(0, fromIndex - a.head.messagesTrimmedThrough)).map((m) =>
     m.inputOf === undefined ? copy(m) : { role: m.role, content: a.inputs.has(m.inputOf) ? inputText(a.inputs.get(m.inputOf)) : "" }
   );
@@ -84,7 +84,7 @@ export async function readCheckpoint(s: MemoryState, agentId: string): Ret<"read
 
 export async function listAgents(s: MemoryState, req: ListAgentsRequest): Promise<AgentIndexEntry[]> {
   const { agents } = s;
-  // The map of agents is this store's index: every head carries its updatedAt (port invariant 14).
+  // The map of agents is this store's index: every head carries its updatedAt (port invariant `agents-index`).
   if (req.limit <= 0) return [];
   const since = req.updatedSince ?? -Infinity;
   const after = req.after;

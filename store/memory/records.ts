@@ -32,9 +32,9 @@ export interface AgentRecords {
   /** turnId -> the task's input: its one stored copy (store/inputs.ts). */
   inputs: Map<string, unknown>;
   verdicts: string[]; // verdict ids, append-only
-  /** Claims of one turn that threw (invariant 12); null when none counted. */
+  /** Claims of one turn that threw (invariant `turn-end-without-machine`); null when none counted. */
   claimFailures: { turnId: string | null; count: number } | null;
-  /** Retention (invariant 18, store/retention.ts): checkpoints oldest first (the first is the base once trimmed). */
+  /** Retention (invariant `retention`, store/retention.ts): checkpoints oldest first (the first is the base once trimmed). */
   ckpts: Array<{ mark: CheckpointMark; at: number; snapshot: unknown }>;
   /** Ended turns not yet dropped, in end order: the turn, its idempotency key, the message count at its end. */
   ended: Array<{ turnId: string; idem: string | null; msgEnd: number }>;

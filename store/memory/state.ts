@@ -1,6 +1,6 @@
 /**
  * MemoryState: every map of one memory store, the journal that makes each
- * operation all or nothing (store invariant 10), and the journaled writes
+ * operation all or nothing (store invariant `all-or-nothing`), and the journaled writes
  * the operations share. The operations themselves are top-level functions
  * in the section files beside this one (turn-protocol.ts, reads.ts,
  * lifecycle.ts, side-stores.ts), each taking the state as its first
@@ -26,11 +26,11 @@ export class MemoryState {
   readonly verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
   /** Transport dedup: messageId -> its record (see DeliveryResponse in port.ts). Admission bookkeeping, not agent state. */
   readonly deliveries = new Map<string, DeliveryRecord>();
-  /** Deletion markers (store/port.ts invariant 22): agentId -> deletion time (ms). */
+  /** Deletion markers (store/port.ts invariant `deletion-marker`): agentId -> deletion time (ms). */
   readonly deleted = new Map<string, number>();
   /** Rate-limit buckets: key -> TAT (us). Admission bookkeeping, not agent state: memoryStoreState leaves it out. */
   readonly buckets = new Map<string, number>();
-  /** Definition sets (invariant 23): sorted agent names joined by "," -> last announced (ms). */
+  /** Definition sets (invariant `definition-sets`): sorted agent names joined by "," -> last announced (ms). */
   readonly definitionSets = new Map<string, number>();
   /** Single-consumer target leases: target -> holder and until (ms). */
   readonly targetLeases = new Map<string, { holder: string; until: number }>();

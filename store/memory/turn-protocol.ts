@@ -223,7 +223,7 @@ export async function claimNext(s: MemoryState, req: ClaimNextRequest): Promise<
         w.mapDelete(q, agentId);
         continue;
       }
-      // Another deployment's agent (invariant 23): left as it is, for a worker that has its definition.
+      // Another deployment's agent (invariant `definition-sets`): left as it is, for a worker that has its definition.
       if (req.agentNames && !req.agentNames.includes(a.head.agentName) && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
         foreign++;
         continue;
@@ -277,7 +277,7 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       }
     }
     if (req.stopAtCancel && a.mail.some((m) => m.kind === "cancel" && m.turnId === h.activeTurnId && m.seq > req.ackMailThrough)) {
-      // A cancel of this turn waits (invariant 21): give the agent back at once so a claim applies it.
+      // A cancel of this turn waits (invariant `firm-cancels`): give the agent back at once so a claim applies it.
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
       setReady(a, req.now);
@@ -347,7 +347,7 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
     }
     w.set(h, "activeTurnId", req.activeTurnId);
     if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && a.tasks.length > 0) {
-      // Turn chaining (invariant 20): the next task is claimed by this very commit; the lease stays.
+      // Turn chaining (invariant `turn-chaining`): the next task is claimed by this very commit; the lease stays.
       const chained = takeLease(s, a, req, null, []);
       return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough, chained };
     }

@@ -54,7 +54,7 @@ export function retain(s: MemoryState, a: AgentRecords, limits: RetentionLimits,
 }
 
 /**
- * Ends the active turn with `end` (invariant 12); mirrors
+ * Ends the active turn with `end` (invariant `turn-end-without-machine`); mirrors
  * store/lua/includes/end_turn.lua. Copies everything first, so a value that
  * cannot be copied throws before anything is written; the returned
  * function does the (journaled) writes and answers the new version.
@@ -116,7 +116,7 @@ export function doClaim(s: MemoryState, a: AgentRecords, req: { workerId: string
   return takeLease(s, a, req, previousLease, copy(a.mail));
 }
 
-/** The writes of a claim (shared with a chaining commit, invariant 20): the next task if no turn is active, a new epoch, the lease. */
+/** The writes of a claim (shared with a chaining commit, invariant `turn-chaining`): the next task if no turn is active, a new epoch, the lease. */
 export function takeLease(
   s: MemoryState,
   a: AgentRecords,

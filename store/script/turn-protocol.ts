@@ -103,7 +103,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   const { shards, hints, inFlight, call } = c;
   checkTarget(req.workerTarget);
   const args = { worker_json: j(req.workerId), lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now") };
-  // Invariant 21: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
+  // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
   const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
   /** A claim_next answer without the script's `next` (the cluster loop's use only). */
   const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
@@ -174,7 +174,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
     }
     if (r.status === "claimed") return r;
     if (r.status === "empty" && r.foreign) {
-      // Bells left for other definition sets (invariant 23) stay due: this caller's view of the shard starts after them.
+      // Bells left for other definition sets (invariant `definition-sets`) stay due: this caller's view of the shard starts after them.
       foreignOf[at] = r.foreign;
       heads[at] = r.next ?? null;
       continue;

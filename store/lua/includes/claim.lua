@@ -7,7 +7,7 @@
     claimed ('stale'); claim_next passes its own queue.
   names: when set, a table whose keys are agentName JSON texts; a claimable
     agent of another name is not claimed and nothing is written ('foreign',
-    store/port.ts invariant 23). Busy and empty bells are maintained first.
+    store/port.ts invariant `definition-sets`). Busy and empty bells are maintained first.
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
   'empty', 'missing' (no such agent), 'stale', 'foreign' or 'error' (the head holds a
   number it cannot read, or marks a long value whose key is gone; reply is

@@ -1,5 +1,5 @@
 --[[
-  Retention at a turn end (store/port.ts invariant 18). Mirrors `retain` in
+  Retention at a turn end (store/port.ts invariant `retention`). Mirrors `retain` in
   store/memory.ts and `planRetention` in store/retention.ts step by step.
   Needs head.lua and keys.lua. Head fields it keeps (internal, read by the
   caller's HMGET before its checks end):
