@@ -11,6 +11,7 @@ import type { AnyAgent } from "./agents/define.ts";
 import { withDelegates } from "./agents/agent-tool.ts";
 import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation.ts";
 import { DefinitionError } from "./errors/errors.ts";
+import { onWorkers } from "./common/runtime.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/cache.ts";
 import { keptResults } from "./actors/kept-results.ts";
@@ -245,11 +246,6 @@ export interface Gatehouse {
   tick(): Promise<WatchdogTickResult>;
   /** Stops the loops, writes the tool registry's batched call counts, closes the store. */
   close(): Promise<void>;
-}
-
-/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
-function onWorkers(): boolean {
-  return (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
 }
 
 /**

@@ -20,17 +20,13 @@
  */
 import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
 import { editDistance } from "../common/known-keys.ts";
+import { ConfigError } from "../errors/startup.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
-/** A bad configuration value: one line naming the variable. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  constructor(message: string, readonly variable?: string) {
-    super(message);
-  }
-}
+/** A bad configuration value: one line naming the variable (errors/startup.ts). */
+export { ConfigError };
 
 /** What the environment sets of createGatehouse's options. */
 export type EnvGatehouseOptions = Pick<
