@@ -20,6 +20,7 @@
 import type { ClaimResult, Store } from "../store/port.ts";
 import { isOutageError } from "../store/outage.ts";
 import type { Budget } from "./budget.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome, runClaim } from "./host.ts";
 import { turnEnd } from "./turn-end.ts";
 
@@ -81,8 +82,8 @@ export async function recordClaimFailure(
     expectedVersion: head.version,
     turnId: head.activeTurnId,
     error: message.slice(0, 500),
-    maxFailures: deps.maxClaimFailures ?? 5,
-    retryBaseMs: deps.claimRetryBackoffMs ?? 1_000,
+    maxFailures: deps.maxClaimFailures ?? DEFAULTS.maxClaimFailures,
+    retryBaseMs: deps.claimRetryBackoffMs ?? DEFAULTS.claimRetryBackoffMs,
     end: turnEnd(head, "claim_error", message, now),
     now,
   });

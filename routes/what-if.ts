@@ -19,6 +19,7 @@
  *   `nextAfter` and the `Retry-After` header.
  */
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { WhatIfRequest, WhatIfResult } from "./debug-schemas.ts";
@@ -28,7 +29,7 @@ import { whatIfForAgent, type WhatIfVerifier } from "../actors/what-if.ts";
 import { OUTPUT_VERIFIER_PREFIX } from "../verdicts/guardian.ts";
 
 /** Candidates one what-if request judges when `whatIfMaxCandidates` is not set. */
-export const DEFAULT_WHAT_IF_MAX_CANDIDATES = 20;
+export const DEFAULT_WHAT_IF_MAX_CANDIDATES = DEFAULTS.whatIfMaxCandidates;
 
 const verifierWhatIf = defineRoute({
   method: "post",

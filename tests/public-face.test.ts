@@ -89,3 +89,48 @@ describe("one reader of the runtime", () => {
     expect(readers).toEqual(["common/runtime.ts"]);
   });
 });
+
+describe("one table of defaults", () => {
+  /** The files that read defaults: none may write one of its own. */
+  const READERS = [
+    "gatehouse.ts",
+    "actors/claim-failure.ts",
+    "entry/config.ts",
+    "entry/serve-node.ts",
+    "entry/serve-deno.ts",
+    "entry/serve-bun.ts",
+    "store/retention.ts",
+    "store/redis.ts",
+    "routes/rate-limit.ts",
+    "routes/what-if.ts",
+  ];
+  const code = (file: string) =>
+    readFileSync(join(ROOT, file), "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+
+  it("no reader falls back to a number literal", () => {
+    const found = READERS.flatMap((f) => [...code(f).matchAll(/\?\?\s*\d[\d_]*/g)].map((m) => `${f}: ${m[0]}`));
+    expect(found).toEqual([]);
+  });
+
+  it("no default constant of a reader is a number literal", () => {
+    const found = READERS.flatMap((f) =>
+      [...code(f).matchAll(/export const (DEFAULT_\w+|CLUSTER_SHARDS)(?::[^=]+)?\s*=\s*(\d[\d_]*|Object\.freeze\(\{\s*\w+:\s*\d)/g)]
+        .map((m) => `${f}: ${m[1]}`)
+    );
+    expect(found).toEqual([]);
+  });
+
+  it("the environment table's defaults are written from the table", async () => {
+    // A switch's "0" (GATEHOUSE_ALLOW_EVICTION) is no number of the table.
+    expect([...code("entry/config.ts").matchAll(/default:\s*"[1-9][^"]*"/g)].map((m) => m[0])).toEqual([]);
+    const { ENV_VARIABLES } = await import("../entry/config.ts");
+    const { DEFAULTS } = await import("../common/defaults.ts");
+    const byName = new Map(ENV_VARIABLES.map((v) => [v.name, v.default]));
+    expect(byName.get("GATEHOUSE_CONCURRENCY")).toBe(String(DEFAULTS.concurrency));
+    expect(byName.get("GATEHOUSE_LEASE_MS")).toBe(String(DEFAULTS.leaseMs));
+    expect(byName.get("GATEHOUSE_TOOL_TIMEOUT_MS")).toBe(String(DEFAULTS.toolTimeoutMs));
+    expect(byName.get("GATEHOUSE_RETENTION_MAX_EVENTS")).toBe(String(DEFAULTS.retention.maxEvents));
+    expect(byName.get("GATEHOUSE_RATE_LIMIT_PER_TOKEN")).toBe("1200/1m with auth, off without");
+    expect(byName.get("GATEHOUSE_IDLE_POLL_MAX_MS")).toBe("5000 (1000 on TCP Redis)");
+  });
+});
