@@ -52,7 +52,7 @@ const enqueueTask = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams, body: jsonBody(TaskRequest) },
   responses: { 202: json("Enqueued (or a duplicate)", TaskAccepted) },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"]);
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], { verb: "enqueue", signable: true });
 
 const getAgent = defineRoute({
   method: "get",
@@ -62,7 +62,7 @@ const getAgent = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams },
   responses: { 200: json("The agent", AgentView) },
-}, ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"]);
+}, ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"], "read");
 
 const cancelTurn = defineRoute({
   method: "post",
@@ -78,7 +78,7 @@ const cancelTurn = defineRoute({
 }, [
   "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "turn_finished", "turn_not_started",
   "turn_not_found",
-]);
+], { verb: "cancel", signable: true });
 
 const getTurn = defineRoute({
   method: "get",
@@ -88,7 +88,7 @@ const getTurn = defineRoute({
   tags: ["agents"],
   request: { params: TurnParams },
   responses: { 200: json("The turn", TurnView) },
-}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"]);
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"], "read");
 
 const cancelTask = defineRoute({
   method: "delete",
@@ -100,7 +100,7 @@ const cancelTask = defineRoute({
   tags: ["agents"],
   request: { params: TurnParams },
   responses: { 200: json("Cancelled", TaskCancelled) },
-}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"]);
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"], "cancel");
 
 export function agentRoutes(rt: RouteRuntime) {
   return routeApp(rt)

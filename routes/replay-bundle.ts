@@ -175,7 +175,7 @@ const exportAgent = defineRoute({
   tags: ["debugging"],
   request: { params: AgentParams },
   responses: { 200: json("The replay bundle", ReplayBundle) },
-}, ["invalid_agent_id", "agent_not_found"]);
+}, ["invalid_agent_id", "agent_not_found"], "read");
 
 export function exportRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(exportAgent, async (c) => {

@@ -42,7 +42,7 @@ const verifierWhatIf = defineRoute({
   tags: ["debugging"],
   request: { params: AgentParams, body: jsonBody(WhatIfRequest) },
   responses: { 200: json("Recorded and new judgments per candidate", WhatIfResult) },
-}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"]);
+}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"], "replay");
 
 export function whatIfRoutes(rt: RouteRuntime) {
   const maxCandidates = rt.limits.maxWhatIfCandidates ?? DEFAULT_WHAT_IF_MAX_CANDIDATES;

@@ -134,3 +134,75 @@ describe("one table of defaults", () => {
     expect(byName.get("GATEHOUSE_IDLE_POLL_MAX_MS")).toBe("5000 (1000 on TCP Redis)");
   });
 });
+
+describe("route access declared with each route", () => {
+  /** The hand-written table the declarations replaced, kept as the oracle of today's behaviour. */
+  function handWritten(method: string, path: string) {
+    const m = /^\/v1\/agents\/([^/]+)(\/.*)?$/.exec(path);
+    const read = method === "GET" || method === "HEAD";
+    if (m) {
+      let agentId: string;
+      try {
+        agentId = decodeURIComponent(m[1]);
+      } catch {
+        agentId = m[1];
+      }
+      const rest = m[2] ?? "";
+      if (read) return { verb: "read", agentId, global: false, signable: false };
+      if (method === "POST" && rest === "/tasks") return { verb: "enqueue", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/tool-results") return { verb: "deliver", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
+      if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
+      if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
+      return { verb: "admin", agentId, global: false, signable: false };
+    }
+    if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
+    if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
+    if (read && (path === "/v1/tools" || /^\/v1\/tools\/[^/]+$/.test(path))) return { verb: "read", global: true, signable: false };
+    if (read && /^\/v1\/verdicts\/[^/]+$/.test(path)) return { verb: "read", global: true, signable: false };
+    return { verb: "admin", global: true, signable: false };
+  }
+
+  async function loaded() {
+    const { createGatehouse, defineAgent, scriptedModel } = await import("../mod.ts");
+    // A built app has called every route module, so every route is declared.
+    const gh = createGatehouse({ agents: [defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "x" }]) })] });
+    await gh.close();
+    return await import("../routes/auth/access.ts");
+  }
+
+  it("every route registered on the app declared its access", async () => {
+    const { declaredAccess } = await loaded();
+    const { AUTH_VERBS } = await import("../routes/auth/config.ts");
+    const doc = JSON.parse(readFileSync(join(ROOT, "docs/openapi.json"), "utf8")) as { paths: Record<string, Record<string, unknown>> };
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)).sort();
+    const declared = declaredAccess();
+    expect(declared.map((d) => `${d.method} ${d.path}`).sort()).toEqual(expect.arrayContaining(documented));
+    for (const d of declared) {
+      const verb = typeof d.access === "string" ? d.access : d.access.verb;
+      expect(verb === "public" || (AUTH_VERBS as readonly string[]).includes(verb), `${d.method} ${d.path}: ${verb}`).toBe(true);
+    }
+  });
+
+  it("the table made of the declarations answers as the hand-written one did", async () => {
+    const { declaredAccess, requirementOf } = await loaded();
+    const ids = ["a1", "t1:agent.x", "a%2Fb", "%zz", "caf%C3%A9"];
+    const samples = new Set<string>([
+      "/", "/v1", "/v1/agents", "/v1/agents/", "/v1/agents/a1/", "/v1/agents/a1/tasks/", "/v1/agents/a1/tasks/t/x",
+      "/v1/agents/a1/unknown", "/v1/agents/a1/events/session/x", "/v1/tools/", "/v1/tools/r/x", "/v1/verdicts",
+      "/v1/verdicts/v/x", "/v1/machine/", "/healthz", "/readyz", "/metrics", "/debug", "/debug/agents/a1", "/nope",
+      "/openapi.json", "/v1/watchdog/tick", "/v1/watchdog",
+    ]);
+    for (const d of declaredAccess()) {
+      for (const id of ids) samples.add(d.path.replace("{agentId}", id).replace(/\{[A-Za-z]+\}/g, "x1"));
+    }
+    expect(samples.size).toBeGreaterThan(60);
+    const methods = ["GET", "HEAD", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"];
+    for (const path of samples) {
+      for (const method of methods) {
+        expect(requirementOf(method, path), `${method} ${path}`).toEqual(handWritten(method, path));
+      }
+    }
+  });
+});
