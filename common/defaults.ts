@@ -71,6 +71,13 @@ export const DEFAULTS = Object.freeze({
   ssePollMs: 250,
   /** Event streams: idle keep-alive interval (ms). */
   sseKeepAliveMs: 15_000,
+  /**
+   * What a request that rings a bell may spend driving agents on Workers (workers.ts): room for one slow
+   * step inside `waitUntil`'s 30 s and the Free plan's 50 subrequests.
+   */
+  driveBudget: Object.freeze({ steps: 10, ms: 20_000 }) as { readonly steps: number; readonly ms: number },
+  /** What one `scheduled` invocation may spend driving agents on Workers after its watchdog pass. */
+  scheduledDriveBudget: Object.freeze({ steps: 15, ms: 20_000 }) as { readonly steps: number; readonly ms: number },
   /** Listening port of the servers (entry/). */
   port: 8787,
   /** Listening address of the servers started from the environment. */

@@ -18,7 +18,8 @@
  * The table `ENV_VARIABLES` is the reference the README and
  * docs/operations.md print; tests/config.test.ts checks both against it.
  */
-import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
+import type { GatehouseOptions } from "../mod.ts";
+import { authFromEnv, checkAuthConfig } from "../ops.ts";
 import { editDistance } from "../common/known-keys.ts";
 import { ConfigError } from "../errors/startup.ts";
 import { DEFAULTS, rateRuleText } from "../common/defaults.ts";

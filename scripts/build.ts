@@ -4,7 +4,8 @@
  *
  * - tsc -p tsconfig.build.json emits ESM .js (relative `.ts` imports
  *   rewritten to `.js` by `rewriteRelativeImportExtensions`) and .d.ts for
- *   every module reachable from the package's entries (mod.ts, redis.ts, ai-sdk.ts and
+ *   every module reachable from the package's entries (mod.ts, redis.ts, ai-sdk.ts,
+ *   inspect.ts, replay.ts, ops.ts and
  *   the entry/ modules named in the exports map).
  * - tsc leaves `.ts` in the declarations' relative specifiers; they are
  *   rewritten to `.js` here, so every TypeScript version and resolution mode
