@@ -54,7 +54,8 @@ export function checkVerifierShape(fn: unknown, what: string): void {
 }
 
 /** The keys `output` may have. */
-export const OUTPUT_KEYS = ["schema", "verify", "verifyAttempts", "verifyMaxAttempts"] as const;
+// `verifyMaxAttempts` (the old name of `verifyAttempts`) stays where messages have always listed it.
+export const OUTPUT_KEYS = ["schema", "verify", "verifyMaxAttempts", "verifyAttempts"] as const;
 
 const LIKELY_VERIFY = /^(verif|valid|check|guard|gate)/i;
 const LIKELY_BUDGET = /attempt/i;
