@@ -206,3 +206,120 @@ describe("route access declared with each route", () => {
     }
   });
 });
+
+describe("a small root, subpaths, deprecated aliases", () => {
+  const modText = readFileSync(join(ROOT, "mod.ts"), "utf8");
+  /** name -> the subpath its `@deprecated` note sends it to (and the name there, when renamed). */
+  const deprecated = new Map<string, { subpath: string; target: string }>(
+    [...modText.matchAll(/\/\*\* @deprecated Import (?:(\w+) )?from "@gatehouse-runtime\/core\/(\w+)" \*\/\n\s*(\w+),/g)]
+      .map((m) => [m[3], { subpath: m[2], target: m[1] ?? m[3] }]),
+  );
+  const subpaths = async () => ({
+    inspect: await import("../inspect.ts"),
+    replay: await import("../replay.ts"),
+    ops: await import("../ops.ts"),
+  }) as Record<string, Record<string, unknown>>;
+
+  it("the root holds about 25 values besides the errors and the deprecated aliases", async () => {
+    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const current = Object.keys(mod).filter((k) => !deprecated.has(k));
+    const errors = current.filter((k) => typeof mod[k] === "function" && (mod[k] as { prototype?: unknown }).prototype instanceof Error);
+    expect(current.length - errors.length).toBeLessThanOrEqual(25);
+    expect(errors.length).toBeGreaterThanOrEqual(10);
+    expect(deprecated.size).toBeGreaterThanOrEqual(25);
+  });
+
+  it("every deprecated root value is the subpath's own (renamed ones: the new name's function)", async () => {
+    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const subs = await subpaths();
+    let values = 0;
+    for (const [name, { subpath, target }] of deprecated) {
+      if (!(name in mod)) continue; // a type
+      values++;
+      expect(subs[subpath], subpath).toBeDefined();
+      expect(subs[subpath][target], `${name} -> ${subpath}.${target}`).toBe(mod[name]);
+    }
+    expect(values).toBeGreaterThanOrEqual(25);
+  });
+
+  it("the README's Deprecations (0.2) note names every deprecated root export", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const note = /> \*\*Deprecations \(0\.2\)\.\*\*([\s\S]*?)\n\n/.exec(readme)?.[1] ?? "";
+    const missing = [...deprecated.keys(), "WorkBudget"].filter((n) => !note.includes(`\`${n}\``));
+    expect(missing).toEqual([]);
+  });
+
+  it("TypeScript marks a deprecated root import as deprecated, and a subpath import not", async () => {
+    const ts = (await import("typescript")).default;
+    const dir = join(ROOT, "tests", ".face-deprecation-probe");
+    const { mkdirSync, rmSync, writeFileSync } = await import("node:fs");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "probe.ts");
+    writeFileSync(file, [
+      `import { createGatehouse, describeMachine, serveReplay } from "../../mod.ts";`,
+      `import { toMermaid } from "../../inspect.ts";`,
+      `import { createReplayGatehouse } from "../../replay.ts";`,
+      `void [createGatehouse, describeMachine, serveReplay, toMermaid, createReplayGatehouse];`,
+    ].join("\n"));
+    try {
+      const options = { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true };
+      const service = ts.createLanguageService({
+        getScriptFileNames: () => [file],
+        getScriptVersion: () => "1",
+        getScriptSnapshot: (f) => (ts.sys.fileExists(f) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(f)!) : undefined),
+        getCurrentDirectory: () => ROOT,
+        getCompilationSettings: () => options,
+        getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+        fileExists: ts.sys.fileExists,
+        readFile: ts.sys.readFile,
+      });
+      const flagged = new Set(service.getSuggestionDiagnostics(file).filter((d) => d.code === 6385)
+        .map((d) => /'(\w+)'/.exec(ts.flattenDiagnosticMessageText(d.messageText, "\n"))![1]));
+      expect([...flagged].sort()).toEqual(["describeMachine", "serveReplay"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("one naming rule for the public functions (docs/architecture.md, \"Naming\")", () => {
+  const KINDS: Record<string, { pattern: RegExp; names: string[] }> = {
+    definition: { pattern: /^define[A-Z]/, names: ["defineAgent", "defineTool", "defineGuardian"] },
+    "long-lived object": {
+      pattern: /^create[A-Z]/,
+      names: ["createGatehouse", "createWorkersHandler", "createReplayGatehouse", "createApp", "createVerdictLog", "createGuardianRegistry"],
+    },
+    adapter: {
+      pattern: /^[a-z]+[A-Za-z]*(Model|Store|Logger|Tool|Compatible)$/,
+      names: ["openaiCompatible", "scriptedModel", "aiSdkModel", "memoryStore", "upstashStore", "redisStore", "consoleLogger", "agentTool"],
+    },
+    outcome: { pattern: /^(ok|error|terminate)$/, names: ["ok", "error", "terminate"] },
+    operation: {
+      pattern: /^(check|describe|to|validate|export|load|history|auth|known|tool|output|problem|machine)[A-Za-z]*$/,
+      names: [
+        "checkOutcome", "describeMachine", "toMermaid", "machineConfig", "historyAt", "validateVerdict", "exportReplayBundle",
+        "loadReplayBundle", "authFromEnv", "checkAuthConfig", "describeToolRole", "toolRoleView", "knownToolsBlock",
+        "outputVerifierCode", "problemType",
+      ],
+    },
+    "deprecated alias": { pattern: /^serveReplay$/, names: ["serveReplay"] },
+  };
+
+  it("every exported function has a kind, and its name follows the kind's pattern", async () => {
+    const modules = [
+      await import("../mod.ts"), await import("../inspect.ts"), await import("../replay.ts"), await import("../ops.ts"),
+      await import("../redis.ts"), await import("../ai-sdk.ts"),
+    ] as Record<string, unknown>[];
+    const kindOf = new Map(Object.entries(KINDS).flatMap(([kind, k]) => k.names.map((n) => [n, kind] as const)));
+    const unplaced: string[] = [];
+    for (const m of modules) {
+      for (const [name, v] of Object.entries(m)) {
+        if (typeof v !== "function" || /^[A-Z]/.test(name)) continue; // classes
+        const kind = kindOf.get(name);
+        if (!kind) unplaced.push(name);
+        else expect(name, `${name} (${kind})`).toMatch(KINDS[kind].pattern);
+      }
+    }
+    expect([...new Set(unplaced)]).toEqual([]);
+  });
+});
