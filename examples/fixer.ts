@@ -72,7 +72,7 @@ export const fixer = defineAgent({
       return { summary: candidate.summary, verification: { testsRun: report.total } };
     },
   },
-  verifyAttempts: 5,
+  verifyMaxAttempts: 5,
 });
 // #endregion fixer
 
