@@ -11,6 +11,8 @@ import type { AnyAgent } from "./agents/define.ts";
 import { withDelegates } from "./agents/agent-tool.ts";
 import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation/delegation.ts";
 import { DefinitionError } from "./errors/errors.ts";
+import { onWorkers } from "./common/runtime.ts";
+import { DEFAULTS } from "./common/defaults.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { lruCache } from "./actors/conversation/cache.ts";
 import { keptResults } from "./actors/claim/kept-results.ts";
@@ -41,32 +43,20 @@ import type { Guardian } from "./verdicts/guardian.ts";
 import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
 import { createGuardianRegistry, type GuardianRegistry } from "./verdicts/registry.ts";
 
-/**
- * Default worker loops per process, chosen from bench/concurrency.ts (docs/operations.md, "Worker
- * loops"): an idle loop costs no store call (one loop polls, or waits on pushed bells, for the pool).
- */
-export const DEFAULT_CONCURRENCY = 64;
-/**
- * Default claims `drain()` (and the inline mode) runs at once when `concurrency` is not set: every one
- * of them asks the store once more per pass even when nothing is left, so a drain stays cheap.
- */
-export const DEFAULT_DRAIN_CONCURRENCY = 4;
-/** Default lease of a claim (ms), chosen from bench/takeover.ts (docs/operations.md). */
-export const DEFAULT_LEASE_MS = 15_000;
-/** First idle wait of the worker pool (ms). */
-export const DEFAULT_POLL_MS = 100;
-/**
- * Longest idle wait of the worker pool (ms), chosen from bench/idle.ts (docs/operations.md, "Idle cost"): on
- * Upstash, where every poll is billed, and on the memory store, where every bell rings in-process.
- */
-export const DEFAULT_IDLE_POLL_MAX_MS = 5_000;
-/**
- * The same on TCP Redis while its bell watch does not listen (the connection is down): bells are pushed
- * there otherwise, and an idle pool waits for them instead of polling (actors/pool/pool.ts).
- */
-export const DEFAULT_IDLE_POLL_MAX_MS_TCP = 1_000;
-/** Longest idle wait of the watchdog loop (ms), chosen from bench/idle.ts. */
-export const DEFAULT_WATCHDOG_IDLE_MAX_MS = 30_000;
+/** Default worker loops per process (DEFAULTS.concurrency, common/defaults.ts). */
+export const DEFAULT_CONCURRENCY = DEFAULTS.concurrency;
+/** Default claims `drain()` runs at once when `concurrency` is not set (DEFAULTS.drainConcurrency). */
+export const DEFAULT_DRAIN_CONCURRENCY = DEFAULTS.drainConcurrency;
+/** Default lease of a claim in ms (DEFAULTS.leaseMs). */
+export const DEFAULT_LEASE_MS = DEFAULTS.leaseMs;
+/** First idle wait of the worker pool in ms (DEFAULTS.pollMs). */
+export const DEFAULT_POLL_MS = DEFAULTS.pollMs;
+/** Longest idle wait of the worker pool in ms (DEFAULTS.idlePollMaxMs). */
+export const DEFAULT_IDLE_POLL_MAX_MS = DEFAULTS.idlePollMaxMs;
+/** The same on TCP Redis while its bell watch does not listen (DEFAULTS.idlePollMaxMsTcp). */
+export const DEFAULT_IDLE_POLL_MAX_MS_TCP = DEFAULTS.idlePollMaxMsTcp;
+/** Longest idle wait of the watchdog loop in ms (DEFAULTS.watchdogIdleMaxMs). */
+export const DEFAULT_WATCHDOG_IDLE_MAX_MS = DEFAULTS.watchdogIdleMaxMs;
 
 export interface GatehouseOptions {
   agents: AnyAgent[];
@@ -245,11 +235,6 @@ export interface Gatehouse {
   tick(): Promise<WatchdogTickResult>;
   /** Stops the loops, writes the tool registry's batched call counts, closes the store. */
   close(): Promise<void>;
-}
-
-/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
-function onWorkers(): boolean {
-  return (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
 }
 
 /**
@@ -481,12 +466,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     metrics,
     inspect: options.inspect,
     verification,
-    externalToolTimeoutMs: options.externalToolTimeoutMs ?? 600_000,
-    toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
-    verifierBackoffMs: options.verifierBackoffMs ?? 1_000,
+    externalToolTimeoutMs: options.externalToolTimeoutMs ?? DEFAULTS.externalToolTimeoutMs,
+    toolTimeoutMs: options.toolTimeoutMs ?? DEFAULTS.toolTimeoutMs,
+    verifierBackoffMs: options.verifierBackoffMs ?? DEFAULTS.verifierBackoffMs,
     jsonLimits: limits,
-    maxClaimFailures: options.maxClaimFailures ?? 5,
-    claimRetryBackoffMs: options.claimRetryBackoffMs ?? 1_000,
+    maxClaimFailures: options.maxClaimFailures ?? DEFAULTS.maxClaimFailures,
+    claimRetryBackoffMs: options.claimRetryBackoffMs ?? DEFAULTS.claimRetryBackoffMs,
     maxChainedTurns: options.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS,
     ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
     retention,
@@ -502,17 +487,17 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     onClaim: () => watchdog.soon(),
     workerId: () => ids.workerId(),
   });
-  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? 100, { logger });
+  const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? DEFAULTS.watchdogLimit, { logger });
   const watchdog = createWatchdogLoop({
     store,
     clock,
     logger,
     tick,
     onTimedOut: () => pool.nudge(),
-    intervalMs: options.watchdogIntervalMs ?? 1_000,
+    intervalMs: options.watchdogIntervalMs ?? DEFAULTS.watchdogIntervalMs,
     idleMaxMs: options.watchdogIdleMaxMs ?? DEFAULT_WATCHDOG_IDLE_MAX_MS,
   });
-  const storeTimeoutMs = options.storeTimeoutMs ?? 3_000;
+  const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs;
   if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
     throw new DefinitionError("createGatehouse(): storeTimeoutMs must be a positive integer");
   }
@@ -523,7 +508,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     metrics,
     workerTargets: targets,
     limits: {
-      maxBodyBytes: options.maxBodyBytes ?? 256 * 1024,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
       json: limits,
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
@@ -537,12 +522,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       }
     },
     async watchdogTick(request) {
-      const r = await watchdogTick(routeStore, clock, hooks.watchdogLimit ?? 100, { logger });
+      const r = await watchdogTick(routeStore, clock, hooks.watchdogLimit ?? DEFAULTS.watchdogLimit, { logger });
       runtime.wake(undefined, request);
       return r;
     },
-    ssePollMs: options.sse?.pollMs ?? 250,
-    sseKeepAliveMs: options.sse?.keepAliveMs ?? 15_000,
+    ssePollMs: options.sse?.pollMs ?? DEFAULTS.ssePollMs,
+    sseKeepAliveMs: options.sse?.keepAliveMs ?? DEFAULTS.sseKeepAliveMs,
     sseLimits: {
       ...(options.sse?.maxStreamsPerAgent !== undefined ? { maxStreamsPerAgent: options.sse.maxStreamsPerAgent } : {}),
       ...(options.sse?.maxStreams !== undefined ? { maxStreams: options.sse.maxStreams } : {}),

@@ -1,12 +1,28 @@
 /**
- * gatehouse: durable actor-model runtime for LLM agents. Public API (named exports only).
+ * gatehouse: durable actor-model runtime for LLM agents. The root module
+ * holds what an agent author needs (named exports only): definitions
+ * (`defineAgent`, `defineTool`, `agentTool`, `defineGuardian`), the runtime
+ * (`createGatehouse`, `createWorkersHandler`), stores (`memoryStore`,
+ * `upstashStore`), models (`openaiCompatible`, `scriptedModel`), outcome
+ * helpers (`ok`, `error`, `terminate`), auth from the environment, loggers,
+ * and every error class (`GatehouseError` and its subclasses).
+ *
+ * The rest lives in subpaths: `@gatehouse-runtime/core/inspect` (the machine
+ * as data, time travel, contract checks, verdict records),
+ * `@gatehouse-runtime/core/replay` (replay bundles), `@gatehouse-runtime/core/ops`
+ * (the Hono app over one's own runtime, problem codes, auth checks,
+ * defaults), `@gatehouse-runtime/core/redis` (the TCP Redis adapter, the only
+ * part that needs Node built-ins) and `@gatehouse-runtime/core/ai-sdk`.
+ * Names that moved stay exported here, deprecated, for one minor version
+ * (README, "Deprecations (0.2)").
  *
  * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
  * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
- * Node built-in). The TCP Redis adapter needs Node built-ins and lives in the
- * subpath `@gatehouse-runtime/core/redis` (`redis.ts`).
+ * Node built-in).
  * @module
  */
+
+// Definitions.
 export { defineTool, terminate } from "./tools/define.ts";
 export type { AnyTool, ToolConfig, ToolDefinition, ToolExecuteContext } from "./tools/define.ts";
 export { defineAgent } from "./agents/define.ts";
@@ -16,10 +32,16 @@ export type { AgentToolDefinition, AgentToolOptions } from "./agents/agent-tool.
 export type { AgentSpendLimit, SpendLimit } from "./common/spend-limit.ts";
 export type { DelegationSettings } from "./actors/delegation/delegation.ts";
 export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";
-export { DEFAULT_RETENTION } from "./store/retention.ts";
+export { defineGuardian } from "./verdicts/guardian.ts";
+export type { Guardian, GuardianConfig, GuardianReview, GuardianReviewContext } from "./verdicts/guardian.ts";
+export type { Verifier, VerifyAgentContext, VerifyContext, VerifyExecutionContext } from "./common/verifier.ts";
+export type { AttemptInfo, AttemptOutcome, VerificationHooks } from "./verification/gate.ts";
+export type { ArrayDeliverable, Deliverable, ObjectDeliverable } from "./contracts/deliverable.ts";
+
+// The runtime.
 export { createGatehouse } from "./gatehouse.ts";
 export type { Gatehouse, GatehouseOptions } from "./gatehouse.ts";
-export { createWorkersHandler, DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";
+export { createWorkersHandler } from "./workers.ts";
 export type {
   WorkersEnv,
   WorkersExecutionContext,
@@ -27,69 +49,231 @@ export type {
   WorkersHandlerOptions,
   WorkersScheduledController,
 } from "./workers.ts";
-export type { WorkBudget } from "./actors/spend/budget.ts";
+export type { DriveBudget } from "./workers.ts";
+export type {
+  /** @deprecated Renamed `DriveBudget` (what one Workers drive may spend; "budget" alone means a spend limit) */
+  WorkBudget,
+} from "./actors/spend/budget.ts";
+export type { GatehouseApp } from "./routes/app-type.gen.ts";
+export type { RouteAuth } from "./routes/runtime.ts";
+export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
+export { authFromEnv } from "./routes/auth/from-env.ts";
+export type { Clock, IdSource, Logger } from "./actors/runtime.ts";
+export { consoleLogger, silentLogger } from "./actors/runtime.ts";
+export type { GuardianRegistry } from "./verdicts/registry.ts";
+export type { VerdictLog } from "./verdicts/log.ts";
+
+// Stores and models.
 export { memoryStore } from "./store/memory.ts";
 export { upstashStore } from "./store/upstash.ts";
 export type { UpstashStoreOptions } from "./store/upstash.ts";
 export type { ScriptStore } from "./store/lua-store.ts";
-export { StoreInputError } from "./store/keys.ts";
-export { EvictionPolicyError } from "./store/script-runner.ts";
 export type { Store } from "./store/port.ts";
 export type { StoredEvent } from "./common/events.ts";
 export type { Message } from "./common/message.ts";
-export type { Outcome, OutcomeErrorInput } from "./common/outcome.ts";
-export { error, ok } from "./common/outcome.ts";
-export { checkOutcome } from "./contracts/check.ts";
-export type { CheckedOutcome, ContractedTool } from "./contracts/check.ts";
-export type { ArrayDeliverable, Deliverable, ObjectDeliverable } from "./contracts/deliverable.ts";
-export { describeToolRole, knownToolsBlock, toolRoleView } from "./contracts/registry.ts";
-export type { ToolRoleView } from "./contracts/registry.ts";
-export type { ContractMismatch, ContractValidation, ToleratedKey } from "./common/contract-validation.ts";
-export type { ToolAlias, ToolRoleEntry } from "./common/tool-registry.ts";
-export type { AgentHead, ToolCallRecord } from "./store/types.ts";
 export { scriptedModel } from "./models/scripted.ts";
 export type { Script, ScriptContext } from "./models/scripted.ts";
 export { openaiCompatible } from "./models/openai.ts";
 export type { OpenAICompatibleOptions } from "./models/openai.ts";
 export type { Model, ModelRequest, ModelResponse } from "./models/types.ts";
-export { VerificationRejected } from "./verification/rejected.ts";
-export type { Verifier, VerifyAgentContext, VerifyContext, VerifyExecutionContext } from "./common/verifier.ts";
-export type { AttemptInfo, AttemptOutcome, VerificationHooks } from "./verification/gate.ts";
-export { defineGuardian, outputVerifierCode } from "./verdicts/guardian.ts";
-export type { Guardian, GuardianConfig, GuardianReview, GuardianReviewContext } from "./verdicts/guardian.ts";
-export { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION, validateVerdict } from "./verdicts/snapshot.ts";
-export type { NewVerdict, VerdictFlag, VerdictRecord, VerdictStatus } from "./verdicts/snapshot.ts";
-export { VerdictError } from "./verdicts/errors.ts";
-export type { VerdictErrorCode } from "./verdicts/errors.ts";
-export { createVerdictLog } from "./verdicts/log.ts";
-export type { RecordResult, VerdictLog, VerdictQuery } from "./verdicts/log.ts";
-export { createGuardianRegistry } from "./verdicts/registry.ts";
-export type { GuardianAssignment, GuardianRegistry, RegisteredGuardian } from "./verdicts/registry.ts";
+
+// Outcomes.
+export type { Outcome, OutcomeErrorInput } from "./common/outcome.ts";
+export { error, ok } from "./common/outcome.ts";
+
+// Errors: every one extends GatehouseError and carries a stable `code`.
+export { GatehouseError } from "./errors/base.ts";
 export { DefinitionError, ModelError, SnapshotError, ToolError } from "./errors/errors.ts";
-export { agentMachine } from "./machines/agent.ts";
-export { describeMachine, machineConfig, toMermaid } from "./machines/definition.ts";
+export { EvictionPolicyError, StoreInputError } from "./errors/store.ts";
+export { HistoryDivergedError } from "./errors/history.ts";
+export { VerdictError } from "./errors/verdict.ts";
+export type { VerdictErrorCode } from "./errors/verdict.ts";
+export { ReplayBundleError } from "./errors/replay.ts";
+export { VerificationRejected } from "./verification/rejected.ts";
+export { ProblemError } from "./routes/problem.ts";
+
+// Deprecated (0.2): moved to a subpath; exported here until 0.3 (README, "Deprecations (0.2)").
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  agentMachine,
+} from "./machines/agent.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  describeMachine,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  machineConfig,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  toMermaid,
+} from "./machines/definition.ts";
 export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   ImplementationRef,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   MachineConfigJSON,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   MachineDefinition,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   MachineStateInfo,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   MachineTransition,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   StateConfigJSON,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   TransitionConfigJSON,
 } from "./machines/definition.ts";
-export { createApp } from "./routes/app.ts";
-export type { GatehouseApp, GatehouseSchema } from "./routes/app-type.gen.ts";
-export { exportReplayBundle, loadReplayBundle, REPLAY_BUNDLE_SCHEMA_VERSION, ReplayBundleError } from "./routes/replay-bundle.ts";
-export type { ReplayBundleV1 } from "./routes/replay-bundle.ts";
-export { serveReplay } from "./replay.ts";
-export { historyAt, HistoryDivergedError } from "./actors/replay/time-travel.ts";
-export type { HistoryPoint } from "./actors/replay/time-travel.ts";
-export type { RouteAuth, RouteLimits, RouteRuntime } from "./routes/runtime.ts";
-export type { AuthVerb, QstashKeys, ScopedToken } from "./routes/auth/config.ts";
-export { authFromEnv } from "./routes/auth/from-env.ts";
-export { checkAuthConfig } from "./routes/auth/config.ts";
-export { PROBLEMS, ProblemError, problemType } from "./routes/problem.ts";
-export type { ProblemCode } from "./routes/problem.ts";
-export type { AgentContext, AgentEvent, AgentState } from "./machines/types.ts";
-export type { Clock, IdSource, Logger } from "./actors/runtime.ts";
-export { consoleLogger, silentLogger } from "./actors/runtime.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  AgentContext,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  AgentEvent,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  AgentState,
+} from "./machines/types.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  historyAt,
+} from "./actors/replay/time-travel.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  HistoryPoint,
+} from "./actors/replay/time-travel.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  checkOutcome,
+} from "./contracts/check.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  CheckedOutcome,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ContractedTool,
+} from "./contracts/check.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  describeToolRole,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  knownToolsBlock,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  toolRoleView,
+} from "./contracts/registry.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ToolRoleView,
+} from "./contracts/registry.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ContractMismatch,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ContractValidation,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ToleratedKey,
+} from "./common/contract-validation.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ToolAlias,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ToolRoleEntry,
+} from "./common/tool-registry.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  AgentHead,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  ToolCallRecord,
+} from "./store/types.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  outputVerifierCode,
+} from "./verdicts/guardian.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  GuardianVerdictSnapshot,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  VERDICT_SCHEMA_VERSION,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  validateVerdict,
+} from "./verdicts/snapshot.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  NewVerdict,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  VerdictFlag,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  VerdictRecord,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  VerdictStatus,
+} from "./verdicts/snapshot.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  createVerdictLog,
+} from "./verdicts/log.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  RecordResult,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  VerdictQuery,
+} from "./verdicts/log.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  createGuardianRegistry,
+} from "./verdicts/registry.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  GuardianAssignment,
+  /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
+  RegisteredGuardian,
+} from "./verdicts/registry.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/replay" */
+  exportReplayBundle,
+  /** @deprecated Import from "@gatehouse-runtime/core/replay" */
+  loadReplayBundle,
+  /** @deprecated Import from "@gatehouse-runtime/core/replay" */
+  REPLAY_BUNDLE_SCHEMA_VERSION,
+} from "./routes/replay-bundle.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/replay" */
+  ReplayBundleV1,
+} from "./routes/replay-bundle.ts";
+export {
+  /** @deprecated Import createReplayGatehouse from "@gatehouse-runtime/core/replay" */
+  serveReplay,
+} from "./replay.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  createApp,
+} from "./routes/app.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  GatehouseSchema,
+} from "./routes/app-type.gen.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  RouteLimits,
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  RouteRuntime,
+} from "./routes/runtime.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  checkAuthConfig,
+} from "./routes/auth/config.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  PROBLEMS,
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  problemType,
+} from "./routes/problem.ts";
+export type {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  ProblemCode,
+} from "./routes/problem.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  DEFAULT_RETENTION,
+} from "./store/retention.ts";
+export {
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  DEFAULT_FETCH_BUDGET,
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  DEFAULT_SCHEDULED_BUDGET,
+  /** @deprecated Import from "@gatehouse-runtime/core/ops" */
+  WORKERS_SSE,
+} from "./workers.ts";

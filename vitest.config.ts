@@ -17,6 +17,9 @@ export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/bun": "entry/serve-bun.ts",
   "@gatehouse-runtime/core/ai-sdk": "ai-sdk.ts",
   "@gatehouse-runtime/core/mcp": "mcp.ts",
+  "@gatehouse-runtime/core/inspect": "inspect.ts",
+  "@gatehouse-runtime/core/replay": "replay.ts",
+  "@gatehouse-runtime/core/ops": "ops.ts",
   "@gatehouse-runtime/core": "mod.ts",
 };
 

@@ -47,6 +47,8 @@ import { silentLogger } from "./actors/runtime.ts";
 import { isSingleConsumerTarget } from "./actors/pool/target-lease.ts";
 import type { Store } from "./store/port.ts";
 import { originalRequest } from "./routes/request-origin.ts";
+import { DEFAULTS } from "./common/defaults.ts";
+import { readRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
 export interface WorkersExecutionContext {
@@ -72,10 +74,14 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
    * bindings (secrets reach a Worker only through `env`); undefined: off.
    */
   auth?: RouteAuth | ((env: E) => RouteAuth | undefined);
-  /** What a request that rings a bell may spend in `ctx.waitUntil` (default 10 steps, 20 000 ms). */
-  budget?: Partial<WorkBudget>;
-  /** What one `scheduled` invocation may spend after its watchdog pass (default 15 steps, 20 000 ms). */
-  scheduledBudget?: Partial<WorkBudget>;
+  /** What a request that rings a bell may spend driving agents in `ctx.waitUntil` (default 10 steps, 20 000 ms). */
+  driveBudget?: Partial<DriveBudget>;
+  /** What one `scheduled` invocation may spend driving agents after its watchdog pass (default 15 steps, 20 000 ms). */
+  scheduledDriveBudget?: Partial<DriveBudget>;
+  /** @deprecated Renamed `driveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  budget?: Partial<DriveBudget>;
+  /** @deprecated Renamed `scheduledDriveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  scheduledBudget?: Partial<DriveBudget>;
   /**
    * The continuation bell: a request to send when a drive stopped on its
    * budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
@@ -89,9 +95,15 @@ export interface WorkersHandler<E = WorkersEnv> {
   scheduled(controller: WorkersScheduledController, env: E, ctx: WorkersExecutionContext): Promise<void>;
 }
 
-/** Default budgets: they leave room for one slow step inside waitUntil's 30 s and the Free plan's 50 subrequests. */
-export const DEFAULT_FETCH_BUDGET: WorkBudget = { steps: 10, ms: 20_000 };
-export const DEFAULT_SCHEDULED_BUDGET: WorkBudget = { steps: 15, ms: 20_000 };
+/**
+ * Limits of one drive on Workers: steps and wall time one invocation may
+ * spend driving agents (actors/spend/budget.ts). Not a spend limit (`spendLimit`).
+ */
+export type DriveBudget = WorkBudget;
+
+/** Default drive budgets (DEFAULTS.driveBudget, DEFAULTS.scheduledDriveBudget in common/defaults.ts). */
+export const DEFAULT_FETCH_BUDGET: DriveBudget = DEFAULTS.driveBudget;
+export const DEFAULT_SCHEDULED_BUDGET: DriveBudget = DEFAULTS.scheduledDriveBudget;
 /** Tool calls one watchdog pass on Workers times out at most (one store call each; the rest wait for the next pass). */
 export const WORKERS_WATCHDOG_LIMIT = 10;
 /** SSE on Workers: one store read a second, at most 40 per stream request (1 + 40 subrequests). */
@@ -115,7 +127,7 @@ interface Instance {
  * export default createWorkersHandler({
  *   agents: [helper],
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
- *   budget: { steps: 10, ms: 20_000 },
+ *   driveBudget: { steps: 10, ms: 20_000 },
  * });
  */
 export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOptions<E>): WorkersHandler<E> {
@@ -125,9 +137,21 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   if ((options as { inline?: unknown }).inline !== undefined) {
     throw new DefinitionError("createWorkersHandler() drives work in ctx.waitUntil itself; remove the `inline` option");
   }
-  const fetchBudget = checkWorkBudget("budget", options.budget, DEFAULT_FETCH_BUDGET);
-  const cronBudget = checkWorkBudget("scheduledBudget", options.scheduledBudget, DEFAULT_SCHEDULED_BUDGET);
-  const { store: makeStore, auth, budget: _b, scheduledBudget: _s, continuation, ...rest } = options;
+  const fetchName = options.driveBudget !== undefined ? "driveBudget" : "budget";
+  const cronName = options.scheduledDriveBudget !== undefined ? "scheduledDriveBudget" : "scheduledBudget";
+  const named = readRenamed(options, RENAMED_WORKERS_KEYS, "createWorkersHandler()", "new");
+  const fetchBudget = checkWorkBudget(fetchName, named.driveBudget, DEFAULT_FETCH_BUDGET);
+  const cronBudget = checkWorkBudget(cronName, named.scheduledDriveBudget, DEFAULT_SCHEDULED_BUDGET);
+  const {
+    store: makeStore,
+    auth,
+    driveBudget: _d,
+    scheduledDriveBudget: _sd,
+    budget: _b,
+    scheduledBudget: _s,
+    continuation,
+    ...rest
+  } = named;
   const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.

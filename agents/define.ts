@@ -11,6 +11,7 @@ import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
 import { type AgentSpendLimit, checkSpendLimit } from "../common/spend-limit.ts";
+import { readRenamed, RENAMED_AGENT_KEYS, RENAMED_OUTPUT_KEYS } from "../common/renamed.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
@@ -18,7 +19,9 @@ export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   schema: S;
   /** Gate: return the final result, or throw `VerificationRejected`. */
   verify?: Verifier<z.output<S>>;
-  /** Output-level attempt budget (below the agent's and the task's). */
+  /** Output-level verifier attempts (below the agent's and the task's). */
+  verifyAttempts?: number;
+  /** @deprecated Renamed `verifyAttempts` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
   verifyMaxAttempts?: number;
 }
 
@@ -30,13 +33,17 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   /** Allowlist of tool names offered to the model (default: all of `tools`). */
   allowedTools?: string[];
   output?: AgentOutputConfig<S>;
-  /** Attempt budget of the verifier gate (below a task's override, above `output.verifyMaxAttempts`); needs `output`. */
+  /** Attempts of the verifier gate (below a task's override, above `output.verifyAttempts`; default 5); needs `output`. */
+  verifyAttempts?: number;
+  /** @deprecated Renamed `verifyAttempts` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
   verifyMaxAttempts?: number;
   /** Guardians that review every candidate the output verifier accepted (defineGuardian()); needs `output`. */
   guardians?: Guardian[];
   /** Tool names one of which must end a turn. With `output` declared it defaults to `["agent_output"]`. */
   mustEndWith?: string[];
   /** Model steps allowed in one turn (default 32); past it the turn fails with `step_budget_exhausted`. */
+  stepLimit?: number;
+  /** @deprecated Renamed `stepLimit` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
   maxStepsPerTurn?: number;
   /** Worker target that runs this agent (default `"default"`). */
   workerTarget?: string;
@@ -52,11 +59,13 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
    */
   knownTools?: boolean;
   /**
-   * Spend limits ("cost budget", common/spend-limit.ts): crossing one ends the turn `failed` with
-   * reason `budget_exhausted`. A task's `budget` only lowers them, field by field (the smaller
+   * Spend limits (common/spend-limit.ts): crossing one ends the turn `failed` with
+   * reason `budget_exhausted`. A task's `spendLimit` only lowers them, field by field (the smaller
    * wins), unless its enqueuer had the `admin` verb or `tasksMayRaise: true` is set here; then
    * the task's fields replace these.
    */
+  spendLimit?: AgentSpendLimit;
+  /** @deprecated Renamed `spendLimit` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
   budget?: AgentSpendLimit;
   /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
   retention?: AgentRetention;
@@ -71,6 +80,9 @@ export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readon
   /** Tools offered to the model, after `allowedTools`. */
   readonly offeredTools: AnyTool[];
   readonly workerTarget: string;
+  /** Model steps allowed in one turn (the given `stepLimit`, or 32). */
+  readonly stepLimit: number;
+  /** The same as `stepLimit` (its old name, read by the runtime). */
   readonly maxStepsPerTurn: number;
   readonly effectiveMustEndWith: string[];
 }
@@ -97,14 +109,17 @@ export const AGENT_KEYS: readonly string[] = Object.keys(
     tools: true,
     allowedTools: true,
     output: true,
+    verifyAttempts: true,
     verifyMaxAttempts: true,
     guardians: true,
     mustEndWith: true,
+    stepLimit: true,
     maxStepsPerTurn: true,
     workerTarget: true,
     maxVerifierErrors: true,
     modelAttempts: true,
     knownTools: true,
+    spendLimit: true,
     budget: true,
     retention: true,
     memory: true,
@@ -136,6 +151,15 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     throw new DefinitionError(`${where}: name must match ${NAME}`, { key: "name" });
   }
   refuseUnknownKeys(config, AGENT_KEYS, where, "", AGENT_DEFINITION_KEYS);
+  // The names given, for messages; then the renamed options under the names the runtime reads (common/renamed.ts).
+  const spendName = (config as AgentConfig).spendLimit !== undefined ? "spendLimit" : "budget";
+  const verifyName = config.verifyAttempts !== undefined ? "verifyAttempts" : "verifyMaxAttempts";
+  const stepName = config.stepLimit !== undefined ? "stepLimit" : "maxStepsPerTurn";
+  config = readRenamed(ownSpread(config), RENAMED_AGENT_KEYS, where, "old");
+  const outputVerifyName = config.output?.verifyAttempts !== undefined ? "verifyAttempts" : "verifyMaxAttempts";
+  if (config.output && typeof config.output === "object") {
+    config = { ...config, output: readRenamed(config.output, RENAMED_OUTPUT_KEYS, where, "old", "output.") };
+  }
   if (typeof config.instructions !== "string") {
     throw new DefinitionError(`${where}: instructions must be a string`, { key: "instructions" });
   }
@@ -159,7 +183,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   const offeredTools = config.allowedTools ? tools.filter((t) => config.allowedTools!.includes(t.name)) : tools;
   if (config.output !== undefined) {
     if (!config.output || typeof config.output !== "object") {
-      throw new DefinitionError(`${where}: output must be an object { schema, verify?, verifyMaxAttempts? }`, { key: "output" });
+      throw new DefinitionError(`${where}: output must be an object { schema, verify?, verifyAttempts? }`, { key: "output" });
     }
     checkOutputKeys(config.output as unknown as Record<string, unknown>, where);
     // The schema is the parameters of the model-facing agent_output tool: an object, as every tool's.
@@ -171,13 +195,13 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     }
     if (config.output.verify !== undefined) checkVerifierShape(config.output.verify, `${where}: output.verify`);
     const e = checkAttemptBudget(config.output.verifyMaxAttempts);
-    if (e) throw new DefinitionError(`${where}: output.verifyMaxAttempts ${e}`, { key: "output.verifyMaxAttempts" });
+    if (e) throw new DefinitionError(`${where}: output.${outputVerifyName} ${e}`, { key: `output.${outputVerifyName}` });
   }
   const e = checkAttemptBudget(config.verifyMaxAttempts);
-  if (e) throw new DefinitionError(`${where}: verifyMaxAttempts ${e}`, { key: "verifyMaxAttempts" });
+  if (e) throw new DefinitionError(`${where}: ${verifyName} ${e}`, { key: verifyName });
   if (config.verifyMaxAttempts !== undefined && config.output === undefined) {
-    throw new DefinitionError(`${where}: verifyMaxAttempts needs output (there is no agent_output to verify)`, {
-      key: "verifyMaxAttempts",
+    throw new DefinitionError(`${where}: ${verifyName} needs output (there is no agent_output to verify)`, {
+      key: verifyName,
     });
   }
   if (config.guardians !== undefined && !Array.isArray(config.guardians)) {
@@ -197,7 +221,7 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   }
   const maxStepsPerTurn = config.maxStepsPerTurn ?? DEFAULT_MAX_STEPS;
   if (!Number.isInteger(maxStepsPerTurn) || maxStepsPerTurn < 1 || maxStepsPerTurn > 10_000) {
-    throw new DefinitionError(`${where}: maxStepsPerTurn must be an integer from 1 to 10000`, { key: "maxStepsPerTurn" });
+    throw new DefinitionError(`${where}: ${stepName} must be an integer from 1 to 10000`, { key: stepName });
   }
   const workerTarget = config.workerTarget ?? "default";
   if (!WORKER_TARGET.test(workerTarget)) {
@@ -207,7 +231,11 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     );
   }
   const budgetError = checkSpendLimit(config.budget, "agent");
-  if (budgetError) throw new DefinitionError(`${where}: budget ${budgetError.message}`, { key: budgetError.key ? `budget.${budgetError.key}` : "budget" });
+  if (budgetError) {
+    throw new DefinitionError(`${where}: ${spendName} ${budgetError.message}`, {
+      key: budgetError.key ? `${spendName}.${budgetError.key}` : spendName,
+    });
+  }
   const completion = config.output ? "agent_output" : "submit_result";
   const mustEndWith = config.mustEndWith ?? (config.output ? ["agent_output"] : []);
   for (const n of mustEndWith) {
@@ -235,13 +263,35 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     offeredTools,
     workerTarget,
     maxStepsPerTurn,
+    stepLimit: maxStepsPerTurn,
+    ...(config.budget !== undefined ? { spendLimit: config.budget } : {}),
+    ...(config.verifyMaxAttempts !== undefined ? { verifyAttempts: config.verifyMaxAttempts } : {}),
     effectiveMustEndWith: mustEndWith,
   });
 }
 
 /**
- * Attempt budget precedence: task override > agent `verifyMaxAttempts` >
- * `output.verifyMaxAttempts` > 5. The task route refuses an invalid override
+ * A definition spread into a new config carries each renamed option under
+ * both names (defineAgent sets both): the pair that still agrees is taken
+ * under the old name alone; a pair changed on one side is left for
+ * `readRenamed` to refuse.
+ */
+function ownSpread<S extends z.ZodType>(config: AgentConfig<S>): AgentConfig<S> {
+  if ((config as { kind?: unknown }).kind !== "agent") return config;
+  const c = config as unknown as Record<string, unknown>;
+  let out: Record<string, unknown> | null = null;
+  for (const [name, old] of Object.entries(RENAMED_AGENT_KEYS)) {
+    if (c[name] !== undefined && c[old] !== undefined && c[name] === c[old]) {
+      out ??= { ...c };
+      delete out[name];
+    }
+  }
+  return (out ?? config) as AgentConfig<S>;
+}
+
+/**
+ * Verifier attempts, by precedence: task override > agent `verifyAttempts` >
+ * `output.verifyAttempts` > 5 (read under their old names, common/renamed.ts). The task route refuses an invalid override
  * (checkAttemptBudget); one written into the store by other means is
  * ignored here, so a turn always starts with a valid budget.
  */

@@ -3,7 +3,7 @@
  * time so a bad one fails at startup, not in the middle of a turn.
  *
  * Discovery: an agent's verifier is `output.verify` and nothing else. The
- * `output` object takes only `schema`, `verify` and `verifyMaxAttempts`; any
+ * `output` object takes only `schema`, `verify` and `verifyAttempts` (or its old name `verifyMaxAttempts`); any
  * other key (`verifier`, `validate`, `maxAttempts`, …) is refused, so a typo
  * never silently turns the gate off.
  *
@@ -54,7 +54,8 @@ export function checkVerifierShape(fn: unknown, what: string): void {
 }
 
 /** The keys `output` may have. */
-export const OUTPUT_KEYS = ["schema", "verify", "verifyMaxAttempts"] as const;
+// `verifyMaxAttempts` (the old name of `verifyAttempts`) stays where messages have always listed it.
+export const OUTPUT_KEYS = ["schema", "verify", "verifyMaxAttempts", "verifyAttempts"] as const;
 
 const LIKELY_VERIFY = /^(verif|valid|check|guard|gate)/i;
 const LIKELY_BUDGET = /attempt/i;

@@ -125,7 +125,7 @@ async function main(args: string[]) {
 /** `gatehouse replay`: the bundle in a fresh memory store, served on Node with the environment's PORT/HOST. */
 async function replay(bundlePath: string, agentsModule: string | undefined) {
   const { readFile } = await import("node:fs/promises");
-  const [{ serveReplay }, { serveNode }, { configFromEnv }] = await Promise.all([
+  const [{ createReplayGatehouse }, { serveNode }, { configFromEnv }] = await Promise.all([
     import("../replay.ts"),
     import("./serve-node.ts"),
     import("./config.ts"),
@@ -146,7 +146,7 @@ async function replay(bundlePath: string, agentsModule: string | undefined) {
   const agents = agentsModule ? await loadAgents(agentsModule) : [];
   let gh;
   try {
-    gh = await serveReplay(bundle, { agents });
+    gh = await createReplayGatehouse(bundle, { agents });
   } catch (err) {
     throw new StartupError("agents", `cannot load ${bundlePath}: ${(err as Error).message}`);
   }

@@ -18,19 +18,17 @@
  * The table `ENV_VARIABLES` is the reference the README and
  * docs/operations.md print; tests/config.test.ts checks both against it.
  */
-import { authFromEnv, checkAuthConfig, type GatehouseOptions } from "../mod.ts";
+import type { GatehouseOptions } from "../mod.ts";
+import { authFromEnv, checkAuthConfig } from "../ops.ts";
 import { editDistance } from "../common/known-keys.ts";
+import { ConfigError } from "../errors/startup.ts";
+import { DEFAULTS, rateRuleText } from "../common/defaults.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
-/** A bad configuration value: one line naming the variable. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  constructor(message: string, readonly variable?: string) {
-    super(message);
-  }
-}
+/** A bad configuration value: one line naming the variable (errors/startup.ts). */
+export { ConfigError };
 
 /** What the environment sets of createGatehouse's options. */
 export type EnvGatehouseOptions = Pick<
@@ -77,19 +75,19 @@ export interface EnvVariable {
 
 /** Every variable the entries read, in the order the docs list them. */
 export const ENV_VARIABLES: readonly EnvVariable[] = [
-  { name: "PORT", default: "8787", meaning: "listening port (0: any free port)" },
-  { name: "HOST", default: "127.0.0.1", meaning: "listening address (`0.0.0.0` for every interface)" },
+  { name: "PORT", default: String(DEFAULTS.port), meaning: "listening port (0: any free port)" },
+  { name: "HOST", default: DEFAULTS.host, meaning: "listening address (`0.0.0.0` for every interface)" },
   { name: "GATEHOUSE_LOG", default: "info", meaning: "log level: `debug`, `info`, `warn`, `error` (JSON lines on stdout)" },
-  { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: "64", meaning: "worker loops per process (1 to 1024)" },
-  { name: "GATEHOUSE_LEASE_MS", option: "leaseMs", default: "15000", meaning: "claim lease; a dead worker's agents are offered again after it" },
-  { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: "100", meaning: "first idle wait of the worker pool, and its wait after any claim or in-process wake" },
-  { name: "GATEHOUSE_IDLE_POLL_MAX_MS", option: "idlePollMaxMs", default: "5000 (1000 on TCP Redis)", meaning: "longest idle wait of the worker pool while it polls (the wait doubles from `pollMs`); work enqueued by another process is found within it. On TCP Redis bells are pushed and it applies only while the connection that hears them is down" },
-  { name: "GATEHOUSE_WATCHDOG_INTERVAL_MS", option: "watchdogIntervalMs", default: "1000", meaning: "watchdog pass interval while a deadline is near" },
-  { name: "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", option: "watchdogIdleMaxMs", default: "30000", meaning: "longest idle wait of the watchdog (doubles from `watchdogIntervalMs` while no deadline is near)" },
-  { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: "262144", meaning: "request body limit (413 above it)" },
-  { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: "20", meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
-  { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: "600000", meaning: "resume deadline of external tool calls" },
-  { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: "60000", meaning: "timeout of in-process tools" },
+  { name: "GATEHOUSE_CONCURRENCY", option: "concurrency", default: String(DEFAULTS.concurrency), meaning: "worker loops per process (1 to 1024)" },
+  { name: "GATEHOUSE_LEASE_MS", option: "leaseMs", default: String(DEFAULTS.leaseMs), meaning: "claim lease; a dead worker's agents are offered again after it" },
+  { name: "GATEHOUSE_POLL_MS", option: "pollMs", default: String(DEFAULTS.pollMs), meaning: "first idle wait of the worker pool, and its wait after any claim or in-process wake" },
+  { name: "GATEHOUSE_IDLE_POLL_MAX_MS", option: "idlePollMaxMs", default: `${DEFAULTS.idlePollMaxMs} (${DEFAULTS.idlePollMaxMsTcp} on TCP Redis)`, meaning: "longest idle wait of the worker pool while it polls (the wait doubles from `pollMs`); work enqueued by another process is found within it. On TCP Redis bells are pushed and it applies only while the connection that hears them is down" },
+  { name: "GATEHOUSE_WATCHDOG_INTERVAL_MS", option: "watchdogIntervalMs", default: String(DEFAULTS.watchdogIntervalMs), meaning: "watchdog pass interval while a deadline is near" },
+  { name: "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", option: "watchdogIdleMaxMs", default: String(DEFAULTS.watchdogIdleMaxMs), meaning: "longest idle wait of the watchdog (doubles from `watchdogIntervalMs` while no deadline is near)" },
+  { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: String(DEFAULTS.maxBodyBytes), meaning: "request body limit (413 above it)" },
+  { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: String(DEFAULTS.whatIfMaxCandidates), meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
+  { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: String(DEFAULTS.externalToolTimeoutMs), meaning: "resume deadline of external tool calls" },
+  { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: String(DEFAULTS.toolTimeoutMs), meaning: "timeout of in-process tools" },
   { name: "GATEHOUSE_TOKENS", option: "auth", default: "off", meaning: "bearer tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` scoped to tenant prefixes and verbs (docs/security.md)" },
   { name: "GATEHOUSE_TOKEN", option: "auth", default: "off", meaning: "one more full-access bearer token" },
   { name: "GATEHOUSE_BEARER_TOKENS", option: "auth", default: "off", meaning: "comma-separated full-access bearer tokens (16+ visible ASCII characters each)" },
@@ -98,16 +96,16 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "QSTASH_NEXT_SIGNING_KEY", option: "auth", default: "off", meaning: "QStash next signing key (set together with the current one)" },
   { name: "GATEHOUSE_QSTASH_TENANTS", option: "auth", default: "every agent", meaning: "comma-separated agent-id prefixes that QStash-signed requests reach (docs/security.md)" },
   { name: "GATEHOUSE_PUBLIC_URL", option: "auth", default: "the request's URL", meaning: "the URL senders call this deployment by (`https://host` or `https://host/prefix`) when a proxy or load balancer stands in front: a QStash token's `sub` must be it plus the request's path (docs/security.md); used only with auth" },
-  { name: "GATEHOUSE_RATE_LIMIT_PER_TOKEN", option: "rateLimits", default: "1200/1m with auth, off without", meaning: "requests per token: `<count>/<period>` (period `500ms`, `30s`, `1m`, `1h`) or `off`; 429 `rate_limited` beyond it, held in the store across processes (docs/security.md)" },
-  { name: "GATEHOUSE_RATE_LIMIT_PER_AGENT", option: "rateLimits", default: "600/1m with auth, off without", meaning: "requests per agent, same form; setting either variable turns rate limits on even without auth" },
-  { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: "3000 (5000 at startup)", meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
+  { name: "GATEHOUSE_RATE_LIMIT_PER_TOKEN", option: "rateLimits", default: `${rateRuleText(DEFAULTS.rateLimits.perToken)} with auth, off without`, meaning: "requests per token: `<count>/<period>` (period `500ms`, `30s`, `1m`, `1h`) or `off`; 429 `rate_limited` beyond it, held in the store across processes (docs/security.md)" },
+  { name: "GATEHOUSE_RATE_LIMIT_PER_AGENT", option: "rateLimits", default: `${rateRuleText(DEFAULTS.rateLimits.perAgent)} with auth, off without`, meaning: "requests per agent, same form; setting either variable turns rate limits on even without auth" },
+  { name: "GATEHOUSE_STORE_TIMEOUT_MS", option: "storeTimeoutMs", default: `${DEFAULTS.storeTimeoutMs} (${DEFAULTS.startupStoreTimeoutMs} at startup)`, meaning: "longest wait for the store in a request (503 `store_unavailable` past it), and how long a start waits for the store before it gives up (exit code 4)" },
   { name: "GATEHOUSE_RETENTION", option: "retention", default: "on", meaning: "`off` keeps every agent's whole history; `on` applies the limits below (store/retention.ts)" },
-  { name: "GATEHOUSE_RETENTION_MAX_EVENTS", option: "retention", default: "10000", meaning: "events kept per agent (plus those of the turn that ends)" },
-  { name: "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", option: "retention", default: "4194304", meaning: "bytes of event JSON kept per agent" },
-  { name: "GATEHOUSE_RETENTION_MAX_TURNS", option: "retention", default: "200", meaning: "ended turns whose records (status, input, tool calls, messages) are kept per agent, at least" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENTS", option: "retention", default: String(DEFAULTS.retention.maxEvents), meaning: "events kept per agent (plus those of the turn that ends)" },
+  { name: "GATEHOUSE_RETENTION_MAX_EVENT_BYTES", option: "retention", default: String(DEFAULTS.retention.maxEventBytes), meaning: "bytes of event JSON kept per agent" },
+  { name: "GATEHOUSE_RETENTION_MAX_TURNS", option: "retention", default: String(DEFAULTS.retention.maxTurns), meaning: "ended turns whose records (status, input, tool calls, messages) are kept per agent, at least" },
   { name: "GATEHOUSE_REDIS_URL", default: "—", meaning: "Redis over TCP (`redis://`, `rediss://`); else the memory store" },
   { name: "GATEHOUSE_REDIS_CLUSTER_NODES", default: "—", meaning: "Redis Cluster seed nodes, comma-separated (`redis://host:port` or `host:port`); instead of `GATEHOUSE_REDIS_URL`" },
-  { name: "GATEHOUSE_REDIS_SHARDS", default: "16 (Cluster)", meaning: "shards of the Cluster key layout (1 to 256; docs/store.md); fixed for a prefix once used" },
+  { name: "GATEHOUSE_REDIS_SHARDS", default: `${DEFAULTS.redisShards} (Cluster)`, meaning: "shards of the Cluster key layout (1 to 256; docs/store.md); fixed for a prefix once used" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
   { name: "UPSTASH_REDIS_REST_URL", default: "—", meaning: "Upstash REST URL (with the token below)" },
@@ -265,7 +263,7 @@ export function configFromEnv(env: Env): EnvConfig {
       : { ...(perToken !== undefined ? { perToken } : {}), ...(perAgent !== undefined ? { perAgent } : {}) };
   }
 
-  const hostname = set(env, "HOST") ?? "127.0.0.1";
+  const hostname = set(env, "HOST") ?? DEFAULTS.host;
   if (/\s/.test(hostname)) throw new ConfigError(`HOST=${JSON.stringify(hostname)} is not a host name or address`, "HOST");
   const allowEviction = set(env, "GATEHOUSE_ALLOW_EVICTION");
   if (allowEviction !== undefined && !["0", "1", "true", "false"].includes(allowEviction)) {
@@ -298,10 +296,10 @@ export function configFromEnv(env: Env): EnvConfig {
 
   const unknown = Object.keys(env).filter((k) => k.startsWith("GATEHOUSE_") && !KNOWN.has(k)).sort();
   return {
-    port: integer(env, "PORT", 0, 65_535) ?? 8787,
+    port: integer(env, "PORT", 0, 65_535) ?? DEFAULTS.port,
     hostname,
     logLevel: (logRaw as LogLevel | undefined) ?? "info",
-    storeTimeoutMs: storeTimeoutMs ?? 5_000,
+    storeTimeoutMs: storeTimeoutMs ?? DEFAULTS.startupStoreTimeoutMs,
     gatehouse,
     unknown,
   };

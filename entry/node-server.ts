@@ -21,7 +21,7 @@ import { createServer, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener, RequestError } from "@hono/node-server";
 import type { Logger } from "../actors/runtime.ts";
-import { PROBLEMS, ProblemError, problemType } from "../mod.ts";
+import { PROBLEMS, ProblemError, problemType } from "../ops.ts";
 
 type Fetch = (req: Request) => Response | Promise<Response>;
 

@@ -19,6 +19,7 @@
 import process from "node:process";
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import type { Env } from "./config.ts";
 import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
 
@@ -63,7 +64,7 @@ export interface BunServing {
 export function serveBun(gatehouse: Gatehouse, options: ServeBunOptions = {}): Promise<BunServing> {
   const B = bun();
   const hostname = options.hostname ?? "127.0.0.1";
-  const wanted = options.port ?? 8787;
+  const wanted = options.port ?? DEFAULTS.port;
   const logger = options.logger ?? consoleLogger("info");
   let server: BunServer;
   try {

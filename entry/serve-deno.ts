@@ -17,6 +17,7 @@
  */
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import type { Env } from "./config.ts";
 import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
 
@@ -64,7 +65,7 @@ export interface DenoServing {
 export function serveDeno(gatehouse: Gatehouse, options: ServeDenoOptions = {}): Promise<DenoServing> {
   const D = deno();
   const hostname = options.hostname ?? "127.0.0.1";
-  const wanted = options.port ?? 8787;
+  const wanted = options.port ?? DEFAULTS.port;
   const logger = options.logger ?? consoleLogger("info");
   let server: DenoServer;
   try {

@@ -24,6 +24,7 @@ import type { Server } from "node:http";
 import process from "node:process";
 import { consoleLogger, type Gatehouse, type Logger } from "../mod.ts";
 import { redisStore } from "../redis.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import type { Env } from "./config.ts";
 import { createNodeServer } from "./node-server.ts";
 import { describeStartupFailure, type StartFromEnvInput, StartupError, startServing, startWith } from "./startup.ts";
@@ -68,7 +69,7 @@ function listenFailure(err: NodeJS.ErrnoException, hostname: string, port: numbe
 
 export async function serveNode(gatehouse: Gatehouse, options: ServeNodeOptions = {}): Promise<NodeServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  const wanted = options.port ?? 8787;
+  const wanted = options.port ?? DEFAULTS.port;
   const logger = options.logger ?? consoleLogger("info");
   const server: Server = createNodeServer(gatehouse.app.fetch, logger);
   await new Promise<void>((resolve, reject) => {

@@ -31,34 +31,12 @@ import {
   type Store,
   StoreInputError,
 } from "../mod.ts";
+import { STARTUP_EXIT_CODES, StartupError, type StartupFailureKind } from "../errors/startup.ts";
 import { ConfigError, configFromEnv, type Env, type EnvConfig, nearestVariable } from "./config.ts";
 import { storeFromEnv, type TcpStoreFactory } from "./store-from-env.ts";
 
-/** Exit codes of a failed start (documented in docs/operations.md). */
-export const STARTUP_EXIT_CODES = {
-  /** Anything not listed below. */
-  unexpected: 1,
-  /** A bad environment variable, command-line argument or option. */
-  config: 2,
-  /** The agents module cannot be loaded, exports no agent, or a definition is refused. */
-  agents: 3,
-  /** The store cannot be reached in time, or refuses to be used (eviction policy). */
-  store: 4,
-  /** The server cannot listen: port in use, no permission, address not available. */
-  listen: 5,
-} as const;
-
-export type StartupFailureKind = keyof typeof STARTUP_EXIT_CODES;
-
-/** A failed start, already described in one line. */
-export class StartupError extends Error {
-  override readonly name = "StartupError";
-  readonly exitCode: number;
-  constructor(readonly kind: StartupFailureKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.exitCode = STARTUP_EXIT_CODES[kind];
-  }
-}
+export { STARTUP_EXIT_CODES, StartupError };
+export type { StartupFailureKind };
 
 const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ").trim();
 

@@ -85,7 +85,7 @@ export const summarizer = defineAgent({
       return { summary: candidate.summary, words: counted, verified: true };
     },
   },
-  verifyMaxAttempts: 3,
+  verifyAttempts: 3,
   model: scriptedModel(({ messages }) => {
     const rejected = messages.some((m) => m.role === "tool" && m.content.includes("<verification_rejected"));
     const summary = "Gatehouse keeps agents durable.";

@@ -5,7 +5,7 @@
  * The lead runs under a spend limit; the researcher's tokens count toward it.
  *
  * `main()` runs two tasks on the memory store: one within the limit (it ends
- * `done`), and one whose task-level `budget` is too small for the team (it
+ * `done`), and one whose task-level `spendLimit` is too small for the team (it
  * ends `failed` with `budget_exhausted` and a FAIL verdict of the built-in
  * `budget` guardian).
  */
@@ -41,7 +41,7 @@ export const lead = defineAgent({
   instructions: "Have the researcher find facts, then write a one-line summary.",
   model: leadModel,
   tools: [agentTool(researcher, { description: "Research a topic", deliverable: { type: "object", required: ["facts"] } })],
-  budget: { maxTokensPerTurn: 2_000, maxCostTotal: 1 },
+  spendLimit: { maxTokensPerTurn: 2_000, maxCostTotal: 1 },
 });
 // #endregion team
 
@@ -56,7 +56,7 @@ export async function main() {
   try {
     // #region run
     await task("lead-1", { agent: "lead", input: "Tell me about sea otters" });
-    await task("lead-2", { agent: "lead", input: "Tell me about sea otters", budget: { maxTokensPerTurn: 500 } });
+    await task("lead-2", { agent: "lead", input: "Tell me about sea otters", spendLimit: { maxTokensPerTurn: 500 } });
     await gh.drain();
     // #endregion run
     const started = (await events("lead-1")).find((e) => e.type === "delegation_started")!.data as { childAgentId: string };

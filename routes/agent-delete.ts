@@ -33,7 +33,7 @@ const deleteAgent = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams },
   responses: { 200: json("The agent was deleted", AgentDeleted) },
-}, ["invalid_agent_id", "agent_not_found"]);
+}, ["invalid_agent_id", "agent_not_found"], "admin");
 
 export function agentDeleteRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(deleteAgent, async (c) => {

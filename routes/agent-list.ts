@@ -57,7 +57,7 @@ const listAgents = defineRoute({
   tags: ["debugging"],
   request: { query: AgentListQuery },
   responses: { 200: json("A page of agents", AgentList) },
-}, ["validation_failed"]);
+}, ["validation_failed"], "read");
 
 export function agentListRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(listAgents, async (c) => {

@@ -7,7 +7,7 @@
  *   is refused (409). An idempotency key seen before answers the first
  *   task's turn with `duplicate: true` and enqueues nothing. A signed task
  *   without a key stands under `delivery:<scheme>:<message id>`. A task's
- *   `budget` lowers the agent's; the task records `budgetMayRaise` (its
+ *   `spendLimit` (old name `budget`) lowers the agent's; the task records `budgetMayRaise` (its
  *   fields may raise the agent's) only when the token has `admin` or auth is
  *   off (common/spend-limit.ts).
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
@@ -52,7 +52,7 @@ const enqueueTask = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams, body: jsonBody(TaskRequest) },
   responses: { 202: json("Enqueued (or a duplicate)", TaskAccepted) },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"]);
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], { verb: "enqueue", signable: true });
 
 const getAgent = defineRoute({
   method: "get",
@@ -62,7 +62,7 @@ const getAgent = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams },
   responses: { 200: json("The agent", AgentView) },
-}, ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"]);
+}, ["invalid_agent_id", "agent_not_found", "snapshot_unrestorable"], "read");
 
 const cancelTurn = defineRoute({
   method: "post",
@@ -78,7 +78,7 @@ const cancelTurn = defineRoute({
 }, [
   "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "turn_finished", "turn_not_started",
   "turn_not_found",
-]);
+], { verb: "cancel", signable: true });
 
 const getTurn = defineRoute({
   method: "get",
@@ -88,7 +88,7 @@ const getTurn = defineRoute({
   tags: ["agents"],
   request: { params: TurnParams },
   responses: { 200: json("The turn", TurnView) },
-}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"]);
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found"], "read");
 
 const cancelTask = defineRoute({
   method: "delete",
@@ -100,7 +100,7 @@ const cancelTask = defineRoute({
   tags: ["agents"],
   request: { params: TurnParams },
   responses: { 200: json("Cancelled", TaskCancelled) },
-}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"]);
+}, ["invalid_agent_id", "validation_failed", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"], "cancel");
 
 /**
  * The agent routes, chained.
@@ -118,16 +118,20 @@ export function agentRoutes(rt: RouteRuntime) {
       if (!def) {
         throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
       }
+      // `verifyAttempts` and `spendLimit`, or their old names (never both: the schema refuses that).
+      const verifyAttempts = body.verifyAttempts ?? body.verifyMaxAttempts;
+      const spendLimit = body.spendLimit ?? body.budget;
       const r = await rt.store.enqueueTask({
         agentId,
         agentName: def.name,
         workerTarget: def.workerTarget,
         input: body.input,
+        // Stored under the names stored tasks have always had (`verifyMaxAttempts`, `budget`), so old data reads.
         options: {
-          ...(body.verifyMaxAttempts !== undefined ? { verifyMaxAttempts: body.verifyMaxAttempts } : {}),
-          ...(body.budget !== undefined ? { budget: body.budget } : {}),
-          // A task budget only lowers the agent's, unless the enqueuer operates the server (common/spend-limit.ts).
-          ...(body.budget !== undefined && (rt.auth === undefined || tokenHasVerb(c, "admin")) ? { budgetMayRaise: true as const } : {}),
+          ...(verifyAttempts !== undefined ? { verifyMaxAttempts: verifyAttempts } : {}),
+          ...(spendLimit !== undefined ? { budget: spendLimit } : {}),
+          // A task's spend limit only lowers the agent's, unless the enqueuer operates the server (common/spend-limit.ts).
+          ...(spendLimit !== undefined && (rt.auth === undefined || tokenHasVerb(c, "admin")) ? { budgetMayRaise: true as const } : {}),
         },
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),

@@ -2390,7 +2390,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agent: string;
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
+                    verifyAttempts?: number | undefined;
                     verifyMaxAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     budget?: {
                         maxTokensPerTurn?: number | undefined;
                         maxCostPerTurn?: number | undefined;

@@ -2,7 +2,7 @@
  * How a route module is written: `@hono/zod-openapi` routes, declared once.
  *
  * A route module exports a factory `(rt) => OpenAPIHono` that chains
- * `.openapi(defineRoute(rt, config, problems), handler)` for each of its
+ * `.openapi(defineRoute(config, problems, access), handler)` for each of its
  * routes. `config` is the library's `createRoute` config: request params,
  * query, headers and body schemas, and every success response with its
  * schema. `problems` lists the problem codes the route may answer; they
@@ -28,6 +28,7 @@ import { type BodyLimits, issuesOf, readJson } from "./body.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { replaceRequest } from "./request-origin.ts";
+import { declareAccess, type RouteAccess } from "./auth/access.ts";
 import { Problem } from "./schemas.ts";
 
 /** Problems of every route that reads a JSON body. */
@@ -120,8 +121,13 @@ export function problemResponses(codes: readonly ProblemCode[], problem: z.ZodTy
   return out;
 }
 
-/** Who may call a route: `public` routes never ask for a token (routes/auth.ts). */
-export type Access = "public" | "token";
+/**
+ * Who may call a route (routes/auth/access.ts): `"public"` routes never ask
+ * for a token (routes/auth.ts); any other route names the verb a token needs
+ * (`"read"`, `"enqueue"`, `"deliver"`, `"cancel"`, `"replay"`, `"admin"`),
+ * with `global` and `signable` where they apply.
+ */
+export type Access = RouteAccess;
 
 interface RouteDocs {
   problems: readonly ProblemCode[];
@@ -132,8 +138,10 @@ interface RouteDocs {
 const docs = new WeakMap<object, RouteDocs>();
 
 /**
- * A route: the library's route config (as for `createRoute`) and the
- * problem codes it may answer besides its success responses. Returns
+ * A route: the library's route config (as for `createRoute`), the
+ * problem codes it may answer besides its success responses, and who may
+ * call it (`access`: the verb a token needs, or `"public"`; the auth table of
+ * routes/auth/access.ts is made of these declarations). Returns
  * `config` with its exact type (what the handler and `hc` see). An app of
  * `routeApp(rt)` registering it adds the problem responses (plus
  * `unauthorized`/`forbidden` when auth is on and `internal_error` always),
@@ -149,10 +157,11 @@ const docs = new WeakMap<object, RouteDocs>();
  *   tags: ["agents"],
  *   request: { params: AgentParams },
  *   responses: { 200: json("The agent", AgentView) },
- * }, ["invalid_agent_id", "agent_not_found"]);
+ * }, ["invalid_agent_id", "agent_not_found"], "read");
  */
-export function defineRoute<const R extends RouteConfig>(config: R, problems: readonly ProblemCode[], access: Access = "token"): R {
+export function defineRoute<const R extends RouteConfig>(config: R, problems: readonly ProblemCode[], access: Access): R {
   docs.set(config, { problems, access });
+  declareAccess(config.method, config.path, access);
   return config;
 }
 
@@ -163,9 +172,9 @@ type RuntimeDocs = Pick<RouteRuntime, "auth" | "limits" | "rateLimits">;
 export function withRuntime<R extends RouteConfig>(rt: RuntimeDocs, config: R): R {
   const d = docs.get(config);
   if (!d) throw new Error(`Cannot register route ${config.method.toUpperCase()} ${config.path}: it was not made by defineRoute`);
-  const secured = d.access === "token" && rt.auth !== undefined;
+  const secured = d.access !== "public" && rt.auth !== undefined;
   // Rate limits (routes/rate-limit.ts) apply to every route that is not public, with or without auth.
-  const limited = d.access === "token" && rt.rateLimits != null;
+  const limited = d.access !== "public" && rt.rateLimits != null;
   const codes: ProblemCode[] = [
     ...d.problems,
     ...(secured ? ["unauthorized" as const, "forbidden" as const] : []),

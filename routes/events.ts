@@ -87,7 +87,7 @@ function readEventsRoute(maxEventPage: number) {
         },
       },
     },
-  }, ["invalid_agent_id", "validation_failed", "agent_not_found", "too_many_streams"]);
+  }, ["invalid_agent_id", "validation_failed", "agent_not_found", "too_many_streams"], "read");
 }
 
 /** True when an Accept header lists text/event-stream. */

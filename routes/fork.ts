@@ -44,7 +44,7 @@ const forkAgent = defineRoute({
   tags: ["debugging"],
   request: { params: AgentParams, body: jsonBody(ForkRequest) },
   responses: { 201: json("The fork", ForkCreated) },
-}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "agent_exists", "unknown_agent_definition", "history_diverged"]);
+}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "agent_exists", "unknown_agent_definition", "history_diverged"], "admin");
 
 export function forkRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(forkAgent, async (c) => {

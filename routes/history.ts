@@ -50,7 +50,7 @@ const getAgentHistory = defineRoute({
   tags: ["debugging"],
   request: { params: HistoryParams },
   responses: { 200: json("The agent after the event", HistoryView) },
-}, ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "history_diverged"]);
+}, ["validation_failed", "invalid_agent_id", "agent_not_found", "event_not_found", "event_trimmed", "history_diverged"], "read");
 
 /** 410 `event_trimmed`: the event is before the log's trimmed point. */
 export function trimmedProblem(err: EventTrimmedError): ProblemError {

@@ -29,7 +29,7 @@ const getMachine = defineRoute({
   summary: "The agent statechart as an XState machine config (createMachine runs it), with states, transitions and Mermaid text under meta",
   tags: ["machine"],
   responses: { 200: json("The machine", MachineView) },
-}, []);
+}, [], "read");
 
 export function machineRoutes(rt: RouteRuntime) {
   // Checked against the documented schema once, at startup.

@@ -20,7 +20,7 @@ const metricsRoute = defineRoute({
   responses: {
     200: { description: "The exposition text", content: { "text/plain; version=0.0.4": { schema: z.string() } } },
   },
-}, []);
+}, [], { verb: "admin", global: true });
 
 export function metricsRoutes(rt: RouteRuntime) {
   const metrics = rt.metrics ?? createMetrics();

@@ -28,7 +28,7 @@ export const openApiRoute = defineRoute({
   summary: "This OpenAPI 3.1 document",
   tags: ["operations"],
   responses: { 200: json("The document", OpenApiDocument) },
-}, []);
+}, [], "read");
 
 /** The document of the routes registered on `app`. */
 export function openApiDocument(app: OpenAPIHono, rt: Pick<RouteRuntime, "auth">): Record<string, unknown> {

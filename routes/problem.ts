@@ -6,6 +6,7 @@
  * what clients branch on; `detail` is for humans and may change. No response
  * ever carries a stack trace or an internal error message.
  */
+import { GatehouseError } from "../errors/base.ts";
 
 /** Every code the routes answer with, its status and title (see docs/http.md). */
 export const PROBLEMS = {
@@ -67,8 +68,8 @@ export const problemType = (code: string) => `/docs/http#${code}`;
  * throw new ProblemError("agent_not_found", `Agent "a1" does not exist`);
  * // -> 404 application/problem+json { type, title, status: 404, detail, code: "agent_not_found" }
  */
-export class ProblemError extends Error {
-  readonly code: ProblemCode;
+export class ProblemError extends GatehouseError {
+  declare readonly code: ProblemCode;
   readonly status: number;
   readonly title: string;
   /** Extra members of the problem object (e.g. `errors`, `boundTo`). */
@@ -81,9 +82,8 @@ export class ProblemError extends Error {
     detail: string,
     opts: { extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
   ) {
-    super(detail);
+    super(code, detail);
     this.name = "ProblemError";
-    this.code = code;
     this.status = PROBLEMS[code].status;
     this.title = PROBLEMS[code].title;
     this.extra = opts.extra ?? {};

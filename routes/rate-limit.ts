@@ -25,6 +25,7 @@
  * the whole minute's allowance; off without auth (development).
  */
 import type { Context } from "hono";
+import { DEFAULTS } from "../common/defaults.ts";
 import { ProblemError } from "./problem.ts";
 import { AGENT_ID } from "./schemas.ts";
 import type { Clock } from "../actors/runtime.ts";
@@ -50,8 +51,8 @@ export interface RateLimits {
 }
 
 export const DEFAULT_RATE_LIMITS: Readonly<{ perToken: RateLimitRule; perAgent: RateLimitRule }> = Object.freeze({
-  perToken: Object.freeze({ limit: 1_200, periodMs: 60_000 }),
-  perAgent: Object.freeze({ limit: 600, periodMs: 60_000 }),
+  perToken: DEFAULTS.rateLimits.perToken,
+  perAgent: DEFAULTS.rateLimits.perAgent,
 });
 
 function checkRule(rule: unknown, what: string): string | null {

@@ -37,6 +37,7 @@ import { AGENT_ID, AgentParams } from "./schemas.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import { STATES } from "../machines/types.ts";
 import { SnapshotError } from "../errors/errors.ts";
+import { ReplayBundleError } from "../errors/replay.ts";
 
 export const REPLAY_BUNDLE_SCHEMA_VERSION = 1;
 
@@ -58,20 +59,7 @@ export interface ReplayBundleV1 {
   messagesFrom?: number;
 }
 
-/**
- * A bundle that this version cannot load (or could load but not serve);
- * `code` is the HTTP problem code, `field` the part of the bundle refused
- * (e.g. `agentId`, `head.snapshot`; absent when the whole shape is).
- */
-export class ReplayBundleError extends Error {
-  readonly code = "invalid_replay_bundle";
-  readonly field?: string;
-  constructor(message: string, field?: string) {
-    super(message);
-    this.name = "ReplayBundleError";
-    if (field !== undefined) this.field = field;
-  }
-}
+export { ReplayBundleError };
 
 /** The snapshot's state, or ReplayBundleError when the routes could not restore it. */
 function checkedState(snapshot: unknown, field: string): string {
@@ -187,7 +175,7 @@ const exportAgent = defineRoute({
   tags: ["debugging"],
   request: { params: AgentParams },
   responses: { 200: json("The replay bundle", ReplayBundle) },
-}, ["invalid_agent_id", "agent_not_found"]);
+}, ["invalid_agent_id", "agent_not_found"], "read");
 
 export function exportRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(exportAgent, async (c) => {

@@ -33,7 +33,7 @@ const resetAgent = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams, body: jsonBody(ResetRequest, { required: false }) },
   responses: { 200: json("The turn was ended", ResetAccepted) },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "reset_conflict"]);
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "not_active", "reset_conflict"], "admin");
 
 export function resetRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(resetAgent, async (c) => {

@@ -31,31 +31,39 @@ const Ref = (what: string) => z.string().min(1).max(256).describe(what);
 
 // ---------------------------------------------------------------- requests
 
-/** A task's spend limits (common/spend-limit.ts); each field lowers the agent's `budget` for this turn (raises it only with `admin` or `tasksMayRaise`). */
+/** A task's spend limits (common/spend-limit.ts); each field lowers the agent's `spendLimit` for this turn (raises it only with `admin` or `tasksMayRaise`). */
 export const SpendLimitBody = z.strictObject({
   maxTokensPerTurn: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional()
     .describe("Most input + output tokens the turn may use (its children's included)"),
   maxCostPerTurn: z.number().min(0).optional().describe("Most model cost the turn may use (its children's included)"),
   maxCostTotal: z.number().min(0).optional().describe("Most model cost the agent may have used over all its turns"),
-}).describe("Spend limits of this turn: per field the smaller of these and the agent's `budget` applies, unless the " +
-  "request's token has `admin` or the agent sets `budget.tasksMayRaise` (then these replace the agent's); crossing one " +
+}).describe("Spend limits of this turn: per field the smaller of these and the agent's `spendLimit` applies, unless the " +
+  "request's token has `admin` or the agent sets `spendLimit.tasksMayRaise` (then these replace the agent's); crossing one " +
   "fails the turn with `budget_exhausted`");
+
+/** A task's verifier attempts, under `name`. */
+const attempts = (name: string, description: string) =>
+  z.number().superRefine((v, ctx) => {
+    const e = checkAttemptBudget(v);
+    if (e) ctx.addIssue({ code: "custom", message: `${name} ${e}` });
+  }).meta({ type: "integer", minimum: 1, maximum: MAX_VERIFY_ATTEMPTS_LIMIT, description }).optional();
 
 export const TaskRequest = z.strictObject({
   agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),
   input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task: text or a JSON object"),
   idempotencyKey: z.string().min(1).max(256).optional()
     .describe("First-wins per agent: a repeated key answers the first task's turn with `duplicate: true`"),
-  verifyMaxAttempts: z.number().superRefine((v, ctx) => {
-    const e = checkAttemptBudget(v);
-    if (e) ctx.addIssue({ code: "custom", message: `verifyMaxAttempts ${e}` });
-  }).meta({
-    type: "integer",
-    minimum: 1,
-    maximum: MAX_VERIFY_ATTEMPTS_LIMIT,
-    description: "Overrides the verification attempt budget for this turn",
-  }).optional(),
-  budget: SpendLimitBody.optional(),
+  verifyAttempts: attempts("verifyAttempts", "Overrides the verifier gate's attempts for this turn"),
+  verifyMaxAttempts: attempts("verifyMaxAttempts", "Old name of `verifyAttempts` (deprecated; not both)"),
+  spendLimit: SpendLimitBody.optional(),
+  budget: SpendLimitBody.optional().describe("Old name of `spendLimit` (deprecated; not both)"),
+}).superRefine((t, ctx) => {
+  // A renamed field under both names says two things (common/renamed.ts).
+  for (const [name, old] of [["verifyAttempts", "verifyMaxAttempts"], ["spendLimit", "budget"]] as const) {
+    if (t[name] !== undefined && t[old] !== undefined) {
+      ctx.addIssue({ code: "custom", path: [name], message: `${name} and ${old} are the same field (${old} is its old name): give only ${name}` });
+    }
+  }
 }).openapi("TaskRequest");
 export type TaskRequest = z.infer<typeof TaskRequest>;
 

@@ -29,7 +29,7 @@ const createStreamSession = defineRoute({
   tags: ["agents"],
   request: { params: AgentParams },
   responses: { 200: json("The session (and its Set-Cookie)", StreamSession) },
-}, ["invalid_agent_id"]);
+}, ["invalid_agent_id"], "read");
 
 export function streamSessionRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(createStreamSession, async (c) => {

@@ -39,7 +39,7 @@ const deliverToolResult = defineRoute({
 }, [
   "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "delegated_call", "already_resolved",
   "turn_finished",
-]);
+], { verb: "deliver", signable: true });
 
 export function toolResultRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(deliverToolResult, async (c) => {

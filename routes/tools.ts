@@ -41,7 +41,7 @@ const listToolRoles = defineRoute({
   summary: "The tool registry: every role with its methods, aliases and overlaps",
   tags: ["tools"],
   responses: { 200: json("Every registry entry, by role", ToolRoleList) },
-}, []);
+}, [], { verb: "read", global: true });
 
 const getToolRole = defineRoute({
   method: "get",
@@ -51,7 +51,7 @@ const getToolRole = defineRoute({
   tags: ["tools"],
   request: { params: RoleParams },
   responses: { 200: json("The role's entry", ToolRole) },
-}, ["invalid_tool_role", "tool_role_not_found"]);
+}, ["invalid_tool_role", "tool_role_not_found"], { verb: "read", global: true });
 
 export function toolRoutes(rt: RouteRuntime) {
   return routeApp(rt)

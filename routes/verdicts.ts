@@ -57,7 +57,7 @@ const listVerdicts = defineRoute({
   tags: ["verdicts"],
   request: { params: AgentParams, query: VerdictQuery },
   responses: { 200: json("The verdicts", VerdictList) },
-}, ["invalid_agent_id", "validation_failed", "agent_not_found"]);
+}, ["invalid_agent_id", "validation_failed", "agent_not_found"], "read");
 
 const getVerdict = defineRoute({
   method: "get",
@@ -67,7 +67,7 @@ const getVerdict = defineRoute({
   tags: ["verdicts"],
   request: { params: VerdictParams },
   responses: { 200: json("The verdict", Verdict) },
-}, ["invalid_verdict_id", "verdict_not_found"]);
+}, ["invalid_verdict_id", "verdict_not_found"], { verb: "read", global: true });
 
 export function verdictRoutes(rt: RouteRuntime) {
   return routeApp(rt)

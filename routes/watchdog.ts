@@ -17,7 +17,7 @@ const watchdogTick = defineRoute({
   tags: ["operations"],
   request: { body: jsonBody(EmptyRequest, { required: false }) },
   responses: { 200: json("Counts of the pass", WatchdogTick) },
-}, [...BODY_PROBLEMS]);
+}, [...BODY_PROBLEMS], { verb: "admin", global: true });
 
 export function watchdogRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(watchdogTick, async (c) => {

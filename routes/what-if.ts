@@ -19,6 +19,7 @@
  *   `nextAfter` and the `Retry-After` header.
  */
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { WhatIfRequest, WhatIfResult } from "./debug-schemas.ts";
@@ -28,7 +29,7 @@ import { whatIfForAgent, type WhatIfVerifier } from "../actors/replay/what-if.ts
 import { OUTPUT_VERIFIER_PREFIX } from "../verdicts/guardian.ts";
 
 /** Candidates one what-if request judges when `whatIfMaxCandidates` is not set. */
-export const DEFAULT_WHAT_IF_MAX_CANDIDATES = 20;
+export const DEFAULT_WHAT_IF_MAX_CANDIDATES = DEFAULTS.whatIfMaxCandidates;
 
 const verifierWhatIf = defineRoute({
   method: "post",
@@ -41,7 +42,7 @@ const verifierWhatIf = defineRoute({
   tags: ["debugging"],
   request: { params: AgentParams, body: jsonBody(WhatIfRequest) },
   responses: { 200: json("Recorded and new judgments per candidate", WhatIfResult) },
-}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"]);
+}, [...BODY_PROBLEMS, "invalid_agent_id", "agent_not_found", "unknown_guardian"], "replay");
 
 export function whatIfRoutes(rt: RouteRuntime) {
   const maxCandidates = rt.limits.maxWhatIfCandidates ?? DEFAULT_WHAT_IF_MAX_CANDIDATES;

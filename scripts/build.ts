@@ -5,7 +5,7 @@
  * - tsc -p tsconfig.build.json emits ESM .js (relative `.ts` imports
  *   rewritten to `.js` by `rewriteRelativeImportExtensions`) and .d.ts for
  *   every module reachable from the package's entries (mod.ts, redis.ts,
- *   ai-sdk.ts, mcp.ts and the entry/ modules named in the exports map), plus
+ *   ai-sdk.ts, mcp.ts, inspect.ts, replay.ts, ops.ts and the entry/ modules named in the exports map), plus
  *   tools/mcp/stdio.ts, which mcp.ts loads by a computed specifier only for a
  *   stdio MCP server (tsconfig.build.json lists it).
  * - tsc leaves `.ts` in the declarations' relative specifiers; they are

@@ -8,7 +8,7 @@
  * Web APIs only (Web Crypto, Uint8Array).
  */
 import { sha256Hex } from "../common/hex.ts";
-import { describeMachine, toMermaid } from "../mod.ts";
+import { describeMachine, toMermaid } from "../inspect.ts";
 
 export const DIAGRAM_FILES = { mermaid: "docs/machine.mmd", svg: "docs/machine.svg", png: "docs/machine.png" } as const;
 export const HASH_KEY = "source-sha256";

@@ -87,15 +87,10 @@
  */
 import { ID_CHARS, SHORT_ID_PATTERN } from "../common/ids.ts";
 import { crc16, keySlot, SLOTS } from "./key-slot.ts";
+import { StoreInputError } from "../errors/store.ts";
 
 /** Bad input to a store adapter: an identifier that cannot become a key, a time that is not an integer. */
-export class StoreInputError extends Error {
-  readonly code = "invalid_store_input";
-  constructor(message: string) {
-    super(message);
-    this.name = "StoreInputError";
-  }
-}
+export { StoreInputError };
 
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;

@@ -17,15 +17,10 @@
 import { StoreInputError } from "./keys.ts";
 import type { Store } from "./port.ts";
 import { StoreReplyError } from "./script-runner.ts";
+import { StoreUnavailableError } from "../errors/store.ts";
 
 /** A store call did not complete: the store is unreachable or did not answer in time. */
-export class StoreUnavailableError extends Error {
-  readonly code = "store_unavailable";
-  constructor(message: string, opts: { cause?: unknown } = {}) {
-    super(message, { cause: opts.cause });
-    this.name = "StoreUnavailableError";
-  }
-}
+export { StoreUnavailableError };
 
 /** Replies of a Redis Cluster whose slots move or whose master fails over: the next attempt may succeed. */
 const CLUSTER_TRANSIENT = /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN)\b/;

@@ -31,6 +31,7 @@
  * const clustered = redisStore({ clusterNodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] });
  */
 import { Cluster, Redis } from "ioredis";
+import { DEFAULTS } from "../common/defaults.ts";
 import { keySlot } from "./key-slot.ts";
 import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
 import type { BellListener, BellWatch } from "./port.ts";
@@ -81,7 +82,7 @@ export interface StoreLogger {
 }
 
 /** The default shard count on a Redis Cluster. */
-export const CLUSTER_SHARDS = 16;
+export const CLUSTER_SHARDS = DEFAULTS.redisShards;
 
 export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   const o: RedisStoreOptions = typeof opts === "string" ? { url: opts } : opts;

@@ -33,14 +33,10 @@
  */
 import type { RetentionLimits } from "./port.ts";
 import { StoreInputError } from "./keys.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 
-/** Defaults (README, "Configuration"): about 2-4 MB of events, 200 turns' records. */
-export const DEFAULT_RETENTION: RetentionLimits = Object.freeze({
-  maxEvents: 10_000,
-  maxEventBytes: 4 * 1024 * 1024,
-  maxTurns: 200,
-  checkpointEvery: 2_500,
-});
+/** Defaults (README, "Configuration"; DEFAULTS.retention in common/defaults.ts): about 2-4 MB of events, 200 turns' records. */
+export const DEFAULT_RETENTION: RetentionLimits = DEFAULTS.retention;
 
 /** The numbers a checkpoint is decided by (the snapshot is stored beside them). */
 export interface CheckpointMark {

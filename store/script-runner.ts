@@ -13,6 +13,7 @@
  */
 import { sha1Hex } from "../common/hex.ts";
 import { type ScriptName, scripts } from "./lua/scripts.gen.ts";
+import { EvictionPolicyError, StoreReplyError } from "../errors/store.ts";
 
 /** What a Redis client must offer to run the store scripts. */
 export interface ScriptTransport {
@@ -22,28 +23,8 @@ export interface ScriptTransport {
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
-/** A script answered something that is not one of its replies (a script bug or a foreign key). */
-export class StoreReplyError extends Error {
-  readonly code = "store_reply_invalid";
-  constructor(message: string) {
-    super(message);
-    this.name = "StoreReplyError";
-  }
-}
-
-/** The Redis server may evict keys; gatehouse state would silently disappear. */
-export class EvictionPolicyError extends Error {
-  readonly code = "eviction_policy_refused";
-  readonly policy: string;
-  constructor(policy: string) {
-    super(
-      `Cannot use a Redis with maxmemory-policy "${policy}": it may evict agent state. ` +
-        `Set maxmemory-policy to noeviction, or pass { allowEviction: true } (GATEHOUSE_ALLOW_EVICTION=1) to accept the risk`,
-    );
-    this.name = "EvictionPolicyError";
-    this.policy = policy;
-  }
-}
+/** A script answered something that is not one of its replies; the Redis server may evict keys (errors/store.ts). */
+export { EvictionPolicyError, StoreReplyError };
 
 /** Throws EvictionPolicyError for `allkeys-*` and `volatile-*` policies unless allowed. */
 export function assertNoEviction(policy: string | null, allowEviction: boolean): void {

@@ -23,15 +23,13 @@
  */
 import { Redis } from "@upstash/redis";
 import { Redis as WorkersRedis } from "@upstash/redis/cloudflare";
+import { onWorkers } from "../common/runtime.ts";
 import { keySpace, StoreInputError } from "./keys.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
 
 /** What the store needs of an @upstash/redis client (any of the package's entries). */
 export type UpstashClient = Pick<Redis, "evalsha" | "eval" | "exec">;
-
-/** True inside workerd (Cloudflare Workers, Miniflare): the user agent the runtime reports. */
-const onWorkers = () => (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
 
 function isClient(v: unknown): v is UpstashClient {
   const c = v as Partial<Record<keyof UpstashClient, unknown>> | null;

@@ -28,7 +28,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   machines: ["common", "errors"],
   contracts: ["common", "errors"],
   tools: ["common", "contracts", "errors"],
-  store: ["common"],
+  store: ["common", "errors"],
   models: ["common", "errors", "tools"],
   verdicts: ["common", "errors", "store"],
   agents: ["common", "errors", "models", "tools", "verdicts"],
@@ -37,7 +37,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   routes: ["actors", "agents", "common", "contracts", "errors", "machines", "store", "verdicts"],
   ".": ["actors", "agents", "common", "contracts", "errors", "machines", "models", "routes", "store", "tools", "verdicts", "verification"],
   // Tooling: runtime entries, examples, maintenance scripts, the benchmark.
-  entry: [".", "actors", "common", "contracts", "examples", "store"],
+  entry: [".", "actors", "common", "contracts", "errors", "examples", "store"],
   examples: [".", "agents", "common", "models", "tools", "verification"],
   scripts: [".", "common", "examples", "store", "tests"],
   bench: [".", "store", "tests"],

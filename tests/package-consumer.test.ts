@@ -15,6 +15,11 @@
  * `@ai-sdk/openai-compatible` besides and runs (and type-checks, under the
  * same strict NodeNext settings) a turn on `aiSdkModel` over the AI SDK's
  * `MockLanguageModelV3`.
+ * The subpaths `./inspect`, `./replay` and `./ops` are imported from the
+ * JavaScript and the TypeScript projects beside the names the root still
+ * exports, deprecated (the same values); the TypeScript project is
+ * type-checked, and TypeScript's language service, reading the packed
+ * declarations, marks exactly the old root imports as deprecated.
  * The JavaScript project then runs the package's `gatehouse` bin on a
  * user's own agents module (tests/fixtures/consumer/agents.mjs) with the
  * README's curl session against it, and each kind of failed start is checked
@@ -129,6 +134,22 @@ await gh.close();
 `;
 const AI_SDK_OUTPUT = '202 done "refunded" "refund approved"';
 
+/** The subpaths, and the names that moved out of the root imported from the root too (deprecated, the same values). */
+const SUBPATHS_MAIN = `import * as root from "@gatehouse-runtime/core";
+import { describeMachine, toMermaid } from "@gatehouse-runtime/core/inspect";
+import { createReplayGatehouse, REPLAY_BUNDLE_SCHEMA_VERSION } from "@gatehouse-runtime/core/replay";
+import { createApp, DEFAULTS, PROBLEMS } from "@gatehouse-runtime/core/ops";
+
+console.log(JSON.stringify({
+  same: root.describeMachine === describeMachine && root.createApp === createApp && root.PROBLEMS === PROBLEMS && root.serveReplay === createReplayGatehouse,
+  mermaid: toMermaid(describeMachine()).split("\\n")[0],
+  replay: typeof REPLAY_BUNDLE_SCHEMA_VERSION,
+  leaseMs: DEFAULTS.leaseMs,
+  errorBase: new root.DefinitionError("x") instanceof root.GatehouseError,
+}));
+`;
+const SUBPATHS_OUTPUT = '{"same":true,"mermaid":"stateDiagram-v2","replay":"number","leaseMs":15000,"errorBase":true}';
+
 function project(name: string, files: Record<string, string>): string {
   const dir = join(tmp, name);
   mkdirSync(dir, { recursive: true });
@@ -238,6 +259,45 @@ describe("the packed package", () => {
     const run1 = run(process.execPath, ["out/main.js"], { cwd: tsDir, timeout: 30_000 });
     expect(run1.stderr).toBe("");
     expect(run1.stdout.trim()).toBe(EXPECTED_OUTPUT);
+  }, 150_000);
+
+  it("imports the ./inspect, ./replay and ./ops subpaths, and the moved names from the root too (the same values), in JavaScript", () => {
+    writeFileSync(join(jsDir, "subpaths.mjs"), SUBPATHS_MAIN);
+    const r = run(process.execPath, ["subpaths.mjs"], { cwd: jsDir, timeout: 30_000 });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe(SUBPATHS_OUTPUT);
+  });
+
+  it("type-checks and runs the subpath imports under strict NodeNext; the language service marks the old root imports deprecated", async () => {
+    writeFileSync(join(tsDir, "subpaths.ts"), SUBPATHS_MAIN);
+    const config = JSON.parse(readFileSync(join(tsDir, "tsconfig.json"), "utf8")) as { compilerOptions: Record<string, unknown> };
+    writeFileSync(join(tsDir, "tsconfig.subpaths.json"), JSON.stringify({ ...config, compilerOptions: { ...config.compilerOptions, outDir: "out-subpaths" }, files: ["subpaths.ts"] }));
+    const tsc = run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.subpaths.json"], { cwd: tsDir, timeout: 120_000 });
+    const ours = tsc.stdout.split("\n").filter((l) => /error TS\d+/.test(l) && !l.startsWith("node_modules/xstate/"));
+    expect(ours).toEqual([]);
+    const ran = run(process.execPath, ["out-subpaths/subpaths.js"], { cwd: tsDir, timeout: 30_000 });
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout.trim()).toBe(SUBPATHS_OUTPUT);
+
+    const ts = (await import("typescript")).default;
+    const parsed = ts.parseJsonConfigFileContent(JSON.parse(readFileSync(join(tsDir, "tsconfig.subpaths.json"), "utf8")), ts.sys, tsDir);
+    const file = join(tsDir, "subpaths.ts");
+    const service = ts.createLanguageService({
+      getScriptFileNames: () => [file],
+      getScriptVersion: () => "1",
+      getScriptSnapshot: (f) => (ts.sys.fileExists(f) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(f)!) : undefined),
+      getCurrentDirectory: () => tsDir,
+      getCompilationSettings: () => parsed.options,
+      getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+      fileExists: ts.sys.fileExists,
+      readFile: ts.sys.readFile,
+      directoryExists: ts.sys.directoryExists,
+      getDirectories: ts.sys.getDirectories,
+      realpath: ts.sys.realpath,
+    });
+    const flagged = new Set(service.getSuggestionDiagnostics(file).filter((d) => d.code === 6385)
+      .map((d) => /'(\w+)'/.exec(ts.flattenDiagnosticMessageText(d.messageText, "\n"))![1]));
+    expect([...flagged].sort()).toEqual(["PROBLEMS", "createApp", "describeMachine", "serveReplay"]);
   }, 150_000);
 
   it("the root import needs no AI SDK: none is installed, and the ./ai-sdk subpath names the missing peer", () => {

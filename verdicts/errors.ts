@@ -1,24 +1,3 @@
-/**
- * The one error of verdict records. `code` says what was wrong, `field` names
- * the offending field of the record (dotted path), so a caller can show it or
- * map it to an HTTP problem.
- *
- * - `invalid_verdict`: the record breaks the schema (missing field, wrong
- *   type, bad status, unsupported schema version).
- * - `unknown_guardian`: `guardianCode` is not in the guardian registry.
- * - `unknown_assignment`: `assignmentId` names no assignment, or one of
- *   another guardian or agent.
- * - `unknown_task`: `taskId` is not the active turn of the agent.
- */
-export type VerdictErrorCode = "invalid_verdict" | "unknown_guardian" | "unknown_assignment" | "unknown_task";
-
-export class VerdictError extends Error {
-  readonly code: VerdictErrorCode;
-  readonly field: string;
-  constructor(code: VerdictErrorCode, field: string, message: string) {
-    super(message);
-    this.name = "VerdictError";
-    this.code = code;
-    this.field = field;
-  }
-}
+/** The one error of verdict records: `VerdictError` (errors/verdict.ts). */
+export { VerdictError } from "../errors/verdict.ts";
+export type { VerdictErrorCode } from "../errors/verdict.ts";

@@ -18,6 +18,7 @@
  */
 import { isPlainObject } from "../common/json.ts";
 import { SHORT_ID_PATTERN } from "../common/ids.ts";
+import { GatehouseError } from "../errors/base.ts";
 
 export const REJECTION_CODE = SHORT_ID_PATTERN;
 
@@ -28,8 +29,7 @@ export interface VerificationRejectedOptions {
   metadata?: Record<string, unknown>;
 }
 
-export class VerificationRejected extends Error {
-  readonly code: string;
+export class VerificationRejected extends GatehouseError {
   readonly retryable: boolean;
   readonly metadata?: Record<string, unknown>;
   constructor(opts: VerificationRejectedOptions) {
@@ -44,9 +44,8 @@ export class VerificationRejected extends Error {
     if (opts.metadata !== undefined && !isPlainObject(opts.metadata)) {
       throw new TypeError("VerificationRejected: metadata must be a plain object");
     }
-    super(opts.message);
+    super(opts.code ?? "rejected", opts.message);
     this.name = "VerificationRejected";
-    this.code = opts.code ?? "rejected";
     this.retryable = opts.retryable ?? true;
     if (opts.metadata !== undefined) this.metadata = opts.metadata;
   }

@@ -23,6 +23,7 @@ import type { Budget } from "../spend/budget.ts";
 import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "../claim/context.ts";
 import { runClaim } from "../host/run-claim.ts";
 import { turnEnd } from "../replay/turn-end.ts";
+import { DEFAULTS } from "../../common/defaults.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
@@ -82,8 +83,8 @@ export async function recordClaimFailure(
     expectedVersion: head.version,
     turnId: head.activeTurnId,
     error: message.slice(0, 500),
-    maxFailures: deps.maxClaimFailures ?? 5,
-    retryBaseMs: deps.claimRetryBackoffMs ?? 1_000,
+    maxFailures: deps.maxClaimFailures ?? DEFAULTS.maxClaimFailures,
+    retryBaseMs: deps.claimRetryBackoffMs ?? DEFAULTS.claimRetryBackoffMs,
     end: turnEnd(head, "claim_error", message, now),
     now,
   });

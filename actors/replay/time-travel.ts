@@ -34,26 +34,9 @@ import type { Message } from "../../common/message.ts";
 import { jsonClone } from "../../common/json.ts";
 import type { Checkpoint, Store } from "../../store/port.ts";
 import { messagesFor } from "../conversation/transcript.ts";
+import { EventTrimmedError, HistoryDivergedError } from "../../errors/history.ts";
 
-/** The event was removed by retention: the log (and time travel) starts after `trimmedThrough`. */
-export class EventTrimmedError extends Error {
-  readonly code = "event_trimmed";
-  constructor(readonly eventId: number, readonly trimmedThrough: number, agentId: string) {
-    super(`Cannot show event ${eventId} of agent "${agentId}": retention removed events 1-${trimmedThrough}; time travel starts after event ${trimmedThrough}`);
-    this.name = "EventTrimmedError";
-  }
-}
-
-/** The log holds a transition the machine does not take the same way (a changed machine, a corrupt log). */
-export class HistoryDivergedError extends Error {
-  readonly code = "history_diverged";
-  readonly eventId: number;
-  constructor(eventId: number, message: string) {
-    super(message);
-    this.name = "HistoryDivergedError";
-    this.eventId = eventId;
-  }
-}
+export { EventTrimmedError, HistoryDivergedError };
 
 export interface HistoryPoint {
   /** The event the agent is shown after. */

@@ -26,9 +26,10 @@
 import type { LanguageModelV3CallOptions, LanguageModelV3FunctionTool, LanguageModelV3Message } from "@ai-sdk/provider";
 import type { Message } from "../../common/message.ts";
 import type { ToolSpec } from "../../tools/specs.ts";
+import { PromptError } from "../../errors/errors.ts";
 
 /** Thrown for a conversation that cannot be sent (the caller makes it a non-retryable ModelError). */
-export class PromptError extends Error {}
+export { PromptError } from "../../errors/errors.ts";
 
 export function toolsOf(specs: ToolSpec[]): LanguageModelV3FunctionTool[] {
   return specs.map((t) => ({

@@ -1,0 +1,325 @@
+/**
+ * The public face holds together: one error base, one reader of the
+ * runtime's user agent, one table of defaults, every route declaring its
+ * auth verb. Each check reads the source or the running code, so a second
+ * copy, a class outside the base or an undeclared route fails here.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import * as errors from "../errors/index.ts";
+import { GatehouseError } from "../errors/base.ts";
+import { ProblemError } from "../routes/problem.ts";
+import { VerificationRejected } from "../verification/rejected.ts";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const SKIP = new Set(["node_modules", "tests", "docs", "dist", "bench", "scripts", "examples"]);
+
+function sourceFiles(dir = ROOT, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name.startsWith(".")) continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) {
+      if (dir === ROOT && SKIP.has(e.name)) continue;
+      sourceFiles(p, out);
+    } else if (e.name.endsWith(".ts") && !e.name.endsWith(".gen.ts")) out.push(p);
+  }
+  return out;
+}
+
+const sources = () => sourceFiles().map((f) => ({ file: relative(ROOT, f), text: readFileSync(f, "utf8") }));
+
+describe("one error base", () => {
+  it("no class of the package extends Error but GatehouseError", () => {
+    const direct = sources().flatMap(({ file, text }) =>
+      [...text.matchAll(/class\s+(\w+)\s+extends\s+Error\b/g)].map((m) => `${file}: ${m[1]}`)
+    );
+    expect(direct).toEqual(["errors/base.ts: GatehouseError"]);
+  });
+
+  it("every error is a GatehouseError with a stable string code and keeps its name", () => {
+    const made: Error[] = [
+      new errors.DefinitionError("x"),
+      new errors.ToolError({ type: "t", message: "x" }),
+      new errors.ModelError("x"),
+      new errors.SnapshotError("x"),
+      new errors.PromptError("x"),
+      new errors.StoreInputError("x"),
+      new errors.StoreUnavailableError("x"),
+      new errors.StoreReplyError("x"),
+      new errors.EvictionPolicyError("allkeys-lru"),
+      new errors.EventTrimmedError(1, 2, "a"),
+      new errors.HistoryDivergedError(1, "x"),
+      new errors.VerdictError("invalid_verdict", "f", "x"),
+      new errors.ReplayBundleError("x", "agentId"),
+      new errors.ConfigError("x", "PORT"),
+      new errors.StartupError("config", "x"),
+      new ProblemError("agent_not_found", "x"),
+      new VerificationRejected({ message: "x", code: "tests_failed" }),
+    ];
+    for (const e of made) {
+      expect(e).toBeInstanceOf(GatehouseError);
+      expect(e).toBeInstanceOf(Error);
+      expect(typeof (e as GatehouseError).code).toBe("string");
+      expect((e as GatehouseError).code).toMatch(/^[a-z][a-z0-9_]*$/);
+      expect(e.name).toBe(e.constructor.name);
+    }
+    expect((made[0] as errors.DefinitionError).code).toBe("invalid_definition");
+    expect((made[12] as errors.ReplayBundleError).field).toBe("agentId");
+    expect((made[14] as errors.StartupError).exitCode).toBe(2);
+    expect((made[16] as VerificationRejected).code).toBe("tests_failed");
+  });
+
+  it("the old homes still export the same classes", async () => {
+    expect((await import("../store/keys.ts")).StoreInputError).toBe(errors.StoreInputError);
+    expect((await import("../store/outage.ts")).StoreUnavailableError).toBe(errors.StoreUnavailableError);
+    expect((await import("../store/script-runner.ts")).EvictionPolicyError).toBe(errors.EvictionPolicyError);
+    expect((await import("../actors/replay/time-travel.ts")).EventTrimmedError).toBe(errors.EventTrimmedError);
+    expect((await import("../verdicts/errors.ts")).VerdictError).toBe(errors.VerdictError);
+    expect((await import("../routes/replay-bundle.ts")).ReplayBundleError).toBe(errors.ReplayBundleError);
+    expect((await import("../entry/config.ts")).ConfigError).toBe(errors.ConfigError);
+    expect((await import("../entry/startup.ts")).StartupError).toBe(errors.StartupError);
+  });
+});
+
+describe("one reader of the runtime", () => {
+  it("navigator.userAgent is read in common/runtime.ts only", () => {
+    const readers = sources().filter(({ text }) => /navigator\??\.userAgent|"Cloudflare-Workers"/.test(text)).map((s) => s.file);
+    expect(readers).toEqual(["common/runtime.ts"]);
+  });
+});
+
+describe("one table of defaults", () => {
+  /** The files that read defaults: none may write one of its own. */
+  const READERS = [
+    "gatehouse.ts",
+    "actors/pool/claim-failure.ts",
+    "entry/config.ts",
+    "entry/serve-node.ts",
+    "entry/serve-deno.ts",
+    "entry/serve-bun.ts",
+    "store/retention.ts",
+    "store/redis.ts",
+    "routes/rate-limit.ts",
+    "routes/what-if.ts",
+  ];
+  const code = (file: string) =>
+    readFileSync(join(ROOT, file), "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+
+  it("no reader falls back to a number literal", () => {
+    const found = READERS.flatMap((f) => [...code(f).matchAll(/\?\?\s*\d[\d_]*/g)].map((m) => `${f}: ${m[0]}`));
+    expect(found).toEqual([]);
+  });
+
+  it("no default constant of a reader is a number literal", () => {
+    const found = READERS.flatMap((f) =>
+      [...code(f).matchAll(/export const (DEFAULT_\w+|CLUSTER_SHARDS)(?::[^=]+)?\s*=\s*(\d[\d_]*|Object\.freeze\(\{\s*\w+:\s*\d)/g)]
+        .map((m) => `${f}: ${m[1]}`)
+    );
+    expect(found).toEqual([]);
+  });
+
+  it("the environment table's defaults are written from the table", async () => {
+    // A switch's "0" (GATEHOUSE_ALLOW_EVICTION) is no number of the table.
+    expect([...code("entry/config.ts").matchAll(/default:\s*"[1-9][^"]*"/g)].map((m) => m[0])).toEqual([]);
+    const { ENV_VARIABLES } = await import("../entry/config.ts");
+    const { DEFAULTS } = await import("../common/defaults.ts");
+    const byName = new Map(ENV_VARIABLES.map((v) => [v.name, v.default]));
+    expect(byName.get("GATEHOUSE_CONCURRENCY")).toBe(String(DEFAULTS.concurrency));
+    expect(byName.get("GATEHOUSE_LEASE_MS")).toBe(String(DEFAULTS.leaseMs));
+    expect(byName.get("GATEHOUSE_TOOL_TIMEOUT_MS")).toBe(String(DEFAULTS.toolTimeoutMs));
+    expect(byName.get("GATEHOUSE_RETENTION_MAX_EVENTS")).toBe(String(DEFAULTS.retention.maxEvents));
+    expect(byName.get("GATEHOUSE_RATE_LIMIT_PER_TOKEN")).toBe("1200/1m with auth, off without");
+    expect(byName.get("GATEHOUSE_IDLE_POLL_MAX_MS")).toBe("5000 (1000 on TCP Redis)");
+  });
+});
+
+describe("route access declared with each route", () => {
+  /** The hand-written table the declarations replaced, kept as the oracle of today's behaviour. */
+  function handWritten(method: string, path: string) {
+    const m = /^\/v1\/agents\/([^/]+)(\/.*)?$/.exec(path);
+    const read = method === "GET" || method === "HEAD";
+    if (m) {
+      let agentId: string;
+      try {
+        agentId = decodeURIComponent(m[1]);
+      } catch {
+        agentId = m[1];
+      }
+      const rest = m[2] ?? "";
+      if (read) return { verb: "read", agentId, global: false, signable: false };
+      if (method === "POST" && rest === "/tasks") return { verb: "enqueue", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/tool-results") return { verb: "deliver", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
+      if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
+      if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
+      if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
+      return { verb: "admin", agentId, global: false, signable: false };
+    }
+    if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
+    if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
+    if (read && (path === "/v1/tools" || /^\/v1\/tools\/[^/]+$/.test(path))) return { verb: "read", global: true, signable: false };
+    if (read && /^\/v1\/verdicts\/[^/]+$/.test(path)) return { verb: "read", global: true, signable: false };
+    return { verb: "admin", global: true, signable: false };
+  }
+
+  async function loaded() {
+    const { createGatehouse, defineAgent, scriptedModel } = await import("../mod.ts");
+    // A built app has called every route module, so every route is declared.
+    const gh = createGatehouse({ agents: [defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "x" }]) })] });
+    await gh.close();
+    return await import("../routes/auth/access.ts");
+  }
+
+  it("every route registered on the app declared its access", async () => {
+    const { declaredAccess } = await loaded();
+    const { AUTH_VERBS } = await import("../routes/auth/config.ts");
+    const doc = JSON.parse(readFileSync(join(ROOT, "docs/openapi.json"), "utf8")) as { paths: Record<string, Record<string, unknown>> };
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)).sort();
+    const declared = declaredAccess();
+    expect(declared.map((d) => `${d.method} ${d.path}`).sort()).toEqual(expect.arrayContaining(documented));
+    for (const d of declared) {
+      const verb = typeof d.access === "string" ? d.access : d.access.verb;
+      expect(verb === "public" || (AUTH_VERBS as readonly string[]).includes(verb), `${d.method} ${d.path}: ${verb}`).toBe(true);
+    }
+  });
+
+  it("the table made of the declarations answers as the hand-written one did", async () => {
+    const { declaredAccess, requirementOf } = await loaded();
+    const ids = ["a1", "t1:agent.x", "a%2Fb", "%zz", "caf%C3%A9"];
+    const samples = new Set<string>([
+      "/", "/v1", "/v1/agents", "/v1/agents/", "/v1/agents/a1/", "/v1/agents/a1/tasks/", "/v1/agents/a1/tasks/t/x",
+      "/v1/agents/a1/unknown", "/v1/agents/a1/events/session/x", "/v1/tools/", "/v1/tools/r/x", "/v1/verdicts",
+      "/v1/verdicts/v/x", "/v1/machine/", "/healthz", "/readyz", "/metrics", "/debug", "/debug/agents/a1", "/nope",
+      "/openapi.json", "/v1/watchdog/tick", "/v1/watchdog",
+    ]);
+    for (const d of declaredAccess()) {
+      for (const id of ids) samples.add(d.path.replace("{agentId}", id).replace(/\{[A-Za-z]+\}/g, "x1"));
+    }
+    expect(samples.size).toBeGreaterThan(60);
+    const methods = ["GET", "HEAD", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"];
+    for (const path of samples) {
+      for (const method of methods) {
+        expect(requirementOf(method, path), `${method} ${path}`).toEqual(handWritten(method, path));
+      }
+    }
+  });
+});
+
+describe("a small root, subpaths, deprecated aliases", () => {
+  const modText = readFileSync(join(ROOT, "mod.ts"), "utf8");
+  /** name -> the subpath its `@deprecated` note sends it to (and the name there, when renamed). */
+  const deprecated = new Map<string, { subpath: string; target: string }>(
+    [...modText.matchAll(/\/\*\* @deprecated Import (?:(\w+) )?from "@gatehouse-runtime\/core\/(\w+)" \*\/\n\s*(\w+),/g)]
+      .map((m) => [m[3], { subpath: m[2], target: m[1] ?? m[3] }]),
+  );
+  const subpaths = async () => ({
+    inspect: await import("../inspect.ts"),
+    replay: await import("../replay.ts"),
+    ops: await import("../ops.ts"),
+  }) as Record<string, Record<string, unknown>>;
+
+  it("the root holds about 25 values besides the errors and the deprecated aliases", async () => {
+    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const current = Object.keys(mod).filter((k) => !deprecated.has(k));
+    const errors = current.filter((k) => typeof mod[k] === "function" && (mod[k] as { prototype?: unknown }).prototype instanceof Error);
+    expect(current.length - errors.length).toBeLessThanOrEqual(25);
+    expect(errors.length).toBeGreaterThanOrEqual(10);
+    expect(deprecated.size).toBeGreaterThanOrEqual(25);
+  });
+
+  it("every deprecated root value is the subpath's own (renamed ones: the new name's function)", async () => {
+    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const subs = await subpaths();
+    let values = 0;
+    for (const [name, { subpath, target }] of deprecated) {
+      if (!(name in mod)) continue; // a type
+      values++;
+      expect(subs[subpath], subpath).toBeDefined();
+      expect(subs[subpath][target], `${name} -> ${subpath}.${target}`).toBe(mod[name]);
+    }
+    expect(values).toBeGreaterThanOrEqual(25);
+  });
+
+  it("the README's Deprecations (0.2) note names every deprecated root export", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const note = /> \*\*Deprecations \(0\.2\)\.\*\*([\s\S]*?)\n\n/.exec(readme)?.[1] ?? "";
+    const missing = [...deprecated.keys(), "WorkBudget"].filter((n) => !note.includes(`\`${n}\``));
+    expect(missing).toEqual([]);
+  });
+
+  it("TypeScript marks a deprecated root import as deprecated, and a subpath import not", async () => {
+    const ts = (await import("typescript")).default;
+    const dir = join(ROOT, "tests", ".face-deprecation-probe");
+    const { mkdirSync, rmSync, writeFileSync } = await import("node:fs");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "probe.ts");
+    writeFileSync(file, [
+      `import { createGatehouse, describeMachine, serveReplay } from "../../mod.ts";`,
+      `import { toMermaid } from "../../inspect.ts";`,
+      `import { createReplayGatehouse } from "../../replay.ts";`,
+      `void [createGatehouse, describeMachine, serveReplay, toMermaid, createReplayGatehouse];`,
+    ].join("\n"));
+    try {
+      const options = { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true };
+      const service = ts.createLanguageService({
+        getScriptFileNames: () => [file],
+        getScriptVersion: () => "1",
+        getScriptSnapshot: (f) => (ts.sys.fileExists(f) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(f)!) : undefined),
+        getCurrentDirectory: () => ROOT,
+        getCompilationSettings: () => options,
+        getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+        fileExists: ts.sys.fileExists,
+        readFile: ts.sys.readFile,
+      });
+      const flagged = new Set(service.getSuggestionDiagnostics(file).filter((d) => d.code === 6385)
+        .map((d) => /'(\w+)'/.exec(ts.flattenDiagnosticMessageText(d.messageText, "\n"))![1]));
+      expect([...flagged].sort()).toEqual(["describeMachine", "serveReplay"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("one naming rule for the public functions (docs/architecture.md, \"Naming\")", () => {
+  const KINDS: Record<string, { pattern: RegExp; names: string[] }> = {
+    definition: { pattern: /^define[A-Z]/, names: ["defineAgent", "defineTool", "defineGuardian"] },
+    "long-lived object": {
+      pattern: /^create[A-Z]/,
+      names: ["createGatehouse", "createWorkersHandler", "createReplayGatehouse", "createApp", "createVerdictLog", "createGuardianRegistry"],
+    },
+    adapter: {
+      pattern: /^[a-z]+[A-Za-z]*(Model|Store|Logger|Tool|Compatible)$/,
+      names: ["openaiCompatible", "scriptedModel", "aiSdkModel", "memoryStore", "upstashStore", "redisStore", "consoleLogger", "agentTool"],
+    },
+    outcome: { pattern: /^(ok|error|terminate)$/, names: ["ok", "error", "terminate"] },
+    operation: {
+      pattern: /^(check|describe|to|validate|export|load|history|auth|known|tool|output|problem|machine)[A-Za-z]*$/,
+      names: [
+        "checkOutcome", "describeMachine", "toMermaid", "machineConfig", "historyAt", "validateVerdict", "exportReplayBundle",
+        "loadReplayBundle", "authFromEnv", "checkAuthConfig", "describeToolRole", "toolRoleView", "knownToolsBlock",
+        "outputVerifierCode", "problemType",
+      ],
+    },
+    "deprecated alias": { pattern: /^serveReplay$/, names: ["serveReplay"] },
+  };
+
+  it("every exported function has a kind, and its name follows the kind's pattern", async () => {
+    const modules = [
+      await import("../mod.ts"), await import("../inspect.ts"), await import("../replay.ts"), await import("../ops.ts"),
+      await import("../redis.ts"), await import("../ai-sdk.ts"),
+    ] as Record<string, unknown>[];
+    const kindOf = new Map(Object.entries(KINDS).flatMap(([kind, k]) => k.names.map((n) => [n, kind] as const)));
+    const unplaced: string[] = [];
+    for (const m of modules) {
+      for (const [name, v] of Object.entries(m)) {
+        if (typeof v !== "function" || /^[A-Z]/.test(name)) continue; // classes
+        const kind = kindOf.get(name);
+        if (!kind) unplaced.push(name);
+        else expect(name, `${name} (${kind})`).toMatch(KINDS[kind].pattern);
+      }
+    }
+    expect([...new Set(unplaced)]).toEqual([]);
+  });
+});
