@@ -5,7 +5,8 @@
  * `running` at once: one store call more per turn, none per step.
  *
  * Invariants checked (store calls counted by tests/helpers/call-counting.ts
- * around one claim runner, memory store, hand-driven clock):
+ * around one claim runner, memory store and a real redis-server,
+ * hand-driven clock):
  * - A turn of k steps (k-1 steps of a tool without `retrySafe`, then
  *   `submit_result`) costs PER_TURN + PER_STEP * (k - 1) store calls: the
  *   per-step cost is the same as before the start commit (2: the step's
@@ -16,17 +17,27 @@
  * - A claim that continues a turn (here: the mail of an external result)
  *   adds no commit.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { claimRunner } from "../actors/pool/claim-failure.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import type { ModelResponse } from "../models/types.ts";
+import { redisStore } from "../redis.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { ClaimResult, Store } from "../store/port.ts";
 import { defineTool } from "../tools/define.ts";
 import { callCounting } from "./helpers/call-counting.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { enqueue, hostDeps, recordingModel } from "./helpers/host.ts";
+import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
 
 /** Commits of a turn that has no step but its last (measured: 1 before the start commit). */
 const PER_TURN = 2;
@@ -58,18 +69,18 @@ function workAgent(toolSteps: number, external = false): AnyAgent {
  * commits, the only calls are the tool registry's `recordToolMethod` (one per successful call until the
  * registry view caches the method), which the start commit does not change.
  */
-async function storeCallsOf(toolSteps: number, turns = 1): Promise<Record<string, number>> {
+async function storeCallsOf(toolSteps: number, turns = 1, open: () => Store = memoryStore): Promise<Record<string, number>> {
   const clock = manualClock();
-  const inner = memoryStore();
+  const inner = open();
   const agent = workAgent(toolSteps);
   for (let i = 0; i < turns; i++) await enqueue(inner, clock, "a1", agent, `go ${i}`);
   const first = await claimNext(inner, clock.now());
   const counting = callCounting(inner);
   const out = await claimRunner(hostDeps(counting.store, [agent], clock)).run(first, "w1");
   expect(out).toMatchObject({ status: "released", state: "done" });
-  const head = await inner.getAgent("a1");
-  expect(head?.pendingTasks).toBe(0);
+  expect((await inner.getAgent("a1"))?.pendingTasks).toBe(0);
   expect(Object.keys(counting.calls).filter((m) => m !== "commit" && m !== "recordToolMethod")).toEqual([]);
+  await inner.close();
   return { ...counting.calls, total: counting.total() };
 }
 
@@ -81,6 +92,14 @@ describe("round trips per turn and per step", () => {
     expect(three.commit - one.commit).toBe(2 * PER_STEP);
     expect(three.commit).toBe(PER_TURN + 2 * PER_STEP);
   }, 30_000);
+
+  it("the same counts on Redis (one round trip per store call)", async () => {
+    let n = 0;
+    const redis = () => redisStore({ url: server.url, prefix: `cost${n++}:` });
+    expect(await storeCallsOf(0, 1, redis)).toEqual({ commit: PER_TURN, total: PER_TURN });
+    expect((await storeCallsOf(2, 1, redis)).commit).toBe(PER_TURN + 2 * PER_STEP);
+    expect((await storeCallsOf(1, 3, redis)).commit).toBe(3 * (PER_TURN + PER_STEP));
+  }, 60_000);
 
   it("chained turns pay the same per turn: the chained claim stores its start too", async () => {
     const single = await storeCallsOf(1, 1);
