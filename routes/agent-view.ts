@@ -6,11 +6,31 @@
  * until when, so an agent that waits for a dead worker's lease explains
  * itself (docs/operations.md, "A stuck-looking agent"). Times are ISO 8601 (UTC); the `…Ms` twins keep
  * the raw milliseconds.
+ *
+ * Invariants:
+ * - `activity` says what the turn is doing, read from the stored state, so
+ *   any process serves it (no worker is asked): the host commits before each
+ *   effect (a turn's start before its first model call, a step's calls
+ *   before their dispatch, a step before its verification; actors/host/effects.ts),
+ *   so the stored state names the effect under way and `updatedAt` (the last
+ *   commit or claim) when it began. `running`/`revising`: `model`, step
+ *   `step + 1`; `waiting-tools`: `tool`, with the ids of every call not yet
+ *   answered (in-process calls running, external calls awaited); `verifying`:
+ *   `verifier`. At rest (idle, done, failed) it is null. One
+ *   window reads one effect behind: the model step that follows
+ *   `retrySafe` tools runs before their results are committed, so it reads
+ *   as `tool` until its commit.
+ * - A pending call whose result the store accepted (`POST …/tool-results`,
+ *   or the watchdog's timeout) reads `delivered: true` at once, from the
+ *   store's record of the call, until the worker applies it and the call
+ *   leaves `pendingToolCalls`. The record is read only when the agent has
+ *   pending calls and unapplied mail.
  */
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
+import type { Store } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
@@ -28,7 +48,31 @@ function contextOf(head: AgentHead): AgentContext {
   }
 }
 
-export function agentView(head: AgentHead): AgentView {
+/** The ids of the agent's pending calls whose result the store accepted but the worker has not applied yet. */
+export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: AgentHead): Promise<ReadonlySet<string>> {
+  if (head.pendingMail <= 0 || head.activeTurnId === null) return new Set();
+  if (Object.keys(contextOf(head).pending).length === 0) return new Set();
+  const records = await store.getToolCalls(head.agentId, head.activeTurnId);
+  return new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId));
+}
+
+/** What the turn is doing, from the stored state (see the header); null at rest. */
+export function activityOf(head: AgentHead, ctx: AgentContext): AgentView["activity"] {
+  const since = { since: iso(head.updatedAt), sinceMs: head.updatedAt };
+  switch (head.state) {
+    case "running":
+    case "revising":
+      return { kind: "model", step: ctx.step + 1, ...since };
+    case "waiting-tools":
+      return { kind: "tool", step: ctx.step, ...since, toolCallIds: Object.keys(ctx.pending) };
+    case "verifying":
+      return { kind: "verifier", step: ctx.step, ...since };
+    default:
+      return null;
+  }
+}
+
+export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set()): AgentView {
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -44,6 +88,7 @@ export function agentView(head: AgentHead): AgentView {
     lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
     runnableAt: isoOrNull(head.runnableAt),
     runnableAtMs: head.runnableAt,
+    activity: activityOf(head, ctx),
     pendingToolCalls: Object.entries(ctx.pending).map(([toolCallId, p]) => ({
       toolCallId,
       name: p.name,
@@ -51,6 +96,7 @@ export function agentView(head: AgentHead): AgentView {
       external: p.external,
       deadline: iso(p.deadline),
       deadlineMs: p.deadline,
+      delivered: delivered.has(toolCallId),
     })),
     ...(ctx.output !== null && ctx.output !== undefined ? { output: ctx.output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {}),

@@ -23,7 +23,7 @@
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
 import { tokenHasVerb } from "./auth.ts";
-import { agentView } from "./agent-view.ts";
+import { agentView, deliveredCalls } from "./agent-view.ts";
 import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -154,7 +154,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const { agentId } = c.req.valid("param");
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      return c.json(agentView(head), 200);
+      return c.json(agentView(head, await deliveredCalls(rt.store, head)), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");

@@ -104,23 +104,6 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
-                    type: "budget_exhausted";
-                    data: {
-                        turnId: string;
-                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
-                        max: number;
-                        used: number;
-                        budget: {
-                            maxTokensPerTurn?: number | undefined;
-                            maxCostPerTurn?: number | undefined;
-                            maxCostTotal?: number | undefined;
-                        };
-                        verdictId: string | null;
-                    };
-                    at: number;
-                    turnId: string | null;
-                } | {
-                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -143,6 +126,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         llmResponseCost: number;
                         toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -857,23 +857,6 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
-                    type: "budget_exhausted";
-                    data: {
-                        turnId: string;
-                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
-                        max: number;
-                        used: number;
-                        budget: {
-                            maxTokensPerTurn?: number | undefined;
-                            maxCostPerTurn?: number | undefined;
-                            maxCostTotal?: number | undefined;
-                        };
-                        verdictId: string | null;
-                    };
-                    at: number;
-                    turnId: string | null;
-                } | {
-                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -896,6 +879,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         llmResponseCost: number;
                         toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1753,23 +1753,6 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
-                    type: "budget_exhausted";
-                    data: {
-                        turnId: string;
-                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
-                        max: number;
-                        used: number;
-                        budget: {
-                            maxTokensPerTurn?: number | undefined;
-                            maxCostPerTurn?: number | undefined;
-                            maxCostTotal?: number | undefined;
-                        };
-                        verdictId: string | null;
-                    };
-                    at: number;
-                    turnId: string | null;
-                } | {
-                    id: number;
                     type: "step";
                     data: {
                         phase: "started";
@@ -1792,6 +1775,23 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         llmResponseCost: number;
                         toolCallIds: string[];
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "budget_exhausted";
+                    data: {
+                        turnId: string;
+                        limit: "maxTokensPerTurn" | "maxCostPerTurn" | "maxCostTotal";
+                        max: number;
+                        used: number;
+                        budget: {
+                            maxTokensPerTurn?: number | undefined;
+                            maxCostPerTurn?: number | undefined;
+                            maxCostTotal?: number | undefined;
+                        };
+                        verdictId: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -2437,6 +2437,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                 } | null;
                 runnableAt: string | null;
                 runnableAtMs: number | null;
+                activity: {
+                    kind: "model" | "tool" | "verifier";
+                    step: number;
+                    since: string;
+                    sinceMs: number;
+                    toolCallIds?: string[] | undefined;
+                } | null;
                 pendingToolCalls: {
                     toolCallId: string;
                     name: string;
@@ -2444,6 +2451,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     external: boolean;
                     deadline: string;
                     deadlineMs: number;
+                    delivered: boolean;
                 }[];
                 usage: {
                     inputTokens: number;

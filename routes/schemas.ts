@@ -206,6 +206,16 @@ export const AgentView = z.object({
   ),
   runnableAt: IsoTime.nullable().describe("When the agent is due for a worker without new mail; null: only on mail or a task"),
   runnableAtMs: z.number().nullable().describe("`runnableAt` in ms since the epoch"),
+  activity: z.object({
+    kind: z.enum(["model", "tool", "verifier"]).describe(
+      "`model`: a model step (state `running`); `tool`: tool calls (state `waiting-tools`); `verifier`: the verifier gate (state `verifying`)",
+    ),
+    step: z.int().describe("The step of the turn the activity belongs to (a model step: the one being asked)"),
+    since: IsoTime.describe("When it began: the commit (or claim) that entered the state"),
+    sinceMs: z.number().describe("`since` in ms since the epoch"),
+    toolCallIds: z.array(z.string()).optional()
+      .describe("`tool`: the calls not answered yet (in-process calls running, external calls awaited)"),
+  }).nullable().describe("What the turn is doing, read from the stored state; null at rest (idle, done, failed)"),
   pendingToolCalls: z.array(z.object({
     toolCallId: z.string(),
     name: z.string(),
@@ -213,6 +223,10 @@ export const AgentView = z.object({
     external: z.boolean(),
     deadline: IsoTime,
     deadlineMs: z.number().describe("`deadline` in ms since the epoch"),
+    delivered: z.boolean().describe(
+      "True once the store accepted a result for the call (`POST …/tool-results`, or the watchdog's timeout) that the " +
+        "worker has not applied yet: do not deliver it again",
+    ),
   })),
   output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
   error: z.object({ reason: z.string(), message: z.string() }).optional()

@@ -73,9 +73,9 @@ describe("debugger page (Chromium)", () => {
     await page.locator('tr[data-agent-id="a1"] a').click({ timeout: 15_000 });
     expect(new URL(page.url()).pathname).toBe("/debug/agents/a1");
 
-    // Live: idle while the first model step is held (the turn's first
-    // transitions are committed with that step), then waiting-tools.
-    await expectLive(page, "a1", "idle");
+    // Live: running while the first model step is held (the turn's start is
+    // committed before that step), then waiting-tools.
+    await expectLive(page, "a1", "running");
     server.release("a1");
     await expectLive(page, "a1", "waiting-tools");
     await page.locator('[data-event-type="tool_call"]').first().waitFor();
@@ -148,8 +148,8 @@ describe("debugger page (Chromium)", () => {
           await page.locator('svg.chart [data-active="true"]').getAttribute("data-state"),
         );
       };
-      // The first model step is held: the turn is claimed, nothing committed yet.
-      await live("idle");
+      // The first model step is held: the turn is claimed and its start committed.
+      await live("running");
       open.release("b1");
       await live("waiting-tools");
       const call = (await open.call("GET", "/v1/agents/b1")).body.pendingToolCalls[0];

@@ -14,8 +14,10 @@
  *   releases asks the store to claim the next queued task in the same step
  *   when the host allows it (`flush(release, { chain: true })`); the claim
  *   it took is `chained`.
- * - Transitions without an effect (task start, mail, feedback) ride along
- *   with the next commit; the event log still lists each of them.
+ * - Transitions without an effect (mail, feedback) ride along with the next
+ *   commit; the event log still lists each of them. A new turn's start is
+ *   flushed on its own before the turn's first effect (actors/host/effects.ts),
+ *   with the mail its claim applied: readers see `running` at once.
  * - The buffer is emptied only by an applied commit. A refused commit (lost
  *   compare-and-set: another worker or the watchdog answered first) stops
  *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`

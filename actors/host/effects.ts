@@ -19,6 +19,12 @@
  * - Turn chaining (store invariant `turn-chaining`): the commit that ends a turn and
  *   releases may claim the next task, only when the caller allows it
  *   (`mayChain`) and the drive's budget is not spent.
+ * - A claim that started a new turn (`startedTurn`: its task applied as
+ *   `TASK_STARTED`, a chained claim too) commits that start, with the mail
+ *   it applied, before the turn's first effect: the stored state is
+ *   `running` while the first model call runs. That is one commit more per
+ *   turn and none per step; a claim that continues a turn, or whose new turn
+ *   needs no effect (cancelled by its own mail), adds none.
  */
 import type { ClaimContext, HostOutcome } from "../claim/context.ts";
 import { snap } from "../claim/context.ts";
@@ -38,7 +44,9 @@ export interface EffectsEnd {
 }
 
 /** Runs effects until the agent is released or the claim is lost. */
-export async function runEffects(ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean): Promise<EffectsEnd> {
+export async function runEffects(
+  ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean, startedTurn = false,
+): Promise<EffectsEnd> {
   const { clock } = ctx.deps;
   const fenced = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason || "lease_lost", commits: buffer.commits } });
   const refused = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason, commits: buffer.commits } });
@@ -55,6 +63,12 @@ export async function runEffects(ctx: ClaimContext, buffer: CommitBuffer, budget
     if (!need.yes) {
       if (!(await buffer.flush({ runnableAt: need.runnableAt }, { chain: chainAllowed() }))) return refused();
       return released(false);
+    }
+    if (startedTurn) {
+      // The turn's start is stored before its first effect: readers see `running` at once.
+      startedTurn = false;
+      if (!(await buffer.flush(null))) return refused();
+      if (ctx.abort.signal.aborted) return fenced();
     }
     const step = await stepOnce(ctx);
     if (step === "no-effect") continue;

@@ -1,7 +1,10 @@
 /**
  * The inbox records a claim took, applied as machine events: the task of
  * the turn (`TASK_STARTED`) and the mail, oldest first (greedy batch). They
- * ride with the claim's first commit, which acknowledges the mail.
+ * ride with the claim's first commit, which acknowledges the mail. When the
+ * claim started a new turn that needs an effect, that first commit is one of
+ * their own, made before the first effect (actors/host/effects.ts): the turn
+ * reads `running` from the moment its claim is taken.
  *
  * Invariants:
  * - A task starts a turn only once: not when the snapshot already runs that
@@ -31,8 +34,11 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
   };
 }
 
-/** Applies the claim's task (new, or carried over from a worker that died before starting it) and its mail. */
-export async function applyInbox(ctx: ClaimContext): Promise<void> {
+/**
+ * Applies the claim's task (new, or carried over from a worker that died before starting it) and its mail.
+ * True when the task started a new turn here (`TASK_STARTED` applied).
+ */
+export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
   const { claim, agent } = ctx;
   const { clock } = ctx.deps;
   const turnAtClaim = snap(ctx).context.turnId;
@@ -52,6 +58,7 @@ export async function applyInbox(ctx: ClaimContext): Promise<void> {
     if (m.kind === "cancel") applyCancel(ctx, m, startedHere ? turnAtClaim : undefined);
     else await applyToolResult(ctx, m);
   }
+  return startedHere;
 }
 
 type Mail = ClaimContext["claim"]["mail"][number];

@@ -35,7 +35,9 @@
  *   abort signal fires, no further commit, dispatch or model call happens,
  *   the cache entry is dropped. What a crash at each point re-runs is in
  *   docs/architecture.md, "Commits and crash points":
- *   - before the first commit: the task start, the mail and the first effect;
+ *   - before the first commit: the task start and the mail (a claim that
+ *     starts a new turn commits them before the turn's first effect);
+ *   - after the start commit: the first effect;
  *   - in a model step: the step (its calls were never dispatched);
  *   - between recording calls and their results' commit: the tools, under
  *     the recorded ids (`toolCallId` is the tools' idempotency key);
@@ -133,8 +135,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
   try {
-    await applyInbox(ctx);
-    const end = await runEffects(ctx, buffer, budget, mayChain);
+    const startedTurn = await applyInbox(ctx);
+    const end = await runEffects(ctx, buffer, budget, mayChain, startedTurn);
     resident = end.resident;
     return ended && end.outcome.status === "released" ? { ...end.outcome, ended } : end.outcome;
   } finally {
