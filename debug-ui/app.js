@@ -223,6 +223,27 @@ function layout(machine) {
   edges.forEach((e, i) => g.setEdge(e.from, e.to, { width: e.width, height: e.height, labelpos: "c" }, `e${i}`));
   dagre.layout(g);
   const nodes = states.map((s) => ({ ...g.node(s.name), name: s.name, initial: !!s.initial }));
+  // dagre may put a self-loop's label far from its node; it moves next to
+  // the node when that place overlaps no other label and no node.
+  const boxOf = (x, y, w, h) => ({ x0: x - w / 2, y0: y - h / 2, x1: x + w / 2, y1: y + h / 2 });
+  const hits = (a, b) => a.x0 < b.x1 + 2 && b.x0 < a.x1 + 2 && a.y0 < b.y1 + 2 && b.y0 < a.y1 + 2;
+  const labelBoxes = edges.map((e, i) => {
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    return boxOf(laid.x, laid.y, e.width, e.height);
+  });
+  const nodeBoxes = nodes.map((n) => boxOf(n.x, n.y, n.width, n.height));
+  edges.forEach((e, i) => {
+    if (e.from !== e.to) return;
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    const n = g.node(e.from);
+    if (laid.x <= n.x) return;
+    const x = n.x + n.width / 2 + 24 + e.width / 2;
+    const near = boxOf(x, n.y, e.width, e.height);
+    if (x >= laid.x || labelBoxes.some((b, k) => k !== i && hits(near, b)) || nodeBoxes.some((b) => hits(near, b))) return;
+    laid.x = x;
+    laid.y = n.y;
+    labelBoxes[i] = near;
+  });
   const laidEdges = edges.map((e, i) => {
     const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
     if (e.from === e.to) {
