@@ -12,7 +12,8 @@
  * `/favicon.ico` served (no 404 while the page loads), and live model text:
  * `event: delta` SSE frames injected into the page's events stream (the
  * browser's request is answered by the test) appear as a streaming message
- * that the stored step events replace. The page's hooks are
+ * that the stored step events replace; an `activity` in the agent view (the
+ * test adds one to the server's answer) shows in the head. The page's hooks are
  * `data-state`/`data-active` (chart nodes), `data-edge-label` (chart edge
  * labels), `data-event-id`/`data-event-type` (timeline items),
  * `data-tool-call-id` (pending-call forms), `data-verdict-turn` /
@@ -254,7 +255,7 @@ describe("debugger page (Chromium)", () => {
     }
   }, 90_000);
 
-  it("appends `event: delta` text to a streaming message and drops it when the step's stored events arrive", async () => {
+  it("appends `event: delta` text to a streaming message and drops it when the step's stored events arrive; shows `activity`", async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));
@@ -273,10 +274,19 @@ describe("debugger page (Chromium)", () => {
         ).join("");
         await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: `: hello\n\n${frames}` });
       });
+      // The agent view gains `activity` (what the agent is doing now) where
+      // the server reports it; the page shows it in the head.
+      const since = Date.now();
+      await page.route(/\/v1\/agents\/s1$/, async (route) => {
+        const res = await route.fetch();
+        const body = await res.json();
+        await route.fulfill({ response: res, json: { ...body, activity: { kind: "model", step: 1, since } } });
+      });
       await page.goto(`${server.base}/debug`);
       await page.locator('[data-testid="token-form"] input').fill(TOKEN);
       await page.locator('[data-testid="token-form"] button').click();
       await page.goto(`${server.base}/debug/agents/s1`);
+      expect(await page.locator('[data-testid="activity"]').innerText({ timeout: 15_000 })).toMatch(/^model · step 1 · \d+s$/);
       const live = page.locator('[data-streaming="true"]');
       await live.waitFor({ timeout: 15_000 });
       expect(await live.locator("pre").innerText()).toBe("Let me ask a human.");
