@@ -4,12 +4,17 @@
 // (when one is needed) kept in sessionStorage and sent as a header.
 //
 // Hooks for tests: chart nodes `data-state` (+ `data-active="true"` on the
-// shown state), timeline items `data-event-id` / `data-event-type`, pending
-// call forms `data-tool-call-id`.
+// shown state), chart edge labels `data-edge-label`, timeline items
+// `data-event-id` / `data-event-type`, pending call forms
+// `data-tool-call-id`, verdicts `data-verdict-id` / `data-verdict-status`
+// (inside `data-verdict-turn` groups), the streaming message
+// `data-streaming`. The pure state logic (SSE frames, the streaming message,
+// timeline summaries, verdict messages) is in debug-ui/model.js.
 import { h, render } from "preact";
-import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import dagre from "@dagrejs/dagre";
+import { parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
 
 const html = htm.bind(h);
 const TOKEN_KEY = "gatehouse.debug.token";
@@ -52,10 +57,11 @@ async function api(path, { method = "GET", body, signal } = {}) {
 
 /**
  * Follows the SSE route with fetch streaming (EventSource cannot send the
- * Authorization header). Calls onEvent for each stored event; reconnects
+ * Authorization header). Calls onEvent for each stored event and onDelta for
+ * each `event: delta` frame (live model text, not stored, no id); reconnects
  * from the last id when the stream ends (bounded streams end by design).
  */
-function followEvents(agentId, after, onEvent, onError) {
+function followEvents(agentId, after, onEvent, onError, onDelta) {
   const ctl = new AbortController();
   let last = after;
   (async () => {
@@ -76,12 +82,11 @@ function followEvents(agentId, after, onEvent, onError) {
           while ((cut = buf.indexOf("\n\n")) >= 0) {
             const frame = buf.slice(0, cut);
             buf = buf.slice(cut + 2);
-            const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
-            if (!data) continue;
-            const ev = JSON.parse(data);
-            if (ev.id > last) {
-              last = ev.id;
-              onEvent(ev);
+            const parsed = parseSseFrame(frame);
+            if (parsed?.kind === "delta") onDelta(parsed.delta);
+            else if (parsed?.kind === "event" && parsed.event.id > last) {
+              last = parsed.event.id;
+              onEvent(parsed.event);
             }
           }
         }
@@ -110,10 +115,6 @@ async function allEvents(agentId) {
 
 const agentPath = (id) => `/debug/agents/${encodeURIComponent(id)}`;
 const fmtTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "");
-const short = (v, n = 160) => {
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return s === undefined ? "" : s.length > n ? `${s.slice(0, n)}…` : s;
-};
 
 function navigate(path) {
   history.pushState(null, "", path);
@@ -127,41 +128,6 @@ function Link({ href, children, ...rest }) {
     navigate(href);
   };
   return html`<a href=${href} onClick=${onClick} ...${rest}>${children}</a>`;
-}
-
-/** One-line summary of an event for the timeline. */
-function summarize(ev) {
-  const d = ev.data || {};
-  switch (ev.type) {
-    case "transition": {
-      const from = d.from ?? "?";
-      const to = d.to ?? "?";
-      return `${from} → ${to}  (${d.event?.type ?? d.eventType ?? "?"})`;
-    }
-    case "step": {
-      if (d.phase === "completed") {
-        const u = d.llmUsage || {};
-        return `step ${d.step} completed · ${d.model ?? "model"} · in ${u.inputTokens ?? 0} · out ${u.outputTokens ?? 0} · cost ${d.llmResponseCost ?? 0}`;
-      }
-      if (d.phase === "planning") return `step ${d.step} planning${d.text ? `  “${short(d.text, 80)}”` : ""}`;
-      if (d.phase === "executing") return `step ${d.step} executing ${(d.toolCallIds || []).join(", ")}`;
-      return `step ${d.step ?? ""} ${d.phase ?? ""}`;
-    }
-    case "chunk":
-      return `step ${d.step}: “${short(d.text, 120)}”`;
-    case "tool_result":
-    case "tool_result_received": {
-      const o = d.outcome || {};
-      const body = o.ok === false ? `error ${short(o.error, 120)}` : `ok ${short(o.value, 120)}`;
-      return `${d.name ?? d.toolCallId ?? ""} → ${o.ok === undefined ? short(d, 150) : body}`;
-    }
-    case "tool_call":
-      return `${d.name ?? "?"}(${short(d.args ?? d.arguments, 120)})${d.external ? "  external" : ""}`;
-    default: {
-      const keys = Object.keys(d).filter((k) => d[k] !== null && d[k] !== undefined);
-      return keys.length ? short(Object.fromEntries(keys.map((k) => [k, d[k]])), 180) : "";
-    }
-  }
 }
 
 function eventKind(type) {
@@ -216,12 +182,29 @@ function machineGraph(machine) {
   return { states, transitions };
 }
 
+const LABEL_FONT = '10px system-ui, -apple-system, "Segoe UI", sans-serif';
+const LABEL_LINE = 12;
+let measureCtx = null;
+
+/** Width in px of `text` drawn in the edge labels' font (canvas metrics; an estimate without canvas). */
+function textWidth(text) {
+  if (measureCtx === null) measureCtx = document.createElement("canvas").getContext("2d") || false;
+  if (!measureCtx) return text.length * 6.2;
+  measureCtx.font = LABEL_FONT;
+  return measureCtx.measureText(text).width;
+}
+
+/**
+ * Lays the statechart out with dagre. Invariant: edge labels do not overlap
+ * one another. Each label (one event name a line) gets its measured size
+ * (`width`/`height`, `labelpos: "c"`), so dagre places it as a node of its
+ * own, with the spacing of nodes; the label is drawn centred where dagre put
+ * it. tests/debug-page.test.ts checks the rendered labels' boxes.
+ */
 function layout(machine) {
   const { states, transitions } = machineGraph(machine);
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  // Edge labels get no space in the layout (21 labelled edges would make
-  // the chart three times wider); they are drawn at each edge's middle.
-  g.setGraph({ rankdir: "TB", nodesep: 44, ranksep: 56, edgesep: 12, marginx: 20, marginy: 16 });
+  g.setGraph({ rankdir: "TB", nodesep: 16, ranksep: 20, edgesep: 8, marginx: 12, marginy: 12 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const s of states) g.setNode(s.name, { width: Math.max(92, s.name.length * 9 + 30), height: 36, label: s.name });
   const pairs = new Map();
@@ -231,29 +214,63 @@ function layout(machine) {
     const p = pairs.get(key);
     if (!p.events.includes(t.event)) p.events.push(t.event);
   }
-  const edges = [...pairs.values()];
-  // Self-loops are drawn by hand on the node's right side (dagre's points
-  // for them do not touch the node).
-  edges.forEach((e, i) => {
-    if (e.from !== e.to) g.setEdge(e.from, e.to, { width: 0, height: 0 }, `e${i}`);
+  const edges = [...pairs.values()].map((e) => {
+    const lines = e.events.map((ev) => String(ev));
+    const width = Math.ceil(Math.max(...lines.map(textWidth))) + 8;
+    const height = lines.length * LABEL_LINE + 4;
+    return { ...e, lines, width, height };
   });
+  edges.forEach((e, i) => g.setEdge(e.from, e.to, { width: e.width, height: e.height, labelpos: "c" }, `e${i}`));
   dagre.layout(g);
   const nodes = states.map((s) => ({ ...g.node(s.name), name: s.name, initial: !!s.initial }));
-  const laidEdges = edges.map((e, i) => {
-    const label = e.events.join(", ");
-    const text = label.length > 26 ? `${label.slice(0, 25)}…` : label;
-    if (e.from === e.to) {
-      const n = g.node(e.from);
-      const x = n.x + n.width / 2;
-      const points = [{ x: x - 4, y: n.y - 8 }, { x: x + 22, y: n.y - 14 }, { x: x + 22, y: n.y + 14 }, { x: x - 1, y: n.y + 8 }];
-      return { ...e, points, loop: true, lx: x + 26 + text.length * 2.9, ly: n.y, label: text };
-    }
+  // dagre may put a self-loop's label far from its node; it moves next to
+  // the node when that place overlaps no other label and no node.
+  const boxOf = (x, y, w, h) => ({ x0: x - w / 2, y0: y - h / 2, x1: x + w / 2, y1: y + h / 2 });
+  const hits = (a, b) => a.x0 < b.x1 + 2 && b.x0 < a.x1 + 2 && a.y0 < b.y1 + 2 && b.y0 < a.y1 + 2;
+  const labelBoxes = edges.map((e, i) => {
     const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
-    const mid = laid.points[Math.floor(laid.points.length / 2)];
-    return { ...e, points: laid.points, lx: mid.x, ly: mid.y, label: text };
+    return boxOf(laid.x, laid.y, e.width, e.height);
   });
-  // The view box holds every node, edge point and label (self-loops and
-  // labels reach past dagre's own graph size).
+  const nodeBoxes = nodes.map((n) => boxOf(n.x, n.y, n.width, n.height));
+  edges.forEach((e, i) => {
+    if (e.from !== e.to) return;
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    const n = g.node(e.from);
+    if (laid.x <= n.x) return;
+    const x = n.x + n.width / 2 + 24 + e.width / 2;
+    const near = boxOf(x, n.y, e.width, e.height);
+    if (x >= laid.x || labelBoxes.some((b, k) => k !== i && hits(near, b)) || nodeBoxes.some((b) => hits(near, b))) return;
+    laid.x = x;
+    laid.y = n.y;
+    labelBoxes[i] = near;
+  });
+  const laidEdges = edges.map((e, i) => {
+    const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` });
+    if (e.from === e.to) {
+      // dagre puts a self-loop's label beside its node; the loop leaves the
+      // node on that side, reaches the label's near edge and comes back.
+      const n = g.node(e.from);
+      const side = Math.abs(laid.x - n.x) * n.height > Math.abs(laid.y - n.y) * n.width;
+      let points;
+      if (side) {
+        const s = Math.sign(laid.x - n.x) || 1;
+        const x = n.x + s * n.width / 2;
+        const lx = laid.x - s * e.width / 2;
+        // Control points 4/3 of the way out: the curve's far end touches the label.
+        const cx = x + (lx - x) * 4 / 3;
+        points = [{ x, y: n.y - 8 }, { x: cx, y: n.y - 22 }, { x: cx, y: n.y + 22 }, { x: x + s, y: n.y + 8 }];
+      } else {
+        const s = Math.sign(laid.y - n.y) || 1;
+        const y = n.y + s * n.height / 2;
+        const ly = laid.y - s * e.height / 2;
+        const cy = y + (ly - y) * 4 / 3;
+        points = [{ x: n.x - 14, y }, { x: n.x - 30, y: cy }, { x: n.x + 30, y: cy }, { x: n.x + 14, y: y + s }];
+      }
+      return { ...e, points, loop: true, lx: laid.x, ly: laid.y };
+    }
+    return { ...e, points: laid.points, lx: laid.x, ly: laid.y };
+  });
+  // The view box holds every node, edge point and label.
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
   const add = (x, y) => {
     x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
@@ -264,11 +281,10 @@ function layout(machine) {
   }
   for (const e of laidEdges) {
     for (const p of e.points) add(p.x, p.y);
-    const half = e.label.length * 2.9;
-    add(e.lx - half, e.ly - 8);
-    add(e.lx + half, e.ly + 6);
+    add(e.lx - e.width / 2, e.ly - e.height / 2);
+    add(e.lx + e.width / 2, e.ly + e.height / 2);
   }
-  const pad = 8;
+  const pad = 6;
   return { x: x0 - pad, y: y0 - pad, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad, nodes, edges: laidEdges };
 }
 
@@ -293,7 +309,7 @@ function Chart({ machine, active, lastEdge }) {
       return html`<g class=${`edge${hot ? " hot" : ""}`} data-from=${e.from} data-to=${e.to}>
         <path d=${pathOf(e.points, e.loop)} marker-end="url(#arrow)" />
         <title>${`${e.from} → ${e.to}: ${e.events.join(", ")}`}</title>
-        <text x=${e.lx} y=${e.ly + 3} text-anchor="middle">${e.label}</text>
+        <text data-edge-label=${`${e.from}→${e.to}`} x=${e.lx} y=${e.ly - e.height / 2 + 2 + LABEL_LINE - 3} text-anchor="middle">${e.lines.map((l, k) => html`<tspan x=${e.lx} dy=${k === 0 ? 0 : LABEL_LINE}>${l}</tspan>`)}</text>
       </g>`;
     })}
     ${lay.nodes.map((n) => {
@@ -404,7 +420,9 @@ function PendingCall({ agentId, turnId, call, onDone }) {
   </form>`;
 }
 
-function Timeline({ events, selected, onSelect }) {
+function Timeline({ events, selected, onSelect, verdicts }) {
+  const byId = useMemo(() => new Map((verdicts || []).map((v) => [v.verdictId, v])), [verdicts]);
+  const calls = useMemo(() => new Map(events.filter((e) => e.type === "tool_call").map((e) => [e.data?.toolCallId, e.data?.name])), [events]);
   const [kinds, setKinds] = useState({ transition: true, model: true, tool: true, verification: true, other: true });
   const [turn, setTurn] = useState("");
   const turns = useMemo(() => [...new Set(events.map((e) => e.turnId).filter(Boolean))], [events]);
@@ -427,21 +445,59 @@ function Timeline({ events, selected, onSelect }) {
       ${shown.map((e) => html`<li data-event-id=${e.id} data-event-type=${e.type} class=${`${eventKind(e.type)}${e.id === selected ? " selected" : ""}`} onClick=${() => onSelect(e.id)}>
         <span class="eid">#${e.id}</span>
         <span class="etype">${e.type}</span>
-        <span class="esum">${summarize(e)}</span>
+        <span class="esum">${summarize(e, byId, calls)}</span>
         <span class="etime mono">${fmtTime(e.at).slice(11)}</span>
       </li>`)}
     </ol>
   </section>`;
 }
 
-function Messages({ messages }) {
+function Messages({ messages, streaming }) {
   if (!messages) return null;
   return html`<div class="messages">
     ${messages.map((m) => html`<div class=${`msg r-${m.role}`}>
       <span class="role">${m.role}</span>
       <pre>${typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2)}${m.toolCalls ? `\n${JSON.stringify(m.toolCalls, null, 2)}` : ""}</pre>
     </div>`)}
+    ${streaming && html`<div class="msg r-assistant streaming" data-streaming="true" data-turn-id=${streaming.turnId} data-step=${streaming.step}>
+      <span class="role">assistant · streaming step ${streaming.step}</span>
+      <pre>${streaming.text}</pre>
+    </div>`}
   </div>`;
+}
+
+const STATUS_CLASS = { PASS: "v-pass", NEEDS_CHANGES: "v-needs", FAIL: "v-fail" };
+
+/** The verdicts of the agent, one group per turn, newest turn first. */
+function Verdicts({ verdicts, error }) {
+  const turns = verdictsByTurn(verdicts || []).reverse();
+  return html`<section class="card verdicts">
+    <h2>Verdicts</h2>
+    ${error && html`<p class="error">${error}</p>`}
+    ${turns.length === 0 ? html`<p class="muted">No verdicts yet.</p>` : turns.map((t) => html`<div class="vturn" data-verdict-turn=${t.turnId}>
+      <h3 class="mono">turn ${t.turnId}</h3>
+      ${t.verdicts.map((v) => html`<div class="verdict" data-verdict-id=${v.verdictId} data-verdict-status=${v.status}>
+        <div class="vhead">
+          <span class=${`badge ${STATUS_CLASS[v.status] ?? ""}`}>${v.status}</span>
+          <span class="vmsg">${verdictMessage(v)}</span>
+          <span class="spacer"></span>
+          <span class="muted">${v.guardianCode}</span>
+          <span class="muted">${verdictAttempt(v)}</span>
+        </div>
+        ${v.flags.length > 0 && html`<ul class="flags">${v.flags.map((f) => html`<li><b>${f.severity ?? ""}</b> <span class="mono">${f.code ?? ""}</span> ${f.message ?? short(f, 200)}</li>`)}</ul>`}
+        ${v.recommendations.length > 0 && html`<ul class="recs">${v.recommendations.map((r) => html`<li>${r}</li>`)}</ul>`}
+        ${Object.keys(v.evidence).length > 0 && html`<details><summary>evidence</summary><pre class="mono">${JSON.stringify(v.evidence, null, 2)}</pre></details>`}
+      </div>`)}
+    </div>`)}
+  </section>`;
+}
+
+/** What the agent is doing right now (`activity` of the agent view, when the server reports it). */
+function Activity({ activity, now }) {
+  if (!activity || typeof activity !== "object") return null;
+  const secs = typeof activity.since === "number" ? Math.max(0, Math.round((now - activity.since) / 1000)) : null;
+  const calls = Array.isArray(activity.toolCallIds) && activity.toolCallIds.length ? ` · ${activity.toolCallIds.join(", ")}` : "";
+  return html`<span class="pill activity" data-testid="activity">${activity.kind}${activity.step !== undefined ? ` · step ${activity.step}` : ""}${calls}${secs !== null ? ` · ${secs}s` : ""}</span>`;
 }
 
 function AgentPage({ agentId }) {
@@ -454,6 +510,9 @@ function AgentPage({ agentId }) {
   const [forkId, setForkId] = useState("");
   const [forked, setForked] = useState(null);
   const [notice, setNotice] = useState(null);
+  const [verdicts, setVerdicts] = useState([]);
+  const [verdictError, setVerdictError] = useState(null);
+  const [streaming, dispatchStream] = useReducer(streamingReducer, null);
   const refreshing = useRef(false);
   const again = useRef(false);
 
@@ -476,6 +535,16 @@ function AgentPage({ agentId }) {
     }
   }, [agentId]);
 
+  const refreshVerdicts = useCallback(async () => {
+    try {
+      const r = await api(`/v1/agents/${encodeURIComponent(agentId)}/verdicts`);
+      setVerdicts(r.verdicts);
+      setVerdictError(null);
+    } catch (err) {
+      setVerdictError(err.message);
+    }
+  }, [agentId]);
+
   useEffect(() => {
     let stop = () => {};
     let cancelled = false;
@@ -483,18 +552,22 @@ function AgentPage({ agentId }) {
     setSelected(null);
     setHist(null);
     setForked(null);
+    setVerdicts([]);
+    dispatchStream({ type: "reset" });
     (async () => {
       try {
         const [m, evs] = await Promise.all([api("/v1/machine"), allEvents(agentId)]);
         if (cancelled) return;
         setMachine(m);
         setEvents(evs);
-        await refreshView();
+        await Promise.all([refreshView(), refreshVerdicts()]);
         const last = evs.length ? evs[evs.length - 1].id : 0;
         stop = followEvents(agentId, last, (ev) => {
           setEvents((prev) => (prev.length && prev[prev.length - 1].id >= ev.id ? prev : [...prev, ev]));
+          dispatchStream({ type: "event", event: ev });
+          if (ev.type === "verdict_recorded") refreshVerdicts();
           refreshView();
-        }, () => refreshView());
+        }, () => refreshView(), (delta) => dispatchStream({ type: "delta", delta }));
       } catch (err) {
         setError(err);
       }
@@ -576,6 +649,7 @@ function AgentPage({ agentId }) {
         <span class="muted">${view.agent}</span>
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
+        <${Activity} activity=${view.activity} now=${Date.now()} />
         <span class="spacer"></span>
         <span class="muted">usage: ${u.inputTokens ?? 0} in · ${u.outputTokens ?? 0} out · cost ${u.cost ?? 0} · ${u.steps ?? 0} steps (turn: ${tu.steps ?? 0} steps, cost ${tu.cost ?? 0})</span>
         <button class="danger" onClick=${cancel} disabled=${!view.activeTurnId} data-testid="cancel">Cancel turn</button>
@@ -584,8 +658,7 @@ function AgentPage({ agentId }) {
       ${view.error && html`<p class="error">${view.error.reason}: ${view.error.message}</p>`}
       ${view.output !== undefined && html`<p><b>output</b> <span class="mono">${short(view.output, 400)}</span></p>`}
     </section>
-    <div class="grid">
-      <section class="card">
+    <section class="card chartcard">
         <div class="toolbar">
           <h2>Statechart</h2>
           <span class=${live ? "pill live" : "pill past"} data-testid="mode">${live ? "live" : `at event #${shownId}`}</span>
@@ -602,7 +675,8 @@ function AgentPage({ agentId }) {
           <button onClick=${() => setSelected(null)} disabled=${live} data-testid="go-live">Live</button>
           <span class="mono">#${shownId} / ${lastId}</span>
         </div>
-      </section>
+    </section>
+    <div class="grid">
       <section class="card">
         <h2>At event #${shownId}</h2>
         ${hist?.error && html`<p class="error">${hist.error}</p>`}
@@ -610,7 +684,7 @@ function AgentPage({ agentId }) {
           <p>state <span class=${`pill s-${hist.state}`} data-testid="history-state">${hist.state}</span>
             ${hist.activeTurnId && html` <span class="mono muted">turn ${hist.activeTurnId}</span>`}</p>
           <details open><summary>context</summary><pre class="mono">${JSON.stringify(hist.context, null, 2)}</pre></details>
-          <details open><summary>messages (${hist.messages.length})</summary><${Messages} messages=${hist.messages} /></details>
+          <details open><summary>messages (${hist.messages.length})</summary><${Messages} messages=${hist.messages} streaming=${live ? streaming : null} /></details>
         </div>`}
         <form class="fork" onSubmit=${fork}>
           <h3>Fork from event #${shownId}</h3>
@@ -619,12 +693,15 @@ function AgentPage({ agentId }) {
           ${forked && html`<span> → <${Link} href=${agentPath(forked.agentId)} data-testid="fork-link">${forked.agentId}<//> (${forked.state})</span>`}
         </form>
       </section>
+      <div>
+        <section class="card">
+          <h2>Pending tool calls <span class="muted">(now)</span></h2>
+          ${pending.length === 0 ? html`<p class="muted">None.</p>` : pending.map((c) => html`<${PendingCall} key=${c.toolCallId} agentId=${agentId} turnId=${view.activeTurnId} call=${c} onDone=${refreshView} />`)}
+        </section>
+        <${Verdicts} verdicts=${verdicts} error=${verdictError} />
+      </div>
     </div>
-    <section class="card">
-      <h2>Pending tool calls <span class="muted">(now)</span></h2>
-      ${pending.length === 0 ? html`<p class="muted">None.</p>` : pending.map((c) => html`<${PendingCall} key=${c.toolCallId} agentId=${agentId} turnId=${view.activeTurnId} call=${c} onDone=${refreshView} />`)}
-    </section>
-    <${Timeline} events=${events} selected=${live ? null : shownId} onSelect=${(id) => setSelected(id === lastId ? null : id)} />
+    <${Timeline} events=${events} verdicts=${verdicts} selected=${live ? null : shownId} onSelect=${(id) => setSelected(id === lastId ? null : id)} />
   </div>`;
 }
 

@@ -4,12 +4,13 @@
  *
  * Three views:
  * - `machineConfig(m)`: the machine's config as JSON, in the form XState v5's
- *   `createMachine` runs as is (and Stately's visualizer imports):
+ *   `createMachine` loads as is (and Stately's visualizer imports):
  *   `{ id, initial, context, states: { s: { on: { E: [{ target, guard, actions, reenter? }] } } } }`
  *   with guards and actions by name. Invariant: `createMachine(c).provide(m.implementations)`
  *   goes through the same states with the same contexts as `m` for every
  *   event sequence; without implementations it still starts, and takes every
- *   unguarded transition (named actions it lacks are skipped). A machine that
+ *   unguarded transition (named actions it lacks are skipped); a guarded
+ *   event stops it with XState's `Guard '…' is not implemented`. A machine that
  *   JSON cannot carry (an inline guard or action, dynamic params, `invoke`,
  *   `after`) is refused with an Error naming the place, never served lossy.
  *   (`machine.toJSON()` is XState's internal node view, not a config:
@@ -144,7 +145,8 @@ function initialContextOf(machine: AnyStateMachine): unknown {
 }
 
 /**
- * The machine's config as JSON that `createMachine` runs as is.
+ * The machine's config as JSON that `createMachine` loads as is (it runs
+ * guarded events once given `m.implementations`).
  *
  * @example
  * const m = createMachine(machineConfig()).provide(agentMachine.implementations);

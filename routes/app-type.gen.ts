@@ -799,6 +799,15 @@ export type GatehouseSchema = MergeSchemaPath<{
             status: 304;
         };
     };
+} & {
+    "/favicon.ico": {
+        $get: {
+            input: {};
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        };
+    };
 }, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/fork": {
         $post: {

@@ -1,6 +1,6 @@
 /**
  * Auth of every route but `/healthz`, `/readyz` and the debugger page's
- * shell and assets (`/debug`, `/debug/...`), when `rt.auth` is set
+ * shell, assets and icon (`/debug`, `/debug/...`, `/favicon.ico`), when `rt.auth` is set
  * (routes/auth/config.ts holds the configuration and its invariants).
  *
  * Per request, in order:
@@ -91,12 +91,12 @@ export function signedIdempotencyKey(c: Context): string | undefined {
 const UNAUTHENTICATED_PATHS = new Set(["/healthz", "/readyz"]);
 
 /**
- * The debugger page's shell and assets (routes/debug/page.ts) are static and
- * hold no data, so they are served without a token: the page asks for it and
+ * The debugger page's shell and assets (routes/debug/page.ts, `/favicon.ico`
+ * included) are static and hold no data, so they are served without a token: the page asks for it and
  * sends it to the data routes itself.
  */
 function isDebugPagePath(path: string): boolean {
-  return path === "/debug" || path.startsWith("/debug/");
+  return path === "/debug" || path.startsWith("/debug/") || path === "/favicon.ico";
 }
 
 /** Who a request was let in as; read by routes that find the agent only in the store. */

@@ -1,8 +1,10 @@
 /**
  * `GET /v1/machine`: the agent statechart as an XState v5 machine config
- * that `createMachine` runs as is (`machineConfig` of machines/definition.ts:
+ * that `createMachine` loads as is, for drawing it and Stately import
+ * (`machineConfig` of machines/definition.ts:
  * `{ id, initial, context, states: { s: { on: { E: [{ target, guard, actions }] } } } }`,
- * guards and actions by name), with the richer introspection under XState's
+ * guards and actions by name only: running a guarded event needs
+ * `agentMachine.implementations`), with the richer introspection under XState's
  * own `meta` key: states with `endsTurn`, the flat transition list and the
  * Mermaid text. Read from `agentMachine` and computed once: the machine is
  * one definition for all agents.
@@ -26,7 +28,7 @@ const getMachine = defineRoute({
   method: "get",
   path: "/v1/machine",
   operationId: "getMachine",
-  summary: "The agent statechart as an XState machine config (createMachine runs it), with states, transitions and Mermaid text under meta",
+  summary: "The agent statechart as an XState machine config (createMachine loads it, to draw it; guards and actions by name: running it needs agentMachine.implementations), with states, transitions and Mermaid text under meta",
   tags: ["machine"],
   responses: { 200: json("The machine", MachineView) },
 }, [], "read");

@@ -391,7 +391,7 @@ export const MachineView = z.object({
     mermaid: z.string().describe("Mermaid stateDiagram-v2 text (docs/machine.svg)"),
   }).describe("Introspection: states, a flat transition list and a Mermaid text"),
 }).describe(
-  "The agent statechart as an XState v5 machine config: `createMachine(body)` runs it as is; guards and actions are named (provide them with `.provide(agentMachine.implementations)`)",
+  "The agent statechart as an XState v5 machine config, to draw it (Stately imports it): `createMachine(body)` loads it as is; guards and actions are names only, so a guarded event needs `.provide(agentMachine.implementations)`",
 ).openapi("MachineView");
 
 export const WatchdogTick = z.object({

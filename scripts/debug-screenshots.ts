@@ -1,6 +1,6 @@
 /**
  * Takes the debugger page's screenshots in docs/ (the agent list, a running
- * agent, time travel) with headless Chromium over a served gatehouse
+ * agent, time travel, a verified turn's verdicts) with headless Chromium over a served gatehouse
  * (tests/helpers/debug-page.ts). Run after changing the page:
  *
  *   npx tsx scripts/debug-screenshots.ts
@@ -20,6 +20,7 @@ try {
   for (const [id, input] of [["checkout-bug", "Fix the checkout rounding bug"], ["login-flake", "Why does the login test flake?"], ["release-notes", "Draft the release notes"]]) {
     await server.call("POST", `/v1/agents/${id}/tasks`, { agent: "helper", input });
   }
+  await server.call("POST", "/v1/agents/invoice-units/tasks", { agent: "invoicer", input: "Bill the support hours" });
   server.release("login-flake");
   server.release("release-notes");
   await new Promise((r) => setTimeout(r, 800));
@@ -48,7 +49,13 @@ try {
   await page.locator('[data-testid="history-state"]', { hasText: "running" }).waitFor();
   await new Promise((r) => setTimeout(r, 300));
   await page.screenshot({ path: join(DOCS, "debug-time-travel.png"), fullPage: true });
-  console.log("wrote docs/debug-agents.png, docs/debug-agent.png, docs/debug-time-travel.png");
+
+  await page.goto(`${server.base}/debug/agents/invoice-units`);
+  await page.locator('svg.chart [data-state="done"][data-active="true"]').waitFor();
+  await page.locator('[data-verdict-status="PASS"]').waitFor();
+  await new Promise((r) => setTimeout(r, 300));
+  await page.screenshot({ path: join(DOCS, "debug-verdicts.png"), fullPage: true });
+  console.log("wrote docs/debug-agents.png, docs/debug-agent.png, docs/debug-time-travel.png, docs/debug-verdicts.png");
 } finally {
   await browser.close();
   await server.close();

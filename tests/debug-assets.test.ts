@@ -1,7 +1,8 @@
 /**
  * The debugger page's bundled assets: routes/debug/assets.gen.ts is what
  * scripts/bundle-debug.ts builds from debug-ui/ now, holds no network
- * reference the page would load (no CDN), and the routes serve it.
+ * reference the page would load (no CDN), and the routes serve it; and
+ * `/favicon.ico` is a 16×16 ICO served without a token (not a 404).
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -38,6 +39,26 @@ describe("debugger page assets", () => {
     expect(await (await get("/debug/app.css")).text()).toBe(DEBUG_CSS);
     expect((await get("/v1/agents")).status).toBe(401);
     expect((await get("/v1/machine")).status).toBe(401);
+    await gh.close();
+  });
+
+  it("serves /favicon.ico, a 16×16 32-bit ICO, without a token", async () => {
+    const gh = createGatehouse({ agents: [defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "hi" }]) })], auth: { bearerTokens: ["a-token-of-sixteen-chars"] } });
+    const res = await gh.fetch(new Request("http://gh.test/favicon.ico"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/x-icon");
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const v = new DataView(bytes.buffer);
+    // ICONDIR: reserved 0, type 1 (icon), one image; its entry: 16×16, 32 bpp, the image right after.
+    expect([v.getUint16(0, true), v.getUint16(2, true), v.getUint16(4, true)]).toEqual([0, 1, 1]);
+    expect([bytes[6], bytes[7], v.getUint16(12, true), v.getUint32(18, true)]).toEqual([16, 16, 32, 22]);
+    expect(v.getUint32(14, true)).toBe(bytes.length - 22);
+    // BITMAPINFOHEADER: 40 bytes, 16 wide, 32 high (image and mask), not all pixels transparent.
+    expect([v.getUint32(22, true), v.getInt32(26, true), v.getInt32(30, true)]).toEqual([40, 16, 32]);
+    const alphas = Array.from({ length: 256 }, (_, i) => bytes[62 + i * 4 + 3]);
+    expect(alphas.filter((a) => a === 255).length).toBeGreaterThan(150);
+    const shell = await (await gh.fetch(new Request("http://gh.test/debug"))).text();
+    expect(shell).toContain('<link rel="icon" href="/favicon.ico"');
     await gh.close();
   });
 });

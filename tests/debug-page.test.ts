@@ -6,9 +6,19 @@
  * after it ends), time travel, delivering a pending tool result from its
  * form, fork from an event and opening the fork; and the page opened
  * straight at `/debug/agents/:id` on a server without auth, following a
- * turn to its end. The page's hooks are
- * `data-state`/`data-active` (chart nodes), `data-event-id`/`data-event-type`
- * (timeline items) and `data-tool-call-id` (pending-call forms).
+ * turn to its end; the work shown (the verdicts panel per turn and timeline
+ * rows that lead with the meaning), a statechart whose edge labels do not
+ * overlap in the rendered SVG, a chart card no taller than its content,
+ * `/favicon.ico` served (no 404 while the page loads), and live model text:
+ * `event: delta` SSE frames injected into the page's events stream (the
+ * browser's request is answered by the test) appear as a streaming message
+ * that the stored step events replace; an `activity` in the agent view (the
+ * test adds one to the server's answer) shows in the head. The page's hooks are
+ * `data-state`/`data-active` (chart nodes), `data-edge-label` (chart edge
+ * labels), `data-event-id`/`data-event-type` (timeline items),
+ * `data-tool-call-id` (pending-call forms), `data-verdict-turn` /
+ * `data-verdict-id` / `data-verdict-status` (verdicts) and `data-streaming`
+ * (the live message).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
@@ -163,6 +173,132 @@ describe("debugger page (Chromium)", () => {
     } finally {
       await page.close();
       await open.close();
+    }
+  }, 60_000);
+
+  it("shows the work: verdicts per turn, timeline rows meaning first, labels that do not overlap, a chart card as tall as its content, an icon", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    const missing: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("response", (r) => {
+      if (r.status() === 404) missing.push(r.url());
+    });
+    try {
+      // The icon: served without a token, an ICO.
+      const ico = await fetch(`${server.base}/favicon.ico`);
+      expect(ico.status).toBe(200);
+      expect(ico.headers.get("content-type")).toBe("image/x-icon");
+      expect([...new Uint8Array(await ico.arrayBuffer()).slice(0, 4)]).toEqual([0, 0, 1, 0]);
+
+      expect((await server.call("POST", "/v1/agents/inv1/tasks", { agent: "invoicer", input: "Bill 3 units" })).status).toBe(202);
+      await page.goto(`${server.base}/debug`);
+      await page.locator('[data-testid="token-form"] input').fill(TOKEN);
+      await page.locator('[data-testid="token-form"] button').click();
+      await page.goto(`${server.base}/debug/agents/inv1`);
+      await page.locator('svg.chart [data-state="done"][data-active="true"]').waitFor({ timeout: 20_000 });
+
+      // Verdicts: one turn, NEEDS_CHANGES (attempt 1 of 3) then PASS, as the API has them.
+      const api = (await server.call("GET", "/v1/agents/inv1/verdicts")).body.verdicts as any[];
+      expect(api.map((v) => v.status)).toEqual(["NEEDS_CHANGES", "PASS"]);
+      const turn = page.locator(`[data-verdict-turn="${api[0].taskId}"]`);
+      await turn.locator("[data-verdict-id]").nth(1).waitFor({ timeout: 15_000 });
+      expect(await turn.locator("[data-verdict-id]").evaluateAll((els) => els.map((e) => e.getAttribute("data-verdict-status"))))
+        .toEqual(["NEEDS_CHANGES", "PASS"]);
+      const rejected = turn.locator(`[data-verdict-id="${api[0].verdictId}"]`);
+      const rejectedText = await rejected.innerText();
+      for (const part of ["NEEDS_CHANGES", "units must be positive", "attempt 1 of 3", "bad_units", "Revise the output", "output_verifier:invoicer"]) {
+        expect(rejectedText).toContain(part);
+      }
+      expect(await turn.locator(`[data-verdict-id="${api[1].verdictId}"]`).innerText()).toContain("attempt 2 of 3");
+
+      // Timeline rows lead with the meaning.
+      const verdictRow = page.locator('[data-event-type="verdict_recorded"] .esum').first();
+      expect(await verdictRow.innerText()).toMatch(/^NEEDS_CHANGES: units must be positive/);
+      expect(await page.locator('[data-event-type="tool_call"] .esum').first().innerText()).toMatch(/^agent_output\(units: -2\)/);
+
+      // Edge labels: many, drawn, and no two label boxes intersect.
+      const boxes = await page.locator("svg.chart [data-edge-label]").evaluateAll((els) =>
+        els.map((e) => {
+          const b = (e as SVGGraphicsElement).getBBox();
+          return { id: e.getAttribute("data-edge-label"), x: b.x, y: b.y, w: b.width, h: b.height };
+        })
+      );
+      expect(boxes.length).toBeGreaterThan(10);
+      for (const b of boxes) expect(b.w * b.h, b.id!).toBeGreaterThan(0);
+      const overlaps: string[] = [];
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          const a = boxes[i], b = boxes[j];
+          if (a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h) overlaps.push(`${a.id} / ${b.id}`);
+        }
+      }
+      expect(overlaps).toEqual([]);
+
+      // The chart card ends right below its content (the time-travel bar
+      // under the chart), and the chart is as tall as its drawing.
+      const fit = await page.locator("svg.chart").evaluate((svg) => {
+        const card = svg.closest(".card")!;
+        const travel = card.querySelector(".travel")!;
+        const drawn = (svg as SVGSVGElement).getBBox();
+        const box = svg.getBoundingClientRect();
+        const scale = box.width / (svg as SVGSVGElement).viewBox.baseVal.width;
+        return { below: card.getBoundingClientRect().bottom - travel.getBoundingClientRect().bottom, svg: box.height, drawn: drawn.height * scale };
+      });
+      expect(fit.below).toBeLessThanOrEqual(20);
+      expect(fit.svg).toBeLessThanOrEqual(fit.drawn + 30);
+
+      expect(missing).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 90_000);
+
+  it("appends `event: delta` text to a streaming message and drops it when the step's stored events arrive; shows `activity`", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      expect((await server.call("POST", "/v1/agents/s1/tasks", { agent: "helper", input: "Stream it" })).status).toBe(202);
+      const turnId = (await server.call("GET", "/v1/agents/s1")).body.activeTurnId as string;
+      expect(turnId).toBeTruthy();
+      // The page's first request of the events stream is answered here with
+      // delta frames (the shape the SSE route sends: `event: delta`, no id);
+      // the stream then ends and the page reconnects to the real route.
+      let injected = 0;
+      await page.route(/\/v1\/agents\/s1\/events\?format=sse/, async (route) => {
+        if (injected++ > 0) return route.continue();
+        const frames = ["Let me ", "ask ", "a human."].map((text) =>
+          `event: delta\ndata: ${JSON.stringify({ turnId, step: 1, text })}\n\n`
+        ).join("");
+        await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: `: hello\n\n${frames}` });
+      });
+      // The agent view gains `activity` (what the agent is doing now) where
+      // the server reports it; the page shows it in the head.
+      const since = Date.now();
+      await page.route(/\/v1\/agents\/s1$/, async (route) => {
+        const res = await route.fetch();
+        const body = await res.json();
+        await route.fulfill({ response: res, json: { ...body, activity: { kind: "model", step: 1, since } } });
+      });
+      await page.goto(`${server.base}/debug`);
+      await page.locator('[data-testid="token-form"] input').fill(TOKEN);
+      await page.locator('[data-testid="token-form"] button').click();
+      await page.goto(`${server.base}/debug/agents/s1`);
+      expect(await page.locator('[data-testid="activity"]').innerText({ timeout: 15_000 })).toMatch(/^model · step 1 · \d+s$/);
+      const live = page.locator('[data-streaming="true"]');
+      await live.waitFor({ timeout: 15_000 });
+      expect(await live.locator("pre").innerText()).toBe("Let me ask a human.");
+      expect(await live.getAttribute("data-step")).toBe("1");
+      // The step is stored: its chunk/step events reach the page and the streaming message goes.
+      server.release("s1");
+      await page.locator('svg.chart [data-state="waiting-tools"][data-active="true"]').waitFor({ timeout: 15_000 });
+      await live.waitFor({ state: "detached", timeout: 15_000 });
+      expect(injected).toBeGreaterThan(1);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
     }
   }, 60_000);
 });

@@ -13,7 +13,7 @@ import { EVENT_TYPES } from "../machines/event-log.ts";
 import { servedDocument, SNAPSHOT, snapshotText } from "../scripts/openapi-snapshot.ts";
 
 /** Routes that answer no 4XX by design (no input, no token): Redocly warns about them, nothing else. */
-const NO_CLIENT_ERRORS = ["/healthz", "/readyz", "/debug", "/debug/agents/{agentId}", "/debug/app.js", "/debug/app.css"];
+const NO_CLIENT_ERRORS = ["/healthz", "/readyz", "/debug", "/debug/agents/{agentId}", "/debug/app.js", "/debug/app.css", "/favicon.ico"];
 const NO_CLIENT_ERRORS_WITHOUT_AUTH = ["/v1/machine", "/metrics", "/openapi.json", "/v1/tools"];
 
 async function lint(doc: unknown) {

@@ -1,7 +1,8 @@
 /**
  * The debugger page: `GET /debug` (the agent list) and
- * `GET /debug/agents/:agentId` (one agent: statechart, timeline, time travel,
- * pending tool calls, cancel, fork), plus its script and stylesheet.
+ * `GET /debug/agents/:agentId` (one agent: statechart, verdicts, timeline,
+ * time travel, pending tool calls, cancel, fork, live model text), plus its
+ * script and stylesheet, and `GET /favicon.ico` (routes/debug/favicon.ts).
  *
  * Invariants:
  * - Every response here is static: the same bytes whatever the request (the
@@ -21,9 +22,12 @@ import type { Context } from "hono";
 import { defineRoute, routeApp } from "../define.ts";
 import type { RouteRuntime } from "../runtime.ts";
 import { DEBUG_ASSETS_HASH, DEBUG_CSS, DEBUG_JS } from "./assets.gen.ts";
+import { FAVICON_ICO } from "./favicon.ts";
 
 /** Paths of this module; routes/auth.ts serves them without a token. */
 export const DEBUG_PATH_PREFIX = "/debug";
+/** The icon; static too, so also served without a token. */
+export const FAVICON_PATH = "/favicon.ico";
 
 const CSP = [
   "default-src 'none'",
@@ -43,6 +47,7 @@ const SHELL = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>gatehouse debugger</title>
+<link rel="icon" href="/favicon.ico" type="image/x-icon">
 <link rel="stylesheet" href="/debug/app.css?v=${DEBUG_ASSETS_HASH}">
 <script defer src="/debug/app.js?v=${DEBUG_ASSETS_HASH}"></script>
 </head>
@@ -114,10 +119,30 @@ const debugStylesheet = defineRoute({
   responses: { 200: text("The stylesheet", "text/css"), 304: notModified },
 }, [], "public");
 
+const favicon = defineRoute({
+  method: "get",
+  path: FAVICON_PATH,
+  operationId: "favicon",
+  summary: "The debugger page's icon (16×16 ICO)",
+  tags: ["debug"],
+  responses: {
+    200: { description: "The icon", content: { "image/x-icon": { schema: z.string().openapi({ format: "binary" }) } } },
+  },
+}, [], "public");
+
+function icon(c: Context): Response {
+  return c.body(FAVICON_ICO.slice().buffer as ArrayBuffer, 200, {
+    ...COMMON_HEADERS,
+    "content-type": "image/x-icon",
+    "cache-control": "public, max-age=86400",
+  });
+}
+
 export function debugPageRoutes(rt: RouteRuntime) {
   return routeApp(rt)
     .openapi(debugPage, (c) => shell(c))
     .openapi(debugAgentPage, (c) => shell(c))
     .openapi(debugScript, (c) => asset(c, DEBUG_JS, "text/javascript; charset=utf-8"))
-    .openapi(debugStylesheet, (c) => asset(c, DEBUG_CSS, "text/css; charset=utf-8"));
+    .openapi(debugStylesheet, (c) => asset(c, DEBUG_CSS, "text/css; charset=utf-8"))
+    .openapi(favicon, (c) => icon(c));
 }

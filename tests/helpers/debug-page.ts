@@ -8,12 +8,17 @@
  * test can see `running` live before the turn moves on; it then calls the
  * external tool `ask_human` (the turn waits in `waiting-tools` for a result)
  * and submits once the result arrives.
+ *
+ * The `invoicer` agent proposes `{ units: -2 }` first and `{ units: 3 }`
+ * next; its output verifier rejects units that are not positive ("units must
+ * be positive"), so a turn writes a NEEDS_CHANGES verdict (attempt 1 of 3)
+ * and then a PASS one.
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Browser, chromium } from "playwright-core";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../../mod.ts";
 
 export const TOKEN = "debug-page-test-token-0123456789";
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -52,8 +57,21 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     }),
     tools: [ask],
   });
+  const invoicer = defineAgent({
+    name: "invoicer",
+    instructions: "Propose the invoice line.",
+    model: scriptedModel(({ step }) => ({ toolCalls: [{ name: "agent_output", args: { units: step === 1 ? -2 : 3 } }] })),
+    output: {
+      schema: z.object({ units: z.number() }),
+      verify: (c: { units: number }) => {
+        if (c.units <= 0) throw new VerificationRejected({ message: "units must be positive", code: "bad_units" });
+        return c;
+      },
+    },
+    verifyMaxAttempts: 3,
+  });
   const auth = opts.auth ?? true;
-  const gh = createGatehouse({ agents: [helper], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
+  const gh = createGatehouse({ agents: [helper, invoicer], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
