@@ -99,6 +99,9 @@ interface GhResult {
   roundTripsPerStep: number;
   /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
   workRoundTripsPerStep: number;
+  /** Store calls per turn (all), and commits per turn: a turn pays one commit more than its steps since it reads `running` from its claim on. */
+  roundTripsPerTurn: number;
+  commitsPerTurn: number;
   /** CPU of this process per step (gatehouse; with upstash also the REST bridge), in µs. */
   nodeCpuUsPerStep: number;
   /** CPU of the Redis server per step, in µs. */
@@ -199,6 +202,8 @@ async function runGatehouse(opts: {
     stepsPerSecond: steps / seconds,
     roundTripsPerStep: calls / steps,
     workRoundTripsPerStep: workCalls(counts) / steps,
+    roundTripsPerTurn: calls / turns,
+    commitsPerTurn: (counts.calls.commit ?? 0) / turns,
     nodeCpuUsPerStep: (cpu.user + cpu.system) / steps,
     redisCpuUsPerStep: (redisCpu * 1e6) / steps,
     scriptCallsPerStep: d.scriptCalls / steps,
@@ -407,14 +412,14 @@ function report(m: Measured, meta: Record<string, string>): string {
 
   // ---- Throughput and cost per step
   push("## Throughput and cost per step", "");
-  push("| adapter | agents | steps/s | round trips/step: all (work only) | commits/step | Redis cmds/step | billed cmds/step | bytes to Redis/step | CPU µs/step worker + Redis |");
-  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  push("| adapter | agents | steps/s | round trips/step: all (work only) | round trips/turn | commits/step | commits/turn | Redis cmds/step | billed cmds/step | bytes to Redis/step | CPU µs/step worker + Redis |");
+  push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const { adapter, concurrency, runs } of m.gh) {
     const md = (k: (r: GhResult) => number) => stat(runs, k).median;
     const sps = stat(runs, (r) => r.stepsPerSecond);
     push(
       `| ${LABEL[adapter]} | ${concurrency} | ${f(sps.median, 0)}${range(sps)} | ${f(md((r) => r.roundTripsPerStep), 2)} (${f(md((r) => r.workRoundTripsPerStep), 2)}) | ` +
-        `${f(md((r) => r.byOp.commit ?? 0), 2)} | ${f(md((r) => r.redisCommandsPerStep), 1)} | ${f(md((r) => r.billedPerStep), 2)} | ${f(md((r) => r.bytesInPerStep), 0)} | ` +
+        `${f(md((r) => r.roundTripsPerTurn), 2)} | ${f(md((r) => r.byOp.commit ?? 0), 2)} | ${f(md((r) => r.commitsPerTurn), 2)} | ${f(md((r) => r.redisCommandsPerStep), 1)} | ${f(md((r) => r.billedPerStep), 2)} | ${f(md((r) => r.bytesInPerStep), 0)} | ` +
         `${f(md((r) => r.nodeCpuUsPerStep), 0)} + ${f(md((r) => r.redisCpuUsPerStep), 0)} |`,
     );
   }
@@ -608,7 +613,7 @@ async function main() {
           runs[adapter].push(r);
           console.log(
             `${adapter} x${c} #${rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, ${f(r.roundTripsPerStep, 2)} round trips/step (${f(r.workRoundTripsPerStep, 2)} work), ` +
-              `CPU ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} µs/step, ${f(r.bytesInPerStep, 0)} B/step; per turn ${JSON.stringify(r.answersPerTurn)}`,
+              `${f(r.roundTripsPerTurn, 2)} round trips/turn, ${f(r.commitsPerTurn, 2)} commits/turn, CPU ${f(r.nodeCpuUsPerStep, 0)} + ${f(r.redisCpuUsPerStep, 0)} µs/step, ${f(r.bytesInPerStep, 0)} B/step; per turn ${JSON.stringify(r.answersPerTurn)}`,
           );
         }
         await info.flushall();
