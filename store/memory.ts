@@ -73,6 +73,7 @@ import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "./types.ts"
 import { inputBytes, inputText } from "./inputs.ts";
 import {  checkAgentId, checkAgentName, checkDeliveryTarget, checkHolder, checkMessageId, checkTarget, checkToolName, StoreInputError, toolCalls  } from "./keys.ts";
 import { gcraArgs } from "./rate-limit.ts";
+import { processLive } from "./live.ts";
 
 /** An integer time or duration (ms), as the script adapters require. */
 function int(n: number, what: string): number {
@@ -510,6 +511,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
 
   const store: Store = {
     kind: "memory",
+    // One process holds the whole store: the in-process channel reaches every reader.
+    live: processLive(),
 
     async enqueueTask(req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
       return atomic(() => {

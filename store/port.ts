@@ -149,6 +149,7 @@ import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
 import type { ContractValidation } from "../common/contract-validation.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
+import type { LiveChannel } from "./live.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -731,6 +732,14 @@ export interface Store {
    * polls them (actors/pool/pool.ts).
    */
   watchBells?(targets: readonly string[], listener: BellListener): BellWatch;
+  /**
+   * Optional: the live channel (store/live.ts) on which model deltas and
+   * "log grew" notices reach every process on this store without a store
+   * write. The memory store has an in-process one, TCP Redis and Upstash a
+   * shared one; without it the runtime uses an in-process channel and the
+   * event streams poll.
+   */
+  readonly live?: LiveChannel;
   /** Records this process's definition set and answers the others recorded in the key space (invariant 23). */
   announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
   /** How many agents of a worker target are due at `now` (bells at or before it): the ready-queue depth. */
