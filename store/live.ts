@@ -149,13 +149,15 @@ export function processLive(): LiveChannel {
 export const DELTA_BATCH_MS = 5;
 
 /**
- * Joins the deltas of one model call that arrive within DELTA_BATCH_MS of
- * the first into one `delta` message; `flush()` sends what is pending at once
- * (the call returned). Order is kept.
+ * The first delta of a model call goes out at once (the first token is what
+ * a reader waits for); later ones that arrive within DELTA_BATCH_MS of each
+ * other's first are joined into one `delta` message; `flush()` sends what is
+ * pending at once (the call returned). Order is kept.
  */
 export class DeltaBatcher {
   #pending = "";
   #timer: ReturnType<typeof setTimeout> | null = null;
+  #sent = false;
 
   readonly #live: LiveChannel;
   readonly #agentId: string;
@@ -172,6 +174,7 @@ export class DeltaBatcher {
   push(text: string): void {
     if (typeof text !== "string" || text === "") return;
     this.#pending += text;
+    if (!this.#sent) return this.flush();
     this.#timer ??= setTimeout(() => this.flush(), DELTA_BATCH_MS);
   }
 
@@ -181,6 +184,7 @@ export class DeltaBatcher {
     if (this.#pending === "") return;
     const text = this.#pending;
     this.#pending = "";
+    this.#sent = true;
     this.#live.publish(this.#agentId, { type: "delta", turnId: this.#turnId, step: this.#step, text });
   }
 }
