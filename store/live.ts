@@ -31,6 +31,7 @@
  * connection of its own); store/upstash-live.ts (Upstash REST `PUBLISH` and
  * the streaming `subscribe`).
  */
+import type { KeySpace } from "./keys.ts";
 
 /** Streamed model text of one step (not stored). */
 export interface LiveDelta {
@@ -66,6 +67,11 @@ export interface LiveChannel {
   subscribe(agentId: string, onMsg: LiveListener): () => void;
   /** Closes connections the channel opened (subscriptions end). */
   close?(): Promise<void>;
+}
+
+/** The channel name of `agentId` on Redis and Upstash, `<h>:{a:<agentId>}:live`: its hash tag is the agent's. */
+export function liveChannelName(keys: KeySpace, agentId: string): string {
+  return `${keys.agent(agentId).head.replace(/:head$/, "")}:live`;
 }
 
 /** The JSON a message travels as on a shared channel. */

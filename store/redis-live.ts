@@ -17,12 +17,7 @@
  */
 import { Cluster, type Redis } from "ioredis";
 import type { KeySpace } from "./keys.ts";
-import { decodeLive, encodeLive, type LiveChannel, LiveListeners } from "./live.ts";
-
-/** The live channel's name of `agentId` (its hash tag is the agent's). */
-export function liveChannelName(keys: KeySpace, agentId: string): string {
-  return `${keys.agent(agentId).head.replace(/:head$/, "")}:live`;
-}
+import { decodeLive, encodeLive, type LiveChannel, LiveListeners, liveChannelName } from "./live.ts";
 
 export function redisLive(client: Redis | Cluster, keys: KeySpace): LiveChannel {
   const listeners = new LiveListeners();

@@ -15,8 +15,7 @@
  * - A client without `subscribe` (a minimal client passed in) publishes only.
  */
 import type { KeySpace } from "./keys.ts";
-import { decodeLive, encodeLive, type LiveChannel, LiveListeners } from "./live.ts";
-import { liveChannelName } from "./redis-live.ts";
+import { decodeLive, encodeLive, type LiveChannel, LiveListeners, liveChannelName } from "./live.ts";
 
 /** What the channel needs of an @upstash/redis client. */
 export interface UpstashLiveClient {

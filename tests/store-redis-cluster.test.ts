@@ -20,7 +20,7 @@ import { keySpace } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
-import { liveChannelName } from "../store/redis-live.ts";
+import { liveChannelName } from "../store/live.ts";
 import { type RawRedis, redisStateReader } from "./helpers/store-state.ts";
 import { delegationSuite } from "./delegation-suite.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
