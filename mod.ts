@@ -35,6 +35,8 @@ export type { ScriptStore } from "./store/lua-store.ts";
 export { StoreInputError } from "./store/keys.ts";
 export { EvictionPolicyError } from "./store/script-runner.ts";
 export type { Store } from "./store/port.ts";
+export { processLive } from "./store/live.ts";
+export type { LiveChannel, LiveDelta, LiveGrew, LiveListener, LiveMessage } from "./store/live.ts";
 export type { StoredEvent } from "./common/events.ts";
 export type { Message } from "./common/message.ts";
 export type { Outcome, OutcomeErrorInput } from "./common/outcome.ts";
