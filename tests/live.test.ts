@@ -13,6 +13,8 @@ import { createGatehouse, defineAgent, type Gatehouse, type Model, type Store } 
 import { redisStore } from "../redis.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { memoryStore } from "../store/memory.ts";
+import { configFromEnv } from "../entry/config.ts";
+import { DefinitionError } from "../errors/errors.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
@@ -251,6 +253,14 @@ describe("Prefer: wait", () => {
       await off.close();
     }
   }, 60_000);
+
+  it("the cap is configured by maxWaitSeconds or GATEHOUSE_MAX_WAIT_SECONDS and checked", () => {
+    expect(configFromEnv({ GATEHOUSE_MAX_WAIT_SECONDS: "5" }).gatehouse.maxWaitSeconds).toBe(5);
+    expect(() => configFromEnv({ GATEHOUSE_MAX_WAIT_SECONDS: "3601" })).toThrow(/GATEHOUSE_MAX_WAIT_SECONDS=3601 is out of range/);
+    const agents = [defineAgent({ name: "slow", instructions: "x", model: quick(1) })];
+    expect(() => createGatehouse({ agents, maxWaitSeconds: -1 })).toThrow(DefinitionError);
+    expect(() => createGatehouse({ agents, maxWaitSeconds: 1.5 })).toThrow(/maxWaitSeconds must be an integer from 0 to 3600/);
+  });
 
   it("a malformed preference is ignored (202 at once, no Preference-Applied)", async () => {
     const gh = createGatehouse({ agents: [defineAgent({ name: "slow", instructions: "x", model: quick(10) })] });
