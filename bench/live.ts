@@ -69,6 +69,7 @@ async function worker(): Promise<void> {
   gh.startWorker();
   process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
   process.on("SIGTERM", () => {
+    setTimeout(() => process.exit(0), 2_000).unref();
     gh.close().finally(() => process.exit(0));
   });
 }
@@ -132,13 +133,22 @@ async function firstDeltas(reader: Gatehouse, workerFirst: Map<string, number>, 
   }).catch(() => {});
   await sleep(300); // the reader's subscription is in place
   const out: number[] = [];
+  try {
   for (let i = 0; i < turns; i++) {
     const { turnId } = await (await post(reader, agentId, `stream ${i}`)).json() as { turnId: string };
-    await waitFor(() => ended.has(turnId) && workerFirst.has(turnId) && firstSeen.has(turnId));
+    try {
+      await waitFor(() => ended.has(turnId) && workerFirst.has(turnId) && firstSeen.has(turnId));
+    } catch {
+      throw new Error(`turn ${i} (${turnId}): ended ${ended.has(turnId)}, worker stamp ${workerFirst.has(turnId)}, reader delta ${firstSeen.has(turnId)}`);
+    }
     out.push(firstSeen.get(turnId)! - workerFirst.get(turnId)!);
+    if ((i + 1) % 50 === 0) process.stderr.write(`first delta: ${i + 1} turns\n`);
   }
-  ac.abort();
-  await reading;
+  } finally {
+    // The request's abort ends the stream; it is not waited for (nothing more is read from it).
+    ac.abort();
+    await Promise.race([reading, sleep(1_000)]);
+  }
   return out;
 }
 
@@ -148,6 +158,7 @@ async function waits(reader: Gatehouse, n: number): Promise<{ wait: number[]; po
   for (let i = 0; i < n; i++) {
     const t0 = stamp();
     const res = await post(reader, `wait${i}`, "answer", { prefer: "wait=30" });
+    if ((i + 1) % 25 === 0) process.stderr.write(`waits: ${i + 1}\n`);
     if (res.status !== 200) throw new Error(`expected 200, got ${res.status}`);
     await res.json();
     wait.push(stamp() - t0);
@@ -172,6 +183,7 @@ async function main(): Promise<void> {
     env: { ...process.env, LIVE_REDIS_URL: redis.url },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  child.on("exit", (code, sig) => process.stderr.write(`worker exited: ${code ?? sig}\n`));
   const workerFirst = new Map<string, number>();
   let ready = false;
   createInterface({ input: child.stdout! }).on("line", (line) => {
