@@ -15,6 +15,7 @@ import { upstashStore } from "../store/upstash.ts";
 import { memoryStore } from "../store/memory.ts";
 import { configFromEnv } from "../entry/config.ts";
 import { DefinitionError } from "../errors/errors.ts";
+import { DELTA_BATCH_MS, DeltaBatcher, decodeLive, type LiveMessage, processLive } from "../store/live.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
@@ -274,3 +275,44 @@ describe("Prefer: wait", () => {
   }, 60_000);
 });
 
+
+describe("store/live.ts", () => {
+  it("the first delta of a call goes out at once, later ones joined per batch, in order, nothing lost", async () => {
+    const live = processLive();
+    const got: LiveMessage[] = [];
+    const off = live.subscribe("a1", (m) => got.push(m));
+    const b = new DeltaBatcher(live, "a1", "t1", 3);
+    b.push("a");
+    expect(got).toEqual([{ type: "delta", turnId: "t1", step: 3, text: "a" }]);
+    b.push("b");
+    b.push("c");
+    expect(got.length).toBe(1);
+    await new Promise((r) => setTimeout(r, DELTA_BATCH_MS * 4));
+    expect(got[1]).toEqual({ type: "delta", turnId: "t1", step: 3, text: "bc" });
+    b.push("d");
+    b.flush();
+    expect(got.map((m) => (m as { text: string }).text).join("")).toBe("abcd");
+    off();
+    b.push("e");
+    b.flush();
+    expect(got.length).toBe(3);
+  });
+
+  it("decodeLive takes only the two message shapes; a throwing listener does not stop the others", () => {
+    expect(decodeLive('{"type":"grew","lastEventId":7}')).toEqual({ type: "grew", lastEventId: 7 });
+    expect(decodeLive('{"type":"grew"}')).toEqual({ type: "grew" });
+    expect(decodeLive('{"type":"delta","turnId":"t","step":1,"text":"x","extra":1}')).toEqual({ type: "delta", turnId: "t", step: 1, text: "x" });
+    for (const bad of ["", "null", "[]", '{"type":"delta","turnId":"t","step":"1","text":"x"}', '{"type":"other"}', "{"]) {
+      expect(decodeLive(bad)).toBeNull();
+    }
+    const live = processLive();
+    const got: string[] = [];
+    live.subscribe("a", () => {
+      throw new Error("boom");
+    });
+    live.subscribe("a", (m) => got.push(m.type));
+    live.publish("a", { type: "grew" });
+    live.publish("b", { type: "grew" });
+    expect(got).toEqual(["grew"]);
+  });
+});
