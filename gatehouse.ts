@@ -26,11 +26,13 @@ import { createRegistryWriter } from "./actors/registry/writer.ts";
 import { createApp } from "./routes/app.ts";
 import type { GatehouseApp } from "./routes/app-type.gen.ts";
 import { DEFAULT_EVENT_PAGE_BYTES } from "./routes/events.ts";
+import { DEFAULT_MAX_WAIT_SECONDS } from "./routes/prefer-wait.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import { copyAuth } from "./routes/auth/config.ts";
 import { checkRateLimitOptions, type RateLimitOptions, resolveRateLimits } from "./routes/rate-limit.ts";
 import type { RouteAuth, RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
+import { type LiveChannel, processLive } from "./store/live.ts";
 import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
 import { closestKey, firstUnknownKey } from "./common/known-keys.ts";
@@ -214,6 +216,11 @@ export interface GatehouseOptions {
    * the next request (`stopped: "candidate_cap"`, `nextAfter`; docs/security.md).
    */
   whatIfMaxCandidates?: number;
+  /**
+   * Longest `Prefer: wait=<seconds>` that `POST /v1/agents/:agentId/tasks`
+   * honours (a larger wait is cut to it; 0 turns waiting off). Default 60.
+   */
+  maxWaitSeconds?: number;
 }
 
 export interface Gatehouse {
@@ -278,6 +285,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     auth: true,
     rateLimits: true,
     sse: true,
+    maxWaitSeconds: true,
   } satisfies Record<keyof GatehouseOptions, true>,
 );
 
@@ -301,6 +309,15 @@ function checkOptions(options: GatehouseOptions): void {
       key: "concurrency",
     });
   }
+}
+
+/** The `Prefer: wait` cap, checked: whole seconds from 0 to 3 600. */
+function maxWaitSeconds(v: number | undefined): number {
+  if (v === undefined) return DEFAULT_MAX_WAIT_SECONDS;
+  if (!Number.isSafeInteger(v) || v < 0 || v > 3_600) {
+    throw new DefinitionError(`createGatehouse(): maxWaitSeconds must be an integer from 0 to 3600, got ${v}`, { key: "maxWaitSeconds" });
+  }
+  return v;
 }
 
 /**
@@ -371,6 +388,12 @@ export interface GatehouseHooks {
    * `registryWriter.flush()`, `stopWorker()` and `close()` (Workers flush at the end of each drive).
    */
   registryFlushMs?: number | null;
+  /**
+   * The live channel to use instead of the store's (store/live.ts):
+   * createWorkersHandler passes an in-process one, so deltas stay within the
+   * invocation and cost no subrequests. Event streams then poll.
+   */
+  live?: LiveChannel;
 }
 
 /** A gatehouse and the parts a runtime entry drives it with. */
@@ -457,8 +480,11 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   };
   // One writer per instance: a (role, method) is written once at its first call, later calls in batches.
   const registryWriter = createRegistryWriter({ store, clock, logger, flushMs: hooks.registryFlushMs });
+  // The store's own channel hears every commit on the store; any other reaches this process only.
+  const live = hooks.live ?? baseStore.live ?? processLive();
+  const livePushes = live === baseStore.live;
   const deps: HostDeps = {
-    store, agents, clock, logger,
+    store, agents, clock, logger, live,
     registryWriter,
     cache: lruCache(),
     keptResults: keptResults(),
@@ -526,6 +552,9 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       runtime.wake(undefined, request);
       return r;
     },
+    live,
+    livePushes,
+    maxWaitSeconds: maxWaitSeconds(options.maxWaitSeconds),
     ssePollMs: options.sse?.pollMs ?? DEFAULTS.ssePollMs,
     sseKeepAliveMs: options.sse?.keepAliveMs ?? DEFAULTS.sseKeepAliveMs,
     sseLimits: {

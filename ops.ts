@@ -23,3 +23,8 @@ export { checkAuthConfig } from "./routes/auth/config.ts";
 export { DEFAULTS } from "./common/defaults.ts";
 export { DEFAULT_RETENTION } from "./store/retention.ts";
 export { DEFAULT_FETCH_BUDGET, DEFAULT_SCHEDULED_BUDGET, WORKERS_SSE } from "./workers.ts";
+
+// The live channel (store/live.ts), for a store adapter of your own: `Store.live` carries model deltas and
+// "log grew" notices between processes; this is the in-process one the memory store uses.
+export { processLive as createProcessLive } from "./store/live.ts";
+export type { LiveChannel, LiveDelta, LiveGrew, LiveListener, LiveMessage } from "./store/live.ts";

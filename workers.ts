@@ -46,6 +46,7 @@ import type { RouteAuth } from "./routes/runtime.ts";
 import { silentLogger } from "./actors/runtime.ts";
 import { isSingleConsumerTarget } from "./actors/pool/target-lease.ts";
 import type { Store } from "./store/port.ts";
+import { processLive } from "./store/live.ts";
 import { originalRequest } from "./routes/request-origin.ts";
 import { DEFAULTS } from "./common/defaults.ts";
 import { readRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
@@ -155,7 +156,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.
-  buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse } });
+  buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse }, maxWaitSeconds: 0 });
   // A Worker has no process that could hold a single-consumer target's lease (actors/pool/target-lease.ts).
   const single = (rest.agents ?? []).find((a) => a && isSingleConsumerTarget(a.workerTarget));
   if (single) {
@@ -178,7 +179,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       p = (async () => {
         const store = await makeStore(env);
         const a = authFor(env);
-        const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse } }, {
+        const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse }, maxWaitSeconds: 0 }, {
           wake(agentId, request) {
             // A route may have replaced the request (routes/request-origin.ts): the bells are the incoming one's.
             const b = request && bells.get(originalRequest(request));
@@ -189,6 +190,8 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
           watchdogLimit: WORKERS_WATCHDOG_LIMIT,
           // No timer outlives an invocation: each drive writes the registry's batched counts as it ends.
           registryFlushMs: null,
+          // Deltas stay in the isolate (readers of this invocation get them): no subrequest per message.
+          live: processLive(),
         });
         let id: string | undefined;
         return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps, (c, out, ms) => logTurnEnd(built.deps.logger, c, out, ms)) };

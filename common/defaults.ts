@@ -53,6 +53,8 @@ export const DEFAULTS = Object.freeze({
   maxBodyBytes: 256 * 1024,
   /** Candidates one `POST .../what-if` judges at most (docs/security.md, "What-if"). */
   whatIfMaxCandidates: 20,
+  /** Longest `Prefer: wait` a task POST honours (s; 0: waiting off; docs/http.md). */
+  maxWaitSeconds: 60,
   /** Resume deadline of external tool calls (ms). */
   externalToolTimeoutMs: 600_000,
   /** Timeout of in-process tools (ms). */

@@ -41,6 +41,7 @@ export type EnvGatehouseOptions = Pick<
   | "watchdogIdleMaxMs"
   | "maxBodyBytes"
   | "whatIfMaxCandidates"
+  | "maxWaitSeconds"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
   | "storeTimeoutMs"
@@ -86,6 +87,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", option: "watchdogIdleMaxMs", default: String(DEFAULTS.watchdogIdleMaxMs), meaning: "longest idle wait of the watchdog (doubles from `watchdogIntervalMs` while no deadline is near)" },
   { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: String(DEFAULTS.maxBodyBytes), meaning: "request body limit (413 above it)" },
   { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: String(DEFAULTS.whatIfMaxCandidates), meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
+  { name: "GATEHOUSE_MAX_WAIT_SECONDS", option: "maxWaitSeconds", default: String(DEFAULTS.maxWaitSeconds), meaning: "longest `Prefer: wait` a task POST honours (0 to 3600; 0: off; docs/http.md)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: String(DEFAULTS.externalToolTimeoutMs), meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: String(DEFAULTS.toolTimeoutMs), meaning: "timeout of in-process tools" },
   { name: "GATEHOUSE_TOKENS", option: "auth", default: "off", meaning: "bearer tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` scoped to tenant prefixes and verbs (docs/security.md)" },
@@ -209,6 +211,7 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("watchdogIdleMaxMs", integer(env, "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", 10, DAY_MS));
   opt("maxBodyBytes", integer(env, "GATEHOUSE_MAX_BODY_BYTES", 1_024, 1_073_741_824));
   opt("whatIfMaxCandidates", integer(env, "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", 1, 1_000));
+  opt("maxWaitSeconds", integer(env, "GATEHOUSE_MAX_WAIT_SECONDS", 0, 3_600));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);

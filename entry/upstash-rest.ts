@@ -10,7 +10,12 @@
  * - `POST /multi-exec` the same, run inside MULTI/EXEC;
  * - `Authorization: Bearer <token>` (401 `{ "error" }` otherwise);
  * - `Upstash-Encoding: base64`: every bulk string of a result is base64
- *   (status "OK" stays as is, integers stay numbers, nil is null).
+ *   (status "OK" stays as is, integers stay numbers, nil is null);
+ * - `POST /subscribe/<channel>` (what @upstash/redis's `subscribe()` sends,
+ *   `Accept: text/event-stream`) -> an SSE stream on a Redis connection of its
+ *   own: `data: subscribe,<channel>,1` once subscribed, then
+ *   `data: message,<channel>,<message>` per message, until the client closes
+ *   it (store/upstash-live.ts).
  *
  * Anything else is answered with a JSON `{ "error" }`: 405 for another
  * method, 404 for another path, 400 for a body that is not JSON or not a
@@ -99,6 +104,7 @@ async function handle(o: UpstashRestOptions, redis: Redis, req: IncomingMessage,
   if (req.method !== "POST") return send(res, 405, { error: "Only POST is supported" });
   if (req.headers.authorization !== `Bearer ${o.token}`) return send(res, 401, { error: "Unauthorized" });
   const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
+  if (path.startsWith("/subscribe/")) return subscribe(redis, req, res, decodeURIComponent(path.slice("/subscribe/".length)));
   let body: unknown;
   try {
     body = JSON.parse(await readBody(req));
@@ -125,6 +131,26 @@ async function handle(o: UpstashRestOptions, redis: Redis, req: IncomingMessage,
     return send(res, "error" in r ? 400 : 200, r);
   }
   send(res, 200, encoded);
+}
+
+/** `POST /subscribe/<channel>`: the channel's messages as SSE lines, on a connection of its own. */
+async function subscribe(redis: Redis, req: IncomingMessage, res: ServerResponse, channel: string) {
+  await readBody(req);
+  if (channel === "" || /[\r\n]/.test(channel)) return send(res, 400, { error: "ERR bad channel name" });
+  const sub = redis.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+  sub.on("error", () => {});
+  const close = () => sub.disconnect();
+  req.on("close", close);
+  res.on("close", close);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  // A message with a line break would split its SSE line: it is sent with the break escaped as JSON would.
+  sub.on("message", (ch: string, msg: string) => res.write(`data: message,${ch},${msg.replace(/\r?\n/g, "\\n")}\n\n`));
+  try {
+    await sub.subscribe(channel);
+    res.write(`data: subscribe,${channel},1\n\n`);
+  } catch (err) {
+    res.end(`data: error,${channel},${(err as Error).message}\n\n`);
+  }
 }
 
 /** Listens (rejecting with the listen error, e.g. EADDRINUSE) and forwards to Redis. */

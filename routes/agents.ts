@@ -28,6 +28,9 @@ import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { logGrew } from "./live-feed.ts";
+import { DEFAULT_MAX_WAIT_SECONDS, preferredWait, TaskEnded, waitForTurnEnd } from "./prefer-wait.ts";
+import { z } from "@hono/zod-openapi";
 import {
   AgentParams,
   AgentView,
@@ -42,16 +45,26 @@ import {
 
 const DEFAULT_CANCEL_REASON = "Cancelled by request";
 
+const PreferHeader = z.object({
+  Prefer: z.string().optional().describe("`wait=<seconds>`: wait for the turn's end (RFC 7240; routes/prefer-wait.ts)"),
+});
+
 const enqueueTask = defineRoute({
   method: "post",
   path: "/v1/agents/{agentId}/tasks",
   operationId: "enqueueTask",
   summary: "Enqueue a task (starts a turn when the agent is free)",
   description: "The first task binds the agent id to a definition. A repeated `idempotencyKey` answers " +
-    "the first task's turn with `duplicate: true` and enqueues nothing.",
+    "the first task's turn with `duplicate: true` and enqueues nothing. With `Prefer: wait=<seconds>` " +
+    "(RFC 7240, cut to the server's cap, default 60) a new task's answer waits for the turn's end: `200` " +
+    "with its status, output or error and usage when it ends within the wait, `202` otherwise; both carry " +
+    "`Preference-Applied: wait=<seconds>`.",
   tags: ["agents"],
-  request: { params: AgentParams, body: jsonBody(TaskRequest) },
-  responses: { 202: json("Enqueued (or a duplicate)", TaskAccepted) },
+  request: { params: AgentParams, body: jsonBody(TaskRequest), headers: PreferHeader },
+  responses: {
+    200: json("The turn ended within the `Prefer: wait` (header `Preference-Applied`)", TaskEnded),
+    202: json("Enqueued (or a duplicate)", TaskAccepted),
+  },
 }, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], { verb: "enqueue", signable: true });
 
 const getAgent = defineRoute({
@@ -118,6 +131,9 @@ export function agentRoutes(rt: RouteRuntime) {
       if (!def) {
         throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
       }
+      const wait = waitSeconds(rt, c.req.raw.headers.get("prefer"));
+      // The log's end before the task: its turn's end comes after it (read only when asked to wait).
+      const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
       // `verifyAttempts` and `spendLimit`, or their old names (never both: the schema refuses that).
       const verifyAttempts = body.verifyAttempts ?? body.verifyMaxAttempts;
       const spendLimit = body.spendLimit ?? body.budget;
@@ -147,7 +163,15 @@ export function agentRoutes(rt: RouteRuntime) {
       // Never asked for here (no refuseDeleted): a task to a deleted id creates the agent anew.
       if (r.status === "agent_deleted") throw new Error("the store refused a task it was not asked to refuse");
       // A duplicate enqueued nothing: no bell to ring.
-      if (r.status === "enqueued") rt.wake(agentId, c.req.raw);
+      if (r.status === "enqueued") {
+        logGrew(rt, agentId);
+        rt.wake(agentId, c.req.raw);
+      }
+      if (wait !== null && r.status === "enqueued") {
+        const end = await waitForTurnEnd({ rt, agentId, turnId: r.turnId, after, waitMs: wait * 1000, signal: c.req.raw.signal });
+        c.header("Preference-Applied", `wait=${wait}`);
+        if (end) return c.json(end, 200);
+      }
       return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
     })
     .openapi(getAgent, async (c) => {
@@ -168,6 +192,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const turn = JSON.stringify(body.turnId);
       switch (r.status) {
         case "accepted":
+          logGrew(rt, agentId);
           rt.wake(agentId, c.req.raw);
           return c.json({ accepted: true as const, turnId: r.turnId }, 202);
         case "agent_not_found":
@@ -200,6 +225,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const turn = JSON.stringify(turnId);
       switch (r.status) {
         case "cancelled":
+          if (!r.already) logGrew(rt, agentId);
           return c.json({ agentId, turnId, status: "cancelled" as const, duplicate: r.already }, 200);
         case "agent_not_found":
           throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
@@ -214,4 +240,12 @@ export function agentRoutes(rt: RouteRuntime) {
           throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
       }
     });
+}
+
+/** The `Prefer: wait` to apply, in seconds (cut to the cap); null: none asked, or waiting is off. */
+function waitSeconds(rt: RouteRuntime, prefer: string | null): number | null {
+  const asked = preferredWait([prefer ?? undefined]);
+  const cap = rt.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS;
+  if (asked === null || cap <= 0 || asked <= 0) return null;
+  return Math.min(asked, cap);
 }

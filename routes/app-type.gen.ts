@@ -276,8 +276,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "transition";
                     data: {
                         seq: number;
-                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
-                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        from: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                        to: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         event: {
                             type: "TASK_STARTED";
                             at: number;
@@ -443,7 +443,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         seq: number;
                         kind: "cancel";
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         turnId: string | null;
                         activeTurnId: string | null;
                         why: "turn_finished" | "not_in_turn";
@@ -451,7 +451,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         seq: number;
                         kind: "tool_result";
                         toolCallId: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -460,7 +460,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "event_ignored";
                     data: {
                         event: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -831,7 +831,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     eventId: number;
                 };
                 agent: string;
-                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                 activeTurnId: string | null;
                 pendingToolCalls: {
                     turnId: string;
@@ -1038,8 +1038,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "transition";
                     data: {
                         seq: number;
-                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
-                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        from: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                        to: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         event: {
                             type: "TASK_STARTED";
                             at: number;
@@ -1205,7 +1205,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         seq: number;
                         kind: "cancel";
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         turnId: string | null;
                         activeTurnId: string | null;
                         why: "turn_finished" | "not_in_turn";
@@ -1213,7 +1213,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         seq: number;
                         kind: "tool_result";
                         toolCallId: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -1222,7 +1222,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "event_ignored";
                     data: {
                         event: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -1440,7 +1440,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     at: number;
                     turnId: string | null;
                 };
-                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                 activeTurnId: string | null;
                 context: {
                     [x: string]: JSONValue;
@@ -1471,7 +1471,7 @@ export type GatehouseSchema = MergeSchemaPath<{
         $get: {
             input: {
                 query?: {
-                    state?: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed" | undefined;
+                    state?: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising" | undefined;
                     agent?: string | undefined;
                     updatedSince?: string | number | undefined;
                     limit?: string | number | undefined;
@@ -1482,7 +1482,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agents: {
                     agentId: string;
                     agent: string;
-                    state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                    state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     activeTurnId: string | null;
                     version: number;
                     lastEventId: number;
@@ -1934,8 +1934,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "transition";
                     data: {
                         seq: number;
-                        from: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
-                        to: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        from: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                        to: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         event: {
                             type: "TASK_STARTED";
                             at: number;
@@ -2101,7 +2101,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         seq: number;
                         kind: "cancel";
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                         turnId: string | null;
                         activeTurnId: string | null;
                         why: "turn_finished" | "not_in_turn";
@@ -2109,7 +2109,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         seq: number;
                         kind: "tool_result";
                         toolCallId: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -2118,7 +2118,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     type: "event_ignored";
                     data: {
                         event: string;
-                        state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
                     at: number;
                     turnId: string | null;
@@ -2395,6 +2395,57 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agentId: string;
                 };
             } & {
+                header?: {
+                    Prefer?: string | undefined;
+                };
+            } & {
+                json: {
+                    agent: string;
+                    input: string | Record<string, unknown>;
+                    idempotencyKey?: string | undefined;
+                    verifyAttempts?: number | undefined;
+                    verifyMaxAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
+                    budget?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
+                };
+            };
+            output: {
+                agentId: string;
+                turnId: string;
+                duplicate: false;
+                status: "done" | "failed";
+                output: JSONValue;
+                error: {
+                    reason: string;
+                    message: string;
+                } | null;
+                usage: {
+                    inputTokens: number;
+                    outputTokens: number;
+                    cost: number;
+                    steps: number;
+                };
+            };
+            outputFormat: "json";
+            status: 200;
+        } | {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                header?: {
+                    Prefer?: string | undefined;
+                };
+            } & {
                 json: {
                     agent: string;
                     input: string | Record<string, unknown>;
@@ -2433,7 +2484,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 agent: string;
-                state: "idle" | "running" | "waiting-tools" | "verifying" | "revising" | "done" | "failed";
+                state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                 turnId: string | null;
                 activeTurnId: string | null;
                 epoch: number;

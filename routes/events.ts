@@ -9,11 +9,16 @@
  * `after` in both formats.
  *
  * The stream sends each event as `id: <id>`, `event: <type>`,
- * `data: <stored event JSON>`; it polls the store every `rt.ssePollMs` while
- * the client reads, writes a `: keep-alive` comment after
- * `rt.sseKeepAliveMs` without events, and stops when the client disconnects
- * (request signal aborted or body stream cancelled). It is pull-driven: a
- * client that does not read does not make it poll.
+ * `data: <stored event JSON>`, and the model's streamed text as
+ * `event: delta` frames without an id (routes/live-feed.ts; not stored, so
+ * `Last-Event-ID` resume is unchanged). When every commit on the store
+ * publishes on the live channel (`rt.livePushes`) it reads the store when a
+ * "log grew" notice arrives, and once per `rt.sseKeepAliveMs` as a safety
+ * net; otherwise it polls the store every `rt.ssePollMs` while the client
+ * reads. It writes a `: keep-alive` comment after `rt.sseKeepAliveMs`
+ * without events, and stops when the client disconnects (request signal
+ * aborted or body stream cancelled). It is pull-driven: a client that does
+ * not read does not make it read.
  *
  * Bounded reads and fan-out:
  * - A page (the JSON answer, or one write of the stream) holds at most
@@ -41,7 +46,7 @@ import { defineRoute, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentParams, EventsPage, eventsQuery, LastEventId } from "./schemas.ts";
-import { abortableSleep } from "../common/sleep.ts";
+import { LiveFeed } from "./live-feed.ts";
 
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
 export const DEFAULT_EVENT_PAGE_BYTES = 1024 * 1024;
@@ -66,7 +71,9 @@ function readEventsRoute(maxEventPage: number) {
     description: "SSE when `format=sse`, or without `format` when Accept includes text/event-stream; JSON " +
       "otherwise. `Last-Event-ID` takes precedence over `after`. Stream frames: `id` = event id, `event` = " +
       "event type, `data` = the stored event JSON (the `StoredEvent` schema); the first event frame carries a " +
-      "`retry:` hint; `: keep-alive` comments while idle. A stream may be opened before the agent's first task: " +
+      "`retry:` hint; `: keep-alive` comments while idle. While a model call streams, `event: delta` frames " +
+      "without an `id:` carry `data: {\"turnId\", \"step\", \"text\"}` (not stored: the step's `chunk` events are the " +
+      "record). A stream may be opened before the agent's first task: " +
       "it waits for the first event. A page stops at `limit` events or at the server's byte budget (at least " +
       "one event); `more` says whether to read on. Open streams are capped per agent and per process: 429 " +
       "`too_many_streams` with `Retry-After` beyond the cap. A reader whose cursor lies before events that " +
@@ -153,14 +160,22 @@ export function eventStream(
   signal.addEventListener("abort", end, { once: true });
   if (signal.aborted) end();
   const enc = new TextEncoder();
-  const pollMs = Math.max(1, rt.ssePollMs);
-  const keepAliveEvery = Math.max(1, Math.ceil((rt.sseKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / pollMs));
+  const keepAliveMs = rt.sseKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  // Pushed: the channel hears every commit, so the stream sleeps until a notice (a safety read per keep-alive).
+  const pushed = rt.livePushes === true && rt.live !== undefined;
+  const pollMs = pushed ? Math.max(1, keepAliveMs) : Math.max(1, rt.ssePollMs);
+  const keepAliveEvery = Math.max(1, Math.ceil(keepAliveMs / pollMs));
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   signal.addEventListener("abort", onAbort, { once: true });
+  // Deltas (and, when pushed, notices) from the moment the stream opens (routes/live-feed.ts).
+  const feed = new LiveFeed(rt.live, agentId);
+  stop.signal.addEventListener("abort", () => feed.close(), { once: true });
   let cursor = after;
   let idlePolls = 0;
   let reads = 0;
+  /** A store read is due: at the start, after a page, after a notice, after a poll interval. */
+  let readDue = true;
   const maxReads = rt.sseMaxReads ?? Infinity;
   const retryMs = Math.max(0, Math.trunc(rt.sseRetryMs ?? DEFAULT_SSE_RETRY_MS));
   /** The first event frame tells EventSource how long to wait before reconnecting. */
@@ -170,37 +185,48 @@ export function eventStream(
     async pull(controller) {
       try {
         while (!stop.signal.aborted) {
-          if (reads >= maxReads) {
-            // The request's read budget is spent: tell the client when to come back, then end.
-            controller.enqueue(enc.encode(`retry: ${retryMs}\n: reconnect\n\n`));
-            break;
-          }
-          reads++;
-          const events = await rt.store.readEvents(agentId, cursor, pageSize, budget);
-          // The client may have left while the read was in flight: drop what it returned.
-          if (stop.signal.aborted) break;
-          if (events.length > 0) {
-            idlePolls = 0;
-            const marker = trimmedMarker(cursor, events);
-            cursor = events[events.length - 1].id;
-            controller.enqueue(enc.encode(
-              (marker ? trimmedFrame(marker) : "") + events.map((e, i) => sseFrame(e, i === 0 && !hinted ? retryMs : undefined)).join(""),
-            ));
-            hinted ||= events.length > 0;
+          const deltas = feed.takeDeltas();
+          if (deltas !== "") {
+            controller.enqueue(enc.encode(deltas));
             return;
           }
+          if (readDue || feed.takeGrew()) {
+            readDue = false;
+            if (reads >= maxReads) {
+              // The request's read budget is spent: tell the client when to come back, then end.
+              controller.enqueue(enc.encode(`retry: ${retryMs}\n: reconnect\n\n`));
+              break;
+            }
+            reads++;
+            const events = await rt.store.readEvents(agentId, cursor, pageSize, budget);
+            // The client may have left while the read was in flight: drop what it returned.
+            if (stop.signal.aborted) break;
+            if (events.length > 0) {
+              idlePolls = 0;
+              readDue = true;
+              const marker = trimmedMarker(cursor, events);
+              cursor = events[events.length - 1].id;
+              controller.enqueue(enc.encode(
+                (marker ? trimmedFrame(marker) : "") + events.map((e, i) => sseFrame(e, i === 0 && !hinted ? retryMs : undefined)).join(""),
+              ));
+              hinted ||= events.length > 0;
+              return;
+            }
+          }
+          if (await feed.wait(pollMs, stop.signal)) continue;
+          readDue = true;
           if (++idlePolls >= keepAliveEvery) {
             idlePolls = 0;
             controller.enqueue(enc.encode(": keep-alive\n\n"));
             return;
           }
-          await abortableSleep(pollMs, stop.signal);
         }
       } catch (err) {
         // A failed read ends the stream cleanly; EventSource reconnects with Last-Event-ID.
         rt.logger.warn("event stream read failed", { agentId, error: String(err) });
       }
       signal.removeEventListener("abort", onAbort);
+      feed.close();
       end();
       try {
         controller.close();
@@ -210,6 +236,7 @@ export function eventStream(
     },
     cancel() {
       stop.abort();
+      feed.close();
       signal.removeEventListener("abort", onAbort);
       end();
     },

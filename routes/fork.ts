@@ -22,6 +22,7 @@
  * - With auth on, the token must reach both the source and `newAgentId`
  *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.
  */
+import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
@@ -121,6 +122,8 @@ export function forkRoutes(rt: RouteRuntime) {
       event: { type: "forked_to", data: { agentId: body.newAgentId, atEventId: body.atEventId } },
       now,
     });
+    logGrew(rt, agentId);
+    logGrew(rt, body.newAgentId);
     if (runnableAt !== null) rt.wake(body.newAgentId, c.req.raw);
     return c.json({
       agentId: body.newAgentId,

@@ -12,6 +12,7 @@
  * machine applies at the turn's next claim, a reset needs no claim: it is
  * the way out for a turn whose claims fail (see `claim_error`).
  */
+import { logGrew } from "./live-feed.ts";
 import { turnEnd } from "../actors/replay/turn-end.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -48,6 +49,7 @@ export function resetRoutes(rt: RouteRuntime) {
         agentId, expectedVersion: head.version, turnId: head.activeTurnId, end: turnEnd(head, "reset", reason, now), now,
       });
       if (r.status === "reset") {
+        logGrew(rt, agentId);
         rt.wake();
         return c.json({ reset: true as const, turnId: head.activeTurnId, version: r.version }, 200);
       }

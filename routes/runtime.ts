@@ -1,4 +1,5 @@
 /** What the routes need from the runtime. Routes never touch workers or timers directly. */
+import type { LiveChannel } from "../store/live.ts";
 import type { AnyAgent } from "../agents/define.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
@@ -49,6 +50,18 @@ export interface RouteRuntime {
    */
   wake(agentId?: string, request?: Request): void;
   watchdogTick(request?: Request): Promise<WatchdogTickResult>;
+  /**
+   * The live channel (store/live.ts): model deltas for SSE readers, and the
+   * "log grew" notices that wake streams and `Prefer: wait`.
+   */
+  live?: LiveChannel;
+  /**
+   * True when every commit on the store publishes on `live` (the store's own
+   * channel): streams and waits are woken by it instead of polling.
+   */
+  livePushes?: boolean;
+  /** Longest `Prefer: wait` honoured (s); 0: none (default 60, routes/prefer-wait.ts). */
+  maxWaitSeconds?: number;
   /** How often an open SSE stream polls the store for new events (ms). */
   ssePollMs: number;
   /** Interval of keep-alive comments on an idle SSE stream (ms, default 15 000). */

@@ -19,6 +19,7 @@
  * delivered (routes/tool-contract.ts); the answer says how that went in
  * `contract: { passed, mismatch }`.
  */
+import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { normalizeOutcome } from "../common/outcome.ts";
 import { ProblemError } from "./problem.ts";
@@ -51,6 +52,7 @@ export function toolResultRoutes(rt: RouteRuntime) {
     const contract = { passed: checked.contractValidation.passed, mismatch: checked.contractValidation.mismatch };
     switch (r.status) {
       case "accepted":
+        logGrew(rt, agentId);
         rt.wake(agentId, c.req.raw);
         return c.json({ accepted: true as const, duplicate: false, contract }, 200);
       case "duplicate":

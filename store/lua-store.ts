@@ -63,6 +63,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, lifecycle),
     ...bind(c, sideStores),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
+    ...(deps.live ? { live: deps.live } : {}),
+    ...(deps.live ? { live: deps.live } : {}),
     close: deps.close,
   };
 }

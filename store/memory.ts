@@ -35,6 +35,7 @@ import * as turnProtocol from "./memory/turn-protocol.ts";
 import * as reads from "./memory/reads.ts";
 import * as lifecycle from "./memory/lifecycle.ts";
 import * as sideStores from "./memory/side-stores.ts";
+import { processLive } from "./live.ts";
 
 export { utf8Length };
 
@@ -159,6 +160,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const s = new MemoryState(opts.faults);
   const store: Store = {
     kind: "memory",
+    // One process holds the whole store: the in-process channel reaches every reader.
+    live: processLive(),
     ...bind(s, turnProtocol),
     ...bind(s, reads),
     ...bind(s, lifecycle),

@@ -35,6 +35,7 @@ import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolResultSource } from "./types.ts";
 import type { ContractValidation } from "../common/contract-validation.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
+import type { LiveChannel } from "./live.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -896,4 +897,12 @@ export interface SideStores extends Verdicts, DeliveryDedup, RateLimits, TargetL
 /** The whole port: its sections (and their invariants) above. */
 export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores {
   readonly kind: "memory" | "redis" | "upstash";
+  /**
+   * Optional: the live channel (store/live.ts) on which model deltas and
+   * "log grew" notices reach every process on this store without a store
+   * write. The memory store has an in-process one, TCP Redis and Upstash a
+   * shared one; without it the runtime uses an in-process channel and the
+   * event streams poll.
+   */
+  readonly live?: LiveChannel;
 }

@@ -36,6 +36,7 @@ import { keySlot } from "./key-slot.ts";
 import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
 import type { BellListener, BellWatch } from "./port.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
+import { redisLive } from "./redis-live.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
 
 export interface RedisStoreOptions {
@@ -110,10 +111,12 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   });
 
   const watches = new Set<BellWatch>();
+  const live = redisLive(client, keys);
   return scriptStore({
     kind: "redis",
     keys,
     run,
+    live,
     watchBells(targets, listener) {
       const w = watchBells(client, keys, targets, listener, () => watches.delete(w), o.logger);
       watches.add(w);
@@ -147,6 +150,7 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     },
     async close() {
       await Promise.all([...watches].map((w) => w.close()));
+      await live.close?.();
       if (owned) await client.quit().catch(() => client.disconnect());
     },
   });

@@ -27,6 +27,7 @@ import { onWorkers } from "../common/runtime.ts";
 import { keySpace, StoreInputError } from "./keys.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { assertNoEviction, scriptRunner } from "./script-runner.ts";
+import { type UpstashLiveClient, upstashLive } from "./upstash-live.ts";
 
 /** What the store needs of an @upstash/redis client (any of the package's entries). */
 export type UpstashClient = Pick<Redis, "evalsha" | "eval" | "exec">;
@@ -77,10 +78,13 @@ export function upstashStore(opts: UpstashStoreOptions | UpstashClient): ScriptS
     eval: (source, keys, args) => client.eval(source, keys, args),
   });
 
+  const keys = keySpace(o.prefix);
+  const live = upstashLive(client as unknown as UpstashLiveClient, keys);
   return scriptStore({
     kind: "upstash",
-    keys: keySpace(o.prefix),
+    keys,
     run,
+    live,
     async checkEviction() {
       let policy: string | null = null;
       try {
@@ -97,6 +101,8 @@ export function upstashStore(opts: UpstashStoreOptions | UpstashClient): ScriptS
       const reply = await client.exec<[string | number, string[]]>(["SCAN", cursor, "MATCH", pattern, "COUNT", "500"]);
       return [String(reply[0]), reply[1].map(String)];
     },
-    async close() {},
+    async close() {
+      await live.close?.();
+    },
   });
 }

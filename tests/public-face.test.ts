@@ -287,7 +287,7 @@ describe("one naming rule for the public functions (docs/architecture.md, \"Nami
     definition: { pattern: /^define[A-Z]/, names: ["defineAgent", "defineTool", "defineGuardian"] },
     "long-lived object": {
       pattern: /^create[A-Z]/,
-      names: ["createGatehouse", "createWorkersHandler", "createReplayGatehouse", "createApp", "createVerdictLog", "createGuardianRegistry"],
+      names: ["createGatehouse", "createWorkersHandler", "createReplayGatehouse", "createApp", "createVerdictLog", "createGuardianRegistry", "createProcessLive"],
     },
     adapter: {
       pattern: /^[a-z]+[A-Za-z]*(Model|Store|Logger|Tool|Compatible)$/,

@@ -20,6 +20,7 @@ import { keySpace } from "../store/keys.ts";
 import { scripts } from "../store/lua/scripts.gen.ts";
 import { sha1Hex } from "../common/hex.ts";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
+import { liveChannelName } from "../store/live.ts";
 import { type RawRedis, redisStateReader } from "./helpers/store-state.ts";
 import { delegationSuite } from "./delegation-suite.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
@@ -380,4 +381,39 @@ describe("redisStore on Redis Cluster", () => {
       for (const gh of ghs) await gh.close();
     }
   }, 90_000);
+});
+
+describe("live channel on the cluster (store/redis-live.ts)", () => {
+  it("each agent's channel carries its hash tag, and one subscriber hears agents on every master", async () => {
+    const prefix = freshPrefix();
+    const ks = keySpace(prefix, { shards: SHARDS });
+    const reader = redisStore({ clusterNodes: cluster.nodes, prefix });
+    const writer = redisStore({ client: peer, prefix });
+    const byMaster = new Map<string, string>();
+    for (let i = 0; byMaster.size < 3 && i < 1_000; i++) {
+      const id = `live-${i}`;
+      const owner = ownerOf(ks.agent(id).head);
+      if (!byMaster.has(owner)) byMaster.set(owner, id);
+    }
+    const ids = [...byMaster.values()];
+    expect(ids.length).toBe(3);
+    for (const id of ids) expect(keySlot(liveChannelName(ks, id))).toBe(keySlot(ks.agent(id).head));
+    const heard: Array<[string, unknown]> = [];
+    const offs = ids.map((id) => reader.live!.subscribe(id, (m) => heard.push([id, m])));
+    try {
+      // The subscription is asynchronous: publish until every agent was heard once.
+      const deadline = Date.now() + 10_000;
+      while (new Set(heard.map(([id]) => id)).size < 3 && Date.now() < deadline) {
+        for (const id of ids) writer.live!.publish(id, { type: "delta", turnId: "t1", step: 1, text: id });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      for (const id of ids) expect(heard).toContainEqual([id, { type: "delta", turnId: "t1", step: 1, text: id }]);
+      // Nothing crosses agents.
+      for (const [id, m] of heard) expect((m as { text: string }).text).toBe(id);
+    } finally {
+      for (const off of offs) off();
+      await reader.close();
+      await writer.close();
+    }
+  }, 30_000);
 });

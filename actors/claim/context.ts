@@ -33,6 +33,7 @@ import type { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
 import type { ClaimResult, CommitRequest, ConversationSummary, RetentionLimits, Store } from "../../store/port.ts";
 import { layerRetention } from "../../store/retention.ts";
+import type { LiveChannel } from "../../store/live.ts";
 import type { DelegationLink } from "../../store/types.ts";
 import type { VerificationHooks } from "../../verification/gate.ts";
 import type { SnapshotCache } from "../conversation/cache.ts";
@@ -56,6 +57,11 @@ export interface DelegationSettings {
 
 export interface HostDeps {
   store: Store;
+  /**
+   * Where model deltas and "log grew" notices go (store/live.ts; default: none
+   * sent). The gatehouse passes the store's channel, or an in-process one.
+   */
+  live?: LiveChannel;
   agents: ReadonlyMap<string, AnyAgent>;
   clock: Clock;
   logger: Logger;

@@ -22,6 +22,9 @@
  *   `delegated`; the child's task is enqueued only after that commit applied
  *   (actors/delegation/delegation.ts).
  * - Once the attempt is aborted, no model call starts and nothing is applied.
+ * - Streamed text goes out on the live channel as it arrives (`delta`, never
+ *   a store write) and is stored only as the step's `chunk` events, with the
+ *   step's commit: the stored record is unchanged by the live path.
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
@@ -40,6 +43,7 @@ import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.t
 import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { agentToolSpecs } from "./tool-specs.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
+import { DeltaBatcher } from "../../store/live.ts";
 
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 export const WATCHDOG_GRACE_MS = 5_000;
@@ -105,14 +109,20 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
   let lastError = "";
   const attempts = agent.modelAttempts ?? 3;
   const view = modelView(history, memory);
+  // Deltas go out live as they arrive (not stored: the step's chunk events are the record).
+  const live = ctx.deps.live ? new DeltaBatcher(ctx.deps.live, agentId, tId, step) : null;
+  const onChunk = (t: string) => {
+    chunks.push(t);
+    live?.push(t);
+  };
   for (let i = 0; i < attempts && !abort.signal.aborted; i++) {
     try {
       chunks.length = 0;
       res = await agent.model.generate({
         agentId, turnId: tId, step,
         messages: [{ role: "system", content: await systemMessage(ctx) }, ...view],
-        tools, signal: abort.signal, onChunk: (t) => chunks.push(t),
-      });
+        tools, signal: abort.signal, onChunk,
+      }).finally(() => live?.flush());
       // Arguments enter the context, the log and the transcript: bounded before anything else sees them.
       for (const c of res.toolCalls ?? []) {
         const v = checkJsonValue(c.args, limits);

@@ -26,6 +26,8 @@ export interface ScriptStoreDeps {
   scan?(cursor: string, pattern: string): Promise<[string, string[]]>;
   /** Store.watchBells, where the transport can push (TCP Redis). */
   watchBells?: Store["watchBells"];
+  /** Store.live, where the transport has pub/sub (store/redis-live.ts, store/upstash-live.ts). */
+  live?: Store["live"];
   close(): Promise<void>;
 }
 

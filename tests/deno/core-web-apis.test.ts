@@ -30,6 +30,7 @@ const RUNTIME_BOUND_PACKAGES = ["ioredis", "@modelcontextprotocol/sdk/client/std
  */
 const RUNTIME_ADAPTERS: Record<string, string> = {
   "store/redis.ts": "Node, Deno and Bun (ioredis: TCP sockets); not Workers, which use store/upstash.ts",
+  "store/redis-live.ts": "the live channel of store/redis.ts (ioredis pub/sub); imported only by it",
   "tools/mcp/stdio.ts": "Node, Deno and Bun (a child process); loaded only for a stdio MCP server, never on Workers",
 };
 
