@@ -38,7 +38,7 @@
  * and the range).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -352,6 +352,30 @@ interface Measured {
   idle: { tcp: IdleMeasure; upstash: IdleMeasure };
   idle1: { bytes: number; keys: Record<string, number> };
   idle5: { bytes: number };
+  /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
+  live: LiveRow[] | null;
+}
+
+interface LiveRow {
+  figure: string;
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * Runs bench/live.ts (a worker process and a reader process on a Redis of its own) and reads the rows it
+ * wrote; null when it failed (the failure is printed, the rest of the report stands).
+ */
+function runLive(): LiveRow[] | null {
+  const env = { ...process.env, LIVE_TURNS: QUICK ? "20" : "200", LIVE_WAITS: QUICK ? "10" : "100" };
+  const r = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./live.ts", import.meta.url))], { env, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.status !== 0) {
+    console.error(`bench/live.ts failed (exit ${r.status ?? r.signal}); the live rows are left out`);
+    return null;
+  }
+  return (JSON.parse(readFileSync(fileURLToPath(new URL("./results/live.json", import.meta.url)), "utf8")) as { rows: LiveRow[] }).rows;
 }
 
 const ghRuns = (m: Measured, adapter: Adapter, c: number) => m.gh.find((g) => g.adapter === adapter && g.concurrency === c)!.runs;
@@ -544,6 +568,19 @@ function report(m: Measured, meta: Record<string, string>): string {
     "",
   );
 
+  // ---- Live
+  push("## Live: model deltas and Prefer: wait across processes (TCP Redis)", "");
+  if (m.live) {
+    push("| figure | n | p50 ms | p99 ms | max ms |", "| --- | ---: | ---: | ---: | ---: |");
+    for (const r of m.live) push(`| ${r.figure} | ${r.n} | ${r.p50} | ${r.p99} | ${r.max} |`);
+    push(
+      "",
+      "bench/live.ts: a worker process streams a model's text; a reader process (a second gatehouse with no worker) on the same redis-server reads the agent's " +
+        `SSE stream. Times from one clock in both processes. Target: first delta p99 <= 50 ms (${m.live[0]!.p99 <= 50 ? "met" : "not met"}).`,
+      "",
+    );
+  } else push("bench/live.ts failed in this run (see its output).", "");
+
   // ---- Idle
   push("## Idle cost of one process (default settings)", "");
   push("| store | store calls/s (steady) | by method (steady, /s) | server commands/s (steady) | script calls/s (steady) | blocking commands/s (steady) | store calls/s (whole run) |");
@@ -648,12 +685,14 @@ async function main() {
       console.log(`http x${l.clients}: p50 ${f(r.p50Ms, 1)} ms, p99 ${f(r.p99Ms, 1)} ms, ${f(r.turnsPerSecond, 0)} turns/s, ${r.maxClaimsInFlight} claims in flight at most`);
     }
 
+    const live = runLive();
+
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5 }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });
