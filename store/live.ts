@@ -61,6 +61,13 @@ export interface LiveChannel {
    * `shared`: every process on the same store hears it (Redis, Upstash).
    */
   readonly reach: "process" | "shared";
+  /**
+   * True when the store's commit itself publishes `grew` on this channel
+   * (the commit script of TCP Redis and Upstash: `PUBLISH` inside the script,
+   * no extra command, nothing more billed); the worker then publishes no
+   * `grew` of its own after a commit.
+   */
+  readonly grewOnCommit?: boolean;
   /** Sends `msg` to every subscriber of `agentId`; never throws. */
   publish(agentId: string, msg: LiveMessage): void;
   /** Listens to `agentId`'s channel until the returned function is called. */

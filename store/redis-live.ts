@@ -40,6 +40,8 @@ export function redisLive(client: Redis | Cluster, keys: KeySpace): LiveChannel 
   };
   return {
     reach: "shared",
+    // commit.lua publishes `grew` itself (store/lua/commit.lua, the end).
+    grewOnCommit: true,
     publish(agentId, msg) {
       if (closed) return;
       let channel: string;

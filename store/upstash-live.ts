@@ -31,6 +31,8 @@ export function upstashLive(client: UpstashLiveClient, keys: KeySpace): LiveChan
   const subs = new Map<string, { unsubscribe(): Promise<void> }>();
   return {
     reach: "shared",
+    // commit.lua publishes `grew` itself (store/lua/commit.lua, the end).
+    grewOnCommit: true,
     publish(agentId, msg) {
       let channel: string;
       try {

@@ -194,7 +194,8 @@ export class CommitBuffer implements CommitSink {
     this.commits++;
     this.version = res.version;
     // After it applied: open streams and waiting requests read the store now instead of polling (store/live.ts).
-    deps.live?.publish(agentId, { type: "grew", lastEventId: res.lastEventId });
+    // A script store's commit published it already, inside the script (no extra command).
+    if (!deps.live?.grewOnCommit) deps.live?.publish(agentId, { type: "grew", lastEventId: res.lastEventId });
     // The results this commit resolved are stored now: the process keeps them no longer (actors/claim/kept-results.ts).
     const kept = deps.keptResults;
     const keptTurn = s.context.turnId;

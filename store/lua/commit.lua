@@ -60,6 +60,10 @@
   (the snapshot, a long currentTask: includes/head.lua). All are the
   agent's (its hash tag) or its home's.
 
+  Publishes, once applied: '{"type":"grew","lastEventId":n}' on the agent's
+  live channel (`<home>:{a:<agentId>}:live`, store/live.ts), so readers in
+  every process wake without a command of the worker's own.
+
   Returns:
     'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
     'applied {...,"chained":{"epoch":n,"head":{...},"mail":[],"previousLease":null,"input":...}}'
@@ -350,5 +354,9 @@ local msg_trimmed = num(h.messagesTrimmedThrough)
 for i = 1, #w - 1, 2 do
   if w[i] == 'messagesTrimmedThrough' then msg_trimmed = tonumber(w[i + 1]) end
 end
+-- The agent's live channel (store/live.ts `liveChannelName`: the head key with `:live` for `:head`):
+-- event streams and `Prefer: wait` requests in every process wake on it, with no command of its own.
+-- A server that refuses PUBLISH in a script still commits (pcall).
+redis.pcall('PUBLISH', string.sub(head, 1, -6) .. ':live', '{"type":"grew","lastEventId":' .. int(last_event) .. '}')
 return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
   ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. chained .. '}'
