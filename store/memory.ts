@@ -88,24 +88,6 @@ export interface ImportedAgent {
 
 const importers = new WeakMap<Store, (rec: ImportedAgent) => "imported" | "exists">();
 
-/** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
-export interface ImportedAgent {
-  head: AgentHead;
-  events: StoredEvent[];
-  /** The conversation with inputs filled in (stored as given). */
-  messages: Message[];
-  /** turnId -> the task's input. */
-  inputs: Record<string, unknown>;
-  toolCalls: ToolCallRecord[];
-  verdicts: Array<{ verdictId: string; turnId: string; status: string; json: string }>;
-  /** turnId -> status, for turns that are not active. */
-  turns: Record<string, Exclude<TurnStatus, "active">>;
-  /** A trimmed agent's base checkpoint: `events` start right after it. */
-  checkpoint?: Checkpoint;
-  /** Index of `messages[0]` in the whole conversation (a trimmed agent). */
-  messagesFrom?: number;
-}
-
 /**
  * Puts an agent's records into a memory store as they are (offline
  * debugging of an exported run): no lease, not due, nothing queued. Answers
