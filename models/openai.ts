@@ -26,7 +26,7 @@
  *   whole call, or with `stream: true` the longest wait for the response head
  *   or for the next piece of the stream.
  */
-import { anySignal } from "../common/any-signal.ts";
+import { callDeadline, type Fail } from "./call-deadline.ts";
 import { ModelError } from "../errors/errors.ts";
 import type { Message } from "../common/message.ts";
 import { costOf, isPricing, type Pricing } from "./pricing.ts";
@@ -96,30 +96,14 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
       };
       if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
 
-      const deadline = new AbortController();
-      let timedOut = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = true;
-          deadline.abort(new Error("timeout"));
-        }, timeoutMs);
-      };
-      const linked = anySignal(req.signal, deadline.signal);
-      const classify = (err: unknown): ModelError => {
-        if (err instanceof ModelError) return err;
-        // Checked before the timeout: once the caller aborted, a retry is never wanted.
-        if (req.signal?.aborted) return fail("call aborted", false, err);
-        if (timedOut) return fail(`no response within ${timeoutMs} ms`, true, err);
-        return fail(`network error: ${(err as Error)?.message ?? String(err)}`, true, err);
-      };
+      const { signal, arm, stop, dispose, classify } = callDeadline(req.signal, timeoutMs, fail, (err) =>
+        fail(`network error: ${(err as Error)?.message ?? String(err)}`, true, err));
 
       arm();
       try {
         let res: Response;
         try {
-          res = await doFetch(endpoint, { method: "POST", headers, body: JSON.stringify(body), signal: linked.signal });
+          res = await doFetch(endpoint, { method: "POST", headers, body: JSON.stringify(body), signal });
         } catch (err) {
           throw classify(err);
         }
@@ -131,7 +115,7 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
           });
         }
         // Also the path of a server that ignored `stream: true` and answered with one JSON body.
-        if (!o.stream) clearTimeout(timer);
+        if (!o.stream) stop();
         let text: string;
         try {
           text = await res.text();
@@ -142,8 +126,7 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
         if (o.stream && out.text && req.onChunk) req.onChunk(out.text);
         return out;
       } finally {
-        clearTimeout(timer);
-        linked.dispose();
+        dispose();
       }
     },
   };
@@ -151,7 +134,6 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
 
 // ---------------------------------------------------------------- options
 
-type Fail = (message: string, retryable: boolean, cause?: unknown) => ModelError;
 
 function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions {
   const bad = (what: string) => new TypeError(`openaiCompatible(): ${what}`);

@@ -27,7 +27,7 @@
  *   hold a claim.
  */
 import type { LanguageModelV2, LanguageModelV3, LanguageModelV3CallOptions, SharedV3ProviderOptions } from "@ai-sdk/provider";
-import { anySignal } from "../../common/any-signal.ts";
+import { callDeadline, type Fail } from "../call-deadline.ts";
 import { ModelError } from "../../errors/errors.ts";
 import { costOf, isPricing, type Pricing } from "../pricing.ts";
 import { parseArguments } from "../tool-arguments.ts";
@@ -58,7 +58,6 @@ export interface AiSdkModelOptions {
 
 export const DEFAULT_AI_SDK_TIMEOUT_MS = 120_000;
 
-type Fail = (message: string, retryable: boolean, cause?: unknown) => ModelError;
 type Usage = { inputTokens: number; outputTokens: number };
 
 /**
@@ -88,41 +87,25 @@ export function aiSdkModel(model: AiSdkLanguageModel, options: AiSdkModelOptions
         throw err;
       }
 
-      const deadline = new AbortController();
-      let timedOut = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = true;
-          deadline.abort(new Error("timeout"));
-        }, timeoutMs);
-      };
-      const linked = anySignal(req.signal, deadline.signal);
-      const classify = (err: unknown): ModelError => {
-        if (err instanceof ModelError) return err;
-        // Checked before the timeout: once the caller aborted, a retry is never wanted.
-        if (req.signal?.aborted) return fail("call aborted", false, err);
-        if (timedOut) return fail(`no response within ${timeoutMs} ms`, true, err);
+      const { signal, arm, dispose, classify } = callDeadline(req.signal, timeoutMs, fail, (err) => {
         const c = classifyError(err);
         return fail(c.message, c.retryable, err);
-      };
-      call.abortSignal = linked.signal;
+      });
+      call.abortSignal = signal;
 
       arm();
       try {
         if (!stream) {
-          const r = await untilAborted(Promise.resolve(model.doGenerate(call as never)), linked.signal);
+          const r = await untilAborted(Promise.resolve(model.doGenerate(call as never)), signal);
           return response(r.content as Part[], r.usage, o.pricing);
         }
-        const r = await untilAborted(Promise.resolve(model.doStream(call as never)), linked.signal);
+        const r = await untilAborted(Promise.resolve(model.doStream(call as never)), signal);
         arm();
-        return await readStream(r.stream as ReadableStream<Part>, { arm, signal: linked.signal, fail, classify, onChunk: req.onChunk, pricing: o.pricing });
+        return await readStream(r.stream as ReadableStream<Part>, { arm, signal: signal, fail, classify, onChunk: req.onChunk, pricing: o.pricing });
       } catch (err) {
         throw classify(err);
       } finally {
-        clearTimeout(timer);
-        linked.dispose();
+        dispose();
       }
     },
   };
