@@ -22,13 +22,16 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length];
 }
 
-/** The known key `key` was probably meant to be: same letters in another case, else the nearest within two edits. */
-export function closestKey(key: string, known: readonly string[]): string | undefined {
+/**
+ * The known key `key` was probably meant to be: same letters in another
+ * case, else the nearest within `maxEdits` edits (default two).
+ */
+export function closestKey(key: string, known: readonly string[], maxEdits = 2): string | undefined {
   const lower = key.toLowerCase();
   const sameCase = known.find((k) => k.toLowerCase() === lower);
   if (sameCase) return sameCase;
   let best: string | undefined;
-  let bestDistance = 3;
+  let bestDistance = maxEdits + 1;
   for (const k of known) {
     const d = editDistance(k, key);
     if (d < bestDistance) {

@@ -20,7 +20,7 @@
  */
 import type { GatehouseOptions } from "../mod.ts";
 import { authFromEnv, checkAuthConfig } from "../ops.ts";
-import { editDistance } from "../common/known-keys.ts";
+import { closestKey } from "../common/known-keys.ts";
 import { ConfigError } from "../errors/startup.ts";
 import { DEFAULTS, rateRuleText } from "../common/defaults.ts";
 
@@ -315,16 +315,5 @@ export function configFromEnv(env: Env): EnvConfig {
  * `GATEHOUSE_CONCURENCY` finds `GATEHOUSE_CONCURRENCY`.
  */
 export function nearestVariable(name: string): string | undefined {
-  const upper = name.toUpperCase();
-  const limit = Math.max(2, Math.round(name.length / 5));
-  let best: string | undefined;
-  let bestDistance = limit + 1;
-  for (const known of KNOWN) {
-    const d = editDistance(known, upper);
-    if (d < bestDistance) {
-      best = known;
-      bestDistance = d;
-    }
-  }
-  return best;
+  return closestKey(name, [...KNOWN], Math.max(2, Math.round(name.length / 5)));
 }
