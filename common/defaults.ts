@@ -86,6 +86,12 @@ export const DEFAULTS = Object.freeze({
   host: "127.0.0.1",
   /** Shards of the Redis Cluster key layout (store/redis.ts; docs/store.md). */
   redisShards: 16,
+  /**
+   * The Redis persistence a deployment asks for unless it says otherwise (store/durability.ts): the AOF
+   * with at least `appendfsync everysec`, which is what "agents survive a restart of Redis" needs; a
+   * Redis without the AOF is reported at startup (`store_durability_weaker`, docs/store.md, "Durability").
+   */
+  durability: "fsync-everysec" as "fsync-always" | "fsync-everysec" | "none",
   /** Retention per agent (store/retention.ts; docs/store.md, "Retention"): about 2-4 MB of events, 200 turns' records. */
   retention: Object.freeze({
     maxEvents: 10_000,

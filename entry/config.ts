@@ -23,6 +23,7 @@ import { authFromEnv, checkAuthConfig } from "../ops.ts";
 import { closestKey } from "../common/known-keys.ts";
 import { ConfigError } from "../errors/startup.ts";
 import { DEFAULTS, rateRuleText } from "../common/defaults.ts";
+import { isDurability } from "../store/durability.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -110,6 +111,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_REDIS_SHARDS", default: `${DEFAULTS.redisShards} (Cluster)`, meaning: "shards of the Cluster key layout (1 to 256; docs/store.md); fixed for a prefix once used" },
   { name: "GATEHOUSE_REDIS_PREFIX", default: "gh", meaning: "key prefix, so several deployments can share one Redis" },
   { name: "GATEHOUSE_ALLOW_EVICTION", default: "0", meaning: "`1` accepts a `maxmemory-policy` that may evict keys" },
+  { name: "GATEHOUSE_DURABILITY", default: DEFAULTS.durability, meaning: "the Redis persistence acknowledged steps need: `fsync-always` (`appendonly yes`, `appendfsync always`: survive a host crash), `fsync-everysec` (AOF with `everysec` or `always`: survive a Redis crash, a host crash may lose about 1 s), `none`; a TCP Redis that keeps less is logged at startup (`store_durability_weaker`), not refused (docs/store.md, \"Durability\")" },
   { name: "UPSTASH_REDIS_REST_URL", default: "—", meaning: "Upstash REST URL (with the token below)" },
   { name: "UPSTASH_REDIS_REST_TOKEN", default: "—", meaning: "Upstash REST token" },
 ];
@@ -271,6 +273,10 @@ export function configFromEnv(env: Env): EnvConfig {
   const allowEviction = set(env, "GATEHOUSE_ALLOW_EVICTION");
   if (allowEviction !== undefined && !["0", "1", "true", "false"].includes(allowEviction)) {
     throw new ConfigError(`GATEHOUSE_ALLOW_EVICTION=${JSON.stringify(allowEviction)} is not a switch (expected 1, 0, true or false)`, "GATEHOUSE_ALLOW_EVICTION");
+  }
+  const durability = set(env, "GATEHOUSE_DURABILITY");
+  if (durability !== undefined && !isDurability(durability)) {
+    throw new ConfigError(`GATEHOUSE_DURABILITY=${JSON.stringify(durability)} is not a durability (expected fsync-always, fsync-everysec or none)`, "GATEHOUSE_DURABILITY");
   }
   const redisUrl = set(env, "GATEHOUSE_REDIS_URL");
   if (redisUrl !== undefined && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {

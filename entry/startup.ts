@@ -14,6 +14,9 @@
  *   that an outage is logged by the adapter's two state lines
  *   (`store_reconnecting` when it is lost, `store_ready` with the attempts
  *   and errors counted when it is back), not one line per error.
+ * - A Redis whose persistence keeps less than GATEHOUSE_DURABILITY asks is
+ *   one `store_durability_weaker` warning, never a failed start; one that
+ *   refuses CONFIG is one `store_durability_unchecked` info line.
  * - Secrets do not reach the line: Redis URLs are shown as host:port, bearer
  *   tokens never.
  * Web APIs only (timers, URL): the runtime files pass in the environment
@@ -37,6 +40,9 @@ import { storeFromEnv, type TcpStoreFactory } from "./store-from-env.ts";
 
 export { STARTUP_EXIT_CODES, StartupError };
 export type { StartupFailureKind };
+
+/** The TCP adapter's connection lines, held back until the store opened (the startup line reports a failure). */
+const CONNECTION_LINES = new Set(["store_reconnecting", "store_ready"]);
 
 const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ").trim();
 
@@ -107,8 +113,12 @@ export async function prepareFromEnv(input: StartFromEnvInput): Promise<Started>
     if (!started) lastConnectionError = err;
   };
   // Reconnect lines of the TCP adapter (store_reconnecting / store_ready) once serving; before that a
-  // failing connection is reported by the one startup line instead.
-  const storeLogger = { info: (msg: string, fields?: Record<string, unknown>) => started && logger.info(msg, fields) };
+  // failing connection is reported by the one startup line instead. Its other lines (the persistence
+  // check, store_durability_*, written while the store opens) pass at once.
+  const storeLogger = {
+    info: (msg: string, fields?: Record<string, unknown>) => (started || !CONNECTION_LINES.has(msg)) && logger.info(msg, fields),
+    warn: (msg: string, fields?: Record<string, unknown>) => logger.warn(msg, fields),
+  };
   const storeOptions = { onError, logger: storeLogger, ...(input.redis ? { redis: input.redis } : {}) };
   const where = input.env.GATEHOUSE_REDIS_URL?.trim()
     ? `redis at ${redactedRedis(input.env.GATEHOUSE_REDIS_URL.trim())}`

@@ -15,7 +15,11 @@
  * default 16; on one Redis it switches to that layout, docs/store.md).
  * `GATEHOUSE_ALLOW_EVICTION=1` accepts a maxmemory-policy that may evict keys;
  * otherwise the eviction check runs here and startup fails with
- * EvictionPolicyError on `allkeys-*` / `volatile-*`.
+ * EvictionPolicyError on `allkeys-*` / `volatile-*`. The same check compares
+ * the TCP Redis's persistence with `GATEHOUSE_DURABILITY` (`fsync-always`,
+ * `fsync-everysec` by default, `none`) and logs `store_durability_weaker`
+ * through `opts.logger` when it keeps less (store/durability.ts); Upstash's
+ * persistence is the provider's and is not read.
  *
  * Web APIs only, so `mod.ts` can export it: the TCP adapter comes in as
  * `opts.redis` (its module needs Node built-ins). Without it,
@@ -26,6 +30,7 @@
  * import { redisStore } from "@gatehouse-runtime/core/redis";
  * const store = await storeFromEnv(process.env, { redis: redisStore });
  */
+import { type Durability, isDurability } from "../store/durability.ts";
 import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { StoreInputError } from "../store/keys.ts";
@@ -41,17 +46,24 @@ export type TcpStoreFactory = (opts: {
   shards?: number;
   prefix?: string;
   allowEviction?: boolean;
+  durability?: Durability;
   onError?: (err: Error) => void;
-  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
+  logger?: StoreLogLines;
 }) => ScriptStore;
+
+/** The lines of the TCP adapter: `store_reconnecting` / `store_ready` (info), `store_durability_*` (warn, info). */
+export interface StoreLogLines {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn?(msg: string, fields?: Record<string, unknown>): void;
+}
 
 export interface StoreFromEnvOptions {
   /** The TCP adapter for `GATEHOUSE_REDIS_URL` (`redisStore` from `@gatehouse-runtime/core/redis`). */
   redis?: TcpStoreFactory;
   /** Connection errors of the TCP client while it reconnects (default: ignored). */
   onError?: (err: Error) => void;
-  /** Gets the TCP client's `store_reconnecting` / `store_ready` lines (docs/operations.md). */
-  logger?: { info(msg: string, fields?: Record<string, unknown>): void };
+  /** Gets the TCP client's `store_reconnecting` / `store_ready` and `store_durability_*` lines (docs/operations.md). */
+  logger?: StoreLogLines;
 }
 
 export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Promise<Store> {
@@ -63,6 +75,10 @@ export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Pr
     throw new StoreInputError(`GATEHOUSE_REDIS_SHARDS=${JSON.stringify(shardsRaw)} is not a shard count (1 to 256)`);
   }
   const shards = shardsRaw === undefined ? undefined : Number(shardsRaw);
+  const durability = env.GATEHOUSE_DURABILITY?.trim() || undefined;
+  if (durability !== undefined && !isDurability(durability)) {
+    throw new StoreInputError(`GATEHOUSE_DURABILITY=${JSON.stringify(durability)} is not fsync-always, fsync-everysec or none`);
+  }
   if (env.GATEHOUSE_REDIS_URL && clusterNodes?.length) {
     throw new StoreInputError("GATEHOUSE_REDIS_URL and GATEHOUSE_REDIS_CLUSTER_NODES are both set: choose one");
   }
@@ -75,7 +91,15 @@ export async function storeFromEnv(env: Env, opts: StoreFromEnvOptions = {}): Pr
       );
     }
     const where = env.GATEHOUSE_REDIS_URL ? { url: env.GATEHOUSE_REDIS_URL } : { clusterNodes };
-    const store = opts.redis({ ...where, ...(shards !== undefined ? { shards } : {}), prefix, allowEviction, onError: opts.onError, logger: opts.logger });
+    const store = opts.redis({
+      ...where,
+      ...(shards !== undefined ? { shards } : {}),
+      ...(durability !== undefined ? { durability } : {}),
+      prefix,
+      allowEviction,
+      onError: opts.onError,
+      logger: opts.logger,
+    });
     try {
       await store.checkEviction();
     } catch (err) {

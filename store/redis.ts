@@ -22,6 +22,15 @@
  * the node holding the subscription fails, ioredis moves it to another; a
  * bell published meanwhile is found by the pool's safety poll.)
  *
+ * Persistence is checked once, with the eviction policy (`checkEviction`,
+ * which runs before the first operation): the server's `appendonly` and
+ * `appendfsync` are compared with `durability` (store/durability.ts) and a
+ * weaker server is reported by one `store_durability_weaker` line per
+ * server (every master of a Cluster), never refused: what a deployment
+ * accepts to lose is its own choice. A server that refuses CONFIG (a
+ * managed Redis, an ACL user without `+config`) gets one
+ * `store_durability_unchecked` line. Nothing is read without a logger.
+ *
  * @example
  * const store = redisStore("redis://127.0.0.1:6379");
  * await store.checkEviction(); // fail at startup, not at the first task
@@ -32,6 +41,7 @@
  */
 import { Cluster, Redis } from "ioredis";
 import { DEFAULTS } from "../common/defaults.ts";
+import { checkDurability, type Durability, DURABILITY_LINES, isDurability } from "./durability.ts";
 import { keySlot } from "./key-slot.ts";
 import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
 import type { BellListener, BellWatch } from "./port.ts";
@@ -62,6 +72,13 @@ export interface RedisStoreOptions {
   /** Accept a maxmemory-policy that may evict keys (default false). */
   allowEviction?: boolean;
   /**
+   * The persistence acknowledged steps need (store/durability.ts; docs/store.md, "Durability"):
+   * `fsync-always` (survive a host crash), `fsync-everysec` (the default: survive a Redis crash, a host
+   * crash may lose about 1 s) or `none`. A server configured for less is logged
+   * (`store_durability_weaker`, warn) at the first check, not refused. Needs `logger`.
+   */
+  durability?: Durability;
+  /**
    * Connection errors of an owned client (it reconnects on its own and
    * queues commands meanwhile; a command that fails still rejects). Default:
    * ignored here, since the failing operations surface them to the worker.
@@ -77,9 +94,10 @@ export interface RedisStoreOptions {
   logger?: StoreLogger;
 }
 
-/** What the adapter needs of a logger. */
+/** What the adapter needs of a logger (`warn` absent: warnings go to `info`). */
 export interface StoreLogger {
   info(msg: string, fields?: Record<string, unknown>): void;
+  warn?(msg: string, fields?: Record<string, unknown>): void;
 }
 
 /** The default shard count on a Redis Cluster. */
@@ -92,6 +110,10 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   if (given.length > 1) throw new StoreInputError(`redisStore takes one of url, clusterNodes and client, got ${given.join(" and ")}`);
   if (o.clusterNodes && (!Array.isArray(o.clusterNodes) || o.clusterNodes.length === 0 || o.clusterNodes.some((n) => typeof n !== "string" || n === ""))) {
     throw new StoreInputError("Cannot open a Redis Cluster client: clusterNodes must be a non-empty list of `redis://host:port` or `host:port`");
+  }
+  const durability = o.durability ?? DEFAULTS.durability;
+  if (!isDurability(durability)) {
+    throw new StoreInputError(`redisStore durability ${JSON.stringify(durability)} is not one of fsync-always, fsync-everysec, none`);
   }
   const clustered = !!o.clusterNodes || o.client instanceof Cluster;
   const keys = keySpace(o.prefix, { shards: o.shards ?? (clustered ? CLUSTER_SHARDS : undefined) });
@@ -124,21 +146,22 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     },
     async checkEviction() {
       await checkLayout(client, keys);
-      // On a Cluster every master holds agents: each one's policy counts.
+      // On a Cluster every master holds agents: each one's policy (and persistence) counts.
       const servers = client instanceof Cluster ? client.nodes("master") : [client];
+      const persistence = o.logger && durability !== "none";
       let policy: string | null = null;
+      const found: Array<{ server: Redis; append: Record<string, string> | null }> = [];
       for (const server of servers) {
-        let p: string | null = null;
-        try {
-          const reply = (await server.config("GET", "maxmemory-policy")) as string[];
-          p = reply[1] ?? null;
-        } catch (err) {
-          // A server that refuses CONFIG (managed Redis) cannot be checked; anything else is an outage.
-          if ((err as Error).name !== "ReplyError") throw err;
-        }
+        const p = (await configGet(server, "maxmemory-policy"))?.["maxmemory-policy"] ?? null;
         assertNoEviction(p, o.allowEviction ?? false);
         policy ??= p;
+        if (persistence) found.push({ server, append: await configGet(server, "append*") });
       }
+      // Logged once everything was read: a check that throws (an outage) runs again and logs then.
+      // Masters that refuse CONFIG share one unchecked line; each weaker master gets its own line.
+      const logger = o.logger;
+      if (logger && found.some((f) => f.append === null)) reportDurability(logger, durability, null);
+      for (const f of found) if (logger && f.append) reportDurability(logger, durability, f.append, clustered ? nodeName(f.server) : undefined);
       return { policy };
     },
     async scan(cursor, pattern) {
@@ -212,6 +235,43 @@ function watchBells(
     },
   };
 }
+
+/**
+ * `CONFIG GET <pattern>` as a record; null when the server refuses CONFIG (a managed Redis, an ACL user
+ * without +config, a renamed command). Anything else (an outage) throws.
+ */
+async function configGet(server: Redis, pattern: string): Promise<Record<string, string> | null> {
+  try {
+    const reply = (await server.config("GET", pattern)) as string[];
+    const out: Record<string, string> = {};
+    for (let i = 0; i + 1 < reply.length; i += 2) out[reply[i]] = reply[i + 1];
+    return out;
+  } catch (err) {
+    if ((err as Error).name !== "ReplyError") throw err;
+    return null;
+  }
+}
+
+/** One line when a server keeps less than `wanted` (warn) or could not be read (info); none when it meets it. */
+function reportDurability(logger: StoreLogger, wanted: Durability, append: Record<string, string> | null, node?: string): void {
+  const at = node === undefined ? {} : { node };
+  if (append === null) {
+    logger.info(DURABILITY_LINES.unchecked, { wanted, reason: "the server refused CONFIG GET", ...at });
+    return;
+  }
+  const server = { appendonly: append.appendonly ?? null, appendfsync: append.appendfsync ?? null };
+  const check = checkDurability(wanted, server);
+  if (check.outcome === "unknown") {
+    logger.info(DURABILITY_LINES.unchecked, { wanted, reason: "appendonly / appendfsync not reported", ...server, ...at });
+  } else if (check.outcome === "weaker") {
+    const fields = { ...server, wanted, loses: check.loses, ...at };
+    if (logger.warn) logger.warn(DURABILITY_LINES.weaker, fields);
+    else logger.info(DURABILITY_LINES.weaker, fields);
+  }
+}
+
+/** host:port of a Cluster node (never credentials). */
+const nodeName = (server: Redis) => `${server.options.host}:${server.options.port}`;
 
 /** An ioredis Cluster client on seed nodes; credentials and TLS of the first node apply to all. */
 function openCluster(nodes: string[]): Cluster {
