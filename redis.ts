@@ -15,3 +15,4 @@
  */
 export { redisStore } from "./store/redis.ts";
 export type { RedisStoreOptions } from "./store/redis.ts";
+export type { Durability } from "./store/durability.ts";

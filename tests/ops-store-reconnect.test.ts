@@ -23,6 +23,8 @@ describe("redisStore reconnect log lines", () => {
     const store = redisStore({
       url: redis.url,
       prefix: "reconnect",
+      // This server runs without the AOF: the persistence warning is tests/store-durability.test.ts's subject.
+      durability: "none",
       logger: { info: (msg, fields = {}) => void lines.push({ msg, fields }) },
     });
     try {
