@@ -158,7 +158,7 @@ describe("faults: the startup check after an outage", () => {
 
 describe("faults: the store down from the start", () => {
   it("a process started while Redis is down answers 503, then serves once Redis is up (the startup check is retried)", async () => {
-    const late = await startRedisServer();
+    const late = await startRedisServer({ appendonly: true, appendfsync: "always" });
     await late.kill("SIGKILL");
     try {
       const agent = defineAgent({ name: "echo", instructions: "Echo.", model: scriptedModel([{ text: "ok" }]) });

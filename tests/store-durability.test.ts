@@ -6,8 +6,11 @@
  * settings: a weaker server logs one `store_durability_weaker` warning with
  * its settings, one that keeps what is asked logs nothing, and one that
  * refuses CONFIG (renamed away, or an ACL user without it) logs one
- * `store_durability_unchecked` info line and still works.
+ * `store_durability_unchecked` info line and still works. Last, the rule
+ * for the suites that kill a redis-server and start it again: those that
+ * check acknowledged work survived run it with `appendfsync always`.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../entry/config.ts";
@@ -195,5 +198,33 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
       await expect(storeFromEnv({ GATEHOUSE_REDIS_URL: always.url, GATEHOUSE_DURABILITY: "paranoid" }, { redis: redisStore }))
         .rejects.toBeInstanceOf(StoreInputError);
     });
+  });
+});
+
+describe("suites that kill and restart a redis-server", () => {
+  /** Suites that restart Redis to watch log lines or reconnects only, with nothing acknowledged to keep. */
+  const NOTHING_TO_KEEP = new Set([
+    "ops-store-outage-lines.test.ts",
+    "ops-store-reconnect.test.ts",
+    "ops-worker-warnings.test.ts",
+    "worker-idle-redis.test.ts",
+  ]);
+  const dir = new URL(".", import.meta.url);
+  const restarting = readdirSync(dir)
+    .filter((f) => f.endsWith(".test.ts"))
+    .filter((f) => {
+      const text = readFileSync(new URL(f, dir), "utf8");
+      return text.includes("startRedisServer(") && /\b(redis|server)\.(kill|restart)\(/.test(text);
+    });
+
+  it("start it with appendonly yes and appendfsync always when they check that acknowledged work survives", () => {
+    const survival = restarting.filter((f) => !NOTHING_TO_KEEP.has(f));
+    expect(survival).toEqual(expect.arrayContaining(["faults-redis-restart.test.ts", "faults-store-outage.test.ts", "readme.test.ts"]));
+    for (const f of survival) {
+      const text = readFileSync(new URL(f, dir), "utf8");
+      const starts = [...text.matchAll(/startRedisServer\(([^)]*)\)/g)].map((m) => m[1]);
+      expect(starts.length, f).toBeGreaterThan(0);
+      for (const args of starts) expect(args, `${f}: startRedisServer(${args})`).toMatch(/appendonly: true, appendfsync: "always"/);
+    }
   });
 });
