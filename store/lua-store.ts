@@ -37,7 +37,9 @@ export interface ScriptStore extends Store {
    * Reads the server's maxmemory-policy and throws EvictionPolicyError for
    * `allkeys-*` / `volatile-*` unless eviction was allowed. Runs once, before
    * the first operation; call it at startup to fail early. `policy` is null
-   * when the server does not expose it (CONFIG disabled, Upstash).
+   * when the server does not expose it (CONFIG disabled, Upstash). The TCP
+   * adapter reads the server's persistence in the same check and logs a
+   * weaker one (`durability`, store/durability.ts); it never refuses it.
    */
   checkEviction(): Promise<{ policy: string | null }>;
 }
