@@ -20,6 +20,7 @@ import { defineAgent, scriptedModel } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { checkDurability, type Durability, DURABILITY_LINES, type Persistence } from "../store/durability.ts";
 import { StoreInputError } from "../store/keys.ts";
+import { startRedisCluster } from "./helpers/redis-cluster.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 
 type Line = { level: string; msg: string; fields: Record<string, unknown> };
@@ -164,6 +165,21 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
     }
     expect(infos).toEqual(["store_durability_weaker"]);
   });
+
+  it("a Redis Cluster: each master is read, a weaker one is named by node", async () => {
+    const cluster = await startRedisCluster({ masters: 1 });
+    const { lines, logger } = recorder();
+    const store = redisStore({ clusterNodes: cluster.nodes, prefix: "durability", logger });
+    try {
+      await store.checkEviction();
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+    expect(durabilityLines(lines).map((l) => [l.level, l.msg, l.fields.appendonly, l.fields.node])).toEqual([
+      ["warn", "store_durability_weaker", "no", `127.0.0.1:${cluster.servers[0].port}`],
+    ]);
+  }, 60_000);
 
   it("refuses a durability it does not know", () => {
     expect(() => redisStore({ url: noAof.url, durability: "fsync-sometimes" as Durability })).toThrow(StoreInputError);
