@@ -87,11 +87,12 @@ export const DEFAULTS = Object.freeze({
   /** Shards of the Redis Cluster key layout (store/redis.ts; docs/store.md). */
   redisShards: 16,
   /**
-   * The Redis persistence a deployment asks for unless it says otherwise (store/durability.ts): the AOF
-   * with at least `appendfsync everysec`, which is what "agents survive a restart of Redis" needs; a
-   * Redis without the AOF is reported at startup (`store_durability_weaker`, docs/store.md, "Durability").
+   * The Redis persistence a deployment asks for unless it says otherwise (store/durability.ts): every
+   * acknowledged step on disk before Redis answers (`appendfsync always`), the only setting under which
+   * "without losing acknowledged work" holds through a host crash; a Redis that keeps less is told once
+   * at startup (`store_durability_weaker`, docs/store.md, "Durability check"), never refused.
    */
-  durability: "fsync-everysec" as "fsync-always" | "fsync-everysec" | "none",
+  durability: "fsync-always" as "fsync-always" | "fsync-everysec" | "none",
   /** Retention per agent (store/retention.ts; docs/store.md, "Retention"): about 2-4 MB of events, 200 turns' records. */
   retention: Object.freeze({
     maxEvents: 10_000,

@@ -16,8 +16,8 @@
  * `GATEHOUSE_ALLOW_EVICTION=1` accepts a maxmemory-policy that may evict keys;
  * otherwise the eviction check runs here and startup fails with
  * EvictionPolicyError on `allkeys-*` / `volatile-*`. The same check compares
- * the TCP Redis's persistence with `GATEHOUSE_DURABILITY` (`fsync-always`,
- * `fsync-everysec` by default, `none`) and logs `store_durability_weaker`
+ * the TCP Redis's persistence with `GATEHOUSE_DURABILITY` (`fsync-always`
+ * by default, `fsync-everysec`, `none`) and logs `store_durability_weaker`
  * through `opts.logger` when it keeps less (store/durability.ts); Upstash's
  * persistence is the provider's and is not read.
  *

@@ -9,8 +9,8 @@
  *
  * | durability | the server needs | an acknowledged step survives |
  * | --- | --- | --- |
- * | `fsync-always` | `appendonly yes`, `appendfsync always` | a Redis process crash, a host crash, power loss |
- * | `fsync-everysec` (default) | `appendonly yes`, `appendfsync everysec` or `always` | a Redis process crash; a host crash or power loss loses up to about 1 s of it |
+ * | `fsync-always` (default) | `appendonly yes`, `appendfsync always` | a Redis process crash, a host crash, power loss |
+ * | `fsync-everysec` | `appendonly yes`, `appendfsync everysec` or `always` | a Redis process crash; a host crash or power loss loses up to about 1 s of it |
  * | `none` | anything (nothing is read) | nothing is promised |
  *
  * Invariant: each setting has a level (appendonly no: 0; appendonly yes with

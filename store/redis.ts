@@ -73,7 +73,7 @@ export interface RedisStoreOptions {
   allowEviction?: boolean;
   /**
    * The persistence acknowledged steps need (store/durability.ts; docs/store.md, "Durability"):
-   * `fsync-always` (survive a host crash), `fsync-everysec` (the default: survive a Redis crash, a host
+   * `fsync-always` (the default: survive a host crash), `fsync-everysec` (survive a Redis crash, a host
    * crash may lose about 1 s) or `none`. A server configured for less is logged
    * (`store_durability_weaker`, warn) at the first check, not refused. Needs `logger`.
    */

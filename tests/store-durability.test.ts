@@ -105,23 +105,30 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
       fields: {
         appendonly: "no",
         appendfsync: "everysec",
-        wanted: "fsync-everysec",
+        wanted: "fsync-always",
         loses: "every write since the last RDB snapshot (all of them without snapshots) when Redis restarts or crashes",
       },
     }]);
     expect(DURABILITY_LINES.weaker).toBe("store_durability_weaker");
   });
 
-  it("appendonly yes, appendfsync always, durability fsync-always: no line", async () => {
+  it("appendonly yes, appendfsync always: no line, with the default (fsync-always) and with fsync-everysec", async () => {
+    expect(await check(always.url)).toEqual([]);
     expect(await check(always.url, { durability: "fsync-always" })).toEqual([]);
+    expect(await check(always.url, { durability: "fsync-everysec" })).toEqual([]);
   });
 
-  it("appendfsync everysec: enough for the default, a warning for fsync-always", async () => {
-    expect(await check(everysec.url)).toEqual([]);
-    const lines = await check(everysec.url, { durability: "fsync-always" });
-    expect(lines.map((l) => [l.level, l.msg, l.fields.appendonly, l.fields.appendfsync, l.fields.wanted])).toEqual([
-      ["warn", "store_durability_weaker", "yes", "everysec", "fsync-always"],
+  it("appendfsync everysec: a warning under the default (fsync-always), nothing for fsync-everysec", async () => {
+    const lines = await check(everysec.url);
+    expect(lines.map((l) => [l.level, l.msg, l.fields.appendonly, l.fields.appendfsync, l.fields.wanted, l.fields.loses])).toEqual([
+      ["warn", "store_durability_weaker", "yes", "everysec", "fsync-always", "up to about 1 s of acknowledged writes on a host crash or power loss"],
     ]);
+    expect(await check(everysec.url, { durability: "fsync-everysec" })).toEqual([]);
+  });
+
+  it("appendonly no is weaker than fsync-everysec too", async () => {
+    const lines = await check(noAof.url, { durability: "fsync-everysec" });
+    expect(lines.map((l) => [l.level, l.msg, l.fields.appendonly, l.fields.wanted])).toEqual([["warn", "store_durability_weaker", "no", "fsync-everysec"]]);
   });
 
   it("durability none reads nothing and writes nothing, even without the AOF", async () => {
@@ -195,9 +202,13 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
       return durabilityLines(lines);
     }
 
-    it("fsync-always on an everysec server: the warning is logged at startup; the start goes on", async () => {
-      const lines = await start({ GATEHOUSE_REDIS_URL: everysec.url, GATEHOUSE_DURABILITY: "fsync-always" });
+    it("the default on an everysec server: the warning is logged at startup; the start goes on", async () => {
+      const lines = await start({ GATEHOUSE_REDIS_URL: everysec.url });
       expect(lines.map((l) => [l.level, l.msg, l.fields.wanted])).toEqual([["warn", "store_durability_weaker", "fsync-always"]]);
+    });
+
+    it("GATEHOUSE_DURABILITY=fsync-everysec on an everysec server: nothing", async () => {
+      expect(await start({ GATEHOUSE_REDIS_URL: everysec.url, GATEHOUSE_DURABILITY: "fsync-everysec" })).toEqual([]);
     });
 
     it("the default on an appendfsync always server: nothing", async () => {
