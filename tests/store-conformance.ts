@@ -935,6 +935,54 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await expect(enqueue({ runAt: T0 + 0.5, now: T0 + 1 })).rejects.toThrow();
         expect(await states()).toEqual(before);
       });
+
+      it("random enqueues (immediate or delayed) and claims: every task starts in join order, ties by enqueue order, never before its runAt", async () => {
+        type Op = { kind: "enqueue"; gap: number; delay: number | null } | { kind: "claim"; gap: number };
+        const opArb: fc.Arbitrary<Op> = fc.oneof(
+          fc.record({ kind: fc.constant("enqueue" as const), gap: fc.nat(5), delay: fc.option(fc.integer({ min: -20, max: 60 }), { nil: null }) }),
+          fc.record({ kind: fc.constant("claim" as const), gap: fc.nat(25) }),
+        );
+        let run = 0;
+        await fc.assert(
+          fc.asyncProperty(fc.array(opArb, { minLength: 4, maxLength: 24 }), async (ops) => {
+            // A worker target and an agent of its own per run: bells of earlier runs stay out of the way.
+            const target = `prop${++run}`;
+            const agentId = `p${run}`;
+            const queue: Array<{ turnId: string; join: number; seq: number; runAt?: number }> = [];
+            let now = T0;
+            let seq = 0;
+            for (const op of ops) {
+              now += op.gap;
+              if (op.kind === "enqueue") {
+                const runAt = op.delay === null ? undefined : now + op.delay;
+                const { req } = await enqueue({ agentId, workerTarget: target, now, ...(runAt !== undefined ? { runAt } : {}) });
+                const stored = runAt === undefined ? undefined : Math.max(runAt, now);
+                queue.push({ turnId: req.turnId, join: stored ?? now, seq: ++seq, ...(stored !== undefined ? { runAt: stored } : {}) });
+                continue;
+              }
+              // The model: the first task by (join, seq) starts when its join time has come.
+              queue.sort((x, y) => x.join - y.join || x.seq - y.seq);
+              const due = queue.length > 0 && queue[0].join <= now ? queue[0] : null;
+              const c = await store.claimNext({ workerTarget: target, workerId: "w1", leaseMs: LEASE, now });
+              if (due === null) {
+                expect(c.status).toBe("empty");
+                continue;
+              }
+              expect(c.status).toBe("claimed");
+              const claimed = c as Claimed;
+              expect(claimed.task!.turnId).toBe(due.turnId);
+              expect(claimed.task!.runAt).toBe(due.runAt);
+              expect(now).toBeGreaterThanOrEqual(due.runAt ?? now);
+              queue.shift();
+              expect((await store.commit(commitOf(claimed, "w1", { now, state: "done", snapshot: { value: "done" }, activeTurnId: null, release: { runnableAt: null } }))).status).toBe("applied");
+            }
+            expect((await store.listQueuedTasks(agentId, 100)).map((t) => t.turnId)).toEqual(
+              queue.sort((x, y) => x.join - y.join || x.seq - y.seq).map((t) => t.turnId),
+            );
+          }),
+          { numRuns: 25, seed: 20261128 },
+        );
+      });
     });
 
     // ---------------------------------------------------------------- renewLease
