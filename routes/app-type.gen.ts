@@ -206,6 +206,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -968,6 +969,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1864,6 +1866,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;

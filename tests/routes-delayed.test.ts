@@ -21,7 +21,7 @@ import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
 import { startRedisServer } from "./helpers/redis-server.ts";
-import { AgentView, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../routes/schemas.ts";
+import { AgentView, EventsPage, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -83,6 +83,9 @@ describe.each(stores)("delayed tasks over HTTP on the %s store", (storeName, ope
     expect(await turn(ok.turnId)).toEqual({ agentId: "a1", turnId: ok.turnId, status: "queued", input: "q", runAt: iso(T0 + 5_000) });
     const view = AgentView.parse((await call("GET", "/v1/agents/a1")).body);
     expect(view.queuedTasks).toEqual([{ turnId: ok.turnId, enqueuedAt: iso(T0), runAt: iso(T0 + 5_000) }]);
+    // The log's task_enqueued carries runAt, as its documented schema says.
+    const page = EventsPage.parse((await call("GET", "/v1/agents/a1/events")).body);
+    expect(page.events.find((e) => e.type === "task_enqueued")?.data).toMatchObject({ turnId: ok.turnId, runAt: T0 + 5_000 });
     clock.t = T0 + 4_999;
     await gh.drain();
     expect((await turn(ok.turnId)).status).toBe("queued");
