@@ -159,6 +159,7 @@ export const EVENT_DATA = {
       delegation: DelegationLink.optional().describe("The parent's call this task runs (a child agent's task)"),
     }),
     inputBytes: int().describe("Bytes of the task's input JSON (the input is stored once, read with GET …/turns/{turnId})"),
+    runAt: int().optional().describe("A delayed task: not started before this time (ms; store invariant `delayed-tasks`)"),
   }).describe("A task entered the inbox"),
   tool_result_received: z.strictObject({
     toolCallId: z.string(),

@@ -20,6 +20,9 @@
  *   window reads one effect behind: the model step that follows
  *   `retrySafe` tools runs before their results are committed, so it reads
  *   as `tool` until its commit.
+ * - `queuedTasks` lists the first queued tasks in the order they will start
+ *   (store invariant `delayed-tasks`), a delayed one with its `runAt`, so a
+ *   person sees what waits and until when.
  * - A pending call whose result the store accepted (`POST …/tool-results`,
  *   or the watchdog's timeout) reads `delivered: true` at once, from the
  *   store's record of the call, until the worker applies it and the call
@@ -30,7 +33,7 @@ import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
-import type { Store } from "../store/port.ts";
+import type { QueuedTask, Store } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
@@ -72,7 +75,7 @@ export function activityOf(head: AgentHead, ctx: AgentContext): AgentView["activ
   }
 }
 
-export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set()): AgentView {
+export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set(), queued: readonly QueuedTask[] = []): AgentView {
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -85,6 +88,7 @@ export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new 
     epoch: head.epoch,
     version: head.version,
     pendingTasks: head.pendingTasks,
+    queuedTasks: queued.map((t) => ({ turnId: t.turnId, enqueuedAt: iso(t.enqueuedAt), ...(t.runAt !== undefined ? { runAt: iso(t.runAt) } : {}) })),
     lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
     runnableAt: isoOrNull(head.runnableAt),
     runnableAtMs: head.runnableAt,

@@ -9,14 +9,16 @@
  *   without a key stands under `delivery:<scheme>:<message id>`. A task's
  *   `spendLimit` (old name `budget`) lowers the agent's; the task records `budgetMayRaise` (its
  *   fields may raise the agent's) only when the token has `admin` or auth is
- *   off (common/spend-limit.ts).
+ *   off (common/spend-limit.ts). A task with `delayMs` or `runAt` is delayed
+ *   (routes/task-delay.ts, store invariant `delayed-tasks`): the 202 carries
+ *   its `runAt` at once, whatever `Prefer: wait` asks.
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
  * - `POST /v1/agents/:agentId/cancel` mails a cancel aimed at one turn: the
  *   `turnId` of the body, else the turn active now (fixed when the store
  *   accepts it). A cancel never reaches another turn: one for a turn that
  *   ended is 409 `turn_finished`; one accepted while its turn was ending does
  *   nothing (the host logs `mail_ignored` with `why: "turn_finished"`).
- * - `GET /v1/agents/:agentId/tasks/:turnId` says where a turn is.
+ * - `GET /v1/agents/:agentId/tasks/:turnId` says where a turn is (a delayed task's `runAt` while queued or active).
  * - `DELETE /v1/agents/:agentId/tasks/:turnId` cancels a queued task: it
  *   leaves the inbox and its turn reads `cancelled` from then on (its
  *   idempotency key keeps answering that turn). A task that started is 409
@@ -31,11 +33,13 @@ import type { RouteRuntime } from "./runtime.ts";
 import { logGrew } from "./live-feed.ts";
 import { DEFAULT_MAX_WAIT_SECONDS, preferredWait, TaskEnded, waitForTurnEnd } from "./prefer-wait.ts";
 import { z } from "@hono/zod-openapi";
+import { runAtIso, taskRunAt } from "./task-delay.ts";
 import {
   AgentParams,
   AgentView,
   CancelAccepted,
   CancelRequest,
+  QUEUED_TASKS_SHOWN,
   TaskAccepted,
   TaskCancelled,
   TaskRequest,
@@ -58,7 +62,9 @@ const enqueueTask = defineRoute({
     "the first task's turn with `duplicate: true` and enqueues nothing. With `Prefer: wait=<seconds>` " +
     "(RFC 7240, cut to the server's cap, default 60) a new task's answer waits for the turn's end: `200` " +
     "with its status, output or error and usage when it ends within the wait, `202` otherwise; both carry " +
-    "`Preference-Applied: wait=<seconds>`.",
+    "`Preference-Applied: wait=<seconds>`. With `delayMs` or `runAt` (not both; at most 30 days ahead; a past " +
+    "`runAt` is due at once) the task is delayed: it is not started before `runAt`, joins the agent's queue then " +
+    "(tasks without a delay are not held behind it), and its `202` comes at once with `runAt`, whatever `Prefer: wait` asks.",
   tags: ["agents"],
   request: { params: AgentParams, body: jsonBody(TaskRequest), headers: PreferHeader },
   responses: {
@@ -131,7 +137,10 @@ export function agentRoutes(rt: RouteRuntime) {
       if (!def) {
         throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
       }
-      const wait = waitSeconds(rt, c.req.raw.headers.get("prefer"));
+      const now = rt.clock.now();
+      // A delayed task (routes/task-delay.ts): checked before anything is read or written; its answer never waits.
+      const runAt = taskRunAt(body, now);
+      const wait = runAt !== undefined && runAt > now ? null : waitSeconds(rt, c.req.raw.headers.get("prefer"));
       // The log's end before the task: its turn's end comes after it (read only when asked to wait).
       const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
       // `verifyAttempts` and `spendLimit`, or their old names (never both: the schema refuses that).
@@ -151,7 +160,8 @@ export function agentRoutes(rt: RouteRuntime) {
         },
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),
-        now: rt.clock.now(),
+        now,
+        ...(runAt !== undefined ? { runAt } : {}),
       });
       if (r.status === "definition_conflict") {
         throw new ProblemError(
@@ -172,13 +182,15 @@ export function agentRoutes(rt: RouteRuntime) {
         c.header("Preference-Applied", `wait=${wait}`);
         if (end) return c.json(end, 200);
       }
-      return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate" }, 202);
+      const at = r.status === "enqueued" ? runAt : await firstRunAt(rt, agentId, r.turnId);
+      return c.json({ agentId, turnId: r.turnId, duplicate: r.status === "duplicate", ...(at !== undefined ? { runAt: runAtIso(at) } : {}) }, 202);
     })
     .openapi(getAgent, async (c) => {
       const { agentId } = c.req.valid("param");
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      return c.json(agentView(head, await deliveredCalls(rt.store, head)), 200);
+      const queued = head.pendingTasks > 0 ? await rt.store.listQueuedTasks(agentId, QUEUED_TASKS_SHOWN) : [];
+      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");
@@ -217,7 +229,13 @@ export function agentRoutes(rt: RouteRuntime) {
         if (!(await rt.store.getAgent(agentId))) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
         throw new ProblemError("turn_not_found", `Agent "${agentId}" has no turn ${JSON.stringify(turnId)}`);
       }
-      return c.json({ agentId, turnId, status: t.status, ...(t.input !== undefined ? { input: t.input } : {}) }, 200);
+      return c.json({
+        agentId,
+        turnId,
+        status: t.status,
+        ...(t.input !== undefined ? { input: t.input } : {}),
+        ...(t.runAt !== undefined ? { runAt: runAtIso(t.runAt) } : {}),
+      }, 200);
     })
     .openapi(cancelTask, async (c) => {
       const { agentId, turnId } = c.req.valid("param");
@@ -240,6 +258,11 @@ export function agentRoutes(rt: RouteRuntime) {
           throw new ProblemError("turn_finished", `Turn ${turn} of agent "${agentId}" has finished`);
       }
     });
+}
+
+/** A duplicate's answer: the first task's due time while it is queued or running (invariant `delayed-tasks`). */
+async function firstRunAt(rt: RouteRuntime, agentId: string, turnId: string): Promise<number | undefined> {
+  return (await rt.store.getTurn(agentId, turnId))?.runAt;
 }
 
 /** The `Prefer: wait` to apply, in seconds (cut to the cap); null: none asked, or waiting is off. */

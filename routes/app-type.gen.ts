@@ -206,6 +206,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -968,6 +969,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1864,6 +1866,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             } | undefined;
                         };
                         inputBytes: number;
+                        runAt?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2415,6 +2418,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    delayMs?: number | undefined;
+                    runAt?: string | undefined;
                 };
             };
             output: {
@@ -2462,12 +2467,15 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    delayMs?: number | undefined;
+                    runAt?: string | undefined;
                 };
             };
             output: {
                 agentId: string;
                 turnId: string;
                 duplicate: boolean;
+                runAt?: string | undefined;
             };
             outputFormat: "json";
             status: 202;
@@ -2490,6 +2498,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                 epoch: number;
                 version: number;
                 pendingTasks: number;
+                queuedTasks: {
+                    turnId: string;
+                    enqueuedAt: string;
+                    runAt?: string | undefined;
+                }[];
                 lease: {
                     workerId: string;
                     until: string;
@@ -2589,6 +2602,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 turnId: string;
                 status: "done" | "failed" | "queued" | "active" | "ended" | "cancelled";
                 input?: JSONValue | undefined;
+                runAt?: string | undefined;
             };
             outputFormat: "json";
             status: 200;

@@ -48,6 +48,12 @@ const attempts = (name: string, description: string) =>
     if (e) ctx.addIssue({ code: "custom", message: `${name} ${e}` });
   }).meta({ type: "integer", minimum: 1, maximum: MAX_VERIFY_ATTEMPTS_LIMIT, description }).optional();
 
+/** The longest delay of a delayed task (ms): 30 days (routes/task-delay.ts). */
+export const MAX_TASK_DELAY_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** ISO 8601 date and time with an offset (`Z` or `±hh:mm`), e.g. `2026-05-01T09:00:00Z`. */
+const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
 export const TaskRequest = z.strictObject({
   agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),
   input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task: text or a JSON object"),
@@ -57,7 +63,16 @@ export const TaskRequest = z.strictObject({
   verifyMaxAttempts: attempts("verifyMaxAttempts", "Old name of `verifyAttempts` (deprecated; not both)"),
   spendLimit: SpendLimitBody.optional(),
   budget: SpendLimitBody.optional().describe("Old name of `spendLimit` (deprecated; not both)"),
+  delayMs: z.int().min(0).max(MAX_TASK_DELAY_MS).optional()
+    .describe("A delayed task: not started before this many ms from now (at most 30 days; not with `runAt`)"),
+  runAt: z.string().regex(ISO_WITH_OFFSET, "an ISO 8601 date and time with an offset (Z or ±hh:mm)")
+    .refine((v) => Number.isFinite(Date.parse(v)), "a date and time that exists")
+    .optional()
+    .describe("A delayed task: not started before this time, ISO 8601 with an offset (at most 30 days ahead; a past time runs now; not with `delayMs`)"),
 }).superRefine((t, ctx) => {
+  if (t.delayMs !== undefined && t.runAt !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["runAt"], message: "delayMs and runAt both say when the task runs: give one" });
+  }
   // A renamed field under both names says two things (common/renamed.ts).
   for (const [name, old] of [["verifyAttempts", "verifyMaxAttempts"], ["spendLimit", "budget"]] as const) {
     if (t[name] !== undefined && t[old] !== undefined) {
@@ -143,6 +158,9 @@ export const TaskAccepted = z.object({
   agentId: z.string(),
   turnId: z.string(),
   duplicate: z.boolean().describe("True when the idempotency key was seen before; nothing was enqueued"),
+  runAt: z.string().optional().describe(
+    "A delayed task's due time (ISO 8601, UTC): given `delayMs` or `runAt`; on a duplicate, the first task's while it is queued or running",
+  ),
 }).openapi("TaskAccepted");
 
 export const ToolResultAccepted = z.object({
@@ -169,6 +187,7 @@ export const TurnView = z.object({
       "`cancelled` while queued",
   ),
   input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
+  runAt: z.string().optional().describe("A delayed task's due time (ISO 8601, UTC), while it is queued or active"),
 }).openapi("TurnView");
 
 export const TaskCancelled = z.object({
@@ -187,6 +206,9 @@ const Usage = z.object({
 
 const IsoTime = z.string().describe("ISO 8601, UTC");
 
+/** How many queued tasks the agent view lists. */
+export const QUEUED_TASKS_SHOWN = 100;
+
 export const AgentView = z.object({
   agentId: z.string(),
   agent: z.string().describe("Name of the definition the id is bound to"),
@@ -196,6 +218,11 @@ export const AgentView = z.object({
   epoch: z.int(),
   version: z.int(),
   pendingTasks: z.int(),
+  queuedTasks: z.array(z.object({
+    turnId: z.string(),
+    enqueuedAt: IsoTime,
+    runAt: IsoTime.optional().describe("A delayed task: not started before this time"),
+  })).describe(`The first ${QUEUED_TASKS_SHOWN} queued tasks in the order they will start (docs/http.md, "Delayed tasks")`),
   lease: z.object({
     workerId: z.string().describe("The worker loop holding the agent (`<process worker id>/<loop>`)"),
     until: IsoTime,

@@ -17,7 +17,7 @@
  * | -------------------------------- | ------ | ----- |
  * | `<h>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal; long values apart |
  * | `<h>:{a:<id>}:head:<field>`      | string | a long head value (`snapshot`, `currentTask`, `_recentTurns`); the field holds a mark |
- * | `<h>:{a:<id>}:tasks`             | list   | queued tasks: `<turnId JSON>\n<InboxTask JSON>` |
+ * | `<h>:{a:<id>}:tasks`             | list   | queued tasks in join order (invariant `delayed-tasks`): `<turnId JSON>\n<InboxTask JSON>` |
  * | `<h>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
  * | `<h>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
  * | `<h>:{a:<id>}:events`            | list   | StoredEvent JSON; event id k is at index k-1 |
@@ -31,7 +31,7 @@
  *
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
- * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua) |
+ * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua) |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |

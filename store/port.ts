@@ -47,6 +47,11 @@ export interface EnqueueTaskRequest {
   /** A fresh turn id proposed by the caller's id source; used unless the key is a duplicate. */
   turnId: string;
   now: number;
+  /**
+   * A delayed task (invariant `delayed-tasks`): not claimed before this time
+   * (ms). A time at or before `now` is stored as `now` (due at once).
+   */
+  runAt?: number;
   /** Answer `agent_deleted` and write nothing when the id carries a deletion marker (invariant `deletion-marker`): a delegation's dispatch. */
   refuseDeleted?: boolean;
 }
@@ -449,6 +454,14 @@ export interface RecordDeliveryRequest extends DeliveryRef {
 /** `lost`: the holder no longer holds the message (its hold ran out and another took over, or the window ended). */
 export type SettleDeliveryResult = { status: "renewed" | "written" } | { status: "lost" };
 
+/** A queued task as `listQueuedTasks` answers it. */
+export interface QueuedTask {
+  turnId: string;
+  enqueuedAt: number;
+  /** Set for a delayed task (invariant `delayed-tasks`). */
+  runAt?: number;
+}
+
 /** One entry of the agents index (invariant `agents-index`). */
 export interface AgentIndexEntry {
   agentId: string;
@@ -671,6 +684,28 @@ export interface BellWatch {
  * for the ready queue, and the worker that ended a turn starts the next
  * one without another round trip.
  *
+ * ## delayed-tasks
+ * A task enqueued with `runAt` (a delayed task; a `runAt` at or before
+ * `now` is stored as `now`) is never taken by a claim or a chaining commit
+ * before `runAt`. Order rule: each task joins the agent's FIFO queue at its
+ * join time (`runAt` for a delayed task, `enqueuedAt` otherwise) and tasks
+ * start in join order, ties by enqueue order. The inbox keeps that order
+ * itself: an enqueue inserts the task after every queued task that has
+ * joined by its join time (it passes over, from the tail, only delayed tasks
+ * whose `runAt` is later), so the first queued task is always the next to
+ * start, and a claim takes it only once it is due. A task enqueued without
+ * a delay therefore never waits behind a delayed task that is not due yet.
+ * Whenever nothing is claimable, the agent's bell is set to the earliest of
+ * `runnableAt` and the first queued task's `runAt` (no turn active), so a
+ * delayed task rings when it comes due: the enqueue moves the bell to
+ * `runAt` when that is earlier, and every write that drops or moves a bell
+ * (an empty claim, a releasing commit, a turn ended without the machine)
+ * keeps it. Cancelling a delayed task (`cancelTask`) removes it like any
+ * queued task; its bell then rings for nothing and is dropped. Clocks of
+ * the processes are assumed close: an immediate task enqueued by a process
+ * whose clock is ahead may be placed behind a delayed task due by that clock
+ * and not yet by the claimer's.
+ *
  * ## contract-validation
  * A resolved tool call carries `contractValidation` (common/
  * contract-validation.ts): the one given with the result, else the
@@ -727,7 +762,10 @@ export interface TurnProtocol {
 export interface Reads {
   getAgent(agentId: string): Promise<AgentHead | null>;
   /** Where a turn of the agent is; null when the agent or the turn is unknown. */
-  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown } | null>;
+  /** `runAt`: a delayed task's due time, while it is queued or active (invariant `delayed-tasks`). */
+  getTurn(agentId: string, turnId: string): Promise<{ turnId: string; status: TurnStatus; input?: unknown; runAt?: number } | null>;
+  /** The agent's first `limit` queued tasks in queue order (invariant `delayed-tasks`); [] for an unknown agent. */
+  listQueuedTasks(agentId: string, limit: number): Promise<QueuedTask[]>;
   getToolCalls(agentId: string, turnId: string): Promise<ToolCallRecord[]>;
   /** Retained messages with logical index >= fromIndex (invariant `retention`). */
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;

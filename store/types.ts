@@ -52,6 +52,8 @@ export interface InboxTask {
   options: TaskOptions;
   enqueuedAt: number;
   idempotencyKey?: string;
+  /** A delayed task: not claimed before this time (ms; store/port.ts invariant `delayed-tasks`). */
+  runAt?: number;
 }
 
 /**

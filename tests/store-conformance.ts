@@ -799,6 +799,192 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
+    // ---------------------------------------------------------------- delayed tasks
+
+    describe("delayed tasks (invariant `delayed-tasks`)", () => {
+      const ended = (c: Claimed, now: number, over: Partial<CommitRequest> = {}) =>
+        store.commit(commitOf(c, "w1", { now, state: "done", snapshot: { value: "done" }, activeTurnId: null, release: { runnableAt: null }, ...over }));
+
+      it("is not claimed before runAt, by claim or claimNext; its bell is runAt; it is claimed at runAt", async () => {
+        const { req, r } = await enqueue({ runAt: T0 + 5_000 });
+        expect(r).toEqual({ status: "enqueued", turnId: req.turnId });
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 5_000);
+        expect(await store.readyCount(TARGET, T0 + 4_999)).toBe(0);
+        expect(await store.getTurn("a1", req.turnId)).toEqual({ turnId: req.turnId, status: "queued", input: { q: "1+2" }, runAt: T0 + 5_000 });
+        expect(await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 4_999 })).toEqual({ status: "empty" });
+        const early = await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 4_999 });
+        expect(early.status).toBe("empty");
+        // The empty claim keeps the bell at runAt (it does not drop it).
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 5_000);
+        expect((await store.getAgent("a1"))!.activeTurnId).toBeNull();
+        const c = await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 5_000 });
+        expect(c.status).toBe("claimed");
+        const task = (c as Claimed).task!;
+        expect(task.turnId).toBe(req.turnId);
+        expect(task.runAt).toBe(T0 + 5_000);
+        expect(task.enqueuedAt).toBe(T0);
+        expect(await store.getTurn("a1", req.turnId)).toMatchObject({ status: "active", runAt: T0 + 5_000 });
+        expect(await store.listQueuedTasks("a1", 10)).toEqual([]);
+      });
+
+      it("a runAt at or before now is stored as now: due at once", async () => {
+        const { req } = await enqueue({ runAt: T0 - 60_000 });
+        expect(await store.getTurn("a1", req.turnId)).toMatchObject({ status: "queued", runAt: T0 });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0);
+        expect((await claimOk()).task!.turnId).toBe(req.turnId);
+      });
+
+      it("order rule: tasks start in join order (runAt for a delayed task), ties by enqueue order; an immediate task never waits behind one not due", async () => {
+        const d200 = (await enqueue({ runAt: T0 + 200 })).req.turnId;
+        const d100a = (await enqueue({ runAt: T0 + 100, now: T0 + 1 })).req.turnId;
+        const d100b = (await enqueue({ runAt: T0 + 100, now: T0 + 2 })).req.turnId;
+        const now1 = (await enqueue({ now: T0 + 3 })).req.turnId;
+        expect((await store.listQueuedTasks("a1", 10)).map((t) => t.turnId)).toEqual([now1, d100a, d100b, d200]);
+        expect(await store.listQueuedTasks("a1", 2)).toEqual([
+          { turnId: now1, enqueuedAt: T0 + 3 },
+          { turnId: d100a, enqueuedAt: T0 + 1, runAt: T0 + 100 },
+        ]);
+        // Immediate tasks enqueued after some delayed ones came due join behind those, ahead of the rest.
+        const now2 = (await enqueue({ now: T0 + 150 })).req.turnId;
+        expect((await store.listQueuedTasks("a1", 10)).map((t) => t.turnId)).toEqual([now1, d100a, d100b, now2, d200]);
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(5);
+        const order: string[] = [];
+        let now = T0 + 150;
+        for (let i = 0; i < 5; i++) {
+          const c = await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now });
+          if (c.status !== "claimed") {
+            // Only the last one waits: d200, not due before T0 + 200; the bell says so.
+            expect(await store.nextReadyAt(TARGET)).toBe(T0 + 200);
+            now = T0 + 200;
+            i--;
+            continue;
+          }
+          order.push(c.task!.turnId);
+          expect((await ended(c, now + 1)).status).toBe("applied");
+          now += 2;
+        }
+        expect(order).toEqual([now1, d100a, d100b, now2, d200]);
+        expect(await store.listQueuedTasks("a1", 10)).toEqual([]);
+      });
+
+      it("a turn ending before the next task is due releases and moves the bell to its runAt; a chaining commit takes it only once due", async () => {
+        await enqueue();
+        const later = (await enqueue({ runAt: T0 + 1_000, now: T0 + 1 })).req.turnId;
+        const c = await claimOk();
+        const r = await ended(c, T0 + 5, { chainNextTask: true });
+        expect(r.status).toBe("applied");
+        expect((r as { chained?: unknown }).chained).toBeUndefined();
+        const head = (await store.getAgent("a1"))!;
+        expect(head.leaseOwner).toBeNull();
+        expect(head.activeTurnId).toBeNull();
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 1_000);
+        // Another turn (an immediate task) runs meanwhile; ending it at runAt chains the delayed one.
+        const now2 = (await enqueue({ now: T0 + 10 })).req.turnId;
+        const c2 = await claimOk("a1", "w1", T0 + 10);
+        expect(c2.task!.turnId).toBe(now2);
+        const r2 = await ended(c2, T0 + 1_000, { chainNextTask: true });
+        expect((r2 as { chained?: { task: { turnId: string } } }).chained?.task.turnId).toBe(later);
+      });
+
+      it("a turn ended without the machine moves the bell to the next delayed task's runAt", async () => {
+        await enqueue();
+        await enqueue({ runAt: T0 + 1_000, now: T0 + 1 });
+        const c = await claimOk();
+        const end: TurnEnd = { snapshot: { value: "failed" }, state: "failed", events: [], messages: [] };
+        expect((await store.resetTurn({ agentId: "a1", expectedVersion: c.head.version, turnId: c.head.activeTurnId!, end, now: T0 + 5 })).status).toBe("reset");
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 1_000);
+        expect((await store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 999 })).status).toBe("empty");
+        expect((await claimOk("a1", "w1", T0 + 1_000)).head.pendingTasks).toBe(0);
+      });
+
+      it("an earlier bell stays: a delayed task enqueued behind a busy agent does not move its bell later", async () => {
+        await enqueue();
+        await claimOk();
+        await enqueue({ runAt: T0 + LEASE * 10, now: T0 + 1 });
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + LEASE);
+      });
+
+      it("cancelTask removes a delayed task: it is never claimed, the turn reads cancelled, its bell rings for nothing and goes", async () => {
+        const { req } = await enqueue({ runAt: T0 + 1_000, idempotencyKey: "k1" });
+        expect(await store.cancelTask({ agentId: "a1", turnId: req.turnId, reason: "no", now: T0 + 1 })).toEqual({ status: "cancelled", already: false });
+        expect(await store.listQueuedTasks("a1", 10)).toEqual([]);
+        expect((await store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 2_000 })).status).toBe("empty");
+        expect(await store.nextReadyAt(TARGET)).toBeNull();
+        expect(await store.getTurn("a1", req.turnId)).toMatchObject({ status: "cancelled" });
+        expect((await store.getTurn("a1", req.turnId))!.runAt).toBeUndefined();
+        // Its idempotency key keeps answering it.
+        expect((await enqueue({ runAt: T0 + 5_000, idempotencyKey: "k1", now: T0 + 3 })).r).toEqual({ status: "duplicate", turnId: req.turnId });
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(0);
+      });
+
+      it("an idempotency duplicate of a delayed task enqueues nothing and answers the first turn (whose runAt getTurn reads)", async () => {
+        const first = await enqueue({ runAt: T0 + 1_000, idempotencyKey: "k1" });
+        const before = await states();
+        const dup = await enqueue({ runAt: T0 + 9_000, idempotencyKey: "k1", now: T0 + 1 });
+        expect(dup.r).toEqual({ status: "duplicate", turnId: first.req.turnId });
+        expect(await states()).toEqual(before);
+        expect((await store.getTurn("a1", first.req.turnId))!.runAt).toBe(T0 + 1_000);
+      });
+
+      it("listQueuedTasks answers [] for an unknown agent or a limit of 0; a runAt that is not an integer is refused and writes nothing", async () => {
+        expect(await store.listQueuedTasks("nobody", 10)).toEqual([]);
+        await enqueue({ runAt: T0 + 5 });
+        expect(await store.listQueuedTasks("a1", 0)).toEqual([]);
+        const before = await states();
+        await expect(enqueue({ runAt: T0 + 0.5, now: T0 + 1 })).rejects.toThrow();
+        expect(await states()).toEqual(before);
+      });
+
+      it("random enqueues (immediate or delayed) and claims: every task starts in join order, ties by enqueue order, never before its runAt", async () => {
+        type Op = { kind: "enqueue"; gap: number; delay: number | null } | { kind: "claim"; gap: number };
+        const opArb: fc.Arbitrary<Op> = fc.oneof(
+          fc.record({ kind: fc.constant("enqueue" as const), gap: fc.nat(5), delay: fc.option(fc.integer({ min: -20, max: 60 }), { nil: null }) }),
+          fc.record({ kind: fc.constant("claim" as const), gap: fc.nat(25) }),
+        );
+        let run = 0;
+        await fc.assert(
+          fc.asyncProperty(fc.array(opArb, { minLength: 4, maxLength: 24 }), async (ops) => {
+            // A worker target and an agent of its own per run: bells of earlier runs stay out of the way.
+            const target = `prop${++run}`;
+            const agentId = `p${run}`;
+            const queue: Array<{ turnId: string; join: number; seq: number; runAt?: number }> = [];
+            let now = T0;
+            let seq = 0;
+            for (const op of ops) {
+              now += op.gap;
+              if (op.kind === "enqueue") {
+                const runAt = op.delay === null ? undefined : now + op.delay;
+                const { req } = await enqueue({ agentId, workerTarget: target, now, ...(runAt !== undefined ? { runAt } : {}) });
+                const stored = runAt === undefined ? undefined : Math.max(runAt, now);
+                queue.push({ turnId: req.turnId, join: stored ?? now, seq: ++seq, ...(stored !== undefined ? { runAt: stored } : {}) });
+                continue;
+              }
+              // The model: the first task by (join, seq) starts when its join time has come.
+              queue.sort((x, y) => x.join - y.join || x.seq - y.seq);
+              const due = queue.length > 0 && queue[0].join <= now ? queue[0] : null;
+              const c = await store.claimNext({ workerTarget: target, workerId: "w1", leaseMs: LEASE, now });
+              if (due === null) {
+                expect(c.status).toBe("empty");
+                continue;
+              }
+              expect(c.status).toBe("claimed");
+              const claimed = c as Claimed;
+              expect(claimed.task!.turnId).toBe(due.turnId);
+              expect(claimed.task!.runAt).toBe(due.runAt);
+              expect(now).toBeGreaterThanOrEqual(due.runAt ?? now);
+              queue.shift();
+              expect((await store.commit(commitOf(claimed, "w1", { now, state: "done", snapshot: { value: "done" }, activeTurnId: null, release: { runnableAt: null } }))).status).toBe("applied");
+            }
+            expect((await store.listQueuedTasks(agentId, 100)).map((t) => t.turnId)).toEqual(
+              queue.sort((x, y) => x.join - y.join || x.seq - y.seq).map((t) => t.turnId),
+            );
+          }),
+          { numRuns: 25, seed: 20261128 },
+        );
+      });
+    });
+
     // ---------------------------------------------------------------- renewLease
 
     describe("renewLease", () => {

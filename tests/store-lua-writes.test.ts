@@ -24,11 +24,9 @@ describe("store scripts: checks before writes", () => {
   it("writes before the marker are only the pinned refusal writes, each with its reason", () => {
     const got = reports.flatMap((r) => r.exemptions.map((e) => `${r.file} ${e.unit} ${e.target}`));
     expect(got).toEqual([
-      // An empty claim drops or moves the bell that rang for nothing.
-      "claim.lua claim_agent ZREM",
-      "claim.lua claim_agent set_bell",
-      "claim_next.lua claim_agent ZREM",
-      "claim_next.lua claim_agent set_bell",
+      // An empty claim drops or moves the bell that rang for nothing (rest_bell, includes/queue.lua).
+      "claim.lua claim_agent rest_bell",
+      "claim_next.lua claim_agent rest_bell",
       // A commit refused with tool_call_resolved releases the lease and rings the bell.
       "commit.lua main HSET",
       "commit.lua main set_bell",
@@ -44,8 +42,9 @@ describe("store scripts: checks before writes", () => {
     // push_all, append_events and set_head (includes/head.lua) are in every script that includes head.lua,
     // set_bell (includes/keys.lua) in every script that includes keys.lua,
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
-    // (includes/retention.lua) in the commit, after its checks.
-    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head)$/.test(n))).toEqual([
+    // (includes/retention.lua) in the commit, after its checks; queue_task and rest_bell (includes/queue.lua)
+    // in every script that includes queue.lua.
+    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head|queue_task|rest_bell)$/.test(n))).toEqual([
       "claim.lua main", "claim_next.lua main", "commit.lua retain", "definition_sets.lua main", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
@@ -72,7 +71,8 @@ describe("store scripts: checks before writes", () => {
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "get_agent.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua", "list_tool_roles.lua", "list_verdicts.lua",
+      "get_agent.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua",
+      "list_queued_tasks.lua", "list_tool_roles.lua", "list_verdicts.lua",
       "next_ready_at.lua", "ping.lua",
       "read_checkpoint.lua",
       "read_conversation.lua", "read_events.lua", "read_messages.lua", "ready_count.lua",

@@ -20,6 +20,7 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
 -- @include claim.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).

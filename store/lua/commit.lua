@@ -79,6 +79,7 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
 -- @include retention.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
@@ -310,7 +311,7 @@ if ends_turn then
 end
 
 local chained = ''
-if chain and ends_turn and release ~= '-' and pending_mail == 0 and redis.call('LLEN', tasks) > 0 then
+if chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(tasks, now) then
   -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
   local entry = redis.call('LPOP', tasks)
   local nl = string.find(entry, '\n', 1, true)
@@ -334,14 +335,13 @@ elseif release ~= '-' then
   set_head(head, w, h)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
-    or (next_active == 'null' and redis.call('LLEN', tasks) > 0)
+    or (next_active == 'null' and task_due(tasks, now))
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
     set_bell(ready, now_str, agent_id)
-  elseif release == 'null' then
-    redis.call('ZREM', ready, agent_id)
   else
-    set_bell(ready, release, agent_id)
+    -- The next wakeup, or a delayed task's runAt (invariant `delayed-tasks`); none: no bell.
+    rest_bell(ready, agent_id, release, next_active == 'null', tasks, now)
   end
 else
   local until_str = int(now + lease_ms)

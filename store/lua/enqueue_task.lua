@@ -24,6 +24,8 @@
   ARGV[12] turn_raw: turnId (raw)
   ARGV[13] input_json: input JSON: its one stored copy (the task entry holds none)
   ARGV[14] refuse_deleted: '1': refuse when the deletion marker is set (a delegation's dispatch), else ''
+  ARGV[15] run_at: a delayed task's runAt (ms, at or after now; the entry holds it too), else ''
+      (store/port.ts invariant `delayed-tasks`: the task joins the queue at its join time, and the bell is set then)
   Undeclared keys: the ready zset of the agent's stored target (see docs/store.md);
   the key of a long _recentTurns (includes/head.lua).
 
@@ -41,6 +43,7 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -48,7 +51,7 @@ local turns, inputs, deleted = KEYS[5], KEYS[6], KEYS[7]
 local prefix, agent_id, agent_id_json, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local target_json, turn_json, has_key_flag, idem_key = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local entry, event_tail, now_str, turn_raw = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-local input_json, refuse_deleted = ARGV[13], ARGV[14]
+local input_json, refuse_deleted, run_at = ARGV[13], ARGV[14], ARGV[15]
 
 local has_key = has_key_flag == '1'
 
@@ -92,7 +95,9 @@ if h then
 end
 
 -- Checks done; writes follow.
-local pending = redis.call('RPUSH', tasks, entry)
+-- The task joins the queue at its join time (invariant `delayed-tasks`).
+local join_at = (run_at ~= nil and run_at ~= '') and run_at or now_str
+local pending = queue_task(tasks, entry, tonumber(join_at))
 if has_key then
   redis.call('HSET', idem, 'k:' .. idem_key, turn_json)
 else
@@ -123,5 +128,5 @@ else
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
 end
 -- Ring: the bell moves earlier, never later.
-set_bell(ready_key(prefix, h and h.workerTarget or target_json), now_str, agent_id, true)
+set_bell(ready_key(prefix, h and h.workerTarget or target_json), join_at, agent_id, true)
 return 'enqueued ' .. turn_json

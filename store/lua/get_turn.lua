@@ -8,7 +8,8 @@
   KEYS[5] inputs: inputs hash
   ARGV[1] turn_raw: turnId (raw)
   ARGV[2] turn_json: turnId JSON
-  Returns: 'turn {"status":"<status>"[,"input":...]}' | 'none' (unknown agent or turn)
+  Returns: 'turn {"status":"<status>"[,"input":...][,"runAt":ms]}' | 'none' (unknown agent or turn);
+    runAt: a delayed task's, while queued or active (store/port.ts invariant `delayed-tasks`)
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
@@ -19,13 +20,27 @@ local head, tasks, turns, idem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local inputs = KEYS[5]
 local turn_raw, turn_json = ARGV[1], ARGV[2]
 
-local h = read_head(head, { 'agentId', 'activeTurnId' })
+local h = read_head(head, { 'agentId', 'activeTurnId', 'currentTask' })
 if not h then
   return 'none'
 end
-local st = turn_status({ tasks = tasks, turns = turns, idem = idem }, h.activeTurnId, turn_raw, turn_json)
+local st, entry = turn_status({ tasks = tasks, turns = turns, idem = idem }, h.activeTurnId, turn_raw, turn_json)
 if not st then
   return 'none'
 end
 local input = redis.call('HGET', inputs, turn_raw)
-return 'turn {"status":"' .. st .. '"' .. (input and (',"input":' .. input) or '') .. '}'
+-- The task's JSON: the queued entry's, or the active turn's (a long currentTask lives in its key: includes/head.lua).
+local task_json = nil
+if st == 'queued' and entry then
+  task_json = string.sub(entry, string.find(entry, '\n', 1, true) + 1)
+elseif st == 'active' and resolve(head, h, 'currentTask') then
+  task_json = h.currentTask
+end
+local run_at = ''
+if task_json then
+  local ok, task = pcall(cjson.decode, task_json)
+  if ok and type(task) == 'table' and type(task.runAt) == 'number' then
+    run_at = ',"runAt":' .. int(task.runAt)
+  end
+end
+return 'turn {"status":"' .. st .. '"' .. (input and (',"input":' .. input) or '') .. run_at .. '}'

@@ -39,6 +39,7 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
 -- @include end_turn.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).

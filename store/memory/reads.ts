@@ -25,7 +25,21 @@ export async function getTurn(s: MemoryState, agentId: string, turnId: string): 
   if (!a) return null;
   const status = turnStatus(a, turnId);
   if (status === null) return null;
-  return { turnId, status, ...(a.inputs.has(turnId) ? { input: copy(a.inputs.get(turnId)) } : {}) };
+  // A delayed task's runAt while it waits or runs (invariant `delayed-tasks`).
+  const task = status === "queued" ? a.tasks.find((t) => t.turnId === turnId) : status === "active" ? a.head.currentTask : undefined;
+  return {
+    turnId,
+    status,
+    ...(a.inputs.has(turnId) ? { input: copy(a.inputs.get(turnId)) } : {}),
+    ...(task?.runAt !== undefined ? { runAt: task.runAt } : {}),
+  };
+}
+
+export async function listQueuedTasks(s: MemoryState, agentId: string, limit: number): Ret<"listQueuedTasks"> {
+  const { agents } = s;
+  const a = agents.get(agentId);
+  if (!a || limit <= 0) return [];
+  return a.tasks.slice(0, limit).map((t) => ({ turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}) }));
 }
 
 export async function getToolCalls(s: MemoryState, agentId: string, turnId: string): Ret<"getToolCalls"> {

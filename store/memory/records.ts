@@ -81,11 +81,42 @@ export function deliveryRef(req: DeliveryRef): DeliveryRef {
 
 export const leaseHeld = (h: AgentHead, now: number) => h.leaseOwner !== null && h.leaseUntil > now;
 
+/** A queued task may start at `now`: it has no `runAt`, or that time has come (invariant `delayed-tasks`). */
+export const taskDue = (t: InboxTask, now: number) => t.runAt === undefined || t.runAt <= now;
+
+/** The first queued task, when no turn is active and it is due: what a claim takes. */
+export const dueTask = (a: AgentRecords, now: number): InboxTask | null =>
+  a.head.activeTurnId === null && a.tasks.length > 0 && taskDue(a.tasks[0], now) ? a.tasks[0] : null;
+
+/**
+ * Where a task joining the queue at `at` goes (invariant `delayed-tasks`): after every
+ * queued task that has joined by then, passing over from the tail only delayed tasks
+ * whose `runAt` is later. Mirrors queue_task in store/lua/includes/queue.lua.
+ */
+export function queueIndex(tasks: readonly InboxTask[], at: number): number {
+  let i = tasks.length;
+  while (i > 0 && tasks[i - 1].runAt !== undefined && tasks[i - 1].runAt! > at) i--;
+  return i;
+}
+
 /** What a claim would take now; mirrors store/lua/includes/claim.lua. */
 export const claimable = (a: AgentRecords, now: number) =>
   a.mail.length > 0 ||
-  (a.head.activeTurnId === null && a.tasks.length > 0) ||
+  dueTask(a, now) !== null ||
   (a.head.runnableAt !== null && a.head.runnableAt <= now);
+
+/**
+ * The agent's bell after a write that leaves it unleased (invariant `delayed-tasks`):
+ * `now` when claimable, else the earliest of `runnableAt` and the first queued task's
+ * `runAt` (no turn active), else none. Mirrors rest_bell in store/lua/includes/queue.lua.
+ */
+export function bellAt(a: AgentRecords, now: number): number | null {
+  if (claimable(a, now)) return now;
+  const h = a.head;
+  const next = h.activeTurnId === null && a.tasks.length > 0 ? (a.tasks[0].runAt ?? null) : null;
+  if (next === null) return h.runnableAt;
+  return h.runnableAt === null ? next : Math.min(next, h.runnableAt);
+}
 
 /** Where a turn is; null when unknown. Mirrors store/lua/includes/turns.lua. */
 export const turnStatus = (a: AgentRecords, turnId: string): TurnStatus | null => {

@@ -11,7 +11,7 @@ import { inputBytes } from "../inputs.ts";
 import { checkAgentName, StoreInputError, toolCalls } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import { resolveRetention } from "../retention.ts";
-import { callKey, claimable, freshRetention, leaseHeld, turnStatus } from "./records.ts";
+import { bellAt, callKey, claimable, dueTask, freshRetention, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
 import type { MemoryState } from "./state.ts";
 
@@ -33,12 +33,15 @@ export async function enqueueTask(s: MemoryState, req: EnqueueTaskRequest): Prom
     // Copies first: an input that cannot be copied throws before anything changed.
     const input = copy(req.input);
     const options = copy(req.options);
-    const data = { turnId: req.turnId, options: copy(req.options), inputBytes: inputBytes(input) };
+    // A delayed task (invariant `delayed-tasks`): a time already come is due at once.
+    const runAt = req.runAt === undefined ? undefined : Math.max(int(req.runAt, "runAt"), req.now);
+    const data = { turnId: req.turnId, options: copy(req.options), inputBytes: inputBytes(input), ...(runAt !== undefined ? { runAt } : {}) };
     const task: InboxTask = {
       turnId: req.turnId,
       options,
       enqueuedAt: req.now,
       ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+      ...(runAt !== undefined ? { runAt } : {}),
     };
     if (!a) {
       a = {
@@ -82,13 +85,16 @@ export async function enqueueTask(s: MemoryState, req: EnqueueTaskRequest): Prom
     const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
     // Writes.
     if (!agents.has(req.agentId)) w.mapSet(agents, req.agentId, a);
-    w.push(a.tasks, task);
+    // The task joins the queue at its join time (invariant `delayed-tasks`).
+    const at = queueIndex(a.tasks, runAt ?? req.now);
+    if (at === a.tasks.length) w.push(a.tasks, task);
+    else w.set(a, "tasks", [...a.tasks.slice(0, at), task, ...a.tasks.slice(at)]);
     w.set(a.head, "pendingTasks", a.tasks.length);
     if (req.idempotencyKey !== undefined) w.mapSet(a.idempotency, req.idempotencyKey, req.turnId);
     w.mapSet(a.turns, req.turnId, "queued");
     w.mapSet(a.inputs, req.turnId, input);
     appendEvents(a, [ev]);
-    ring(a, req.now);
+    ring(a, runAt ?? req.now);
     return { status: "enqueued", turnId: req.turnId };
   });
 }
@@ -346,7 +352,7 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       if (req.retention) retain(s, a, req.retention, snapshot, req.now);
     }
     w.set(h, "activeTurnId", req.activeTurnId);
-    if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && a.tasks.length > 0) {
+    if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && dueTask(a, req.now) !== null) {
       // Turn chaining (invariant `turn-chaining`): the next task is claimed by this very commit; the lease stays.
       const chained = takeLease(s, a, req, null, []);
       return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough, chained };
@@ -355,8 +361,7 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
       w.set(h, "runnableAt", req.release.runnableAt);
-      if (claimable(a, req.now)) setReady(a, req.now);
-      else setReady(a, h.runnableAt);
+      setReady(a, bellAt(a, req.now));
     } else {
       w.set(h, "runnableAt", req.now);
       w.set(h, "leaseUntil", req.now + req.leaseMs);

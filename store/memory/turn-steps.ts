@@ -7,7 +7,7 @@
 import type { ClaimResult, PreviousLease, RetentionLimits, TurnEnd } from "../port.ts";
 import type { MailItem } from "../types.ts";
 import { planRetention } from "../retention.ts";
-import { type AgentRecords, claimable, leaseHeld } from "./records.ts";
+import { type AgentRecords, bellAt, claimable, dueTask, leaseHeld } from "./records.ts";
 import type { MemoryState } from "./state.ts";
 
 /**
@@ -98,7 +98,8 @@ export function prepareEndTurn(
     w.set(h, "leaseOwner", null);
     w.set(h, "leaseUntil", 0);
     w.set(h, "runnableAt", null);
-    setReady(a, a.tasks.length > 0 ? now : null);
+    // The tasks behind the turn proceed (a delayed one when it comes due: invariant `delayed-tasks`).
+    setReady(a, bellAt(a, now));
     return h.version;
   };
 }
@@ -108,8 +109,8 @@ export function doClaim(s: MemoryState, a: AgentRecords, req: { workerId: string
   const h = a.head;
   if (leaseHeld(h, req.now)) return { status: "busy", agentId: h.agentId, leaseUntil: h.leaseUntil };
   if (!claimable(a, req.now)) {
-    // A bell with nothing behind it: forget the bell, keep a future wakeup.
-    setReady(a, h.runnableAt);
+    // A bell with nothing behind it: forget the bell, keep a future wakeup (a delayed task's included).
+    setReady(a, bellAt(a, req.now));
     return { status: "empty", agentId: h.agentId };
   }
   const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
@@ -126,11 +127,11 @@ export function takeLease(
 ): Extract<ClaimResult, { status: "claimed" }> {
   const { copy, w, setReady } = s;
   const h = a.head;
-  if (h.activeTurnId === null && a.tasks.length > 0) {
-    const task = a.tasks[0];
+  const next = dueTask(a, req.now);
+  if (next !== null) {
     w.set(a, "tasks", a.tasks.slice(1));
-    w.set(h, "activeTurnId", task.turnId);
-    w.set(h, "currentTask", task);
+    w.set(h, "activeTurnId", next.turnId);
+    w.set(h, "currentTask", next);
     w.set(h, "pendingTasks", a.tasks.length);
     w.set(h, "runnableAt", req.now);
   }

@@ -11,7 +11,7 @@ import { normalizeRecord } from "../spelling.ts";
 import type { AgentHead, ToolCallRecord } from "../types.ts";
 import { checkTurnId } from "../keys.ts";
 import { byCodePoint, int, j } from "./values.ts";
-import { encodeGetAgent, encodeGetToolCalls, encodeGetTurn, encodeListAgents, encodeReadCheckpoint, encodeReadConversation, encodeReadEvents, encodeReadMessages } from "../lua/args/reads.ts";
+import { encodeGetAgent, encodeGetToolCalls, encodeGetTurn, encodeListAgents, encodeListQueuedTasks, encodeReadCheckpoint, encodeReadConversation, encodeReadEvents, encodeReadMessages } from "../lua/args/reads.ts";
 import type { ScriptContext } from "./context.ts";
 
 /** The result type of the port method `K`. */
@@ -27,10 +27,16 @@ export async function getTurn(c: ScriptContext, agentId: string, turnId: string)
   const { keys, call } = c;
   const k = keys.agent(agentId);
   checkTurnId(turnId);
-  const r = await call<{ status: TurnStatus; input?: unknown } | null>(encodeGetTurn({
+  const r = await call<{ status: TurnStatus; input?: unknown; runAt?: number } | null>(encodeGetTurn({
     head: k.head, tasks: k.tasks, turns: k.turns, idem: k.idem, inputs: k.inputs, turn_raw: turnId, turn_json: j(turnId),
   }));
   return r === null ? null : { turnId, ...r };
+}
+
+export async function listQueuedTasks(c: ScriptContext, agentId: string, limit: number): Ret<"listQueuedTasks"> {
+  const { keys, call } = c;
+  if (limit <= 0) return [];
+  return call(encodeListQueuedTasks({ tasks: keys.agent(agentId).tasks, limit_text: int(limit, "limit") }));
 }
 
 export async function getToolCalls(c: ScriptContext, agentId: string, turnId: string): Promise<ToolCallRecord[]> {

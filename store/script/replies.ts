@@ -120,6 +120,8 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "create_fork":
     case "record_fork":
       return word === "created" || word === "recorded" ? { status: word, ...json() } : { status: word };
+    case "list_queued_tasks":
+      return (json() as InboxTask[]).map((t) => ({ turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}) }));
     case "list_agents":
       return (json() as Array<[string, number]>).map(([agentId, updatedAt]) => ({ agentId, updatedAt }));
     case "record_tool_method": {

@@ -26,11 +26,14 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
   checkTarget(req.workerTarget);
   checkTurnId(req.turnId);
   const now = int(req.now, "now");
+  // A delayed task (invariant `delayed-tasks`): a time already come is due at once.
+  const runAt = req.runAt === undefined ? undefined : Math.max(Number(int(req.runAt, "runAt")), req.now);
   const task: InboxTask = {
     turnId: req.turnId,
     options: req.options,
     enqueuedAt: req.now,
     ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+    ...(runAt !== undefined ? { runAt } : {}),
   };
   const input = j(req.input ?? null);
   return call(encodeEnqueueTask({
@@ -40,8 +43,9 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
     target_json: j(req.workerTarget), turn_json: j(req.turnId),
     has_key_flag: req.idempotencyKey !== undefined ? "1" : "0", idem_key: req.idempotencyKey ?? "",
     entry: `${j(req.turnId)}\n${j(task)}`,
-    event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
+    event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null), ...(runAt !== undefined ? { runAt } : {}) } }),
     now_str: now, turn_raw: req.turnId, input_json: input, refuse_deleted: req.refuseDeleted ? "1" : "",
+    run_at: runAt === undefined ? "" : int(runAt, "runAt"),
   }));
 }
 

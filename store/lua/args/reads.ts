@@ -22,6 +22,14 @@ export const GET_TURN = {
 } as const satisfies ScriptLayout;
 export const encodeGetTurn = encoder(GET_TURN);
 
+/** store/lua/list_queued_tasks.lua */
+export const LIST_QUEUED_TASKS = {
+  script: "list_queued_tasks",
+  keys: ["tasks"],
+  argv: ["limit_text"],
+} as const satisfies ScriptLayout;
+export const encodeListQueuedTasks = encoder(LIST_QUEUED_TASKS);
+
 /** store/lua/get_tool_calls.lua */
 export const GET_TOOL_CALLS = {
   script: "get_tool_calls",

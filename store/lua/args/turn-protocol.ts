@@ -9,7 +9,7 @@ import { encoder, type ScriptLayout } from "./layout.ts";
 export const ENQUEUE_TASK = {
   script: "enqueue_task",
   keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted"],
-  argv: ["prefix", "agent_id", "agent_id_json", "name_json", "target_json", "turn_json", "has_key_flag", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "input_json", "refuse_deleted"],
+  argv: ["prefix", "agent_id", "agent_id_json", "name_json", "target_json", "turn_json", "has_key_flag", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "input_json", "refuse_deleted", "run_at"],
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
 export const encodeEnqueueTask = encoder(ENQUEUE_TASK);

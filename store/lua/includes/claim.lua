@@ -1,6 +1,7 @@
 --[[
   The claim of one agent, shared by claim.lua and claim_next.lua. Mirrors
-  doClaim in store/memory.ts step by step. Needs keys.lua and head.lua.
+  doClaim in store/memory.ts step by step. Needs keys.lua, head.lua and queue.lua
+  (a delayed task is taken only once due: store/port.ts invariant `delayed-tasks`).
 
   k: { head, tasks, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
@@ -35,18 +36,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
 
   -- Greedy batch: all pending mail, oldest first (read now, acknowledged by a later commit).
   local mail = redis.call('LRANGE', k.mail, 0, -1)
-  local takes_task = h.activeTurnId == 'null' and redis.call('LLEN', k.tasks) > 0
+  local takes_task = h.activeTurnId == 'null' and task_due(k.tasks, now)
   local claimable = #mail > 0 or takes_task
     or (h.runnableAt ~= 'null' and tonumber(h.runnableAt) <= now)
   if not claimable then
-    -- A bell with nothing behind it: forget the bell, keep a future wakeup.
-    if h.runnableAt == 'null' then
-      -- write before checks done: an empty claim drops the bell that rang for nothing
-      redis.call('ZREM', ready, agent_id)
-    else
-      -- write before checks done: or moves it to the agent's future wakeup
-      set_bell(ready, h.runnableAt, agent_id)
-    end
+    -- A bell with nothing behind it: forget the bell, keep a future wakeup (a delayed task's included).
+    -- write before checks done: an empty claim drops the bell that rang for nothing, or moves it to the next wakeup
+    rest_bell(ready, agent_id, h.runnableAt, h.activeTurnId == 'null', k.tasks, now)
     return 'empty', 'empty'
   end
   if names and not names[h.agentName] then

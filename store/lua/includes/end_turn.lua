@@ -2,7 +2,7 @@
   Ends the active turn of an agent from outside the machine: the worker's
   claims of the turn kept throwing (record_claim_failure.lua), or an operator
   reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
-  it after every check (it writes). Needs head.lua.
+  it after every check (it writes). Needs head.lua and queue.lua.
 
   k: { head, tasks, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
@@ -71,11 +71,12 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   local ready = ready_key(prefix, h.workerTarget)
-  if redis.call('LLEN', k.tasks) > 0 then
+  if task_due(k.tasks, tonumber(now_str)) then
     -- The tasks behind the turn proceed.
     set_bell(ready, now_str, agent_id)
   else
-    redis.call('ZREM', ready, agent_id)
+    -- A delayed task rings when it comes due (invariant `delayed-tasks`); none: no bell.
+    rest_bell(ready, agent_id, 'null', true, k.tasks, tonumber(now_str))
   end
   return version
 end

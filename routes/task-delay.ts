@@ -1,0 +1,32 @@
+/**
+ * Delayed tasks at the HTTP surface (`delayMs` or `runAt` of
+ * `POST /v1/agents/:agentId/tasks`; store/port.ts invariant `delayed-tasks`).
+ *
+ * - `delayMs` counts from the server's clock when the request is handled;
+ *   `runAt` is an absolute time. The schema refuses both at once, a negative
+ *   or fractional delay, a delay over 30 days and a time that is not ISO 8601
+ *   with an offset; `taskRunAt` refuses a `runAt` more than 30 days ahead
+ *   (400 `validation_failed`, nothing enqueued). A `runAt` in the past is due
+ *   at once (the store stores it as now).
+ * - A delayed task's answer never waits (`Prefer: wait` is not applied to
+ *   it): its turn cannot end within any wait the server grants before it
+ *   starts, so the 202 comes at once, without `Preference-Applied`.
+ */
+import { ProblemError } from "./problem.ts";
+import { MAX_TASK_DELAY_MS } from "./schemas.ts";
+
+/** The task's due time (ms) from a validated body, or undefined when it is not delayed; throws 400 when too far ahead. */
+export function taskRunAt(body: { delayMs?: number; runAt?: string }, now: number): number | undefined {
+  if (body.delayMs !== undefined) return now + body.delayMs;
+  if (body.runAt === undefined) return undefined;
+  const at = Date.parse(body.runAt);
+  if (at - now > MAX_TASK_DELAY_MS) {
+    throw new ProblemError("validation_failed", `runAt ${body.runAt} is more than 30 days ahead`, {
+      extra: { errors: [{ path: ["runAt"], code: "too_big", message: "at most 30 days ahead" }] },
+    });
+  }
+  return Math.max(at, now);
+}
+
+/** A due time as the answers give it (ISO 8601, UTC). */
+export const runAtIso = (ms: number) => new Date(ms).toISOString();

@@ -1,0 +1,22 @@
+--[[
+  list_queued_tasks: the first queued tasks of an agent, in queue order
+  (store/port.ts invariant `delayed-tasks`). Mirrors memoryStore.listQueuedTasks.
+
+  KEYS[1] tasks: tasks list
+  ARGV[1] limit_text: at most this many (> 0)
+  Returns: 'list [<InboxTask JSON>, ...]' (the task JSON of each entry, without input)
+]]
+-- reads only: writes nothing.
+-- @include head.lua
+
+-- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+local tasks = KEYS[1]
+local limit_text = ARGV[1]
+
+local entries = redis.call('LRANGE', tasks, 0, tonumber(limit_text) - 1)
+local items = {}
+for i = 1, #entries do
+  -- An entry is `<turnId JSON>\n<task JSON>`; JSON text never holds a raw newline.
+  items[i] = string.sub(entries[i], string.find(entries[i], '\n', 1, true) + 1)
+end
+return 'list ' .. json_list(items)
