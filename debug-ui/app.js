@@ -646,7 +646,9 @@ function AgentPage({ agentId }) {
     <section class="card head">
       <div class="toolbar">
         <h2 class="mono">${agentId}</h2>
-        <span class="muted">${view.agent}</span>
+        <span class="muted" data-testid="definition" title="The definition the turn runs under (a handoff may have transferred it)">${
+  view.definition && view.definition !== view.agent ? `${view.agent} → ${view.definition}` : view.agent
+}</span>
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
         <${Activity} activity=${view.activity} now=${Date.now()} />

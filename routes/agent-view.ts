@@ -20,6 +20,9 @@
  *   window reads one effect behind: the model step that follows
  *   `retrySafe` tools runs before their results are committed, so it reads
  *   as `tool` until its commit.
+ * - `definition` is the definition the current (or last) turn runs under:
+ *   the binding (`agent`), or the target of the turn's last handoff
+ *   (machine context `definition`, actors/steps/handoff.ts).
  * - A pending call whose result the store accepted (`POST …/tool-results`,
  *   or the watchdog's timeout) reads `delivered: true` at once, from the
  *   store's record of the call, until the worker applies it and the call
@@ -79,6 +82,7 @@ export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new 
   return {
     agentId: head.agentId,
     agent: head.agentName,
+    definition: ctx.definition ?? head.agentName,
     state: agentState(head.state),
     turnId: head.activeTurnId ?? ctx.turnId,
     activeTurnId: head.activeTurnId,
