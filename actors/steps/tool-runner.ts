@@ -134,6 +134,8 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
       ran: false,
     };
   }
+  // Answered here, never by a tool, the same way on every run (actors/steps/handoff.ts): a fork may run it again.
+  if (isHandoffTool(tool)) return { outcome: handoffOutcome(ctx, tool, toolCallId), afterExecution: "continue", ran: false };
   if (ctx.claim.task?.turnId === tId && ctx.claim.task.options.forkedUnresolved?.includes(toolCallId)) {
     // A fork taken while this call was pending (routes/fork.ts): the source may have run it already.
     return {
@@ -156,8 +158,6 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
   if (!prepared.ok) {
     return { outcome: { ok: false, error: { type: "invalid_arguments", message: prepared.message, retryable: true, metadata: { issues: jsonValue(prepared.issues) as Record<string, unknown> } } }, afterExecution: "continue", ran: false };
   }
-  // Answered here, never by the tool: the same answer on every run (actors/steps/handoff.ts).
-  if (isHandoffTool(tool)) return { outcome: handoffOutcome(ctx, tool, toolCallId), afterExecution: "continue", ran: false };
   if (isAgentTool(tool) && !tool.execute) {
     return {
       outcome: {
