@@ -131,6 +131,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -335,6 +347,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -893,6 +916,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -1097,6 +1132,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1789,6 +1835,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -1993,6 +2051,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2484,6 +2553,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 agent: string;
+                definition: string;
                 state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                 turnId: string | null;
                 activeTurnId: string | null;
