@@ -2,7 +2,8 @@
  * Handoffs (agents/handoff.ts, actors/steps/handoff.ts; docs/architecture.md,
  * "Handoffs"): a `transfer_to_<target>` call makes the same turn go on under
  * the target's instructions, tools, model and verifier. On the memory store,
- * Redis (TCP) and Upstash (REST through tests/upstash-bridge.ts): the target's
+ * Redis (TCP), Redis Cluster (the sharded layout, one cluster-mode node) and
+ * Upstash (REST through tests/upstash-bridge.ts): the target's
  * gate ends the turn (the source's verifier is never called), the model after
  * the handoff is asked with the target's instructions and tools, the log holds
  * one `handoff` event and the view names the definition, a claim that dies
@@ -41,16 +42,25 @@ import {
   transitionsOf,
 } from "./helpers/host.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { type RedisCluster, startRedisCluster } from "./helpers/redis-cluster.ts";
+import { Cluster } from "ioredis";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 import type { ModelRequest, ModelResponse } from "../models/types.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
+/** One cluster-mode node holding every slot: the sharded layout, with CROSSSLOT enforced as on three masters. */
+let cluster: RedisCluster;
+let clusterClient: Cluster;
 beforeAll(async () => {
   server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
+  cluster = await startRedisCluster({ masters: 1 });
+  clusterClient = new Cluster(cluster.nodes, { enableAutoPipelining: false });
 });
 afterAll(async () => {
+  clusterClient?.disconnect();
+  await cluster?.stop();
   await bridge?.close();
   await server?.stop();
 });
@@ -59,6 +69,7 @@ let n = 0;
 const adapters: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],
   ["redis", () => redisStore({ url: server.url, prefix: `ho${++n}_${Math.random().toString(36).slice(2, 8)}` })],
+  ["redis cluster", () => redisStore({ client: clusterClient, prefix: `hc${++n}_${Math.random().toString(36).slice(2, 8)}` })],
   ["upstash", () => upstashStore({ url: bridge.url, token: bridge.token, prefix: `hu${++n}_${Math.random().toString(36).slice(2, 8)}` })],
 ];
 
