@@ -46,6 +46,9 @@ import { type RedisCluster, startRedisCluster } from "./helpers/redis-cluster.ts
 import { Cluster } from "ioredis";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 import type { ModelRequest, ModelResponse } from "../models/types.ts";
+import { initialTransition, transition } from "xstate";
+import { agentMachine } from "../machines/agent.ts";
+import type { AgentEvent } from "../machines/types.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
@@ -267,6 +270,31 @@ for (const [adapter, open] of adapters) {
     });
   });
 }
+
+describe("handoff on the statechart", () => {
+  it("a TOOL_RESULT carrying handoff sets the definition and the turn config; the next TASK_STARTED clears them", () => {
+    const base = { maxSteps: 8, completion: "submit_result" as const, mustEndWith: [], verifyMaxAttempts: 1, maxVerifierErrors: 3 };
+    const target = { ...base, completion: "agent_output" as const, mustEndWith: ["agent_output"], verifyMaxAttempts: 4 };
+    const call = (id: string, name: string) => ({ id, name, args: {}, external: false, deadline: 10 });
+    let [s] = initialTransition(agentMachine);
+    const send = (ev: AgentEvent) => ([s] = transition(agentMachine, s, ev));
+    send({ type: "TASK_STARTED", at: 1, turnId: "t1", input: "go", config: base });
+    send({ type: "MODEL_STEP", at: 2, text: null, toolCalls: [call("c1", "transfer_to_b"), call("c2", "lookup")], usage: { inputTokens: 0, outputTokens: 0 }, cost: 0 });
+    send({ type: "TOOL_RESULT", at: 3, toolCallId: "c1", outcome: { ok: true, value: null }, afterExecution: "continue", handoff: { from: "a", to: "b", config: target } });
+    // Not the last outstanding result: the switch is taken while the turn still waits.
+    expect([s.value, s.context.definition, s.context.config, s.context.verification.maxAttempts]).toEqual(["waiting-tools", "b", target, 4]);
+    send({ type: "TOOL_RESULT", at: 4, toolCallId: "c2", outcome: { ok: true, value: 1 }, afterExecution: "continue" });
+    expect([s.value, s.context.definition]).toEqual(["running", "b"]);
+    // The target's completion tool finishes the turn now: submit_result is an ordinary call, agent_output goes to the gate.
+    send({ type: "MODEL_STEP", at: 5, text: null, toolCalls: [call("c3", "agent_output")], usage: { inputTokens: 0, outputTokens: 0 }, cost: 0 });
+    expect(s.value).toBe("verifying");
+    send({ type: "VERIFY_PASSED", at: 6, hash: "h", result: "ok" });
+    expect([s.value, s.context.definition]).toEqual(["done", "b"]);
+    send({ type: "TASK_STARTED", at: 7, turnId: "t2", input: "again", config: base });
+    expect([s.value, s.context.definition, s.context.config]).toEqual(["running", undefined, base]);
+    expect("definition" in JSON.parse(JSON.stringify(agentMachine.getPersistedSnapshot(s))).context).toBe(false);
+  });
+});
 
 describe("handoff rules (memory)", () => {
   it("A -> B -> A in one turn is allowed and bounded by the step budget", async () => {
