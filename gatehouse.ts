@@ -9,6 +9,7 @@
 import type { InspectionEvent, Observer } from "xstate";
 import type { AnyAgent } from "./agents/define.ts";
 import { withDelegates } from "./agents/agent-tool.ts";
+import { checkHandoffTargets } from "./agents/handoff.ts";
 import { checkDelegationSettings, type DelegationSettings } from "./actors/delegation/delegation.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { onWorkers } from "./common/runtime.ts";
@@ -419,6 +420,8 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   }
   // The agents that agent tools delegate to are served too (agents/agent-tool.ts).
   for (const a of withDelegates(agents.values())) agents.set(a.name, a);
+  // Handoff targets are not added: each must be registered here itself (agents/handoff.ts).
+  checkHandoffTargets(agents);
   checkDelegationSettings(options.delegation);
   for (const k of ["maxClaimFailures", "claimRetryBackoffMs", "maxChainedTurns"] as const) {
     const v = options[k];

@@ -1,7 +1,7 @@
 /**
  * gatehouse: durable actor-model runtime for LLM agents. The root module
  * holds what an agent author needs (named exports only): definitions
- * (`defineAgent`, `defineTool`, `agentTool`, `defineGuardian`), the runtime
+ * (`defineAgent`, `defineTool`, `agentTool`, `handoff`, `defineGuardian`), the runtime
  * (`createGatehouse`, `createWorkersHandler`), stores (`memoryStore`,
  * `upstashStore`), models (`openaiCompatible`, `scriptedModel`), outcome
  * helpers (`ok`, `error`, `terminate`), auth from the environment, loggers,
@@ -29,6 +29,8 @@ export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { agentTool } from "./agents/agent-tool.ts";
 export type { AgentToolDefinition, AgentToolOptions } from "./agents/agent-tool.ts";
+export { handoff } from "./agents/handoff.ts";
+export type { HandoffOptions, HandoffParameters, HandoffToolDefinition } from "./agents/handoff.ts";
 export type { AgentSpendLimit, SpendLimit } from "./common/spend-limit.ts";
 export type { DelegationSettings } from "./actors/delegation/delegation.ts";
 export type { AgentRetention, MemoryPolicy, Summarizer } from "./agents/memory-policy.ts";

@@ -171,6 +171,10 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   for (const t of tools) {
     if (!t || t.kind !== "tool") throw new DefinitionError(`${where}: tools must come from defineTool()`, { key: "tools" });
     if (names.has(t.name)) throw new DefinitionError(`${where}: two tools are named "${t.name}"`, { key: "tools" });
+    // A handoff (agents/handoff.ts) to the agent itself would change nothing but the step count.
+    if ((t as { handoffTo?: unknown }).handoffTo === config.name) {
+      throw new DefinitionError(`${where}: tool "${t.name}" hands off to the agent itself; a handoff needs another definition`, { key: "tools" });
+    }
     names.add(t.name);
   }
   if (config.allowedTools !== undefined) {

@@ -14,7 +14,7 @@ import { h, render } from "preact";
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import dagre from "@dagrejs/dagre";
-import { parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
+import { definitionLabel, parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
 
 const html = htm.bind(h);
 const TOKEN_KEY = "gatehouse.debug.token";
@@ -646,7 +646,7 @@ function AgentPage({ agentId }) {
     <section class="card head">
       <div class="toolbar">
         <h2 class="mono">${agentId}</h2>
-        <span class="muted">${view.agent}</span>
+        <span class="muted" data-testid="definition" title="The definition the turn runs under (a handoff may have transferred it)">${definitionLabel(view)}</span>
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
         <${Activity} activity=${view.activity} now=${Date.now()} />

@@ -109,6 +109,14 @@ const argsSummary = (args) => {
 };
 
 /**
+ * The definition line of the agent's head: the binding (`agent`), and when a
+ * handoff transferred the turn, `binding → definition` (agents/handoff.ts).
+ */
+export function definitionLabel(view) {
+  return view.definition && view.definition !== view.agent ? `${view.agent} → ${view.definition}` : view.agent;
+}
+
+/**
  * One-line summary of an event for the timeline, meaning first.
  * `verdicts` maps verdictId → verdict record (for the message of a
  * `verdict_recorded` row); `calls` maps toolCallId → tool name.
@@ -162,6 +170,8 @@ export function summarize(ev, verdicts = new Map(), calls = new Map()) {
       return d.status === "failed"
         ? `failed: ${d.error?.reason ?? ""}${d.error?.message ? ` ${short(d.error.message, 120)}` : ""}`
         : `${d.status ?? "?"}: ${short(d.deliverable, 140)}`;
+    case "handoff":
+      return `handed off: ${d.from ?? "?"} → ${d.to ?? "?"} (${d.tool ?? d.toolCallId ?? ""})`;
     case "task_enqueued":
       return `turn ${d.turnId ?? ""} queued · ${d.inputBytes ?? 0} bytes of input`;
     case "model_error":

@@ -24,6 +24,8 @@
  * | running              | MODEL_STEP text, otherwise             | running       |
  * | running              | MODEL_FAILED / STEP_BUDGET_EXHAUSTED   | failed        |
  * | waiting-tools        | TOOL_RESULT, last one outstanding      | running       |
+ * |                      |   (one carrying `handoff` also sets    |               |
+ * |                      |   `definition` and the turn config)    |               |
  * | waiting-tools        | TOOL_RESULT terminate, agent_output    | verifying     |
  * |                      |   (its value is the candidate)         |               |
  * | waiting-tools        | TOOL_RESULT terminate, submit_result   | done          |
@@ -239,7 +241,19 @@ const machine = setup({
         error: null,
         verification: freshVerification(e.config.verifyMaxAttempts),
         turnUsage: zeroUsage(),
+        // A handoff lasts for its turn (agents/handoff.ts); contexts that never had one keep their shape.
+        ...(context.definition !== undefined ? { definition: undefined } : {}),
       };
+    }),
+    /**
+     * A handoff's result: the turn goes on under the target, with the target's turn config (its
+     * completion tool, mustEndWith and gate; the turn's step budget kept) and a fresh verification
+     * state for the target's gate.
+     */
+    handOff: assign(({ event }) => {
+      const h = (event as ToolResultEvent).handoff;
+      if (!h) return {};
+      return { definition: h.to, config: h.config, verification: freshVerification(h.config.verifyMaxAttempts) };
     }),
     countStep: assign(({ context, event }) => {
       const e = event as StepEvent;
@@ -384,6 +398,7 @@ const machine = setup({
           ? freshVerification(context.config.verifyMaxAttempts)
           : { ...context.verification, candidate: null, retryAt: null },
         turnUsage: fresh ? zeroUsage() : context.turnUsage,
+        ...(fresh && context.definition !== undefined ? { definition: undefined } : {}),
       };
     }),
     cancel: assign(({ event }) => ({
@@ -418,8 +433,8 @@ const machine = setup({
         TOOL_RESULT: [
           { guard: "terminatesThroughGate", target: "verifying", actions: "takeTerminationCandidate" },
           { guard: "terminates", target: "done", actions: "terminateWithResult" },
-          { guard: "lastOutstanding", target: "running", actions: "resolvePending" },
-          { guard: "knownCall", actions: "resolvePending" },
+          { guard: "lastOutstanding", target: "running", actions: ["resolvePending", "handOff"] },
+          { guard: "knownCall", actions: ["resolvePending", "handOff"] },
         ],
         CANCEL: { target: "failed", actions: "cancel" },
         TURN_FAILED: TURN_FAILED,
@@ -465,7 +480,8 @@ const machine = setup({
 type AgentActionName =
   | "cancel" | "startTurn" | "countStep" | "takeCandidate" | "takeSubmission" | "takeText" | "recordPending"
   | "resolvePending" | "takeTerminationCandidate" | "terminateWithResult" | "failModel" | "failBudget" | "passVerification"
-  | "countRejection" | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn";
+  | "countRejection" | "failRejected" | "failExhausted" | "noteVerifierError" | "failVerifierError" | "clearCandidate" | "failTurn"
+  | "handOff";
 type AgentGuardName =
   | "stepVerifies" | "stepSubmits" | "stepCallsTools" | "stepFinishesWithText" | "budgetSpent" | "knownCall"
   | "terminatesThroughGate" | "terminates" | "lastOutstanding" | "rejectionFinal" | "attemptsExhausted" | "verifierErrorsExhausted";

@@ -86,6 +86,8 @@ export const MachineEvent = z.discriminatedUnion("type", [
     outcome: StoredOutcome,
     afterExecution: AfterExecution,
     usage: ChildUsage.optional().describe("What a delegated child agent spent for this call (counts toward the parent's spend limits)"),
+    handoff: z.strictObject({ from: z.string(), to: z.string(), config: TurnConfig }).optional()
+      .describe("The call was a handoff: the turn continues under definition `to` with this turn config"),
   }),
   z.strictObject({ type: z.literal("VERIFY_PASSED"), at: ms(), hash: z.string(), result: z.unknown() }),
   z.strictObject({
@@ -313,6 +315,13 @@ export const EVENT_DATA = {
     childAgentId: z.string(),
     depth: int(),
   }).describe("A call of an agent tool handed a task to a child agent"),
+  handoff: z.strictObject({
+    step: int(),
+    toolCallId: z.string(),
+    tool: z.string(),
+    from: z.string().describe("The definition that made the call"),
+    to: z.string().describe("The definition the turn continues under"),
+  }).describe("A handoff call transferred the turn to another definition (agents/handoff.ts)"),
   delegated_by: DelegationLink.extend({ turnId: z.string().describe("This child's turn") }).describe("This turn runs a parent's agent-tool call"),
   budget_exhausted: z.strictObject({
     turnId: z.string(),

@@ -84,6 +84,22 @@ export interface AgentContext {
   verification: VerificationState;
   usage: Usage;
   turnUsage: Usage;
+  /**
+   * The definition the current (or last) turn runs under when a handoff
+   * switched it (agents/handoff.ts); absent: the agent's own definition (the
+   * name it is bound to). Set by a TOOL_RESULT carrying `handoff`, cleared
+   * when a turn starts: a handoff lasts for its turn.
+   */
+  definition?: string;
+}
+
+/** What a handoff's tool result switches: the definition and the turn config under it (the turn's step budget kept). */
+export interface HandoffSwitch {
+  /** The definition that made the call. */
+  from: string;
+  /** The definition the turn continues under. */
+  to: string;
+  config: TurnConfig;
 }
 
 export interface ModelToolCall {
@@ -109,7 +125,7 @@ export type AgentEvent =
   /**
    * `usage`: what a delegated child agent spent for this call (actors/delegation/delegation.ts); added to the
    * turn's and the agent's usage (tokens and cost, not steps), so a child's spend counts toward its
-   * parent's spend limits.
+   * parent's spend limits. `handoff`: the call handed the turn to another definition.
    */
   | {
     type: "TOOL_RESULT";
@@ -118,6 +134,8 @@ export type AgentEvent =
     outcome: Outcome;
     afterExecution: AfterExecution;
     usage?: ChildUsage;
+    /** The result of a handoff call (actors/steps/handoff.ts): the turn continues under `handoff.to`. */
+    handoff?: HandoffSwitch;
   }
   | { type: "VERIFY_PASSED"; at: number; hash: string; result: unknown }
   | {

@@ -23,6 +23,9 @@
  * - `queuedTasks` lists the first queued tasks in the order they will start
  *   (store invariant `delayed-tasks`), a delayed one with its `runAt`, so a
  *   person sees what waits and until when.
+ * - `definition` is the definition the current (or last) turn runs under:
+ *   the binding (`agent`), or the target of the turn's last handoff
+ *   (machine context `definition`, actors/steps/handoff.ts).
  * - A pending call whose result the store accepted (`POST …/tool-results`,
  *   or the watchdog's timeout) reads `delivered: true` at once, from the
  *   store's record of the call, until the worker applies it and the call
@@ -82,6 +85,7 @@ export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new 
   return {
     agentId: head.agentId,
     agent: head.agentName,
+    definition: ctx.definition ?? head.agentName,
     state: agentState(head.state),
     turnId: head.activeTurnId ?? ctx.turnId,
     activeTurnId: head.activeTurnId,

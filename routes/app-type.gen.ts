@@ -131,6 +131,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -336,6 +348,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -894,6 +917,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -1099,6 +1134,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1791,6 +1837,18 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "handoff";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        tool: string;
+                        from: string;
+                        to: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "budget_exhausted";
                     data: {
                         turnId: string;
@@ -1996,6 +2054,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 inputTokens: number;
                                 outputTokens: number;
                                 cost: number;
+                            } | undefined;
+                            handoff?: {
+                                from: string;
+                                to: string;
+                                config: {
+                                    maxSteps: number;
+                                    completion: "agent_output" | "submit_result";
+                                    mustEndWith: string[];
+                                    verifyMaxAttempts: number;
+                                    maxVerifierErrors: number;
+                                };
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2492,6 +2561,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 agent: string;
+                definition: string;
                 state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                 turnId: string | null;
                 activeTurnId: string | null;

@@ -212,6 +212,10 @@ export const QUEUED_TASKS_SHOWN = 100;
 export const AgentView = z.object({
   agentId: z.string(),
   agent: z.string().describe("Name of the definition the id is bound to"),
+  definition: z.string().describe(
+    "The definition the current (or last) turn runs under: `agent`, unless a handoff transferred the turn to another " +
+      "definition. The next turn starts under `agent` again",
+  ),
   state: AgentState.describe("Machine state"),
   turnId: z.string().nullable().describe("The active turn, else the last turn that ran (null before the first)"),
   activeTurnId: z.string().nullable().describe("The turn in progress; null between turns"),

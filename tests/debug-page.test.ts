@@ -9,7 +9,8 @@
  * turn to its end; the work shown (the verdicts panel per turn and timeline
  * rows that lead with the meaning), a statechart whose edge labels do not
  * overlap in the rendered SVG, a chart card no taller than its content,
- * `/favicon.ico` served (no 404 while the page loads), and live model text:
+ * `/favicon.ico` served (no 404 while the page loads), the head's definition
+ * (`front → invoicer` after a handoff), and live model text:
  * `event: delta` SSE frames injected into the page's events stream (the
  * browser's request is answered by the test) appear as a streaming message
  * that the stored step events replace; an `activity` in the agent view (the
@@ -247,6 +248,14 @@ describe("debugger page (Chromium)", () => {
       });
       expect(fit.below).toBeLessThanOrEqual(20);
       expect(fit.svg).toBeLessThanOrEqual(fit.drawn + 30);
+
+      // A turn a handoff transferred: the head names both definitions, the timeline the handoff.
+      expect(await page.locator('[data-testid="definition"]').innerText()).toBe("invoicer");
+      expect((await server.call("POST", "/v1/agents/front1/tasks", { agent: "front", input: "Bill 3 units" })).status).toBe(202);
+      await page.goto(`${server.base}/debug/agents/front1`);
+      await page.locator('svg.chart [data-state="done"][data-active="true"]').waitFor({ timeout: 20_000 });
+      await page.locator('[data-testid="definition"]', { hasText: "front → invoicer" }).waitFor({ timeout: 15_000 });
+      expect(await page.locator('[data-event-type="handoff"] .esum').first().innerText()).toMatch(/^handed off: front → invoicer/);
 
       expect(missing).toEqual([]);
       expect(errors).toEqual([]);

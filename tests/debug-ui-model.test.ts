@@ -3,7 +3,8 @@
  * (`event: delta` frames of live model text next to stored events), the
  * streaming message of the messages panel (deltas appended, dropped when the
  * stored chunk/step events arrive), timeline summaries that lead with the
- * meaning, and the verdict panel's message / attempt / per-turn grouping.
+ * meaning, the verdict panel's message / attempt / per-turn grouping, and the
+ * head's definition line (a handoff shows `binding → target`).
  * The page imports exactly this module (scripts/bundle-debug.ts bundles it).
  */
 import { describe, expect, it } from "vitest";
@@ -19,6 +20,7 @@ interface Model {
   verdictMessage(v: Verdict): string;
   verdictAttempt(v: Verdict): string;
   verdictsByTurn(vs: Verdict[]): { turnId: string; verdicts: Verdict[] }[];
+  definitionLabel(view: { agent: string; definition?: string }): string;
 }
 
 // A plain JS module of the page (no .d.ts): loaded by URL, typed by `Model` above.
@@ -129,5 +131,18 @@ describe("verdicts panel data", () => {
     expect(model.verdictAttempt(guardian)).toBe("");
     expect(model.verdictsByTurn([needsChanges, guardian, pass]).map((t) => [t.turnId, t.verdicts.map((v) => v.status)]))
       .toEqual([["turn_1", ["NEEDS_CHANGES", "PASS"]], ["turn_2", ["FAIL"]]]);
+  });
+});
+
+describe("the definition a turn runs under (handoffs)", () => {
+  it("the head shows the binding, and binding → target once a handoff transferred the turn", () => {
+    expect(model.definitionLabel({ agent: "triage", definition: "triage" })).toBe("triage");
+    expect(model.definitionLabel({ agent: "triage" })).toBe("triage");
+    expect(model.definitionLabel({ agent: "triage", definition: "billing" })).toBe("triage → billing");
+  });
+
+  it("a handoff event reads as who handed off to whom", () => {
+    const ev = { id: 9, type: "handoff", data: { step: 1, toolCallId: "c1", tool: "transfer_to_billing", from: "triage", to: "billing" } };
+    expect(model.summarize(ev)).toBe("handed off: triage → billing (transfer_to_billing)");
   });
 });

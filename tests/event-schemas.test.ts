@@ -16,7 +16,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
 import { EVENT_TYPES } from "../machines/event-log.ts";
-import { agentTool, createGatehouse, defineAgent, defineGuardian, defineTool, memoryStore, scriptedModel } from "../mod.ts";
+import { agentTool, createGatehouse, defineAgent, defineGuardian, defineTool, handoff, memoryStore, scriptedModel } from "../mod.ts";
 import { CustomEvent, RuntimeEvent, StoredEvent } from "../routes/schemas.ts";
 import { generatePaths, walk } from "./helpers/machine-paths.ts";
 import { hostEventsFor, type HostScenario, runHostScenario, translate } from "./helpers/host-paths.ts";
@@ -68,8 +68,8 @@ function hostScenarios(): HostScenario[] {
 }
 
 /**
- * Tool registry, delegation, spend limits and the model's memory: a role with
- * overlapping methods, a parent handing work to a child agent, a turn over
+ * Tool registry, delegation, handoffs, spend limits and the model's memory: a role with
+ * overlapping methods, a parent handing work to a child agent, a turn handed to another definition, a turn over
  * its token limit, and rolling summaries (one that works, one that throws).
  */
 async function teamRun(): Promise<StoredEventRecord[]> {
@@ -92,6 +92,13 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     ),
     tools: [fetchPage, fetchUrl, agentTool(child)],
   });
+  // A handoff: the desk's turn goes on under the helper's definition.
+  const desk = defineAgent({
+    name: "desk",
+    instructions: "",
+    model: scriptedModel(() => ({ toolCalls: [{ name: "transfer_to_helper", args: {} }] })),
+    tools: [handoff(child)],
+  });
   const spender = defineAgent({
     name: "spender",
     instructions: "",
@@ -107,7 +114,7 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     });
   const store = memoryStore();
   const gh = createGatehouse({
-    agents: [lead, spender, rememberer("keeper", "truncate"), rememberer("forgetter", () => Promise.reject(new Error("summarizer down")))],
+    agents: [lead, desk, spender, rememberer("keeper", "truncate"), rememberer("forgetter", () => Promise.reject(new Error("summarizer down")))],
     store,
   });
   const enqueue = async (agentId: string, agent: string, input: string, extra: Record<string, unknown> = {}) => {
@@ -119,6 +126,7 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     expect(res.status).toBe(202);
   };
   await enqueue("lead1", "lead", "go");
+  await enqueue("desk1", "desk", "go");
   // A task budget (auth off: the task records budgetMayRaise).
   await enqueue("spend1", "spender", "go", { budget: { maxTokensPerTurn: 5 } });
   for (const id of ["keep1", "forget1"]) {

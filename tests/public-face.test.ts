@@ -294,6 +294,7 @@ describe("one naming rule for the public functions (docs/architecture.md, \"Nami
       names: ["openaiCompatible", "scriptedModel", "aiSdkModel", "memoryStore", "upstashStore", "redisStore", "consoleLogger", "agentTool"],
     },
     outcome: { pattern: /^(ok|error|terminate)$/, names: ["ok", "error", "terminate"] },
+    "author value": { pattern: /^handoff$/, names: ["handoff"] },
     operation: {
       pattern: /^(check|describe|to|validate|export|load|history|auth|known|tool|output|problem|machine)[A-Za-z]*$/,
       names: [

@@ -11,7 +11,9 @@
  *   registered (`unknown_guardian`), the assignment exists and joins this
  *   guardian to this agent (`unknown_assignment`), and the task is the
  *   agent's active turn (`unknown_task`): verdicts judge candidates of a
- *   running turn.
+ *   running turn. An agent is joined to the guardians of its own definition
+ *   and, while a handoff holds its turn, of the definition the turn was
+ *   handed to (the stored snapshot's `definition`, agents/handoff.ts).
  * - Reads never trust the bytes: every record goes through
  *   `GuardianVerdictSnapshot.fromJSON` (upgrade + validation).
  */
@@ -38,6 +40,12 @@ export interface VerdictLog {
   list(agentId: string, query?: VerdictQuery): Promise<GuardianVerdictSnapshot[]>;
 }
 
+/** The definitions whose assignments may judge the agent now: its binding, and the target of a handoff its stored turn runs under. */
+function judgedAs(head: { agentName: string; snapshot: unknown }): string[] {
+  const definition = (head.snapshot as { context?: { definition?: unknown } } | null | undefined)?.context?.definition;
+  return typeof definition === "string" ? [head.agentName, definition] : [head.agentName];
+}
+
 export function createVerdictLog(deps: { store: Store; registry: GuardianRegistry }): VerdictLog {
   const { store, registry } = deps;
   const get = async (verdictId: string) => {
@@ -54,7 +62,7 @@ export function createVerdictLog(deps: { store: Store; registry: GuardianRegistr
       }
       const head = await store.getAgent(agentId);
       const asg = registry.assignment(verdict.assignmentId);
-      if (!asg || asg.guardianCode !== verdict.guardianCode || (head !== null && asg.agent !== head.agentName)) {
+      if (!asg || asg.guardianCode !== verdict.guardianCode || (head !== null && !judgedAs(head).includes(asg.agent))) {
         throw new VerdictError(
           "unknown_assignment",
           "assignmentId",

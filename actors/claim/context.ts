@@ -156,7 +156,13 @@ export interface ClaimContext {
   readonly workerId: string;
   readonly agentId: string;
   readonly epoch: number;
-  readonly agent: AnyAgent;
+  /** The definition the agent is bound to (its tasks' name): new turns start under it; spend, retention and memory are its. */
+  readonly binding: AnyAgent;
+  /**
+   * The definition the turn runs under: the binding, or a handoff's target (actors/steps/handoff.ts
+   * `followDefinition` switches it, with `registry`, after each applied event).
+   */
+  agent: AnyAgent;
   readonly actor: AgentActor;
   /** The attempt's abort (see the invariants above). */
   readonly abort: AbortController;
@@ -169,7 +175,7 @@ export interface ClaimContext {
   readonly memoryPolicy: MemoryPolicy | undefined;
   /** Bounds of values that enter the turn from code. */
   readonly limits: JsonLimits;
-  readonly registry: ToolRegistryView;
+  registry: ToolRegistryView;
   /** The delegation this claim's task came from, its depth, and the nesting bound and pull interval. */
   readonly delegation: { link: DelegationLink | undefined; depth: number; maxDepth: number; pollMs: number };
   /** The spend limit of the claim's turn (actors/spend/spend-limit.ts). */

@@ -39,7 +39,8 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
  * True when the task started a new turn here (`TASK_STARTED` applied).
  */
 export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
-  const { claim, agent } = ctx;
+  // A new turn starts under the agent's own definition, whatever the last turn was handed off to.
+  const { claim, binding } = ctx;
   const { clock } = ctx.deps;
   const turnAtClaim = snap(ctx).context.turnId;
   let startedHere = false;
@@ -50,7 +51,7 @@ export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
       at: clock.now(),
       turnId: claim.task.turnId,
       input: claim.task.input,
-      config: turnConfig(agent, claim.task),
+      config: turnConfig(binding, claim.task),
     });
   }
   for (const m of claim.mail) {

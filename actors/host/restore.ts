@@ -9,6 +9,9 @@
  * - The cache only saves reads: an entry is used only for the exact version
  *   (and incarnation, `createdAt`) the claim read, and a claim that ends any
  *   other way (fenced, thrown) leaves no entry behind.
+ * - The claim runs under the definition the snapshot names: the binding
+ *   (`head.agentName`), or within a turn a handoff switched, its target
+ *   (machine context `definition`, actors/steps/handoff.ts).
  * - An agent this worker cannot run (definition unknown, snapshot not
  *   restorable) is parked: its lease is kept for a while instead of released
  *   (a release would be offered again at once whenever mail is pending), and
@@ -26,12 +29,17 @@ import type { AgentActor, Claimed, HostDeps, HostOutcome } from "../claim/contex
 import type { ConversationMemory } from "../conversation/memory.ts";
 import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { completionToolOf } from "../steps/tool-specs.ts";
+import { currentDefinitionName } from "../steps/handoff.ts";
+import type { AgentContext } from "../../machines/types.ts";
 
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
 const UNRESTORABLE_RETRY_MS = 5 * 60_000;
 
 /** What a claim starts from. */
 export interface Restored {
+  /** The definition the agent is bound to (`head.agentName`). */
+  binding: AnyAgent;
+  /** The definition the snapshot runs under: the binding, or a handoff's target within its turn (actors/steps/handoff.ts). */
   agent: AnyAgent;
   actor: AgentActor;
   history: Message[];
@@ -58,8 +66,8 @@ export function logClaim(deps: HostDeps, claim: Claimed, workerId: string, claim
 export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<Restored | HostOutcome> {
   const { logger, cache } = deps;
   const { agentId, head } = claim;
-  const agent = deps.agents.get(head.agentName);
-  if (!agent) {
+  const binding = deps.agents.get(head.agentName);
+  if (!binding) {
     // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
     // actors/pool/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
     // it when the lease runs out.
@@ -72,7 +80,7 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
   if (!actor) {
     let persisted: PersistedSnapshot;
     try {
-      persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(agent) }) : initialPersisted();
+      persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(binding) }) : initialPersisted();
     } catch (err) {
       const message = (err as Error).message;
       logger.error("snapshot unrestorable", { agentId, message });
@@ -82,12 +90,23 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
     }
     actor = createActor(agentMachine, { snapshot: persisted as never, ...(deps.inspect ? { inspect: deps.inspect } : {}) }).start();
   }
+  // A turn a handoff switched runs under its target (actors/steps/handoff.ts); startup checked that it is registered.
+  const s = actor.getSnapshot() as unknown as { value: string; context: AgentContext };
+  const current = currentDefinitionName(head.agentName, s.value, s.context);
+  const agent = deps.agents.get(current);
+  if (!agent) {
+    logger.warn("agent definition not registered in this worker", { agentId, agent: current });
+    actor.stop();
+    cache.delete(agentId);
+    await park(deps, claim, workerId, 30_000, [{ type: "worker_missing_definition", data: { agent: current, workerId } }]);
+    return { status: "unrestorable", message: `Agent definition "${current}" (handed off to) is not registered` };
+  }
   // A cache miss costs a read, except for an agent that has no conversation yet (its first turn).
-  const memoryPolicy = agent.memory ?? deps.memory;
+  const memoryPolicy = binding.memory ?? deps.memory;
   const { history, memory } = await loadConversation(deps.store, agentId, head, cached, memoryPolicy !== undefined);
   // The tool-call ids of exactly `history` (actors/conversation/tool-call-ids.ts): every push and splice of it updates them too.
   const usedIds = cached?.toolCallIds ?? UsedToolCallIds.of(history);
-  return { agent, actor, history, memory, usedIds };
+  return { binding, agent, actor, history, memory, usedIds };
 }
 
 /** Keeps the actor and conversation resident after a claim that ended with its last commit applied; else drops them. */

@@ -100,7 +100,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   logClaim(deps, claim, workerId, clock.now());
   const restored = await restoreClaim(deps, claim, workerId);
   if ("status" in restored) return restored;
-  const { agent, actor, history, memory, usedIds } = restored;
+  const { binding, agent, actor, history, memory, usedIds } = restored;
   const abort = new AbortController();
   const turnId = head.activeTurnId;
   const delegation = claimDelegation(deps, claim);
@@ -112,7 +112,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let ended: EndedTurnNote | undefined;
   const buffer: CommitBuffer = new CommitBuffer({
     ctx: { deps, agentId, workerId, epoch, abort, history, usedIds, memory, lease },
-    actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, agent),
+    actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, binding),
     stopAtCancel: delegation.link !== undefined,
     afterCommit: (released, notes) => {
       if (notes.endedTurn) ended = { turnId: notes.endedTurn.turnId, status: notes.endedTurn.status, steps: snap(ctx).context.step };
@@ -121,12 +121,12 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   });
   const turnSpan = startTurnSpan({ agentId, agentName: head.agentName, turnId, workerId, epoch });
   const ctx: ClaimContext = {
-    deps, claim, workerId, agentId, epoch, agent, actor, abort, history, usedIds, memory,
-    memoryPolicy: agent.memory ?? deps.memory,
+    deps, claim, workerId, agentId, epoch, binding, agent, actor, abort, history, usedIds, memory,
+    memoryPolicy: binding.memory ?? deps.memory,
     limits: deps.jsonLimits ?? DEFAULT_JSON_LIMITS,
     registry: createToolRegistryView({ store, agent, clock, logger, agentId, writer: deps.registryWriter }),
     delegation,
-    spendLimit: turnSpendLimit(agent, claim.task),
+    spendLimit: turnSpendLimit(binding, claim.task),
     spans: { turn: turnSpan, ids: claimSpanIds(agentId, turnId) },
     commit: buffer,
     lease,

@@ -16,7 +16,8 @@ import { budgetMessage, crossedLimit, recordBudgetVerdict } from "./spend-limit.
  * attempt stopped meanwhile). `afterStep`: right after a model step, which may already have finished the turn.
  */
 export async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): Promise<boolean> {
-  const { spendLimit, agent, agentId, commit } = ctx;
+  // The spend limit is the binding's (actors/host/run-claim.ts), through a handoff too: so is its guardian's assignment.
+  const { spendLimit, binding: agent, agentId, commit } = ctx;
   const { clock, logger } = ctx.deps;
   if (!spendLimit) return false;
   const { value, context } = snap(ctx);

@@ -18,6 +18,9 @@
  * - A delegated turn's end and every child call no longer waited for (the
  *   turn ended, or the call timed out) are noted for after the commit
  *   (actors/delegation/delegation.ts), never acted on before it.
+ * - After each applied event the claim runs under the definition the state
+ *   names (actors/steps/handoff.ts): a handoff's target within its turn, the
+ *   binding otherwise.
  */
 import { deepFreeze } from "../../common/freeze.ts";
 import type { AgentContext, AgentEvent } from "../../machines/types.ts";
@@ -25,6 +28,7 @@ import { inputRefMessage } from "../../store/inputs.ts";
 import { type ClaimContext, FINAL, snap } from "../claim/context.ts";
 import { agentToolOf } from "../delegation/delegation.ts";
 import { messagesFor } from "../conversation/transcript.ts";
+import { followDefinition } from "./handoff.ts";
 
 type Snap = { value: string; context: AgentContext };
 
@@ -50,6 +54,7 @@ export function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
     buf.addMessage(ev.type === "TASK_STARTED" && m.role === "user" ? inputRefMessage(ev.turnId) : m);
   }
   noteDelegationChanges(ctx, ev, before, after);
+  followDefinition(ctx);
   const budgetEnd = ev.type === "TURN_FAILED" && ev.reason === "budget_exhausted";
   if (FINAL.has(after.value) && (!FINAL.has(before.value) || budgetEnd)) {
     if (budgetEnd && FINAL.has(before.value)) {

@@ -30,8 +30,12 @@
  *   as the bound of kept results is not passed.
  * - The tool registry hears of every successful call (actors/registry/claim-view.ts);
  *   a registry failure is logged and never fails the turn.
+ * - A handoff call (agents/handoff.ts) is answered by actors/steps/handoff.ts, not by a tool; its
+ *   successful result carries the switch of definition in its TOOL_RESULT and is committed at once
+ *   (it never rides with the next step's commit).
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
+import { isHandoffTool } from "../../agents/handoff.ts";
 import { type ContractValidation, notApplied } from "../../common/contract-validation.ts";
 import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
 import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../../common/outcome.ts";
@@ -45,6 +49,7 @@ import { applyEvent } from "./apply-event.ts";
 import { type ClaimContext, snap } from "../claim/context.ts";
 import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
 import { offeredToolNames } from "./tool-specs.ts";
+import { handoffOutcome, handoffSwitch } from "./handoff.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
 type Executed = { outcome: Outcome; afterExecution: AfterExecution };
@@ -85,6 +90,7 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
     return { id, name: p.name, ...r, ms: clock.now() - started };
   }));
   if (ctx.abort.signal.aborted) return false;
+  let handedOff = false;
   for (const r of results) {
     emit("tool_result", {
       toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms,
@@ -92,11 +98,14 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
     });
     if (snap(ctx).value !== "waiting-tools") continue; // an earlier result terminated the turn
     ctx.commit.resolveCall({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
-    applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution });
+    // A handoff's result switches the definition in this same commit (actors/steps/handoff.ts).
+    const handoff = handoffSwitch(ctx, r.id, r.name, r.outcome);
+    handedOff ||= handoff !== undefined;
+    applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, ...(handoff ? { handoff } : {}) });
   }
   for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);
   const now = clock.now();
-  return todo.length > 0 && todo.every(([, p]) =>
+  return !handedOff && todo.length > 0 && todo.every(([, p]) =>
     ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && p.deadline - now >= WATCHDOG_GRACE_MS
   );
 }
@@ -125,6 +134,8 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
       ran: false,
     };
   }
+  // Answered here, never by a tool, the same way on every run (actors/steps/handoff.ts): a fork may run it again.
+  if (isHandoffTool(tool)) return { outcome: handoffOutcome(ctx, tool, toolCallId), afterExecution: "continue", ran: false };
   if (ctx.claim.task?.turnId === tId && ctx.claim.task.options.forkedUnresolved?.includes(toolCallId)) {
     // A fork taken while this call was pending (routes/fork.ts): the source may have run it already.
     return {

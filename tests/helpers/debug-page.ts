@@ -18,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Browser, chromium } from "playwright-core";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../../mod.ts";
+import { createGatehouse, defineAgent, defineTool, handoff, scriptedModel, VerificationRejected } from "../../mod.ts";
 
 export const TOKEN = "debug-page-test-token-0123456789";
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -70,8 +70,15 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     },
     verifyMaxAttempts: 3,
   });
+  // Hands every task to the invoicer (agents/handoff.ts): the page's head then reads `front → invoicer`.
+  const front = defineAgent({
+    name: "front",
+    instructions: "Hand billing to the invoicer.",
+    model: scriptedModel(() => ({ toolCalls: [{ name: "transfer_to_invoicer", args: {} }] })),
+    tools: [handoff(invoicer)],
+  });
   const auth = opts.auth ?? true;
-  const gh = createGatehouse({ agents: [helper, invoicer], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
+  const gh = createGatehouse({ agents: [helper, invoicer, front], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));

@@ -1,0 +1,97 @@
+/**
+ * Handoffs at run time (agents/handoff.ts defines the tool): the tool runner
+ * answers a handoff call here, the result's TOOL_RESULT carries the switch
+ * (`handoff: { from, to, config }`), and the claim follows the definition
+ * the machine's context names.
+ *
+ * Invariants (docs/architecture.md, "Handoffs"):
+ * - The current definition lives in the machine context (`definition`, set by
+ *   the TOOL_RESULT that carries the switch, cleared by the next
+ *   TASK_STARTED). So the switch is committed with the call's result, in one
+ *   compare-and-set commit, and restore, replay, time travel, forks and
+ *   replay bundles see it wherever they see the snapshot or the log.
+ * - `currentDefinitionName`: inside a turn, the context's `definition`, else
+ *   the agent's binding (the name its tasks are enqueued under). At rest the
+ *   binding runs: the next turn starts under it.
+ * - A call's answer depends only on the context and the runtime's
+ *   definitions, never on time or chance: a claim that dies before the
+ *   result's commit answers it the same way when it runs the call again.
+ * - One handoff per step: the first handoff call of the step transfers;
+ *   another in the same step, or one in a step that also waits on external
+ *   calls (their results belong to the caller's tools), is refused with the
+ *   error outcome `handoff_refused`. A target this runtime does not have (a
+ *   fork served elsewhere) is the error outcome `handoff_target_unknown`.
+ * - The turn keeps its step budget (`config.maxSteps`); the target brings its
+ *   completion tool, `mustEndWith`, verifier attempts (its own: a task's
+ *   `verifyAttempts` override applies to the definition the turn started
+ *   under) and verifier error bound, and its gate starts a fresh count.
+ */
+import { isHandoffTool } from "../../agents/handoff.ts";
+import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
+import type { Outcome } from "../../common/outcome.ts";
+import type { AgentContext, HandoffSwitch } from "../../machines/types.ts";
+import type { AnyTool } from "../../tools/define.ts";
+import { type ClaimContext, IN_TURN, snap } from "../claim/context.ts";
+import { createToolRegistryView } from "../registry/claim-view.ts";
+import { completionToolOf } from "./tool-specs.ts";
+
+/** The name of the definition that runs the agent in this state: a handoff's target inside a turn, else the binding. */
+export function currentDefinitionName(binding: string, value: string, context: AgentContext): string {
+  return IN_TURN.has(value) && typeof context.definition === "string" ? context.definition : binding;
+}
+
+/** The answer to a handoff call of the step in waiting-tools: transferred, or refused (see the header). */
+export function handoffOutcome(ctx: ClaimContext, tool: AnyTool, toolCallId: string): Outcome {
+  if (!isHandoffTool(tool)) throw new Error(`Tool "${tool.name}" is not a handoff`);
+  const { context } = snap(ctx);
+  const calls = Object.entries(context.pending);
+  const first = calls.find(([, p]) => isHandoffTool(ctx.agent.offeredTools.find((t) => t.name === p.name)))?.[0];
+  const refused = (message: string): Outcome => ({ ok: false, error: { type: "handoff_refused", message, retryable: false } });
+  if (first !== toolCallId) return refused(`Only one handoff per step: this step already calls "${context.pending[first!]?.name}"`);
+  if (calls.some(([, p]) => p.external)) return refused("A handoff cannot share a step with calls that wait for an external result");
+  if (tool.handoffTo === ctx.agent.name) return refused(`The agent runs as "${tool.handoffTo}" already`);
+  if (!ctx.deps.agents.has(tool.handoffTo)) {
+    return {
+      ok: false,
+      error: { type: "handoff_target_unknown", message: `Agent "${tool.handoffTo}" is not registered in this runtime`, retryable: false },
+    };
+  }
+  return { ok: true, value: { handedOffTo: tool.handoffTo } };
+}
+
+/**
+ * The switch an applied result of call `toolCallId` carries, when it is a successful handoff; logs the
+ * `handoff` event (before the transition it explains). Undefined for any other result.
+ */
+export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: string, outcome: Outcome): HandoffSwitch | undefined {
+  const tool = ctx.agent.offeredTools.find((t) => t.name === name);
+  if (!outcome.ok || !isHandoffTool(tool)) return undefined;
+  const target = ctx.deps.agents.get(tool.handoffTo);
+  if (!target) return undefined;
+  const { context } = snap(ctx);
+  const config = {
+    maxSteps: context.config.maxSteps,
+    completion: completionToolOf(target),
+    mustEndWith: target.effectiveMustEndWith,
+    verifyMaxAttempts: resolveVerifyMaxAttempts(target),
+    maxVerifierErrors: target.maxVerifierErrors ?? 3,
+  };
+  ctx.commit.emit("handoff", { step: context.step, toolCallId, tool: name, from: ctx.agent.name, to: target.name });
+  return { from: ctx.agent.name, to: target.name, config };
+}
+
+/**
+ * After an applied event: the claim runs under the definition the state names (a handoff switched it,
+ * or a new turn went back to the binding). The tool registry view follows, for the `<known_tools>` block.
+ */
+export function followDefinition(ctx: ClaimContext): void {
+  const { value, context } = snap(ctx);
+  const name = currentDefinitionName(ctx.binding.name, value, context);
+  if (name === ctx.agent.name) return;
+  const next: AnyAgent | undefined = ctx.deps.agents.get(name);
+  // Unknown here only when handoffSwitch found it: a definition map does not change during a claim.
+  if (!next) return;
+  const { store, clock, logger, registryWriter } = ctx.deps;
+  ctx.agent = next;
+  ctx.registry = createToolRegistryView({ store, agent: next, clock, logger, agentId: ctx.agentId, writer: registryWriter });
+}
