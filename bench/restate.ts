@@ -426,6 +426,19 @@ export function latencyRatio(c: RestateComparison & { measured: true }, system: 
   return c.latency.find((l) => l.system === system)!.p50Ms / r.p50Ms;
 }
 
+/**
+ * The targets' inputs (bench/targets.ts): gatehouse with `appendfsync always` against Restate, instant
+ * model; a string where a figure was not measured, with the reason.
+ */
+export function restateTargetInputs(c: RestateComparison): { restateSteps: Record<1 | 10 | 100, PeerSpread | string>; restateLatencyP50: number | string } {
+  const always: System = "gatehouse, fsync always";
+  const steps = (n: 1 | 10 | 100) => (!c.measured ? c.reason : runsOf(c, "restate", 0, n).length === 0 ? "not run (BENCH_RESTATE_CONCURRENCY)" : stepsRatio(c, always, 0, n));
+  return {
+    restateSteps: { 1: steps(1), 10: steps(10), 100: steps(100) },
+    restateLatencyP50: c.measured ? latencyRatio(c, always) : c.reason,
+  };
+}
+
 /** The report's section (markdown lines). */
 export function restateReport(c: RestateComparison): string[] {
   const lines = ["## Against Restate (both persist every step)", ""];

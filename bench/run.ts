@@ -26,11 +26,16 @@
  * 5. Idle cost of one process with default settings, TCP and Upstash
  *    (bench/idle.ts), in steady state.
  * 6. Memory of one idle agent after one and five finished turns.
+ * 7. Against Restate (bench/restate.ts): a private restate-server and the
+ *    same workload as a Restate virtual object, against gatehouse on a Redis
+ *    with the AOF fsynced always and every second: steps/s, task to done at
+ *    one agent, CPU per step of worker and store. When restate-server cannot
+ *    start, its rows say "not measured" and why, and the rest runs on.
  *
  * It prints the targets table first (figure | before | target | measured |
  * met?, "met?" decided below from the measured values), then the detail
  * tables, and writes them to bench/results/<date>.md and bench/results/latest.md.
- * BullMQ is installed into bench/node_modules on first use (`npm install --prefix bench`).
+ * BullMQ and Restate are installed into bench/node_modules on first use (`npm install --prefix bench`).
  *
  * Options (environment): BENCH_QUICK=1 a smoke run (a tenth of the work, one
  * repetition, short idle, nothing written); BENCH_REPEAT=n repetitions of the
@@ -38,7 +43,7 @@
  * and the range).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -58,6 +63,7 @@ import { historyAgents, type HistoryWindow, median } from "./history-cost.ts";
 import { type IdleMeasure, load, measureIdle } from "./idle.ts";
 import { type LatencyResult, measureLatency } from "./latency.ts";
 import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
+import { ensureBenchDeps, type RestateComparison, restateReport, restateTargetInputs, runRestateComparison } from "./restate.ts";
 import { type Adapter, adaptersAt, enqueueAll, type GhResult, LABEL, runGatehouse } from "./throughput.ts";
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
@@ -78,13 +84,6 @@ const LATENCY = [
 ];
 /** Idle: seconds before the measured window (the backoff climbs), and the window (the steady state). */
 const IDLE = { warmupSeconds: QUICK ? 2 : 8, seconds: QUICK ? 2 : 10 };
-
-function ensureBullMQ(): void {
-  if (existsSync(`${BENCH_DIR}node_modules/bullmq/package.json`)) return;
-  console.log("installing the benchmark's dependencies (npm install --prefix bench) ...");
-  const r = spawnSync("npm", ["install", "--prefix", BENCH_DIR, "--no-audit", "--no-fund"], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error("npm install --prefix bench failed");
-}
 
 /** Bytes Redis holds for one agent after `turns` finished turns (MEMORY USAGE of each of its keys, exact). */
 async function idleAgentBytes(info: Redis, makeStore: (prefix: string) => Store, turns: number): Promise<{ bytes: number; keys: Record<string, number> }> {
@@ -225,6 +224,8 @@ interface Measured {
   idle5: { bytes: number };
   /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
   live: LiveRow[] | null;
+  /** bench/restate.ts: against Restate, both persisting every step (or why it was not measured). */
+  restate: RestateComparison;
 }
 
 interface LiveRow {
@@ -276,6 +277,7 @@ function targetInputs(m: Measured): TargetInputs {
     idleTcpBlocking: m.idle.tcp.blockingLate ?? 0,
     ratioPersisting100: ratio(m, 100, "persisting"),
     ratioTrivial100: ratio(m, 100, "trivial"),
+    ...restateTargetInputs(m.restate),
   };
 }
 
@@ -374,6 +376,9 @@ function report(m: Measured, meta: Record<string, string>): string {
     }
   }
   push("");
+
+  // ---- Restate
+  push(...restateReport(m.restate));
 
   // ---- History
   const h = m.history;
@@ -486,7 +491,7 @@ function report(m: Measured, meta: Record<string, string>): string {
 
 async function main() {
   const started = performance.now();
-  ensureBullMQ();
+  ensureBenchDeps();
   const redis = await startRedisServer();
   const bridge = await startUpstashBridge({ redisUrl: redis.url });
   const info = new Redis(redis.url);
@@ -558,12 +563,14 @@ async function main() {
 
     const live = runLive();
 
+    const restate = await runRestateComparison();
+
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, restate }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });
