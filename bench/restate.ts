@@ -480,7 +480,7 @@ export function restateReport(c: RestateComparison): string[] {
     `Runs (each repetition): ${MODELS.map(({ label, delayMs }) =>
       CONCURRENCY.map((n) => {
         const r = runsOf(c, "restate", delayMs, n)[0];
-        return `${label}/${n}: ${r.agents} agents × ${r.turns / r.agents} turns = ${r.steps} steps`;
+        return `${label}/${n}: ${r.agents} agent${r.agents === 1 ? "" : "s"} × ${r.turns / r.agents} turns = ${r.steps} steps`;
       }).join("; ")
     ).join("; ")}, the same on both, after a warm-up turn per agent in flight. ` +
       "Restate: turns sent per agent (`/send`), then the driver attaches to the agent's last turn; `concurrency` agents in flight. " +
