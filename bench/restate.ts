@@ -27,7 +27,7 @@
  * answers `{ measured: false, reason }` and the rest of the benchmark runs on.
  */
 import { type ChildProcess, fork, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import { dirname, join } from "node:path";
@@ -159,6 +159,7 @@ async function startRestateServer(): Promise<RestateServer> {
       RESTATE_DISABLE_TELEMETRY: "true",
     },
   });
+  closeSync(log);
   let exit: string | null = null;
   const exited = new Promise<void>((resolve) => proc.once("exit", (code, signal) => {
     exit = `restate-server exited (${code ?? signal}): ${readFileSync(logFile, "utf8").trim().split("\n").slice(-5).join(" | ")}`;
@@ -212,13 +213,17 @@ async function startEndpoint(): Promise<Endpoint> {
     pid: child.pid!,
     url: `http://127.0.0.1:${port}`,
     steps: () =>
-      new Promise<number>((resolve) => {
+      new Promise<number>((resolve, reject) => {
+        if (exit !== null) return reject(new Error(exit));
+        const gone = () => reject(new Error(exit ?? "the SDK endpoint exited"));
         const on = (m: { type?: string; steps?: number }) => {
           if (m.type !== "steps") return;
           child.off("message", on);
+          child.off("exit", gone);
           resolve(m.steps!);
         };
         child.on("message", on);
+        child.once("exit", gone);
         child.send({ type: "steps" });
       }),
     async stop() {
