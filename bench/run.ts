@@ -26,11 +26,16 @@
  * 5. Idle cost of one process with default settings, TCP and Upstash
  *    (bench/idle.ts), in steady state.
  * 6. Memory of one idle agent after one and five finished turns.
+ * 7. Against Restate (bench/restate.ts): a private restate-server and the
+ *    same workload as a Restate virtual object, against gatehouse on a Redis
+ *    with the AOF fsynced always and every second: steps/s, task to done at
+ *    one agent, CPU per step of worker and store. When restate-server cannot
+ *    start, its rows say "not measured" and why, and the rest runs on.
  *
  * It prints the targets table first (figure | before | target | measured |
  * met?, "met?" decided below from the measured values), then the detail
  * tables, and writes them to bench/results/<date>.md and bench/results/latest.md.
- * BullMQ is installed into bench/node_modules on first use (`npm install --prefix bench`).
+ * BullMQ and Restate are installed into bench/node_modules on first use (`npm install --prefix bench`).
  *
  * Options (environment): BENCH_QUICK=1 a smoke run (a tenth of the work, one
  * repetition, short idle, nothing written); BENCH_REPEAT=n repetitions of the
@@ -38,7 +43,7 @@
  * and the range).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -50,22 +55,21 @@ import type { Store } from "../store/port.ts";
 import { redisStore } from "../redis.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
+import { startUpstashBridge } from "../tests/upstash-bridge.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { benchBullMQ, type BullResult } from "./bullmq.ts";
-import { countingStore, workCalls } from "./counting-store.ts";
+import { countingStore } from "./counting-store.ts";
 import { historyAgents, type HistoryWindow, median } from "./history-cost.ts";
 import { type IdleMeasure, load, measureIdle } from "./idle.ts";
 import { type LatencyResult, measureLatency } from "./latency.ts";
-import { commandStats, diffStats, redisCpuSeconds } from "./redis-info.ts";
 import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
+import { ensureBenchDeps, type RestateComparison, restateReport, restateTargetInputs, runRestateComparison } from "./restate.ts";
+import { type Adapter, adaptersAt, enqueueAll, type GhResult, LABEL, runGatehouse } from "./throughput.ts";
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
 const QUICK = process.env.BENCH_QUICK === "1";
 const REPEAT = QUICK ? 1 : Math.max(1, Number(process.env.BENCH_REPEAT ?? 3));
 const CONCURRENCY = [1, 10, 100];
-/** Turns per agent: agents stay short-lived, so no conversation grows long (see README). */
-const TURNS_PER_AGENT = 5;
 /** Conversation sizes of the history measurement, agents per size and measured turns per agent per window. */
 const HISTORY = { sizes: [7, 350, 1400], agents: QUICK ? 4 : 15, turns: 2, growthCallsPerStep: 1 };
 /**
@@ -80,140 +84,6 @@ const LATENCY = [
 ];
 /** Idle: seconds before the measured window (the backoff climbs), and the window (the steady state). */
 const IDLE = { warmupSeconds: QUICK ? 2 : 8, seconds: QUICK ? 2 : 10 };
-
-/** The adapters; `tcp-unsafe` is the TCP adapter with the workload's tool not declared retry-safe (bench/agent.ts). */
-type Adapter = "tcp" | "upstash" | "tcp-unsafe";
-const LABEL: Record<Adapter, string> = { tcp: "tcp", upstash: "upstash", "tcp-unsafe": "tcp, `work` not retry-safe" };
-/** The configurations run at a concurrency: the not-retry-safe variant at 100 agents only. */
-const adaptersAt = (c: number): Adapter[] => (c === 100 ? ["tcp", "upstash", "tcp-unsafe"] : ["tcp", "upstash"]);
-
-interface GhResult {
-  adapter: Adapter;
-  concurrency: number;
-  agents: number;
-  turns: number;
-  steps: number;
-  seconds: number;
-  stepsPerSecond: number;
-  /** Store calls per step; each is one script call, so one round trip. */
-  roundTripsPerStep: number;
-  /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
-  workRoundTripsPerStep: number;
-  /** Store calls per turn (all), and commits per turn: a turn pays one commit more than its steps since it reads `running` from its claim on. */
-  roundTripsPerTurn: number;
-  commitsPerTurn: number;
-  /** CPU of this process per step (gatehouse; with upstash also the REST bridge), in µs. */
-  nodeCpuUsPerStep: number;
-  /** CPU of the Redis server per step, in µs. */
-  redisCpuUsPerStep: number;
-  /** Script calls per step as Redis counted them (EVALSHA + EVAL). */
-  scriptCallsPerStep: number;
-  /** Store calls per step by operation. */
-  byOp: Record<string, number>;
-  /** Answers per turn by operation and status (commit:applied, claimNext:empty, ...). */
-  answersPerTurn: Record<string, number>;
-  /** Commands Redis ran per step: script calls plus the commands inside them. */
-  redisCommandsPerStep: number;
-  /** Commands billed per step (Upstash counts a script call once; on TCP the script calls). */
-  billedPerStep: number;
-  bytesInPerStep: number;
-  bytesOutPerStep: number;
-}
-
-function ensureBullMQ(): void {
-  if (existsSync(`${BENCH_DIR}node_modules/bullmq/package.json`)) return;
-  console.log("installing the benchmark's dependencies (npm install --prefix bench) ...");
-  const r = spawnSync("npm", ["install", "--prefix", BENCH_DIR, "--no-audit", "--no-fund"], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error("npm install --prefix bench failed");
-}
-
-function workload(concurrency: number): { agents: number; turns: number } {
-  const targetTurns = { 1: 300, 10: 1000, 100: 2000 }[concurrency] ?? 1000;
-  const turns = Math.max(concurrency * TURNS_PER_AGENT, Math.round((QUICK ? targetTurns / 10 : targetTurns) / TURNS_PER_AGENT) * TURNS_PER_AGENT);
-  return { agents: Math.max(concurrency, turns / TURNS_PER_AGENT), turns };
-}
-
-async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number): Promise<string[]> {
-  const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
-  // Round-robin over agents, so the ready queue offers every agent's first turn before anyone's second.
-  for (let t = 0; t < turnsPerAgent; t++) {
-    await Promise.all(ids.map((agentId, i) =>
-      store.enqueueTask({
-        agentId, agentName: "bench", workerTarget: "default", input: `task ${t} of agent ${i}`, options: {},
-        turnId: `turn_${t}_${i}`, now: Date.now(),
-      })
-    ));
-  }
-  return ids;
-}
-
-async function runGatehouse(opts: {
-  adapter: Adapter;
-  concurrency: number;
-  makeStore: (prefix: string) => Store;
-  info: Redis;
-  bridge: UpstashBridge;
-  rep: number;
-}): Promise<GhResult> {
-  const { adapter, concurrency, info, bridge } = opts;
-  const { agents, turns } = workload(concurrency);
-  const prefix = `b${adapter.replace("-", "")}${concurrency}r${opts.rep}`;
-  const counted = countingStore(opts.makeStore(prefix));
-  const { agent, modelSteps } = benchAgent({}, { retrySafe: adapter !== "tcp-unsafe" });
-  const gh = createGatehouse({ agents: [agent], store: counted.store, concurrency, leaseMs: 30_000, pollMs: 100 });
-
-  // Warm-up (scripts loaded, code paths compiled), not measured.
-  await enqueueAll(counted.store, `${prefix}w`, concurrency, 1);
-  gh.startWorker();
-  await counted.whenTurnsEnded(concurrency);
-  await gh.stopWorker();
-
-  await enqueueAll(counted.store, prefix, agents, turns / agents);
-  counted.reset();
-  const stepsBefore = modelSteps();
-  bridge.resetStats();
-  const before = await commandStats(info);
-  const redisCpu0 = await redisCpuSeconds(info);
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  gh.startWorker();
-  await counted.whenTurnsEnded(turns);
-  const seconds = (performance.now() - t0) / 1000;
-  const steps = modelSteps() - stepsBefore;
-  // Everything else is counted after the stop, on both sides (the store wrapper, Redis, the bridge, CPU): the stop
-  // writes what the process still buffers (the tool registry's batched calls, actors/registry/writer.ts), work of this run.
-  await gh.stopWorker();
-  const cpu = process.cpuUsage(cpu0);
-  const redisCpu = await redisCpuSeconds(info) - redisCpu0;
-  const after = await commandStats(info);
-  const billedUpstash = bridge.stats.commands;
-  const counts = structuredClone(counted.counts);
-  await counted.store.close();
-  if (steps !== turns * STEPS_PER_TURN) throw new Error(`expected ${turns * STEPS_PER_TURN} model steps, counted ${steps}`);
-
-  const d = diffStats(before, after);
-  const calls = Object.values(counts.calls).reduce((a, b) => a + b, 0);
-  const byOp: Record<string, number> = {};
-  for (const [k, v] of Object.entries(counts.calls)) byOp[k] = v / steps;
-  const answersPerTurn: Record<string, number> = {};
-  for (const [k, v] of Object.entries(counts.answers)) answersPerTurn[k] = v / turns;
-  return {
-    adapter, concurrency, agents, turns, steps, seconds,
-    stepsPerSecond: steps / seconds,
-    roundTripsPerStep: calls / steps,
-    workRoundTripsPerStep: workCalls(counts) / steps,
-    roundTripsPerTurn: calls / turns,
-    commitsPerTurn: (counts.calls.commit ?? 0) / turns,
-    nodeCpuUsPerStep: (cpu.user + cpu.system) / steps,
-    redisCpuUsPerStep: (redisCpu * 1e6) / steps,
-    scriptCallsPerStep: d.scriptCalls / steps,
-    byOp, answersPerTurn,
-    redisCommandsPerStep: d.totalCalls / steps,
-    billedPerStep: (adapter === "upstash" ? billedUpstash : d.scriptCalls) / steps,
-    bytesInPerStep: d.netInputBytes / steps,
-    bytesOutPerStep: d.netOutputBytes / steps,
-  };
-}
 
 /** Bytes Redis holds for one agent after `turns` finished turns (MEMORY USAGE of each of its keys, exact). */
 async function idleAgentBytes(info: Redis, makeStore: (prefix: string) => Store, turns: number): Promise<{ bytes: number; keys: Record<string, number> }> {
@@ -354,6 +224,8 @@ interface Measured {
   idle5: { bytes: number };
   /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
   live: LiveRow[] | null;
+  /** bench/restate.ts: against Restate, both persisting every step (or why it was not measured). */
+  restate: RestateComparison;
 }
 
 interface LiveRow {
@@ -405,6 +277,7 @@ function targetInputs(m: Measured): TargetInputs {
     idleTcpBlocking: m.idle.tcp.blockingLate ?? 0,
     ratioPersisting100: ratio(m, 100, "persisting"),
     ratioTrivial100: ratio(m, 100, "trivial"),
+    ...restateTargetInputs(m.restate),
   };
 }
 
@@ -503,6 +376,9 @@ function report(m: Measured, meta: Record<string, string>): string {
     }
   }
   push("");
+
+  // ---- Restate
+  push(...restateReport(m.restate));
 
   // ---- History
   const h = m.history;
@@ -615,7 +491,7 @@ function report(m: Measured, meta: Record<string, string>): string {
 
 async function main() {
   const started = performance.now();
-  ensureBullMQ();
+  ensureBenchDeps();
   const redis = await startRedisServer();
   const bridge = await startUpstashBridge({ redisUrl: redis.url });
   const info = new Redis(redis.url);
@@ -687,12 +563,14 @@ async function main() {
 
     const live = runLive();
 
+    const restate = await runRestateComparison();
+
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, restate }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });
