@@ -181,6 +181,11 @@ export interface ClaimContext {
   readonly lease: LeaseKeeper;
   /** Number of the last `transition` event this claim logged. */
   transitionSeq: number;
+  /**
+   * Pending calls of the turn a person approved, with their deadline from the approval on
+   * (actors/steps/approvals.ts): from this claim's `approval` mail and the store's records.
+   */
+  readonly approved: Map<string, number>;
 }
 
 /** The actor's current state and context. */
