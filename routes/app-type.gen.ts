@@ -215,7 +215,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -228,6 +228,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -299,6 +310,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -429,6 +441,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -450,6 +475,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -733,7 +763,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         message?: string | undefined;
                     } | null;
                     now: {
-                        outcome: "passed" | "rejected" | "system_error";
+                        outcome: "rejected" | "passed" | "system_error";
                         code?: string | undefined;
                         message?: string | undefined;
                     };
@@ -977,7 +1007,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -990,6 +1020,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1061,6 +1102,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -1191,6 +1233,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -1212,6 +1267,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -1873,7 +1933,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -1886,6 +1946,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1957,6 +2028,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -2087,6 +2159,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -2108,6 +2193,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -2349,6 +2439,31 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/approvals": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    turnId: string;
+                    toolCallId: string;
+                    approved: boolean;
+                    reason?: string | undefined;
+                };
+            };
+            output: {
+                decided: true;
+                duplicate: boolean;
+                decision: "approved" | "rejected";
+                deadline: number | null;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/tool-results": {
         $post: {
             input: {
@@ -2512,6 +2627,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadline: string;
                     deadlineMs: number;
                     delivered: boolean;
+                    approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
                 }[];
                 usage: {
                     inputTokens: number;
@@ -2536,7 +2652,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 verification?: {
                     maxAttempts: number;
                     attemptsUsed: number;
-                    lastOutcome: "passed" | "rejected" | "system_error" | null;
+                    lastOutcome: "rejected" | "passed" | "system_error" | null;
                     lastAttemptAt: string | null;
                     lastCandidateHash: string | null;
                     retryAt: string | null;
