@@ -221,6 +221,26 @@ for (const [name, open] of adapters) {
       await s.gh.close();
     });
 
+    it("a fork taken while a call waits for approval waits for its own approval", async () => {
+      const s = setup(open, { external: true });
+      await s.start("a1");
+      const asked = (await s.events("a1")).find((e) => e.type === "approval_requested")! as { id?: number; data: any };
+      const all = await s.call("GET", "/v1/agents/a1/events?format=json&limit=500");
+      const at = (all.body.events as Array<{ id: number; type: string }>).filter((e) => e.type === "transition").at(-1)!.id;
+      const fork = await s.call("POST", "/v1/agents/a1/fork", { atEventId: at, newAgentId: "a1-fork" });
+      expect(fork.status).toBe(201);
+      const call = (await s.view("a1-fork")).pendingToolCalls[0];
+      expect(call).toMatchObject({ toolCallId: asked.data.toolCallId, approval: "pending" });
+      const turnId = (await s.view("a1-fork")).activeTurnId;
+      expect((await s.call("POST", "/v1/agents/a1-fork/tool-results", { turnId, toolCallId: call.toolCallId, outcome: { ok: true, value: 1 } })).body.code).toBe("approval_pending");
+      expect((await s.decide("a1-fork", { turnId, toolCallId: call.toolCallId, approved: false, reason: "not in the fork" })).status).toBe(200);
+      await s.gh.drain();
+      expect((await s.view("a1-fork")).state).toBe("done");
+      // The source still waits for its own decision.
+      expect((await s.view("a1")).pendingToolCalls[0].approval).toBe("pending");
+      await s.gh.close();
+    });
+
     it("refuses bad input (400 validation_failed) and what it cannot decide, with stable codes", async () => {
       const s = setup(open);
       const turnId = await s.start("a1");
