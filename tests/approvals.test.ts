@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, type ModelRequest, type Store } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, type ModelRequest, scriptedModel, type Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
@@ -95,6 +95,16 @@ function setup(open: () => Store, opts: Options = {}) {
 
 /** The tool messages of the last model request. */
 const toolMessages = (requests: ModelRequest[]) => requests.at(-1)!.messages.filter((m) => m.role === "tool").map((m) => JSON.stringify(m));
+
+describe("defineTool: needsApproval and approvalTimeoutMs", () => {
+  const base = { name: "t", description: "d", parameters: z.object({}) };
+  it("refuses what is not true/false/a function, and a timeout that is not a positive integer, naming the key", () => {
+    for (const [over, key] of [[{ needsApproval: "yes" }, "needsApproval"], [{ approvalTimeoutMs: 0 }, "approvalTimeoutMs"], [{ approvalTimeoutMs: 1.5 }, "approvalTimeoutMs"]] as const) {
+      expect(() => defineTool({ ...base, ...over } as never)).toThrow(expect.objectContaining({ key }));
+    }
+    expect(defineTool({ ...base, needsApproval: () => false, approvalTimeoutMs: 5 }).approvalTimeoutMs).toBe(5);
+  });
+});
 
 for (const [name, open] of adapters) {
   describe(`approvals (${name})`, () => {
@@ -207,6 +217,52 @@ for (const [name, open] of adapters) {
       await s.gh.drain();
       expect((await s.view("a1")).state).toBe("done");
       await s.gh.close();
+    });
+
+    it("an approval whose mail was acknowledged before the call ran is read from the store by the next claim", async () => {
+      const s = setup(open);
+      const turnId = await s.start("a1");
+      const id = (await s.view("a1")).pendingToolCalls[0].toolCallId;
+      expect((await s.store.decideApproval({ agentId: "a1", turnId, toolCallId: id, decision: "approved", now: s.clock.now() })).status).toBe("decided");
+      // A claim takes the approval mail and commits its acknowledgement, then stops before the call runs.
+      const c = await s.store.claim({ agentId: "a1", workerId: "gone", leaseMs: 10_000, now: s.clock.now() });
+      if (c.status !== "claimed") throw new Error(c.status);
+      expect(c.mail.map((m) => m.kind)).toEqual(["approval"]);
+      const r = await s.store.commit({
+        agentId: "a1", workerId: "gone", epoch: c.epoch, expectedVersion: c.head.version, turnId, snapshot: c.head.snapshot,
+        state: c.head.state, activeTurnId: turnId, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [],
+        ackMailThrough: c.mail.at(-1)!.seq, release: { runnableAt: s.clock.now() }, leaseMs: 10_000, now: s.clock.now(),
+      });
+      expect(r.status).toBe("applied");
+      await s.gh.drain();
+      expect(s.runs).toEqual([5]);
+      expect((await s.view("a1")).state).toBe("done");
+      await s.gh.close();
+    });
+
+    it("in one step, a call without approval runs at once; the turn waits only for the one that needs it", async () => {
+      const runs: string[] = [];
+      const tool = (name: string, needsApproval: boolean) => defineTool({
+        name, description: name, parameters: z.object({}), needsApproval, execute: () => (runs.push(name), name),
+      });
+      const agent = defineAgent({
+        name: "mixed", instructions: "",
+        model: scriptedModel([{ toolCalls: [{ name: "look", args: {} }, { name: "pay", args: {} }] }, { toolCalls: [{ name: "submit_result", args: { result: "ok" } }] }]),
+        tools: [tool("look", false), tool("pay", true)],
+      });
+      const gh = createGatehouse({ agents: [agent], store: open() });
+      const post = async (path: string, body: unknown) => (await gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }))).json() as Promise<any>;
+      const turnId = (await post("/v1/agents/m1/tasks", { agent: "mixed", input: "go" })).turnId;
+      await gh.drain();
+      expect(runs).toEqual(["look"]);
+      const v = await (await gh.fetch(new Request("http://gh.test/v1/agents/m1"))).json() as any;
+      expect(v.state).toBe("waiting-tools");
+      expect(v.pendingToolCalls.map((c: any) => [c.name, c.approval])).toEqual([["pay", "pending"]]);
+      expect((await post("/v1/agents/m1/approvals", { turnId, toolCallId: v.pendingToolCalls[0].toolCallId, approved: true })).decided).toBe(true);
+      await gh.drain();
+      expect(runs).toEqual(["look", "pay"]);
+      expect((await (await gh.fetch(new Request("http://gh.test/v1/agents/m1"))).json() as any).state).toBe("done");
+      await gh.close();
     });
 
     it("a predicate decides per call: false runs without asking, true asks", async () => {
