@@ -138,6 +138,33 @@ for (const [name, open] of adapters) {
       await s.gh.close();
     });
 
+    it("an SSE reader of the event stream sees approval_requested and approval_decided", async () => {
+      const s = setup(open);
+      const turnId = await s.start("a1");
+      const id = (await s.view("a1")).pendingToolCalls[0].toolCallId;
+      const ac = new AbortController();
+      const res = await s.gh.fetch(new Request("http://gh.test/v1/agents/a1/events", { headers: { accept: "text/event-stream" }, signal: ac.signal }));
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      const readUntil = async (needle: string) => {
+        // Bounded by the test's timeout, not by a wall-clock guess: the frames come as the log grows.
+        while (!text.includes(needle)) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += decoder.decode(value, { stream: true });
+        }
+        return text.includes(needle);
+      };
+      expect(await readUntil("event: approval_requested")).toBe(true);
+      expect((await s.decide("a1", { turnId, toolCallId: id, approved: true })).status).toBe(200);
+      expect(await readUntil("event: approval_decided")).toBe(true);
+      ac.abort();
+      await reader.cancel().catch(() => {});
+      await s.gh.close();
+    });
+
     it("rejected: the tool never runs and the model sees approval_rejected with the reason", async () => {
       const s = setup(open);
       const turnId = await s.start("a1");
