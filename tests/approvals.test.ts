@@ -10,9 +10,10 @@
  * on wall-clock time), a predicate decides per call, bad input is 400, and a
  * token without the `approve` verb is 403.
  */
+import { hc } from "hono/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, type ModelRequest, scriptedModel, type Store } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, type GatehouseApp, memoryStore, type ModelRequest, scriptedModel, type Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
@@ -290,6 +291,26 @@ for (const [name, open] of adapters) {
       expect(runs).toEqual(["look", "pay"]);
       expect((await (await gh.fetch(new Request("http://gh.test/v1/agents/m1"))).json() as any).state).toBe("done");
       await gh.close();
+    });
+
+    it("the typed client (hc<GatehouseApp>) reads the pending approval and posts the decision", async () => {
+      const s = setup(open);
+      const turnId = await s.start("a1");
+      const agent = hc<GatehouseApp>("http://gh.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => s.gh.fetch(new Request(input, init)) })
+        .v1.agents[":agentId"];
+      const param = { agentId: "a1" };
+      const view = await (await agent.$get({ param })).json();
+      const call = view.pendingToolCalls[0];
+      expect(call.approval).toBe("pending");
+      const res = await agent.approvals.$post({ param, json: { turnId, toolCallId: call.toolCallId, approved: false, reason: "typed no" } });
+      expect(res.status).toBe(200);
+      if (res.status === 200) {
+        const body = await res.json();
+        expect([body.decided, body.duplicate, body.decision, body.deadline]).toEqual([true, false, "rejected", null]);
+      }
+      await s.gh.drain();
+      expect(s.runs).toEqual([]);
+      await s.gh.close();
     });
 
     it("a predicate decides per call: false runs without asking, true asks", async () => {
