@@ -953,11 +953,13 @@ export type DecideApprovalResult =
  * longer active answers `turn_finished`. All of it changes nothing.
  *
  * ## approval-before-result
- * No result resolves a call whose approval is pending: `deliverToolResult`
+ * No delivery resolves a call whose approval is pending: `deliverToolResult`
  * answers `approval_pending` and changes nothing, whatever the source (the
  * watchdog ends such a call with `decideApproval`'s `timeout`). A watchdog
  * timeout of an approved call whose deadline (moved by the approval) has
- * not passed answers `not_due` and changes nothing.
+ * not passed answers `not_due` and changes nothing. (An in-process call's
+ * own result comes with the worker's commit, which the worker makes only
+ * for a call it read as approved: actors/steps/approvals.ts.)
  */
 export interface Approvals {
   /** Decides a call's approval, first decision wins (invariant `first-decision-wins`). */

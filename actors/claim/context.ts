@@ -246,7 +246,8 @@ export interface CommitSink {
   /** Notes a child to cancel once the commit applied. */
   abandon(child: AbandonedChild): void;
   /**
-   * Drops the calls this commit would record, with their delegation notes and `delegation_started`
+   * Drops the calls this commit would record, with their delegation notes and their `delegation_started` and
+   * `approval_requested`
    * events: a turn that crossed its spend limit never dispatches what its last step asked for.
    */
   withdrawToolCalls(): void;
