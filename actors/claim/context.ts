@@ -247,8 +247,7 @@ export interface CommitSink {
   abandon(child: AbandonedChild): void;
   /**
    * Drops the calls this commit would record, with their delegation notes and their `delegation_started` and
-   * `approval_requested`
-   * events: a turn that crossed its spend limit never dispatches what its last step asked for.
+   * `approval_requested` events: a turn that crossed its spend limit never dispatches what its last step asked for.
    */
   withdrawToolCalls(): void;
 }
