@@ -165,6 +165,21 @@ export function approvalsConformance(ctx: () => ApprovalsContext): void {
       expect(await recordOf(turnId, "ext")).toEqual((d as { record: unknown }).record);
     });
 
+    it("createFork stores a waiting call with its approval; the fork decides it on its own", async () => {
+      const { store } = ctx();
+      const turnId = "turn_f";
+      const r = await store.createFork({
+        agentId: "f1", agentName: "calc", workerTarget: "default", snapshot: { value: "waiting-tools" }, state: "waiting-tools",
+        activeTurnId: turnId, currentTask: { turnId, options: {}, enqueuedAt: T0 }, input: {}, messages: [],
+        toolCalls: [{ turnId, toolCallId: "ext", name: "pay", args: {}, external: true, deadline: T0 + 500, approval: { status: "pending", runMs: RUN_MS } }],
+        event: { type: "forked_from", data: {} }, runnableAt: null, now: T0,
+      });
+      expect(r.status).toBe("created");
+      expect((await store.getToolCalls("f1", turnId))[0]).toMatchObject({ status: "pending", deadline: T0 + 500, approval: { status: "pending", runMs: RUN_MS } });
+      const d = await store.decideApproval({ agentId: "f1", turnId, toolCallId: "ext", decision: "approved", now: T0 + 10 });
+      expect(d).toMatchObject({ status: "decided", record: { deadline: T0 + 10 + RUN_MS, approval: { status: "approved" } } });
+    });
+
     it("an undecided call of a turn that ended answers turn_finished", async () => {
       const { store } = ctx();
       const { turnId } = await waiting();
