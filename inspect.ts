@@ -34,7 +34,7 @@ export { describeToolRole, knownToolsBlock, toolRoleView } from "./contracts/reg
 export type { ToolRoleView } from "./contracts/registry.ts";
 export type { ContractMismatch, ContractValidation, ToleratedKey } from "./common/contract-validation.ts";
 export type { ToolAlias, ToolRoleEntry } from "./common/tool-registry.ts";
-export type { AgentHead, ToolCallRecord } from "./store/types.ts";
+export type { AgentHead, ApprovalStatus, ToolCallApproval, ToolCallRecord } from "./store/types.ts";
 export { outputVerifierCode } from "./verdicts/guardian.ts";
 export { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION, validateVerdict } from "./verdicts/snapshot.ts";
 export type { NewVerdict, VerdictFlag, VerdictRecord, VerdictStatus } from "./verdicts/snapshot.ts";

@@ -24,7 +24,7 @@
 
 // Definitions.
 export { defineTool, terminate } from "./tools/define.ts";
-export type { AnyTool, ToolConfig, ToolDefinition, ToolExecuteContext } from "./tools/define.ts";
+export type { AnyTool, ApprovalContext, ToolConfig, ToolDefinition, ToolExecuteContext } from "./tools/define.ts";
 export { defineAgent } from "./agents/define.ts";
 export type { AgentConfig, AgentDefinition, AgentOutputConfig, AnyAgent } from "./agents/define.ts";
 export { agentTool } from "./agents/agent-tool.ts";

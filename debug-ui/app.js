@@ -6,7 +6,8 @@
 // Hooks for tests: chart nodes `data-state` (+ `data-active="true"` on the
 // shown state), chart edge labels `data-edge-label`, timeline items
 // `data-event-id` / `data-event-type`, pending call forms
-// `data-tool-call-id`, verdicts `data-verdict-id` / `data-verdict-status`
+// `data-tool-call-id` (Approve / Reject buttons `data-testid="approve"` /
+// `"reject"` inside `data-approval-for` for calls that need approval), verdicts `data-verdict-id` / `data-verdict-status`
 // (inside `data-verdict-turn` groups), the streaming message
 // `data-streaming`. The pure state logic (SSE frames, the streaming message,
 // timeline summaries, verdict messages) is in debug-ui/model.js.
@@ -380,6 +381,32 @@ function AgentList() {
 
 // ------------------------------------------------------------------ agent page
 
+// A call that needs a person's approval (`approval: "pending"`): Approve / Reject over POST …/approvals.
+function ApprovalForm({ agentId, turnId, call, onDone }) {
+  const [reason, setReason] = useState("");
+  const [status, setStatus] = useState(null);
+  const decide = async (approved) => {
+    try {
+      const r = await api(`/v1/agents/${encodeURIComponent(agentId)}/approvals`, {
+        method: "POST",
+        body: { turnId, toolCallId: call.toolCallId, approved, ...(reason.trim() ? { reason: reason.trim() } : {}) },
+      });
+      setStatus({ ok: `${r.decision}${r.duplicate ? " (already)" : ""}` });
+      onDone();
+    } catch (err) {
+      setStatus({ error: err.message });
+    }
+  };
+  return html`<div class="approval" data-approval-for=${call.toolCallId}>
+    <div class="muted">waits for a person's approval${call.deadline ? html` until ${call.deadline}` : ""}</div>
+    <label>reason (optional; a rejection's reason reaches the model)<input name="reason" value=${reason} onInput=${(e) => setReason(e.target.value)} /></label>
+    <button type="button" data-testid="approve" onClick=${() => decide(true)}>Approve</button>
+    <button type="button" data-testid="reject" onClick=${() => decide(false)}>Reject</button>
+    ${status?.ok && html`<span class="okmsg">${status.ok}</span>`}
+    ${status?.error && html`<span class="error">${status.error}</span>`}
+  </div>`;
+}
+
 function PendingCall({ agentId, turnId, call, onDone }) {
   const [value, setValue] = useState("{}");
   const [ok, setOk] = useState(true);
@@ -406,9 +433,17 @@ function PendingCall({ agentId, turnId, call, onDone }) {
       setStatus({ error: err.message });
     }
   };
+  const header = html`<div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span>${call.approval ? html` <span class="muted" data-approval=${call.approval}>approval: ${call.approval}</span>` : ""}</div>
+    <pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>`;
+  // No result is taken before the decision; an in-process call runs in the worker once approved.
+  if (call.approval === "pending" || call.external === false) {
+    return html`<div class="pending" data-tool-call-id=${call.toolCallId}>
+      ${header}
+      ${call.approval === "pending" ? html`<${ApprovalForm} agentId=${agentId} turnId=${turnId} call=${call} onDone=${onDone} />` : html`<div class="muted">runs in the worker</div>`}
+    </div>`;
+  }
   return html`<form class="pending" data-tool-call-id=${call.toolCallId} onSubmit=${submit}>
-    <div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span></div>
-    <pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>
+    ${header}
     ${call.deadline && html`<div class="muted">deadline ${call.deadline}</div>`}
     <label>result (JSON)<textarea name="value" rows="3" value=${value} onInput=${(e) => setValue(e.target.value)}></textarea></label>
     <label class="inline"><input type="radio" name="ok" checked=${ok} onChange=${() => setOk(true)} /> ok</label>
@@ -618,7 +653,8 @@ function AgentPage({ agentId }) {
     const i = Math.min(events.length - 1, Math.max(0, (idx < 0 ? events.length - 1 : idx) + d));
     if (events[i]) setSelected(events[i].id === lastId && d > 0 ? null : events[i].id);
   };
-  const pending = (view.pendingToolCalls || []).filter((c) => c.external !== false);
+  // External calls take a result here; a call that needs approval (in-process too) takes a decision.
+  const pending = (view.pendingToolCalls || []).filter((c) => c.external !== false || c.approval === "pending");
   const cancel = async () => {
     try {
       await api(`/v1/agents/${encodeURIComponent(agentId)}/cancel`, { method: "POST", body: { reason: "Cancelled from the debugger" } });

@@ -3,7 +3,7 @@
  * The `gatehouse` command (package.json `bin`):
  *
  *   gatehouse serve ./agents.js   serve the agents a module exports
- *   gatehouse demo                serve the two example agents (examples/demo.ts)
+ *   gatehouse demo                serve the three example agents (examples/demo.ts)
  *   gatehouse replay run.json [./agents.js]
  *                                 serve an exported run (GET /v1/agents/:id/export)
  *                                 from a memory store, with the debugger page at

@@ -1,5 +1,5 @@
 /**
- * The two example agents `npm start` serves. Both run on scriptedModel, so
+ * The three example agents `npm start` serves. All run on scriptedModel, so
  * the README's curl session gives the same answers every time.
  *
  * - `concierge` looks up an order with an in-process tool, asks a human to
@@ -8,6 +8,10 @@
  * - `summarizer` proposes an output through `agent_output`; its verifier
  *   rejects a word count that does not match, the model revises, and the
  *   second candidate passes.
+ * - `cashier` pays out with an in-process tool that needs a person's
+ *   approval (`needsApproval`): the call waits until
+ *   `POST /v1/agents/:agentId/approvals` decides it, then runs (or, rejected,
+ *   the model sees `approval_rejected` and declines).
  */
 import { z } from "zod";
 import { defineAgent } from "../agents/define.ts";
@@ -93,4 +97,31 @@ export const summarizer = defineAgent({
   }),
 });
 
-export const demoAgents = [concierge, summarizer];
+export const sendPayout = defineTool({
+  name: "send_payout",
+  description: "Send money to a person; a human approves every payout first",
+  parameters: z.object({ to: z.string(), amount: z.number(), currency: z.string() }),
+  defaults: { currency: "EUR" },
+  needsApproval: true,
+  execute: ({ to, amount, currency }) => ({ status: "paid", to, amount, currency }),
+});
+
+export const cashier = defineAgent({
+  name: "cashier",
+  instructions: "Pay out what the task asks for, once a human approved it.",
+  tools: [sendPayout],
+  model: scriptedModel(({ step, messages }) => {
+    const task = messages.slice(messages.findLastIndex((m) => m.role === "user"))[0]?.content ?? "";
+    if (step === 1) {
+      const amount = Number(/\d+/.exec(task)?.[0] ?? 0);
+      const to = /to (\w+)/.exec(task)?.[1] ?? "nobody";
+      return { text: "Paying out.", toolCalls: [{ name: "send_payout", args: { to, amount } }], usage: { inputTokens: 30, outputTokens: 10 } };
+    }
+    // The tool's result, or its error: `approval_rejected` (with the person's reason) or `approval_timeout`.
+    const answer = JSON.parse(lastToolContent(messages) || "{}") as { error?: { type: string; metadata?: { reason?: string } } };
+    const result = answer.error ? { status: "declined", why: answer.error.metadata?.reason ?? answer.error.type } : answer;
+    return { toolCalls: [{ name: "submit_result", args: { result } }], usage: { inputTokens: 50, outputTokens: 10 } };
+  }),
+});
+
+export const demoAgents = [concierge, summarizer, cashier];

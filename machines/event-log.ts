@@ -73,6 +73,7 @@ export const MachineEvent = z.discriminatedUnion("type", [
       args: z.unknown(),
       external: z.boolean(),
       deadline: ms(),
+      approval: z.literal(true).optional().describe("The call waits for a person's approval (POST …/approvals)"),
     })),
     usage: TokenUsage,
     cost: z.number(),
@@ -166,10 +167,17 @@ export const EVENT_DATA = {
   tool_result_received: z.strictObject({
     toolCallId: z.string(),
     ok: z.boolean(),
-    source: z.enum(["http", "watchdog", "inline", "delegation"]),
+    source: z.enum(["http", "watchdog", "inline", "delegation", "approval"])
+      .describe("`approval`: a person rejected the call (the error outcome `approval_rejected`)"),
     afterExecution: AfterExecution,
     contractValidation: ContractValidation,
   }).describe("A tool result was delivered for the host to apply"),
+  approval_decided: z.strictObject({
+    toolCallId: z.string(),
+    decision: z.enum(["approved", "rejected", "timeout"]).describe("`timeout`: nobody decided before the approval's deadline (the watchdog)"),
+    reason: z.string().nullable(),
+    deadline: ms().nullable().describe("Approved: the call's deadline from now on; null otherwise (the call is resolved with its error)"),
+  }).describe("A person's decision on a call that needed approval, or the watchdog's timeout of it (first decision wins)"),
   task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string() })
     .describe("A queued task was removed before it started"),
   cancel_requested: z.strictObject({ reason: z.string(), turnId: z.string().describe("The turn the cancel is aimed at") })
@@ -226,6 +234,14 @@ export const EVENT_DATA = {
     deadline: ms().optional().describe("When the watchdog times the call out (absent for the completion tool)"),
     builtin: z.literal(true).optional().describe("The completion tool (`submit_result`, `agent_output`)"),
   }).describe("The model called a tool"),
+  approval_requested: z.strictObject({
+    step: int(),
+    toolCallId: z.string(),
+    name: z.string(),
+    args: z.unknown(),
+    external: z.boolean(),
+    deadline: ms().describe("When the watchdog ends the wait as `approval_timeout`"),
+  }).describe("A tool call waits for a person's approval (POST …/approvals)"),
   tool_result: z.strictObject({
     toolCallId: z.string(),
     name: z.string(),
@@ -247,6 +263,7 @@ export const EVENT_DATA = {
       why: z.enum(["not_in_turn", "turn_finished"]),
     }),
     z.strictObject({ seq: int(), kind: z.literal("tool_result"), toolCallId: z.string(), state: State }),
+    z.strictObject({ seq: int(), kind: z.literal("approval"), toolCallId: z.string(), state: State }),
   ]).describe("Mail the host could not apply (its turn ended, or the call is no longer pending)"),
   event_ignored: z.strictObject({ event: z.string().describe("The machine event's type"), state: State })
     .describe("The machine did not take a machine event in its state"),

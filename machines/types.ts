@@ -37,7 +37,14 @@ export interface PendingCall {
   name: string;
   args: unknown;
   external: boolean;
+  /** While an approval is pending: the approval's deadline (the store moves it when a person approves). */
   deadline: number;
+  /**
+   * The call needs a person's approval before it runs (tools/define.ts `needsApproval`). The
+   * decision lives in the store's record of the call (store/port.ts invariant `first-decision-wins`);
+   * the machine only keeps the call pending, in `waiting-tools`, until its result comes.
+   */
+  approval?: true;
 }
 
 export interface Usage {
@@ -108,6 +115,8 @@ export interface ModelToolCall {
   args: unknown;
   external: boolean;
   deadline: number;
+  /** The call waits for a person's approval (PendingCall `approval`). */
+  approval?: true;
 }
 
 export type AgentEvent =

@@ -31,13 +31,18 @@
  *   store's record of the call, until the worker applies it and the call
  *   leaves `pendingToolCalls`. The record is read only when the agent has
  *   pending calls and unapplied mail.
+ * - A pending call that needs a person's approval carries `approval`, read
+ *   from the store's record of the call (the decision lives there, store
+ *   invariant `first-decision-wins`): `pending` until the first decision,
+ *   then `approved` (the call runs, or waits for its external result),
+ *   `rejected` or `timeout` (until the worker applies that error).
  */
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
 import type { QueuedTask, Store } from "../store/port.ts";
-import type { AgentHead } from "../store/types.ts";
+import type { AgentHead, ApprovalStatus } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
 
@@ -54,12 +59,28 @@ function contextOf(head: AgentHead): AgentContext {
   }
 }
 
-/** The ids of the agent's pending calls whose result the store accepted but the worker has not applied yet. */
-export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: AgentHead): Promise<ReadonlySet<string>> {
-  if (head.pendingMail <= 0 || head.activeTurnId === null) return new Set();
-  if (Object.keys(contextOf(head).pending).length === 0) return new Set();
+/** What the store's records of the pending calls add to the snapshot: results not applied yet, approval decisions. */
+export interface CallRecordsView {
+  /** Pending calls whose result the store accepted but the worker has not applied yet. */
+  delivered: ReadonlySet<string>;
+  /** The approval status of pending calls that need one (store/types.ts ToolCallApproval). */
+  approvals: ReadonlyMap<string, ApprovalStatus>;
+}
+
+/**
+ * Reads the records of the agent's pending calls when they can tell more than the snapshot: unapplied
+ * mail (a delivered result), or a call that needs approval (its decision lives in the record).
+ */
+export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: AgentHead): Promise<CallRecordsView> {
+  const none = { delivered: new Set<string>(), approvals: new Map<string, ApprovalStatus>() };
+  if (head.activeTurnId === null) return none;
+  const pending = Object.values(contextOf(head).pending);
+  if (pending.length === 0 || (head.pendingMail <= 0 && !pending.some((p) => p.approval))) return none;
   const records = await store.getToolCalls(head.agentId, head.activeTurnId);
-  return new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId));
+  return {
+    delivered: new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId)),
+    approvals: new Map(records.flatMap((r) => (r.approval ? [[r.toolCallId, r.approval.status] as const] : []))),
+  };
 }
 
 /** What the turn is doing, from the stored state (see the header); null at rest. */
@@ -78,7 +99,12 @@ export function activityOf(head: AgentHead, ctx: AgentContext): AgentView["activ
   }
 }
 
-export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set(), queued: readonly QueuedTask[] = []): AgentView {
+export function agentView(
+  head: AgentHead,
+  records: CallRecordsView = { delivered: new Set(), approvals: new Map() },
+  queued: readonly QueuedTask[] = [],
+): AgentView {
+  const { delivered, approvals } = records;
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -105,6 +131,7 @@ export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new 
       deadline: iso(p.deadline),
       deadlineMs: p.deadline,
       delivered: delivered.has(toolCallId),
+      ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
     })),
     ...(ctx.output !== null && ctx.output !== undefined ? { output: ctx.output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {}),

@@ -228,7 +228,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -241,6 +241,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -312,6 +323,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -453,6 +465,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -474,6 +499,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -757,7 +787,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         message?: string | undefined;
                     } | null;
                     now: {
-                        outcome: "passed" | "rejected" | "system_error";
+                        outcome: "rejected" | "passed" | "system_error";
                         code?: string | undefined;
                         message?: string | undefined;
                     };
@@ -1014,7 +1044,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -1027,6 +1057,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1098,6 +1139,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -1239,6 +1281,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -1260,6 +1315,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -1934,7 +1994,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         toolCallId: string;
                         ok: boolean;
-                        source: "delegation" | "http" | "watchdog" | "inline";
+                        source: "approval" | "delegation" | "http" | "watchdog" | "inline";
                         afterExecution: "continue" | "terminate";
                         contractValidation: {
                             applied: boolean;
@@ -1947,6 +2007,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "approval_decided";
+                    data: {
+                        toolCallId: string;
+                        decision: "approved" | "rejected" | "timeout";
+                        reason: string | null;
+                        deadline: number | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -2018,6 +2089,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 args: JSONValue;
                                 external: boolean;
                                 deadline: number;
+                                approval?: true | undefined;
                             }[];
                             usage: {
                                 inputTokens: number;
@@ -2159,6 +2231,19 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string | null;
                 } | {
                     id: number;
+                    type: "approval_requested";
+                    data: {
+                        step: number;
+                        toolCallId: string;
+                        name: string;
+                        args: JSONValue;
+                        external: boolean;
+                        deadline: number;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
                     type: "submit_result_degraded";
                     data: {
                         step: number;
@@ -2180,6 +2265,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     } | {
                         seq: number;
                         kind: "tool_result";
+                        toolCallId: string;
+                        state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
+                    } | {
+                        seq: number;
+                        kind: "approval";
                         toolCallId: string;
                         state: "done" | "failed" | "idle" | "running" | "waiting-tools" | "verifying" | "revising";
                     };
@@ -2421,6 +2511,31 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/approvals": {
+        $post: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            } & {
+                json: {
+                    turnId: string;
+                    toolCallId: string;
+                    approved: boolean;
+                    reason?: string | undefined;
+                };
+            };
+            output: {
+                decided: true;
+                duplicate: boolean;
+                decision: "approved" | "rejected";
+                deadline: number | null;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/tool-results": {
         $post: {
             input: {
@@ -2595,6 +2710,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadline: string;
                     deadlineMs: number;
                     delivered: boolean;
+                    approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
                 }[];
                 usage: {
                     inputTokens: number;
@@ -2619,7 +2735,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 verification?: {
                     maxAttempts: number;
                     attemptsUsed: number;
-                    lastOutcome: "passed" | "rejected" | "system_error" | null;
+                    lastOutcome: "rejected" | "passed" | "system_error" | null;
                     lastAttemptAt: string | null;
                     lastCandidateHash: string | null;
                     retryAt: string | null;

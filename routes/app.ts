@@ -37,6 +37,7 @@ import { streamSessionRoutes } from "./stream-session.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { agentDeleteRoutes } from "./agent-delete.ts";
 import { toolResultRoutes } from "./tool-results.ts";
+import { approvalRoutes } from "./approvals.ts";
 import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -111,6 +112,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", healthRoutes(rt))
     .route("/", agentRoutes(rt))
     .route("/", toolResultRoutes(rt))
+    .route("/", approvalRoutes(rt))
     .route("/", eventRoutes(rt))
     .route("/", machineRoutes(rt))
     .route("/", watchdogRoutes(rt))

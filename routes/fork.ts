@@ -11,7 +11,9 @@
  *   :atEventId` of the source, and a replay of the fork's log reproduces
  *   its head.
  * - Tool calls pending at the fork point are pending in the fork, so a
- *   delivered result (or the worker, for in-process ones) moves it on.
+ *   delivered result (or the worker, for in-process ones) moves it on. A
+ *   call that waited for a person's approval there waits for one again: the
+ *   fork's approval is its own (store invariant `first-decision-wins`).
  * - An in-process call pending at the fork point may already have run in the
  *   source (its result not yet committed): the fork never runs it again
  *   under the same id unless its tool is `retrySafe` or the request asks for
@@ -30,7 +32,7 @@ import { ForkCreated, ForkRequest } from "./debug-schemas.ts";
 import { AgentParams, agentState } from "./schemas.ts";
 import { historyOrProblem } from "./history.ts";
 import { assertAgentAccess } from "./auth.ts";
-import type { InboxTask } from "../store/types.ts";
+import type { InboxTask, ToolCallApproval } from "../store/types.ts";
 
 /** States in which a worker has work without mail. */
 const WORKING = new Set(["running", "verifying", "revising"]);
@@ -72,7 +74,7 @@ export function forkRoutes(rt: RouteRuntime) {
     const turnId = point.activeTurnId;
     let currentTask: InboxTask | null = null;
     let input: unknown;
-    const toolCalls: Array<{ turnId: string; toolCallId: string; name: string; args: unknown; external: boolean; deadline: number }> = [];
+    const toolCalls: Array<{ turnId: string; toolCallId: string; name: string; args: unknown; external: boolean; deadline: number; approval?: ToolCallApproval }> = [];
     if (turnId !== null) {
       const enq = events.find((e) => e.type === "task_enqueued" && e.turnId === turnId);
       const options = (enq?.data.options ?? {}) as InboxTask["options"];
@@ -83,7 +85,9 @@ export function forkRoutes(rt: RouteRuntime) {
         const rec = records.get(toolCallId);
         // The call's time budget, from the record when there is one, restarts at the fork.
         const budget = rec ? rec.deadline - rec.recordedAt : p.deadline - point.event.at;
-        toolCalls.push({ turnId, toolCallId, name: p.name, args: p.args, external: p.external, deadline: now + Math.max(0, budget) });
+        // A call that waited for approval at the fork point waits again: the fork's approval is its own.
+        const approval = p.approval ? { approval: { status: "pending" as const, runMs: Math.max(1, rec?.approval?.runMs ?? budget) } } : {};
+        toolCalls.push({ turnId, toolCallId, name: p.name, args: p.args, external: p.external, deadline: now + Math.max(0, budget), ...approval });
       }
     }
     const inProcessPending = toolCalls.some((t) => !t.external);

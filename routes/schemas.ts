@@ -258,6 +258,10 @@ export const AgentView = z.object({
       "True once the store accepted a result for the call (`POST …/tool-results`, or the watchdog's timeout) that the " +
         "worker has not applied yet: do not deliver it again",
     ),
+    approval: z.enum(["pending", "approved", "rejected", "timeout"]).optional().describe(
+      "Present when the call needs a person's approval (`needsApproval`): `pending` until `POST …/approvals` decides it " +
+        "(or its approval deadline passes: `timeout`)",
+    ),
   })),
   output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
   error: z.object({ reason: z.string(), message: z.string() }).optional()

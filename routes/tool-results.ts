@@ -13,7 +13,9 @@
  * result after the watchdog's timeout, is 409 `already_resolved` with
  * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
- * cancelled) is 409 `turn_finished`.
+ * cancelled) is 409 `turn_finished`; a call that waits for a person's
+ * approval (routes/approvals.ts) is 409 `approval_pending` and changes
+ * nothing (store invariant `approval-before-result`).
  *
  * Contracts: the result is checked against the tool's contract before it is
  * delivered (routes/tool-contract.ts); the answer says how that went in
@@ -39,7 +41,7 @@ const deliverToolResult = defineRoute({
   },
 }, [
   "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "delegated_call", "already_resolved",
-  "turn_finished",
+  "turn_finished", "approval_pending",
 ], { verb: "deliver", signable: true });
 
 export function toolResultRoutes(rt: RouteRuntime) {
@@ -84,6 +86,13 @@ export function toolResultRoutes(rt: RouteRuntime) {
         );
       case "turn_finished":
         throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
+      case "approval_pending":
+      case "not_due":
+        // `not_due` answers only the watchdog; an HTTP delivery never sees it.
+        throw new ProblemError(
+          "approval_pending",
+          `Tool call "${body.toolCallId}" waits for a person's approval (POST /v1/agents/${agentId}/approvals); no result is taken before it`,
+        );
     }
   });
 }

@@ -35,6 +35,7 @@ import * as turnProtocol from "./memory/turn-protocol.ts";
 import * as reads from "./memory/reads.ts";
 import * as lifecycle from "./memory/lifecycle.ts";
 import * as sideStores from "./memory/side-stores.ts";
+import * as approvals from "./memory/approvals.ts";
 import { processLive } from "./live.ts";
 
 export { utf8Length };
@@ -148,6 +149,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ...bind(s, reads),
     ...bind(s, lifecycle),
     ...bind(s, sideStores),
+    ...bind(s, approvals),
   };
   importers.set(store, (rec) => importAgent(s, rec));
   Object.defineProperty(store, STATE, { value: () => stateOf(s), enumerable: true });

@@ -15,6 +15,7 @@
  *   applied by the commit and stated here.
  * - `SideStores`: records beside the agents' own: verdicts, delivery dedup,
  *   rate limits, target leases, the tool registry, forks, definition sets.
+ * - `Approvals`: a person's decision on a tool call that needs approval.
  *
  * Every invariant has a name, written as a heading `## <name>` in this file;
  * code, tests and docs cite it by that name (store invariant `fencing`),
@@ -98,7 +99,11 @@ export type DeliverToolResultResult =
   | { status: "delegated_call" }
   | { status: "agent_not_found" }
   | { status: "unknown_call" }
-  | { status: "turn_finished" };
+  | { status: "turn_finished" }
+  /** The call waits for a person's approval (invariant `approval-before-result`): nothing changed. */
+  | { status: "approval_pending" }
+  /** The watchdog's timeout of an approved call whose new deadline has not passed (invariant `approval-before-result`). */
+  | { status: "not_due" };
 
 /** How a resolved call was resolved: by the watchdog's timeout, or by a result. */
 export type ResolvedBy = "timeout" | "result";
@@ -932,8 +937,75 @@ export interface DefinitionSets {
 /** Records beside the agents' own (each part states its invariants). */
 export interface SideStores extends Verdicts, DeliveryDedup, RateLimits, TargetLeases, ToolRegistry, Forks, DefinitionSets {}
 
+// ------------------------------------------------------------------ approvals
+
+/** A decision on a call that waits for approval (invariant `first-decision-wins`). */
+export interface DecideApprovalRequest {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
+  /** `timeout`: the watchdog's, refused (`not_due`) before the approval's deadline. */
+  decision: "approved" | "rejected" | "timeout";
+  /** Why; a rejection's reason reaches the model in its tool error. At most 2 000 characters are kept. */
+  reason?: string;
+  now: number;
+}
+
+export type DecideApprovalResult =
+  /** This decision is the first: stored and mailed to the agent. */
+  | { status: "decided"; record: ToolCallRecord }
+  /** The same decision was stored before: nothing changed. */
+  | { status: "duplicate"; record: ToolCallRecord }
+  /** Another decision was stored before (`record.approval.status` says which): nothing changed. */
+  | { status: "conflict"; record: ToolCallRecord }
+  /** The call needs no approval. */
+  | { status: "not_awaiting_approval" }
+  /** A timeout before the approval's deadline. */
+  | { status: "not_due" }
+  | { status: "agent_not_found" }
+  | { status: "unknown_call" }
+  | { status: "turn_finished" };
+
+/**
+ * Approvals: a person decides whether a tool call that needs approval
+ * (tools/define.ts `needsApproval`) runs. The call is recorded by the commit
+ * of its step with `approval: { status: "pending", runMs }` and, while the
+ * approval is pending, with the approval's deadline as its `deadline` (the
+ * due index holds that deadline, so the watchdog ends an approval nobody
+ * decided exactly then).
+ *
+ * ## first-decision-wins
+ * `decideApproval` is first-wins per (agent, turn, toolCallId). The first
+ * decision on a pending approval is stored in the call's `approval`
+ * (`status`, `decidedAt`, `reason`), logs `approval_decided` and mails the
+ * agent (the bell rings, invariant `inbox-is-truth`): `approved` moves the
+ * call's deadline (and its due-index entry) to `now + runMs` and mails
+ * `approval`; `rejected` and `timeout` resolve the call with the error
+ * outcome `approval_rejected` / `approval_timeout` (the reason in its
+ * message and metadata; source `approval` / `watchdog`), log
+ * `tool_result_received` and mail it as a tool result, exactly as a
+ * delivery would. The same decision again answers `duplicate`, another one
+ * `conflict`; both answer the stored record and change nothing. A timeout
+ * before the call's deadline answers `not_due`; a call without `approval`
+ * answers `not_awaiting_approval`; an undecided call of a turn that is no
+ * longer active answers `turn_finished`. All of it changes nothing.
+ *
+ * ## approval-before-result
+ * No delivery resolves a call whose approval is pending: `deliverToolResult`
+ * answers `approval_pending` and changes nothing, whatever the source (the
+ * watchdog ends such a call with `decideApproval`'s `timeout`). A watchdog
+ * timeout of an approved call whose deadline (moved by the approval) has
+ * not passed answers `not_due` and changes nothing. (An in-process call's
+ * own result comes with the worker's commit, which the worker makes only
+ * for a call it read as approved: actors/steps/approvals.ts.)
+ */
+export interface Approvals {
+  /** Decides a call's approval, first decision wins (invariant `first-decision-wins`). */
+  decideApproval(req: DecideApprovalRequest): Promise<DecideApprovalResult>;
+}
+
 /** The whole port: its sections (and their invariants) above. */
-export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores {
+export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores, Approvals {
   readonly kind: "memory" | "redis" | "upstash";
   /**
    * Optional: the live channel (store/live.ts) on which model deltas and

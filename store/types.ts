@@ -76,10 +76,19 @@ export type MailItem =
    * `turnId`: the turn the cancel was accepted for (absent only in mail
    * written before cancels named their turn).
    */
-  | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string };
+  | { kind: "cancel"; seq: number; at: number; reason: string; turnId?: string }
+  /**
+   * A person approved a call that waited for approval (store/port.ts invariant
+   * `first-decision-wins`): the worker may now run it (in-process) or wait for
+   * its result (external). `deadline`: the call's deadline from the decision on.
+   */
+  | { kind: "approval"; seq: number; at: number; turnId: string; toolCallId: string; deadline: number };
 
-/** `delegation`: a child agent's result delivered to its parent (actors/delegation/delegation.ts). */
-export type ToolResultSource = "http" | "watchdog" | "inline" | "delegation";
+/**
+ * `delegation`: a child agent's result delivered to its parent (actors/delegation/delegation.ts);
+ * `approval`: the error outcome of a rejected approval (store/port.ts invariant `first-decision-wins`).
+ */
+export type ToolResultSource = "http" | "watchdog" | "inline" | "delegation" | "approval";
 
 /** The per-agent head record: small, compared-and-set on every commit. */
 export interface AgentHead {
@@ -135,4 +144,23 @@ export interface ToolCallRecord {
   delegated?: boolean;
   /** The contract check of the result (store/port.ts invariant `contract-validation`); set once resolved. */
   contractValidation?: ContractValidation;
+  /**
+   * Set on a call that needs a person's approval before it runs (tools/define.ts `needsApproval`;
+   * store/port.ts invariant `first-decision-wins`). While it is pending, `deadline` is the
+   * approval's deadline.
+   */
+  approval?: ToolCallApproval;
 }
+
+/** The approval of one tool call (store/port.ts invariant `first-decision-wins`). */
+export interface ToolCallApproval {
+  /** `pending` until the first decision; every other status is final. */
+  status: ApprovalStatus;
+  /** How long the call may take once approved (ms): the decision moves its deadline to `decidedAt + runMs`. */
+  runMs: number;
+  decidedAt?: number;
+  /** The reason given with the decision (a rejection's reaches the model). */
+  reason?: string;
+}
+
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "timeout";

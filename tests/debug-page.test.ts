@@ -4,7 +4,8 @@
  * the token form, the agent list, the live statechart following a turn
  * (`data-active` equals `GET /v1/agents/:id`'s state while the turn runs and
  * after it ends), time travel, delivering a pending tool result from its
- * form, fork from an event and opening the fork; and the page opened
+ * form, approving and rejecting a call that needs approval from the
+ * pending-calls panel (Approve / Reject, `data-approval-for`), fork from an event and opening the fork; and the page opened
  * straight at `/debug/agents/:id` on a server without auth, following a
  * turn to its end; the work shown (the verdicts panel per turn and timeline
  * rows that lead with the meaning), a statechart whose edge labels do not
@@ -140,6 +141,37 @@ describe("debugger page (Chromium)", () => {
     // Nothing left the origin, and the token never entered a URL.
     expect(foreign).toEqual([]);
     expect(urls.filter((u) => u.includes(TOKEN))).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("approves and rejects a call that needs approval from the pending-calls panel (POST …/approvals)", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${server.base}/debug`);
+    await page.locator('[data-testid="token-form"] input').fill(TOKEN);
+    await page.locator('[data-testid="token-form"] button').click();
+    await page.locator("table.agents").waitFor();
+    for (const [agentId, button] of [["pay-yes", "approve"], ["pay-no", "reject"]] as const) {
+      expect((await server.call("POST", `/v1/agents/${agentId}/tasks`, { agent: "payer", input: "Pay 40" })).status).toBe(202);
+      await page.goto(`${server.base}/debug/agents/${agentId}`);
+      await expectLive(page, agentId, "waiting-tools");
+      const call = (await server.call("GET", `/v1/agents/${agentId}`)).body.pendingToolCalls[0];
+      expect(call.approval).toBe("pending");
+      const panel = page.locator(`[data-approval-for="${call.toolCallId}"]`);
+      await panel.waitFor();
+      if (button === "reject") await panel.locator('input[name="reason"]').fill("not this month");
+      else await page.screenshot({ path: "/tmp/debug-approval.png" });
+      await panel.locator(`[data-testid="${button}"]`).click();
+      await expectLive(page, agentId, "done");
+      const after = (await server.call("GET", `/v1/agents/${agentId}`)).body;
+      if (button === "approve") expect(after.output).toContain("40");
+      else expect(after.output).toMatch(/approval_rejected.*not this month/);
+      await page.locator('[data-event-type="approval_decided"]').first().waitFor();
+    }
+    // Approved ran once; rejected never ran.
+    expect(server.payments()).toEqual([40]);
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

@@ -76,7 +76,8 @@ describe("defineTool and agentTool refuse unknown keys", () => {
     expectUnknown(() => tool({ retrySafee: true }), "retrySafee", "retrySafe");
     expectUnknown(() => tool({ timeout: 5 }), "timeout", "timeoutMs");
     expectUnknown(() => tool({ retries: 2 }), "retries");
-    expect(refused(() => tool({ retries: 2 })).message).toMatch(/it takes name, description, .*retrySafe$/);
+    expect(refused(() => tool({ retries: 2 })).message).toMatch(/it takes name, description, .*retrySafe, needsApproval, approvalTimeoutMs$/);
+    expectUnknown(() => tool({ needsAproval: true }), "needsAproval", "needsApproval");
     expectUnknown(() => tool({ Deliverable: { type: "object", required: ["x"] } }), "Deliverable", "deliverable");
     const t = tool({ retrySafe: true });
     expect(defineTool({ ...t, name: "t2" }).retrySafe).toBe(true);

@@ -8,7 +8,8 @@
  * tools, deliveries, watchdog timeouts, verifier passes, rejections and
  * errors, cancels, resets, failing claims), one run for each transition of
  * the machine, and a run over HTTP with a guardian, an `afterAttempt` hook,
- * a queued task cancelled and a fork. The types the runs produce are
+ * a queued task cancelled and a fork, and tool calls that need approval
+ * (approved, rejected, timed out). The types the runs produce are
  * counted: a catalogued type no run produces is listed in `NOT_DRIVEN` with
  * the test that writes it, so a new type shows up here either way.
  */
@@ -197,6 +198,41 @@ async function httpRun(): Promise<StoredEventRecord[]> {
   return [...await read("a1"), ...await read("f1")];
 }
 
+/** Tool calls that need approval: one approved (in-process), one rejected, one left to time out (external). */
+async function approvalRun(): Promise<StoredEventRecord[]> {
+  const pay = defineTool({ name: "pay", description: "pay", parameters: z.object({ n: z.number() }), needsApproval: true, execute: ({ n }) => n });
+  const wire = defineTool({ name: "wire", description: "wire", parameters: z.object({ n: z.number() }), needsApproval: () => true, approvalTimeoutMs: 1 });
+  const agent = defineAgent({
+    name: "payer",
+    instructions: "",
+    model: scriptedModel((ctx) =>
+      ctx.step === 1
+        ? { toolCalls: [{ name: ctx.agentId === "late" ? "wire" : "pay", args: { n: 1 } }] }
+        : { toolCalls: [{ name: "submit_result", args: { result: "ok" } }] }
+    ),
+    tools: [pay, wire],
+  });
+  const store = memoryStore();
+  const gh = createGatehouse({ agents: [agent], store });
+  const post = (path: string, body: unknown) =>
+    gh.fetch(new Request(`http://gh.test${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+  const out: StoredEventRecord[] = [];
+  for (const [id, approved] of [["yes", true], ["no", false], ["late", null]] as const) {
+    const turnId = (await (await post(`/v1/agents/${id}/tasks`, { agent: "payer", input: "go" })).json()).turnId;
+    await gh.drain();
+    const [call] = (await store.getToolCalls(id, turnId)).filter((r) => r.approval);
+    if (approved !== null) expect((await post(`/v1/agents/${id}/approvals`, { turnId, toolCallId: call.toolCallId, approved, reason: "r" })).status).toBe(200);
+    else {
+      await new Promise((r) => setTimeout(r, 5));
+      expect((await gh.tick()).timedOut).toBe(1);
+    }
+    await gh.drain();
+    out.push(...await store.readEvents(id, 0, 1000));
+  }
+  await gh.close();
+  return out;
+}
+
 describe("the event catalogue", () => {
   it("has a schema for every event the runtime writes (host paths, gate with guardian and hook, cancel, fork, registry, delegation, spend limits, memory)", async () => {
     const seen = new Set<string>();
@@ -220,6 +256,9 @@ describe("the event catalogue", () => {
     const team = await teamRun();
     for (const e of team) seen.add(e.type);
     bad.push(...failures(team, "registry, delegation, spend limits, memory"));
+    const approvals = await approvalRun();
+    for (const e of approvals) seen.add(e.type);
+    bad.push(...failures(approvals, "approvals"));
     expect(bad).toEqual([]);
     expect(scenarios.length).toBeGreaterThan(10);
 

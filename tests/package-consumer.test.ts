@@ -410,7 +410,7 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
     }
     expect(up, s.err()).toBe(true);
     expect(s.out()).toContain('"msg":"gatehouse listening"');
-    expect(s.out()).toContain('"agents":["concierge"]');
+    expect(s.out()).toContain('"agents":["cashier","concierge"]');
     const lines = bash(session!.replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`));
     expect(lines[0]).toMatch(/^\{"agentId":"alice","turnId":"turn_[0-9a-f]+","duplicate":false\}$/);
     expect(lines.slice(2)).toEqual([
@@ -419,6 +419,12 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
       '{"accepted":true,"duplicate":true,"contract":{"passed":true,"mismatch":null}}',
       '"state":"done"',
       '"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}',
+      '"state":"waiting-tools"',
+      '"name":"send_payout"',
+      '"approval":"pending"',
+      '"decided":true,"duplicate":false,"decision":"approved"',
+      '"state":"done"',
+      '"output":{"status":"paid","to":"Dana","amount":40,"currency":"EUR"}',
     ]);
     s.child.kill("SIGTERM");
     expect(await s.exited).toBe(0);
@@ -490,7 +496,7 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
       await new Promise((r) => setTimeout(r, 100));
       agents = /"agents":\[[^\]]*\]/.exec(s.out())?.[0];
     }
-    expect(agents, s.err()).toBe('"agents":["concierge"]');
+    expect(agents, s.err()).toBe('"agents":["cashier","concierge"]');
     s.child.kill("SIGTERM");
     expect(await s.exited).toBe(0);
   }, 30_000);
@@ -503,7 +509,7 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
       await new Promise((r) => setTimeout(r, 100));
       agents = /"agents":\[[^\]]*\]/.exec(s.out())?.[0];
     }
-    expect(agents, s.err()).toBe('"agents":["concierge","summarizer"]');
+    expect(agents, s.err()).toBe('"agents":["concierge","summarizer","cashier"]');
     s.child.kill("SIGTERM");
     expect(await s.exited).toBe(0);
     expect(existsSync(join(jsDir, "node_modules", pkg.name, "dist/examples/demo.js"))).toBe(true);

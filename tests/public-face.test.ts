@@ -154,6 +154,7 @@ describe("route access declared with each route", () => {
       if (method === "POST" && rest === "/cancel") return { verb: "cancel", agentId, global: false, signable: true };
       if (method === "POST" && rest === "/events/session") return { verb: "read", agentId, global: false, signable: false };
       if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
+      if (method === "POST" && rest === "/approvals") return { verb: "approve", agentId, global: false, signable: false };
       if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
       return { verb: "admin", agentId, global: false, signable: false };
     }

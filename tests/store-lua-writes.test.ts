@@ -54,6 +54,7 @@ describe("store scripts: checks before writes", () => {
       "claim_next.lua claim_agent",
       "commit.lua main",
       "create_fork.lua main",
+      "decide_approval.lua main",
       "delete_agent.lua main",
       "deliver_tool_result.lua main",
       "delivery.lua main",

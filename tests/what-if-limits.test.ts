@@ -105,7 +105,7 @@ describe.each(stores)("what-if limits on the %s store", (_name, makeStore) => {
     expect(auth?.tokens).toEqual([{ token: REPLAYER, verbs: ["replay"] }]);
     expect(() => createGatehouse({ agents: [idle()], store: memoryStore(), auth: auth! })).not.toThrow();
     expect(() => createGatehouse({ agents: [idle()], store: memoryStore(), auth: { tokens: [{ token: REPLAYER, verbs: ["replays" as "replay"] }] } }))
-      .toThrow(/read, enqueue, deliver, cancel, replay, admin/);
+      .toThrow(/read, enqueue, deliver, cancel, approve, replay, admin/);
   });
 
   it("judges at most 20 candidates per request by default; nextAfter judges the rest", async () => {

@@ -96,6 +96,31 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    * crash points".
    */
   retrySafe?: boolean;
+  /**
+   * A person decides whether each call runs: `true` for every call, or a
+   * predicate of the call's arguments (after defaults and fixed values) that
+   * answers whether this call needs it (a predicate that throws asks). The
+   * call is logged as `approval_requested`, listed in the agent view with
+   * `approval: "pending"`, and waits (state `waiting-tools`) for
+   * `POST /v1/agents/:agentId/approvals`: approved, it runs (in-process) or
+   * takes its result (external); rejected or not decided in time, the model
+   * sees the tool error `approval_rejected` (with the reason) or
+   * `approval_timeout`. See docs/architecture.md, "Approvals".
+   */
+  needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>);
+  /**
+   * How long a call waits for the decision (ms); default: the call's own
+   * resume deadline (`timeoutMs`). Approved, the call then has its full
+   * `timeoutMs` again.
+   */
+  approvalTimeoutMs?: number;
+}
+
+/** What a `needsApproval` predicate learns about the call. */
+export interface ApprovalContext {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolConfig<S> {
@@ -177,6 +202,8 @@ export const TOOL_KEYS: readonly string[] = Object.keys(
     preconditions: true,
     inputSchema: true,
     retrySafe: true,
+    needsApproval: true,
+    approvalTimeoutMs: true,
   } satisfies Record<keyof ToolConfig, true>,
 );
 const TOOL_DEFINITION_KEYS = ["kind", "external"] as const;
@@ -241,6 +268,12 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
       `Tool "${config.name}": retrySafe applies to tools with execute; an external tool's result is stored when it is delivered`,
       { key: "retrySafe" },
     );
+  }
+  if (config.needsApproval !== undefined && typeof config.needsApproval !== "boolean" && typeof config.needsApproval !== "function") {
+    throw new DefinitionError(`Tool "${config.name}": needsApproval must be true, false or a function of the call's arguments`, { key: "needsApproval" });
+  }
+  if (config.approvalTimeoutMs !== undefined && (!Number.isInteger(config.approvalTimeoutMs) || config.approvalTimeoutMs <= 0)) {
+    throw new DefinitionError(`Tool "${config.name}": approvalTimeoutMs must be a positive integer`, { key: "approvalTimeoutMs" });
   }
   for (const k of ["resultRequired", "preconditions", "retrySafe"] as const) {
     if (config[k] !== undefined && typeof config[k] !== "boolean") {

@@ -152,7 +152,7 @@ export class CommitBuffer implements CommitSink {
   withdrawToolCalls(): void {
     this.#recordToolCalls = [];
     this.#delegationsRecorded = false;
-    this.#events = this.#events.filter((e) => e.type !== "delegation_started");
+    this.#events = this.#events.filter((e) => e.type !== "delegation_started" && e.type !== "approval_requested");
   }
 
   /**

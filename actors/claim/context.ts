@@ -187,6 +187,11 @@ export interface ClaimContext {
   readonly lease: LeaseKeeper;
   /** Number of the last `transition` event this claim logged. */
   transitionSeq: number;
+  /**
+   * Pending calls of the turn a person approved, with their deadline from the approval on
+   * (actors/steps/approvals.ts): from this claim's `approval` mail and the store's records.
+   */
+  readonly approved: Map<string, number>;
 }
 
 /** The actor's current state and context. */
@@ -247,8 +252,8 @@ export interface CommitSink {
   /** Notes a child to cancel once the commit applied. */
   abandon(child: AbandonedChild): void;
   /**
-   * Drops the calls this commit would record, with their delegation notes and `delegation_started`
-   * events: a turn that crossed its spend limit never dispatches what its last step asked for.
+   * Drops the calls this commit would record, with their delegation notes and their `delegation_started` and
+   * `approval_requested` events: a turn that crossed its spend limit never dispatches what its last step asked for.
    */
   withdrawToolCalls(): void;
 }

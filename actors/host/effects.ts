@@ -33,6 +33,7 @@ import { delegationPollAt } from "../delegation/claim-hooks.ts";
 import { type Budget, budgetSpent } from "../spend/budget.ts";
 import { enforceSpendLimit } from "../spend/guard.ts";
 import { applyEvent } from "../steps/apply-event.ts";
+import { awaitsApproval } from "../steps/approvals.ts";
 import { modelStep } from "../steps/model-step.ts";
 import { runInProcessTools } from "../steps/tool-runner.ts";
 import { verifyStep } from "../steps/verify-step.ts";
@@ -135,7 +136,8 @@ function needsMe(ctx: ClaimContext): Need {
   const { value, context } = snap(ctx);
   if (value === "running" || value === "revising") return { yes: true };
   if (value === "waiting-tools") {
-    if (Object.values(context.pending).some((p) => !p.external)) return { yes: true };
+    // In-process calls to run; a call that waits for a person's approval is not one (actors/steps/approvals.ts).
+    if (Object.entries(context.pending).some(([id, p]) => !p.external && !awaitsApproval(ctx, id, p))) return { yes: true };
     // Waiting on a child: come back now and then to re-dispatch and pull (actors/delegation/delegation.ts, 5.).
     return { yes: false, runnableAt: delegationPollAt(ctx, context) };
   }

@@ -11,6 +11,8 @@
  *   turn (a worker died after starting it) or any turn.
  * - A cancel applies only to the turn it was accepted for, never to another
  *   one; mail that fits no waiting call or turn is logged as `mail_ignored`.
+ * - An `approval` mail lets the approved call run in this claim (actors/steps/approvals.ts);
+ *   it changes no snapshot.
  * - A tool result of a delegation call carries what the child spent
  *   (actors/delegation/claim-hooks.ts), so the parent's spend includes it.
  */
@@ -22,6 +24,7 @@ import type { ClaimContext } from "../claim/context.ts";
 import { IN_TURN, snap } from "../claim/context.ts";
 import { delegatedUsage } from "../delegation/claim-hooks.ts";
 import { applyEvent } from "../steps/apply-event.ts";
+import { loadApprovals } from "../steps/approvals.ts";
 import { completionToolOf } from "../steps/tool-specs.ts";
 
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
@@ -57,8 +60,11 @@ export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
   for (const m of claim.mail) {
     ctx.commit.ackMail(m.seq);
     if (m.kind === "cancel") applyCancel(ctx, m, startedHere ? turnAtClaim : undefined);
+    else if (m.kind === "approval") applyApproval(ctx, m);
     else await applyToolResult(ctx, m);
   }
+  const { value, context } = snap(ctx);
+  await loadApprovals(ctx, value, context);
   return startedHere;
 }
 
@@ -81,8 +87,18 @@ function applyCancel(ctx: ClaimContext, m: Extract<Mail, { kind: "cancel" }>, tu
   }
 }
 
+/** A person approved a call the turn waits on (actors/steps/approvals.ts): it may run now; any other is logged as ignored. */
+function applyApproval(ctx: ClaimContext, m: Extract<Mail, { kind: "approval" }>): void {
+  const { value, context } = snap(ctx);
+  if (value === "waiting-tools" && m.turnId === context.turnId && context.pending[m.toolCallId]?.approval) {
+    ctx.approved.set(m.toolCallId, m.deadline);
+  } else {
+    ctx.commit.emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
+  }
+}
+
 /** A tool result for a call the turn waits on; any other is logged as ignored. */
-async function applyToolResult(ctx: ClaimContext, m: Exclude<Mail, { kind: "cancel" }>): Promise<void> {
+async function applyToolResult(ctx: ClaimContext, m: Extract<Mail, { kind: "tool_result" }>): Promise<void> {
   const { value, context } = snap(ctx);
   if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
     const callName = context.pending[m.toolCallId].name;

@@ -131,6 +131,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
     commit: buffer,
     lease,
     transitionSeq: 0,
+    approved: new Map(),
   };
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;

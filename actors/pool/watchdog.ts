@@ -8,6 +8,12 @@
  * `turnFinished`). It is the one source that may also resolve in-process
  * calls: a tool that never returns still ends in a timeout.
  *
+ * A call that waits for a person's approval is ended through `decideApproval`
+ * (`timeout`, the tool error `approval_timeout`) once the store refused its
+ * timeout with `approval_pending` (store invariant `approval-before-result`);
+ * an approved call whose moved deadline has not come (`not_due`: approved
+ * after this tick read the index) is left where the approval put it.
+ *
  * Nothing can stop it. The due index is read oldest first, so a record that
  * stays due would be offered ahead of every other one at every tick; the
  * watchdog therefore never leaves a record it could not time out where it was:
@@ -77,9 +83,25 @@ export async function watchdogTick(
       await skip(d, now + retryMs, `error: ${(err as Error)?.message ?? String(err)}`.slice(0, 500));
       continue;
     }
+    if (status === "approval_pending") {
+      // Nobody decided before the approval's deadline: the store ends the wait (invariant `first-decision-wins`).
+      try {
+        status = (await store.decideApproval({ ...d, decision: "timeout", now })).status;
+      } catch (err) {
+        await skip(d, now + retryMs, `error: ${(err as Error)?.message ?? String(err)}`.slice(0, 500));
+        continue;
+      }
+      if (status === "decided") status = "accepted";
+    }
     if (status === "accepted") {
       out.timedOut++;
       opts.logger?.info("watchdog_timeout", { agentId: d.agentId, turnId: d.turnId, toolCallId: d.toolCallId });
+      continue;
+    }
+    // Approved after this tick read the index: the approval moved the record's deadline, and it stays there.
+    if (status === "not_due") continue;
+    if (status === "conflict") {
+      out.alreadyResolved++;
       continue;
     }
     if (status === "duplicate" || status === "already_resolved") out.alreadyResolved++;

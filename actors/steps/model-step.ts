@@ -18,6 +18,8 @@
  *   refused precondition, bad arguments, a delegation past the nesting bound)
  *   runs in process, where the tool runner answers it
  *   (actors/steps/tool-runner.ts).
+ * - A call whose tool needs a person's approval is recorded with its pending
+ *   approval and logged as `approval_requested` (actors/steps/approvals.ts).
  * - A call of an agent tool is recorded like an external call, marked
  *   `delegated`; the child's task is enqueued only after that commit applied
  *   (actors/delegation/delegation.ts).
@@ -42,6 +44,7 @@ import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
 import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
 import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { agentToolSpecs } from "./tool-specs.ts";
+import { askApprovals } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 import { DeltaBatcher } from "../../store/live.ts";
 
@@ -67,7 +70,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
     return;
   }
   const now = clock.now();
-  const calls = toolCallsOf(ctx, res, tId, step, now);
+  const { calls, runMs } = await askApprovals(ctx, toolCallsOf(ctx, res, tId, step, now), tId, now);
   const usage = {
     inputTokens: Math.max(0, Math.trunc(res.usage?.inputTokens ?? 0)),
     outputTokens: Math.max(0, Math.trunc(res.usage?.outputTokens ?? 0)),
@@ -77,7 +80,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
   emit("step", { phase: "planning", step, text });
   for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
   const kind = classifyStep(calls, context.config);
-  if (kind === "tools") await recordCalls(ctx, calls, tId, step);
+  if (kind === "tools") await recordCalls(ctx, calls, tId, step, runMs);
   const completion = completionCall(calls, context.config);
   if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
   if (completion?.name === SUBMIT_RESULT && kind === "submit") {
@@ -165,7 +168,7 @@ function toolCallsOf(ctx: ClaimContext, res: ModelResponse, tId: string, step: n
 }
 
 /** Records the step's calls with the next commit (before any is dispatched) and announces delegations. */
-async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: string, step: number): Promise<void> {
+async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: string, step: number, runMs: ReadonlyMap<string, number>): Promise<void> {
   const { agent, agentId } = ctx;
   const { depth } = ctx.delegation;
   const emit = ctx.commit.emit;
@@ -174,8 +177,10 @@ async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: strin
     ctx.commit.recordCall({
       turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
       ...(delegated ? { delegated: true } : {}),
+      ...(c.approval ? { approval: { status: "pending" as const, runMs: runMs.get(c.id)! } } : {}),
     }, delegated);
     emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+    if (c.approval) emit("approval_requested", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
     const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
     if (delegate) {
       const childId = await childAgentId(agentId, tId, c.id, c.name);

@@ -28,6 +28,8 @@
  *   kept result is applied and committed instead (`tool_result_kept` is
  *   logged). A tool runs at most once per call in one living process, as long
  *   as the bound of kept results is not passed.
+ * - A call that waits for a person's approval does not run until the store's
+ *   record says approved (actors/steps/approvals.ts).
  * - The tool registry hears of every successful call (actors/registry/claim-view.ts);
  *   a registry failure is logged and never fails the turn.
  * - A handoff call (agents/handoff.ts) is answered by actors/steps/handoff.ts, not by a tool; its
@@ -50,6 +52,7 @@ import { type ClaimContext, snap } from "../claim/context.ts";
 import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
 import { offeredToolNames } from "./tool-specs.ts";
 import { handoffOutcome, handoffSwitch } from "./handoff.ts";
+import { awaitsApproval } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
 type Executed = { outcome: Outcome; afterExecution: AfterExecution };
@@ -68,7 +71,8 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
   const { clock } = ctx.deps;
   const emit = ctx.commit.emit;
   const tId = context.turnId!;
-  const todo = Object.entries(context.pending).filter(([, p]) => !p.external);
+  // A call that waits for a person's approval does not run (actors/steps/approvals.ts).
+  const todo = Object.entries(context.pending).filter(([id, p]) => !p.external && !awaitsApproval(ctx, id, p));
   const kept = ctx.deps.keptResults;
   const results = await Promise.all(todo.map(async ([id, p]) => {
     const started = clock.now();
@@ -105,8 +109,8 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
   }
   for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);
   const now = clock.now();
-  return !handedOff && todo.length > 0 && todo.every(([, p]) =>
-    ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && p.deadline - now >= WATCHDOG_GRACE_MS
+  return !handedOff && todo.length > 0 && todo.every(([id, p]) =>
+    ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && (ctx.approved.get(id) ?? p.deadline) - now >= WATCHDOG_GRACE_MS
   );
 }
 

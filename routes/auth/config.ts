@@ -13,19 +13,20 @@
 
 /**
  * What a request does: read state, enqueue tasks, deliver tool results,
- * cancel, run an agent's verifier or guardians again over its recorded
+ * cancel, decide on tool calls that need a person's approval (`approve`:
+ * `POST .../approvals`), run an agent's verifier or guardians again over its recorded
  * candidates (`replay`: `POST .../what-if`, which spends verifier calls), or
  * operate (reset, watchdog, verdict log, forks).
  */
-export type AuthVerb = "read" | "enqueue" | "deliver" | "cancel" | "replay" | "admin";
-export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "cancel", "replay", "admin"];
+export type AuthVerb = "read" | "enqueue" | "deliver" | "cancel" | "approve" | "replay" | "admin";
+export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "cancel", "approve", "replay", "admin"];
 
 export interface ScopedToken {
   /** The secret (16 to 4096 visible ASCII characters). */
   token: string;
   /** Agent-id prefixes the token reaches (default `[""]`: every agent). */
   tenants?: string[];
-  /** Verbs the token may use (default: all six). */
+  /** Verbs the token may use (default: all seven). */
   verbs?: AuthVerb[];
 }
 

@@ -218,8 +218,9 @@ if n_rec > 0 then
     local id = ARGV[rec_at + 3 * i]
     fields[#fields + 1] = 'c:' .. id
     fields[#fields + 1] = ARGV[rec_at + 3 * i + 1]
-    -- Recording a call again starts it over as pending.
+    -- Recording a call again starts it over as pending (and undecided).
     stale[#stale + 1] = 'r:' .. id
+    stale[#stale + 1] = 'a:' .. id
     scores[#scores + 1] = ARGV[rec_at + 3 * i + 2]
     scores[#scores + 1] = member_prefix .. id
   end

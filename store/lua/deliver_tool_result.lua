@@ -27,10 +27,14 @@
     'not_external'  (an in-process call and a source other than the watchdog)
     'delegated_call'  (a delegated call and a source other than its child or the watchdog)
     'agent_not_found' | 'unknown_call' | 'turn_finished'
+    'approval_pending'  (the call waits for a person's approval; store/port.ts
+                        invariant `approval-before-result`)
+    'not_due'  (the watchdog, for an approved call whose moved deadline has not passed)
   A replayed delivery finds the call resolved and answers 'resolved'.
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include calls.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, calls, mail, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -45,8 +49,8 @@ local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq
 if not h then
   return 'agent_not_found'
 end
-local call = redis.call('HMGET', calls, 'c:' .. call_id, 'r:' .. call_id)
-local base, prior = call[1], call[2]
+local call = redis.call('HMGET', calls, 'c:' .. call_id, 'r:' .. call_id, 'a:' .. call_id)
+local base, prior, overlay = call[1], call[2], call[3]
 if not base then
   return 'unknown_call'
 end
@@ -60,10 +64,19 @@ if rec.delegated == true and source_flag == '0' then
   return 'delegated_call'
 end
 if prior then
-  return 'resolved ' .. string.sub(base, 1, -2) .. ',' .. string.sub(prior, 2)
+  return 'resolved ' .. merge_call(base, overlay, prior)
 end
 if h.activeTurnId ~= turn_json then
   return 'turn_finished'
+end
+-- Nothing resolves a call a person has not approved yet (invariant `approval-before-result`).
+if type(rec.approval) == 'table' then
+  if not overlay then
+    return 'approval_pending'
+  end
+  if may_answer_in_process and tonumber(cjson.decode(overlay).deadline) > tonumber(now_str) then
+    return 'not_due'
+  end
 end
 -- Numbers of the head are read before the first write: an unreadable head fails the call whole.
 local bad = check_numbers(h, { '_mailSeq', 'lastEventId' })
@@ -80,4 +93,4 @@ local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
 local last = append_events(events, last_event, turn_json, now_str, { event_tail })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last))
 set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)
-return 'accepted ' .. string.sub(base, 1, -2) .. ',' .. string.sub(resolution, 2)
+return 'accepted ' .. merge_call(base, overlay, resolution)

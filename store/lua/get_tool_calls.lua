@@ -6,27 +6,26 @@
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
+-- @include calls.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
 local calls = KEYS[1]
 
 local all = redis.call('HGETALL', calls)
-local res = {}
+local res, decided = {}, {}
 for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 'r:' then
+  local kind = string.sub(all[i], 1, 2)
+  if kind == 'r:' then
     res[string.sub(all[i], 3)] = all[i + 1]
+  elseif kind == 'a:' then
+    decided[string.sub(all[i], 3)] = all[i + 1]
   end
 end
 local out = {}
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 2) == 'c:' then
-    local base = string.sub(all[i + 1], 1, -2)
-    local r = res[string.sub(all[i], 3)]
-    if r then
-      out[#out + 1] = base .. ',' .. string.sub(r, 2)
-    else
-      out[#out + 1] = base .. ',"status":"pending"}'
-    end
+    local id = string.sub(all[i], 3)
+    out[#out + 1] = merge_call(all[i + 1], decided[id], res[id])
   end
 end
 return 'list ' .. json_list(out)

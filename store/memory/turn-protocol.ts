@@ -111,6 +111,9 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
     if (rec.delegated === true && req.source !== "delegation" && req.source !== "watchdog") return { status: "delegated_call" };
     if (rec.status === "resolved") return answerResolved(copy(rec), req);
     if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
+    // Invariant `approval-before-result`: nothing resolves a call a person has not approved yet.
+    if (rec.approval?.status === "pending") return { status: "approval_pending" };
+    if (rec.approval && req.source === "watchdog" && rec.deadline > req.now) return { status: "not_due" };
     const outcome = copy(req.outcome);
     const contractValidation = copy(req.contractValidation ?? notApplied());
     const resolved: ToolCallRecord = {

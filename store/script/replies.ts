@@ -24,6 +24,7 @@ export const REPLY = [
   "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
   "conversation", "checkpoint", "deleted", "agent_deleted",
+  "approval_pending", "not_due", "decided", "decided_before", "not_awaiting_approval",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -54,6 +55,9 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "deliver_tool_result":
       // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).
       return word === "accepted" || word === "resolved" ? { status: word, record: json() } : { status: word };
+    case "decide_approval":
+      // 'decided_before' is turned into duplicate / conflict by answerDecided (store/approvals.ts).
+      return word === "decided" || word === "decided_before" ? { status: word, record: json() } : { status: word };
     case "request_cancel":
       return word === "accepted" ? { status: word, turnId: json() } : { status: word };
     case "cancel_task":

@@ -137,7 +137,7 @@ export async function createFork(c: ScriptContext, req: CreateForkRequest): Prom
   for (const m of req.messages) args.push(j(m));
   if (turn !== null) {
     for (const c of req.toolCalls) {
-      args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now }), int(c.deadline, "deadline"));
+      args.push(c.toolCallId, j({ agentId: req.agentId, turnId: turn, toolCallId: c.toolCallId, name: c.name, args: c.args, external: c.external, deadline: c.deadline, recordedAt: req.now, ...(c.approval ? { approval: c.approval } : {}) }), int(c.deadline, "deadline"));
     }
   }
   return call(encodeCreateFork({

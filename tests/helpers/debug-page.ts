@@ -13,6 +13,11 @@
  * next; its output verifier rejects units that are not positive ("units must
  * be positive"), so a turn writes a NEEDS_CHANGES verdict (attempt 1 of 3)
  * and then a PASS one.
+ *
+ * The `payer` agent calls the in-process tool `pay`, which needs a person's
+ * approval (`needsApproval`): the call waits in `waiting-tools` with
+ * `approval: "pending"` until the page's Approve / Reject buttons decide it;
+ * `payments()` lists the amounts `pay` actually paid.
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
@@ -77,8 +82,23 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     model: scriptedModel(() => ({ toolCalls: [{ name: "transfer_to_invoicer", args: {} }] })),
     tools: [handoff(invoicer)],
   });
+  const paid: number[] = [];
+  const pay = defineTool({
+    name: "pay", description: "Pay an amount", parameters: z.object({ amount: z.number() }), needsApproval: true,
+    execute: ({ amount }) => (paid.push(amount), { paid: amount }),
+  });
+  const payer = defineAgent({
+    name: "payer",
+    instructions: "Pay what the task asks for.",
+    model: scriptedModel((ctx) => {
+      if (ctx.step === 1) return { toolCalls: [{ name: "pay", args: { amount: 40 } }] };
+      const last = ctx.messages[ctx.messages.length - 1];
+      return { toolCalls: [{ name: "submit_result", args: { result: String(last?.content ?? "") } }] };
+    }),
+    tools: [pay],
+  });
   const auth = opts.auth ?? true;
-  const gh = createGatehouse({ agents: [helper, invoicer, front], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
+  const gh = createGatehouse({ agents: [helper, invoicer, front, payer], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
@@ -99,6 +119,7 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     base,
     call,
     release: (agentId: string) => gate(agentId).open(),
+    payments: () => [...paid],
     async close() {
       for (const g of gates.values()) g.open();
       const closed = new Promise<void>((r) => server.close(() => r()));

@@ -1,0 +1,59 @@
+/**
+ * What every adapter computes the same way for `decideApproval` (store/port.ts
+ * invariant `first-decision-wins`): the status a decision stores, how a second
+ * decision is answered, the error outcome of a rejection or a timeout, and the
+ * `approval_decided` event. The Lua script receives these values ready-made;
+ * it only checks and writes.
+ */
+import type { Outcome } from "../common/outcome.ts";
+import type { DecideApprovalRequest, DecideApprovalResult } from "./port.ts";
+import { StoreInputError } from "./keys.ts";
+import type { ApprovalStatus, ToolCallRecord } from "./types.ts";
+
+/** A decision's reason is kept up to this many characters. */
+export const APPROVAL_REASON_CHARS = 2_000;
+
+const STATUS: Record<DecideApprovalRequest["decision"], Exclude<ApprovalStatus, "pending">> = {
+  approved: "approved",
+  rejected: "rejected",
+  timeout: "timeout",
+};
+
+/** The status `req` stores; throws StoreInputError for anything else. */
+export function decisionStatus(req: DecideApprovalRequest): Exclude<ApprovalStatus, "pending"> {
+  const s = Object.hasOwn(STATUS, req.decision) ? STATUS[req.decision] : undefined;
+  if (!s) throw new StoreInputError(`decision must be approved, rejected or timeout, got ${JSON.stringify(req.decision)}`);
+  return s;
+}
+
+/** The reason as stored: a string of at most APPROVAL_REASON_CHARS characters, or absent. */
+export function decisionReason(req: DecideApprovalRequest): string | undefined {
+  if (req.reason === undefined || req.reason === null) return undefined;
+  return String(req.reason).slice(0, APPROVAL_REASON_CHARS);
+}
+
+/** The answer to a decision on a call decided before: `duplicate` for the same decision, else `conflict`. */
+export function answerDecided(record: ToolCallRecord, req: DecideApprovalRequest): DecideApprovalResult {
+  return record.approval?.status === decisionStatus(req) ? { status: "duplicate", record } : { status: "conflict", record };
+}
+
+/** The tool error the model sees for a call that was rejected or timed out waiting for approval. */
+export function refusalOutcome(status: "rejected" | "timeout", reason: string | undefined): Outcome {
+  const message = status === "rejected"
+    ? `A person rejected this tool call; it did not run${reason ? `. Reason: ${reason}` : ""}`
+    : "Nobody decided on this tool call before its approval deadline; it did not run";
+  return {
+    ok: false,
+    error: {
+      type: status === "rejected" ? "approval_rejected" : "approval_timeout",
+      message,
+      retryable: false,
+      ...(reason !== undefined ? { metadata: { reason } } : {}),
+    },
+  };
+}
+
+/** The `approval_decided` event's data. */
+export function decidedEventData(toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null) {
+  return { toolCallId, decision: status, reason: reason ?? null, deadline };
+}

@@ -1,0 +1,47 @@
+/**
+ * Approvals of the script store (store/port.ts `Approvals`, invariant
+ * `first-decision-wins`): one call of store/lua/decide_approval.lua, whose
+ * values are built here (store/approvals.ts computes them for every adapter).
+ */
+import type { DecideApprovalRequest, DecideApprovalResult } from "../port.ts";
+import { answerDecided, decidedEventData, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
+import { notApplied } from "../../common/contract-validation.ts";
+import { encodeDecideApproval } from "../lua/args/approvals.ts";
+import type { ToolCallRecord } from "../types.ts";
+import { int, j, tail } from "./values.ts";
+import type { ScriptContext } from "./context.ts";
+
+export async function decideApproval(c: ScriptContext, req: DecideApprovalRequest): Promise<DecideApprovalResult> {
+  const { keys, dropHints, call } = c;
+  const status = decisionStatus(req);
+  const reason = decisionReason(req);
+  dropHints(req.now);
+  const k = keys.agent(req.agentId);
+  const now = int(req.now, "now");
+  const approved = status === "approved";
+  const ids = { turnId: req.turnId, toolCallId: req.toolCallId };
+  // The approval after its runMs (which the script reads from the stored call).
+  const approvalTail = `,${j({ status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}) }).slice(1)}`;
+  let resolution = "";
+  let mailTail: string;
+  let resultTail = "";
+  // The approval's deadline is computed by the script (now + runMs): the texts end before its value.
+  const eventTail = tail({ type: "approval_decided", data: decidedEventData(req.toolCallId, status, reason, null) });
+  if (approved) {
+    mailTail = tail({ kind: "approval", at: req.now, ...ids }).slice(0, -1);
+  } else {
+    const outcome = refusalOutcome(status, reason);
+    const source = status === "rejected" ? "approval" : "watchdog";
+    const contractValidation = notApplied();
+    resolution = j({ status: "resolved", outcome, afterExecution: "continue", source, resolvedAt: req.now, contractValidation });
+    mailTail = tail({ kind: "tool_result", at: req.now, ...ids, outcome, afterExecution: "continue", source });
+    resultTail = tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: false, source, afterExecution: "continue", contractValidation } });
+  }
+  const r = await call<DecideApprovalResult | { status: "decided_before"; record: ToolCallRecord }>(encodeDecideApproval({
+    head: k.head, calls: k.calls(req.turnId), mail: k.mail, events: k.events, deadlines: k.home.deadlines,
+    prefix: k.home.prefix, agent_id: req.agentId, turn_json: j(req.turnId), turn_id: req.turnId, call_id: req.toolCallId,
+    decision: status, now_str: now, approval_tail: approvalTail, resolution, mail_tail: mailTail,
+    event_tail: approved ? eventTail.slice(0, -"null}}".length) : eventTail, result_tail: resultTail,
+  }));
+  return r.status === "decided_before" ? answerDecided(r.record, req) : r;
+}
