@@ -25,6 +25,7 @@ import * as turnProtocol from "./script/turn-protocol.ts";
 import * as reads from "./script/reads.ts";
 import * as lifecycle from "./script/lifecycle.ts";
 import * as sideStores from "./script/side-stores.ts";
+import * as schedules from "./script/schedules.ts";
 
 export type { ScriptStoreDeps };
 export { decode, REPLY } from "./script/replies.ts";
@@ -62,6 +63,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, reads),
     ...bind(c, lifecycle),
     ...bind(c, sideStores),
+    ...bind(c, schedules),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     ...(deps.live ? { live: deps.live } : {}),
     ...(deps.live ? { live: deps.live } : {}),

@@ -35,6 +35,7 @@ import * as turnProtocol from "./memory/turn-protocol.ts";
 import * as reads from "./memory/reads.ts";
 import * as lifecycle from "./memory/lifecycle.ts";
 import * as sideStores from "./memory/side-stores.ts";
+import * as schedules from "./memory/schedules.ts";
 import { processLive } from "./live.ts";
 
 export { utf8Length };
@@ -137,6 +138,9 @@ function bind<M extends Record<string, (s: MemoryState, ...args: never[]) => unk
   return out as Bound<M>;
 }
 
+// enqueueInside is a step of fireScheduleTick (store/memory/schedules.ts), not an operation.
+const { enqueueInside: _enqueueInside, ...turnOps } = turnProtocol;
+
 /** Creates the in-process store. Nothing survives the process. */
 export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const s = new MemoryState(opts.faults);
@@ -144,10 +148,11 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     kind: "memory",
     // One process holds the whole store: the in-process channel reaches every reader.
     live: processLive(),
-    ...bind(s, turnProtocol),
+    ...bind(s, turnOps),
     ...bind(s, reads),
     ...bind(s, lifecycle),
     ...bind(s, sideStores),
+    ...bind(s, schedules),
   };
   importers.set(store, (rec) => importAgent(s, rec));
   Object.defineProperty(store, STATE, { value: () => stateOf(s), enumerable: true });

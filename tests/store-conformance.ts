@@ -34,6 +34,7 @@ import type { Outcome } from "../common/outcome.ts";
 import type { MailItem, ToolCallRecord } from "../store/types.ts";
 import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
 import { toolRegistryConformance } from "./store-conformance-registry.ts";
+import { scheduleConformance } from "./store-conformance-schedules.ts";
 
 export interface ConformanceHandle {
   store: Store;
@@ -87,6 +88,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     }
 
     toolRegistryConformance(() => ({ store, clients, putRawToolEntry: h.putRawToolEntry }));
+    scheduleConformance(() => ({ store, clients }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
 
