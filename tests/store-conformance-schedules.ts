@@ -29,6 +29,12 @@ const fire = (store: Store, rec: ScheduleRecord, over: Partial<FireScheduleTickR
     options: {}, input: rec.spec.input, now: rec.nextTick!, ...over,
   });
 
+async function created(store: Store): Promise<ScheduleRecord> {
+  const r = await put(store);
+  if (r.status === "definition_conflict") throw new Error("not created");
+  return r.schedule;
+}
+
 export function scheduleConformance(ctx: () => ScheduleContext): void {
   describe("schedules (putSchedule, claimNext, fireScheduleTick, deleteSchedule)", () => {
     it("creates, reads, lists by id, replaces (a new rev, createdAt kept) and deletes a schedule", async () => {
@@ -77,7 +83,7 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
 
     it("fires a tick once: enqueues the task under its key, records it, moves the due time; a second fire of the same tick is stale and writes nothing", async () => {
       const { store } = ctx();
-      const rec = (await put(store)).schedule as ScheduleRecord;
+      const rec = await created(store);
       const r = await fire(store, rec);
       expect(r).toEqual({ status: "fired", enqueue: { status: "enqueued", turnId: `turn_${T0 + 60_000}` }, nextTick: T0 + 120_000 });
       const task = await store.getTurn("a1", `turn_${T0 + 60_000}`);
@@ -100,7 +106,7 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
 
     it("a tick whose key was seen before enqueues nothing (duplicate) and still advances; fireTick null only advances", async () => {
       const { store } = ctx();
-      const rec = (await put(store)).schedule as ScheduleRecord;
+      const rec = await created(store);
       await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t0", idempotencyKey: `schedule:s1:${T0 + 60_000}`, now: T0 });
       expect(await fire(store, rec)).toEqual({ status: "fired", enqueue: { status: "duplicate", turnId: "t0" }, nextTick: T0 + 120_000 });
       expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
@@ -115,7 +121,7 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
 
     it("applies exactly one of concurrent fires of the same tick from several clients", async () => {
       const { store, clients } = ctx();
-      const rec = (await put(store)).schedule as ScheduleRecord;
+      const rec = await created(store);
       const cs = await clients(3);
       const rs = await Promise.all(Array.from({ length: 6 }, (_, i) => fire(cs[i % cs.length], rec, { turnId: `turn_c${i}` })));
       expect(rs.filter((r) => r.status === "fired")).toHaveLength(1);
