@@ -24,6 +24,7 @@
  * enqueued once, under the idempotency key `scheduleKey(id, tick)`.
  */
 import { Cron } from "croner";
+import { GatehouseError } from "../errors/base.ts";
 
 export type CatchUp = "none" | "last" | "all";
 
@@ -52,8 +53,11 @@ export interface ScheduleSpec {
 }
 
 /** Why a timing cannot be used (routes answer it as `validation_failed`). */
-export class ScheduleSpecError extends Error {
+export class ScheduleSpecError extends GatehouseError {
   override name = "ScheduleSpecError";
+  constructor(message: string) {
+    super("schedule_invalid", message);
+  }
 }
 
 function cronOf(spec: Pick<ScheduleSpec, "cron" | "timezone">): Cron {

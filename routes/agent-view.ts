@@ -30,7 +30,7 @@ import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
-import type { Store } from "../store/port.ts";
+import type { ScheduleRecord, Store } from "../store/port.ts";
 import type { AgentHead } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
@@ -72,7 +72,7 @@ export function activityOf(head: AgentHead, ctx: AgentContext): AgentView["activ
   }
 }
 
-export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set()): AgentView {
+export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new Set(), schedules: readonly ScheduleRecord[] = []): AgentView {
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -118,5 +118,16 @@ export function agentView(head: AgentHead, delivered: ReadonlySet<string> = new 
     createdAt: iso(head.createdAt),
     updatedAt: iso(head.updatedAt),
     updatedAtMs: head.updatedAt,
+    ...(schedules.length > 0
+      ? {
+        schedules: schedules.map((r) => ({
+          scheduleId: r.scheduleId,
+          ...(r.spec.cron !== undefined ? { cron: r.spec.cron } : {}),
+          ...(r.spec.everyMs !== undefined ? { everyMs: r.spec.everyMs } : {}),
+          ...(r.spec.timezone !== undefined ? { timezone: r.spec.timezone } : {}),
+          nextRunAt: isoOrNull(r.nextTick),
+        })),
+      }
+      : {}),
   };
 }

@@ -178,7 +178,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const { agentId } = c.req.valid("param");
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      return c.json(agentView(head, await deliveredCalls(rt.store, head)), 200);
+      return c.json(agentView(head, await deliveredCalls(rt.store, head), await rt.store.listSchedules(agentId)), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");
