@@ -24,7 +24,6 @@
  * enqueued once, under the idempotency key `scheduleKey(id, tick)`.
  */
 import { Cron } from "croner";
-import { GatehouseError } from "../errors/base.ts";
 
 export type CatchUp = "none" | "last" | "all";
 
@@ -52,51 +51,41 @@ export interface ScheduleSpec {
   anchor: number;
 }
 
-/** Why a timing cannot be used (routes answer it as `validation_failed`). */
-export class ScheduleSpecError extends GatehouseError {
-  override name = "ScheduleSpecError";
-  constructor(message: string) {
-    super("schedule_invalid", message);
-  }
-}
-
 function cronOf(spec: Pick<ScheduleSpec, "cron" | "timezone">): Cron {
   return new Cron(spec.cron!, { paused: true, ...(spec.timezone !== undefined ? { timezone: spec.timezone } : {}) });
 }
 
 /**
- * Checks a timing: exactly one of `cron` (5 or 6 fields) and `everyMs`
- * (an integer of at least MIN_EVERY_MS), a time zone croner knows (cron
- * only), and at least one tick after `now`. Throws ScheduleSpecError.
+ * Why a timing cannot be used, or null when it can: exactly one of `cron`
+ * (5 or 6 fields) and `everyMs` (an integer of at least MIN_EVERY_MS), a time
+ * zone croner knows (cron only), and at least one tick after `now`. Routes
+ * answer the reason as `validation_failed`.
  */
-export function checkScheduleTiming(t: { cron?: string; everyMs?: number; timezone?: string }, now: number): void {
-  if ((t.cron === undefined) === (t.everyMs === undefined)) {
-    throw new ScheduleSpecError("Give exactly one of `cron` and `everyMs`");
-  }
+export function scheduleTimingProblem(t: { cron?: string; everyMs?: number; timezone?: string }, now: number): { field: "cron" | "everyMs" | "timezone"; reason: string } | null {
+  if ((t.cron === undefined) === (t.everyMs === undefined)) return { field: "cron", reason: "Give exactly one of `cron` and `everyMs`" };
   if (t.everyMs !== undefined) {
     if (!Number.isSafeInteger(t.everyMs) || t.everyMs < MIN_EVERY_MS) {
-      throw new ScheduleSpecError(`everyMs must be an integer of at least ${MIN_EVERY_MS}, got ${JSON.stringify(t.everyMs)}`);
+      return { field: "everyMs", reason: `everyMs must be an integer of at least ${MIN_EVERY_MS}, got ${JSON.stringify(t.everyMs)}` };
     }
-    if (t.timezone !== undefined) throw new ScheduleSpecError("timezone applies to a cron schedule only");
-    return;
+    return t.timezone === undefined ? null : { field: "timezone", reason: "timezone applies to a cron schedule only" };
   }
   const fields = t.cron!.trim().split(/\s+/);
   if (fields.length !== 5 && fields.length !== 6) {
-    throw new ScheduleSpecError(`cron ${JSON.stringify(t.cron)} must have 5 fields (minute hour day month weekday) or 6 (seconds first)`);
+    return { field: "cron", reason: `cron ${JSON.stringify(t.cron)} must have 5 fields (minute hour day month weekday) or 6 (seconds first)` };
   }
   let cron: Cron;
   try {
     cron = cronOf(t);
   } catch (err) {
-    throw new ScheduleSpecError(`cron ${JSON.stringify(t.cron)} cannot be parsed: ${(err as Error).message}`);
+    return { field: "cron", reason: `cron ${JSON.stringify(t.cron)} cannot be parsed: ${(err as Error).message}` };
   }
   let next: Date | null;
   try {
     next = cron.nextRun(new Date(now));
   } catch (err) {
-    throw new ScheduleSpecError(`timezone ${JSON.stringify(t.timezone)} is not a known IANA time zone: ${(err as Error).message}`);
+    return { field: "timezone", reason: `timezone ${JSON.stringify(t.timezone)} is not a known IANA time zone: ${(err as Error).message}` };
   }
-  if (next === null) throw new ScheduleSpecError(`cron ${JSON.stringify(t.cron)} names no time after now`);
+  return next === null ? { field: "cron", reason: `cron ${JSON.stringify(t.cron)} names no time after now` } : null;
 }
 
 /** The first tick strictly after `t` (ms), or null when there is none. */

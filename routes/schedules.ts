@@ -21,7 +21,7 @@
  * the `enqueue` verb (a schedule enqueues tasks), reading `read`.
  */
 import { z } from "@hono/zod-openapi";
-import { checkScheduleTiming, nextTickAfter, type ScheduleSpec, ScheduleSpecError } from "../common/schedule.ts";
+import { nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
 import type { ScheduleRecord } from "../store/port.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -129,12 +129,9 @@ function specOf(body: z.infer<typeof ScheduleRequest>, now: number): { spec: Sch
     ...(body.everyMs !== undefined ? { everyMs: body.everyMs } : {}),
     ...(body.timezone !== undefined ? { timezone: body.timezone } : {}),
   };
-  try {
-    checkScheduleTiming(timing, now);
-  } catch (err) {
-    if (!(err instanceof ScheduleSpecError)) throw err;
-    const path = /timezone/.test(err.message) ? "timezone" : body.cron !== undefined ? "cron" : "everyMs";
-    throw new ProblemError("validation_failed", err.message, { extra: { errors: [{ path: [path], message: err.message }] } });
+  const problem = scheduleTimingProblem(timing, now);
+  if (problem) {
+    throw new ProblemError("validation_failed", problem.reason, { extra: { errors: [{ path: [problem.field], message: problem.reason }] } });
   }
   const spec: ScheduleSpec = { input: body.input, ...timing, catchUp: body.catchUp ?? "last", anchor: now };
   return { spec, first: nextTickAfter(spec, now) };
