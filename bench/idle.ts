@@ -38,7 +38,7 @@ import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
 import { callCounting } from "../tests/helpers/call-counting.ts";
-import { nextTickAfter, type ScheduleSpec } from "../common/schedule.ts";
+import { Cron } from "croner";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
 /** `IDLE_KINDS=tcp` (comma-separated): only these stores; `IDLE_MODES=default`: only these settings. */
@@ -163,10 +163,11 @@ export async function measureIdle(opts: {
 /** `n` schedules of one agent each, ticking once a year (far from the idle window), written before the count starts. */
 async function registerSchedules(store: Store, n: number): Promise<void> {
   const now = Date.now();
-  const spec: ScheduleSpec = { input: "tick", cron: "0 0 1 1 *", catchUp: "last", anchor: now };
+  const spec: Parameters<Store["putSchedule"]>[0]["spec"] = { input: "tick", cron: "0 0 1 1 *", catchUp: "last", anchor: now };
+  const nextTick = new Cron(spec.cron!, { paused: true }).nextRun(new Date(now))!.getTime();
   for (let i = 0; i < n; i += 50) {
     await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) =>
-      store.putSchedule({ agentId: `sched-${i + k}`, scheduleId: "yearly", agentName: "idle", workerTarget: "default", spec, nextTick: nextTickAfter(spec, now), now })));
+      store.putSchedule({ agentId: `sched-${i + k}`, scheduleId: "yearly", agentName: "idle", workerTarget: "default", spec, nextTick, now })));
   }
 }
 
