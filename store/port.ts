@@ -14,7 +14,8 @@
  * - `Lifecycle`: deletion (and its marker), liveness, closing; retention is
  *   applied by the commit and stated here.
  * - `SideStores`: records beside the agents' own: verdicts, delivery dedup,
- *   rate limits, target leases, the tool registry, forks, definition sets.
+ *   rate limits, target leases, the tool registry, forks, definition sets,
+ *   and the agents' recurring schedules (`Schedules`).
  *
  * Every invariant has a name, written as a heading `## <name>` in this file;
  * code, tests and docs cite it by that name (store invariant `fencing`),
