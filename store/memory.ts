@@ -67,6 +67,8 @@ export interface MemoryStoreState {
   toolForms: Array<[key: string, method: string]>;
   /** Deletion markers (store/port.ts invariant `deletion-marker`): agentId -> deletion time (ms). */
   deleted: Array<[agentId: string, at: number]>;
+  /** Recurring schedules (store/port.ts `Schedules`): agentId -> [scheduleId, record] entries. */
+  schedules: Array<[agentId: string, entries: Array<[scheduleId: string, record: unknown]>]>;
 }
 
 /** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
@@ -203,7 +205,7 @@ function importAgent(s: MemoryState, rec: ImportedAgent): "imported" | "exists" 
 
 /** memoryStoreState of one store. */
 function stateOf(s: MemoryState): MemoryStoreState {
-  const { agents, ready, deadlines, verdicts, tools, toolForms, deleted } = s;
+  const { agents, ready, deadlines, verdicts, tools, toolForms, deleted, schedules } = s;
   return {
     agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,
@@ -218,5 +220,6 @@ function stateOf(s: MemoryState): MemoryStoreState {
     tools: [...tools.entries()],
     toolForms: [...toolForms.entries()],
     deleted: [...deleted.entries()],
+    schedules: [...schedules.entries()].map(([id, m]) => [id, [...m.entries()].map(([k, r]) => [k, structuredClone(r)])]),
   };
 }

@@ -9,10 +9,13 @@ import { describe, expect, it } from "vitest";
 import type { FireScheduleTickRequest, PutScheduleRequest, ScheduleRecord, Store } from "../store/port.ts";
 import { StoreInputError } from "../store/keys.ts";
 import type { ScheduleSpec } from "../common/schedule.ts";
+import type { StateReader } from "./helpers/store-state.ts";
 
 export interface ScheduleContext {
   store: Store;
   clients(n: number): Promise<Store[]>;
+  /** The whole stored state of one agent (tests/helpers/store-state.ts): a refusal must leave it as it was. */
+  state: StateReader;
 }
 
 const T0 = 1_700_000_000_000;
@@ -60,9 +63,11 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
     });
 
     it("refuses a schedule naming another definition than the agent's with definition_conflict and writes nothing", async () => {
-      const { store } = ctx();
+      const { store, state } = ctx();
       await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
+      const before = await state("a1");
       expect(await put(store, { agentName: "other" })).toEqual({ status: "definition_conflict", boundTo: "echo" });
+      expect(await state("a1")).toEqual(before);
       expect(await store.listSchedules("a1")).toEqual([]);
     });
 
@@ -94,8 +99,9 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
       const head = await store.getAgent("a1");
       expect(head).toMatchObject({ agentName: "echo", pendingTasks: 1 });
       // The same planned step again (a second worker): stale, nothing written.
+      const before = await ctx().state("a1");
       expect(await fire(store, rec, { turnId: "turn_other" })).toEqual({ status: "stale", nextTick: T0 + 120_000 });
-      expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+      expect(await ctx().state("a1")).toEqual(before);
       // A rewritten schedule refuses a step planned from the old revision.
       await put(store, { nextTick: T0 + 120_000, now: T0 + 61_000 });
       expect(await fire(store, after, { turnId: "turn_x" })).toEqual({ status: "stale", nextTick: T0 + 120_000 });

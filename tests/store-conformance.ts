@@ -88,7 +88,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     }
 
     toolRegistryConformance(() => ({ store, clients, putRawToolEntry: h.putRawToolEntry }));
-    scheduleConformance(() => ({ store, clients }));
+    scheduleConformance(() => ({ store, clients, state: h.state }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
 
