@@ -4,7 +4,9 @@
  * due by two processes at once, enqueues exactly one task per tick, and none
  * after it is deleted; a process SIGKILLed while firing a tick (before its
  * store step is sent, while it is in flight, or after it was applied) leaves
- * every tick enqueued exactly once by the survivor.
+ * every tick enqueued exactly once: the survivor, started after the kill,
+ * fires the tick the killed process was firing (unless its step applied)
+ * and the ticks missed meanwhile.
  *
  * Verdicts count ticks by the tasks' idempotency keys
  * (`schedule:<id>:<tick ISO>`, the agent's idem hash) and the agent's
@@ -97,11 +99,13 @@ describe("schedules on several worker processes (one Redis)", () => {
     const prefix = `sk_${crash}_${Date.now().toString(36)}`;
     const store = redisStore({ url: redis.url, prefix });
     const doomed = await worker(`doomed-${crash}`, prefix, { crash, crashAt: 3 });
-    await worker(`survivor-${crash}`, prefix);
     const spec = await schedule(store);
-    expect(await doomed.exited).toBeNull(); // killed by a signal at its third fire
+    // Alone, it fires ticks 1 and 2 and dies in its third step; only then does the survivor start.
+    await waitFor("the doomed worker's kill", () => (doomed.alive() ? undefined : true), 60_000, 50);
+    expect(await doomed.exited).toBeNull(); // killed by a signal
     // Its first two fires answered (printed, unless the kill cut the pipe); the third never returned.
     expect(doomed.lines.filter((l) => l.fire !== undefined).length).toBeLessThanOrEqual(2);
+    await worker(`survivor-${crash}`, prefix);
     const diedAt = Date.now();
     await waitFor("3 more ticks after the kill", async () => {
       const rec = await store.getSchedule("a1", "s");
