@@ -104,29 +104,35 @@ export function scheduleKey(scheduleId: string, tick: number): string {
 }
 
 /**
+ * The due ticks from `due` through `now`, oldest first, the latest
+ * MAX_CATCH_UP of them, computed without walking every tick of a long
+ * outage (an interval by arithmetic, a cron by croner's `previousRuns`).
+ */
+function dueTicks(spec: ScheduleSpec, due: number, now: number): number[] {
+  const out: number[] = [];
+  if (spec.everyMs !== undefined) {
+    const latest = spec.anchor + Math.floor((now - spec.anchor) / spec.everyMs) * spec.everyMs;
+    for (let t = Math.max(due, latest - (MAX_CATCH_UP - 1) * spec.everyMs); t <= latest; t += spec.everyMs) out.push(t);
+  } else {
+    // previousRuns answers runs before its reference (a run in the same second included), newest first.
+    for (const d of cronOf(spec).previousRuns(MAX_CATCH_UP, new Date(now + 1))) {
+      const t = d.getTime();
+      if (t >= due && t <= now) out.unshift(t);
+    }
+  }
+  return out.length > 0 ? out : [due];
+}
+
+/**
  * What a worker does with a schedule whose stored next tick `due` is at or
  * before `now`: fire `fire` (null: fire nothing) and store `next` as the
  * next tick (null: the schedule has no more ticks). See the header for the
  * rules; `next` may itself be due (catchUp `all`), which the next step fires.
  */
 export function planTick(spec: ScheduleSpec, due: number, now: number): { fire: number | null; next: number | null } {
-  // The due ticks, oldest first, keeping the latest MAX_CATCH_UP of them.
-  const ticks = [due];
-  let t: number | null = due;
-  for (;;) {
-    t = nextTickAfter(spec, t);
-    if (t === null || t > now) break;
-    ticks.push(t);
-    if (ticks.length > MAX_CATCH_UP) ticks.shift();
-    // An interval schedule's ticks after an outage are counted, not walked one by one.
-    if (spec.everyMs !== undefined && now - t > spec.everyMs * (MAX_CATCH_UP + 1)) {
-      t = spec.anchor + (Math.floor((now - spec.anchor) / spec.everyMs) - MAX_CATCH_UP) * spec.everyMs;
-      ticks.length = 0;
-      ticks.push(t);
-    }
-  }
+  const ticks = dueTicks(spec, due, now);
   const latest = ticks[ticks.length - 1];
-  const after = t;
+  const after = nextTickAfter(spec, Math.max(now, latest));
   if (spec.catchUp === "all") return { fire: ticks[0], next: ticks.length > 1 ? ticks[1] : after };
   if (spec.catchUp === "none" && now - latest > ON_TIME_MS) return { fire: null, next: after };
   return { fire: latest, next: after };

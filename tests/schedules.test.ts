@@ -139,19 +139,27 @@ describe("schedules: ticks fired by the pool", () => {
     expect(await keys()).toHaveLength(fired.length + 1);
   });
 
-  it("catchUp all fires at most MAX_CATCH_UP missed ticks, the latest ones", () => {
-    const spec = { input: null, everyMs: 1_000, catchUp: "all" as const, anchor: T0 };
-    let step = planTick(spec, T0 + 1_000, T0 + 1_000_000);
+  it.each([
+    ["an interval", { everyMs: 1_000 }],
+    ["a seconds cron", { cron: "* * * * * *" }],
+    ["a seconds cron in a time zone", { cron: "* * * * * *", timezone: "America/New_York" }],
+  ])("catchUp all after a day's outage (%s) fires the latest MAX_CATCH_UP ticks, each once, then the next future tick", (_name, timing) => {
+    const spec = { input: null, ...timing, catchUp: "all" as const, anchor: T0 };
+    const now = T0 + 86_400_000 + 500;
     const fired: number[] = [];
     let due: number | null = T0 + 1_000;
-    for (let i = 0; i < 1_000 && due !== null && due <= T0 + 1_000_000; i++) {
-      step = planTick(spec, due, T0 + 1_000_000);
+    for (let i = 0; i < 1_000 && due !== null && due <= now; i++) {
+      const step = planTick(spec, due, now);
       if (step.fire !== null) fired.push(step.fire);
       due = step.next;
     }
     expect(fired).toHaveLength(MAX_CATCH_UP);
-    expect(fired[fired.length - 1]).toBe(T0 + 1_000_000);
-    expect(due).toBe(nextTickAfter(spec, T0 + 1_000_000));
+    expect(new Set(fired).size).toBe(MAX_CATCH_UP);
+    expect(fired).toEqual([...fired].sort((a, b) => a - b));
+    expect(fired[fired.length - 1]).toBe(T0 + 86_400_000);
+    expect(due).toBe(nextTickAfter(spec, now));
+    expect(planTick({ ...spec, catchUp: "last" }, T0 + 1_000, now)).toEqual({ fire: T0 + 86_400_000, next: T0 + 86_401_000 });
+    expect(planTick({ ...spec, catchUp: "none" }, T0 + 1_000, now)).toEqual({ fire: T0 + 86_400_000, next: T0 + 86_401_000 });
   });
 
   it("deleteAgent removes the agent's schedules: no tick fires after it", async () => {

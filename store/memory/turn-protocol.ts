@@ -26,6 +26,7 @@ export async function enqueueTask(s: MemoryState, req: EnqueueTaskRequest): Prom
 /** The body of `enqueueTask`, inside an operation (`fireScheduleTick` runs it in its own, store/memory/schedules.ts). */
 export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueTaskResult {
   const { agents, deleted, copy, w, ring, eventOf, appendEvents } = s;
+  // The body `enqueueTask` ran inside `atomic`, unchanged (its indentation kept).
   {
     if (req.refuseDeleted && deleted.has(req.agentId)) return { status: "agent_deleted", deletedAt: deleted.get(req.agentId)! };
     let a = agents.get(req.agentId);
