@@ -21,7 +21,12 @@
  *   (role, method) called again since its first write, none when nothing
  *   is pending.
  * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
- *   target are claimed and driven within `scheduledBudget`. A turn longer
+ *   target are claimed and driven within `scheduledBudget`; due recurring
+ *   schedules (routes/schedules.ts) are fired on the way, each tick one
+ *   store step, and the task a tick enqueues is driven like any due agent.
+ *   So a schedule ticks at most as often as the cron trigger runs (the
+ *   trigger's period bounds its lateness; `catchUp` decides what a late
+ *   worker does with the ticks it missed). A turn longer
  *   than one invocation therefore finishes across invocations; nothing
  *   depends on an isolate living on.
  * - Optional continuation bell: when a drive stops on its budget with work
@@ -38,6 +43,7 @@
  */
 import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
 import { claimRunner } from "./actors/pool/claim-failure.ts";
+import { fireDueSchedule } from "./actors/pool/schedule-fire.ts";
 import { logTurnEnd } from "./actors/pool/claim-runner.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
@@ -230,6 +236,12 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         if (budgetSpent(budget, deps.clock)) return true;
         // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
+        // A due schedule (store/port.ts invariant `schedule-tick-once`): one step fires its tick; its task is due next.
+        if (c.status === "schedule_due") {
+          await fireDueSchedule(deps, c.schedule);
+          claimed = true;
+          continue;
+        }
         if (c.status !== "claimed") continue;
         claimed = true;
         await inst.runner.run(c, workerId, budget);

@@ -18,6 +18,11 @@
  * - `default`: createGatehouse() defaults (the backoff).
  * - `fixed 100 ms`: `idlePollMaxMs` = `pollMs` and `watchdogIdleMaxMs` =
  *   `watchdogIntervalMs` (no backoff; one loop still polls for the pool).
+ * - `default + 1000 schedules` (TCP and Upstash): the defaults with 1,000
+ *   recurring schedules registered (one yearly cron on each of 1,000 agent
+ *   ids, none due while it idles). Their due times are members of the ready
+ *   queue, so the idle loop's one earliest-due read covers them: the figure
+ *   should equal `default`'s.
  * - `before`: with `IDLE_BEFORE_ROOT=<dir>` (a checkout of an earlier tree
  *   with node_modules), that tree's defaults, in the same run.
  *
@@ -33,6 +38,7 @@ import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
 import { callCounting } from "../tests/helpers/call-counting.ts";
+import { Cron } from "croner";
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 20);
 /** `IDLE_KINDS=tcp` (comma-separated): only these stores; `IDLE_MODES=default`: only these settings. */
@@ -98,6 +104,8 @@ export async function measureIdle(opts: {
   prefix: string;
   tree?: string;
   mode?: string;
+  /** Recurring schedules registered before the process starts (a yearly cron each: none is due while it idles). */
+  schedules?: number;
 }): Promise<IdleMeasure> {
   const { mod, kind, redisUrl, info, bridge } = opts;
   const agent = mod.defineAgent({
@@ -110,6 +118,7 @@ export async function measureIdle(opts: {
     : kind === "tcp"
     ? mod.redisStore({ url: redisUrl, prefix: opts.prefix })
     : mod.upstashStore({ url: bridge.url, token: bridge.token, prefix: opts.prefix });
+  await registerSchedules(inner, opts.schedules ?? 0);
   const c = callCounting(inner);
   const g = mod.createGatehouse({ agents: [agent], store: c.store, ...opts.options } as Parameters<Mod["createGatehouse"]>[0]);
   bridge.resetStats();
@@ -151,11 +160,22 @@ export async function measureIdle(opts: {
   };
 }
 
+/** `n` schedules of one agent each, ticking once a year (far from the idle window), written before the count starts. */
+async function registerSchedules(store: Store, n: number): Promise<void> {
+  const now = Date.now();
+  const spec: Parameters<Store["putSchedule"]>[0]["spec"] = { input: "tick", cron: "0 0 1 1 *", catchUp: "last", anchor: now };
+  const nextTick = new Cron(spec.cron!, { paused: true }).nextRun(new Date(now))!.getTime();
+  for (let i = 0; i < n; i += 50) {
+    await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) =>
+      store.putSchedule({ agentId: `sched-${i + k}`, scheduleId: "yearly", agentName: "idle", workerTarget: "default", spec, nextTick, now })));
+  }
+}
+
 async function main() {
   const redis = await startRedisServer();
   const bridge = await startUpstashBridge({ redisUrl: redis.url });
   const info = new Redis(redis.url);
-  const trees: Array<{ tree: string; mod: Mod; modes: Array<{ mode: string; options: Record<string, unknown> }> }> = [];
+  const trees: Array<{ tree: string; mod: Mod; modes: Array<{ mode: string; options: Record<string, unknown>; schedules?: number; kinds?: Kind[] }> }> = [];
   if (BEFORE_ROOT) {
     const mod = await load(BEFORE_ROOT);
     trees.push({ tree: "before", mod, modes: [{ mode: "default", options: {} }] });
@@ -166,17 +186,19 @@ async function main() {
     modes: [
       { mode: "default", options: {} },
       { mode: "fixed 100 ms", options: { pollMs: 100, idlePollMaxMs: 100, watchdogIntervalMs: 1_000, watchdogIdleMaxMs: 1_000 } },
+      // Due times of schedules share the ready queue and its earliest-due read: 1,000 far-off ones add no call.
+      { mode: "default + 1000 schedules", options: {}, schedules: 1_000, kinds: ["tcp", "upstash"] },
     ],
   });
   const rows: Row[] = [];
   let n = 0;
   try {
     for (const { tree, mod, modes } of trees) {
-      for (const { mode, options } of modes.filter((m) => !MODES || MODES.includes(m.mode))) {
-        for (const kind of KINDS) {
+      for (const { mode, options, schedules, kinds } of modes.filter((m) => !MODES || MODES.includes(m.mode))) {
+        for (const kind of KINDS.filter((k) => !kinds || kinds.includes(k))) {
           const row = await measureIdle({
             mod, kind, options, redisUrl: redis.url, info, bridge, warmupSeconds: SECONDS / 2, seconds: SECONDS / 2,
-            prefix: `idle${++n}:`, tree, mode,
+            prefix: `idle${++n}:`, tree, mode, schedules,
           });
           rows.push(row);
           console.log(JSON.stringify(row));
@@ -192,7 +214,7 @@ async function main() {
   const lines = [
     "# Idle cost of one process",
     "",
-    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, default worker loops, watchdog on, no agents.`,
+    `\`npm run bench:idle\` (bench/idle.ts), ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model.trim() ?? "?"} × ${os.cpus().length}, Node ${process.versions.node}, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${SECONDS} s idle per row, one process, default worker loops, watchdog on, no agents (\`+ 1000 schedules\`: 1,000 agent ids with one yearly schedule each, none due while it idles).`,
     "",
     "| tree | settings | store | store calls/s (whole run) | store calls/s (second half) | server commands/s (whole) | server commands/s (second half) | Upstash requests/s | calls by method |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -41,7 +41,7 @@ import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
-import type { QueuedTask, Store } from "../store/port.ts";
+import type { QueuedTask, ScheduleRecord, Store } from "../store/port.ts";
 import type { AgentHead, ApprovalStatus } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
@@ -103,6 +103,7 @@ export function agentView(
   head: AgentHead,
   records: CallRecordsView = { delivered: new Set(), approvals: new Map() },
   queued: readonly QueuedTask[] = [],
+  schedules: readonly ScheduleRecord[] = [],
 ): AgentView {
   const { delivered, approvals } = records;
   const ctx = contextOf(head);
@@ -153,5 +154,16 @@ export function agentView(
     createdAt: iso(head.createdAt),
     updatedAt: iso(head.updatedAt),
     updatedAtMs: head.updatedAt,
+    ...(schedules.length > 0
+      ? {
+        schedules: schedules.map((r) => ({
+          scheduleId: r.scheduleId,
+          ...(r.spec.cron !== undefined ? { cron: r.spec.cron } : {}),
+          ...(r.spec.everyMs !== undefined ? { everyMs: r.spec.everyMs } : {}),
+          ...(r.spec.timezone !== undefined ? { timezone: r.spec.timezone } : {}),
+          nextRunAt: isoOrNull(r.nextTick),
+        })),
+      }
+      : {}),
   };
 }

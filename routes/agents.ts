@@ -190,7 +190,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       const queued = head.pendingTasks > 0 ? await rt.store.listQueuedTasks(agentId, QUEUED_TASKS_SHOWN) : [];
-      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued), 200);
+      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued, await rt.store.listSchedules(agentId)), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");

@@ -1616,6 +1616,171 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/agents/:agentId/schedules/:scheduleId": {
+        $put: {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            } & {
+                json: {
+                    agent: string;
+                    input: string | Record<string, unknown>;
+                    cron?: string | undefined;
+                    everyMs?: number | undefined;
+                    timezone?: string | undefined;
+                    catchUp?: "all" | "none" | "last" | undefined;
+                };
+            };
+            output: {
+                agentId: string;
+                scheduleId: string;
+                agent: string;
+                input: JSONValue;
+                catchUp: "all" | "none" | "last";
+                nextRunAt: string | null;
+                nextRunAtMs: number | null;
+                lastFired: {
+                    tick: string;
+                    tickMs: number;
+                    turnId: string;
+                    at: string;
+                } | null;
+                createdAt: string;
+                updatedAt: string;
+                cron?: string | undefined;
+                everyMs?: number | undefined;
+                timezone?: string | undefined;
+            };
+            outputFormat: "json";
+            status: 200;
+        } | {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            } & {
+                json: {
+                    agent: string;
+                    input: string | Record<string, unknown>;
+                    cron?: string | undefined;
+                    everyMs?: number | undefined;
+                    timezone?: string | undefined;
+                    catchUp?: "all" | "none" | "last" | undefined;
+                };
+            };
+            output: {
+                agentId: string;
+                scheduleId: string;
+                agent: string;
+                input: JSONValue;
+                catchUp: "all" | "none" | "last";
+                nextRunAt: string | null;
+                nextRunAtMs: number | null;
+                lastFired: {
+                    tick: string;
+                    tickMs: number;
+                    turnId: string;
+                    at: string;
+                } | null;
+                createdAt: string;
+                updatedAt: string;
+                cron?: string | undefined;
+                everyMs?: number | undefined;
+                timezone?: string | undefined;
+            };
+            outputFormat: "json";
+            status: 201;
+        };
+    };
+} & {
+    "/v1/agents/:agentId/schedules/:scheduleId": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            };
+            output: {
+                agentId: string;
+                scheduleId: string;
+                agent: string;
+                input: JSONValue;
+                catchUp: "all" | "none" | "last";
+                nextRunAt: string | null;
+                nextRunAtMs: number | null;
+                lastFired: {
+                    tick: string;
+                    tickMs: number;
+                    turnId: string;
+                    at: string;
+                } | null;
+                createdAt: string;
+                updatedAt: string;
+                cron?: string | undefined;
+                everyMs?: number | undefined;
+                timezone?: string | undefined;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+} & {
+    "/v1/agents/:agentId/schedules": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: {
+                schedules: {
+                    agentId: string;
+                    scheduleId: string;
+                    agent: string;
+                    input: JSONValue;
+                    catchUp: "all" | "none" | "last";
+                    nextRunAt: string | null;
+                    nextRunAtMs: number | null;
+                    lastFired: {
+                        tick: string;
+                        tickMs: number;
+                        turnId: string;
+                        at: string;
+                    } | null;
+                    createdAt: string;
+                    updatedAt: string;
+                    cron?: string | undefined;
+                    everyMs?: number | undefined;
+                    timezone?: string | undefined;
+                }[];
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+} & {
+    "/v1/agents/:agentId/schedules/:scheduleId": {
+        $delete: {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            };
+            output: {
+                deleted: true;
+                agentId: string;
+                scheduleId: string;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId": {
         $delete: {
             input: {
@@ -2748,6 +2913,13 @@ export type GatehouseSchema = MergeSchemaPath<{
                         } | undefined;
                     } | null;
                 } | undefined;
+                schedules?: {
+                    scheduleId: string;
+                    nextRunAt: string | null;
+                    cron?: string | undefined;
+                    everyMs?: number | undefined;
+                    timezone?: string | undefined;
+                }[] | undefined;
             };
             outputFormat: "json";
             status: 200;

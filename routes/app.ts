@@ -36,6 +36,7 @@ import { resetRoutes } from "./reset.ts";
 import { streamSessionRoutes } from "./stream-session.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { agentDeleteRoutes } from "./agent-delete.ts";
+import { scheduleRoutes } from "./schedules.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { approvalRoutes } from "./approvals.ts";
 import { toolRoutes } from "./tools.ts";
@@ -119,6 +120,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", verdictRoutes(rt))
     .route("/", resetRoutes(rt))
     .route("/", agentDeleteRoutes(rt))
+    .route("/", scheduleRoutes(rt))
     .route("/", metricsRoutes(rt))
     .route("/", agentListRoutes(rt))
     .route("/", historyRoutes(rt))

@@ -25,6 +25,7 @@ export const PROBLEMS = {
   verdict_not_found: { status: 404, title: "Unknown verdict" },
   event_not_found: { status: 404, title: "Unknown event" },
   tool_role_not_found: { status: 404, title: "Unknown tool role" },
+  schedule_not_found: { status: 404, title: "Unknown schedule" },
   method_not_allowed: { status: 405, title: "Method not allowed on this route" },
   event_trimmed: { status: 410, title: "The event was removed by retention" },
   agent_definition_conflict: { status: 409, title: "Agent id is bound to another definition" },

@@ -285,6 +285,13 @@ export const AgentView = z.object({
   createdAt: IsoTime,
   updatedAt: IsoTime,
   updatedAtMs: z.number().describe("`updatedAt` in ms since the epoch"),
+  schedules: z.array(z.object({
+    scheduleId: z.string(),
+    cron: z.string().optional(),
+    everyMs: z.int().optional(),
+    timezone: z.string().optional(),
+    nextRunAt: IsoTime.nullable().describe("The next tick; null: the schedule has no more ticks"),
+  })).optional().describe("The agent's recurring schedules (present when it has any; routes/schedules.ts)"),
 }).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
 

@@ -26,12 +26,13 @@
  * | `<h>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
  * | `<h>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
  * | `<h>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
+ * | `<h>:{a:<id>}:sched`             | hash   | per scheduleId S: `r:S` record JSON, `n:S` next tick (ms or `null`), `v:S` revision, `a:S` agentName JSON, `t:S` worker target, `l:S` last fire JSON (store/port.ts `Schedules`) |
  *
  * Cross-agent indexes, one set per home (`ShardKeys`):
  *
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
- * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua) |
+ * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua); `<agentId>\n<scheduleId>`, score = the schedule's next tick |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
@@ -146,6 +147,14 @@ export function checkAgentId(agentId: string): string {
   return agentId;
 }
 
+/** A schedule id: 1-64 characters of [A-Za-z0-9_.:-] (it becomes a hash field and a ready-queue member). */
+export function checkScheduleId(scheduleId: string): string {
+  if (typeof scheduleId !== "string" || !SHORT_ID_PATTERN.test(scheduleId)) {
+    throw new StoreInputError(`Cannot use schedule id ${JSON.stringify(scheduleId)}: it must be 1-64 characters of [${ID_CHARS}]`);
+  }
+  return scheduleId;
+}
+
 export function checkTurnId(turnId: string, what = "turn id"): string {
   if (typeof turnId !== "string" || turnId.length === 0 || CONTROL.test(turnId)) {
     throw new StoreInputError(`Cannot use ${what} ${JSON.stringify(turnId)}: it must be a non-empty string without control characters`);
@@ -231,6 +240,8 @@ export interface AgentKeys {
   ended: string;
   /** The rolling conversation summary, `{content, through}` JSON. */
   summary: string;
+  /** The agent's schedules (store/port.ts `Schedules`). */
+  schedules: string;
   /** The deletion marker: the time the agent was deleted (store/port.ts invariant `deletion-marker`); outlives the agent. */
   deleted: string;
   /** A SCAN MATCH pattern for every key of the agent (glob characters of the id escaped). */
@@ -337,6 +348,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
         ended: `${tag}:ended`,
         summary: `${tag}:summary`,
         deleted: `${tag}:deleted`,
+        schedules: `${tag}:sched`,
         pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
         calls: (turnId) => `${tag}:calls:${turnId}`,
       };

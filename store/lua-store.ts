@@ -26,6 +26,7 @@ import * as reads from "./script/reads.ts";
 import * as lifecycle from "./script/lifecycle.ts";
 import * as sideStores from "./script/side-stores.ts";
 import * as approvals from "./script/approvals.ts";
+import * as schedules from "./script/schedules.ts";
 
 export type { ScriptStoreDeps };
 export { decode, REPLY } from "./script/replies.ts";
@@ -66,6 +67,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, lifecycle),
     ...bind(c, sideStores),
     ...bind(c, approvals),
+    ...bind(c, schedules),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     ...(deps.live ? { live: deps.live } : {}),
     ...(deps.live ? { live: deps.live } : {}),

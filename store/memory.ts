@@ -36,6 +36,7 @@ import * as reads from "./memory/reads.ts";
 import * as lifecycle from "./memory/lifecycle.ts";
 import * as sideStores from "./memory/side-stores.ts";
 import * as approvals from "./memory/approvals.ts";
+import * as schedules from "./memory/schedules.ts";
 import { processLive } from "./live.ts";
 
 export { utf8Length };
@@ -67,6 +68,8 @@ export interface MemoryStoreState {
   toolForms: Array<[key: string, method: string]>;
   /** Deletion markers (store/port.ts invariant `deletion-marker`): agentId -> deletion time (ms). */
   deleted: Array<[agentId: string, at: number]>;
+  /** Recurring schedules (store/port.ts `Schedules`): agentId -> [scheduleId, record] entries. */
+  schedules: Array<[agentId: string, entries: Array<[scheduleId: string, record: unknown]>]>;
 }
 
 /** One agent's records as a replay bundle carries them (routes/replay-bundle.ts). */
@@ -138,6 +141,9 @@ function bind<M extends Record<string, (s: MemoryState, ...args: never[]) => unk
   return out as Bound<M>;
 }
 
+// enqueueInside is a step of fireScheduleTick (store/memory/schedules.ts), not an operation.
+const { enqueueInside: _enqueueInside, ...turnOps } = turnProtocol;
+
 /** Creates the in-process store. Nothing survives the process. */
 export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   const s = new MemoryState(opts.faults);
@@ -145,11 +151,12 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     kind: "memory",
     // One process holds the whole store: the in-process channel reaches every reader.
     live: processLive(),
-    ...bind(s, turnProtocol),
+    ...bind(s, turnOps),
     ...bind(s, reads),
     ...bind(s, lifecycle),
     ...bind(s, sideStores),
     ...bind(s, approvals),
+    ...bind(s, schedules),
   };
   importers.set(store, (rec) => importAgent(s, rec));
   Object.defineProperty(store, STATE, { value: () => stateOf(s), enumerable: true });
@@ -200,7 +207,7 @@ function importAgent(s: MemoryState, rec: ImportedAgent): "imported" | "exists" 
 
 /** memoryStoreState of one store. */
 function stateOf(s: MemoryState): MemoryStoreState {
-  const { agents, ready, deadlines, verdicts, tools, toolForms, deleted } = s;
+  const { agents, ready, deadlines, verdicts, tools, toolForms, deleted, schedules } = s;
   return {
     agents: [...agents.entries()].map(([id, a]) => [id, {
       ...a,
@@ -215,5 +222,6 @@ function stateOf(s: MemoryState): MemoryStoreState {
     tools: [...tools.entries()],
     toolForms: [...toolForms.entries()],
     deleted: [...deleted.entries()],
+    schedules: [...schedules.entries()].map(([id, m]) => [id, [...m.entries()].map(([k, r]) => [k, structuredClone(r)])]),
   };
 }

@@ -14,7 +14,8 @@
  * - `Lifecycle`: deletion (and its marker), liveness, closing; retention is
  *   applied by the commit and stated here.
  * - `SideStores`: records beside the agents' own: verdicts, delivery dedup,
- *   rate limits, target leases, the tool registry, forks, definition sets.
+ *   rate limits, target leases, the tool registry, forks, definition sets,
+ *   and the agents' recurring schedules (`Schedules`).
  * - `Approvals`: a person's decision on a tool call that needs approval.
  *
  * Every invariant has a name, written as a heading `## <name>` in this file;
@@ -37,6 +38,7 @@ import type { AgentHead, InboxTask, MailItem, TaskOptions, ToolCallRecord, ToolR
 import type { ContractValidation } from "../common/contract-validation.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
 import type { LiveChannel } from "./live.ts";
+import type { ScheduleSpec } from "../common/schedule.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -209,6 +211,8 @@ export type ClaimResult =
   | { status: "busy"; agentId: string; leaseUntil: number }
   /** `foreign`: claimable agents `claimNext` left because `agentNames` does not list them (invariant `definition-sets`). */
   | { status: "empty"; agentId?: string; foreign?: number }
+  /** A due schedule (`claimNext` only; invariant `schedule-tick-once`): fire it with `fireScheduleTick`. */
+  | { status: "schedule_due"; schedule: ScheduleRecord }
   | { status: "agent_not_found" };
 
 export interface PreviousLease {
@@ -812,7 +816,8 @@ export interface Reads {
  *
  * ## deletion
  * `deleteAgent` removes every record of the agent and its entries in the
- * shared indexes (agents, ready, deadlines) in one atomic step; verdict
+ * shared indexes (agents, ready, deadlines), its schedules included, in one
+ * atomic step; an id with schedules and no head counts as an agent; verdict
  * records (`getVerdict`) are kept (audit), the agent's verdict list goes.
  * The same step leaves the deletion marker (`deletion-marker`).
  *
@@ -934,8 +939,108 @@ export interface DefinitionSets {
   announceDefinitionSet(req: AnnounceDefinitionSetRequest): Promise<{ others: DefinitionSetRecord[] }>;
 }
 
+/** A schedule as stored (store/port.ts `Schedules`). */
+export interface ScheduleRecord {
+  agentId: string;
+  scheduleId: string;
+  /** The definition each tick's task names (binding rules as for `enqueueTask`). */
+  agentName: string;
+  /** The ready queue the schedule's due time is kept in. */
+  workerTarget: string;
+  /** The timing and the task's input (common/schedule.ts). */
+  spec: ScheduleSpec;
+  /** The next tick to fire (ms); null: no more ticks. */
+  nextTick: number | null;
+  /** Counts the writes of the schedule (`putSchedule`): a fire is applied only to the revision it was planned from. */
+  rev: number;
+  /** The last tick fired and the turn its task got (null before the first). */
+  lastFired: { tick: number; turnId: string; at: number } | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface PutScheduleRequest {
+  agentId: string;
+  scheduleId: string;
+  agentName: string;
+  workerTarget: string;
+  spec: ScheduleSpec;
+  /** The first tick (ms), computed by the caller from `spec` and `now`. */
+  nextTick: number | null;
+  now: number;
+}
+
+export type PutScheduleResult =
+  | { status: "created" | "replaced"; schedule: ScheduleRecord }
+  | { status: "definition_conflict"; boundTo: string };
+
+export interface FireScheduleTickRequest {
+  agentId: string;
+  scheduleId: string;
+  /** The record's `nextTick` and `rev` the caller planned from (invariant `schedule-tick-once`). */
+  expectTick: number;
+  expectRev: number;
+  /** The tick whose task is enqueued (its idempotency key names it); null: none, only `nextTick` advances. */
+  fireTick: number | null;
+  /** The next tick to store (null: no more ticks). */
+  nextTick: number | null;
+  /** The task, as `enqueueTask` takes it (its input is the schedule's as stored). */
+  turnId: string;
+  /** The schedule's input as read at `expectRev` (the same as stored): sizes the `task_enqueued` event. */
+  input: unknown;
+  idempotencyKey: string;
+  options: TaskOptions;
+  now: number;
+}
+
+export type FireScheduleTickResult =
+  /** Applied: the task's enqueue result (a duplicate key enqueued nothing), `nextTick` stored. */
+  | { status: "fired"; enqueue: EnqueueTaskResult; nextTick: number | null }
+  /** Applied with `fireTick` null: only `nextTick` advanced. */
+  | { status: "skipped"; nextTick: number | null }
+  /** The record is not at `expectTick` / `expectRev` any more (another worker fired it, or it was rewritten): nothing written. */
+  | { status: "stale"; nextTick: number | null }
+  | { status: "schedule_not_found" };
+
+/**
+ * Recurring schedules of an agent. The records live with the agent's own
+ * (one slot); the due time of each is a member `<agentId>\n<scheduleId>` of
+ * the ready queue of its worker target, scored by its `nextTick`, so it
+ * feeds the same earliest-due read (`nextReadyAt`) and bell as agents do.
+ *
+ * ## schedule-tick-once
+ * `claimNext` answers a due schedule (`schedule_due`, with its record)
+ * before claiming any agent due after it, and leaves it as it is; it never
+ * fires it. `fireScheduleTick` applies only when the record is still at
+ * `expectTick` and `expectRev`, and then, in one atomic step, enqueues the
+ * task exactly as `enqueueTask` would (same checks, same idempotency key
+ * dedup, same bell), records the fire, stores `nextTick` and moves the
+ * schedule's score to it (removes it for null). So whatever the number of
+ * workers and wherever one stops, a tick is either not fired (the record
+ * still names it, and any worker fires it later) or fired once; a second
+ * fire planned from the same record answers `stale` and writes nothing.
+ * A definition conflict still advances the schedule (the enqueue answer
+ * says so), so a bad tick cannot hold the queue.
+ *
+ * ## schedule-put
+ * `putSchedule` refuses (`definition_conflict`, nothing written) when the
+ * agent exists under another definition; otherwise it writes the record
+ * (a new `rev`), sets its score to `nextTick` and rings (a new earliest
+ * due time is published like any bell). `deleteSchedule` removes the
+ * record and its score. `deleteAgent` removes every schedule of the agent.
+ */
+export interface Schedules {
+  putSchedule(req: PutScheduleRequest): Promise<PutScheduleResult>;
+  getSchedule(agentId: string, scheduleId: string): Promise<ScheduleRecord | null>;
+  /** The agent's schedules, by scheduleId. */
+  listSchedules(agentId: string): Promise<ScheduleRecord[]>;
+  deleteSchedule(agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
+  /** Fires one tick of a due schedule (invariant `schedule-tick-once`). */
+  fireScheduleTick(req: FireScheduleTickRequest): Promise<FireScheduleTickResult>;
+}
+
 /** Records beside the agents' own (each part states its invariants). */
-export interface SideStores extends Verdicts, DeliveryDedup, RateLimits, TargetLeases, ToolRegistry, Forks, DefinitionSets {}
+export interface SideStores extends Schedules, Verdicts, DeliveryDedup, RateLimits, TargetLeases, ToolRegistry, Forks, DefinitionSets {}
 
 // ------------------------------------------------------------------ approvals
 

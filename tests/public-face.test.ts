@@ -156,6 +156,7 @@ describe("route access declared with each route", () => {
       if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
       if (method === "POST" && rest === "/approvals") return { verb: "approve", agentId, global: false, signable: false };
       if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
+      if ((method === "PUT" || method === "DELETE") && /^\/schedules\/[^/]+$/.test(rest)) return { verb: "enqueue", agentId, global: false, signable: false };
       return { verb: "admin", agentId, global: false, signable: false };
     }
     if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };

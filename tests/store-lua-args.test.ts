@@ -15,9 +15,10 @@ import * as reads from "../store/lua/args/reads.ts";
 import * as lifecycle from "../store/lua/args/lifecycle.ts";
 import * as sideStores from "../store/lua/args/side-stores.ts";
 import * as approvals from "../store/lua/args/approvals.ts";
+import * as schedules from "../store/lua/args/schedules.ts";
 
 const dir = new URL("../store/lua/", import.meta.url).pathname;
-const layouts = [turnProtocol, reads, lifecycle, sideStores, approvals]
+const layouts = [turnProtocol, reads, lifecycle, sideStores, approvals, schedules]
   .flatMap((m) => Object.values(m))
   .filter((v): v is ScriptLayout => typeof v === "object" && v !== null && "script" in v);
 const scripts = readdirSync(dir).filter((f) => f.endsWith(".lua")).map((f) => f.slice(0, -4)).sort();

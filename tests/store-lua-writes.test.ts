@@ -45,7 +45,10 @@ describe("store scripts: checks before writes", () => {
     // (includes/retention.lua) in the commit, after its checks; queue_task and rest_bell (includes/queue.lua)
     // in every script that includes queue.lua.
     expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head|queue_task|rest_bell)$/.test(n))).toEqual([
-      "claim.lua main", "claim_next.lua main", "commit.lua retain", "definition_sets.lua main", "due_tool_calls.lua main", "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
+      "claim.lua main", "claim_next.lua main", "claim_next.lua visit_schedule", "commit.lua retain", "definition_sets.lua main", "due_tool_calls.lua main",
+      // write_enqueue (includes/enqueue.lua): the writes of an enqueue after check_enqueue, in the two scripts that enqueue.
+      "enqueue_task.lua write_enqueue", "fire_schedule.lua write_enqueue",
+      "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",
     ]);
     const checked = reports.flatMap((r) => r.writers.filter((w) => w.marker === "checks done").map((w) => `${r.file} ${w.unit}`));
     expect(checked).toEqual([
@@ -56,9 +59,12 @@ describe("store scripts: checks before writes", () => {
       "create_fork.lua main",
       "decide_approval.lua main",
       "delete_agent.lua main",
+      "delete_schedule.lua main",
       "deliver_tool_result.lua main",
       "delivery.lua main",
       "enqueue_task.lua main",
+      "fire_schedule.lua main",
+      "put_schedule.lua main",
       "put_verdict.lua main",
       "rate_limit.lua main",
       "record_claim_failure.lua main",
@@ -72,7 +78,7 @@ describe("store scripts: checks before writes", () => {
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "get_agent.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua",
+      "get_agent.lua", "get_schedules.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua",
       "list_queued_tasks.lua", "list_tool_roles.lua", "list_verdicts.lua",
       "next_ready_at.lua", "ping.lua",
       "read_checkpoint.lua",

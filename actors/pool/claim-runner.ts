@@ -8,6 +8,8 @@
  *   lease (actors/pool/target-lease.ts).
  * - Only agents named in `agentNames` are claimed (store/port.ts invariant
  *   `definition-sets`, actors/pool/definition-sets.ts).
+ * - A due schedule `claimNext` answers is fired (`fire`, one store step)
+ *   and counts as work: the loop polls again at once.
  * - `onClaimed` is called before the claim runs (the pool wakes a sibling
  *   then, so a burst is taken up loop by loop); `onEmpty` after a pass that
  *   claimed nothing, saying whether it left an agent of another definition
@@ -21,7 +23,7 @@
  * claims). A turn ended because its claims kept throwing is logged by
  * `claimRunner` as `claim failure recorded` (`turn_failed`) instead.
  */
-import type { ClaimResult, Store } from "../../store/port.ts";
+import type { ClaimResult, ScheduleRecord, Store } from "../../store/port.ts";
 import type { HostOutcome } from "../claim/context.ts";
 import type { Clock, Logger } from "../runtime.ts";
 import type { TargetLeases } from "./target-lease.ts";
@@ -39,6 +41,8 @@ export interface ClaimAttemptDeps {
   run(claim: Claimed, workerId: string): Promise<HostOutcome | null>;
   onClaimed(): void;
   onEmpty(foreign: boolean): void;
+  /** Fires a due schedule `claimNext` answered (actors/pool/schedule-fire.ts); a store error throws, as a claim's does. */
+  fire(schedule: ScheduleRecord): Promise<void>;
 }
 
 /** The `turn_end` line of a claim that ended a turn; nothing for one that did not. */
@@ -57,6 +61,11 @@ export async function claimOnce(deps: ClaimAttemptDeps, loopId: string): Promise
       workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
     });
     if (c.status === "empty" && (c.foreign ?? 0) > 0) foreign = true;
+    // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
+    if (c.status === "schedule_due") {
+      await deps.fire(c.schedule);
+      return true;
+    }
     if (c.status === "claimed") {
       deps.onClaimed();
       await deps.run(c, loopId);

@@ -93,6 +93,7 @@ import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initia
 import { type TargetLeases, targetLeases } from "./target-lease.ts";
 import { describeStoreError } from "./store-error.ts";
 import { ParkedLoops, SentinelSleep } from "./wakers.ts";
+import { fireDueSchedule } from "./schedule-fire.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
 export const DEFAULT_LISTEN_MAX_MS = 60_000;
@@ -182,6 +183,8 @@ class Pool implements WorkerPool {
         opts.onClaim?.();
       },
       onEmpty: (foreign) => void this.#send({ type: "empty", foreign }),
+      // A store error fires nothing: it throws like a claim's, and the loop backs off (the tick stays due).
+      fire: async (schedule) => void (await fireDueSchedule(deps, schedule)),
     };
   }
 

@@ -20,8 +20,15 @@
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 
+  A member `<agentId>\n<scheduleId>` is a schedule's due time (store/port.ts
+  invariant `schedule-tick-once`): a due one is answered (`schedule`), never
+  fired here; one of another definition set is left and counted like an
+  agent; a stale one is moved to its schedule's next tick or removed.
+  Undeclared keys also: the schedules hash of a visited schedule's agent.
+
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
+    'schedule <schedule JSON>' (includes/schedule.lua)
     'empty'
     'empty {"foreign":n,"next":score|null}' when n claimable agents of other
       names were left; `next` is the oldest bell after `upto` (the queue's
@@ -31,6 +38,7 @@
 -- @include head.lua
 -- @include queue.lua
 -- @include claim.lua
+-- @include schedule.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local ready = KEYS[1]
@@ -59,6 +67,27 @@ local function empty()
   return 'empty {"foreign":' .. int(foreign) .. ',"next":' .. (after[2] and int(tonumber(after[2])) or 'null') .. '}'
 end
 
+-- A schedule's due time: its JSON when due, 'foreign' when another set's, nil when it was stale (moved or removed).
+local function visit_schedule(m)
+  -- no checks: it answers a due schedule or only maintains its due time
+  local nl = string.find(m, '\n', 1, true)
+  local sched = agent_key(prefix, string.sub(m, 1, nl - 1), 'sched')
+  local id = string.sub(m, nl + 1)
+  local f = redis.call('HMGET', sched, 'n:' .. id, 'a:' .. id, 't:' .. id)
+  if not f[1] or f[1] == 'null' or ready ~= prefix .. ':ready:' .. f[3] then
+    redis.call('ZREM', ready, m)
+    return nil
+  end
+  if tonumber(f[1]) > now then
+    redis.call('ZADD', ready, f[1], m)
+    return nil
+  end
+  if names and not names[f[2]] then
+    return 'foreign'
+  end
+  return schedule_json(sched, id)
+end
+
 while true do
   local due = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'LIMIT', foreign, 20)
   if #due == 0 then
@@ -71,25 +100,33 @@ while true do
       return empty()
     end
     seen[agent_id] = true
-    local k = {
-      head = agent_key(prefix, agent_id, 'head'),
-      tasks = agent_key(prefix, agent_id, 'tasks'),
-      mail = agent_key(prefix, agent_id, 'mail'),
-      inputs = agent_key(prefix, agent_id, 'inputs'),
-    }
-    local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names)
-    if status == 'claimed' then
-      return reply
-    elseif status == 'foreign' then
+    local is_schedule = string.find(agent_id, '\n', 1, true) ~= nil
+    local sched_reply = is_schedule and visit_schedule(agent_id)
+    if sched_reply == 'foreign' then
       foreign = foreign + 1
-    elseif status == 'busy' then
-      set_bell(ready, int(lease_until), agent_id)
-    elseif status == 'missing' or status == 'stale' then
-      -- The agent is gone, or its bell belongs to another target's queue.
-      redis.call('ZREM', ready, agent_id)
-    elseif status == 'error' then
-      -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
-      set_bell(ready, int(now + lease_ms), agent_id)
+    elseif sched_reply then
+      return 'schedule ' .. sched_reply
+    elseif not is_schedule then
+      local k = {
+        head = agent_key(prefix, agent_id, 'head'),
+        tasks = agent_key(prefix, agent_id, 'tasks'),
+        mail = agent_key(prefix, agent_id, 'mail'),
+        inputs = agent_key(prefix, agent_id, 'inputs'),
+      }
+      local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names)
+      if status == 'claimed' then
+        return reply
+      elseif status == 'foreign' then
+        foreign = foreign + 1
+      elseif status == 'busy' then
+        set_bell(ready, int(lease_until), agent_id)
+      elseif status == 'missing' or status == 'stale' then
+        -- The agent is gone, or its bell belongs to another target's queue.
+        redis.call('ZREM', ready, agent_id)
+      elseif status == 'error' then
+        -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
+        set_bell(ready, int(now + lease_ms), agent_id)
+      end
     end
   end
 end

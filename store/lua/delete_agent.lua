@@ -18,7 +18,10 @@
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] now_str: now (ms): the marker's value
   Undeclared keys: the ready zset of the agent's stored target; the calls
-  hashes of the turns listed in the turns hash (the agent's hash tag).
+  hashes of the turns listed in the turns hash (the agent's hash tag); the
+  schedules hash (it is one of KEYS[6..]) and the ready zsets of its
+  schedules' targets, whose due times go too (an id with schedules and no
+  head counts as an agent).
   Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
 ]]
 -- @include keys.lua
@@ -30,8 +33,18 @@ local deleted = KEYS[5]
 local prefix, agent_id, now_str = ARGV[1], ARGV[2], ARGV[3]
 
 local h = read_head(head, { 'agentId', 'workerTarget', 'activeTurnId' })
-local found = h ~= nil
+local sched = agent_key(prefix, agent_id, 'sched')
+local sched_targets = {}
+for _, field in ipairs(redis.call('HKEYS', sched)) do
+  if string.sub(field, 1, 2) == 't:' then
+    sched_targets[string.sub(field, 3)] = redis.call('HGET', sched, field)
+  end
+end
+local found = h ~= nil or next(sched_targets) ~= nil
 -- Checks done; writes follow.
+for id, target in pairs(sched_targets) do
+  redis.call('ZREM', prefix .. ':ready:' .. target, agent_id .. '\n' .. id)
+end
 local calls = {}
 for i = 6, #KEYS do
   local turn = string.match(KEYS[i], ':calls:(.*)$')
@@ -40,7 +53,7 @@ end
 for _, turn in ipairs(redis.call('HKEYS', turns)) do
   calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
 end
-if found and h.activeTurnId ~= 'null' then
+if h and h.activeTurnId ~= 'null' then
   local turn = cjson.decode(h.activeTurnId)
   calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
 end
@@ -56,7 +69,7 @@ for turn, key in pairs(calls) do
   end
   redis.call('DEL', key)
 end
-if found then
+if h then
   redis.call('ZREM', ready_key(prefix, h.workerTarget), agent_id)
 end
 redis.call('ZREM', agents_idx, agent_id)

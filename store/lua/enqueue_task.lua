@@ -34,16 +34,13 @@
     'duplicate <turnId JSON>'          (idempotency key seen before)
     'definition_conflict <name JSON>'  (the agent is bound to another definition)
     'agent_deleted <ms>'               (ARGV[14] '1' and the id was deleted; nothing written)
-  Replay guard: a turn id this agent has just enqueued is a replay of an
-  applied call (turn ids are fresh per request); it answers 'enqueued' again
-  and writes nothing. With a key, the key's entry names the turn; without
-  one, the head field _recentTurns keeps the last RECENT_TURNS turn ids
-  (a replay follows its call within a reconnect), so no entry per task is
-  kept (store/port.ts, invariant `idempotency-entry-with-key`).
+  The checks and writes are includes/enqueue.lua's (shared with fire_schedule.lua),
+  with its replay guard (invariant `idempotency-entry-with-key`).
 ]]
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include enqueue.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -53,80 +50,16 @@ local target_json, turn_json, has_key_flag, idem_key = ARGV[5], ARGV[6], ARGV[7]
 local entry, event_tail, now_str, turn_raw = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local input_json, refuse_deleted, run_at = ARGV[13], ARGV[14], ARGV[15]
 
-local has_key = has_key_flag == '1'
-
-local RECENT_TURNS = 32
-
-if refuse_deleted == '1' then
-  local deleted_at = redis.call('GET', deleted)
-  if deleted_at then
-    return 'agent_deleted ' .. deleted_at
-  end
+local k = { head = head, tasks = tasks, idem = idem, events = events, turns = turns, inputs = inputs, deleted = deleted }
+local a = {
+  prefix = prefix, agent_id = agent_id, agent_id_json = agent_id_json, name_json = name_json,
+  target_json = target_json, turn_json = turn_json, has_key_flag = has_key_flag, idem_key = idem_key,
+  entry = entry, event_tail = event_tail, now_str = now_str, turn_raw = turn_raw,
+  input_json = input_json, refuse_deleted = refuse_deleted, run_at = run_at,
+}
+local reply, st = check_enqueue(k, a)
+if reply then
+  return reply
 end
-
-local h = read_head(head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns' })
-if h then
-  -- A long list of recent turns lives in its own key (includes/head.lua).
-  local unreadable = resolve_long(head, h, { '_recentTurns' })
-  if unreadable then
-    return unreadable
-  end
-end
-local recent = (h and h._recentTurns) or ''
-if h then
-  if h.agentName ~= name_json then
-    return 'definition_conflict ' .. h.agentName
-  end
-  if has_key then
-    local prior = redis.call('HGET', idem, 'k:' .. idem_key)
-    if prior == turn_json then
-      return 'enqueued ' .. turn_json
-    end
-    if prior then
-      return 'duplicate ' .. prior
-    end
-  elseif string.find('\n' .. recent .. '\n', '\n' .. turn_json .. '\n', 1, true) then
-    return 'enqueued ' .. turn_json
-  end
-  local bad = check_numbers(h, { 'lastEventId' })
-  if bad then
-    return bad
-  end
-end
-
 -- Checks done; writes follow.
--- The task joins the queue at its join time (invariant `delayed-tasks`).
-local join_at = (run_at ~= nil and run_at ~= '') and run_at or now_str
-local pending = queue_task(tasks, entry, tonumber(join_at))
-if has_key then
-  redis.call('HSET', idem, 'k:' .. idem_key, turn_json)
-else
-  -- Turn ids hold no control characters (checked by the adapter), so '\n' separates them.
-  local list = {}
-  for t in string.gmatch(recent, '[^\n]+') do list[#list + 1] = t end
-  list[#list + 1] = turn_json
-  recent = table.concat(list, '\n', math.max(1, #list - RECENT_TURNS + 1), #list)
-end
-redis.call('HSET', turns, turn_raw, 'queued')
-redis.call('HSET', inputs, turn_raw, input_json)
-local last = append_events(events, h and tonumber(h.lastEventId) or 0, turn_json, now_str, { event_tail })
-if h then
-  local w = { 'pendingTasks', int(pending), 'lastEventId', int(last) }
-  if not has_key then
-    w[#w + 1] = '_recentTurns'; w[#w + 1] = recent
-  end
-  set_head(head, w, h)
-else
-  set_head(head, {
-    'agentId', agent_id_json, 'agentName', name_json, 'workerTarget', target_json,
-    'createdAt', now_str, 'updatedAt', now_str, 'activeTurnId', 'null', 'currentTask', 'null',
-    'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
-    'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
-    'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
-    '_mailSeq', '0', '_recentTurns', recent,
-  }, nil)
-  redis.call('ZADD', agents_key(prefix), now_str, agent_id)
-end
--- Ring: the bell moves earlier, never later.
-set_bell(ready_key(prefix, h and h.workerTarget or target_json), join_at, agent_id, true)
-return 'enqueued ' .. turn_json
+return write_enqueue(k, a, st)

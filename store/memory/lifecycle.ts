@@ -6,6 +6,7 @@
 import type { Lifecycle } from "../port.ts";
 import { int } from "./records.ts";
 import type { MemoryState } from "./state.ts";
+import { dropSchedules } from "./schedule-steps.ts";
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof Lifecycle> = ReturnType<NonNullable<Lifecycle[K]>>;
@@ -14,8 +15,13 @@ export async function deleteAgent(s: MemoryState, agentId: string, now?: number)
   const { agents, ready, deadlines, deleted, atomic, w } = s;
   return atomic(() => {
     const a = agents.get(agentId);
-    if (!a) return { status: "agent_not_found" as const };
+    // An id with schedules and no head yet is an agent too (invariant `deletion`).
+    const hadSchedules = dropSchedules(s, agentId);
     const at = now === undefined ? 0 : int(now, "now");
+    if (!a) {
+      if (hadSchedules) w.mapSet(deleted, agentId, at);
+      return hadSchedules ? { status: "deleted" as const } : { status: "agent_not_found" as const };
+    }
     // Writes: the agent's records, its bell, its deadlines; verdict records stay (invariant `deletion`), delivery records expire.
     w.mapDelete(agents, agentId);
     // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).

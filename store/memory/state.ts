@@ -15,12 +15,15 @@
  * ones it uses apart (`const { agents, atomic, w } = s`).
  */
 import type { StoredEvent } from "../../common/events.ts";
+import type { ScheduleRecord } from "../port.ts";
 import { type AgentRecords, type DeliveryRecord, utf8Length } from "./records.ts";
 
 export class MemoryState {
   readonly agents = new Map<string, AgentRecords>();
   /** workerTarget -> (agentId -> ready score) */
   readonly ready = new Map<string, Map<string, number>>();
+  /** agentId -> (scheduleId -> record) (store/port.ts `Schedules`); the due time is the ready member `agentId\nscheduleId`. */
+  readonly schedules = new Map<string, Map<string, ScheduleRecord>>();
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   readonly deadlines = new Map<string, number>();
   readonly verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();

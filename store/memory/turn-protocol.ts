@@ -14,13 +14,20 @@ import { resolveRetention } from "../retention.ts";
 import { bellAt, callKey, claimable, dueTask, freshRetention, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
 import type { MemoryState } from "./state.ts";
+import { dueSchedule } from "./schedule-steps.ts";
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof TurnProtocol> = ReturnType<NonNullable<TurnProtocol[K]>>;
 
 export async function enqueueTask(s: MemoryState, req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
-  const { agents, deleted, atomic, copy, w, ring, eventOf, appendEvents } = s;
-  return atomic(() => {
+  return s.atomic(() => enqueueInside(s, req));
+}
+
+/** The body of `enqueueTask`, inside an operation (`fireScheduleTick` runs it in its own, store/memory/schedules.ts). */
+export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueTaskResult {
+  const { agents, deleted, copy, w, ring, eventOf, appendEvents } = s;
+  // The body `enqueueTask` ran inside `atomic`, unchanged (its indentation kept).
+  {
     if (req.refuseDeleted && deleted.has(req.agentId)) return { status: "agent_deleted", deletedAt: deleted.get(req.agentId)! };
     let a = agents.get(req.agentId);
     if (a && a.head.agentName !== req.agentName) {
@@ -96,7 +103,7 @@ export async function enqueueTask(s: MemoryState, req: EnqueueTaskRequest): Prom
     appendEvents(a, [ev]);
     ring(a, runAt ?? req.now);
     return { status: "enqueued", turnId: req.turnId };
-  });
+  }
 }
 
 export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
@@ -227,6 +234,13 @@ export async function claimNext(s: MemoryState, req: ClaimNextRequest): Promise<
     let foreign = 0;
     req.agentNames?.forEach(checkAgentName);
     for (const [agentId] of due) {
+      // A schedule's due time (invariant `schedule-tick-once`): answered, never fired here.
+      if (agentId.includes("\n")) {
+        const r = dueSchedule(s, q, agentId, req);
+        if (r === "foreign") foreign++;
+        else if (r) return r;
+        continue;
+      }
       const a = agents.get(agentId);
       if (!a) {
         w.mapDelete(q, agentId);

@@ -3,7 +3,7 @@
  * `decode`, which turns a reply into the port result, one place for every
  * script.
  */
-import type { ClaimResult, PreviousLease } from "../port.ts";
+import type { ClaimResult, PreviousLease, ScheduleRecord } from "../port.ts";
 import type { AgentHead, InboxTask, MailItem } from "../types.ts";
 import { loadToolRoleEntry } from "../../common/tool-registry.ts";
 import type { ScriptName } from "../lua/scripts.gen.ts";
@@ -25,6 +25,7 @@ export const REPLY = [
   "allowed", "limited", "held", "released", "not_held",
   "conversation", "checkpoint", "deleted", "agent_deleted",
   "approval_pending", "not_due", "decided", "decided_before", "not_awaiting_approval",
+  "schedule", "replaced", "fired",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -38,6 +39,32 @@ function claimedOf(c: ClaimedReply): Extract<ClaimResult, { status: "claimed" }>
     ? null
     : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
   return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
+}
+
+/** The pieces of a schedule as the scripts join them (store/lua/includes/schedule.lua). */
+interface ScheduleReply {
+  record: Omit<ScheduleRecord, "nextTick" | "rev" | "lastFired" | "createdAt">;
+  nextTick: number | null;
+  rev: number;
+  lastFired: ScheduleRecord["lastFired"];
+  createdAt: number;
+  input: unknown;
+}
+
+/** A schedule as a script answers it. */
+export function scheduleOf(c: ScheduleReply): ScheduleRecord {
+  const { record, input } = c;
+  return {
+    ...record, spec: { ...record.spec, input }, nextTick: c.nextTick, rev: c.rev, lastFired: c.lastFired, createdAt: c.createdAt,
+  };
+}
+
+/** A fire's enqueue answer: `enqueued "t"`, `duplicate "t"` or `definition_conflict "name"`. */
+function enqueueOf(reply: string): unknown {
+  const sp = reply.indexOf(" ");
+  const word = reply.slice(0, sp);
+  const v = JSON.parse(reply.slice(sp + 1));
+  return word === "definition_conflict" ? { status: word, boundTo: v } : { status: word, turnId: v };
 }
 
 /** Turns a script reply into the result of the operation (one place for every script). */
@@ -70,6 +97,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "claim":
     case "claim_next": {
       if (word === "claimed") return claimedOf(json());
+      if (word === "schedule") return { status: "schedule_due", schedule: scheduleOf(json()) };
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : payload ? { status: "empty", ...json() } : { status: "empty" };
       return { status: word };
@@ -138,6 +166,18 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "entry" ? payload : null;
     case "list_tool_roles":
       return json();
+    case "put_schedule":
+      return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, schedule: scheduleOf(json()) };
+    case "get_schedules":
+      if (word === "list") return (json() as ScheduleReply[]).map(scheduleOf);
+      return word === "entry" ? scheduleOf(json()) : null;
+    case "delete_schedule":
+      return word === "deleted" ? { status: word } : { status: "schedule_not_found" };
+    case "fire_schedule": {
+      if (word === "absent") return { status: "schedule_not_found" };
+      if (word === "fired") return { status: word, enqueue: enqueueOf(payload) };
+      return { status: word, nextTick: json() };
+    }
     case "read_messages":
     case "read_events":
     case "get_tool_calls":

@@ -176,7 +176,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
     } finally {
       claiming[at]--;
     }
-    if (r.status === "claimed") return r;
+    if (r.status === "claimed" || r.status === "schedule_due") return r;
     if (r.status === "empty" && r.foreign) {
       // Bells left for other definition sets (invariant `definition-sets`) stay due: this caller's view of the shard starts after them.
       foreignOf[at] = r.foreign;

@@ -60,7 +60,9 @@ export function memoryStateReader(store: Store): StateReader {
     }
     const verdicts: Record<string, unknown> = {};
     for (const [id, v] of d.verdicts) if (v.agentId === agentId || own?.verdicts.includes(id)) verdicts[id] = v;
-    return { records: own ? { ...own } : {}, ready, deadlines, verdicts };
+    const schedules = d.schedules.find(([id]) => id === agentId)?.[1];
+    const records = { ...(own ?? {}), ...(schedules && schedules.length > 0 ? { schedules } : {}) };
+    return { records, ready, deadlines, verdicts };
   };
 }
 

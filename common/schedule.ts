@@ -1,0 +1,139 @@
+/**
+ * Recurring schedules: the timing of a schedule (a cron expression with a
+ * time zone, or a fixed interval), its ticks, and what a worker does with the
+ * ticks it finds due (`planTick`). Pure: every time comes from the caller.
+ *
+ * Ticks. A cron schedule ticks at the times its expression names in its
+ * time zone (croner; 5 fields, or 6 with seconds first). An interval schedule
+ * ticks at `anchor + k * everyMs` (k >= 1), `anchor` being the time it was
+ * written. `nextTickAfter(spec, t)` is the first tick strictly after `t`
+ * (null: the expression names no later time).
+ *
+ * Missed ticks. When a worker finds a schedule due (its stored `nextTick` is
+ * at or before now), the ticks due are `nextTick`, the ticks after it up to
+ * now. One of them is the *latest due tick*; the others were missed (no
+ * worker ran at their time). `catchUp` decides:
+ * - `last` (default): fire the latest due tick only;
+ * - `none`: fire the latest due tick only when it is within `ON_TIME_MS` of
+ *   now (an on-time tick seen a little late), else fire nothing; the next
+ *   tick is then the first one after now;
+ * - `all`: fire every due tick, oldest first, one store step each, but at
+ *   most `MAX_CATCH_UP` of them: older ones are skipped.
+ * Each fire is one atomic store step (store/port.ts invariant
+ * `schedule-tick-once`), so whatever the number of workers, a tick is
+ * enqueued once, under the idempotency key `scheduleKey(id, tick)`.
+ */
+import { Cron } from "croner";
+
+export type CatchUp = "none" | "last" | "all";
+
+export const CATCH_UP: readonly CatchUp[] = ["none", "last", "all"];
+
+/** The most missed ticks `catchUp: "all"` fires after an outage; older ones are skipped. */
+export const MAX_CATCH_UP = 100;
+
+/** A tick seen this late or less is on time (`catchUp: "none"` still fires it). */
+export const ON_TIME_MS = 60_000;
+
+/** The shortest interval of an `everyMs` schedule (ms). */
+export const MIN_EVERY_MS = 1_000;
+
+/** The timing of a schedule and the task each tick enqueues, as stored. */
+export interface ScheduleSpec {
+  /** The task's input (JSON). */
+  input: unknown;
+  cron?: string;
+  everyMs?: number;
+  /** IANA time zone of a cron schedule (absent: UTC). */
+  timezone?: string;
+  catchUp: CatchUp;
+  /** An interval schedule's origin: its ticks are `anchor + k * everyMs` (ms). */
+  anchor: number;
+}
+
+function cronOf(spec: Pick<ScheduleSpec, "cron" | "timezone">): Cron {
+  return new Cron(spec.cron!, { paused: true, ...(spec.timezone !== undefined ? { timezone: spec.timezone } : {}) });
+}
+
+/**
+ * Why a timing cannot be used, or null when it can: exactly one of `cron`
+ * (5 or 6 fields) and `everyMs` (an integer of at least MIN_EVERY_MS), a time
+ * zone croner knows (cron only), and at least one tick after `now`. Routes
+ * answer the reason as `validation_failed`.
+ */
+export function scheduleTimingProblem(t: { cron?: string; everyMs?: number; timezone?: string }, now: number): { field: "cron" | "everyMs" | "timezone"; reason: string } | null {
+  if ((t.cron === undefined) === (t.everyMs === undefined)) return { field: "cron", reason: "Give exactly one of `cron` and `everyMs`" };
+  if (t.everyMs !== undefined) {
+    if (!Number.isSafeInteger(t.everyMs) || t.everyMs < MIN_EVERY_MS) {
+      return { field: "everyMs", reason: `everyMs must be an integer of at least ${MIN_EVERY_MS}, got ${JSON.stringify(t.everyMs)}` };
+    }
+    return t.timezone === undefined ? null : { field: "timezone", reason: "timezone applies to a cron schedule only" };
+  }
+  const fields = t.cron!.trim().split(/\s+/);
+  if (fields.length !== 5 && fields.length !== 6) {
+    return { field: "cron", reason: `cron ${JSON.stringify(t.cron)} must have 5 fields (minute hour day month weekday) or 6 (seconds first)` };
+  }
+  let cron: Cron;
+  try {
+    cron = cronOf(t);
+  } catch (err) {
+    return { field: "cron", reason: `cron ${JSON.stringify(t.cron)} cannot be parsed: ${(err as Error).message}` };
+  }
+  let next: Date | null;
+  try {
+    next = cron.nextRun(new Date(now));
+  } catch (err) {
+    return { field: "timezone", reason: `timezone ${JSON.stringify(t.timezone)} is not a known IANA time zone: ${(err as Error).message}` };
+  }
+  return next === null ? { field: "cron", reason: `cron ${JSON.stringify(t.cron)} names no time after now` } : null;
+}
+
+/** The first tick strictly after `t` (ms), or null when there is none. */
+export function nextTickAfter(spec: ScheduleSpec, t: number): number | null {
+  if (spec.everyMs !== undefined) {
+    const k = t < spec.anchor ? 1 : Math.floor((t - spec.anchor) / spec.everyMs) + 1;
+    return spec.anchor + k * spec.everyMs;
+  }
+  const next = cronOf(spec).nextRun(new Date(t));
+  return next === null ? null : next.getTime();
+}
+
+/** The idempotency key of a tick's task: `schedule:<scheduleId>:<tick ISO time>`. */
+export function scheduleKey(scheduleId: string, tick: number): string {
+  return `schedule:${scheduleId}:${new Date(tick).toISOString()}`;
+}
+
+/**
+ * The due ticks from `due` through `now`, oldest first, the latest
+ * MAX_CATCH_UP of them, computed without walking every tick of a long
+ * outage (an interval by arithmetic, a cron by croner's `previousRuns`).
+ */
+function dueTicks(spec: ScheduleSpec, due: number, now: number): number[] {
+  const out: number[] = [];
+  if (spec.everyMs !== undefined) {
+    const latest = spec.anchor + Math.floor((now - spec.anchor) / spec.everyMs) * spec.everyMs;
+    for (let t = Math.max(due, latest - (MAX_CATCH_UP - 1) * spec.everyMs); t <= latest; t += spec.everyMs) out.push(t);
+  } else {
+    // previousRuns answers runs before its reference (a run in the same second included), newest first.
+    for (const d of cronOf(spec).previousRuns(MAX_CATCH_UP, new Date(now + 1))) {
+      const t = d.getTime();
+      if (t >= due && t <= now) out.unshift(t);
+    }
+  }
+  return out.length > 0 ? out : [due];
+}
+
+/**
+ * What a worker does with a schedule whose stored next tick `due` is at or
+ * before `now`: fire `fire` (null: fire nothing) and store `next` as the
+ * next tick (null: the schedule has no more ticks). See the header for the
+ * rules; `next` may itself be due (catchUp `all`), which the next step fires.
+ */
+export function planTick(spec: ScheduleSpec, due: number, now: number): { fire: number | null; next: number | null } {
+  const ticks = dueTicks(spec, due, now);
+  const latest = ticks[ticks.length - 1];
+  const after = nextTickAfter(spec, Math.max(now, latest));
+  if (spec.catchUp === "all") return { fire: ticks[0], next: ticks.length > 1 ? ticks[1] : after };
+  if (spec.catchUp === "none" && now - latest > ON_TIME_MS) return { fire: null, next: after };
+  return { fire: latest, next: after };
+}

@@ -1,0 +1,175 @@
+/**
+ * Recurring schedules of an agent (common/schedule.ts; store/port.ts
+ * `Schedules`).
+ *
+ * - `PUT /v1/agents/:agentId/schedules/:scheduleId` creates (201) or
+ *   replaces (200) a schedule: `{ agent, input, cron | everyMs, timezone?,
+ *   catchUp? }`. The timing is checked before anything is stored (a bad
+ *   expression, time zone or interval is 400 `validation_failed` with the
+ *   reason in `detail`); `agent` binds as a task's does (409
+ *   `agent_definition_conflict`, 422 `unknown_agent_definition`). The first
+ *   tick is the first after now; writing rings, so sleeping pools read the
+ *   new due time.
+ * - `GET .../schedules/:scheduleId`, `GET .../schedules` (the agent's, by
+ *   id) and `DELETE .../schedules/:scheduleId`; an unknown schedule is 404
+ *   `schedule_not_found`.
+ *
+ * Each tick enqueues one ordinary task under the idempotency key
+ * `schedule:<scheduleId>:<tick ISO time>`, fired by the worker pool
+ * (actors/pool/schedule-fire.ts) exactly once whatever the number of
+ * workers (store invariant `schedule-tick-once`). Writing and deleting need
+ * the `enqueue` verb (a schedule enqueues tasks), reading `read`.
+ */
+import { z } from "@hono/zod-openapi";
+import { nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
+import type { ScheduleRecord } from "../store/port.ts";
+import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
+import { ProblemError } from "./problem.ts";
+import type { RouteRuntime } from "./runtime.ts";
+import { AgentId, AgentParams } from "./schemas.ts";
+
+const ScheduleId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).describe("Schedule id, `^[A-Za-z0-9_.:-]{1,64}$`");
+const ScheduleParams = z.object({ agentId: AgentId, scheduleId: ScheduleId });
+const Iso = z.string().describe("ISO 8601, UTC");
+
+const ScheduleRequest = z.strictObject({
+  agent: z.string().min(1).max(64).describe("Name of the agent definition each tick's task names (binds like a task's `agent`)"),
+  input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The input of each tick's task: text or a JSON object"),
+  cron: z.string().min(1).max(256).optional()
+    .describe("Cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first); not with `everyMs`"),
+  everyMs: z.int().min(1_000).max(Number.MAX_SAFE_INTEGER).optional().describe("Fixed interval (ms, at least 1000) from the write; not with `cron`"),
+  timezone: z.string().min(1).max(64).optional().describe("IANA time zone of `cron` (default UTC)"),
+  catchUp: z.enum(["none", "last", "all"]).optional()
+    .describe("Ticks missed while no worker ran: `last` (default) fires the latest, `none` none, `all` each (at most 100)"),
+}).superRefine((b, ctx) => {
+  if ((b.cron === undefined) === (b.everyMs === undefined)) {
+    ctx.addIssue({ code: "custom", path: ["cron"], message: "give exactly one of cron and everyMs" });
+  }
+}).openapi("ScheduleRequest");
+
+const ScheduleView = z.object({
+  agentId: z.string(),
+  scheduleId: z.string(),
+  agent: z.string(),
+  input: z.unknown(),
+  cron: z.string().optional(),
+  everyMs: z.int().optional(),
+  timezone: z.string().optional(),
+  catchUp: z.enum(["none", "last", "all"]),
+  nextRunAt: Iso.nullable().describe("The next tick; null: no more ticks"),
+  nextRunAtMs: z.number().nullable(),
+  lastFired: z.object({ tick: Iso, tickMs: z.number(), turnId: z.string(), at: Iso }).nullable()
+    .describe("The last tick fired and the turn its task got"),
+  createdAt: Iso,
+  updatedAt: Iso,
+}).openapi("ScheduleView");
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function scheduleView(r: ScheduleRecord): z.infer<typeof ScheduleView> {
+  const { spec } = r;
+  return {
+    agentId: r.agentId, scheduleId: r.scheduleId, agent: r.agentName, input: spec.input,
+    ...(spec.cron !== undefined ? { cron: spec.cron } : {}),
+    ...(spec.everyMs !== undefined ? { everyMs: spec.everyMs } : {}),
+    ...(spec.timezone !== undefined ? { timezone: spec.timezone } : {}),
+    catchUp: spec.catchUp, nextRunAt: r.nextTick === null ? null : iso(r.nextTick), nextRunAtMs: r.nextTick,
+    lastFired: r.lastFired === null ? null : { tick: iso(r.lastFired.tick), tickMs: r.lastFired.tick, turnId: r.lastFired.turnId, at: iso(r.lastFired.at) },
+    createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
+  };
+}
+
+const putSchedule = defineRoute({
+  method: "put",
+  path: "/v1/agents/{agentId}/schedules/{scheduleId}",
+  operationId: "putSchedule",
+  summary: "Create or replace a recurring schedule (each tick enqueues one task)",
+  description: "Exactly one of `cron` (5 or 6 fields, with `timezone`) and `everyMs` (>= 1000). Each tick enqueues one " +
+    "ordinary task under the idempotency key `schedule:<scheduleId>:<tick ISO time>`, exactly once whatever the number " +
+    "of workers. `catchUp` says what happens to ticks missed while no worker ran (default `last`).",
+  tags: ["schedules"],
+  request: { params: ScheduleParams, body: jsonBody(ScheduleRequest) },
+  responses: { 200: json("Replaced", ScheduleView), 201: json("Created", ScheduleView) },
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], "enqueue");
+
+const getSchedule = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/schedules/{scheduleId}",
+  operationId: "getSchedule",
+  summary: "Read a schedule",
+  tags: ["schedules"],
+  request: { params: ScheduleParams },
+  responses: { 200: json("The schedule", ScheduleView) },
+}, ["invalid_agent_id", "validation_failed", "schedule_not_found"], "read");
+
+const listSchedules = defineRoute({
+  method: "get",
+  path: "/v1/agents/{agentId}/schedules",
+  operationId: "listSchedules",
+  summary: "The agent's schedules, by id",
+  tags: ["schedules"],
+  request: { params: AgentParams },
+  responses: { 200: json("The schedules", z.object({ schedules: z.array(ScheduleView) })) },
+}, ["invalid_agent_id"], "read");
+
+const deleteSchedule = defineRoute({
+  method: "delete",
+  path: "/v1/agents/{agentId}/schedules/{scheduleId}",
+  operationId: "deleteSchedule",
+  summary: "Delete a schedule (no tick fires after it)",
+  tags: ["schedules"],
+  request: { params: ScheduleParams },
+  responses: { 200: json("Deleted", z.object({ deleted: z.literal(true), agentId: z.string(), scheduleId: z.string() })) },
+}, ["invalid_agent_id", "validation_failed", "schedule_not_found"], "enqueue");
+
+/** The timing of a request, checked (400 `validation_failed` with the reason), with its first tick. */
+function specOf(body: z.infer<typeof ScheduleRequest>, now: number): { spec: ScheduleSpec; first: number | null } {
+  const timing = {
+    ...(body.cron !== undefined ? { cron: body.cron } : {}),
+    ...(body.everyMs !== undefined ? { everyMs: body.everyMs } : {}),
+    ...(body.timezone !== undefined ? { timezone: body.timezone } : {}),
+  };
+  const problem = scheduleTimingProblem(timing, now);
+  if (problem) {
+    throw new ProblemError("validation_failed", problem.reason, { extra: { errors: [{ path: [problem.field], message: problem.reason }] } });
+  }
+  const spec: ScheduleSpec = { input: body.input, ...timing, catchUp: body.catchUp ?? "last", anchor: now };
+  return { spec, first: nextTickAfter(spec, now) };
+}
+
+export function scheduleRoutes(rt: RouteRuntime) {
+  return routeApp(rt)
+    .openapi(putSchedule, async (c) => {
+      const { agentId, scheduleId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const def = rt.agents.get(body.agent);
+      if (!def) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
+      const now = rt.clock.now();
+      const { spec, first } = specOf(body, now);
+      const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, now });
+      if (r.status === "definition_conflict") {
+        throw new ProblemError("agent_definition_conflict", `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`, {
+          extra: { boundTo: r.boundTo },
+        });
+      }
+      // The store published the new due time to listening pools; this process's pool reads it at its next poll.
+      rt.wake(agentId, c.req.raw);
+      return r.status === "created" ? c.json(scheduleView(r.schedule), 201) : c.json(scheduleView(r.schedule), 200);
+    })
+    .openapi(getSchedule, async (c) => {
+      const { agentId, scheduleId } = c.req.valid("param");
+      const r = await rt.store.getSchedule(agentId, scheduleId);
+      if (!r) throw new ProblemError("schedule_not_found", `Agent "${agentId}" has no schedule "${scheduleId}"`);
+      return c.json(scheduleView(r), 200);
+    })
+    .openapi(listSchedules, async (c) => {
+      const { agentId } = c.req.valid("param");
+      return c.json({ schedules: (await rt.store.listSchedules(agentId)).map(scheduleView) }, 200);
+    })
+    .openapi(deleteSchedule, async (c) => {
+      const { agentId, scheduleId } = c.req.valid("param");
+      const r = await rt.store.deleteSchedule(agentId, scheduleId);
+      if (r.status === "schedule_not_found") throw new ProblemError("schedule_not_found", `Agent "${agentId}" has no schedule "${scheduleId}"`);
+      return c.json({ deleted: true as const, agentId, scheduleId }, 200);
+    });
+}

@@ -1,0 +1,44 @@
+/**
+ * The steps of the memory store's schedules that other operations share:
+ * a schedule's due time in its ready queue, claimNext's visit of one, and
+ * deleteAgent's removal of them all (store/port.ts `Schedules`).
+ */
+import type { ClaimNextRequest, ClaimResult, ScheduleRecord } from "../port.ts";
+import type { MemoryState } from "./state.ts";
+
+const member = (agentId: string, scheduleId: string) => `${agentId}\n${scheduleId}`;
+
+export function setScore(s: MemoryState, rec: ScheduleRecord, score: number | null): void {
+  const q = s.readyOf(rec.workerTarget);
+  if (score === null) s.w.mapDelete(q, member(rec.agentId, rec.scheduleId));
+  else s.w.mapSet(q, member(rec.agentId, rec.scheduleId), score);
+}
+
+/** Removes every schedule of an agent with its due times, inside deleteAgent's operation; true when it had any. */
+export function dropSchedules(s: MemoryState, agentId: string): boolean {
+  const mine = s.schedules.get(agentId);
+  if (!mine) return false;
+  for (const rec of mine.values()) setScore(s, rec, null);
+  s.w.mapDelete(s.schedules, agentId);
+  return true;
+}
+
+/**
+ * claimNext's visit of a schedule's due time: the record to fire, "foreign"
+ * when another definition set's, null when the member was stale (removed or
+ * moved to the record's own next tick).
+ */
+export function dueSchedule(s: MemoryState, q: Map<string, number>, m: string, req: ClaimNextRequest): ClaimResult | "foreign" | null {
+  const nl = m.indexOf("\n");
+  const rec = s.schedules.get(m.slice(0, nl))?.get(m.slice(nl + 1));
+  if (!rec || rec.nextTick === null || rec.workerTarget !== req.workerTarget) {
+    s.w.mapDelete(q, m);
+    return null;
+  }
+  if (rec.nextTick > req.now) {
+    s.w.mapSet(q, m, rec.nextTick);
+    return null;
+  }
+  if (req.agentNames && !req.agentNames.includes(rec.agentName)) return "foreign";
+  return { status: "schedule_due", schedule: s.copy(rec) };
+}

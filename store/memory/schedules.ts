@@ -1,0 +1,85 @@
+/**
+ * Schedules of the memory store (store/port.ts `Schedules`, invariants
+ * `schedule-put` and `schedule-tick-once`). A schedule's due time is the
+ * member `<agentId>\n<scheduleId>` of its target's ready queue (agent ids
+ * hold no control characters, so no agent has that member).
+ */
+import type { FireScheduleTickRequest, FireScheduleTickResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import { checkAgentId, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
+import { int } from "./records.ts";
+import type { MemoryState } from "./state.ts";
+import { enqueueInside } from "./turn-protocol.ts";
+import { setScore } from "./schedule-steps.ts";
+
+export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Promise<PutScheduleResult> {
+  checkAgentId(req.agentId);
+  checkScheduleId(req.scheduleId);
+  checkTarget(req.workerTarget);
+  const now = int(req.now, "now");
+  if (req.nextTick !== null) int(req.nextTick, "nextTick");
+  return s.atomic(() => {
+    const a = s.agents.get(req.agentId);
+    if (a && a.head.agentName !== req.agentName) return { status: "definition_conflict" as const, boundTo: a.head.agentName };
+    const spec = s.copy(req.spec);
+    let mine = s.schedules.get(req.agentId);
+    const old = mine?.get(req.scheduleId);
+    const rec: ScheduleRecord = {
+      agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec,
+      nextTick: req.nextTick, rev: (old?.rev ?? 0) + 1, lastFired: old?.lastFired ?? null,
+      createdAt: old?.createdAt ?? now, updatedAt: now,
+    };
+    // Writes.
+    if (!mine) s.w.mapSet(s.schedules, req.agentId, (mine = new Map()));
+    if (old) setScore(s, old, null);
+    s.w.mapSet(mine, req.scheduleId, rec);
+    setScore(s, rec, rec.nextTick);
+    return { status: old ? "replaced" as const : "created" as const, schedule: s.copy(rec) };
+  });
+}
+
+export async function getSchedule(s: MemoryState, agentId: string, scheduleId: string): Promise<ScheduleRecord | null> {
+  const rec = s.schedules.get(agentId)?.get(scheduleId);
+  return rec ? s.copy(rec) : null;
+}
+
+export async function listSchedules(s: MemoryState, agentId: string): Promise<ScheduleRecord[]> {
+  const mine = s.schedules.get(agentId);
+  if (!mine) return [];
+  return [...mine.keys()].sort().map((id) => s.copy(mine.get(id)!));
+}
+
+export async function deleteSchedule(s: MemoryState, agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+  return s.atomic(() => {
+    const mine = s.schedules.get(agentId);
+    const rec = mine?.get(scheduleId);
+    if (!mine || !rec) return { status: "schedule_not_found" as const };
+    setScore(s, rec, null);
+    s.w.mapDelete(mine, scheduleId);
+    if (mine.size === 0) s.w.mapDelete(s.schedules, agentId);
+    return { status: "deleted" as const };
+  });
+}
+
+export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequest): Promise<FireScheduleTickResult> {
+  checkTurnId(req.turnId);
+  int(req.now, "now");
+  if (req.nextTick !== null) int(req.nextTick, "nextTick");
+  return s.atomic((): FireScheduleTickResult => {
+    const rec = s.schedules.get(req.agentId)?.get(req.scheduleId);
+    if (!rec) return { status: "schedule_not_found" };
+    if (rec.nextTick !== req.expectTick || rec.rev !== req.expectRev) return { status: "stale", nextTick: rec.nextTick };
+    let enqueue = null;
+    if (req.fireTick !== null) {
+      enqueue = enqueueInside(s, {
+        agentId: req.agentId, agentName: rec.agentName, workerTarget: rec.workerTarget, input: rec.spec.input,
+        options: req.options, idempotencyKey: req.idempotencyKey, turnId: req.turnId, now: req.now,
+      });
+      if (enqueue.status === "enqueued" || enqueue.status === "duplicate") {
+        s.w.set(rec, "lastFired", { tick: req.fireTick, turnId: enqueue.turnId, at: req.now });
+      }
+    }
+    s.w.set(rec, "nextTick", req.nextTick);
+    setScore(s, rec, req.nextTick);
+    return enqueue ? { status: "fired", enqueue, nextTick: req.nextTick } : { status: "skipped", nextTick: req.nextTick };
+  });
+}

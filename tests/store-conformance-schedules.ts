@@ -1,0 +1,150 @@
+/**
+ * The schedules part of the store conformance suite (store/port.ts
+ * `Schedules`, invariants `schedule-put` and `schedule-tick-once`), run by
+ * tests/store-conformance.ts on every adapter: put/get/list/delete, a due
+ * schedule answered by claimNext (and its due time read by nextReadyAt), a
+ * fire applied once (stale and duplicate ticks), and deleteAgent.
+ */
+import { describe, expect, it } from "vitest";
+import type { FireScheduleTickRequest, PutScheduleRequest, ScheduleRecord, Store } from "../store/port.ts";
+import { StoreInputError } from "../store/keys.ts";
+import type { ScheduleSpec } from "../common/schedule.ts";
+import type { StateReader } from "./helpers/store-state.ts";
+
+export interface ScheduleContext {
+  store: Store;
+  clients(n: number): Promise<Store[]>;
+  /** The whole stored state of one agent (tests/helpers/store-state.ts): a refusal must leave it as it was. */
+  state: StateReader;
+}
+
+const T0 = 1_700_000_000_000;
+const TARGET = "default";
+const SPEC: ScheduleSpec = { input: { job: "report", n: [1, 2.5] }, everyMs: 60_000, catchUp: "last", anchor: T0 };
+
+const put = (store: Store, over: Partial<PutScheduleRequest> = {}) =>
+  store.putSchedule({ agentId: "a1", scheduleId: "s1", agentName: "echo", workerTarget: TARGET, spec: SPEC, nextTick: T0 + 60_000, now: T0, ...over });
+
+const fire = (store: Store, rec: ScheduleRecord, over: Partial<FireScheduleTickRequest> = {}) =>
+  store.fireScheduleTick({
+    agentId: rec.agentId, scheduleId: rec.scheduleId, expectTick: rec.nextTick!, expectRev: rec.rev, fireTick: rec.nextTick,
+    nextTick: rec.nextTick! + 60_000, turnId: `turn_${rec.nextTick}`, idempotencyKey: `schedule:${rec.scheduleId}:${rec.nextTick}`,
+    options: {}, input: rec.spec.input, now: rec.nextTick!, ...over,
+  });
+
+async function created(store: Store): Promise<ScheduleRecord> {
+  const r = await put(store);
+  if (r.status === "definition_conflict") throw new Error("not created");
+  return r.schedule;
+}
+
+export function scheduleConformance(ctx: () => ScheduleContext): void {
+  describe("schedules (putSchedule, claimNext, fireScheduleTick, deleteSchedule)", () => {
+    it("creates, reads, lists by id, replaces (a new rev, createdAt kept) and deletes a schedule", async () => {
+      const { store } = ctx();
+      const created = await put(store);
+      expect(created.status).toBe("created");
+      const want: ScheduleRecord = {
+        agentId: "a1", scheduleId: "s1", agentName: "echo", workerTarget: TARGET, spec: SPEC, nextTick: T0 + 60_000, rev: 1,
+        lastFired: null, createdAt: T0, updatedAt: T0,
+      };
+      expect(created).toEqual({ status: "created", schedule: want });
+      expect(await store.getSchedule("a1", "s1")).toEqual(want);
+      await put(store, { scheduleId: "a0", now: T0 + 1 });
+      expect((await store.listSchedules("a1")).map((s) => s.scheduleId)).toEqual(["a0", "s1"]);
+      const replaced = await put(store, { spec: { ...SPEC, everyMs: 5_000 }, nextTick: T0 + 5_000, now: T0 + 2 });
+      expect(replaced).toEqual({ status: "replaced", schedule: { ...want, spec: { ...SPEC, everyMs: 5_000 }, nextTick: T0 + 5_000, rev: 2, updatedAt: T0 + 2 } });
+      expect(await store.deleteSchedule("a1", "s1")).toEqual({ status: "deleted" });
+      expect(await store.deleteSchedule("a1", "s1")).toEqual({ status: "schedule_not_found" });
+      expect(await store.getSchedule("a1", "s1")).toBeNull();
+      expect((await store.listSchedules("a1")).map((s) => s.scheduleId)).toEqual(["a0"]);
+      expect(await store.listSchedules("nobody")).toEqual([]);
+      await expect(put(store, { scheduleId: "bad id" })).rejects.toThrow(StoreInputError);
+    });
+
+    it("refuses a schedule naming another definition than the agent's with definition_conflict and writes nothing", async () => {
+      const { store, state } = ctx();
+      await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
+      const before = await state("a1");
+      expect(await put(store, { agentName: "other" })).toEqual({ status: "definition_conflict", boundTo: "echo" });
+      expect(await state("a1")).toEqual(before);
+      expect(await store.listSchedules("a1")).toEqual([]);
+    });
+
+    it("keeps the due time in the ready queue: nextReadyAt reads it, claimNext answers the schedule once due and claims nothing for it", async () => {
+      const { store } = ctx();
+      await put(store);
+      expect(await store.nextReadyAt(TARGET)).toBe(T0 + 60_000);
+      expect(await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 1000, now: T0 + 59_999 })).toEqual({ status: "empty" });
+      const due = await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 1000, now: T0 + 60_000 });
+      expect(due).toEqual({ status: "schedule_due", schedule: (await store.getSchedule("a1", "s1"))! });
+      // Another deployment's schedule is left due and counted.
+      expect(await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 1000, now: T0 + 60_000, agentNames: ["other"] }))
+        .toEqual({ status: "empty", foreign: 1 });
+      expect(await store.getAgent("a1")).toBeNull();
+      await store.deleteSchedule("a1", "s1");
+      expect(await store.nextReadyAt(TARGET)).toBeNull();
+    });
+
+    it("fires a tick once: enqueues the task under its key, records it, moves the due time; a second fire of the same tick is stale and writes nothing", async () => {
+      const { store } = ctx();
+      const rec = await created(store);
+      const r = await fire(store, rec);
+      expect(r).toEqual({ status: "fired", enqueue: { status: "enqueued", turnId: `turn_${T0 + 60_000}` }, nextTick: T0 + 120_000 });
+      const task = await store.getTurn("a1", `turn_${T0 + 60_000}`);
+      expect(task).toMatchObject({ status: "queued", input: SPEC.input });
+      const after = (await store.getSchedule("a1", "s1"))!;
+      expect(after).toMatchObject({ nextTick: T0 + 120_000, rev: 1, lastFired: { tick: T0 + 60_000, turnId: `turn_${T0 + 60_000}`, at: T0 + 60_000 } });
+      expect(await store.nextReadyAt(TARGET)).toBe(T0 + 60_000); // the agent's own bell, rung by the enqueue
+      const head = await store.getAgent("a1");
+      expect(head).toMatchObject({ agentName: "echo", pendingTasks: 1 });
+      // The same planned step again (a second worker): stale, nothing written.
+      const before = await ctx().state("a1");
+      expect(await fire(store, rec, { turnId: "turn_other" })).toEqual({ status: "stale", nextTick: T0 + 120_000 });
+      expect(await ctx().state("a1")).toEqual(before);
+      // A rewritten schedule refuses a step planned from the old revision.
+      await put(store, { nextTick: T0 + 120_000, now: T0 + 61_000 });
+      expect(await fire(store, after, { turnId: "turn_x" })).toEqual({ status: "stale", nextTick: T0 + 120_000 });
+      // The task stands under the tick's key.
+      expect(await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: 1, options: {}, turnId: "t9", idempotencyKey: `schedule:s1:${T0 + 60_000}`, now: T0 }))
+        .toEqual({ status: "duplicate", turnId: `turn_${T0 + 60_000}` });
+    });
+
+    it("a tick whose key was seen before enqueues nothing (duplicate) and still advances; fireTick null only advances", async () => {
+      const { store } = ctx();
+      const rec = await created(store);
+      await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t0", idempotencyKey: `schedule:s1:${T0 + 60_000}`, now: T0 });
+      expect(await fire(store, rec)).toEqual({ status: "fired", enqueue: { status: "duplicate", turnId: "t0" }, nextTick: T0 + 120_000 });
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+      const next = (await store.getSchedule("a1", "s1"))!;
+      expect(await fire(store, next, { fireTick: null, nextTick: null, now: T0 + 500_000 })).toEqual({ status: "skipped", nextTick: null });
+      expect((await store.getSchedule("a1", "s1"))!.nextTick).toBeNull();
+      // The agent's own task only: an ended schedule has no due time.
+      expect(await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 1000, now: T0 + 10_000_000, agentNames: ["none"] })).toEqual({ status: "empty", foreign: 1 });
+      expect(await store.fireScheduleTick({ ...next, expectTick: 1, expectRev: 1, fireTick: null, nextTick: null, turnId: "t", idempotencyKey: "", options: {}, input: null, now: T0, scheduleId: "nope" }))
+        .toEqual({ status: "schedule_not_found" });
+    });
+
+    it("applies exactly one of concurrent fires of the same tick from several clients", async () => {
+      const { store, clients } = ctx();
+      const rec = await created(store);
+      const cs = await clients(3);
+      const rs = await Promise.all(Array.from({ length: 6 }, (_, i) => fire(cs[i % cs.length], rec, { turnId: `turn_c${i}` })));
+      expect(rs.filter((r) => r.status === "fired")).toHaveLength(1);
+      expect(rs.filter((r) => r.status === "stale")).toHaveLength(5);
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+    });
+
+    it("deleteAgent removes the agent's schedules and their due times, also of an id that has schedules only", async () => {
+      const { store } = ctx();
+      await put(store);
+      await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
+      await put(store, { agentId: "a2" });
+      expect(await store.deleteAgent("a1", T0 + 1)).toEqual({ status: "deleted" });
+      expect(await store.listSchedules("a1")).toEqual([]);
+      expect(await store.deleteAgent("a2", T0 + 1)).toEqual({ status: "deleted" });
+      expect(await store.listSchedules("a2")).toEqual([]);
+      expect(await store.nextReadyAt(TARGET)).toBeNull();
+    });
+  });
+}
