@@ -172,23 +172,32 @@ async function runHistory(redisUrl: string, info: Redis): Promise<HistoryResult>
   return { sizes, memory, ratio: cpu(sizes.length - 1) / cpu(0), seconds: (performance.now() - t0) / 1000 };
 }
 
-/** Idle cost of one process with default settings, TCP and Upstash at the same time, each on its own private server. */
-async function runIdle(): Promise<{ tcp: IdleMeasure; upstash: IdleMeasure }> {
+/** Idle rows: default settings, and with 1,000 recurring schedules registered; TCP and Upstash. */
+interface IdleRows {
+  tcp: IdleMeasure;
+  upstash: IdleMeasure;
+  tcpSchedules: IdleMeasure;
+  upstashSchedules: IdleMeasure;
+}
+
+/** Idle cost of one process, TCP and Upstash, without and with 1,000 schedules, all at the same time, each on its own private server. */
+async function runIdle(): Promise<IdleRows> {
   const mod = await load(fileURLToPath(new URL("..", import.meta.url)));
-  const one = async (kind: "tcp" | "upstash") => {
+  const one = async (kind: "tcp" | "upstash", schedules: number) => {
     const redis = await startRedisServer();
     const bridge = await startUpstashBridge({ redisUrl: redis.url });
     const info = new Redis(redis.url);
     try {
-      return await measureIdle({ mod, kind, redisUrl: redis.url, info, bridge, ...IDLE, prefix: `idle-${kind}:` });
+      const mode = schedules > 0 ? `default + ${schedules} schedules` : "default";
+      return await measureIdle({ mod, kind, redisUrl: redis.url, info, bridge, ...IDLE, prefix: `idle-${kind}-${schedules}:`, mode, schedules });
     } finally {
       info.disconnect();
       await bridge.close();
       await redis.stop();
     }
   };
-  const [tcp, upstash] = await Promise.all([one("tcp"), one("upstash")]);
-  return { tcp, upstash };
+  const [tcp, upstash, tcpSchedules, upstashSchedules] = await Promise.all([one("tcp", 0), one("upstash", 0), one("tcp", 1_000), one("upstash", 1_000)]);
+  return { tcp, upstash, tcpSchedules, upstashSchedules };
 }
 
 const f = (n: number, d = 1) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
@@ -219,7 +228,7 @@ interface Measured {
   bullPersist: Map<number, BullResult[]>;
   history: HistoryResult;
   latency: LatencyResult[];
-  idle: { tcp: IdleMeasure; upstash: IdleMeasure };
+  idle: IdleRows;
   idle1: { bytes: number; keys: Record<string, number> };
   idle5: { bytes: number };
   /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
@@ -275,6 +284,9 @@ function targetInputs(m: Measured): TargetInputs {
     // Worker-loop polls on TCP in steady state: script calls (each a store call that does not block) but the watchdog's.
     idleTcpLoopPolls: Math.max(0, (m.idle.tcp.scriptsLate ?? 0) - (m.idle.tcp.byMethodLate.dueToolCalls ?? 0)),
     idleTcpBlocking: m.idle.tcp.blockingLate ?? 0,
+    idleSchedulesUpstashCalls: m.idle.upstashSchedules.callsLate,
+    idleSchedulesTcpCalls: m.idle.tcpSchedules.callsLate,
+    idleSchedulesTcpLoopPolls: Math.max(0, (m.idle.tcpSchedules.scriptsLate ?? 0) - (m.idle.tcpSchedules.byMethodLate.dueToolCalls ?? 0)),
     ratioPersisting100: ratio(m, 100, "persisting"),
     ratioTrivial100: ratio(m, 100, "trivial"),
     ...restateTargetInputs(m.restate),
@@ -458,20 +470,21 @@ function report(m: Measured, meta: Record<string, string>): string {
   } else push("bench/live.ts failed in this run (see its output).", "");
 
   // ---- Idle
-  push("## Idle cost of one process (default settings)", "");
+  push("## Idle cost of one process (default settings; and with 1,000 recurring schedules registered)", "");
   push("| store | store calls/s (steady) | by method (steady, /s) | server commands/s (steady) | script calls/s (steady) | blocking commands/s (steady) | store calls/s (whole run) |");
   push("| --- | ---: | --- | ---: | ---: | ---: | ---: |");
-  for (const r of [m.idle.tcp, m.idle.upstash]) {
+  for (const r of [m.idle.tcp, m.idle.upstash, m.idle.tcpSchedules, m.idle.upstashSchedules]) {
     const fx = (x: number | null) => (x === null ? "—" : f(x, 2));
     push(
-      `| ${r.kind === "tcp" ? "TCP Redis" : "Upstash"} | ${fx(r.callsLate)} | ${Object.entries(r.byMethodLate).map(([k, v]) => `${k} ${f(v, 2)}`).join(", ") || "none"} | ` +
+      `| ${r.kind === "tcp" ? "TCP Redis" : "Upstash"}${r.mode && r.mode !== "default" ? ` (${r.mode.replace("default + ", "")})` : ""} | ${fx(r.callsLate)} | ${Object.entries(r.byMethodLate).map(([k, v]) => `${k} ${f(v, 2)}`).join(", ") || "none"} | ` +
         `${fx(r.serverLate)} | ${fx(r.scriptsLate)} | ${fx(r.blockingLate)} | ${fx(r.calls)} |`,
     );
   }
   push(
     "",
     `Steady: the last ${IDLE.seconds} s of ${IDLE.warmupSeconds + IDLE.seconds} s idle. Server commands: TCP, every command INFO commandstats counted (scripts and what they run); ` +
-      "Upstash, billed commands (the bridge). The two rows run at the same time, each on its own redis-server.",
+      "Upstash, billed commands (the bridge). The four rows run at the same time, each on its own redis-server; the schedules rows register " +
+      "1,000 agent ids with one yearly cron schedule each before the process starts (none is due while it idles).",
     "",
   );
 

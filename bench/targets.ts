@@ -32,6 +32,10 @@ export interface TargetInputs {
   idleTcpLoopPolls: number;
   /** Idle on TCP, steady state: blocking commands per second (BLPOP, XREAD …). */
   idleTcpBlocking: number;
+  /** The same three idle figures with 1,000 recurring schedules registered (none due while it idles). */
+  idleSchedulesUpstashCalls: number;
+  idleSchedulesTcpCalls: number;
+  idleSchedulesTcpLoopPolls: number;
   /** Gatehouse TCP steps/s ÷ BullMQ jobs/s at 100 agents: persisting job, trivial job. */
   ratioPersisting100: Spread;
   ratioTrivial100: Spread;
@@ -103,6 +107,13 @@ export function evaluateTargets(m: TargetInputs): TargetRow[] {
         (m.idleTcpBlocking > 0 ? `, blocking waits ${n(m.idleTcpBlocking, 2)}` : ""),
       // "0 polling": no worker-loop call that does not block, in the steady state (the watchdog's passes are not polls of the loops).
       met: m.idleUpstashCalls <= 1 && m.idleTcpLoopPolls === 0,
+    },
+    {
+      figure: "idle store calls per second, one process, 1,000 schedules registered",
+      before: "not measured",
+      target: "≤ 1 (Upstash), 0 polling on TCP",
+      measured: `Upstash ${n(m.idleSchedulesUpstashCalls, 2)}; TCP ${n(m.idleSchedulesTcpCalls, 2)}, of which worker-loop polls ${n(m.idleSchedulesTcpLoopPolls, 2)}`,
+      met: m.idleSchedulesUpstashCalls <= 1 && m.idleSchedulesTcpLoopPolls === 0,
     },
     {
       figure: "steps/s ÷ jobs/s of the same-size persisting BullMQ job, 100 agents",
