@@ -89,14 +89,14 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "c",
-    what: "enqueue_task.lua: the definition check moved after pushing the task",
-    file: "store/lua/enqueue_task.lua",
+    what: "includes/enqueue.lua (enqueue_task, fire_schedule): the definition check moved after queueing the task",
+    file: "store/lua/includes/enqueue.lua",
     apply: (s) =>
       moveAfter(
         s,
-        "  if h.agentName ~= name_json then\n    return 'definition_conflict ' .. h.agentName\n  end\n",
-        "local pending = redis.call('RPUSH', tasks, entry)\n",
-        "if h and h.agentName ~= name_json then\n  return 'definition_conflict ' .. h.agentName\nend\n",
+        "    if h.agentName ~= a.name_json then\n      return 'definition_conflict ' .. h.agentName\n    end\n",
+        "  local pending = queue_task(k.tasks, a.entry, tonumber(join_at))\n",
+        "  if h and h.agentName ~= a.name_json then\n    return 'definition_conflict ' .. h.agentName\n  end\n",
       ),
     tests: [
       { file: "tests/store-redis.test.ts", name: "definition_conflict" },
