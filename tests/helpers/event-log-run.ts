@@ -14,6 +14,8 @@ import type { Gatehouse, Store } from "../../mod.ts";
 
 export const T0 = 1_700_000_000_000;
 export const AGENT_ID = "log1";
+/** The clock when `runFixture` returns. */
+export const RUN_END = T0 + 2_000;
 const LONG = "Let me look this up. ".repeat(40) + "I will crunch the numbers and ask a human.";
 
 export function fixtureAgent() {
