@@ -216,17 +216,38 @@ export function refsOutside(page: readonly StoredEvent[]): { lo: number; hi: num
 /**
  * A page read with `read` (events with id > after, at most limit) in its
  * served form: the transitions outside the page that it names are read with
- * one more `read` of just their range.
+ * one more `read` of just their range. `maxBytes`: the page was read within
+ * that budget of stored bytes; it is cut to the budget of served bytes too.
  */
 export async function readServed(
   read: (after: number, limit: number) => Promise<StoredEvent[]>,
   page: StoredEvent[],
+  maxBytes?: number,
 ): Promise<StoredEvent[]> {
   const out = refsOutside(page);
-  if (!out) return expandEvents(page, byIdIn(page));
-  const more = await read(out.lo - 1, out.hi - out.lo + 1);
-  return expandEvents(page, byIdIn([...page, ...more]));
+  const more = out ? await read(out.lo - 1, out.hi - out.lo + 1) : [];
+  return servedPage(page, byIdIn(more.length > 0 ? [...page, ...more] : page), maxBytes);
 }
+
+/**
+ * `page` expanded (`expandEvents`); with `maxBytes`, cut before the first
+ * event that passes the budget in its served form (the first event always
+ * comes), as the budget of `Store.readEvents` counts the JSON of an event as
+ * it is served. A served event is never shorter than its stored form, so the
+ * stored budget already kept every event that fits.
+ */
+export function servedPage<E extends StoredEvent>(page: E[], byId: (id: number) => NewEvent | undefined, maxBytes?: number): E[] {
+  const served = expandEvents(page, byId);
+  if (served === page || maxBytes === undefined) return served;
+  let used = 0;
+  for (let i = 0; i < served.length; i++) {
+    used += utf8.encode(JSON.stringify(served[i])).byteLength;
+    if (i > 0 && used > maxBytes) return served.slice(0, i);
+  }
+  return served;
+}
+
+const utf8 = new TextEncoder();
 
 /** Lookup by id in events of dense ids (any order of pages). */
 export function byIdIn(events: readonly StoredEvent[]): (id: number) => StoredEvent | undefined {

@@ -62,6 +62,15 @@ describe("event form", () => {
       const after = base + (from % (log.length + 1));
       const page = await read(after, size);
       expect(text(await readServed(read, page))).toEqual(text(written.filter((e) => e.id > after).slice(0, size)));
+      // With a byte budget: the page format 1 would have served (its budget counts the served bytes).
+      const budget = 100 + from * 40;
+      const cut = (events: StoredEvent[]) => {
+        let used = 0;
+        const i = events.findIndex((e, i) => (used += new TextEncoder().encode(JSON.stringify(e)).byteLength) > budget && i > 0);
+        return i < 0 ? events : events.slice(0, i);
+      };
+      const budgeted = await readServed(read, cut(page), budget);
+      expect(text(budgeted)).toEqual(text(cut(written.filter((e) => e.id > after).slice(0, size))));
     }), { seed: 20261128, numRuns: 300 });
   });
 

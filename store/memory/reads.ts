@@ -8,7 +8,7 @@ import type { AgentIndexEntry, ListAgentsRequest, Reads } from "../port.ts";
 import { normalizeRecord } from "../spelling.ts";
 import { inputText } from "../inputs.ts";
 import { turnStatus } from "./records.ts";
-import { expandEvents } from "../../common/event-form.ts";
+import { servedPage } from "../../common/event-form.ts";
 import type { MemoryState } from "./state.ts";
 
 /** The result type of the port method `K`. */
@@ -81,7 +81,7 @@ export async function readEvents(s: MemoryState, agentId: string, after: number,
   // Served form (common/event-form.ts): compact events get their fields back from their transition.
   const page = a.events.slice(from, to);
   const base = a.head.eventsTrimmedThrough;
-  return copy(expandEvents(page, (id) => a.events[id - 1 - base]));
+  return copy(servedPage(page, (id) => a.events[id - 1 - base], maxBytes));
 }
 
 export async function readConversation(s: MemoryState, agentId: string, opts?: { fromSummary?: boolean }): Ret<"readConversation"> {

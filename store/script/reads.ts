@@ -63,7 +63,7 @@ export async function readEvents(c: ScriptContext, agentId: string, after: numbe
     max_bytes: maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
   }));
   // Served form (common/event-form.ts): a page ending within a commit reads the transitions it names.
-  return readServed(read, await read(after, limit, maxBytes));
+  return readServed(read, await read(after, limit, maxBytes), maxBytes);
 }
 
 export async function readConversation(c: ScriptContext, agentId: string, opts?: { fromSummary?: boolean }): Promise<Conversation | null> {
