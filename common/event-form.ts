@@ -24,6 +24,10 @@
  *   before (no `ref` anywhere) passes unchanged (upgrade on read).
  * - An event whose transition cannot be found is served as stored (it does
  *   not happen: a commit's events are appended and trimmed together).
+ * - A compact event is never longer than the event it stands for (counted
+ *   without serializing: a lower bound of the moved fields' JSON against the
+ *   exact length of `ref`, `from`, `to`), so a page cut by a budget of stored
+ *   bytes holds every event that fits the same budget served.
  * - Cheap on the write path: one pass over a commit's events, identity
  *   comparisons only.
  */
@@ -141,9 +145,29 @@ export function compactEvents(events: readonly NewEvent[]): NewEvent[] {
       }
     }
     if (j < 0) return e;
-    const data = without(d, form, { ref: j - i, ...extra });
+    const added = { ref: j - i, ...extra };
+    // Never longer than the whole event: a reader's byte budget counts served bytes (`servedPage`).
+    if (fieldsBytes(added) > minFieldsBytes(d, form.moved)) return e;
+    const data = without(d, form, added);
     return data ? { type: e.type, data } : e;
   });
+}
+
+/** Bytes of `,"k":v` for numeric fields (exact). */
+function fieldsBytes(fields: Data): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(fields)) n += k.length + 4 + String(v).length;
+  return n;
+}
+
+/** A lower bound of the bytes of `,"k":v` for the named fields of `d` (a string's JSON is at least its length + 2). */
+function minFieldsBytes(d: Data, keys: readonly string[]): number {
+  let n = 0;
+  for (const k of keys) {
+    const v = d[k];
+    n += k.length + 4 + (typeof v === "string" ? v.length + 2 : typeof v === "number" ? String(v).length : v === null || typeof v === "boolean" ? 4 : 2);
+  }
+  return n;
 }
 
 function findLast(xs: number[], p: (x: number) => boolean): number | undefined {

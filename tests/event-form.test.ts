@@ -79,16 +79,17 @@ describe("event form", () => {
     const call = { id: "c0", name: "t", args, external: false, deadline: 9 };
     const step = (extra: NewEvent[]) => [
       ...extra,
-      { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: 1, text: "hi", toolCalls: [call], usage: {}, cost: 0 } } },
+      { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: 1, text: "hi there, a text long enough to share", toolCalls: [call], usage: {}, cost: 0 } } },
     ];
     const cases: Array<[string, NewEvent, boolean]> = [
       ["the same args", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false } }, true],
       ["equal args, another object", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args: { q: 1 }, external: false } }, false],
       ["another call's id", { type: "tool_call", data: { step: 1, toolCallId: "c9", name: "t", args, external: false } }, false],
       ["args not right after name", { type: "tool_call", data: { step: 1, name: "t", toolCallId: "c0", args, external: false } }, false],
-      ["the step's text", { type: "step", data: { phase: "planning", step: 1, text: "hi" } }, true],
+      ["the step's text", { type: "step", data: { phase: "planning", step: 1, text: "hi there, a text long enough to share" } }, true],
       ["another text", { type: "step", data: { phase: "planning", step: 1, text: "ho" } }, false],
-      ["a chunk of the text", { type: "chunk", data: { step: 1, text: "h" } }, true],
+      ["a chunk of the text", { type: "chunk", data: { step: 1, text: "hi there, a text long" } }, true],
+      ["a chunk shorter than its reference", { type: "chunk", data: { step: 1, text: "h" } }, false],
       ["a chunk not in the text", { type: "chunk", data: { step: 1, text: "x" } }, false],
       ["a hook's own event", { type: "my_event", data: { args } }, false],
     ];
