@@ -29,6 +29,7 @@ import type {
   TurnEnd,
 } from "../store/port.ts";
 import type { NewEvent } from "../common/events.ts";
+import { compactEvents } from "../common/event-form.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { MailItem, ToolCallRecord } from "../store/types.ts";
@@ -1581,6 +1582,40 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.readEvents("a1", 8, 10)).toEqual([]);
         expect(await store.readEvents("nobody", 0, 10)).toEqual([]);
         expect((await store.readEvents("other", 0, 10)).map((e) => e.id)).toEqual([1]);
+      });
+
+      it("served-events: events naming a transition by ref are served expanded, whatever the page's bounds and budget", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const args = { q: "a question long enough" };
+        const outcome = { ok: true, value: { answer: "an answer long enough" } };
+        const text = "the step's text, streamed in two pieces";
+        const call = { id: "c1", name: "ask", args, external: false, deadline: T0 + 5 };
+        const written: NewEvent[] = [
+          { type: "step", data: { phase: "planning", step: 1, text } },
+          { type: "chunk", data: { step: 1, text: text.slice(0, 20) } },
+          { type: "chunk", data: { step: 1, text: text.slice(20) } },
+          { type: "tool_call", data: { step: 1, toolCallId: "c1", name: "ask", args, external: false, deadline: T0 + 5 } },
+          { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: T0, text, toolCalls: [call], usage: { inputTokens: 1, outputTokens: 2 }, cost: 0 } } },
+          { type: "tool_result", data: { toolCallId: "c1", name: "ask", ok: true, outcome, afterExecution: "continue" } },
+          { type: "transition", data: { seq: 2, from: "waiting-tools", to: "running", event: { type: "TOOL_RESULT", at: T0, toolCallId: "c1", outcome, afterExecution: "continue" } } },
+        ];
+        const compact = compactEvents(written);
+        expect(compact.filter((e) => typeof e.data.ref === "number")).toHaveLength(5);
+        await store.commit(commitOf(c, "w1", { events: compact }));
+        const served = await store.readEvents("a1", 0, 100);
+        // After the enqueue's own event.
+        expect(served.slice(1).map((e) => JSON.stringify({ type: e.type, data: e.data }))).toEqual(written.map((e) => JSON.stringify(e)));
+        const sizes = served.map((e) => new TextEncoder().encode(JSON.stringify(e)).byteLength);
+        for (let after = 0; after < served.length; after++) {
+          for (let limit = 1; after + limit <= served.length; limit++) {
+            expect(await store.readEvents("a1", after, limit), `after ${after}, limit ${limit}`).toEqual(served.slice(after, after + limit));
+          }
+          // A budget of served bytes: exactly the events that fit, the first always.
+          const fit = sizes[after] + (sizes[after + 1] ?? 0);
+          expect((await store.readEvents("a1", after, 100, fit)).map((e) => e.id)).toEqual(served.slice(after, after + 2).map((e) => e.id));
+          expect((await store.readEvents("a1", after, 100, fit - 1)).map((e) => e.id)).toEqual([served[after].id]);
+        }
       });
 
       it("readEvents stops a page at the byte budget, but always returns the first event", async () => {
