@@ -5,21 +5,22 @@
  * sibling events that repeat it name the transition by `ref` (its id minus
  * their own) instead.
  *
- * | event              | field(s) stored in the transition      | from                          |
- * |--------------------|----------------------------------------|-------------------------------|
- * | `tool_call`        | `args`                                 | `MODEL_STEP` call of that id  |
- * | `tool_result`      | `outcome`                              | `TOOL_RESULT` of that id      |
- * | `step` planning    | `text`                                 | `MODEL_STEP.text`             |
- * | `step` executing   | `toolCallIds`                          | `MODEL_STEP.toolCalls` ids    |
- * | `step` completed   | `llmUsage`, `llmResponseCost`, `toolCallIds` | `MODEL_STEP` usage, cost, ids |
- * | `chunk`            | `text` (kept: `from`, `to`)            | `MODEL_STEP.text.slice(from, to)` |
+ * | event              | fields stored in the transition only                | read from                          |
+ * |--------------------|-----------------------------------------------------|------------------------------------|
+ * | `tool_call`        | `name`, `args`, `external`, `deadline` (no deadline: the completion tool's `builtin` call) | the `MODEL_STEP` call of its `toolCallId` |
+ * | `tool_result`      | `ok`, `outcome`, `afterExecution`                   | the `TOOL_RESULT` of its `toolCallId` |
+ * | `step` planning    | `text`                                              | the next `MODEL_STEP`'s `text`     |
+ * | `step` executing   | `toolCallIds`                                       | the next `MODEL_STEP`'s call ids   |
+ * | `step` completed   | `llmUsage`, `llmResponseCost`, `toolCallIds`        | the previous `MODEL_STEP`'s `usage`, `cost`, call ids |
+ * | `chunk`            | `text` (kept: `from`, `to`)                         | the next `MODEL_STEP`'s `text.slice(from, to)` |
  *
  * Invariants:
- * - `compactEvents` changes an event only when the transition holds the very
- *   value (the same object, string or number; ids equal one by one) and the
- *   moved fields follow their anchor field directly; `expandEvents` puts
- *   them back after the anchor, so the expanded data is the written data,
- *   key order included.
+ * - `compactEvents` leaves fields out only when the transition gives the
+ *   very values back (the same object, string, number or boolean; ids equal
+ *   one by one; the one `take` of the form serves both directions) and the
+ *   fields follow their anchor field directly; `expandEvents` puts them back
+ *   after the anchor, so the expanded data is the written data, key order
+ *   included.
  * - Only catalogued types with a numeric `ref` are expanded: a log written
  *   before (no `ref` anywhere) passes unchanged (upgrade on read).
  * - An event whose transition cannot be found is served as stored (it does
@@ -34,29 +35,98 @@
 import type { NewEvent, StoredEvent } from "./events.ts";
 
 type Data = Record<string, unknown>;
-type Call = { id: string; args: unknown };
+type Call = { id: string; name: string; args: unknown; external: boolean; deadline: number };
 type ModelStep = { type: "MODEL_STEP"; text: string | null; toolCalls: Call[]; usage: unknown; cost: number };
-type ToolResult = { type: "TOOL_RESULT"; toolCallId: string; outcome: unknown };
+type ToolResult = { type: "TOOL_RESULT"; toolCallId: string; outcome: { ok: boolean }; afterExecution: string };
 
-/** Where the moved fields sit in the full data: right after `anchor`. */
+/**
+ * Where the moved fields sit in the full data (right after `anchor`), where
+ * the transition is (`at`: the next MODEL_STEP, the previous one, or the
+ * TOOL_RESULT of the event's call) and how the transition gives their
+ * values back (`take`, from the event's data, compact or whole; undefined:
+ * it does not hold them). Compacting and expanding both use `take`, so a
+ * field is left out only when `take` gives exactly it back.
+ */
 interface Form {
   anchor: string;
   moved: readonly string[];
+  at: "next-step" | "previous-step" | "result";
+  take(t: NewEvent | undefined, d: Data): Data | undefined;
 }
 
-const FORMS: Record<string, Form> = {
-  tool_call: { anchor: "name", moved: ["args"] },
-  tool_result: { anchor: "ok", moved: ["outcome"] },
-  planning: { anchor: "step", moved: ["text"] },
-  executing: { anchor: "step", moved: ["toolCallIds"] },
-  completed: { anchor: "model", moved: ["llmUsage", "llmResponseCost", "toolCallIds"] },
-  chunk: { anchor: "step", moved: ["text"] },
-};
+const callOf = (t: NewEvent | undefined, d: Data) => modelStepOf(t)?.toolCalls.find((c) => c.id === d.toolCallId);
+const idsOf = (t: NewEvent | undefined) => modelStepOf(t)?.toolCalls.map((c) => c.id);
+
+const FORMS = {
+  tool_call: {
+    anchor: "toolCallId", moved: ["name", "args", "external", "deadline"], at: "next-step",
+    take: (t, d) => {
+      const c = callOf(t, d);
+      return c && { name: c.name, args: c.args, external: c.external, deadline: c.deadline };
+    },
+  },
+  // The completion tool's call (`builtin`) has no deadline.
+  builtin_call: {
+    anchor: "toolCallId", moved: ["name", "args", "external"], at: "next-step",
+    take: (t, d) => {
+      const c = callOf(t, d);
+      return c && { name: c.name, args: c.args, external: c.external };
+    },
+  },
+  tool_result: {
+    anchor: "name", moved: ["ok", "outcome", "afterExecution"], at: "result",
+    take: (t, d) => {
+      const r = toolResultOf(t);
+      return r && r.toolCallId === d.toolCallId ? { ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution } : undefined;
+    },
+  },
+  planning: {
+    anchor: "step", moved: ["text"], at: "next-step",
+    take: (t) => {
+      const m = modelStepOf(t);
+      return m && { text: m.text };
+    },
+  },
+  executing: {
+    anchor: "step", moved: ["toolCallIds"], at: "next-step",
+    take: (t) => {
+      const ids = idsOf(t);
+      return ids && { toolCallIds: ids };
+    },
+  },
+  completed: {
+    anchor: "model", moved: ["llmUsage", "llmResponseCost", "toolCallIds"], at: "previous-step",
+    take: (t) => {
+      const m = modelStepOf(t);
+      return m && { llmUsage: m.usage, llmResponseCost: m.cost, toolCallIds: m.toolCalls.map((c) => c.id) };
+    },
+  },
+  // A piece of the step's text: `from` and `to` are kept with `ref`.
+  chunk: {
+    anchor: "step", moved: ["text"], at: "next-step",
+    take: (t, d) => {
+      const m = modelStepOf(t);
+      return m && typeof m.text === "string" && typeof d.from === "number" && typeof d.to === "number"
+        ? { text: m.text.slice(d.from, d.to) }
+        : undefined;
+    },
+  },
+} satisfies Record<string, Form>;
 
 /** The form of an event of this type and data (step events by phase); undefined for the others. */
 function formOf(type: string, data: Data): Form | undefined {
-  if (type === "step") return typeof data.phase === "string" && data.phase !== "started" ? FORMS[data.phase] : undefined;
-  return type === "tool_call" || type === "tool_result" || type === "chunk" ? FORMS[type] : undefined;
+  switch (type) {
+    case "step":
+      return data.phase === "planning" || data.phase === "executing" || data.phase === "completed" ? FORMS[data.phase] : undefined;
+    case "tool_call":
+      return data.builtin === true ? FORMS.builtin_call : FORMS.tool_call;
+    case "tool_result":
+      return FORMS.tool_result;
+    case "chunk":
+      return FORMS.chunk;
+    default:
+      return undefined;
+  }
 }
 
 /** `data` without the form's moved fields, `extra` appended; null unless the moved fields follow the anchor directly. */
@@ -80,15 +150,20 @@ function withMoved(data: Data, form: Form, values: Data): Data {
   return out;
 }
 
-const sameIds = (ids: unknown, calls: Call[]) =>
-  Array.isArray(ids) && ids.length === calls.length && ids.every((id, i) => id === calls[i].id);
+/** The same value: identical, or arrays of identical items (the ids a step lists). */
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => x === b[i]);
+}
 
+const eventOf = (e: NewEvent | undefined): { type?: string } | undefined =>
+  e?.type === "transition" ? (e.data.event as { type?: string } | undefined) : undefined;
 const modelStepOf = (e: NewEvent | undefined): ModelStep | undefined => {
-  const ev = e?.type === "transition" ? (e.data.event as { type?: string } | undefined) : undefined;
+  const ev = eventOf(e);
   return ev?.type === "MODEL_STEP" ? ev as ModelStep : undefined;
 };
 const toolResultOf = (e: NewEvent | undefined): ToolResult | undefined => {
-  const ev = e?.type === "transition" ? (e.data.event as { type?: string } | undefined) : undefined;
+  const ev = eventOf(e);
   return ev?.type === "TOOL_RESULT" ? ev as ToolResult : undefined;
 };
 
@@ -98,7 +173,7 @@ const toolResultOf = (e: NewEvent | undefined): ToolResult | undefined => {
  * (an index distance here) is the id distance once the store appends them.
  */
 export function compactEvents(events: readonly NewEvent[]): NewEvent[] {
-  // The transitions of the commit, by the values siblings may name.
+  // The transitions of the commit that siblings may name.
   const steps: number[] = [];
   const results = new Map<string, number>();
   events.forEach((e, i) => {
@@ -114,43 +189,53 @@ export function compactEvents(events: readonly NewEvent[]): NewEvent[] {
     // A field named like a reference field would be lost on the way back: such an event is stored whole.
     if (!form || "ref" in e.data || "from" in e.data || "to" in e.data) return e;
     const d = e.data;
-    let j = -1;
-    let extra: Data = {};
-    if (e.type === "tool_result") {
-      const at = results.get(d.toolCallId as string);
-      if (at !== undefined && at > i && toolResultOf(events[at])!.outcome === d.outcome) j = at;
-    } else if (e.type === "step" && d.phase === "completed") {
-      const at = findLast(steps, (s) => s < i);
-      const m = at === undefined ? undefined : modelStepOf(events[at])!;
-      if (m && m.usage === d.llmUsage && m.cost === d.llmResponseCost && sameIds(d.toolCallIds, m.toolCalls)) j = at!;
-    } else {
-      const at = steps.find((s) => s > i);
-      const m = at === undefined ? undefined : modelStepOf(events[at])!;
-      if (!m) return e;
-      if (e.type === "tool_call") {
-        if (m.toolCalls.some((c) => c.id === d.toolCallId && c.args === d.args)) j = at!;
-      } else if (d.phase === "planning") {
-        if (typeof d.text === "string" && m.text === d.text) j = at!;
-      } else if (d.phase === "executing") {
-        if (sameIds(d.toolCallIds, m.toolCalls)) j = at!;
-      } else if (typeof d.text === "string" && m.text !== null) {
-        // A chunk: the next piece of the step's text.
-        const from = covered.get(at!) ?? 0;
-        const to = from + d.text.length;
-        covered.set(at!, to);
-        if (m.text.slice(from, to) === d.text) {
-          j = at!;
-          extra = { from, to };
-        }
-      }
+    const j = form.at === "result" ? results.get(d.toolCallId as string) : form.at === "next-step" ? steps.find((s) => s > i) : findLast(steps, (s) => s < i);
+    if (j === undefined || (form.at === "result" && j < i)) return e;
+    const added: Data = { ref: j - i };
+    if (form === FORMS.chunk) {
+      // The next piece of the step's text.
+      if (typeof d.text !== "string") return e;
+      const from = covered.get(j) ?? 0;
+      covered.set(j, from + d.text.length);
+      added.from = from;
+      added.to = from + d.text.length;
     }
-    if (j < 0) return e;
-    const added = { ref: j - i, ...extra };
+    const values = form.take(events[j], { ...d, ...added });
+    if (!values || !form.moved.every((k) => same(values[k], d[k]))) return e;
     // Never longer than the whole event: a reader's byte budget counts served bytes (`servedPage`).
     if (fieldsBytes(added) > minFieldsBytes(d, form.moved)) return e;
     const data = without(d, form, added);
     return data ? { type: e.type, data } : e;
   });
+}
+
+function findLast(xs: number[], p: (x: number) => boolean): number | undefined {
+  for (let k = xs.length - 1; k >= 0; k--) if (p(xs[k])) return xs[k];
+  return undefined;
+}
+
+/** Whether the event is stored compact (it names a transition by `ref`). */
+export function isCompact(e: NewEvent): boolean {
+  return typeof e.data?.ref === "number" && formOf(e.type, e.data) !== undefined;
+}
+
+/**
+ * The served form of `page`: every compact event with its fields back, read
+ * from the transition `byId(id + ref)`. Events of the old form and of other
+ * types come as they are.
+ */
+export function expandEvents<E extends StoredEvent>(page: E[], byId: (id: number) => NewEvent | undefined): E[] {
+  let out: E[] | null = null;
+  for (let i = 0; i < page.length; i++) {
+    const e = page[i];
+    if (!isCompact(e)) continue;
+    const form = formOf(e.type, e.data)!;
+    const values = form.take(byId(e.id + (e.data.ref as number)), e.data);
+    if (!values) continue;
+    out ??= page.slice();
+    out[i] = { ...e, data: withMoved(e.data, form, values) };
+  }
+  return out ?? page;
 }
 
 /** Bytes of `,"k":v` for numeric fields (exact). */
@@ -168,56 +253,6 @@ function minFieldsBytes(d: Data, keys: readonly string[]): number {
     n += k.length + 4 + (typeof v === "string" ? v.length + 2 : typeof v === "number" ? String(v).length : v === null || typeof v === "boolean" ? 4 : 2);
   }
   return n;
-}
-
-function findLast(xs: number[], p: (x: number) => boolean): number | undefined {
-  for (let k = xs.length - 1; k >= 0; k--) if (p(xs[k])) return xs[k];
-  return undefined;
-}
-
-/** Whether the event is stored compact (it names a transition by `ref`). */
-export function isCompact(e: NewEvent): boolean {
-  return typeof e.data?.ref === "number" && formOf(e.type, e.data) !== undefined;
-}
-
-/** The moved values of a compact event, read from its transition; null when the transition does not hold them. */
-function movedValues(e: NewEvent, t: NewEvent | undefined): Data | null {
-  const d = e.data;
-  if (e.type === "tool_result") {
-    const r = toolResultOf(t);
-    return r && r.toolCallId === d.toolCallId ? { outcome: r.outcome } : null;
-  }
-  const m = modelStepOf(t);
-  if (!m) return null;
-  if (e.type === "tool_call") {
-    const c = m.toolCalls.find((c) => c.id === d.toolCallId);
-    return c ? { args: c.args } : null;
-  }
-  if (e.type === "chunk") {
-    return typeof m.text === "string" && typeof d.from === "number" && typeof d.to === "number" ? { text: m.text.slice(d.from, d.to) } : null;
-  }
-  const ids = m.toolCalls.map((c) => c.id);
-  if (d.phase === "planning") return { text: m.text };
-  if (d.phase === "executing") return { toolCallIds: ids };
-  return { llmUsage: m.usage, llmResponseCost: m.cost, toolCallIds: ids };
-}
-
-/**
- * The served form of `page`: every compact event with its fields back, read
- * from the transition `byId(id + ref)`. Events of the old form and of other
- * types come as they are.
- */
-export function expandEvents<E extends StoredEvent>(page: E[], byId: (id: number) => NewEvent | undefined): E[] {
-  let out: E[] | null = null;
-  for (let i = 0; i < page.length; i++) {
-    const e = page[i];
-    if (!isCompact(e)) continue;
-    const values = movedValues(e, byId(e.id + (e.data.ref as number)));
-    if (!values) continue;
-    out ??= page.slice();
-    out[i] = { ...e, data: withMoved(e.data, formOf(e.type, e.data)!, values) };
-  }
-  return out ?? page;
 }
 
 /** The ids outside `page` that its compact events name (null: none). */

@@ -27,8 +27,9 @@
  * routes, SSE, replay, time travel, forks, bundles). The log stores some
  * events shorter: a payload a `transition` of the same commit carries is
  * stored once, in the transition, and the sibling event names it with
- * `ref` (the transition's id minus its own): a `tool_call`'s `args` (the
- * call in `MODEL_STEP`), a `tool_result`'s `outcome` (`TOOL_RESULT`), a
+ * `ref` (the transition's id minus its own): a `tool_call`'s `name`,
+ * `args`, `external`, `deadline` (the call in `MODEL_STEP`), a
+ * `tool_result`'s `ok`, `outcome`, `afterExecution` (`TOOL_RESULT`), a
  * `step`'s `text` (planning), `toolCallIds` (executing, completed) and
  * `llmUsage`/`llmResponseCost` (completed), and a `chunk`'s `text` (a slice
  * `from`..`to` of the `MODEL_STEP` text). Invariants:

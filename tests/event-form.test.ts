@@ -14,7 +14,7 @@ const stored = (events: NewEvent[], base: number): StoredEvent[] =>
 const text = (events: unknown[]) => events.map((e) => JSON.stringify(e));
 
 /** A model step's commit as the host writes it (actors/steps/model-step.ts, tool-runner.ts); `share` false: copies instead of the same values. */
-function stepCommit(o: { text: string | null; cuts: number[]; calls: Array<{ args: unknown; value: unknown }>; share: boolean[]; ignored: boolean }): NewEvent[] {
+function stepCommit(o: { text: string | null; cuts: number[]; calls: Array<{ args: unknown; value: unknown }>; share: boolean[]; ignored: boolean; builtin: boolean; failed: boolean }): NewEvent[] {
   const s = (i: number) => o.share[i % o.share.length] ?? true;
   const maybeCopy = <T>(v: T, i: number): T => (s(i) ? v : structuredClone(v));
   const calls = o.calls.map((c, i) => ({ id: `c${i}`, name: "t", args: c.args, external: false, deadline: 9 }));
@@ -29,13 +29,15 @@ function stepCommit(o: { text: string | null; cuts: number[]; calls: Array<{ arg
     }
   }
   calls.forEach((c, i) => ev.push({ type: "tool_call", data: { step: 1, toolCallId: c.id, name: c.name, args: maybeCopy(c.args, i), external: false, deadline: 9 } }));
+  // The completion tool's call is logged again, marked builtin, without its deadline (actors/steps/model-step.ts).
+  if (calls.length > 0 && o.builtin) ev.push({ type: "tool_call", data: { step: 1, toolCallId: calls[0].id, name: calls[0].name, args: calls[0].args, external: false, builtin: true } });
   ev.push({ type: "step", data: { phase: "executing", step: 1, toolCallIds: calls.map((c) => c.id) } });
   if (!o.ignored) ev.push({ type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: 1, text: o.text, toolCalls: calls, usage, cost: 0.5 } } });
   else ev.push({ type: "event_ignored", data: { event: "MODEL_STEP", state: "done" } });
   ev.push({ type: "step", data: { phase: "completed", step: 1, model: "m", llmUsage: maybeCopy(usage, 1), llmResponseCost: 0.5, toolCallIds: calls.map((c) => c.id) } });
   o.calls.forEach((c, i) => {
-    const outcome = { ok: true, value: c.value };
-    ev.push({ type: "tool_result", data: { toolCallId: `c${i}`, name: "t", ok: true, outcome: maybeCopy(outcome, i + 2), afterExecution: "continue", durationMs: 1, contractValidation: { applied: false } } });
+    const outcome = o.failed ? { ok: false, error: { type: "x", message: String(c.value) } } : { ok: true, value: c.value };
+    ev.push({ type: "tool_result", data: { toolCallId: `c${i}`, name: "t", ok: outcome.ok, outcome: maybeCopy(outcome, i + 2), afterExecution: "continue", durationMs: 1, contractValidation: { applied: false } } });
     ev.push({ type: "transition", data: { seq: 2 + i, from: "waiting-tools", to: "waiting-tools", event: { type: "TOOL_RESULT", at: 2, toolCallId: `c${i}`, outcome, afterExecution: "continue" } } });
   });
   return ev;
@@ -47,6 +49,8 @@ const commitArb = fc.record({
   calls: fc.array(fc.record({ args: fc.jsonValue(), value: fc.jsonValue() }), { maxLength: 3 }),
   share: fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }),
   ignored: fc.boolean(),
+  builtin: fc.boolean(),
+  failed: fc.boolean(),
 });
 
 describe("event form", () => {
@@ -82,10 +86,13 @@ describe("event form", () => {
       { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: 1, text: "hi there, a text long enough to share", toolCalls: [call], usage: {}, cost: 0 } } },
     ];
     const cases: Array<[string, NewEvent, boolean]> = [
-      ["the same args", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false } }, true],
-      ["equal args, another object", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args: { q: 1 }, external: false } }, false],
-      ["another call's id", { type: "tool_call", data: { step: 1, toolCallId: "c9", name: "t", args, external: false } }, false],
-      ["args not right after name", { type: "tool_call", data: { step: 1, name: "t", toolCallId: "c0", args, external: false } }, false],
+      ["the same call", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false, deadline: 9 } }, true],
+      ["the completion tool's call (no deadline)", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false, builtin: true } }, true],
+      ["equal args, another object", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args: { q: 1 }, external: false, deadline: 9 } }, false],
+      ["another deadline", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false, deadline: 8 } }, false],
+      ["no deadline, not builtin", { type: "tool_call", data: { step: 1, toolCallId: "c0", name: "t", args, external: false } }, false],
+      ["another call's id", { type: "tool_call", data: { step: 1, toolCallId: "c9", name: "t", args, external: false, deadline: 9 } }, false],
+      ["fields out of order", { type: "tool_call", data: { step: 1, toolCallId: "c0", args, name: "t", external: false, deadline: 9 } }, false],
       ["the step's text", { type: "step", data: { phase: "planning", step: 1, text: "hi there, a text long enough to share" } }, true],
       ["another text", { type: "step", data: { phase: "planning", step: 1, text: "ho" } }, false],
       ["a chunk of the text", { type: "chunk", data: { step: 1, text: "hi there, a text long" } }, true],
