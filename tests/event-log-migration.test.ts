@@ -7,6 +7,7 @@
  *   it did then;
  * - the same run written now (compact events) serves exactly the same, and
  *   its stored events, expanded, are the old log's events byte for byte;
+ * - an old log goes on in the new form and still reads and replays;
  * - it stores fewer bytes of events per step.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +19,9 @@ import { redisStore } from "../redis.ts";
 import { memoryStoreState } from "../store/memory.ts";
 import { AGENT_ID, fixtureGatehouse, RUN_END, readings, runFixture } from "./helpers/event-log-run.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { RuntimeEvent } from "../routes/schemas.ts";
+import { call } from "./helpers/event-log-run.ts";
+import type { Gatehouse } from "../mod.ts";
 import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
 import redisFixture from "./fixtures/event-log-v1/redis.json" with { type: "json" };
 
@@ -52,15 +56,35 @@ async function restore(prefix: string, agentId: string, records: Record<string, 
   }
 }
 
+/**
+ * A third turn written now on an old log (the log holds both forms then): every event is served
+ * whole (catalogue shapes, no `ref`), and the history at every event replays (200, the last `done`).
+ */
+async function continueOldLog(gh: Gatehouse) {
+  const enq = await call(gh, "POST", `/v1/agents/${AGENT_ID}/tasks`, { agent: "logger", input: { ask: "third" } });
+  expect(enq.status, JSON.stringify(enq.body)).toBe(202);
+  await gh.drain();
+  const events = (await call(gh, "GET", `/v1/agents/${AGENT_ID}/events?limit=500`)).body.events as StoredEvent[];
+  expect(events.length).toBeGreaterThan(37);
+  for (const e of events) expect(RuntimeEvent.safeParse(e).success, `event ${e.id} ${e.type}`).toBe(true);
+  const stored = await gh.store.readEvents(AGENT_ID, 37, 100);
+  const calls = stored.filter((e) => e.type === "tool_call" && e.data.name === "crunch");
+  expect(calls.length).toBeGreaterThan(0);
+  for (const e of calls) expect(e.data.args).toEqual({ n: 5, note: "second turn" });
+  for (const e of events) expect((await call(gh, "GET", `/v1/agents/${AGENT_ID}/history/${e.id}`)).status).toBe(200);
+  expect((await call(gh, "GET", `/v1/agents/${AGENT_ID}/history/${events.at(-1)!.id}`)).body.state).toBe("done");
+}
+
 describe("event log: a log written in format 1 (every event whole)", () => {
   it("memory store: served as before (agent, pages, SSE, history at every event, bundle)", async () => {
     const store = memoryStore();
     // The bundle carries the stored events as they were.
     expect(memoryFixture.readings.bundle.events).toEqual(memoryFixture.records.events);
     expect(loadReplayBundle(store, memoryFixture.readings.bundle)).toBeDefined();
-    const { gh, clock } = fixtureGatehouse(store);
+    const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END; // the bundle says when it was exported
     expect(await readings(gh)).toEqual(memoryFixture.readings);
+    await continueOldLog(gh);
     await gh.close();
   });
 
@@ -68,9 +92,10 @@ describe("event log: a log written in format 1 (every event whole)", () => {
     await raw.flushall();
     await restore(redisFixture.prefix, AGENT_ID, redisFixture.records as Record<string, Dumped>);
     const store = redisStore({ url: server.url, prefix: redisFixture.prefix });
-    const { gh, clock } = fixtureGatehouse(store);
+    const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END;
     expect(await readings(gh)).toEqual(redisFixture.readings);
+    await continueOldLog(gh);
     await gh.close();
   });
 });

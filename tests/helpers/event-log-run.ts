@@ -50,10 +50,11 @@ export function fixtureAgent() {
   });
 }
 
-export function fixtureGatehouse(store: Store): { gh: Gatehouse; clock: { t: number; now(): number } } {
+/** `turnsBefore`: turns the store holds already (turn ids go on from there). */
+export function fixtureGatehouse(store: Store, turnsBefore = 0): { gh: Gatehouse; clock: { t: number; now(): number } } {
   const clock = { t: T0, now: () => clock.t };
   // Fixed ids and clock: two runs write the same log.
-  let turns = 0;
+  let turns = turnsBefore;
   const ids = { turnId: () => `turn_${++turns}`, workerId: () => "w1" };
   const gh = createGatehouse({ agents: [fixtureAgent()], store, clock, ids, sse: { pollMs: 5 } });
   return { gh, clock };
