@@ -23,8 +23,11 @@
  *   included.
  * - Only catalogued types with a numeric `ref` are expanded: a log written
  *   before (no `ref` anywhere) passes unchanged (upgrade on read).
- * - An event whose transition cannot be found is served as stored (it does
- *   not happen: a commit's events are appended and trimmed together).
+ * - A compact event whose transition the store does not hold is never
+ *   served (`servedPage`: it counts as trimmed). It does not happen: a
+ *   commit's events are appended together and retention cuts the log only
+ *   after a whole commit; a page and the transitions it names are read in
+ *   one store read, so no trim falls between them.
  * - A compact event is never longer than the event it stands for (counted
  *   without serializing: a lower bound of the moved fields' JSON against the
  *   exact length of `ref`, `from`, `to`), so a page cut by a budget of stored
@@ -255,48 +258,28 @@ function minFieldsBytes(d: Data, keys: readonly string[]): number {
   return n;
 }
 
-/** The ids outside `page` that its compact events name (null: none). */
-export function refsOutside(page: readonly StoredEvent[]): { lo: number; hi: number } | null {
-  if (page.length === 0) return null;
-  const first = page[0].id;
-  const last = page[page.length - 1].id;
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const e of page) {
-    if (!isCompact(e)) continue;
-    const t = e.id + (e.data.ref as number);
-    if (t >= first && t <= last) continue;
-    lo = Math.min(lo, t);
-    hi = Math.max(hi, t);
-  }
-  return lo === Infinity ? null : { lo, hi };
-}
-
 /**
- * A page read with `read` (events with id > after, at most limit) in its
- * served form: the transitions outside the page that it names are read with
- * one more `read` of just their range. `maxBytes`: the page was read within
- * that budget of stored bytes; it is cut to the budget of served bytes too.
- */
-export async function readServed(
-  read: (after: number, limit: number) => Promise<StoredEvent[]>,
-  page: StoredEvent[],
-  maxBytes?: number,
-): Promise<StoredEvent[]> {
-  const out = refsOutside(page);
-  const more = out ? await read(out.lo - 1, out.hi - out.lo + 1) : [];
-  return servedPage(page, byIdIn(more.length > 0 ? [...page, ...more] : page), maxBytes);
-}
-
-/**
- * `page` expanded (`expandEvents`); with `maxBytes`, cut before the first
- * event that passes the budget in its served form (the first event always
- * comes), as the budget of `Store.readEvents` counts the JSON of an event as
- * it is served. A served event is never shorter than its stored form, so the
+ * `page` expanded (`expandEvents`); `byId` finds the transitions in the
+ * store, read together with the page (`namedOutside`), so a page costs one
+ * store read. A compact event whose transition the store does not hold (the
+ * log cut within its commit, which retention never does) is never served:
+ * it counts as trimmed, and the page starts after the last such event (an
+ * empty answer for a non-empty page: the reader reads again after
+ * `page.at(-1).id`). With `maxBytes`, cut before the first event that
+ * passes the budget in its served form (the first event always comes), as
+ * the budget of `Store.readEvents` counts the JSON of an event as it is
+ * served. A served event is never shorter than its stored form, so the
  * stored budget already kept every event that fits.
  */
 export function servedPage<E extends StoredEvent>(page: E[], byId: (id: number) => NewEvent | undefined, maxBytes?: number): E[] {
-  const served = expandEvents(page, byId);
+  let served = expandEvents(page, byId);
+  for (let i = page.length - 1; i >= 0; i--) {
+    const e = page[i];
+    if (isCompact(e) && byId(e.id + (e.data.ref as number)) === undefined) {
+      served = served.slice(i + 1);
+      break;
+    }
+  }
   if (served === page || maxBytes === undefined) return served;
   let used = 0;
   for (let i = 0; i < served.length; i++) {
@@ -307,6 +290,26 @@ export function servedPage<E extends StoredEvent>(page: E[], byId: (id: number) 
 }
 
 const utf8 = new TextEncoder();
+
+/**
+ * The transitions outside `page` that its compact events name, taken from
+ * `log` (the store's events by id; undefined where it holds none): what the
+ * script store's read_events.lua answers with the page, in the same call.
+ */
+export function namedOutside(page: readonly StoredEvent[], byId: (id: number) => StoredEvent | undefined): StoredEvent[] {
+  if (page.length === 0) return [];
+  const first = page[0].id;
+  const last = page[page.length - 1].id;
+  const out = new Map<number, StoredEvent>();
+  for (const e of page) {
+    if (!isCompact(e)) continue;
+    const t = e.id + (e.data.ref as number);
+    if (t >= first && t <= last || out.has(t)) continue;
+    const found = byId(t);
+    if (found) out.set(t, found);
+  }
+  return [...out.values()];
+}
 
 /** Lookup by id in events of dense ids (any order of pages). */
 export function byIdIn(events: readonly StoredEvent[]): (id: number) => StoredEvent | undefined {

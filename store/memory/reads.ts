@@ -81,7 +81,9 @@ export async function readEvents(s: MemoryState, agentId: string, after: number,
   // Served form (common/event-form.ts): compact events get their fields back from their transition.
   const page = a.events.slice(from, to);
   const base = a.head.eventsTrimmedThrough;
-  return copy(servedPage(page, (id) => a.events[id - 1 - base], maxBytes));
+  const served = servedPage(page, (id) => id > base ? a.events[id - 1 - base] : undefined, maxBytes);
+  // Every event of the page counted as trimmed (invariant `served-events`): the events after it.
+  return served.length === 0 && page.length > 0 ? readEvents(s, agentId, page[page.length - 1].id, limit, maxBytes) : copy(served);
 }
 
 export async function readConversation(s: MemoryState, agentId: string, opts?: { fromSummary?: boolean }): Ret<"readConversation"> {
