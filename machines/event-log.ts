@@ -43,9 +43,11 @@
  *    only events with a numeric `ref` are expanded (upgrade on read), so a
  *    log may mix both forms and no version marker is needed.
  * 4. Readers get the served form only: `readEvents` expands, reading the
- *    referenced transitions when a page ends within a commit. A commit's
- *    events are never separated in storage (retention cuts the log only at
- *    a turn's end, after a whole commit).
+ *    referenced transitions outside a page cut within a commit in the same
+ *    atomic read as the page. A commit's events are never separated in
+ *    storage (retention cuts the log only at a turn's end, after a whole
+ *    commit); were they, a compact event without its transition would be
+ *    served as trimmed, never compact (store invariant `served-events`).
  */
 import { z } from "zod";
 import { STATES } from "./types.ts";
