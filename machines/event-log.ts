@@ -21,6 +21,33 @@
  *
  * Responses are not validated against these schemas at run time: they
  * describe what the writers produce, they never reject it.
+ *
+ * Stored form and served form (common/event-form.ts). The catalogue is the
+ * served form: what `Store.readEvents` answers, and so every reader (the
+ * routes, SSE, replay, time travel, forks, bundles). The log stores some
+ * events shorter: a payload a `transition` of the same commit carries is
+ * stored once, in the transition, and the sibling event names it with
+ * `ref` (the transition's id minus its own): a `tool_call`'s `name`,
+ * `args`, `external`, `deadline` (the call in `MODEL_STEP`), a
+ * `tool_result`'s `ok`, `outcome`, `afterExecution` (`TOOL_RESULT`), a
+ * `step`'s `text` (planning), `toolCallIds` (executing, completed) and
+ * `llmUsage`/`llmResponseCost` (completed), and a `chunk`'s `text` (a slice
+ * `from`..`to` of the `MODEL_STEP` text). Invariants:
+ * 1. Transitions are stored whole: replaying the stored `transition` events
+ *    reproduces the machine events the actor received, as before; a reader
+ *    of transitions alone needs no expansion.
+ * 2. `expandEvents(compactEvents(commit))` is the commit's events exactly,
+ *    key order included (the writer compacts a field only when the
+ *    transition holds the same value, and expands in the catalogue order).
+ * 3. A log written before (every event whole, no `ref`) reads unchanged:
+ *    only events with a numeric `ref` are expanded (upgrade on read), so a
+ *    log may mix both forms and no version marker is needed.
+ * 4. Readers get the served form only: `readEvents` expands, reading the
+ *    referenced transitions outside a page cut within a commit in the same
+ *    atomic read as the page. A commit's events are never separated in
+ *    storage (retention cuts the log only at a turn's end, after a whole
+ *    commit); were they, a compact event without its transition would be
+ *    served as trimmed, never compact (store invariant `served-events`).
  */
 import { z } from "zod";
 import { STATES } from "./types.ts";

@@ -123,6 +123,8 @@ export interface MemoryStoreInternals {
   idempotencyEntries(agentId: string): number;
   /** Stores a tool registry entry as given (tests of entries written by older versions). */
   putRawToolEntry(role: string, entry: unknown): void;
+  /** Drops the events with id <= `through` and records them as trimmed, bypassing retention (which never cuts within a commit). */
+  cutEvents(agentId: string, through: number): void;
 }
 
 const internals = new WeakMap<Store, MemoryStoreInternals>();
@@ -163,6 +165,13 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
   internals.set(store, {
     idempotencyEntries: (agentId) => s.agents.get(agentId)?.idempotency.size ?? 0,
     putRawToolEntry: (role, entry) => void s.tools.set(role, s.copy(entry)),
+    cutEvents: (agentId, through) => {
+      const a = s.agents.get(agentId);
+      if (!a || through <= a.head.eventsTrimmedThrough) return;
+      a.events.splice(0, through - a.head.eventsTrimmedThrough);
+      a.eventBytes.splice(0, through - a.head.eventsTrimmedThrough);
+      a.head.eventsTrimmedThrough = through;
+    },
   });
   return store;
 }

@@ -664,6 +664,21 @@ export interface BellWatch {
  * (store/inputs.ts); `getTurn` answers it, a claim hands it out with the
  * task, `readMessages` puts it into the turn's user message.
  *
+ * ## served-events
+ * Events are stored as the commit gives them and served expanded
+ * (common/event-form.ts): an event that names a transition of its commit by
+ * `ref` is answered by `readEvents` with the fields it left to that
+ * transition, in place, whatever the page's bounds; events without `ref`
+ * come as stored. `maxBytes` counts the served JSON. The transitions outside
+ * the page that it names are read in the same atomic read as the page (the
+ * script store: one script call, so a page costs one store call and no trim
+ * falls between the two). A compact event is never served: one whose
+ * transition the store does not hold (a log cut within a commit; retention
+ * never cuts there, it trims after a turn's last commit) counts as
+ * trimmed, and the page starts after the last such event (when that leaves
+ * nothing, the read goes on after it, so an empty page still means the end
+ * of the log).
+ *
  * ## turn-end-without-machine
  * A turn can be ended without the machine. `recordClaimFailure` counts
  * the claims of one turn that threw (per agent and turn, cumulative, kept
@@ -780,8 +795,8 @@ export interface Reads {
   readMessages(agentId: string, fromIndex?: number): Promise<Message[]>;
   /**
    * Events with id > max(after, eventsTrimmedThrough), at most `limit`, and (with `maxBytes`) no more
-   * than fit in `maxBytes` bytes of stored JSON (UTF-8), except that the
-   * first event always comes, however large.
+   * than fit in `maxBytes` bytes of their JSON (UTF-8), except that the
+   * first event always comes, however large. Served expanded (invariant `served-events`).
    */
   readEvents(agentId: string, after: number, limit: number, maxBytes?: number): Promise<StoredEvent[]>;
   /**

@@ -15,6 +15,7 @@
  *   set rebuilt from the history at every step) stores the same messages
  *   and the same events, memory policy included.
  */
+import { byIdIn, expandEvents } from "../common/event-form.ts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -91,7 +92,9 @@ async function run(s: Script, rebuild: boolean) {
   const predicted: string[][] = [];
   const committed = store.commit.bind(store);
   store.commit = (req) => {
-    for (const e of req.events) if (e.type === "step" && e.data.phase === "completed") assigned.push(e.data.toolCallIds as string[]);
+    // The commit's events as readers get them (common/event-form.ts: `completed` names its ids in the MODEL_STEP).
+    const page = req.events.map((e, i) => ({ ...e, id: i + 1, at: 0, turnId: null }));
+    for (const e of expandEvents(page, byIdIn(page))) if (e.type === "step" && e.data.phase === "completed") assigned.push(e.data.toolCallIds as string[]);
     return committed(req);
   };
   let turn = -1;

@@ -29,6 +29,7 @@ import type {
   TurnEnd,
 } from "../store/port.ts";
 import type { NewEvent } from "../common/events.ts";
+import { compactEvents } from "../common/event-form.ts";
 import type { Message } from "../common/message.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { MailItem, ToolCallRecord } from "../store/types.ts";
@@ -48,6 +49,10 @@ export interface ConformanceHandle {
   idempotencyEntries(agentId: string): Promise<number>;
   /** Stores a tool registry entry as given, bypassing the port (entries written by older versions; invariant `tool-registry`). */
   putRawToolEntry?(role: string, entry: unknown): Promise<void>;
+  /** Drops an agent's events with id <= `through` and records them as trimmed, bypassing retention (which never cuts within a commit); the log must be untrimmed before. */
+  cutEvents?(agentId: string, through: number): Promise<void>;
+  /** Script calls the backing store has served so far (script stores: EVALSHA and EVAL); absent: not counted. */
+  scriptCalls?(): Promise<number>;
 }
 
 const T0 = 1_700_000_000_000;
@@ -1585,6 +1590,98 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(await store.readEvents("a1", 8, 10)).toEqual([]);
         expect(await store.readEvents("nobody", 0, 10)).toEqual([]);
         expect((await store.readEvents("other", 0, 10)).map((e) => e.id)).toEqual([1]);
+      });
+
+      it("served-events: events naming a transition by ref are served expanded, whatever the page's bounds and budget", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const args = { q: "a question long enough" };
+        const outcome = { ok: true, value: { answer: "an answer long enough" } };
+        const text = "the step's text, streamed in two pieces";
+        const call = { id: "c1", name: "ask", args, external: false, deadline: T0 + 5 };
+        const written: NewEvent[] = [
+          { type: "step", data: { phase: "planning", step: 1, text } },
+          { type: "chunk", data: { step: 1, text: text.slice(0, 20) } },
+          { type: "chunk", data: { step: 1, text: text.slice(20) } },
+          { type: "tool_call", data: { step: 1, toolCallId: "c1", name: "ask", args, external: false, deadline: T0 + 5 } },
+          { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: T0, text, toolCalls: [call], usage: { inputTokens: 1, outputTokens: 2 }, cost: 0 } } },
+          { type: "tool_result", data: { toolCallId: "c1", name: "ask", ok: true, outcome, afterExecution: "continue" } },
+          { type: "transition", data: { seq: 2, from: "waiting-tools", to: "running", event: { type: "TOOL_RESULT", at: T0, toolCallId: "c1", outcome, afterExecution: "continue" } } },
+        ];
+        const compact = compactEvents(written);
+        expect(compact.filter((e) => typeof e.data.ref === "number")).toHaveLength(5);
+        await store.commit(commitOf(c, "w1", { events: compact }));
+        const served = await store.readEvents("a1", 0, 100);
+        // After the enqueue's own event.
+        expect(served.slice(1).map((e) => JSON.stringify({ type: e.type, data: e.data }))).toEqual(written.map((e) => JSON.stringify(e)));
+        const sizes = served.map((e) => new TextEncoder().encode(JSON.stringify(e)).byteLength);
+        for (let after = 0; after < served.length; after++) {
+          for (let limit = 1; after + limit <= served.length; limit++) {
+            expect(await store.readEvents("a1", after, limit), `after ${after}, limit ${limit}`).toEqual(served.slice(after, after + limit));
+          }
+          // A budget of served bytes: exactly the events that fit, the first always.
+          const fit = sizes[after] + (sizes[after + 1] ?? 0);
+          expect((await store.readEvents("a1", after, 100, fit)).map((e) => e.id)).toEqual(served.slice(after, after + 2).map((e) => e.id));
+          expect((await store.readEvents("a1", after, 100, fit - 1)).map((e) => e.id)).toEqual([served[after].id]);
+        }
+      });
+
+      it("served-events: a page cut within a commit and the transitions it names are one store call", async () => {
+        await enqueue();
+        const c = await claimOk();
+        const args = { q: "a question long enough" };
+        const text = "the step's text, long enough to be stored once";
+        const call = { id: "c1", name: "ask", args, external: false, deadline: T0 + 5 };
+        const written: NewEvent[] = [
+          { type: "step", data: { phase: "planning", step: 1, text } },
+          { type: "tool_call", data: { step: 1, toolCallId: "c1", name: "ask", args, external: false, deadline: T0 + 5 } },
+          { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: T0, text, toolCalls: [call], usage: { inputTokens: 1, outputTokens: 2 }, cost: 0 } } },
+        ];
+        await store.commit(commitOf(c, "w1", { events: compactEvents(written) }));
+        const whole = (await store.readEvents("a1", 0, 100)).slice(1);
+        expect(whole.map((e) => JSON.stringify({ type: e.type, data: e.data }))).toEqual(written.map((e) => JSON.stringify(e)));
+        if (!h.scriptCalls) return;
+        const before = await h.scriptCalls();
+        // Ids 2 and 3 name the MODEL_STEP (id 4), past the page's end: by limit, then by budget.
+        expect(await store.readEvents("a1", 1, 2)).toEqual(whole.slice(0, 2));
+        expect(await store.readEvents("a1", 2, 100, 1)).toEqual(whole.slice(1, 2));
+        expect(await h.scriptCalls() - before).toBe(2);
+      });
+
+      it("served-events: a compact event whose transition the store does not hold is served as trimmed, never compact", async () => {
+        if (!h.cutEvents) return;
+        await enqueue();
+        const c = await claimOk();
+        const args = { q: "a question long enough" };
+        const outcome = { ok: true, value: { answer: "an answer long enough" } };
+        const usage = { inputTokens: 1, outputTokens: 2 };
+        const call = { id: "c1", name: "ask", args, external: false, deadline: T0 + 5 };
+        const written: NewEvent[] = [
+          { type: "tool_call", data: { step: 1, toolCallId: "c1", name: "ask", args, external: false, deadline: T0 + 5 } },
+          { type: "transition", data: { seq: 1, from: "running", to: "waiting-tools", event: { type: "MODEL_STEP", at: T0, text: null, toolCalls: [call], usage, cost: 0 } } },
+          { type: "step", data: { phase: "completed", step: 1, model: "m", llmUsage: usage, llmResponseCost: 0, toolCallIds: ["c1"] } },
+          { type: "tool_result", data: { toolCallId: "c1", name: "ask", ok: true, outcome, afterExecution: "continue" } },
+          { type: "transition", data: { seq: 2, from: "waiting-tools", to: "running", event: { type: "TOOL_RESULT", at: T0, toolCallId: "c1", outcome, afterExecution: "continue" } } },
+          { type: "step", data: { phase: "started", step: 2 } },
+        ];
+        const compact = compactEvents(written);
+        // Ids 2..7; the completed step (id 4) names the MODEL_STEP before it (id 3).
+        expect(compact.map((e) => e.data.ref)).toEqual([1, undefined, -1, 1, undefined, undefined]);
+        await store.commit(commitOf(c, "w1", { events: compact }));
+        const whole = (await store.readEvents("a1", 0, 100)).slice(1);
+        // The log cut within the commit, after the MODEL_STEP.
+        await h.cutEvents("a1", 3);
+        const anyCompact = (page: Array<{ type: string; data: unknown }>) => page.map((e) => JSON.stringify(e.data)).some((d) => d.includes('"ref":'));
+        const reads: Array<[number, number, number | undefined, number[]]> = [
+          [0, 100, undefined, [5, 6, 7]], [0, 1, undefined, [5]], [3, 2, undefined, [5]], [4, 100, undefined, [5, 6, 7]],
+          [0, 100, 0, [5]], [0, 100, 1e9, [5, 6, 7]], [5, 100, undefined, [6, 7]],
+        ];
+        for (const [after, limit, maxBytes, ids] of reads) {
+          const page = await store.readEvents("a1", after, limit, maxBytes);
+          expect(page.map((e) => e.id), `after ${after}, limit ${limit}, maxBytes ${maxBytes}`).toEqual(ids);
+          expect(anyCompact(page)).toBe(false);
+          expect(page).toEqual(whole.filter((e) => ids.includes(e.id)));
+        }
       });
 
       it("readEvents stops a page at the byte budget, but always returns the first event", async () => {

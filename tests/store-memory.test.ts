@@ -15,6 +15,7 @@ storeConformance("memory", async () => {
     cleanup: async () => {},
     idempotencyEntries: async (agentId) => memoryStoreInternals(store)!.idempotencyEntries(agentId),
     putRawToolEntry: async (role, entry) => memoryStoreInternals(store)!.putRawToolEntry(role, entry),
+    cutEvents: async (agentId, through) => memoryStoreInternals(store)!.cutEvents(agentId, through),
   };
 });
 

@@ -112,6 +112,11 @@ storeConformance("redis cluster (3 masters)", async () => {
     cleanup: async () => expect(await auditLayout(prefix)).toEqual([]),
     idempotencyEntries: (agentId) => client.hlen(keySpace(prefix, { shards: SHARDS }).agent(agentId).idem),
     putRawToolEntry: async (role, entry) => void await client.hset(keySpace(prefix, { shards: SHARDS }).tools, role, JSON.stringify(entry)),
+    cutEvents: async (agentId, through) => {
+      const k = keySpace(prefix, { shards: SHARDS }).agent(agentId);
+      await client.ltrim(k.events, through, -1);
+      await client.hset(k.head, "eventsTrimmedThrough", String(through));
+    },
   };
 });
 

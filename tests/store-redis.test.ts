@@ -35,8 +35,21 @@ storeConformance("redis", async () => {
     cleanup: async () => {},
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
     putRawToolEntry: async (role, entry) => void await raw.hset(keySpace(prefix).tools, role, JSON.stringify(entry)),
+    cutEvents: async (agentId, through) => {
+      const k = keySpace(prefix).agent(agentId);
+      await raw.ltrim(k.events, through, -1);
+      await raw.hset(k.head, "eventsTrimmedThrough", String(through));
+    },
+    scriptCalls: async () => scriptCallsOf(await raw.info("commandstats")),
   };
 });
+
+/** EVALSHA and EVAL calls in an `INFO commandstats` answer. */
+function scriptCallsOf(info: string): number {
+  let n = 0;
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1]);
+  return n;
+}
 
 admissionConformance("redis", async () => {
   const prefix = freshPrefix();

@@ -39,6 +39,12 @@ storeConformance("upstash", async () => {
     cleanup: async () => raw.disconnect(),
     idempotencyEntries: (agentId) => raw.hlen(keySpace(prefix).agent(agentId).idem),
     putRawToolEntry: async (role, entry) => void await raw.hset(keySpace(prefix).tools, role, JSON.stringify(entry)),
+    cutEvents: async (agentId, through) => {
+      const k = keySpace(prefix).agent(agentId);
+      await raw.ltrim(k.events, through, -1);
+      await raw.hset(k.head, "eventsTrimmedThrough", String(through));
+    },
+    scriptCalls: async () => (bridge.stats.byName.get("EVALSHA") ?? 0) + (bridge.stats.byName.get("EVAL") ?? 0),
   };
 });
 

@@ -40,10 +40,13 @@
  * - What a commit causes on other agents (actors/delegation/delegation.ts: a delegated
  *   turn's result, children to cancel, delegations to dispatch) is noted here
  *   and run by `afterCommit` only once the commit applied.
+ * - The events are stored in their compact form (common/event-form.ts): a
+ *   payload a transition of the commit carries is stored in it only.
  * - The parts of a claim book writes only through the `CommitSink` methods
  *   (actors/claim/context.ts); the buffered writes are private to this class.
  */
 import type { NewEvent } from "../../common/events.ts";
+import { compactEvents } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
 import { persistedOf } from "../../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
@@ -168,12 +171,14 @@ export class CommitBuffer implements CommitSink {
     let now = clock.now();
     // Only the commit that ends a turn and releases may start the next one.
     const chain = opts.chain === true && final && turnId !== null && release !== null;
+    // Payloads a transition of this commit carries are stored once (common/event-form.ts).
+    const events = compactEvents(this.#events);
     // Through a store outage (a Cluster failover) the same commit is sent again while the lease lasts.
     const res = await retryWithinLease(() => (now = clock.now(), store.commit({
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
-      events: this.#events, messages: this.#messages, recordToolCalls: this.#recordToolCalls, resolveToolCalls: this.#resolveToolCalls,
+      events, messages: this.#messages, recordToolCalls: this.#recordToolCalls, resolveToolCalls: this.#resolveToolCalls,
       ackMailThrough: this.#ackMailThrough, release, leaseMs: deps.leaseMs, now,
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),

@@ -8,6 +8,7 @@ import type { AgentIndexEntry, ListAgentsRequest, Reads } from "../port.ts";
 import { normalizeRecord } from "../spelling.ts";
 import { inputText } from "../inputs.ts";
 import { turnStatus } from "./records.ts";
+import { servedPage } from "../../common/event-form.ts";
 import type { MemoryState } from "./state.ts";
 
 /** The result type of the port method `K`. */
@@ -77,7 +78,12 @@ export async function readEvents(s: MemoryState, agentId: string, after: number,
       }
     }
   }
-  return copy(a.events.slice(from, to));
+  // Served form (common/event-form.ts): compact events get their fields back from their transition.
+  const page = a.events.slice(from, to);
+  const base = a.head.eventsTrimmedThrough;
+  const served = servedPage(page, (id) => id > base ? a.events[id - 1 - base] : undefined, maxBytes);
+  // Every event of the page counted as trimmed (invariant `served-events`): the events after it.
+  return served.length === 0 && page.length > 0 ? readEvents(s, agentId, page[page.length - 1].id, limit, maxBytes) : copy(served);
 }
 
 export async function readConversation(s: MemoryState, agentId: string, opts?: { fromSummary?: boolean }): Ret<"readConversation"> {

@@ -6,6 +6,7 @@
  */
 import type { AgentIndexEntry, Checkpoint, Conversation, ListAgentsRequest, Reads, TurnStatus } from "../port.ts";
 import type { StoredEvent } from "../../common/events.ts";
+import { byIdIn, servedPage } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
 import { normalizeRecord } from "../spelling.ts";
 import type { AgentHead, ToolCallRecord } from "../types.ts";
@@ -56,11 +57,15 @@ export async function readEvents(c: ScriptContext, agentId: string, after: numbe
   const { keys, call } = c;
   const k = keys.agent(agentId);
   if (limit <= 0) return [];
-  return call(encodeReadEvents({
+  // Served form (common/event-form.ts): the page and the transitions outside it that it names, in one call.
+  const [page, named] = await call<[StoredEvent[], StoredEvent[]]>(encodeReadEvents({
     events: k.events, head: k.head,
     after_text: int(Math.max(0, after), "after"), limit_text: int(limit, "limit"),
     max_bytes: maxBytes === undefined ? "" : int(Math.max(0, maxBytes), "maxBytes"),
   }));
+  const served = servedPage(page, byIdIn(named.length > 0 ? [...page, ...named] : page), maxBytes);
+  // Every event of the page counted as trimmed (invariant `served-events`): the events after it.
+  return served.length === 0 && page.length > 0 ? readEvents(c, agentId, page[page.length - 1].id, limit, maxBytes) : served;
 }
 
 export async function readConversation(c: ScriptContext, agentId: string, opts?: { fromSummary?: boolean }): Promise<Conversation | null> {

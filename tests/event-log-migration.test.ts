@@ -1,0 +1,137 @@
+/**
+ * The event log's stored form (common/event-form.ts, machines/event-log.ts
+ * "Stored form and served form"):
+ * - a log written before it (tests/fixtures/event-log-v1: every event whole),
+ *   as the memory store and Redis held it, serves the same agent, event
+ *   pages, SSE stream, history at every event (replay) and replay bundle as
+ *   it did then;
+ * - the same run written now (compact events) serves exactly the same, and
+ *   its stored events, expanded, are the old log's events byte for byte;
+ * - an old log goes on in the new form and still reads and replays;
+ * - it stores fewer bytes of events per step.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Redis from "ioredis";
+import { loadReplayBundle, memoryStore } from "../mod.ts";
+import type { StoredEvent } from "../common/events.ts";
+import { byIdIn, expandEvents, isCompact } from "../common/event-form.ts";
+import { redisStore } from "../redis.ts";
+import { memoryStoreState } from "../store/memory.ts";
+import { AGENT_ID, fixtureGatehouse, RUN_END, readings, runFixture } from "./helpers/event-log-run.ts";
+import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { RuntimeEvent } from "../routes/schemas.ts";
+import { call } from "./helpers/event-log-run.ts";
+import type { Gatehouse } from "../mod.ts";
+import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
+import redisFixture from "./fixtures/event-log-v1/redis.json" with { type: "json" };
+
+type Dumped = { type: string; ttl: number; value: unknown };
+
+const bytes = (events: unknown[]) => events.reduce<number>((n, e) => n + new TextEncoder().encode(JSON.stringify(e)).byteLength, 0);
+/** Model steps of the run: one `step` started event each. */
+const stepsOf = (events: StoredEvent[]) => events.filter((e) => e.type === "step" && e.data.phase === "started").length;
+
+let server: RedisServer;
+let raw: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  raw = new Redis(server.url);
+});
+afterAll(async () => {
+  raw?.disconnect();
+  await server?.stop();
+});
+
+/** Writes the dumped keys of an agent (tests/helpers/store-state.ts `redisStateReader`) back under `prefix`. */
+async function restore(prefix: string, agentId: string, records: Record<string, Dumped>) {
+  const tag = `${prefix}:{a:${agentId}}:`;
+  for (const [suffix, { type, value }] of Object.entries(records)) {
+    const key = tag + suffix;
+    if (type === "string") await raw.set(key, value as string);
+    else if (type === "hash") await raw.hset(key, value as Record<string, string>);
+    else if (type === "list") await raw.rpush(key, ...(value as string[]));
+    else if (type === "set") await raw.sadd(key, ...(value as string[]));
+    else if (type === "zset") for (const [m, s] of value as [string, string][]) await raw.zadd(key, s, m);
+    else throw new Error(`fixture key ${key} has type ${type}`);
+  }
+}
+
+/**
+ * A third turn written now on an old log (the log holds both forms then): every event is served
+ * whole (catalogue shapes, no `ref`), and the history at every event replays (200, the last `done`).
+ */
+async function continueOldLog(gh: Gatehouse) {
+  const enq = await call(gh, "POST", `/v1/agents/${AGENT_ID}/tasks`, { agent: "logger", input: { ask: "third" } });
+  expect(enq.status, JSON.stringify(enq.body)).toBe(202);
+  await gh.drain();
+  const events = (await call(gh, "GET", `/v1/agents/${AGENT_ID}/events?limit=500`)).body.events as StoredEvent[];
+  expect(events.length).toBeGreaterThan(37);
+  for (const e of events) expect(RuntimeEvent.safeParse(e).success, `event ${e.id} ${e.type}`).toBe(true);
+  const stored = await gh.store.readEvents(AGENT_ID, 37, 100);
+  const calls = stored.filter((e) => e.type === "tool_call" && e.data.name === "crunch");
+  expect(calls.length).toBeGreaterThan(0);
+  for (const e of calls) expect(e.data.args).toEqual({ n: 5, note: "second turn" });
+  for (const e of events) expect((await call(gh, "GET", `/v1/agents/${AGENT_ID}/history/${e.id}`)).status).toBe(200);
+  expect((await call(gh, "GET", `/v1/agents/${AGENT_ID}/history/${events.at(-1)!.id}`)).body.state).toBe("done");
+}
+
+describe("event log: a log written in format 1 (every event whole)", () => {
+  it("memory store: served as before (agent, pages, SSE, history at every event, bundle)", async () => {
+    const store = memoryStore();
+    // The bundle carries the stored events as they were.
+    expect(memoryFixture.readings.bundle.events).toEqual(memoryFixture.records.events);
+    expect(loadReplayBundle(store, memoryFixture.readings.bundle)).toBeDefined();
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END; // the bundle says when it was exported
+    expect(await readings(gh)).toEqual(memoryFixture.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+
+  it("Redis: the stored keys of then serve as before", async () => {
+    await raw.flushall();
+    await restore(redisFixture.prefix, AGENT_ID, redisFixture.records as Record<string, Dumped>);
+    const store = redisStore({ url: server.url, prefix: redisFixture.prefix });
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END;
+    expect(await readings(gh)).toEqual(redisFixture.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+});
+
+describe("event log: the same run written now (compact events)", () => {
+  it("memory store: serves what format 1 served; the stored events expand to format 1's byte for byte; fewer bytes a step", async () => {
+    const store = memoryStore();
+    const { gh, clock } = fixtureGatehouse(store);
+    await runFixture(gh, clock);
+    const stored = memoryStoreState(store).agents.find(([id]) => id === AGENT_ID)![1].events as StoredEvent[];
+    const old = memoryFixture.records.events as StoredEvent[];
+    expect(stored.filter(isCompact).length).toBeGreaterThan(10);
+    expect(stored.some((e) => e.type === "transition" && isCompact(e))).toBe(false);
+    expect(expandEvents(stored, byIdIn(stored)).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
+    expect(await readings(gh)).toEqual(memoryFixture.readings);
+    const [before, after] = [bytes(old) / stepsOf(old), bytes(stored) / stepsOf(stored)];
+    console.log(`event bytes a step (memory store, stored JSON): format 1 ${before.toFixed(0)}, now ${after.toFixed(0)}`);
+    expect(after).toBeLessThan(before - 300);
+    await gh.close();
+  });
+
+  it("Redis: serves what format 1 served; the stored list expands to format 1's", async () => {
+    await raw.flushall();
+    const prefix = redisFixture.prefix;
+    const store = redisStore({ url: server.url, prefix });
+    const { gh, clock } = fixtureGatehouse(store);
+    await runFixture(gh, clock);
+    const list = (await raw.lrange(`${prefix}:{a:${AGENT_ID}}:events`, 0, -1)).map((t) => JSON.parse(t) as StoredEvent);
+    const old = (redisFixture.records.events.value as string[]).map((t) => JSON.parse(t) as StoredEvent);
+    expect(list.filter(isCompact).length).toBeGreaterThan(10);
+    expect(expandEvents(list, byIdIn(list)).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
+    expect(await readings(gh)).toEqual(redisFixture.readings);
+    const before = (redisFixture.records.events.value as string[]).join("").length / stepsOf(old);
+    const after = (await raw.lrange(`${prefix}:{a:${AGENT_ID}}:events`, 0, -1)).join("").length / stepsOf(list);
+    console.log(`event bytes a step (Redis events list): format 1 ${before.toFixed(0)}, now ${after.toFixed(0)}`);
+    expect(after).toBeLessThan(before - 300);
+    await gh.close();
+  });
+});
