@@ -126,3 +126,44 @@ export const turnStatus = (a: AgentRecords, turnId: string): TurnStatus | null =
   if (st === "queued" && !a.tasks.some((t) => t.turnId === turnId)) return "ended";
   return st ?? null;
 };
+
+/** The empty records of a new agent (its first task, or an import that fills some in). */
+export function freshAgent(agentId: string, agentName: string, workerTarget: string, now: number): AgentRecords {
+  return {
+    head: {
+      agentId,
+      agentName,
+      workerTarget,
+      createdAt: now,
+      updatedAt: now,
+      activeTurnId: null,
+      currentTask: null,
+      epoch: 0,
+      version: 0,
+      snapshot: null,
+      state: "idle",
+      leaseOwner: null,
+      leaseUntil: 0,
+      runnableAt: null,
+      pendingTasks: 0,
+      pendingMail: 0,
+      messageCount: 0,
+      lastEventId: 0,
+      eventsTrimmedThrough: 0,
+      messagesTrimmedThrough: 0,
+    },
+    tasks: [],
+    mail: [],
+    mailSeq: 0,
+    messages: [],
+    events: [],
+    eventBytes: [],
+    toolCalls: new Map(),
+    idempotency: new Map(),
+    turns: new Map(),
+    inputs: new Map(),
+    verdicts: [],
+    claimFailures: null,
+    ...freshRetention(),
+  };
+}

@@ -9,7 +9,7 @@ import type { ToolCallRecord } from "../types.ts";
 import { checkAgentName, checkHolder, checkTarget, checkToolName, StoreInputError, toolCalls } from "../keys.ts";
 import { gcraArgs } from "../rate-limit.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../../common/tool-registry.ts";
-import { type AgentRecords, callKey, deliveryRef, freshRetention, int } from "./records.ts";
+import { callKey, deliveryRef, freshAgent, int } from "./records.ts";
 import type { MemoryState } from "./state.ts";
 
 /** The result type of the port method `K`. */
@@ -193,43 +193,11 @@ export async function createFork(s: MemoryState, req: CreateForkRequest): Promis
       ...copy(c), turnId: turn, agentId: req.agentId, status: "pending", recordedAt: req.now,
     }));
     const data = copy(req.event.data);
-    const a: AgentRecords = {
-      head: {
-        agentId: req.agentId,
-        agentName: req.agentName,
-        workerTarget: req.workerTarget,
-        createdAt: req.now,
-        updatedAt: req.now,
-        activeTurnId: turn,
-        currentTask,
-        epoch: 0,
-        version: 0,
-        snapshot,
-        state: req.state,
-        leaseOwner: null,
-        leaseUntil: 0,
-        runnableAt: req.runnableAt,
-        pendingTasks: 0,
-        pendingMail: 0,
-        messageCount: messages.length,
-        lastEventId: 0,
-        eventsTrimmedThrough: 0,
-        messagesTrimmedThrough: 0,
-      },
-      tasks: [],
-      mail: [],
-      mailSeq: 0,
-      messages,
-      events: [],
-      eventBytes: [],
-      toolCalls: new Map(calls.map((c) => [callKey(c.turnId, c.toolCallId), c])),
-      idempotency: new Map(),
-      turns: new Map(),
-      inputs: new Map(input !== undefined && turn !== null ? [[turn, input]] : []),
-      verdicts: [],
-      claimFailures: null,
-      ...freshRetention(),
-    };
+    const a = freshAgent(req.agentId, req.agentName, req.workerTarget, req.now);
+    Object.assign(a.head, { activeTurnId: turn, currentTask, snapshot, state: req.state, runnableAt: req.runnableAt, messageCount: messages.length });
+    a.messages = messages;
+    a.toolCalls = new Map(calls.map((c) => [callKey(c.turnId, c.toolCallId), c]));
+    a.inputs = new Map(input !== undefined && turn !== null ? [[turn, input]] : []);
     const ev = eventOf(a, 1, turn, req.event.type, data, req.now);
     // Writes.
     w.mapSet(agents, req.agentId, a);

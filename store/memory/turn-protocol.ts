@@ -11,7 +11,7 @@ import { inputBytes } from "../inputs.ts";
 import { checkAgentName, StoreInputError, toolCalls } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import { resolveRetention } from "../retention.ts";
-import { type AgentRecords, bellAt, callKey, claimable, dueTask, freshRetention, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
+import { bellAt, callKey, claimable, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
 import type { MemoryState } from "./state.ts";
 import { dueSchedule } from "./schedule-steps.ts";
@@ -50,7 +50,7 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
       ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       ...(runAt !== undefined ? { runAt } : {}),
     };
-    if (!a) a = freshAgent(req);
+    if (!a) a = freshAgent(req.agentId, req.agentName, req.workerTarget, req.now);
     const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
     // Writes.
     if (!agents.has(req.agentId)) w.mapSet(agents, req.agentId, a);
@@ -66,47 +66,6 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
     ring(a, runAt ?? req.now);
     return { status: "enqueued", turnId: req.turnId };
   }
-}
-
-/** The record of an agent created by its first task. */
-function freshAgent(req: EnqueueTaskRequest): AgentRecords {
-  return {
-    head: {
-      agentId: req.agentId,
-      agentName: req.agentName,
-      workerTarget: req.workerTarget,
-      createdAt: req.now,
-      updatedAt: req.now,
-      activeTurnId: null,
-      currentTask: null,
-      epoch: 0,
-      version: 0,
-      snapshot: null,
-      state: "idle",
-      leaseOwner: null,
-      leaseUntil: 0,
-      runnableAt: null,
-      pendingTasks: 0,
-      pendingMail: 0,
-      messageCount: 0,
-      lastEventId: 0,
-      eventsTrimmedThrough: 0,
-      messagesTrimmedThrough: 0,
-    },
-    tasks: [],
-    mail: [],
-    mailSeq: 0,
-    messages: [],
-    events: [],
-    eventBytes: [],
-    toolCalls: new Map(),
-    idempotency: new Map(),
-    turns: new Map(),
-    inputs: new Map(),
-    verdicts: [],
-    claimFailures: null,
-    ...freshRetention(),
-  };
 }
 
 export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
