@@ -515,6 +515,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       Math.max(options.pollMs ?? DEFAULT_POLL_MS, store.kind === "redis" ? DEFAULT_IDLE_POLL_MAX_MS_TCP : DEFAULT_IDLE_POLL_MAX_MS),
     onClaim: () => watchdog.soon(),
     workerId: () => ids.workerId(),
+    turnId: () => ids.turnId(),
   });
   const tick = () => watchdogTick(store, clock, hooks.watchdogLimit ?? DEFAULTS.watchdogLimit, { logger });
   const watchdog = createWatchdogLoop({

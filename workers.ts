@@ -238,7 +238,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
         // A due schedule (store/port.ts invariant `schedule-tick-once`): one step fires its tick; its task is due next.
         if (c.status === "schedule_due") {
-          await fireDueSchedule(deps, c.schedule);
+          await fireDueSchedule(deps, c.schedule, inst.built.ids.turnId());
           claimed = true;
           continue;
         }

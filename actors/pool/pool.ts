@@ -117,6 +117,8 @@ export interface WorkerPoolOptions {
    * so building the pool at module scope must not call it.
    */
   workerId: () => string;
+  /** Turn ids of the tasks that schedule ticks enqueue (the runtime's `ids`). */
+  turnId: () => string;
 }
 
 export interface WorkerPool {
@@ -184,7 +186,7 @@ class Pool implements WorkerPool {
       },
       onEmpty: (foreign) => void this.#send({ type: "empty", foreign }),
       // A store error fires nothing: it throws like a claim's, and the loop backs off (the tick stays due).
-      fire: async (schedule) => void (await fireDueSchedule(deps, schedule)),
+      fire: async (schedule) => void (await fireDueSchedule(deps, schedule, opts.turnId())),
     };
   }
 

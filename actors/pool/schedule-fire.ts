@@ -15,7 +15,6 @@
  */
 import type { FireScheduleTickResult, ScheduleRecord, Store } from "../../store/port.ts";
 import { planTick, scheduleKey } from "../../common/schedule.ts";
-import { randomHex } from "../../common/hex.ts";
 import type { Clock, Logger } from "../runtime.ts";
 
 export interface ScheduleFireDeps {
@@ -24,8 +23,8 @@ export interface ScheduleFireDeps {
   logger: Logger;
 }
 
-/** Applies one step of a due schedule; answers the store's result (null: the record has no tick). */
-export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecord): Promise<FireScheduleTickResult | null> {
+/** Applies one step of a due schedule, its task under `turnId` (the runtime's ids); answers the store's result (null: the record has no tick). */
+export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecord, turnId: string): Promise<FireScheduleTickResult | null> {
   if (rec.nextTick === null) return null;
   const now = deps.clock.now();
   let plan: { fire: number | null; next: number | null };
@@ -37,7 +36,7 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
   }
   const r = await deps.store.fireScheduleTick({
     agentId: rec.agentId, scheduleId: rec.scheduleId, expectTick: rec.nextTick, expectRev: rec.rev,
-    fireTick: plan.fire, nextTick: plan.next, turnId: `turn_${randomHex(8)}`,
+    fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: {}, input: rec.spec.input, now,
   });
   if (r.status === "fired") {
