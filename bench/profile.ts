@@ -7,8 +7,13 @@
  *
  * Same workload as `npm run bench` (bench/agent.ts, 400 agents × 5 turns at
  * concurrency 100, lease 30 s); a private redis-server on a free port. Options
- * (environment): PROFILE_RUNS (default 3), PROFILE_CONCURRENCY (default 100).
+ * (environment): PROFILE_RUNS (default 3), PROFILE_CONCURRENCY (default 100),
+ * PROFILE_DIR (a directory: writes a CPU profile of each measured window
+ * there, without the process's start and the warm-up that `--cpu-prof` also
+ * records).
  */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { performance } from "node:perf_hooks";
 import process from "node:process";
 import { createGatehouse } from "../mod.ts";
@@ -22,6 +27,7 @@ const RUNS = Math.max(1, Number(process.env.PROFILE_RUNS ?? 3));
 const CONCURRENCY = Math.max(1, Number(process.env.PROFILE_CONCURRENCY ?? 100));
 const TURNS_PER_AGENT = 5;
 const TURNS = 2000;
+const PROFILE_DIR = process.env.PROFILE_DIR;
 
 async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number): Promise<void> {
   const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
@@ -51,6 +57,12 @@ async function main() {
 
       await enqueueAll(counted.store, prefix, TURNS / TURNS_PER_AGENT, TURNS_PER_AGENT);
       counted.reset();
+      const session = PROFILE_DIR ? new Session() : undefined;
+      if (session) {
+        session.connect();
+        await session.post("Profiler.enable");
+        await session.post("Profiler.start");
+      }
       const s0 = modelSteps();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
@@ -59,6 +71,11 @@ async function main() {
       const seconds = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const steps = modelSteps() - s0;
+      if (session) {
+        const { profile } = await session.post("Profiler.stop");
+        writeFileSync(`${PROFILE_DIR}/window-${rep + 1}.cpuprofile`, JSON.stringify(profile));
+        session.disconnect();
+      }
       await gh.stopWorker();
       await counted.store.close();
       if (steps !== TURNS * STEPS_PER_TURN) throw new Error(`expected ${TURNS * STEPS_PER_TURN} steps, counted ${steps}`);
