@@ -10,8 +10,16 @@
  * (environment): PROFILE_RUNS (default 3), PROFILE_CONCURRENCY (default 100),
  * PROFILE_DIR (a directory: writes a CPU profile of each measured window
  * there, without the process's start and the warm-up that `--cpu-prof` also
- * records).
+ * records), PROFILE_CALLGRIND=1 (under `valgrind --tool=callgrind
+ * --instr-atstart=no`: instruments the measured windows only, through
+ * `callgrind_control -i on|off`, so the instruction count of the windows is
+ * a figure that the load of a shared machine does not move):
+ *
+ *   PROFILE_RUNS=1 PROFILE_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no \
+ *     --callgrind-out-file=/tmp/cg.%p node --import tsx bench/profile.ts
+ *   callgrind_annotate /tmp/cg.<pid> | head   # "PROGRAM TOTALS": instructions of the windows
  */
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { performance } from "node:perf_hooks";
@@ -28,6 +36,10 @@ const CONCURRENCY = Math.max(1, Number(process.env.PROFILE_CONCURRENCY ?? 100));
 const TURNS_PER_AGENT = 5;
 const TURNS = 2000;
 const PROFILE_DIR = process.env.PROFILE_DIR;
+/** Turns callgrind's instrumentation on or off for this process (PROFILE_CALLGRIND=1 only). */
+const callgrind = (on: boolean) => {
+  if (process.env.PROFILE_CALLGRIND === "1") execFileSync("callgrind_control", ["-i", on ? "on" : "off", String(process.pid)], { stdio: "ignore" });
+};
 
 async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number): Promise<void> {
   const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
@@ -63,6 +75,7 @@ async function main() {
         await session.post("Profiler.enable");
         await session.post("Profiler.start");
       }
+      callgrind(true);
       const s0 = modelSteps();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
@@ -71,6 +84,7 @@ async function main() {
       const seconds = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const steps = modelSteps() - s0;
+      callgrind(false);
       if (session) {
         const { profile } = await session.post("Profiler.stop");
         writeFileSync(`${PROFILE_DIR}/window-${rep + 1}.cpuprofile`, JSON.stringify(profile));
