@@ -29,7 +29,8 @@
  * whole history at every step, as before). The figure to watch is CPU per step
  * at 1,400 messages ÷ at 7 (target ≤ 1.2x).
  */
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import process from "node:process";
@@ -61,8 +62,9 @@ const PROFILE_DIR = process.env.HISTORY_PROFILE;
  * instrumented alone and dumped with the hint `<messages>-<steps>` (`callgrind_control -d`): the
  * instructions per step of each size, a figure the load of a shared machine does not move.
  */
-const callgrind = (...args: string[]) => {
-  if (process.env.HISTORY_CALLGRIND === "1") execFileSync("callgrind_control", [...args, String(process.pid)], { stdio: "ignore" });
+const callgrind = async (...args: string[]) => {
+  // Not a synchronous child: valgrind answers a dump request only while this process runs.
+  if (process.env.HISTORY_CALLGRIND === "1") await promisify(execFile)("callgrind_control", [...args, String(process.pid)]);
 };
 /** HISTORY_MODE=kept|rebuilt runs one mode only (for profiles). */
 const MODES = process.env.HISTORY_MODE === "kept" ? [false] : process.env.HISTORY_MODE === "rebuilt" ? [true] : [false, true];
@@ -255,13 +257,13 @@ export async function historyAgents(opts: {
       const s0 = { ...stats };
       const before = opts.info ? await commandStats(opts.info) : null;
       const redisCpu0 = opts.info ? await redisCpuSeconds(opts.info) : 0;
-      callgrind("-z");
-      callgrind("-i", "on");
+      await callgrind("-z");
+      await callgrind("-i", "on");
       const cpu0 = process.cpuUsage();
       await run(cacheMiss, turns * ids.length);
       const cpu = process.cpuUsage(cpu0);
-      callgrind("-i", "off");
-      callgrind("-d", `${opts.messages}-${stats.steps - s0.steps}`);
+      await callgrind("-i", "off");
+      await callgrind("-d", `${opts.messages}-${stats.steps - s0.steps}`);
       const redisCpu = opts.info ? await redisCpuSeconds(opts.info) - redisCpu0 : 0;
       const after = opts.info ? await commandStats(opts.info) : null;
       if (profiler) {
