@@ -59,7 +59,7 @@ export const MEASURED_WORK_STEPS = 2;
 const PROFILE_DIR = process.env.HISTORY_PROFILE;
 /**
  * HISTORY_CALLGRIND=1: under `valgrind --tool=callgrind --instr-atstart=no`, each measured window is
- * instrumented alone and dumped with the hint `<messages>-<steps>` (`callgrind_control -d`): the
+ * instrumented alone and dumped with the hint `m<messages>s<steps>` (`callgrind_control -d`): the
  * instructions per step of each size, a figure the load of a shared machine does not move.
  */
 const callgrind = async (...args: string[]) => {
@@ -263,7 +263,7 @@ export async function historyAgents(opts: {
       await run(cacheMiss, turns * ids.length);
       const cpu = process.cpuUsage(cpu0);
       await callgrind("-i", "off");
-      await callgrind("-d", `${opts.messages}-${stats.steps - s0.steps}`);
+      await callgrind(`--dump=m${opts.messages}s${stats.steps - s0.steps}`);
       const redisCpu = opts.info ? await redisCpuSeconds(opts.info) - redisCpu0 : 0;
       const after = opts.info ? await commandStats(opts.info) : null;
       if (profiler) {
