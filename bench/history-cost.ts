@@ -29,8 +29,6 @@
  * whole history at every step, as before). The figure to watch is CPU per step
  * at 1,400 messages ÷ at 7 (target ≤ 1.2x).
  */
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import process from "node:process";
@@ -57,15 +55,6 @@ const SIZES = [
 export const MEASURED_WORK_STEPS = 2;
 /** HISTORY_PROFILE=dir writes a CPU profile of each measured window (not of the growth) there. */
 const PROFILE_DIR = process.env.HISTORY_PROFILE;
-/**
- * HISTORY_CALLGRIND=1: under `valgrind --tool=callgrind --instr-atstart=no`, each measured window is
- * instrumented alone and dumped with the hint `m<messages>s<steps>` (`callgrind_control -d`): the
- * instructions per step of each size, a figure the load of a shared machine does not move.
- */
-const callgrind = async (...args: string[]) => {
-  // Not a synchronous child: valgrind answers a dump request only while this process runs.
-  if (process.env.HISTORY_CALLGRIND === "1") await promisify(execFile)("callgrind_control", [...args, String(process.pid)]);
-};
 /** HISTORY_MODE=kept|rebuilt runs one mode only (for profiles). */
 const MODES = process.env.HISTORY_MODE === "kept" ? [false] : process.env.HISTORY_MODE === "rebuilt" ? [true] : [false, true];
 
@@ -257,13 +246,9 @@ export async function historyAgents(opts: {
       const s0 = { ...stats };
       const before = opts.info ? await commandStats(opts.info) : null;
       const redisCpu0 = opts.info ? await redisCpuSeconds(opts.info) : 0;
-      await callgrind("-z");
-      await callgrind("-i", "on");
       const cpu0 = process.cpuUsage();
       await run(cacheMiss, turns * ids.length);
       const cpu = process.cpuUsage(cpu0);
-      await callgrind("-i", "off");
-      await callgrind(`--dump=m${opts.messages}s${stats.steps - s0.steps}`);
       const redisCpu = opts.info ? await redisCpuSeconds(opts.info) - redisCpu0 : 0;
       const after = opts.info ? await commandStats(opts.info) : null;
       if (profiler) {
