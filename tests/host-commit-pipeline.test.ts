@@ -12,9 +12,12 @@
  * - A crash with a commit in flight (whether it applied or not) loses nothing acknowledged and runs no
  *   tool twice: the next claim goes on from what the store holds, the task starts once, every tool
  *   runs once.
+ * - The snapshot cache entry a pipelined commit leaves is the conversation it committed: a claim that
+ *   takes the agent over in the same process never sees what the step beside it added.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { lruCache } from "../actors/conversation/cache.ts";
 import { runClaim } from "../actors/host/run-claim.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { redisStore } from "../redis.ts";
@@ -237,4 +240,47 @@ describe.each(adapters)("pipelined commits (%s)", (name, open) => {
       expect(inFlight(marks, "B")).toEqual({ most: 1, inOrder: true });
     });
   }
+
+  it("the cache entry of a pipelined commit holds what it committed, not what the step beside it added", async () => {
+    const clock = manualClock();
+    const marks: Mark[] = [];
+    const gate = gatedStore(fresh(), marks);
+    const runs: string[] = [];
+    const work = defineTool({
+      name: "work", description: "Does work", parameters: z.object({ n: z.number() }),
+      execute: (a, ctx) => (runs.push(ctx.toolCallId), { done: a.n }),
+    });
+    const model = recordingModel((req, i) => {
+      if (req.step === 1) return { toolCalls: [{ id: "c1", name: "work", args: { n: 1 } }] };
+      return { text: `answer ${i}`, toolCalls: [{ id: `s${i}`, name: "submit_result", args: { result: "ok" } }] };
+    });
+    const agent = defineAgent({ name: "p", instructions: "work", model, tools: [work], maxStepsPerTurn: 10 });
+    // One process: both workers share the resident cache.
+    const deps = hostDeps(gate.store, [agent], clock, { cache: lruCache() });
+    await enqueue(gate.store, clock, "a4", agent, "go");
+    // A's third commit (the tool's result, pipelined with step 2) applies, but its ack waits until step 2
+    // has grown A's history; A's fourth (step 2's) never applies.
+    const result = gate.hold("A", 3, true);
+    const step2 = gate.hold("A", 4);
+    const runA = runClaim(deps, await claim(gate.store, "a4", "A", clock.now()), "A");
+    cleanups.push(async () => {
+      step2.release.resolve({ status: "conflict", reason: "fenced" });
+      await runA;
+    });
+    await result.started;
+    await until(() => model.requests.length === 2, 2_000, "A's step 2 beside its result commit");
+    await new Promise((r) => setTimeout(r, 20));
+    result.release.resolve(null);
+    await step2.started;
+
+    // A's lease runs out; B, in the same process, takes the agent at the version of A's third commit.
+    clock.advance(LEASE + 1);
+    const outB = await runClaim(deps, await claim(gate.store, "a4", "B", clock.now()), "B");
+    expect(outB).toMatchObject({ status: "released", state: "done" });
+    const seenByB = JSON.stringify(model.requests[2].messages);
+    expect(seenByB).toContain("done");
+    expect(seenByB).not.toContain("answer 1");
+    expect(runs).toEqual(["c1"]);
+    expect(JSON.stringify(await gate.store.readMessages("a4"))).not.toContain("answer 1");
+  });
 });

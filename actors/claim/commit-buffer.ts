@@ -216,8 +216,8 @@ export class CommitBuffer implements CommitSink {
 
   /**
    * Sends one commit. Everything it writes is taken out of the buffer before the first await, so what
-   * is booked meanwhile goes with the next commit. `pipelined`: the conversation committed is copied
-   * for the snapshot cache now (the model step in flight grows `ctx.history` before the ack).
+   * is booked meanwhile goes with the next commit. `pipelined`: the snapshot cache gets the conversation
+   * as committed (the model step in flight grows `ctx.history` before the ack).
    */
   async #send(release: { runnableAt: number | null } | null, chainAsked: boolean, pipelined: boolean): Promise<boolean> {
     const { ctx, actor, turnId, retention } = this.#o;
@@ -233,7 +233,9 @@ export class CommitBuffer implements CommitSink {
     const messages = this.#messages, recordToolCalls = this.#recordToolCalls, resolveToolCalls = this.#resolveToolCalls;
     const ackMailThrough = this.#ackMailThrough, summary = this.#summary, expectedVersion = this.version;
     const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
-    const committed = pipelined ? { history: ctx.history.slice(), memory: { ...ctx.memory } } : null;
+    // The step in flight only appends to the history (trimming happens at a turn's end, never pipelined):
+    // what this commit stored is its first `length` messages.
+    const committed = pipelined ? { length: ctx.history.length, memory: { ...ctx.memory } } : null;
     this.#events = [];
     this.#messages = [];
     this.#recordToolCalls = [];
@@ -284,7 +286,8 @@ export class CommitBuffer implements CommitSink {
     dropTrimmed(ctx, res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
     if (!release) ctx.lease.confirm(now + deps.leaseMs);
-    cache.put(agentId, this.version, committed?.history ?? ctx.history, undefined, { memory: committed?.memory ?? ctx.memory, createdAt: this.#o.createdAt });
+    const history = committed && committed.length < ctx.history.length ? ctx.history.slice(0, committed.length) : ctx.history;
+    cache.put(agentId, this.version, history, undefined, { memory: committed?.memory ?? ctx.memory, createdAt: this.#o.createdAt });
     await this.#o.afterCommit(release !== null, notes);
     return true;
   }
