@@ -12,6 +12,8 @@
  * - A crash with a commit in flight (whether it applied or not) loses nothing acknowledged and runs no
  *   tool twice: the next claim goes on from what the store holds, the task starts once, every tool
  *   runs once.
+ * - A step beside a commit in flight sends no live delta before that commit applied, and none at all
+ *   when it was refused.
  * - The snapshot cache entry a pipelined commit leaves is the conversation it committed: a claim that
  *   takes the agent over in the same process never sees what the step beside it added.
  */
@@ -22,6 +24,7 @@ import { runClaim } from "../actors/host/run-claim.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { redisStore } from "../redis.ts";
 import { memoryStore } from "../store/memory.ts";
+import type { LiveChannel, LiveMessage } from "../store/live.ts";
 import type { ClaimResult, CommitRequest, CommitResult, Store } from "../store/port.ts";
 import { defineTool } from "../tools/define.ts";
 import { manualClock } from "./helpers/clock.ts";
@@ -283,4 +286,47 @@ describe.each(adapters)("pipelined commits (%s)", (name, open) => {
     expect(runs).toEqual(["c1"]);
     expect(JSON.stringify(await gate.store.readMessages("a4"))).not.toContain("answer 1");
   });
+
+  for (const applies of [true, false]) {
+    it(`deltas of the model step beside the start commit wait for it, and are ${applies ? "sent once it applied" : "dropped when it was refused"}`, async () => {
+      const clock = manualClock();
+      const marks: Mark[] = [];
+      const gate = gatedStore(fresh(), marks);
+      const published: Array<{ msg: LiveMessage; startAnswered: boolean }> = [];
+      const live: LiveChannel = {
+        reach: "process",
+        publish: (_agentId, msg) => published.push({ msg, startAnswered: marks.some((m) => m.what === "answered" && m.n === 1) }),
+        subscribe: () => () => {},
+      };
+      const modelDone = deferred<void>();
+      const model = recordingModel(async (req) => {
+        if (req.step === 1) {
+          req.onChunk?.("first ");
+          req.onChunk?.("second");
+          modelDone.resolve();
+        }
+        return { toolCalls: [{ id: `s${req.step}`, name: "submit_result", args: { result: "ok" } }] };
+      });
+      const agent = defineAgent({ name: "p", instructions: "stream", model, tools: [] });
+      await enqueue(gate.store, clock, "a5", agent, "go");
+      const start = gate.hold("A");
+      const runA = runClaim(hostDeps(gate.store, [agent], clock, { live }), await claim(gate.store, "a5", "A", clock.now()), "A");
+      await start.started;
+      await modelDone.promise;
+      await new Promise((r) => setTimeout(r, 20));
+      // The call streamed two pieces while the start commit was in flight: nothing of them went out.
+      expect(published.filter((p) => p.msg.type === "delta")).toEqual([]);
+      start.release.resolve(applies ? null : { status: "conflict", reason: "fenced" });
+      const out = await runA;
+      const deltas = published.filter((p) => p.msg.type === "delta");
+      if (applies) {
+        expect(out).toMatchObject({ status: "released", state: "done" });
+        expect(deltas.map((d) => (d.msg as { text: string }).text).join("")).toBe("first second");
+        expect(deltas.every((d) => d.startAnswered)).toBe(true);
+      } else {
+        expect(out).toMatchObject({ status: "fenced" });
+        expect(deltas).toEqual([]);
+      }
+    });
+  }
 });

@@ -203,6 +203,10 @@ export class CommitBuffer implements CommitSink {
     return true;
   }
 
+  inFlight(): Promise<boolean> | null {
+    return this.#inflight === null ? null : this.#inflight.then((ok) => ok, () => false);
+  }
+
   /** Waits for the commit in flight, if any: true when none was or it applied. */
   async settle(): Promise<boolean> {
     const inflight = this.#inflight;
