@@ -18,12 +18,10 @@
  *   commit; the event log still lists each of them. A new turn's start is
  *   flushed on its own before the turn's first effect (actors/host/effects.ts),
  *   with the mail its claim applied: readers see `running` at once.
- * - A commit takes its writes out of the buffer when it is sent (a pipelined
- *   one, see below, while the next step books into the buffer). A refused
- *   commit (lost compare-and-set: another worker or the watchdog answered
- *   first) stops this attempt: the abort fires, the cache entry is dropped,
- *   `fenceReason` says why, and nothing is flushed again, so what it carried
- *   is never written by this attempt.
+ * - The buffer is emptied only by an applied commit. A refused commit (lost
+ *   compare-and-set: another worker or the watchdog answered first) stops
+ *   this attempt: the abort fires, the cache entry is dropped, `fenceReason`
+ *   says why, and nothing is flushed again.
  * - A commit that meets a store outage (a Redis Cluster failing over) is sent
  *   again while the lease lasts (actors/claim/store-retry.ts); the compare-and-set
  *   makes that safe.
@@ -46,22 +44,6 @@
  *   payload a transition of the commit carries is stored in it only.
  * - The parts of a claim book writes only through the `CommitSink` methods
  *   (actors/claim/context.ts); the buffered writes are private to this class.
- * - Pipelining (`pipeline`): a commit that keeps the lease and causes nothing
- *   on other agents (no delegation recorded, no turn ended, no child
- *   abandoned) may still be in flight while the host runs a model step (the
- *   only effect that has no outside effect until its own commit:
- *   actors/host/effects.ts). At most one commit is in flight; every other
- *   store write of the claim (`flush`, the next `pipeline`) and every other
- *   effect waits for its ack first (`settle`), so commits apply in order, a
- *   tool is dispatched only after the commit that recorded its call applied,
- *   and a refused in-flight commit aborts the model step and stops the
- *   attempt exactly as a refused `flush` does. A commit's writes are taken
- *   out of the buffer when it is sent (what the step in flight books goes
- *   with the next commit), and the conversation it puts in the snapshot
- *   cache is the one it committed, not the one the step in flight has grown
- *   since. A crash with a commit in flight loses at most that commit and the
- *   model step run beside it (docs/architecture.md, "Commits and crash
- *   points").
  */
 import type { NewEvent } from "../../common/events.ts";
 import { compactEvents } from "../../common/event-form.ts";
@@ -116,8 +98,6 @@ export class CommitBuffer implements CommitSink {
   fenceReason = "";
   /** The next task's claim, taken by the applied commit that ended the turn (turn chaining). */
   chained: Claimed | undefined;
-  /** The commit sent by `pipeline` whose ack has not been awaited yet (at most one). */
-  #inflight: Promise<boolean> | null = null;
 
   readonly #o: CommitBufferOptions;
 
@@ -180,50 +160,9 @@ export class CommitBuffer implements CommitSink {
 
   /**
    * Commits the buffer with the actor's persisted snapshot; `release` hands the lease back
-   * (`runnableAt`: when the agent is due again), null keeps it. False when the store refused
-   * (this commit, or the one still in flight before it).
+   * (`runnableAt`: when the agent is due again), null keeps it. False when the store refused.
    */
   async flush(release: { runnableAt: number | null } | null, opts: { chain?: boolean } = {}): Promise<boolean> {
-    if (!(await this.settle())) return false;
-    return this.#send(release, opts.chain === true, false);
-  }
-
-  /**
-   * Sends the buffer as a commit that keeps the lease and answers without waiting for its ack, so the
-   * model step that follows runs while it is in flight (the pipelining invariant above). A commit that
-   * causes something on other agents is flushed instead. False when the commit before it was refused.
-   */
-  async pipeline(): Promise<boolean> {
-    if (!(await this.settle())) return false;
-    if (this.#delegationsRecorded || this.#endedTurn !== null || this.#abandoned.length > 0) return this.#send(null, false, false);
-    const sent = this.#send(null, false, true);
-    this.#inflight = sent;
-    // Observed here so an attempt that stops before settling leaves no unhandled rejection; `settle` rethrows it.
-    sent.catch(() => {});
-    return true;
-  }
-
-  inFlight(): Promise<boolean> | null {
-    return this.#inflight === null ? null : this.#inflight.then((ok) => ok, () => false);
-  }
-
-  /** Waits for the commit in flight, if any: true when none was or it applied. */
-  async settle(): Promise<boolean> {
-    const inflight = this.#inflight;
-    if (inflight === null) return true;
-    try {
-      return await inflight;
-    } finally {
-      if (this.#inflight === inflight) this.#inflight = null;
-    }
-  }
-
-  /**
-   * Sends one commit. Everything it writes is taken out of the buffer before the first await, so what
-   * is booked meanwhile goes with the next commit. `pipelined`: the snapshot cache gets the conversation
-   * as committed (the model step in flight grows `ctx.history` before the ack).
-   */
-  async #send(release: { runnableAt: number | null } | null, chainAsked: boolean, pipelined: boolean): Promise<boolean> {
     const { ctx, actor, turnId, retention } = this.#o;
     const { deps, agentId, workerId, epoch } = ctx;
     const { store, clock, logger, cache } = deps;
@@ -231,34 +170,19 @@ export class CommitBuffer implements CommitSink {
     const final = FINAL.has(s.value) || s.value === "idle";
     let now = clock.now();
     // Only the commit that ends a turn and releases may start the next one.
-    const chain = chainAsked && final && turnId !== null && release !== null;
+    const chain = opts.chain === true && final && turnId !== null && release !== null;
     // Payloads a transition of this commit carries are stored once (common/event-form.ts).
     const events = compactEvents(this.#events);
-    const messages = this.#messages, recordToolCalls = this.#recordToolCalls, resolveToolCalls = this.#resolveToolCalls;
-    const ackMailThrough = this.#ackMailThrough, summary = this.#summary, expectedVersion = this.version;
-    const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
-    // The step in flight only appends to the history (trimming happens at a turn's end, never pipelined):
-    // what this commit stored is its first `length` messages.
-    const committed = pipelined ? { length: ctx.history.length, memory: { ...ctx.memory } } : null;
-    this.#events = [];
-    this.#messages = [];
-    this.#recordToolCalls = [];
-    this.#resolveToolCalls = [];
-    this.#ackMailThrough = 0;
-    this.#summary = null;
-    this.#endedTurn = null;
-    this.#abandoned = [];
-    this.#delegationsRecorded = false;
     // Through a store outage (a Cluster failover) the same commit is sent again while the lease lasts.
     const res = await retryWithinLease(() => (now = clock.now(), store.commit({
-      agentId, workerId, epoch, expectedVersion, turnId,
+      agentId, workerId, epoch, expectedVersion: this.version, turnId,
       snapshot: s, state: s.value,
       activeTurnId: final ? null : turnId,
-      events, messages, recordToolCalls, resolveToolCalls,
-      ackMailThrough, release, leaseMs: deps.leaseMs, now,
+      events, messages: this.#messages, recordToolCalls: this.#recordToolCalls, resolveToolCalls: this.#resolveToolCalls,
+      ackMailThrough: this.#ackMailThrough, release, leaseMs: deps.leaseMs, now,
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
-      ...(summary ? { summary } : {}),
+      ...(this.#summary ? { summary: this.#summary } : {}),
       ...(chain ? { chainNextTask: true } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
@@ -266,10 +190,10 @@ export class CommitBuffer implements CommitSink {
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
-      this.fenceReason = res.reason;
       ctx.abort.abort();
       cache.delete(agentId);
       logger.info("commit_refused", { agentId, workerId, epoch, reason: res.reason });
+      this.fenceReason = res.reason;
       return false;
     }
     this.commits++;
@@ -282,16 +206,24 @@ export class CommitBuffer implements CommitSink {
     const keptTurn = s.context.turnId;
     if (kept && keptTurn) {
       if (final) kept.dropTurn(agentId, keptTurn);
-      else if (resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, resolveToolCalls.map((r) => r.toolCallId));
+      else if (this.#resolveToolCalls.length > 0) kept.drop(agentId, keptTurn, this.#resolveToolCalls.map((r) => r.toolCallId));
     }
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
-    // A pipelined commit keeps the lease and never ends a turn, so the store trimmed nothing (retention rides with a turn's end).
+    this.#summary = null;
     dropTrimmed(ctx, res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
     if (!release) ctx.lease.confirm(now + deps.leaseMs);
-    const history = committed && committed.length < ctx.history.length ? ctx.history.slice(0, committed.length) : ctx.history;
-    cache.put(agentId, this.version, history, undefined, { memory: committed?.memory ?? ctx.memory, createdAt: this.#o.createdAt });
+    this.#events = [];
+    this.#messages = [];
+    this.#recordToolCalls = [];
+    this.#resolveToolCalls = [];
+    this.#ackMailThrough = 0;
+    cache.put(agentId, this.version, ctx.history, undefined, { memory: ctx.memory, createdAt: this.#o.createdAt });
+    const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
+    this.#endedTurn = null;
+    this.#abandoned = [];
+    this.#delegationsRecorded = false;
     await this.#o.afterCommit(release !== null, notes);
     return true;
   }

@@ -256,9 +256,4 @@ export interface CommitSink {
    * `approval_requested` events: a turn that crossed its spend limit never dispatches what its last step asked for.
    */
   withdrawToolCalls(): void;
-  /**
-   * The commit still in flight beside the current step (pipelining, actors/claim/commit-buffer.ts): true once it
-   * applied, false when it was refused or failed; null when none is.
-   */
-  inFlight(): Promise<boolean> | null;
 }

@@ -25,14 +25,6 @@
  *   `running` while the first model call runs. That is one commit more per
  *   turn and none per step; a claim that continues a turn, or whose new turn
  *   needs no effect (cancelled by its own mail), adds none.
- * - Pipelining (actors/claim/commit-buffer.ts, `pipeline`): a commit that keeps
- *   the lease and leaves the machine in `running` (the turn's start; a tool
- *   result committed on its own) is not awaited before the model step that
- *   follows: a model call has no outside effect until its own commit, and
- *   that commit waits for the ack of the one in flight. Any other effect
- *   (tools, verification, feedback) and every exit of the loop waits for the
- *   ack first. A refused commit in flight aborts the model step (its signal)
- *   and the attempt stops with nothing of that step written or dispatched.
  */
 import type { ClaimContext, HostOutcome } from "../claim/context.ts";
 import { snap } from "../claim/context.ts";
@@ -56,17 +48,6 @@ export interface EffectsEnd {
 export async function runEffects(
   ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean, startedTurn = false,
 ): Promise<EffectsEnd> {
-  try {
-    return await effectLoop(ctx, buffer, budget, mayChain, startedTurn);
-  } finally {
-    // No exit leaves a commit in flight: its ack (or refusal) is handled before the claim ends.
-    await buffer.settle().catch(() => false);
-  }
-}
-
-async function effectLoop(
-  ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean, startedTurn: boolean,
-): Promise<EffectsEnd> {
   const { clock } = ctx.deps;
   const fenced = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason || "lease_lost", commits: buffer.commits } });
   const refused = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason, commits: buffer.commits } });
@@ -85,14 +66,11 @@ async function effectLoop(
       return released(false);
     }
     if (startedTurn) {
-      // The turn's start is sent before its first effect: readers see `running` once it applied. Not
-      // awaited when that effect is a model step (pipelining, above): the step's commit waits for it.
+      // The turn's start is stored before its first effect: readers see `running` at once.
       startedTurn = false;
-      if (!(await (isModelStep(ctx) ? buffer.pipeline() : buffer.flush(null)))) return refused();
+      if (!(await buffer.flush(null))) return refused();
       if (ctx.abort.signal.aborted) return fenced();
     }
-    // Only a model step runs beside a commit in flight; anything else waits for its ack.
-    if (!isModelStep(ctx) && !(await buffer.settle())) return refused();
     const step = await stepOnce(ctx);
     if (step === "no-effect") continue;
     if (ctx.abort.signal.aborted) return fenced();
@@ -102,9 +80,7 @@ async function effectLoop(
     // Results of retry-safe tools ride with the commit of the model step that follows them: a crash
     // before that commit runs the tools again under the same ids (tools/define.ts `retrySafe`).
     if (step === "ride" && handBack === null && snap(ctx).value === "running") continue;
-    // A commit that keeps the lease before a model step is pipelined with it (above).
-    const sent = handBack === null && isModelStep(ctx) ? buffer.pipeline() : buffer.flush(handBack, { chain: chainAllowed() });
-    if (!(await sent)) return refused();
+    if (!(await buffer.flush(handBack, { chain: chainAllowed() }))) return refused();
     if (handBack) return released(yielded);
   }
 }
@@ -150,12 +126,6 @@ function stepBoundary(ctx: ClaimContext, next: Need, budget: Budget | undefined)
     ctx.commit.emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
   }
   return { handBack, yielded };
-}
-
-/** Whether the effect the state calls for next is a model step (`running` with steps left): no outside effect until its commit. */
-function isModelStep(ctx: ClaimContext): boolean {
-  const { value, context } = snap(ctx);
-  return value === "running" && context.step < context.config.maxSteps;
 }
 
 type Need = { yes: true } | { yes: false; runnableAt: number | null };

@@ -27,10 +27,6 @@
  * - Streamed text goes out on the live channel as it arrives (`delta`, never
  *   a store write) and is stored only as the step's `chunk` events, with the
  *   step's commit: the stored record is unchanged by the live path.
- * - A step that runs beside a commit in flight (pipelining,
- *   actors/host/effects.ts) sends no delta before that commit applied, and
- *   none if it was refused: no reader sees the step before the state it
- *   follows from is stored.
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
@@ -117,7 +113,7 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
   const attempts = agent.modelAttempts ?? 3;
   const view = modelView(history, memory);
   // Deltas go out live as they arrive (not stored: the step's chunk events are the record).
-  const live = liveDeltas(ctx, tId, step);
+  const live = ctx.deps.live ? new DeltaBatcher(ctx.deps.live, agentId, tId, step) : null;
   const onChunk = (t: string) => {
     chunks.push(t);
     live?.push(t);
@@ -147,36 +143,6 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
     }
   }
   return { res, lastError, chunks };
-}
-
-/**
- * The step's live deltas (null without a live channel). Beside a commit in flight they are held until it applied
- * (then sent, in order) and dropped if it was refused: nothing of the step is seen before the state it follows from.
- */
-function liveDeltas(ctx: ClaimContext, tId: string, step: number): { push(t: string): void; flush(): void } | null {
-  if (!ctx.deps.live) return null;
-  const batcher = new DeltaBatcher(ctx.deps.live, ctx.agentId, tId, step);
-  const gate = ctx.commit.inFlight();
-  if (gate === null) return batcher;
-  let state: "holding" | "open" | "closed" = "holding";
-  const held: string[] = [];
-  let ended = false;
-  void gate.then((applied) => {
-    state = applied ? "open" : "closed";
-    if (!applied) return;
-    for (const t of held.splice(0)) batcher.push(t);
-    if (ended) batcher.flush();
-  });
-  return {
-    push: (t) => {
-      if (state === "holding") held.push(t);
-      else if (state === "open") batcher.push(t);
-    },
-    flush: () => {
-      ended = true;
-      if (state === "open") batcher.flush();
-    },
-  };
 }
 
 /** The model's tool calls with their ids and deadlines; external only when the tool is external and the call may be dispatched. */
