@@ -8,6 +8,8 @@
  * - the same run written now (compact events) serves exactly the same, and
  *   its stored events, expanded, are the old log's events byte for byte;
  * - an old log goes on in the new form and still reads and replays;
+ * - a log written in format 2 (tests/fixtures/event-log-v2: compact events,
+ *   the snapshot stored whole) serves the same as it did then, and goes on;
  * - it stores fewer bytes of events per step.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,6 +26,8 @@ import { call } from "./helpers/event-log-run.ts";
 import type { Gatehouse } from "../mod.ts";
 import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
 import redisFixture from "./fixtures/event-log-v1/redis.json" with { type: "json" };
+import memoryFixture2 from "./fixtures/event-log-v2/memory.json" with { type: "json" };
+import redisFixture2 from "./fixtures/event-log-v2/redis.json" with { type: "json" };
 
 type Dumped = { type: string; ttl: number; value: unknown };
 
@@ -95,6 +99,29 @@ describe("event log: a log written in format 1 (every event whole)", () => {
     const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END;
     expect(await readings(gh)).toEqual(redisFixture.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+});
+
+describe("event log: a log written in format 2 (compact events, whole snapshot)", () => {
+  it("memory store: served as before (agent, pages, SSE, history at every event, bundle)", async () => {
+    const store = memoryStore();
+    expect(loadReplayBundle(store, memoryFixture2.readings.bundle)).toBeDefined();
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END;
+    expect(await readings(gh)).toEqual(memoryFixture2.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+
+  it("Redis: the stored keys of then serve as before", async () => {
+    await raw.flushall();
+    await restore(redisFixture2.prefix, AGENT_ID, redisFixture2.records as Record<string, Dumped>);
+    const store = redisStore({ url: server.url, prefix: redisFixture2.prefix });
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END;
+    expect(await readings(gh)).toEqual(redisFixture2.readings);
     await continueOldLog(gh);
     await gh.close();
   });
