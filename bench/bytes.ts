@@ -19,7 +19,7 @@ import { Redis } from "ioredis";
 import { createGatehouse } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
-import { sha1Hex } from "../common/hex.ts";
+import { createHash } from "node:crypto";
 import { scripts, type ScriptName } from "../store/lua/scripts.gen.ts";
 import { COMMIT } from "../store/lua/args/turn-protocol.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
@@ -79,7 +79,7 @@ async function main() {
   const info = new Redis(server.url);
   const client = new Redis(server.url, { enableAutoPipelining: false });
   const names = new Map<string, ScriptName>();
-  for (const name of Object.keys(scripts) as ScriptName[]) names.set(await sha1Hex(scripts[name]), name);
+  for (const name of Object.keys(scripts) as ScriptName[]) names.set(createHash("sha1").update(scripts[name]).digest("hex"), name);
   const tally = new Tally();
   let recording = false;
   const samples: Array<{ keys: string[]; argv: string[] }> = [];

@@ -12,6 +12,7 @@ import { notApplied } from "../../common/contract-validation.ts";
 import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
 import { JsonOnce } from "../../common/json-once.ts";
+import { compactSnapshot } from "../snapshot-form.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs } from "./values.ts";
 import { encodeCancelTask, encodeClaim, encodeClaimNext, encodeCommit, encodeDeliverToolResult, encodeDueToolCalls, encodeEnqueueTask, encodeNextReadyAt, encodeReadyCount, encodeRecordClaimFailure, encodeRenewLease, encodeRequestCancel, encodeResetTurn, encodeSkipDueToolCall } from "../lua/args/turn-protocol.ts";
 import type { ScriptContext, Heads } from "./context.ts";
@@ -217,7 +218,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     expected_version: int(req.expectedVersion, "expectedVersion"),
     turn_json: j(req.turnId), turn_id: req.turnId ?? "", next_active: j(req.activeTurnId),
-    snapshot: memo.encode(req.snapshot ?? null, SNAPSHOT)!, state: j(req.state),
+    snapshot: memo.encode(compactSnapshot(req.snapshot ?? null), SNAPSHOT)!, state: j(req.state),
     ack_text: int(req.ackMailThrough, "ackMailThrough"), release, lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: now,
     n_rec_text: String(req.recordToolCalls.length), n_res_text: String(req.resolveToolCalls.length),
     n_msg_text: String(req.messages.length), n_ev_text: String(req.events.length),
