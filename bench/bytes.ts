@@ -22,6 +22,7 @@ import { startRedisServer } from "../tests/helpers/redis-server.ts";
 import { createHash } from "node:crypto";
 import { scripts, type ScriptName } from "../store/lua/scripts.gen.ts";
 import { COMMIT } from "../store/lua/args/turn-protocol.ts";
+import { unwire } from "../store/script/wire.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { countingStore } from "./counting-store.ts";
 import { commandStats, diffStats } from "./redis-info.ts";
@@ -49,7 +50,7 @@ class Tally {
 
 /** The label of one event tail (`"type":...,"data":{...}}`): its type, a step's phase, compact or whole. */
 function eventLabel(tail: string): string {
-  const e = JSON.parse("{" + tail) as { type: string; data: Record<string, unknown> };
+  const e = JSON.parse("{" + unwire(tail)) as { type: string; data: Record<string, unknown> };
   let label = e.type;
   if (e.type === "step") label += `:${String(e.data.phase)}`;
   if (e.type === "transition") label += `:${String((e.data.event as { type?: string })?.type)}`;
@@ -67,7 +68,7 @@ function chargeCommit(t: Tally, keys: string[], argv: string[]) {
   for (let i = 0; i < nRec; i++, at += 3) t.add("commit record call (id, JSON, deadline)", bulk(argv[at]) + bulk(argv[at + 1]) + bulk(argv[at + 2]));
   for (let i = 0; i < nRes; i++, at += 2) t.add("commit resolve call (id, JSON)", bulk(argv[at]) + bulk(argv[at + 1]));
   for (let i = 0; i < nMsg; i++, at++) {
-    const role = (JSON.parse(argv[at]) as { role?: string }).role;
+    const role = (JSON.parse(unwire(argv[at])) as { role?: string }).role;
     t.add(`commit message ${role}`, bulk(argv[at]));
   }
   for (let i = 0; i < nEv; i++, at++) t.add(eventLabel(argv[at]), bulk(argv[at]));
