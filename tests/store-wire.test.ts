@@ -20,8 +20,10 @@ const LUA = readFileSync(new URL("../store/lua/includes/wire.lua", import.meta.u
 const luaFragments = () => [...LUA.matchAll(/^ {2}\[=\[(.*)\]=\],$/gm)].map((m) => m[1]);
 
 const TYPES = ["step", "tool_call", "tool_result", "transition", "task", "chunk", "custom"];
+const MACHINE_EVENTS = ["MODEL_STEP", "TOOL_RESULT", "TASK_STARTED", "CANCEL", undefined];
 const packers = [
-  ...TYPES.map((t) => (s: string) => wireEvent(t, s)),
+  ...TYPES.map((t) => (s: string) => wireEvent({ type: t, data: {} }, s)),
+  ...MACHINE_EVENTS.map((m) => (s: string) => wireEvent({ type: "transition", data: { event: { type: m } } }, s)),
   wireRecord, wireResolution, wireMessage,
 ];
 
@@ -58,9 +60,9 @@ describe("wire codes", () => {
 
   it("packs the arguments of a step", () => {
     const tail = '"type":"step","data":{"phase":"started","step":1}}';
-    expect(wireEvent("step", tail)).toBe("\x011}}");
+    expect(wireEvent({ type: "step" }, tail)).toBe("\x011}}");
     const result = '"type":"tool_result","data":{"toolCallId":"c1","name":"work","durationMs":0,"contractValidation":{"applied":false,"passed":true,"mismatch":null,"expectedKeys":[],"actualKeys":[]},"ref":1}}';
-    expect(wireEvent("tool_result", result)).toBe('\x06"c1","name":"work","durationMs":0\x09,"ref":1}}');
+    expect(wireEvent({ type: "tool_result" }, result)).toBe('\x06"c1","name":"work","durationMs":0\x09,"ref":1}}');
     expect(wireMessage('{"role":"tool","toolCallId":"c1","content":"{\\"n\\":1}"}')).toBe('\x1b"c1"\x1f"{\\"n\\":1}"}');
   });
 });

@@ -237,7 +237,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     }, RESOLUTION)!));
   }
   for (const m of req.messages) args.push(wireMessage(memo.encode(m, MESSAGE)!));
-  for (const e of req.events) args.push(wireEvent(e.type, eventTail(memo, e)));
+  for (const e of req.events) args.push(wireEvent(e, eventTail(memo, e)));
   const r = req.retention;
   args.push(r ? retentionArg(r) : "");
   args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));

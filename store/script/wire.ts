@@ -20,8 +20,11 @@
  *   worker and a script of different versions must agree (the script is
  *   loaded by its hash, so a changed list is a new script; a new fragment
  *   takes a free code).
- * - Cheap on the write path: per argument, a prefix check and a few
- *   `replaceAll`s of fixed strings chosen by the argument's kind.
+ * - Cheap on the write path: per argument, a prefix check and, for texts
+ *   of at most INNER_MAX characters, a few `indexOf`s of fixed strings
+ *   chosen by the argument's kind (a transition's by its machine event's
+ *   type; a long text keeps its inner fragments: they would save little and
+ *   cost a search of the whole text each).
  */
 
 /** The fragments; code = index + 1 (at most 31). */
@@ -81,13 +84,23 @@ const EVENT: Record<string, Kind> = {
   step: kind([0, 1, 2, 3], []),
   tool_call: kind([4], []),
   tool_result: kind([5], [8]),
-  transition: kind([6], [9, 10, 11, 12, 13, 14, 15, 16, 17, 29, 28]),
   task: kind([7], [16, 17]),
 };
+/** Transitions by the type of the machine event they carry. */
+const TRANSITION: Record<string, Kind> = {
+  MODEL_STEP: kind([6], [9, 11, 15, 16, 17]),
+  TOOL_RESULT: kind([6], [10, 12, 29, 28]),
+  TASK_STARTED: kind([6], [13, 14]),
+};
+const OTHER_TRANSITION = kind([6], []);
 const RECORD = kind([20], [21, 15, 22, 23]);
 const RESOLUTION = kind([18], [19, 8]);
 const MESSAGE = kind([24, 25, 26, 27], [30]);
 
+/** Texts longer than this get their opening packed only. */
+const INNER_MAX = 1024;
+
+/** `text` with its opening and the first place of each inner fragment packed (a fragment found again stays: that is lossless too). */
 function pack(text: string, k: Kind): string {
   let t = text;
   for (const i of k.openings) {
@@ -96,13 +109,22 @@ function pack(text: string, k: Kind): string {
       break;
     }
   }
-  for (const i of k.inner) t = t.replaceAll(FRAGMENTS[i], CODE[i]);
+  // A long text gains little from the inner fragments and costs a search of its length for each: left as it is.
+  if (t.length > INNER_MAX) return t;
+  for (const i of k.inner) {
+    const at = t.indexOf(FRAGMENTS[i]);
+    if (at >= 0) t = t.slice(0, at) + CODE[i] + t.slice(at + FRAGMENTS[i].length);
+  }
   return t;
 }
 
-/** An event tail (`"type":...` JSON without its opening brace) of an event of `type`, packed. */
-export function wireEvent(type: string, tail: string): string {
-  const k = Object.hasOwn(EVENT, type) ? EVENT[type] : undefined;
+/** An event's tail (`"type":...` JSON without its opening brace, `tail`), packed. */
+export function wireEvent(e: { type: string; data?: unknown }, tail: string): string {
+  if (e.type === "transition") {
+    const t = ((e.data as { event?: { type?: unknown } } | undefined)?.event)?.type;
+    return pack(tail, typeof t === "string" && Object.hasOwn(TRANSITION, t) ? TRANSITION[t] : OTHER_TRANSITION);
+  }
+  const k = Object.hasOwn(EVENT, e.type) ? EVENT[e.type] : undefined;
   return k ? pack(tail, k) : tail;
 }
 /** A tool call's record JSON, packed. */
