@@ -22,6 +22,8 @@ import { memoryStoreState } from "../store/memory.ts";
 import { AGENT_ID, fixtureGatehouse, RUN_END, readings, runFixture } from "./helpers/event-log-run.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { RuntimeEvent } from "../routes/schemas.ts";
+import { expandSnapshot } from "../store/snapshot-form.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 import { call } from "./helpers/event-log-run.ts";
 import type { Gatehouse } from "../mod.ts";
 import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
@@ -123,6 +125,33 @@ describe("event log: a log written in format 2 (compact events, whole snapshot)"
     clock.t = RUN_END;
     expect(await readings(gh)).toEqual(redisFixture2.readings);
     await continueOldLog(gh);
+    await gh.close();
+  });
+});
+
+describe("the same run written now against format 2 (snapshot without its defaults, commit arguments packed on the wire)", () => {
+  it("Redis: every key holds what format 2 held, the snapshot compact and the same once expanded", async () => {
+    await raw.flushall();
+    const prefix = redisFixture2.prefix;
+    const store = redisStore({ url: server.url, prefix });
+    const { gh, clock } = fixtureGatehouse(store);
+    const before = Number(/total_net_input_bytes:(\d+)/.exec(await raw.info("stats"))![1]);
+    await runFixture(gh, clock);
+    const after = Number(/total_net_input_bytes:(\d+)/.exec(await raw.info("stats"))![1]);
+    const state = await redisStateReader((c) => raw.call(c[0], ...c.slice(1)), prefix)(AGENT_ID);
+    const records = state.records as Record<string, Dumped>;
+    const old = redisFixture2.records as Record<string, Dumped>;
+    expect(Object.keys(records).sort()).toEqual(Object.keys(old).sort());
+    for (const key of Object.keys(old)) {
+      if (key === "head:snapshot") continue;
+      expect(records[key], key).toEqual(old[key]);
+    }
+    const stored = records["head:snapshot"].value as string;
+    expect(stored.startsWith('{"~":1,')).toBe(true);
+    expect(JSON.stringify(expandSnapshot(JSON.parse(stored)))).toBe(old["head:snapshot"].value);
+    expect(stored.length).toBeLessThan((old["head:snapshot"].value as string).length * 0.6);
+    expect(await readings(gh)).toEqual(redisFixture2.readings);
+    console.log(`bytes to Redis for the fixture run (INFO total_net_input_bytes): ${after - before}`);
     await gh.close();
   });
 });
