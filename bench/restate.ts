@@ -111,7 +111,7 @@ export function ensureBenchDeps(): void {
   if (r.status !== 0) throw new Error("npm install --prefix bench failed");
 }
 
-interface RestateServer {
+export interface RestateServer {
   pid: number;
   ingress: string;
   admin: string;
@@ -141,7 +141,7 @@ async function waitFor(what: string, ok: () => Promise<boolean>, exited: () => s
 }
 
 /** A private restate-server: stock configuration, its own base dir, free loopback ports; resolves when ingress and admin answer. */
-async function startRestateServer(): Promise<RestateServer> {
+export async function startRestateServer(): Promise<RestateServer> {
   const bin = restateBinary();
   const version = spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout?.trim().replace(/^restate-server\s*/, "") || "?";
   const [ingressPort, adminPort, nodePort] = [await freePort(), await freePort(), await freePort()];
@@ -186,7 +186,7 @@ async function startRestateServer(): Promise<RestateServer> {
   return { pid: proc.pid!, ingress, admin, version, stop };
 }
 
-interface Endpoint {
+export interface Endpoint {
   pid: number;
   url: string;
   steps(): Promise<number>;
@@ -194,7 +194,7 @@ interface Endpoint {
 }
 
 /** bench/restate-endpoint.ts in a child process (its CPU is its own), listening on a free port. */
-async function startEndpoint(): Promise<Endpoint> {
+export async function startEndpoint(): Promise<Endpoint> {
   const port = await freePort();
   const child: ChildProcess = fork(fileURLToPath(new URL("./restate-endpoint.ts", import.meta.url)), [], {
     execArgv: ["--import", "tsx"],
@@ -235,7 +235,7 @@ async function startEndpoint(): Promise<Endpoint> {
   };
 }
 
-async function post(url: string, body: unknown): Promise<unknown> {
+export async function post(url: string, body: unknown): Promise<unknown> {
   const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const text = await res.text();
   if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${text.slice(0, 300)}`);

@@ -8,6 +8,8 @@
  * - the same run written now (compact events) serves exactly the same, and
  *   its stored events, expanded, are the old log's events byte for byte;
  * - an old log goes on in the new form and still reads and replays;
+ * - a log written in format 2 (tests/fixtures/event-log-v2: compact events,
+ *   the snapshot stored whole) serves the same as it did then, and goes on;
  * - it stores fewer bytes of events per step.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,10 +22,14 @@ import { memoryStoreState } from "../store/memory.ts";
 import { AGENT_ID, fixtureGatehouse, RUN_END, readings, runFixture } from "./helpers/event-log-run.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { RuntimeEvent } from "../routes/schemas.ts";
+import { expandSnapshot } from "../store/snapshot-form.ts";
+import { redisStateReader } from "./helpers/store-state.ts";
 import { call } from "./helpers/event-log-run.ts";
 import type { Gatehouse } from "../mod.ts";
 import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
 import redisFixture from "./fixtures/event-log-v1/redis.json" with { type: "json" };
+import memoryFixture2 from "./fixtures/event-log-v2/memory.json" with { type: "json" };
+import redisFixture2 from "./fixtures/event-log-v2/redis.json" with { type: "json" };
 
 type Dumped = { type: string; ttl: number; value: unknown };
 
@@ -96,6 +102,56 @@ describe("event log: a log written in format 1 (every event whole)", () => {
     clock.t = RUN_END;
     expect(await readings(gh)).toEqual(redisFixture.readings);
     await continueOldLog(gh);
+    await gh.close();
+  });
+});
+
+describe("event log: a log written in format 2 (compact events, whole snapshot)", () => {
+  it("memory store: served as before (agent, pages, SSE, history at every event, bundle)", async () => {
+    const store = memoryStore();
+    expect(loadReplayBundle(store, memoryFixture2.readings.bundle)).toBeDefined();
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END;
+    expect(await readings(gh)).toEqual(memoryFixture2.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+
+  it("Redis: the stored keys of then serve as before", async () => {
+    await raw.flushall();
+    await restore(redisFixture2.prefix, AGENT_ID, redisFixture2.records as Record<string, Dumped>);
+    const store = redisStore({ url: server.url, prefix: redisFixture2.prefix });
+    const { gh, clock } = fixtureGatehouse(store, 2);
+    clock.t = RUN_END;
+    expect(await readings(gh)).toEqual(redisFixture2.readings);
+    await continueOldLog(gh);
+    await gh.close();
+  });
+});
+
+describe("the same run written now against format 2 (snapshot without its defaults, commit arguments packed on the wire)", () => {
+  it("Redis: every key holds what format 2 held, the snapshot compact and the same once expanded", async () => {
+    await raw.flushall();
+    const prefix = redisFixture2.prefix;
+    const store = redisStore({ url: server.url, prefix });
+    const { gh, clock } = fixtureGatehouse(store);
+    const before = Number(/total_net_input_bytes:(\d+)/.exec(await raw.info("stats"))![1]);
+    await runFixture(gh, clock);
+    const after = Number(/total_net_input_bytes:(\d+)/.exec(await raw.info("stats"))![1]);
+    const state = await redisStateReader((c) => raw.call(c[0], ...c.slice(1)), prefix)(AGENT_ID);
+    const records = state.records as Record<string, Dumped>;
+    const old = redisFixture2.records as Record<string, Dumped>;
+    expect(Object.keys(records).sort()).toEqual(Object.keys(old).sort());
+    for (const key of Object.keys(old)) {
+      if (key === "head:snapshot") continue;
+      expect(records[key], key).toEqual(old[key]);
+    }
+    const stored = records["head:snapshot"].value as string;
+    expect(stored.startsWith('{"~":1,')).toBe(true);
+    expect(JSON.stringify(expandSnapshot(JSON.parse(stored)))).toBe(old["head:snapshot"].value);
+    expect(stored.length).toBeLessThan((old["head:snapshot"].value as string).length * 0.6);
+    expect(await readings(gh)).toEqual(redisFixture2.readings);
+    console.log(`bytes to Redis for the fixture run (INFO total_net_input_bytes): ${after - before}`);
     await gh.close();
   });
 });

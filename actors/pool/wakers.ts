@@ -8,6 +8,11 @@
  * `parked`. A loop woken by `wakeFirst`/`wakeAll` leaves the queue before it
  * resumes; a loop whose own timer runs out leaves it and `onTimedOut` is
  * called (the pool reports `parkTimedOut`), never both.
+ *
+ * Invariant: a wake due now (`wakeIn(0)`, the idle machine's `endSleep`: a
+ * route of this process enqueued a task) ends the sentinel's sleep at once,
+ * without a timer: `setTimeout(0)` waits at least a millisecond in Node, which
+ * a lone task would pay between its POST and its claim.
  */
 
 /** Loops waiting for a waker, oldest first. */
@@ -71,6 +76,14 @@ export class SentinelSleep {
 
   #arm(ms: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (ms <= 0) {
+      // Due now: no timer (a zero timeout still waits a millisecond or more).
+      const r = this.#resolve;
+      this.#resolve = undefined;
+      r?.();
+      return;
+    }
     this.#until = Date.now() + ms;
     this.#timer = setTimeout(() => {
       const r = this.#resolve;

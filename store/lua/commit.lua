@@ -45,6 +45,8 @@
        S x (toolCallId, resolution JSON),
        M x message JSON,
        E x event tail ({type, data} JSON without its opening brace),
+       the JSON texts (records, resolutions, messages, event tails) packed
+       with the wire codes (includes/wire.lua): unwired before use,
        then retention: '' (keep everything) or
          '<maxEvents> <maxEventBytes> <maxTurns> <checkpointEvery>',
        then the summary: '' (unchanged) or `{content, through}` JSON,
@@ -81,6 +83,7 @@
 -- @include head.lua
 -- @include queue.lua
 -- @include retention.lua
+-- @include wire.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks_key, mail_key, msgs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -217,7 +220,7 @@ if n_rec > 0 then
   for i = 0, n_rec - 1 do
     local id = ARGV[rec_at + 3 * i]
     fields[#fields + 1] = 'c:' .. id
-    fields[#fields + 1] = ARGV[rec_at + 3 * i + 1]
+    fields[#fields + 1] = unwire(ARGV[rec_at + 3 * i + 1])
     -- Recording a call again starts it over as pending (and undecided).
     stale[#stale + 1] = 'r:' .. id
     stale[#stale + 1] = 'a:' .. id
@@ -233,7 +236,7 @@ if n_res > 0 then
   for i = 0, n_res - 1 do
     local id = ARGV[res_at + 2 * i]
     fields[#fields + 1] = 'r:' .. id
-    fields[#fields + 1] = ARGV[res_at + 2 * i + 1]
+    fields[#fields + 1] = unwire(ARGV[res_at + 2 * i + 1])
     members[#members + 1] = member_prefix .. id
   end
   redis.call('HSET', calls, unpack(fields))
@@ -255,13 +258,13 @@ end
 local message_count = tonumber(h.messageCount)
 if n_msg > 0 then
   local items = {}
-  for i = 0, n_msg - 1 do items[i + 1] = ARGV[msg_at + i] end
+  for i = 0, n_msg - 1 do items[i + 1] = unwire(ARGV[msg_at + i]) end
   push_all(msgs, items)
   message_count = message_count + n_msg
 end
 
 local tails = {}
-for i = 0, n_ev - 1 do tails[i + 1] = ARGV[ev_at + i] end
+for i = 0, n_ev - 1 do tails[i + 1] = unwire(ARGV[ev_at + i]) end
 local last_event, ev_bytes = append_events(events, tonumber(h.lastEventId), event_turn, now_str, tails)
 ev_bytes = num(h._evBytes) + ev_bytes
 

@@ -8,6 +8,7 @@ import type { AgentHead, InboxTask, MailItem } from "../types.ts";
 import { loadToolRoleEntry } from "../../common/tool-registry.ts";
 import type { ScriptName } from "../lua/scripts.gen.ts";
 import { StoreReplyError } from "../script-runner.ts";
+import { expandSnapshot } from "../snapshot-form.ts";
 
 /** Reply words of every script, named once. */
 export const REPLY = [
@@ -38,7 +39,13 @@ function claimedOf(c: ClaimedReply): Extract<ClaimResult, { status: "claimed" }>
   const task: InboxTask | null = c.head.currentTask === null
     ? null
     : { ...structuredClone(c.head.currentTask), ...("input" in c ? { input: c.input } : {}) };
-  return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: c.head, task, mail: c.mail, previousLease: c.previousLease };
+  return { status: "claimed", agentId: c.head.agentId, epoch: c.epoch, head: headOf(c.head), task, mail: c.mail, previousLease: c.previousLease };
+}
+
+/** A head as a script answers it, its snapshot served whole (store/snapshot-form.ts). */
+function headOf(h: AgentHead): AgentHead {
+  h.snapshot = expandSnapshot(h.snapshot);
+  return h;
 }
 
 /** The pieces of a schedule as the scripts join them (store/lua/includes/schedule.lua). */
@@ -135,10 +142,15 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return { status: word };
     }
     case "get_agent":
-      return word === "head" ? json() : null;
+      return word === "head" ? headOf(json()) : null;
     case "read_conversation":
-    case "read_checkpoint":
-      return word === "conversation" || word === "checkpoint" ? json() : null;
+      return word === "conversation" ? json() : null;
+    case "read_checkpoint": {
+      if (word !== "checkpoint") return null;
+      const c = json() as { snapshot: unknown };
+      c.snapshot = expandSnapshot(c.snapshot);
+      return c;
+    }
     case "delete_agent":
       return { status: word };
     case "next_ready_at":

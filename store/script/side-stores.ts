@@ -9,6 +9,7 @@ import { checkAgentName, checkDeliveryTarget, checkHolder, checkTarget, checkToo
 import { gcraArgs } from "../rate-limit.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../../common/tool-registry.ts";
 import { int, j, tail } from "./values.ts";
+import { compactSnapshot } from "../snapshot-form.ts";
 import { encodeCreateFork, encodeDefinitionSets, encodeDelivery, encodeGetToolRole, encodeGetVerdict, encodeListToolRoles, encodeListVerdicts, encodePutVerdict, encodeRateLimit, encodeRecordFork, encodeRecordToolMethod, encodeTargetLease } from "../lua/args/side-stores.ts";
 import type { ScriptContext } from "./context.ts";
 
@@ -125,7 +126,7 @@ export async function createFork(c: ScriptContext, req: CreateForkRequest): Prom
   if (turn !== null) checkTurnId(turn);
   const named = {
     prefix: k.home.prefix, agent_id: req.agentId, agent_id_json: j(req.agentId), name_json: j(req.agentName),
-    target_json: j(checkTarget(req.workerTarget)), snapshot: j(req.snapshot), state: j(req.state),
+    target_json: j(checkTarget(req.workerTarget)), snapshot: j(compactSnapshot(req.snapshot)), state: j(req.state),
     turn_json: j(turn), turn_raw: turn ?? "", current_task: j(req.currentTask),
     input_json: turn !== null && req.input !== undefined ? j(req.input) : "",
     runnable: req.runnableAt === null ? "null" : int(req.runnableAt, "runnableAt"), now_str: int(req.now, "now"),

@@ -12,6 +12,8 @@ import { notApplied } from "../../common/contract-validation.ts";
 import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
 import { JsonOnce } from "../../common/json-once.ts";
+import { compactSnapshot } from "../snapshot-form.ts";
+import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs } from "./values.ts";
 import { encodeCancelTask, encodeClaim, encodeClaimNext, encodeCommit, encodeDeliverToolResult, encodeDueToolCalls, encodeEnqueueTask, encodeNextReadyAt, encodeReadyCount, encodeRecordClaimFailure, encodeRenewLease, encodeRequestCancel, encodeResetTurn, encodeSkipDueToolCall } from "../lua/args/turn-protocol.ts";
 import type { ScriptContext, Heads } from "./context.ts";
@@ -217,24 +219,25 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     expected_version: int(req.expectedVersion, "expectedVersion"),
     turn_json: j(req.turnId), turn_id: req.turnId ?? "", next_active: j(req.activeTurnId),
-    snapshot: memo.encode(req.snapshot ?? null, SNAPSHOT)!, state: j(req.state),
+    snapshot: memo.encode(compactSnapshot(req.snapshot ?? null), SNAPSHOT)!, state: j(req.state),
     ack_text: int(req.ackMailThrough, "ackMailThrough"), release, lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: now,
     n_rec_text: String(req.recordToolCalls.length), n_res_text: String(req.resolveToolCalls.length),
     n_msg_text: String(req.messages.length), n_ev_text: String(req.events.length),
   };
   // The tail (commit.lua ARGV[19..]): calls to record, calls to resolve, messages, events, then four flags.
   const args: string[] = [];
+  // JSON texts go packed (store/script/wire.ts); commit.lua unpacks them before it stores them.
   for (const c of req.recordToolCalls) {
-    args.push(c.toolCallId, memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!, String(c.deadline));
+    args.push(c.toolCallId, wireRecord(memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!), String(c.deadline));
   }
   for (const r of req.resolveToolCalls) {
-    args.push(r.toolCallId, memo.encode({
+    args.push(r.toolCallId, wireResolution(memo.encode({
       status: "resolved", outcome: r.outcome, afterExecution: r.afterExecution, source: "inline", resolvedAt: req.now,
       contractValidation: r.contractValidation ?? notApplied(),
-    }, RESOLUTION)!);
+    }, RESOLUTION)!));
   }
-  for (const m of req.messages) args.push(memo.encode(m, MESSAGE)!);
-  for (const e of req.events) args.push(eventTail(memo, e));
+  for (const m of req.messages) args.push(wireMessage(memo.encode(m, MESSAGE)!));
+  for (const e of req.events) args.push(wireEvent(e, eventTail(memo, e)));
   const r = req.retention;
   args.push(r ? retentionArg(r) : "");
   args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));

@@ -12,6 +12,7 @@
  */
 import type { CommitRequest, TurnEnd } from "../port.ts";
 import { StoreInputError } from "../keys.ts";
+import { compactSnapshot } from "../snapshot-form.ts";
 import { JsonOnce, SHARED, type Shape } from "../../common/json-once.ts";
 
 export const j = JSON.stringify;
@@ -58,7 +59,7 @@ export function retentionArg(r: NonNullable<CommitRequest["retention"]>): string
 export function turnEndArgs(end: TurnEnd): string[] {
   const memo = new JsonOnce();
   return [
-    memo.encode(end.snapshot ?? null, SNAPSHOT)!, j(end.state), String(end.messages.length), String(end.events.length),
+    memo.encode(compactSnapshot(end.snapshot ?? null), SNAPSHOT)!, j(end.state), String(end.messages.length), String(end.events.length),
     ...end.messages.map((m) => memo.encode(m, MESSAGE)!), ...end.events.map((e) => eventTail(memo, e)),
   ];
 }
