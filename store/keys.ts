@@ -67,6 +67,11 @@
  * Readers of an index call every home (`shards`) and merge. So on a Cluster
  * every script stays in one slot.
  *
+ * `agent(id)` is a function of the id: built once per id and kept (frozen)
+ * for the ids asked for last, since every claim and commit asks for it; a
+ * kept entry equals a fresh build, and an id that fails the check is never
+ * kept (tests/store-keys-kept.test.ts).
+ *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,
  * record_claim_failure, reset_turn, create_fork), into the agent's home.
@@ -311,6 +316,34 @@ function shardKeys(prefix: string): ShardKeys {
   };
 }
 
+/** How many agents' keys a key space keeps built (the ids asked for last). */
+const AGENT_KEYS_KEPT = 4_096;
+
+/** The keys of a checked agent id in its home (frozen: shared by every caller). */
+function agentKeys(home: ShardKeys, agentId: string): AgentKeys {
+  const tag = `${home.prefix}:{a:${agentId}}`;
+  return Object.freeze({
+    home,
+    head: `${tag}:head`,
+    headLong: Object.freeze(LONG_HEAD_FIELDS.map((f) => `${tag}:head:${f}`)),
+    tasks: `${tag}:tasks`,
+    mail: `${tag}:mail`,
+    messages: `${tag}:msgs`,
+    events: `${tag}:events`,
+    idem: `${tag}:idem`,
+    verdicts: `${tag}:verdicts`,
+    turns: `${tag}:turns`,
+    inputs: `${tag}:inputs`,
+    ckpts: `${tag}:ckpts`,
+    ended: `${tag}:ended`,
+    summary: `${tag}:summary`,
+    deleted: `${tag}:deleted`,
+    schedules: `${tag}:sched`,
+    pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
+    calls: (turnId: string) => `${tag}:calls:${turnId}`,
+  });
+}
+
 /**
  * The key space under `prefix` (default `gh`): unsharded unless `shards` is
  * given (an integer 1-256; Redis Cluster needs it, docs/store.md).
@@ -323,6 +356,9 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
   }
   const shards = count === 0 ? [shardKeys(prefix)] : Array.from({ length: count }, (_, n) => shardKeys(`${prefix}:{${shardTag(n, count)}}`));
   const homeOf = (agentId: string) => (count === 0 ? shards[0] : shards[crc16(String(agentId)) % count]);
+  // An agent's keys are a function of its id: built once per id (every claim and commit asks for them), frozen,
+  // for the AGENT_KEYS_KEPT ids asked for last. An id that fails the check is never kept.
+  const known = new Map<string, AgentKeys>();
   return {
     prefix,
     shardCount: count,
@@ -330,28 +366,12 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
     homeOf,
     layout: count === 0 ? null : `${prefix}:layout`,
     agent(agentId) {
-      const home = homeOf(checkAgentId(agentId));
-      const tag = `${home.prefix}:{a:${agentId}}`;
-      return {
-        home,
-        head: `${tag}:head`,
-        headLong: LONG_HEAD_FIELDS.map((f) => `${tag}:head:${f}`),
-        tasks: `${tag}:tasks`,
-        mail: `${tag}:mail`,
-        messages: `${tag}:msgs`,
-        events: `${tag}:events`,
-        idem: `${tag}:idem`,
-        verdicts: `${tag}:verdicts`,
-        turns: `${tag}:turns`,
-        inputs: `${tag}:inputs`,
-        ckpts: `${tag}:ckpts`,
-        ended: `${tag}:ended`,
-        summary: `${tag}:summary`,
-        deleted: `${tag}:deleted`,
-        schedules: `${tag}:sched`,
-        pattern: `${tag.replace(/[*?[\]\\]/g, "\\$&")}:*`,
-        calls: (turnId) => `${tag}:calls:${turnId}`,
-      };
+      const kept = known.get(agentId);
+      if (kept) return kept;
+      const keys = agentKeys(homeOf(checkAgentId(agentId)), agentId);
+      if (known.size >= AGENT_KEYS_KEPT) known.delete(known.keys().next().value!);
+      known.set(agentId, keys);
+      return keys;
     },
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,

@@ -39,15 +39,21 @@ const isNoScript = (err: unknown) => err instanceof Error && err.message.include
 /** Runs store scripts over `transport`: EVALSHA first, EVAL on NOSCRIPT. */
 export function scriptRunner(transport: ScriptTransport): RunScript {
   const shas = new Map<ScriptName, Promise<string>>();
+  /** The digests computed so far: a call finds its SHA without waiting for a settled promise. */
+  const known = new Map<ScriptName, string>();
   const shaOf = (name: ScriptName) => {
     let sha = shas.get(name);
-    if (!sha) shas.set(name, (sha = sha1Hex(scripts[name])));
+    if (!sha) {
+      shas.set(name, (sha = sha1Hex(scripts[name])));
+      // A failed digest is the caller's to see (through `await shaOf`), not an unhandled rejection here.
+      sha.then((hex) => known.set(name, hex), () => {});
+    }
     return sha;
   };
   return async (name, keys, args) => {
     let reply: unknown;
     try {
-      reply = await transport.evalsha(await shaOf(name), keys, args);
+      reply = await transport.evalsha(known.get(name) ?? await shaOf(name), keys, args);
     } catch (err) {
       if (!isNoScript(err)) throw err;
       reply = await transport.eval(scripts[name], keys, args);

@@ -61,8 +61,6 @@ export interface CommitBufferOptions {
   version: number;
   /** The turn active when the claim started (the compare-and-set checks it). */
   turnId: string | null;
-  /** The agent's creation time (keys the snapshot cache entry to this incarnation of the id). */
-  createdAt: number;
   retention: RetentionLimits | null;
   /**
    * Refuse to commit while a cancel of the turn is pending (store invariant `firm-cancels`): set for a delegated
@@ -100,10 +98,13 @@ export class CommitBuffer implements CommitSink {
   chained: Claimed | undefined;
 
   readonly #o: CommitBufferOptions;
+  /** The lease's end, for the retry of a commit (one function per claim, not one per commit). */
+  readonly #leaseUntil: () => number;
 
   constructor(o: CommitBufferOptions) {
     this.#o = o;
     this.version = o.version;
+    this.#leaseUntil = () => o.ctx.lease.until;
   }
 
   readonly emit = (type: string, data: Record<string, unknown>): void => {
@@ -186,7 +187,7 @@ export class CommitBuffer implements CommitSink {
       ...(chain ? { chainNextTask: true } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
-      kind: store.kind, clock, logger, leaseUntil: () => ctx.lease.until, leaseMs: deps.leaseMs, signal: ctx.abort.signal, what: "commit", agentId,
+      kind: store.kind, clock, logger, leaseUntil: this.#leaseUntil, leaseMs: deps.leaseMs, signal: ctx.abort.signal, what: "commit", agentId,
     });
     if (res.status !== "applied") {
       // Another worker owns the agent now (or the watchdog answered first): stop every side effect.
@@ -219,7 +220,9 @@ export class CommitBuffer implements CommitSink {
     this.#recordToolCalls = [];
     this.#resolveToolCalls = [];
     this.#ackMailThrough = 0;
-    cache.put(agentId, this.version, ctx.history, undefined, { memory: ctx.memory, createdAt: this.#o.createdAt });
+    // The snapshot cache is written once, when the claim ends (actors/host/restore.ts `leaveClaim`), which
+    // replaces or deletes the entry in every case: a copy of the history here at each commit would be
+    // O(history) per step for nothing.
     const notes: AfterCommitNotes = { endedTurn: this.#endedTurn, abandoned: this.#abandoned, delegationsRecorded: this.#delegationsRecorded };
     this.#endedTurn = null;
     this.#abandoned = [];

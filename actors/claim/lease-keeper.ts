@@ -11,7 +11,8 @@
  *   in-process tool, every read of the tool signal's `aborted` or call of its
  *   `throwIfAborted`), without waiting for a store round trip. A renewal that
  *   answers `lost` aborts too.
- * - The tool signal fires with the attempt's abort and never before it; the
+ * - The tool signal fires with the attempt's abort and never before it, made
+ *   at its first read or not at all (tests/lease-keeper-tool-signal.test.ts); the
  *   host's own reads of the attempt's signal stay plain reads.
  * - Mail that arrives while a claim runs is not lost in a long turn: the
  *   renewal notices it (`mailWaiting`) and the claim hands the agent back at
@@ -77,7 +78,9 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
     if (!abort.signal.aborted && clock.now() >= leaseUntil) abort.abort();
     return abort.signal.aborted;
   }
-  const toolSignal = leaseCheckingSignal(abort, leaseLapsed);
+  // Made at the first read (a claim whose tools never read it makes none: an AbortController and two
+  // own properties cost more than the rest of a claim's lease keeping).
+  let toolSignal: AbortSignal | undefined;
   // A renewal retried through an outage may outlast the interval: the ticks meanwhile skip.
   let renewing = false;
   const renewTimer = setInterval(async () => {
@@ -110,7 +113,9 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
   }, renewEvery);
 
   return {
-    toolSignal,
+    get toolSignal() {
+      return toolSignal ??= leaseCheckingSignal(abort, leaseLapsed);
+    },
     get mailWaiting() {
       return mailWaiting;
     },
@@ -138,7 +143,9 @@ export function startLeaseKeeper(o: LeaseKeeperOptions): LeaseKeeper {
  */
 function leaseCheckingSignal(abort: AbortController, leaseLapsed: () => boolean): AbortSignal {
   const toolAbort = new AbortController();
-  abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
+  // Made after the abort fired (a lazy first read), it starts fired.
+  if (abort.signal.aborted) toolAbort.abort();
+  else abort.signal.addEventListener("abort", () => toolAbort.abort(), { once: true });
   const toolSignal = toolAbort.signal;
   const aborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
   const throwIfAborted = AbortSignal.prototype.throwIfAborted;

@@ -112,7 +112,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let ended: EndedTurnNote | undefined;
   const buffer: CommitBuffer = new CommitBuffer({
     ctx: { deps, agentId, workerId, epoch, abort, history, usedIds, memory, lease },
-    actor, version: head.version, turnId, createdAt: head.createdAt, retention: retentionOf(deps, binding),
+    actor, version: head.version, turnId, retention: retentionOf(deps, binding),
     stopAtCancel: delegation.link !== undefined,
     afterCommit: (released, notes) => {
       if (notes.endedTurn) ended = { turnId: notes.endedTurn.turnId, status: notes.endedTurn.status, steps: snap(ctx).context.step };

@@ -6,6 +6,8 @@
  *
  * Invariants:
  * - An event the machine ignores changes nothing but an `event_ignored` event.
+ * - The actor ends in the snapshot XState's `send` gives (machines/fast-step.ts
+ *   takes a shorter way for the common transitions; tests/machine-fast-step.test.ts).
  * - Each transition is logged once, numbered in order within the claim
  *   (`seq`); replaying the logged machine events reproduces the snapshots. The
  *   logged `TASK_STARTED` carries no input: the store keeps a turn's input
@@ -23,6 +25,7 @@
  *   binding otherwise.
  */
 import { deepFreeze } from "../../common/freeze.ts";
+import { fastSend } from "../../machines/fast-step.ts";
 import type { AgentContext, AgentEvent } from "../../machines/types.ts";
 import { inputRefMessage } from "../../store/inputs.ts";
 import { type ClaimContext, FINAL, snap } from "../claim/context.ts";
@@ -36,7 +39,9 @@ type Snap = { value: string; context: AgentContext };
 export function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
   const buf = ctx.commit;
   const before = snap(ctx);
-  ctx.actor.send(ev);
+  // The short way through `send` (machines/fast-step.ts); an inspected actor gets XState's own, with its notifications.
+  if (ctx.deps.inspect) ctx.actor.send(ev);
+  else fastSend(ctx.actor, ev);
   const after = snap(ctx);
   if (before === after || (before.value === after.value && before.context === after.context)) {
     buf.emit("event_ignored", { event: ev.type, state: before.value });

@@ -111,7 +111,6 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
   let res: ModelResponse | null = null;
   let lastError = "";
   const attempts = agent.modelAttempts ?? 3;
-  const view = modelView(history, memory);
   // Deltas go out live as they arrive (not stored: the step's chunk events are the record).
   const live = ctx.deps.live ? new DeltaBatcher(ctx.deps.live, agentId, tId, step) : null;
   const onChunk = (t: string) => {
@@ -123,7 +122,7 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
       chunks.length = 0;
       res = await agent.model.generate({
         agentId, turnId: tId, step,
-        messages: [{ role: "system", content: await systemMessage(ctx) }, ...view],
+        messages: modelView(history, memory, { role: "system", content: await systemMessage(ctx) }),
         tools, signal: abort.signal, onChunk,
       }).finally(() => live?.flush());
       // Arguments enter the context, the log and the transcript: bounded before anything else sees them.

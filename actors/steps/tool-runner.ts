@@ -197,7 +197,13 @@ async function callTool(
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const value = await Promise.race([
-      Promise.resolve(run(args as never, { agentId, turnId: tId, toolCallId, signal: ctx.lease.toolSignal })),
+      // The signal is made at the tool's first read of it (actors/claim/lease-keeper.ts).
+      Promise.resolve(run(args as never, {
+        agentId, turnId: tId, toolCallId,
+        get signal() {
+          return ctx.lease.toolSignal;
+        },
+      })),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new ToolError({ type: "timeout", message: `Tool "${name}" did not finish within ${timeoutMs} ms`, retryable: true })), timeoutMs);
       }),

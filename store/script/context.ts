@@ -75,8 +75,14 @@ export class ScriptContext {
     for (const [target, h] of this.hints) if (score < h.asOf) this.hints.delete(target);
   };
 
+  /** Set once the check passed: later calls skip waiting for its settled promise (one microtask turn each). */
+  #passed = false;
+
   readonly checkEviction = () =>
-    (this.#checked ??= this.deps.checkEviction().catch((err) => {
+    (this.#checked ??= this.deps.checkEviction().then((r) => {
+      this.#passed = true;
+      return r;
+    }, (err) => {
       // An outage is not an answer: check again at the next call. A refused policy stays refused.
       if (!(err instanceof EvictionPolicyError)) this.#checked = null;
       throw err;
@@ -84,7 +90,7 @@ export class ScriptContext {
 
   /** Runs one script with its encoded arguments and decodes the reply. */
   readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
-    await this.checkEviction();
+    if (!this.#passed) await this.checkEviction();
     return decode(a.script, await this.deps.run(a.script, a.keys, a.argv), ctx) as T;
   };
 }
