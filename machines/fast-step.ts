@@ -31,7 +31,16 @@
  * seeded random event sequences.
  *
  * The actor is given the snapshot through its `_snapshot` field (what
- * `getSnapshot` returns and XState's `update` sets). An actor with an
+ * `getSnapshot` returns and XState's `update` sets).
+ *
+ * Checked again at run time, because XState is a peer dependency and the
+ * application may bring another 5.x: the first time a process takes a
+ * (state, event type) the short way would take, the actor gets XState's own
+ * `send` and the short way's snapshot is compared with it (value, status,
+ * state nodes, tags, context as JSON text); a difference turns the short way
+ * off for that pair for the life of the process. The first such check also
+ * checks that `getSnapshot` returns the `_snapshot` field; if not, the short
+ * way is off for every pair. An actor with an
  * inspector or observers must see XState's own notifications, so the caller
  * uses XState's `send` for it (actors/steps/apply-event.ts: not with
  * `inspect`; the host subscribes to nothing).
@@ -127,6 +136,18 @@ function plansFor(state: string, type: string): Plan[] | null {
   let p = plans.get(key);
   if (p !== undefined) return p;
   p = null;
+  try {
+    p = planPair(state, type);
+  } catch {
+    // An XState whose machine objects are shaped otherwise: XState's send for this pair.
+    p = null;
+  }
+  plans.set(key, p);
+  return p;
+}
+
+function planPair(state: string, type: string): Plan[] | null {
+  let p: Plan[] | null = null;
   const source = Object.hasOwn(root.states, state) ? root.states[state] : undefined;
   const fits = source && source.parent === root && source.type === "atomic" && quiet(source) && quiet(root) &&
     !type.includes("*") && !type.startsWith("xstate.") && !root.transitions.has(type) &&
@@ -136,7 +157,6 @@ function plansFor(state: string, type: string): Plan[] | null {
     const planned = list.map((t) => planOne(source, t));
     p = planned.every((x) => x !== null) && planned.length > 0 ? planned as Plan[] : null;
   }
-  plans.set(key, p);
   return p;
 }
 
@@ -169,9 +189,35 @@ export function fastNext(actor: AnyActorRef, event: AgentEvent): Snapshot | null
   return null;
 }
 
-/** `actor.send(event)`, the short way when it fits (see the header). */
+/** Pairs ("state\nEVENT") whose short way was compared with XState's `send` in this process and agreed. */
+const agreed = new Set<string>();
+/** Whether `getSnapshot` returns the `_snapshot` field; undefined until first checked. */
+let fieldIsSnapshot: boolean | undefined;
+
+type Raw = Snapshot & { _nodes?: unknown[]; tags?: Set<string> };
+function sameSnapshot(a: Raw, b: Raw): boolean {
+  if (a.value !== b.value || a.status !== b.status) return false;
+  const an = a._nodes ?? [], bn = b._nodes ?? [];
+  if (an.length !== bn.length || an.some((n, i) => n !== bn[i])) return false;
+  if ([...(a.tags ?? [])].join("\n") !== [...(b.tags ?? [])].join("\n")) return false;
+  return JSON.stringify(a.context) === JSON.stringify(b.context);
+}
+
+/** `actor.send(event)`, the short way when it fits and agreed with XState in this process (see the header). */
 export function fastSend(actor: AnyActorRef, event: AgentEvent): void {
+  if (fieldIsSnapshot === false) return void actor.send(event);
+  const value = (actor.getSnapshot() as Snapshot).value;
   const next = fastNext(actor, event);
-  if (next) (actor as unknown as { _snapshot: unknown })._snapshot = next;
-  else actor.send(event);
+  if (!next) return void actor.send(event);
+  const key = `${value}\n${event.type}`;
+  if (agreed.has(key)) {
+    (actor as unknown as { _snapshot: unknown })._snapshot = next;
+    return;
+  }
+  // First use of this pair in this process: XState's own send, then the comparison.
+  actor.send(event);
+  const real = actor.getSnapshot() as Raw;
+  if (fieldIsSnapshot === undefined) fieldIsSnapshot = (actor as unknown as { _snapshot: unknown })._snapshot === real;
+  if (fieldIsSnapshot && sameSnapshot(next as Raw, real)) agreed.add(key);
+  else plans.set(key, null);
 }
