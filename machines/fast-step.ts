@@ -189,11 +189,6 @@ export function fastNext(actor: AnyActorRef, event: AgentEvent): Snapshot | null
   return null;
 }
 
-/** Pairs ("state\nEVENT") whose short way was compared with XState's `send` in this process and agreed. */
-const agreed = new Set<string>();
-/** Whether `getSnapshot` returns the `_snapshot` field; undefined until first checked. */
-let fieldIsSnapshot: boolean | undefined;
-
 type Raw = Snapshot & { _nodes?: unknown[]; tags?: Set<string> };
 function sameSnapshot(a: Raw, b: Raw): boolean {
   if (a.value !== b.value || a.status !== b.status) return false;
@@ -203,21 +198,40 @@ function sameSnapshot(a: Raw, b: Raw): boolean {
   return JSON.stringify(a.context) === JSON.stringify(b.context);
 }
 
+/**
+ * Sends events the short way once it agreed with XState (see the header):
+ * one per process (`fastSend`); tests make their own to start unchecked.
+ */
+export class FastSender {
+  /** Pairs ("state\nEVENT") whose short way was compared with XState's `send` and agreed. */
+  #agreed = new Set<string>();
+  /** Pairs whose short way disagreed: XState's send from then on. */
+  #refused = new Set<string>();
+  /** Whether `getSnapshot` returns the `_snapshot` field; undefined until first checked. */
+  #fieldIsSnapshot: boolean | undefined;
+
+  /** `actor.send(event)`, the short way when it fits and agreed with XState. */
+  send(actor: AnyActorRef, event: AgentEvent): void {
+    if (this.#fieldIsSnapshot === false) return void actor.send(event);
+    const key = `${(actor.getSnapshot() as Snapshot).value}\n${event.type}`;
+    const next = this.#refused.has(key) ? null : fastNext(actor, event);
+    if (!next) return void actor.send(event);
+    if (this.#agreed.has(key)) {
+      (actor as unknown as { _snapshot: unknown })._snapshot = next;
+      return;
+    }
+    // First use of this pair: XState's own send, then the comparison.
+    actor.send(event);
+    const real = actor.getSnapshot() as Raw;
+    this.#fieldIsSnapshot ??= (actor as unknown as { _snapshot: unknown })._snapshot === real;
+    if (this.#fieldIsSnapshot && sameSnapshot(next as Raw, real)) this.#agreed.add(key);
+    else this.#refused.add(key);
+  }
+}
+
+const shared = new FastSender();
+
 /** `actor.send(event)`, the short way when it fits and agreed with XState in this process (see the header). */
 export function fastSend(actor: AnyActorRef, event: AgentEvent): void {
-  if (fieldIsSnapshot === false) return void actor.send(event);
-  const value = (actor.getSnapshot() as Snapshot).value;
-  const next = fastNext(actor, event);
-  if (!next) return void actor.send(event);
-  const key = `${value}\n${event.type}`;
-  if (agreed.has(key)) {
-    (actor as unknown as { _snapshot: unknown })._snapshot = next;
-    return;
-  }
-  // First use of this pair in this process: XState's own send, then the comparison.
-  actor.send(event);
-  const real = actor.getSnapshot() as Raw;
-  if (fieldIsSnapshot === undefined) fieldIsSnapshot = (actor as unknown as { _snapshot: unknown })._snapshot === real;
-  if (fieldIsSnapshot && sameSnapshot(next as Raw, real)) agreed.add(key);
-  else plans.set(key, null);
+  shared.send(actor, event);
 }

@@ -12,11 +12,6 @@
  * script still touches one slot (store/keys.ts; docs/store.md, "Standalone,
  * Sentinel, Upstash, and Redis Cluster").
  *
- * The script calls of one burst of microtasks (a reply's continuations, the
- * claims of a woken pool) leave in one socket write (`writeBurst`): same
- * order, same answers, written before the event loop's next turn, one system
- * call instead of one per call (tests/store-redis-write-burst.test.ts).
- *
  * Bells are pushed (`watchBells`): a script that makes a new earliest ready
  * score publishes it on the channel named like the ready queue
  * (store/lua/includes/keys.lua, `set_bell`), and a watch subscribes to the
@@ -44,7 +39,6 @@
  * // Redis Cluster: seed nodes (the client finds the others), 16 shards by default.
  * const clustered = redisStore({ clusterNodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] });
  */
-import process from "node:process";
 import { Cluster, Redis } from "ioredis";
 import { DEFAULTS } from "../common/defaults.ts";
 import { checkDurability, type Durability, DURABILITY_LINES, isDurability } from "./durability.ts";
@@ -133,10 +127,9 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   if (owned) client.on("error", o.onError ?? (() => {}));
   if (o.logger) watchConnection(client, o.logger);
 
-  const burst = client instanceof Redis ? writeBurst(client) : () => {};
   const run = scriptRunner({
-    evalsha: (sha, keys, args) => (burst(), client.evalsha(sha, keys.length, ...keys, ...args)),
-    eval: (source, keys, args) => (burst(), client.eval(source, keys.length, ...keys, ...args)),
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
   });
 
   const watches = new Set<BellWatch>();
@@ -279,28 +272,6 @@ function reportDurability(logger: StoreLogger, wanted: Durability, append: Recor
 
 /** host:port of a Cluster node (never credentials). */
 const nodeName = (server: Redis) => `${server.options.host}:${server.options.port}`;
-
-/**
- * Corks the client's socket at the first command of a burst of microtasks and
- * uncorks it once the burst ran (a `nextTick` runs after the microtask queue
- * drained): the commands the burst issued leave in one `writev`, in the order
- * they were issued, instead of one system call each. No later turn of the
- * event loop is waited for (unlike ioredis' auto-pipelining, which waits for
- * `setImmediate`).
- */
-function writeBurst(client: Redis): () => void {
-  let corked = false;
-  return () => {
-    const stream = client.stream as { cork?: () => void; uncork?: () => void; writable?: boolean } | undefined;
-    if (corked || !stream?.cork || !stream.writable || client.status !== "ready") return;
-    corked = true;
-    stream.cork();
-    process.nextTick(() => {
-      corked = false;
-      stream.uncork!();
-    });
-  };
-}
 
 /** An ioredis Cluster client on seed nodes; credentials and TLS of the first node apply to all. */
 function openCluster(nodes: string[]): Cluster {

@@ -10,6 +10,7 @@ import type { Message } from "../common/message.ts";
 import { keySpace } from "../store/keys.ts";
 import { scriptStore } from "../store/lua-store.ts";
 import type { CommitRequest } from "../store/port.ts";
+import { unwire } from "../store/script/wire.ts";
 
 const LONG_TEXT = "\u2028é\"".repeat(SPLICE_MIN);
 const LONG_OBJECT = { z: "z".repeat(SPLICE_MIN), nested: { undef: undefined, n: -0 } };
@@ -139,9 +140,11 @@ describe("a commit's script arguments", () => {
     await store.commit(req);
     expect(argsCalls).toBe(1);
     expect(valueCalls).toBe(1);
-    // Every text is what JSON.stringify writes (toJSON counted apart).
+    // Every text is what JSON.stringify writes (toJSON counted apart), once the
+    // wire codes (store/script/wire.ts) are put back as commit.lua does.
     const j = JSON.stringify;
     argsCalls = valueCalls = 0;
+    sent = sent.map(unwire);
     expect(sent).toContain(j(req.snapshot));
     expect(sent).toContain(j({ ...req.recordToolCalls[0], agentId: "a1", recordedAt: 5 }));
     expect(sent).toContain(j(req.messages[0]));

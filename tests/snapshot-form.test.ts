@@ -88,7 +88,7 @@ describe("snapshot form", () => {
   it("any JSON value reads back as the same text", () => {
     fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), (v) => {
       expect(text(roundTrip(v))).toBe(text(v));
-    }), { numRuns: 500 });
+    }), { numRuns: 500, seed: 20261128 });
   });
 
   it("a machine snapshot with a field changed, dropped, added or moved reads back as the same text", () => {
@@ -125,7 +125,7 @@ describe("snapshot form", () => {
         o[k] = v;
       }
       expect(text(roundTrip(s))).toBe(text(s));
-    }), { numRuns: 1000 });
+    }), { numRuns: 1000, seed: 20261129 });
   });
 
   it("a snapshot stored whole reads back as it is; one with its own \"~\" key is stored escaped", () => {
