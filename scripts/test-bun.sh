@@ -13,12 +13,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 EXCLUDE=("tests/deno/shim.test.ts")
-# Run in a Bun process of their own, after the others (bun test runs every
-# file of one call in one process). tests/store-redis-cluster-failover.test.ts
-# ended twice in CI with every task done but fewer tool runs than calls when
-# it ran after the other suites in one Bun process (2026-11-28, never on its
-# own, under Node or under Deno); until that is explained it runs alone.
-ISOLATED=("tests/store-redis-cluster-failover.test.ts")
 
 mapfile -t PATTERNS < <(node -e 'for (const p of JSON.parse(require("fs").readFileSync("deno.json", "utf8")).test.include) console.log(p)')
 FILES=()
@@ -26,7 +20,7 @@ for pattern in "${PATTERNS[@]}"; do
   while IFS= read -r f; do
     [ -n "$f" ] || continue
     skip=0
-    for x in "${EXCLUDE[@]}" "${ISOLATED[@]}"; do [ "$f" = "$x" ] && skip=1; done
+    for x in "${EXCLUDE[@]}"; do [ "$f" = "$x" ] && skip=1; done
     [ "$skip" = 1 ] || FILES+=("./$f")
   done < <(compgen -G "$pattern" | sort)
 done
@@ -40,20 +34,4 @@ if [[ " $* " != *" --timeout"* ]]; then
   TIMEOUT_ARGS=(--timeout "$TIMEOUT_MS")
 fi
 
-# The isolated files' own runs: a `--reporter-outfile=<path>` given becomes
-# `<path>.<n>.xml` for the n-th (.ci/run counts every such file).
-RC=0
-./node_modules/.bin/bun test "${TIMEOUT_ARGS[@]}" "$@" "${FILES[@]}" || RC=$?
-n=0
-for f in "${ISOLATED[@]}"; do
-  n=$((n + 1))
-  ARGS=()
-  for a in "$@"; do
-    case "$a" in
-      --reporter-outfile=*) ARGS+=("$a.$n.xml") ;;
-      *) ARGS+=("$a") ;;
-    esac
-  done
-  ./node_modules/.bin/bun test "${TIMEOUT_ARGS[@]}" "${ARGS[@]}" "./$f" || RC=$?
-done
-exit "$RC"
+exec ./node_modules/.bin/bun test "${TIMEOUT_ARGS[@]}" "$@" "${FILES[@]}"

@@ -5,7 +5,9 @@
  * reports `cluster_state:ok`. With `replicas: 1`, every master gets a replica
  * (`--cluster-replicas 1`, 2 x masters servers), so a killed master is
  * replaced by its replica after `nodeTimeoutMs` (`cluster-node-timeout`;
- * `waitForFailover` waits for it).
+ * `waitForFailover` waits for it). It is ready only once every replica has
+ * acknowledged a write of its master: from then on a killed master's writes
+ * are on its replica (up to the last few milliseconds before the kill).
  *
  * @example
  * const cluster = await startRedisCluster({ masters: 3 });
@@ -70,6 +72,30 @@ async function clusterNodes(url: string): Promise<Array<{ port: number; master: 
   }
 }
 
+/**
+ * When `server` is a master with replicas: writes a key of one of its own slots, waits (WAIT) until a
+ * replica acknowledged it, and deletes the key. A replica does nothing.
+ */
+async function waitForStreaming(server: RedisServer, deadline: number): Promise<void> {
+  const c = new Redis(server.url, { maxRetriesPerRequest: 1 });
+  try {
+    const info = String(await c.info("replication"));
+    if (!info.includes("role:master") || info.includes("connected_slaves:0")) return;
+    // A key of this master's slots: the others answer MOVED.
+    let key = "";
+    for (let i = 0; key === ""; i++) {
+      const k = `startRedisCluster:ready:{${i}}`;
+      if (await c.set(k, "1").then(() => true, (err: Error) => (err.message.startsWith("MOVED") ? false : Promise.reject(err)))) key = k;
+    }
+    while (Number(await c.call("WAIT", "1", "1000")) < 1) {
+      if (Date.now() > deadline) throw new Error(`no replica of the master on port ${server.port} acknowledged a write`);
+    }
+    await c.del(key);
+  } finally {
+    c.disconnect();
+  }
+}
+
 export async function startRedisCluster(
   opts: { masters?: number; replicas?: 0 | 1; nodeTimeoutMs?: number; timeoutMs?: number } = {},
 ): Promise<RedisCluster> {
@@ -116,6 +142,11 @@ export async function startRedisCluster(
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+    // A replica that reports its link up has loaded its master's snapshot, but its master may not stream
+    // writes to it yet (after a full sync it waits for the replica's first acknowledgement). A master
+    // killed in that window takes every write since the snapshot with it, and the replica takes over with
+    // the snapshot alone: an empty dataset here. Ready means each master's replica acknowledged a write.
+    for (const s of replicas > 0 ? servers : []) await waitForStreaming(s, deadline);
     const live = () => servers.filter((s) => s.running);
     const masterOf = async (slot: number) => {
       const nodes = await clusterNodes(live()[0].url);
