@@ -17,9 +17,10 @@ import { createActor } from "xstate";
 import { agentMachine } from "../machines/agent.ts";
 import { fastNext, fastSend } from "../machines/fast-step.ts";
 import { persistedOf } from "../machines/persist.ts";
-import type { AgentEvent, TurnConfig } from "../machines/types.ts";
+import type { AgentEvent } from "../machines/types.ts";
 import { ALL_STATES, ALL_TRANSITIONS, generatePaths, type Snap, takenBy } from "./helpers/machine-paths.ts";
 import { hostEventsFor } from "./helpers/host-paths.ts";
+import { turnConfigArb } from "./helpers/machine-arbs.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 type Raw = Record<string, unknown> & { _nodes: unknown[]; tags: Set<string> };
@@ -77,13 +78,6 @@ describe("fastSend gives the actor XState's snapshot", () => {
     expect(steps).toBeGreaterThan(paths.length);
   }, 60_000);
 
-  const configArb: fc.Arbitrary<TurnConfig> = fc.record({
-    maxSteps: fc.integer({ min: 1, max: 4 }),
-    completion: fc.constantFrom("agent_output" as const, "submit_result" as const),
-    mustEndWith: fc.constantFrom([], ["finish"], ["agent_output"]),
-    verifyMaxAttempts: fc.integer({ min: 1, max: 3 }),
-    maxVerifierErrors: fc.integer({ min: 1, max: 3 }),
-  });
   const KINDS = [
     "TASK_STARTED", "MODEL_STEP", "MODEL_STEP", "MODEL_STEP", "TOOL_RESULT", "TOOL_RESULT", "TOOL_RESULT", "MODEL_FAILED",
     "STEP_BUDGET_EXHAUSTED", "VERIFY_PASSED", "VERIFY_REJECTED", "VERIFY_ERROR", "FEEDBACK_APPENDED", "CANCEL", "TURN_FAILED",
@@ -91,7 +85,7 @@ describe("fastSend gives the actor XState's snapshot", () => {
   const stepArb = fc.record({
     kind: fc.constantFrom(...KINDS),
     pick: fc.nat(),
-    config: configArb,
+    config: turnConfigArb,
     calls: fc.array(fc.record({ name: fc.constantFrom("lookup", "ask", "finish", "agent_output", "submit_result"), args: fc.jsonValue({ maxDepth: 2 }) }), { maxLength: 3 }),
     text: fc.option(fc.string({ maxLength: 4 }), { nil: null }),
     ok: fc.boolean(),

@@ -14,8 +14,9 @@ import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
 import { agentMachine } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
-import type { AgentContext, AgentEvent, ModelToolCall, TurnConfig } from "../machines/types.ts";
+import type { AgentContext, AgentEvent, ModelToolCall } from "../machines/types.ts";
 import type { AfterExecution, Outcome } from "../common/outcome.ts";
+import { turnConfigArb } from "./helpers/machine-arbs.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 type View = { value: string; context: AgentContext };
@@ -31,13 +32,6 @@ const outcomeArb: fc.Arbitrary<Outcome> = fc.oneof(
   fc.record({ type: fc.constantFrom("timeout", "boom", "invalid_arguments"), message: fc.string({ maxLength: 8 }), retryable: fc.boolean() })
     .map((error) => ({ ok: false as const, error })),
 );
-const configArb: fc.Arbitrary<TurnConfig> = fc.record({
-  maxSteps: fc.integer({ min: 1, max: 4 }),
-  completion: fc.constantFrom("agent_output" as const, "submit_result" as const),
-  mustEndWith: fc.constantFrom([], ["finish"], ["agent_output"]),
-  verifyMaxAttempts: fc.integer({ min: 1, max: 3 }),
-  maxVerifierErrors: fc.integer({ min: 1, max: 3 }),
-});
 const toolNameArb = fc.constantFrom("lookup", "lookup", "ask", "ask", "finish", "agent_output", "submit_result");
 const hashArb = fc.constantFrom("h1", "h2", "h3");
 
@@ -49,7 +43,7 @@ const hashArb = fc.constantFrom("h1", "h2", "h3");
 const stepArb = fc.record({
   pick: fc.nat(),
   at: fc.nat({ max: 1e9 }),
-  task: fc.record({ config: configArb, input: jsonArb }),
+  task: fc.record({ config: turnConfigArb, input: jsonArb }),
   model: fc.record({
     calls: fc.array(fc.record({ name: toolNameArb, args: jsonArb, deadline: fc.nat({ max: 1e6 }) }), { maxLength: 3 }),
     text: fc.option(fc.string({ maxLength: 6 })),
