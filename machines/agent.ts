@@ -246,13 +246,15 @@ const machine = setup({
       };
     }),
     /**
-     * A handoff's result: the turn goes on under the target, with the target's turn config (its
-     * completion tool, mustEndWith and gate; the turn's step budget kept) and a fresh verification
-     * state for the target's gate.
+     * A handoff's result: the turn goes on under the target, with the turn config the switch carries
+     * (the turn's step budget kept). A switch that `keepsGate` (the binding's output contract gates the
+     * turn, actors/steps/handoff.ts) keeps the verification state; any other starts a fresh one for
+     * the target's gate.
      */
     handOff: assign(({ event }) => {
       const h = (event as ToolResultEvent).handoff;
       if (!h) return {};
+      if (h.keepsGate === true) return { definition: h.to, config: h.config };
       return { definition: h.to, config: h.config, verification: freshVerification(h.config.verifyMaxAttempts) };
     }),
     countStep: assign(({ context, event }) => {

@@ -114,7 +114,13 @@ export const MachineEvent = z.discriminatedUnion("type", [
     outcome: StoredOutcome,
     afterExecution: AfterExecution,
     usage: ChildUsage.optional().describe("What a delegated child agent spent for this call (counts toward the parent's spend limits)"),
-    handoff: z.strictObject({ from: z.string(), to: z.string(), config: TurnConfig }).optional()
+    handoff: z.strictObject({
+      from: z.string(),
+      to: z.string(),
+      config: TurnConfig,
+      keepsGate: z.literal(true).optional()
+        .describe("The turn stays gated by its binding's output contract: the verification state goes on"),
+    }).optional()
       .describe("The call was a handoff: the turn continues under definition `to` with this turn config"),
   }),
   z.strictObject({ type: z.literal("VERIFY_PASSED"), at: ms(), hash: z.string(), result: z.unknown() }),

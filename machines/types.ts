@@ -107,6 +107,11 @@ export interface HandoffSwitch {
   /** The definition the turn continues under. */
   to: string;
   config: TurnConfig;
+  /**
+   * The turn stays gated by its binding's output contract (the binding declares `output`;
+   * actors/steps/handoff.ts): the verification state goes on instead of starting a fresh count.
+   */
+  keepsGate?: true;
 }
 
 export interface ModelToolCall {

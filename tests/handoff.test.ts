@@ -3,8 +3,9 @@
  * "Handoffs"): a `transfer_to_<target>` call makes the same turn go on under
  * the target's instructions, tools, model and verifier. On the memory store,
  * Redis (TCP), Redis Cluster (the sharded layout, one cluster-mode node) and
- * Upstash (REST through tests/upstash-bridge.ts): the target's
- * gate ends the turn (the source's verifier is never called), the model after
+ * Upstash (REST through tests/upstash-bridge.ts): the binding's
+ * gate ends the turn (the target's own verifier is never called; the binding
+ * declares `output`, tests/handoff-gate.test.ts has more), the model after
  * the handoff is asked with the target's instructions and tools, the log holds
  * one `handoff` event and the view names the definition, a claim that dies
  * after the switch's commit is continued under the target, one that dies
@@ -82,8 +83,9 @@ const names = (req: ModelRequest) => (req.tools ?? []).map((t) => t.function.nam
 
 /**
  * triage (the binding) hands off to billing. Each has its own model, tools and counting verifier: triage's
- * accepts anything in one attempt; billing's rejects "draft" once (retryable) and accepts "final", which
- * needs billing's attempt budget (3), not triage's (1).
+ * rejects "draft" once (retryable) and accepts "final", which needs triage's attempt budget (3); billing's
+ * accepts anything in one attempt, and is never called in a turn bound to triage (the binding declares
+ * `output`, so its gate ends the turn under billing too).
  */
 function team(over: { billingModel?: (req: ModelRequest, i: number) => ModelResponse | Promise<ModelResponse> } = {}) {
   const calls = { triageVerify: 0, billingVerify: 0 };
@@ -102,23 +104,23 @@ function team(over: { billingModel?: (req: ModelRequest, i: number) => ModelResp
     instructions: "You are billing.",
     model: billingModel,
     tools: [refund, handoff("triage")],
-    output: {
-      schema: Answer,
-      verify: (c) => {
-        calls.billingVerify++;
-        if (c.answer === "draft") throw new VerificationRejected({ message: "not final", code: "draft", retryable: true });
-        return { answer: c.answer, by: "billing" };
-      },
-    },
-    verifyAttempts: 3,
+    output: { schema: Answer, verify: (c) => (calls.billingVerify++, { answer: c.answer, by: "billing" }) },
+    verifyAttempts: 1,
   });
   const triage = defineAgent({
     name: "triage",
     instructions: "You are triage.",
     model: triageModel,
     tools: [lookup, handoff(billing)],
-    output: { schema: Answer, verify: (c) => (calls.triageVerify++, { answer: c.answer, by: "triage" }) },
-    verifyAttempts: 1,
+    output: {
+      schema: Answer,
+      verify: (c) => {
+        calls.triageVerify++;
+        if (c.answer === "draft") throw new VerificationRejected({ message: "not final", code: "draft", retryable: true });
+        return { answer: c.answer, by: "triage" };
+      },
+    },
+    verifyAttempts: 3,
   });
   return { triage, billing, triageModel, billingModel, calls, agents: [triage, billing] as AnyAgent[] };
 }
@@ -132,7 +134,7 @@ async function claim(store: Store, agentId: string, workerId: string, now: numbe
 
 for (const [adapter, open] of adapters) {
   describe(`handoff on ${adapter}`, () => {
-    it("the turn ends through the target's gate; the model after the handoff sees the target's instructions and tools", async () => {
+    it("the turn ends through the binding's gate; the model after the handoff sees the target's instructions and tools", async () => {
       const t = team();
       const clock = manualClock();
       const gh = createGatehouse({ agents: t.agents, store: open(), clock, leaseMs: LEASE });
@@ -142,9 +144,9 @@ for (const [adapter, open] of adapters) {
         await gh.drain();
 
         expect((await head(store, "h1")).state).toBe("done");
-        expect((await ctxOf(store, "h1")).output).toEqual({ answer: "final", by: "billing" });
-        // billing's verifier rejected once and then passed (a revision under billing); triage's was never called.
-        expect(t.calls).toEqual({ triageVerify: 0, billingVerify: 2 });
+        expect((await ctxOf(store, "h1")).output).toEqual({ answer: "final", by: "triage" });
+        // triage's verifier (the binding's) rejected once and then passed (a revision under billing); billing's was never called.
+        expect(t.calls).toEqual({ triageVerify: 2, billingVerify: 0 });
         expect(t.triageModel.requests).toHaveLength(1);
         expect(t.billingModel.requests).toHaveLength(2);
         expect(t.triageModel.requests[0].messages[0]).toEqual({ role: "system", content: "You are triage." });
@@ -184,7 +186,7 @@ for (const [adapter, open] of adapters) {
         t.triageModel.requests.length = 0;
         await gh.drain();
         expect((await ctxOf(store, "h1")).output).toEqual({ answer: "triaged", by: "triage" });
-        expect(t.calls).toEqual({ triageVerify: 1, billingVerify: 2 });
+        expect(t.calls).toEqual({ triageVerify: 3, billingVerify: 0 });
         expect(t.billingModel.requests).toHaveLength(2);
         expect(t.triageModel.requests[0].messages[0]).toEqual({ role: "system", content: "You are triage." });
         const again = await (await gh.fetch(new Request("http://gh.test/v1/agents/h1"))).json() as Record<string, unknown>;
@@ -219,8 +221,8 @@ for (const [adapter, open] of adapters) {
         expect(t.billingModel.requests).toHaveLength(2);
         expect(t.billingModel.requests[1].messages[0]).toEqual({ role: "system", content: "You are billing." });
         expect(names(t.billingModel.requests[1])).toEqual(["refund", "transfer_to_triage", "agent_output"]);
-        expect((await ctxOf(store, "h2")).output).toEqual({ answer: "final", by: "billing" });
-        expect(t.calls).toEqual({ triageVerify: 0, billingVerify: 1 });
+        expect((await ctxOf(store, "h2")).output).toEqual({ answer: "final", by: "triage" });
+        expect(t.calls).toEqual({ triageVerify: 1, billingVerify: 0 });
         expect(await eventsOf(store, "h2", "handoff")).toHaveLength(1);
 
         // A wakes up: its commit is refused.
@@ -254,7 +256,7 @@ for (const [adapter, open] of adapters) {
         held.release.resolve(null);
         expect(await runA).toMatchObject({ status: "fenced" });
 
-        expect((await ctxOf(store, "h3")).output).toEqual({ answer: "final", by: "billing" });
+        expect((await ctxOf(store, "h3")).output).toEqual({ answer: "final", by: "triage" });
         expect(t.triageModel.requests).toHaveLength(1);
         expect(await eventsOf(store, "h3", "handoff")).toHaveLength(1);
         const results = (await transitionsOf(store, "h3")).filter((x) => x.event.type === "TOOL_RESULT");

@@ -21,7 +21,16 @@
  *   calls (their results belong to the caller's tools), is refused with the
  *   error outcome `handoff_refused`. A target this runtime does not have (a
  *   fork served elsewhere) is the error outcome `handoff_target_unknown`.
- * - The turn keeps its step budget (`config.maxSteps`); the target brings its
+ * - The turn keeps its step budget (`config.maxSteps`). Its gate
+ *   (actors/steps/tool-specs.ts `gateDefinition`): when the binding declares
+ *   `output`, the turn stays gated by the binding's output contract under
+ *   every target: its completion tool stays `agent_output` (the target is
+ *   offered it with the binding's schema, never `submit_result`), its
+ *   verifier attempts and error bound stay the turn's, its verification
+ *   count goes on (the switch carries `keepsGate`), and the target's
+ *   `mustEndWith` applies with `submit_result` read as `agent_output`. So no
+ *   handoff ends such a turn `done` past the binding's schema, verifier and
+ *   guardians. Otherwise (the binding has no `output`) the target brings its
  *   completion tool, `mustEndWith`, verifier attempts (its own: a task's
  *   `verifyAttempts` override applies to the definition the turn started
  *   under) and verifier error bound, and its gate starts a fresh count.
@@ -29,7 +38,7 @@
 import { isHandoffTool } from "../../agents/handoff.ts";
 import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
 import type { Outcome } from "../../common/outcome.ts";
-import type { AgentContext, HandoffSwitch } from "../../machines/types.ts";
+import { AGENT_OUTPUT, type AgentContext, type HandoffSwitch, SUBMIT_RESULT, type TurnConfig } from "../../machines/types.ts";
 import type { AnyTool } from "../../tools/define.ts";
 import { type ClaimContext, IN_TURN, snap } from "../claim/context.ts";
 import { createToolRegistryView } from "../registry/claim-view.ts";
@@ -69,6 +78,11 @@ export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: strin
   const target = ctx.deps.agents.get(tool.handoffTo);
   if (!target) return undefined;
   const { context } = snap(ctx);
+  ctx.commit.emit("handoff", { step: context.step, toolCallId, tool: name, from: ctx.agent.name, to: target.name });
+  if (ctx.binding.output) {
+    // The binding's output contract gates the turn under every target (see the header).
+    return { from: ctx.agent.name, to: target.name, config: keptGateConfig(context.config, target), keepsGate: true };
+  }
   const config = {
     maxSteps: context.config.maxSteps,
     completion: completionToolOf(target),
@@ -76,8 +90,17 @@ export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: strin
     verifyMaxAttempts: resolveVerifyMaxAttempts(target),
     maxVerifierErrors: target.maxVerifierErrors ?? 3,
   };
-  ctx.commit.emit("handoff", { step: context.step, toolCallId, tool: name, from: ctx.agent.name, to: target.name });
   return { from: ctx.agent.name, to: target.name, config };
+}
+
+/**
+ * The turn config under a target when the binding's gate stays: the turn's own (completion `agent_output`,
+ * step budget, verifier attempts and error bound), with the target's `mustEndWith` (`submit_result`, which
+ * the turn does not offer, read as `agent_output`).
+ */
+function keptGateConfig(config: TurnConfig, target: AnyAgent): TurnConfig {
+  const mustEndWith = [...new Set(target.effectiveMustEndWith.map((n) => n === SUBMIT_RESULT ? AGENT_OUTPUT : n))];
+  return { ...config, completion: AGENT_OUTPUT, mustEndWith };
 }
 
 /**

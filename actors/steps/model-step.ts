@@ -43,7 +43,7 @@ import type { ClaimContext } from "../claim/context.ts";
 import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
 import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
 import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
-import { agentToolSpecs } from "./tool-specs.ts";
+import { agentToolSpecs, gateDefinition } from "./tool-specs.ts";
 import { askApprovals } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 import { DeltaBatcher } from "../../store/live.ts";
@@ -106,7 +106,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
 async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
   const { agent, agentId, abort, history, memory, limits } = ctx;
   const emit = ctx.commit.emit;
-  const tools = agentToolSpecs(agent);
+  const tools = agentToolSpecs(agent, gateDefinition(ctx.binding, agent));
   const chunks: string[] = [];
   let res: ModelResponse | null = null;
   let lastError = "";

@@ -50,7 +50,7 @@ import { prepareArgs } from "../../tools/specs.ts";
 import { applyEvent } from "./apply-event.ts";
 import { type ClaimContext, snap } from "../claim/context.ts";
 import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
-import { offeredToolNames } from "./tool-specs.ts";
+import { gateDefinition, offeredToolNames } from "./tool-specs.ts";
 import { handoffOutcome, handoffSwitch } from "./handoff.ts";
 import { awaitsApproval } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
@@ -131,7 +131,7 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
   const { depth, maxDepth } = ctx.delegation;
   if (!tool) {
     // Not in the turn's specs: unknown, left out by allowedTools, or a completion tool this turn does not finish with.
-    const offered = offeredToolNames(agent).join(", ");
+    const offered = offeredToolNames(agent, gateDefinition(ctx.binding, agent)).join(", ");
     return {
       outcome: { ok: false, error: { type: "tool_not_offered", message: `Tool "${name}" is not offered in this turn; the offered tools are: ${offered}`, retryable: false } },
       afterExecution: "continue",

@@ -8,16 +8,22 @@
  *   explain (cause before effect).
  * - The gate never throws; whatever goes wrong becomes `VERIFY_ERROR`, retried
  *   with backoff (`verifierBackoffMs`, doubled per error).
+ * - The judge is the turn's gate (actors/steps/tool-specs.ts `gateDefinition`):
+ *   the binding's schema, verifier and guardians when the binding declares
+ *   `output`, under whatever definition a handoff made the turn run; so a
+ *   handoff never ends a gated turn past its binding's verifier.
  */
 import type { AgentContext } from "../../machines/types.ts";
 import { runVerification } from "../../verification/gate.ts";
 import { applyEvent } from "./apply-event.ts";
 import { type ClaimContext, snap } from "../claim/context.ts";
+import { gateDefinition } from "./tool-specs.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** Judges the candidate of the turn in `context` and applies the gate's answer. */
 export async function verifyStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
-  const { deps, agent, agentId, workerId, epoch, claim } = ctx;
+  const { deps, agentId, workerId, epoch, claim } = ctx;
+  const agent = gateDefinition(ctx.binding, ctx.agent);
   const { clock, logger } = deps;
   const vSpan = startSpan("gatehouse.verification", ctx.spans.ids, ctx.spans.turn);
   const vStarted = clock.now();
