@@ -27,6 +27,9 @@ import { defineTool } from "../tools/define.ts";
 import { VerificationRejected } from "../verification/rejected.ts";
 import { manualClock } from "./helpers/clock.ts";
 import { ctxOf, enqueue, eventsOf, head, recordingModel, replayLog, transitionsOf } from "./helpers/host.ts";
+import { initialTransition, transition } from "xstate";
+import { agentMachine } from "../machines/agent.ts";
+import type { AgentEvent } from "../machines/types.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
 
 let server: RedisServer;
@@ -52,12 +55,15 @@ const said = (req: ModelRequest) => req.messages.map((m) => typeof m.content ===
  * writer (declares `output`: schema and a counting verifier that passes only `{ answer: "final" }`) hands every
  * task to helper, which declares no `output` and answers with `helper(req, i)`.
  */
-function team(helperRespond: (req: ModelRequest, i: number) => ModelResponse, opts: { retryable: boolean }) {
+function team(
+  helperRespond: (req: ModelRequest, i: number) => ModelResponse,
+  opts: { retryable: boolean; writer?: (req: ModelRequest, i: number) => ModelResponse },
+) {
   const judged: unknown[] = [];
   const helperModel = recordingModel(helperRespond);
   const lookup = defineTool({ name: "lookup", description: "Look up", parameters: z.object({}), execute: () => "found" });
   const helper = defineAgent({ name: "helper", instructions: "You are the helper.", model: helperModel, tools: [lookup] });
-  const writerModel = recordingModel(() => ({ toolCalls: [{ name: "transfer_to_helper", args: {} }] }));
+  const writerModel = recordingModel(opts.writer ?? (() => ({ toolCalls: [{ name: "transfer_to_helper", args: {} }] })));
   const writer = defineAgent({
     name: "writer",
     instructions: "You are the writer.",
@@ -178,5 +184,86 @@ for (const [adapter, open] of adapters) {
         await close();
       }
     });
+
+    it("the binding's attempt count goes on across the handoff: it is one gate, not a fresh one per definition", async () => {
+      // writer proposes "draft" itself (attempt 1 of 3, rejected), then hands off; helper's two drafts are attempts 2 and 3.
+      const t = team(() => ({ toolCalls: [{ name: "agent_output", args: { answer: "draft" } }] }), {
+        retryable: true,
+        writer: (_req, i) => i === 0 ? { toolCalls: [{ name: "agent_output", args: { answer: "draft" } }] } : { toolCalls: [{ name: "transfer_to_helper", args: {} }] },
+      });
+      const g = start([t.writer, t.helper]);
+      try {
+        await enqueue(g.store, manualClock(), "w3", t.writer, "write it");
+        await g.drain();
+        const c = await ctxOf(g.store, "w3");
+        expect([(await head(g.store, "w3")).state, c.error?.reason, c.verification.attemptsUsed]).toEqual(["failed", "verification_exhausted", 3]);
+        expect([t.writerModel.requests.length, t.helperModel.requests.length, t.judged.length]).toEqual([2, 2, 3]);
+        expect((await g.verdicts.list("w3")).map((v) => v.status)).toEqual(["NEEDS_CHANGES", "NEEDS_CHANGES", "FAIL"]);
+        expect(await replayLog(g.store, "w3")).toEqual((await head(g.store, "w3")).snapshot);
+      } finally {
+        await close();
+      }
+    });
+
+    it("a binding without output leaves the gate to a target that declares one (unchanged)", async () => {
+      const judged: unknown[] = [];
+      const checkerModel = recordingModel((_req, i) => ({ toolCalls: [{ name: "agent_output", args: { answer: i === 0 ? "draft" : "final" } }] }));
+      const checker = defineAgent({
+        name: "checker", instructions: "Check.", model: checkerModel,
+        output: {
+          schema: Answer,
+          verify: (c) => {
+            judged.push(c);
+            if (c.answer === "draft") throw new VerificationRejected({ message: "not final", code: "draft", retryable: true });
+            return { ...c, by: "checker" };
+          },
+        },
+      });
+      const router = defineAgent({
+        name: "router", instructions: "Route.", tools: [handoff(checker)],
+        model: recordingModel(() => ({ toolCalls: [{ name: "transfer_to_checker", args: {} }] })),
+      });
+      const g = start([router, checker]);
+      try {
+        await enqueue(g.store, manualClock(), "r1", router, "go");
+        await g.drain();
+        expect([(await head(g.store, "r1")).state, (await ctxOf(g.store, "r1")).output]).toEqual(["done", { answer: "final", by: "checker" }]);
+        expect(judged).toEqual([{ answer: "draft" }, { answer: "final" }]);
+        expect((await g.verdicts.list("r1")).map((v) => [v.guardianCode, v.status])).toEqual([
+          ["output_verifier:checker", "NEEDS_CHANGES"], ["output_verifier:checker", "PASS"],
+        ]);
+      } finally {
+        await close();
+      }
+    });
   });
 }
+
+describe("a switch that keeps the gate, on the statechart", () => {
+  it("keeps the verification state and the turn's completion; a switch without keepsGate starts a fresh count", () => {
+    const base = { maxSteps: 8, completion: "agent_output" as const, mustEndWith: ["agent_output"], verifyMaxAttempts: 3, maxVerifierErrors: 3 };
+    const call = (id: string, name: string) => ({ id, name, args: {}, external: false, deadline: 10 });
+    const run = (keepsGate: boolean) => {
+      let [s] = initialTransition(agentMachine);
+      const send = (ev: AgentEvent) => ([s] = transition(agentMachine, s, ev));
+      send({ type: "TASK_STARTED", at: 1, turnId: "t1", input: "go", config: base });
+      send({ type: "MODEL_STEP", at: 2, text: null, toolCalls: [call("c1", "agent_output")], usage: { inputTokens: 0, outputTokens: 0 }, cost: 0 });
+      send({ type: "VERIFY_REJECTED", at: 3, hash: "h1", code: "no", message: "no", retryable: true });
+      send({ type: "FEEDBACK_APPENDED", at: 4 });
+      send({ type: "MODEL_STEP", at: 5, text: null, toolCalls: [call("c2", "transfer_to_b")], usage: { inputTokens: 0, outputTokens: 0 }, cost: 0 });
+      const config = keepsGate ? { ...base, mustEndWith: [] } : { ...base, verifyMaxAttempts: 5 };
+      send({
+        type: "TOOL_RESULT", at: 6, toolCallId: "c2", outcome: { ok: true, value: null }, afterExecution: "continue",
+        handoff: { from: "a", to: "b", config, ...(keepsGate ? { keepsGate: true as const } : {}) },
+      });
+      // Text under the target is reminded, never the end.
+      send({ type: "MODEL_STEP", at: 7, text: "done?", toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, cost: 0 });
+      return s;
+    };
+    const kept = run(true);
+    expect([kept.value, kept.context.definition, kept.context.config.completion]).toEqual(["running", "b", "agent_output"]);
+    expect([kept.context.verification.attemptsUsed, kept.context.verification.maxAttempts, kept.context.verification.lastOutcome]).toEqual([1, 3, "rejected"]);
+    const fresh = run(false);
+    expect([fresh.context.verification.attemptsUsed, fresh.context.verification.maxAttempts]).toEqual([0, 5]);
+  });
+});
