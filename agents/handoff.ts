@@ -2,8 +2,9 @@
  * handoff(): a tool that transfers the conversation to another agent
  * definition. Unlike an agent tool (agents/agent-tool.ts), no child agent
  * runs: the same agent goes on with the same turn under the target's
- * instructions, tools, verifier and model. What a call does at run time is
- * in actors/steps/handoff.ts; this module only defines the tool.
+ * instructions, tools and model; the turn's gate is the binding's when the
+ * binding declares `output` (else the target's). What a call does at run
+ * time is in actors/steps/handoff.ts; this module only defines the tool.
  *
  * Rules (docs/architecture.md, "Handoffs"):
  * - The target is named by its definition (or by its name, for cycles: A
