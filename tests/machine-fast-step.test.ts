@@ -114,7 +114,7 @@ describe("fastSend gives the actor XState's snapshot", () => {
           type: st.kind, at, toolCallId,
           outcome: st.ok ? { ok: true, value: st.value } : { ok: false, error: { type: "boom", message: "no", retryable: false } },
           afterExecution: st.terminate ? "terminate" : "continue",
-          ...(st.handoff ? { handoff: { from: "agent", to: "other", config: st.config } } : {}),
+          ...(st.handoff ? { handoff: { from: "agent", to: "other", config: st.config, ...(st.pick % 2 === 0 ? { keepsGate: true as const } : {}) } } : {}),
           ...(st.pick % 3 === 0 ? { usage: { inputTokens: 5, outputTokens: 1, cost: 0.5 } } : {}),
         };
       }
