@@ -145,7 +145,7 @@ describe("delayed tasks on Redis: an agent queued in the earlier layout (tests/f
     // Five are not due at T0 + 2,000 (d0, d3, d2, d4, k1): a bound of 5 refuses one more.
     expect((await store.enqueueTask({ ...b, turnId: "over", now: T0 + 2_000, runAt: T0 + 4_000, maxDelayedTasks: 5 })).status)
       .toBe("too_many_delayed");
-    expect(await store.cancelTask({ agentId: A, turnId: "d3", now: T0 + 2_000 })).toMatchObject({ status: "cancelled" });
+    expect(await store.cancelTask({ agentId: A, turnId: "d3", reason: "test", now: T0 + 2_000 })).toMatchObject({ status: "cancelled" });
     expect(await store.getTurn(A, "d3")).toMatchObject({ status: "cancelled" });
     expect((await store.getAgent(A))!.pendingTasks).toBe(7);
     expect(await takeAll(store, T0 + 2_000)).toEqual(["i1", "d1", "i2"]);
