@@ -37,6 +37,7 @@ import { type LiveChannel, processLive } from "./store/live.ts";
 import type { RetentionLimits, Store } from "./store/port.ts";
 import { resolveRetention } from "./store/retention.ts";
 import { closestKey, firstUnknownKey } from "./common/known-keys.ts";
+import { DEFAULT_MAX_DELAYED_TASKS } from "./store/delayed-bound.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./agents/memory-policy.ts";
 import { DEFAULT_MAX_CHAINED_TURNS, retentionOf } from "./actors/claim/context.ts";
 import { storeWithDeadline } from "./store/outage.ts";
@@ -218,6 +219,12 @@ export interface GatehouseOptions {
    */
   whatIfMaxCandidates?: number;
   /**
+   * Delayed tasks (`delayMs`/`runAt`, not yet due) one agent may hold (a
+   * whole number from 0, default 10 000): one more is refused with 429
+   * `too_many_delayed_tasks` and changes nothing (docs/security.md).
+   */
+  maxDelayedTasks?: number;
+  /**
    * Longest `Prefer: wait=<seconds>` that `POST /v1/agents/:agentId/tasks`
    * honours (a larger wait is cut to it; 0 turns waiting off). Default 60.
    */
@@ -267,6 +274,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     maxBodyBytes: true,
     maxEventPageBytes: true,
     whatIfMaxCandidates: true,
+    maxDelayedTasks: true,
     jsonLimits: true,
     maxClaimFailures: true,
     claimRetryBackoffMs: true,
@@ -440,6 +448,10 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkRateLimitOptions(options.rateLimits);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "rateLimits" });
   }
+  const mdt = options.maxDelayedTasks;
+  if (mdt !== undefined && !(Number.isSafeInteger(mdt) && mdt >= 0)) {
+    throw new DefinitionError(`createGatehouse(): maxDelayedTasks must be a whole number from 0, got ${mdt}`, { key: "maxDelayedTasks" });
+  }
   const wmc = options.whatIfMaxCandidates;
   if (wmc !== undefined && !(Number.isSafeInteger(wmc) && wmc >= 1 && wmc <= 1_000)) {
     throw new DefinitionError(`createGatehouse(): whatIfMaxCandidates must be an integer from 1 to 1000, got ${wmc}`, {
@@ -543,6 +555,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
       ...(wmc !== undefined ? { maxWhatIfCandidates: wmc } : {}),
+      maxDelayedTasks: mdt ?? DEFAULT_MAX_DELAYED_TASKS,
     },
     wake(agentId, request) {
       if (hooks.wake) hooks.wake(agentId, request);

@@ -33,7 +33,7 @@ import type { RouteRuntime } from "./runtime.ts";
 import { logGrew } from "./live-feed.ts";
 import { DEFAULT_MAX_WAIT_SECONDS, preferredWait, TaskEnded, waitForTurnEnd } from "./prefer-wait.ts";
 import { z } from "@hono/zod-openapi";
-import { runAtIso, taskRunAt } from "./task-delay.ts";
+import { runAtIso, taskRunAt, tooManyDelayed } from "./task-delay.ts";
 import {
   AgentParams,
   AgentView,
@@ -64,14 +64,15 @@ const enqueueTask = defineRoute({
     "with its status, output or error and usage when it ends within the wait, `202` otherwise; both carry " +
     "`Preference-Applied: wait=<seconds>`. With `delayMs` or `runAt` (not both; at most 30 days ahead; a past " +
     "`runAt` is due at once) the task is delayed: it is not started before `runAt`, joins the agent's queue then " +
-    "(tasks without a delay are not held behind it), and its `202` comes at once with `runAt`, whatever `Prefer: wait` asks.",
+    "(tasks without a delay are not held behind it), and its `202` comes at once with `runAt`, whatever `Prefer: wait` asks. " +
+    "An agent holds at most `maxDelayedTasks` delayed tasks not yet due (default 10 000): one more is `429 too_many_delayed_tasks`.",
   tags: ["agents"],
   request: { params: AgentParams, body: jsonBody(TaskRequest), headers: PreferHeader },
   responses: {
     200: json("The turn ended within the `Prefer: wait` (header `Preference-Applied`)", TaskEnded),
     202: json("Enqueued (or a duplicate)", TaskAccepted),
   },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], { verb: "enqueue", signable: true });
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition", "too_many_delayed_tasks"], { verb: "enqueue", signable: true });
 
 const getAgent = defineRoute({
   method: "get",
@@ -162,7 +163,9 @@ export function agentRoutes(rt: RouteRuntime) {
         turnId: rt.ids.turnId(),
         now,
         ...(runAt !== undefined ? { runAt } : {}),
+        ...(rt.limits.maxDelayedTasks !== undefined ? { maxDelayedTasks: rt.limits.maxDelayedTasks } : {}),
       });
+      if (r.status === "too_many_delayed") throw tooManyDelayed(agentId, r.limit);
       if (r.status === "definition_conflict") {
         throw new ProblemError(
           "agent_definition_conflict",

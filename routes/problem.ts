@@ -51,6 +51,7 @@ export const PROBLEMS = {
   unknown_guardian: { status: 422, title: "Unknown guardian" },
   invalid_replay_bundle: { status: 422, title: "Not a replay bundle this version reads" },
   too_many_streams: { status: 429, title: "Too many open event streams" },
+  too_many_delayed_tasks: { status: 429, title: "The agent holds as many delayed tasks as allowed" },
   rate_limited: { status: 429, title: "Too many requests" },
   headers_too_large: { status: 431, title: "Request header fields too large" },
   snapshot_unrestorable: { status: 500, title: "The agent's snapshot cannot be read" },

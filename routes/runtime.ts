@@ -25,6 +25,8 @@ export interface RouteLimits {
   maxEventPageBytes?: number;
   /** Candidates one `POST .../what-if` judges at most (default 20, routes/what-if.ts). */
   maxWhatIfCandidates?: number;
+  /** Delayed tasks one agent may hold (store/delayed-bound.ts); absent: the store's default. */
+  maxDelayedTasks?: number;
 }
 
 /** Caps on open SSE streams of this app (one process); 429 `too_many_streams` beyond them. */

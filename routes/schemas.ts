@@ -70,9 +70,7 @@ export const TaskRequest = z.strictObject({
     .optional()
     .describe("A delayed task: not started before this time, ISO 8601 with an offset (at most 30 days ahead; a past time runs now; not with `delayMs`)"),
 }).superRefine((t, ctx) => {
-  if (t.delayMs !== undefined && t.runAt !== undefined) {
-    ctx.addIssue({ code: "custom", path: ["runAt"], message: "delayMs and runAt both say when the task runs: give one" });
-  }
+  // Both delayMs and runAt: refused by routes/task-delay.ts, whose answer names the two fields and the rule.
   // A renamed field under both names says two things (common/renamed.ts).
   for (const [name, old] of [["verifyAttempts", "verifyMaxAttempts"], ["spendLimit", "budget"]] as const) {
     if (t[name] !== undefined && t[old] !== undefined) {

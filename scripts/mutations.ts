@@ -95,7 +95,7 @@ export const MUTATIONS: Mutation[] = [
       moveAfter(
         s,
         "    if h.agentName ~= a.name_json then\n      return 'definition_conflict ' .. h.agentName\n    end\n",
-        "  local pending = queue_task(k.tasks, a.entry, tonumber(join_at))\n",
+        "  local pending, seq = queue_task(k, a.entry, tonumber(join_at), tonumber(a.now_str), seq0)\n",
         "  if h and h.agentName ~= a.name_json then\n    return 'definition_conflict ' .. h.agentName\n  end\n",
       ),
     tests: [

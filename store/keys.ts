@@ -18,6 +18,7 @@
  * | `<h>:{a:<id>}:head`              | hash   | the AgentHead, one JSON text per field; `_`-fields are internal; long values apart |
  * | `<h>:{a:<id>}:head:<field>`      | string | a long head value (`snapshot`, `currentTask`, `_recentTurns`); the field holds a mark |
  * | `<h>:{a:<id>}:tasks`             | list   | queued tasks in join order (invariant `delayed-tasks`): `<turnId JSON>\n<InboxTask JSON>` |
+ * | `<h>:{a:<id>}:delayed`           | zset   | the queue after `tasks`: delayed tasks and those joining behind one, `<seq 16 digits>\n<task entry>`, score = join time (store/lua/includes/queue.lua) |
  * | `<h>:{a:<id>}:mail`              | list   | MailItem JSON, seq ascending and dense |
  * | `<h>:{a:<id>}:msgs`              | list   | Message JSON (append-only) |
  * | `<h>:{a:<id>}:events`            | list   | StoredEvent JSON; event id k is at index k-1 |
@@ -230,6 +231,8 @@ export interface AgentKeys {
   /** The keys of the head's long values, `<head>:<field>` (store/lua/includes/head.lua `long_key`; scripts derive them from `head`). */
   headLong: readonly string[];
   tasks: string;
+  /** The queue after `tasks`: delayed tasks by join time (store/lua/includes/queue.lua). */
+  delayed: string;
   mail: string;
   messages: string;
   events: string;
@@ -327,6 +330,7 @@ function agentKeys(home: ShardKeys, agentId: string): AgentKeys {
     head: `${tag}:head`,
     headLong: Object.freeze(LONG_HEAD_FIELDS.map((f) => `${tag}:head:${f}`)),
     tasks: `${tag}:tasks`,
+    delayed: `${tag}:delayed`,
     mail: `${tag}:mail`,
     messages: `${tag}:msgs`,
     events: `${tag}:events`,

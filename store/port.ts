@@ -57,13 +57,20 @@ export interface EnqueueTaskRequest {
   runAt?: number;
   /** Answer `agent_deleted` and write nothing when the id carries a deletion marker (invariant `deletion-marker`): a delegation's dispatch. */
   refuseDeleted?: boolean;
+  /**
+   * The most delayed tasks (`runAt` after `now`) the agent may hold (invariant `delayed-tasks`): a delayed task
+   * beyond it answers `too_many_delayed` and writes nothing. A whole number from 0; absent: `DEFAULT_MAX_DELAYED_TASKS`
+   * (store/delayed-bound.ts).
+   */
+  maxDelayedTasks?: number;
 }
 
 export type EnqueueTaskResult =
   | { status: "enqueued"; turnId: string }
   | { status: "duplicate"; turnId: string }
   | { status: "definition_conflict"; boundTo: string }
-  | { status: "agent_deleted"; deletedAt: number };
+  | { status: "agent_deleted"; deletedAt: number }
+  | { status: "too_many_delayed"; limit: number };
 
 export interface DeliverToolResultRequest {
   agentId: string;
@@ -715,7 +722,7 @@ export interface BellWatch {
  * join time (`runAt` for a delayed task, `enqueuedAt` otherwise) and tasks
  * start in join order, ties by enqueue order. The inbox keeps that order
  * itself: an enqueue inserts the task after every queued task that has
- * joined by its join time (it passes over, from the tail, only delayed tasks
+ * joined by its join time (as if it passed over, from the tail, only delayed tasks
  * whose `runAt` is later), so the first queued task is always the next to
  * start, and a claim takes it only once it is due. A task enqueued without
  * a delay therefore never waits behind a delayed task that is not due yet.
@@ -725,7 +732,13 @@ export interface BellWatch {
  * `runAt` when that is earlier, and every write that drops or moves a bell
  * (an empty claim, a releasing commit, a turn ended without the machine)
  * keeps it. Cancelling a delayed task (`cancelTask`) removes it like any
- * queued task; its bell then rings for nothing and is dropped. Clocks of
+ * queued task; its bell then rings for nothing and is dropped.
+ * Bound: an agent holds at most `maxDelayedTasks` delayed tasks (runAt after
+ * now; default 10,000, store/delayed-bound.ts); one more is refused
+ * (`too_many_delayed`, nothing written), whatever else it holds. Cost: an
+ * enqueue, a claim and a chaining commit do not grow with the delayed tasks
+ * queued (Redis keeps them in a sorted set by join time and enqueue order,
+ * store/lua/includes/queue.lua; an enqueue is one ZADD or one RPUSH). Clocks of
  * the processes are assumed close: an immediate task enqueued by a process
  * whose clock is ahead may be placed behind a delayed task due by that clock
  * and not yet by the claimer's.

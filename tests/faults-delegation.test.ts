@@ -59,6 +59,7 @@ async function teamRun() {
     const r = await store.enqueueTask({ agentId, agentName: "lead", workerTarget: "default", input, options: {}, turnId: `turn_${input.label}`, now: Date.now() });
     if (r.status === "definition_conflict") throw new Error(`${agentId} is bound to ${r.boundTo}`);
     if (r.status === "agent_deleted") throw new Error(`${agentId} was deleted`);
+    if (r.status === "too_many_delayed") throw new Error(`${agentId} holds ${r.limit} delayed tasks`);
     return r.turnId;
   };
   const close = async () => {

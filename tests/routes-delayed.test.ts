@@ -186,6 +186,44 @@ describe.each(stores)("delayed tasks over HTTP on the %s store", (storeName, ope
     await gh.close();
   });
 
+  it("both delayMs and runAt: 400 naming the two fields and the rule, nothing enqueued", async () => {
+    const { gh, store, post } = setup();
+    const res = await post({ delayMs: 1_000, runAt: iso(T0 + 1_000) });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("validation_failed");
+    expect(res.body.detail).toMatch(/delayMs/);
+    expect(res.body.detail).toMatch(/runAt/);
+    expect(res.body.detail).toMatch(/not both/);
+    expect(res.body.errors).toEqual([expect.objectContaining({ path: ["runAt"] })]);
+    expect(await store.getAgent("a1")).toBeNull();
+    await gh.close();
+  });
+
+  it("maxDelayedTasks bounds the delayed tasks an agent holds: one more is 429 too_many_delayed_tasks naming the bound, nothing changes", async () => {
+    const { gh, store, call, post } = setup({ maxDelayedTasks: 2 });
+    for (const d of [5_000, 6_000]) expect((await post({ delayMs: d })).status).toBe(202);
+    const before = await call("GET", "/v1/agents/a1");
+    const events = (await store.readEvents("a1", 0, 100)).length;
+    const res = await post({ delayMs: 1_000, idempotencyKey: "k-over" });
+    expect(res.status).toBe(429);
+    expect(res.body.code).toBe("too_many_delayed_tasks");
+    expect(res.body.limit).toBe(2);
+    expect(res.body.detail).toMatch(/maxDelayedTasks/);
+    expect(await call("GET", "/v1/agents/a1")).toEqual(before);
+    expect((await store.readEvents("a1", 0, 100)).length).toBe(events);
+    // The key was not taken: an immediate task under it enqueues as new.
+    const again = await post({ idempotencyKey: "k-over" });
+    expect(again.status).toBe(202);
+    expect(again.body.duplicate).toBe(false);
+    await gh.close();
+  });
+
+  it("maxDelayedTasks must be a whole number from 0: createGatehouse refuses another", () => {
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => createGatehouse({ agents: [agent()], store: memoryStore(), maxDelayedTasks: bad })).toThrow(/maxDelayedTasks/);
+    }
+  });
+
   it("a running pool starts the task from its bell when it comes due, not earlier, with polling turned down", async () => {
     // The system clock. On Redis the enqueuer and the worker are two clients (two processes' worth: the
     // bell reaches the worker by the store's pub/sub); the memory store lives in one process, where the

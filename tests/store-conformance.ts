@@ -936,6 +936,31 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect((await store.getTurn("a1", first.req.turnId))!.runAt).toBe(T0 + 1_000);
       });
 
+      it("bound: an agent holds at most maxDelayedTasks tasks not yet due; one more is refused (too_many_delayed) and writes nothing", async () => {
+        const max = { maxDelayedTasks: 3 };
+        const first = await enqueue({ runAt: T0 + 3_000, idempotencyKey: "d0", ...max });
+        for (const at of [T0 + 1_000, T0 + 2_000]) expect((await enqueue({ runAt: at, ...max })).r.status).toBe("enqueued");
+        const before = await states();
+        const bell = await store.nextReadyAt(TARGET);
+        expect((await enqueue({ runAt: T0 + 500, ...max })).r).toEqual({ status: "too_many_delayed", limit: 3 });
+        expect((await enqueue({ runAt: T0 + 500, idempotencyKey: "fresh", ...max })).r).toEqual({ status: "too_many_delayed", limit: 3 });
+        expect(await states()).toEqual(before);
+        expect(await store.nextReadyAt(TARGET)).toBe(bell);
+        // A duplicate answers its turn; an immediate task and one due at once are not delayed: all pass.
+        expect((await enqueue({ runAt: T0 + 9_000, idempotencyKey: "d0", ...max })).r).toEqual({ status: "duplicate", turnId: first.req.turnId });
+        expect((await enqueue(max)).r.status).toBe("enqueued");
+        expect((await enqueue({ runAt: T0 - 1, ...max })).r.status).toBe("enqueued");
+        // Once one is due it no longer counts: room for one more, not two.
+        expect((await enqueue({ runAt: T0 + 5_000, now: T0 + 1_000, ...max })).r.status).toBe("enqueued");
+        expect((await enqueue({ runAt: T0 + 5_000, now: T0 + 1_000, ...max })).r.status).toBe("too_many_delayed");
+        expect((await store.getAgent("a1"))!.pendingTasks).toBe(6);
+        // A bound of 0 refuses every delayed task; a bound that is not a whole number is bad input.
+        expect((await enqueue({ runAt: T0 + 9_000, now: T0 + 1_000, maxDelayedTasks: 0 })).r.status).toBe("too_many_delayed");
+        await expect(enqueue({ runAt: T0 + 9_000, now: T0 + 1_000, maxDelayedTasks: 1.5 })).rejects.toThrow();
+        // Queue order is unchanged by the refusals.
+        expect((await store.listQueuedTasks("a1", 10)).map((t) => t.runAt ?? null)).toEqual([null, T0, T0 + 1_000, T0 + 2_000, T0 + 3_000, T0 + 5_000]);
+      });
+
       it("listQueuedTasks answers [] for an unknown agent or a limit of 0; a runAt that is not an integer is refused and writes nothing", async () => {
         expect(await store.listQueuedTasks("nobody", 10)).toEqual([]);
         await enqueue({ runAt: T0 + 5 });

@@ -226,7 +226,7 @@ describe("commit key arguments", () => {
   it("Redis Cluster layout: every key the commit touches is declared, the head's long values included", async () => {
     const k = keySpace("p", { shards: 4 }).agent("a1");
     expect(await commitKeys(4)).toEqual([
-      k.head, k.tasks, k.mail, k.messages, k.events, k.calls("t1"), k.home.deadlines, k.turns, k.ckpts, k.ended, k.inputs, k.idem, k.summary,
+      k.head, k.tasks, k.mail, k.messages, k.events, k.calls("t1"), k.home.deadlines, k.turns, k.ckpts, k.ended, k.inputs, k.idem, k.summary, k.delayed,
       ...k.headLong,
     ]);
   });

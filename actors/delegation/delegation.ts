@@ -181,6 +181,8 @@ export async function dispatchChild(deps: DelegationDeps, call: DelegatedCall): 
   if (r.status === "agent_deleted") {
     return { status: r.status, childAgentId: id, childTurnId: await childTurnIdOf(call.parentAgentId, call.parentTurnId, call.toolCallId) };
   }
+  // A dispatch is never delayed, so the bound on delayed tasks cannot refuse it.
+  if (r.status === "too_many_delayed") throw new Error("the store refused an immediate task as a delayed one");
   return { status: r.status, childAgentId: id, childTurnId: r.turnId };
 }
 

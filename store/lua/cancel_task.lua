@@ -8,6 +8,7 @@
   KEYS[4] turns: turns hash
   KEYS[5] idem_hash: idem hash
   KEYS[6] ended: ended list
+  KEYS[7] delayed: delayed zset (includes/queue.lua)
   ARGV[1] turn_raw: turnId (raw)
   ARGV[2] turn_json: turnId JSON
   ARGV[3] now_str: now
@@ -21,20 +22,21 @@
     | 'turn_finished'
 ]]
 -- @include head.lua
+-- @include queue.lua
 -- @include turns.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local idem_hash, ended = KEYS[5], KEYS[6]
+local idem_hash, ended, delayed = KEYS[5], KEYS[6], KEYS[7]
 local turn_raw, turn_json, now_str, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-local k = { tasks = tasks, turns = turns, idem = idem_hash }
+local k = { tasks = tasks, delayed = delayed, turns = turns, idem = idem_hash }
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId', '_ended' })
 if not h then
   return 'agent_not_found'
 end
-local st, entry = turn_status(k, h.activeTurnId, turn_raw, turn_json)
+local st, entry, where = turn_status(k, h.activeTurnId, turn_raw, turn_json)
 if not st then
   return 'turn_not_found'
 elseif st == 'active' then
@@ -56,9 +58,13 @@ if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = t
 
 -- Checks done; writes follow.
 redis.call('RPUSH', ended, turn_raw .. '\n' .. idem .. '\n0')
-redis.call('LREM', k.tasks, 1, entry)
+if where == 'list' then
+  redis.call('LREM', k.tasks, 1, entry)
+else
+  redis.call('ZREM', k.delayed, where)
+end
 redis.call('HSET', k.turns, turn_raw, 'cancelled')
 local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
-redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks)), 'lastEventId', int(last),
+redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks) + redis.call('ZCARD', k.delayed)), 'lastEventId', int(last),
   '_ended', int((tonumber(h._ended) or 0) + 1))
 return 'cancelled'

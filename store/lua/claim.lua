@@ -5,7 +5,8 @@
   KEYS[2] tasks: tasks list
   KEYS[3] mail: mail list
   KEYS[4] inputs: inputs hash
-  KEYS[5..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  KEYS[5] delayed: delayed zset (includes/queue.lua)
+  KEYS[6..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   ARGV[1] prefix: home prefix
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] worker_json: workerId JSON
@@ -25,10 +26,11 @@
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, mail, inputs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local delayed = KEYS[5]
 local prefix, agent_id, worker_json, lease_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now_str = ARGV[5]
 
 -- no checks: claim_agent checks before it writes.
-local reply = claim_agent(prefix, agent_id, { head = head, tasks = tasks, mail = mail, inputs = inputs },
+local reply = claim_agent(prefix, agent_id, { head = head, tasks = tasks, delayed = delayed, mail = mail, inputs = inputs },
   worker_json, tonumber(lease_ms), tonumber(now_str), now_str, nil)
 return reply

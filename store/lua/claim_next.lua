@@ -16,7 +16,7 @@
   ARGV[6..] names: when given, the agentName JSON texts the caller may claim
       (store/port.ts invariant `definition-sets`): a claimable agent of another name is
       left as it is (its bell stays due) and counted
-  Undeclared keys: the head, tasks, mail and inputs keys (and the head's long values) of each visited agent, built
+  Undeclared keys: the head, tasks, delayed, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 
@@ -110,6 +110,7 @@ while true do
       local k = {
         head = agent_key(prefix, agent_id, 'head'),
         tasks = agent_key(prefix, agent_id, 'tasks'),
+        delayed = agent_key(prefix, agent_id, 'delayed'),
         mail = agent_key(prefix, agent_id, 'mail'),
         inputs = agent_key(prefix, agent_id, 'inputs'),
       }

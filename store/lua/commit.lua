@@ -17,11 +17,12 @@
   KEYS[11] inputs_key: inputs hash
   KEYS[12] idem_key: idem hash
   KEYS[13] summary_key: summary string
-  KEYS[14..] long_keys: the keys of the head's long values (includes/head.lua)
+  KEYS[14] delayed_key: delayed zset (includes/queue.lua)
+  KEYS[15..] long_keys: the keys of the head's long values (includes/head.lua)
       On the sharded layout (Redis Cluster) every key is declared, so a slot
       migration answers TRYAGAIN. On one Redis (and Upstash) only KEYS[1] is
       given: the script builds the others from the home prefix and the agent
-      id like store/keys.ts does (includes/keys.lua), 12 key names fewer per
+      id like store/keys.ts does (includes/keys.lua), 13 key names fewer per
       call.
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
@@ -89,7 +90,7 @@
 local head, tasks_key, mail_key, msgs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local events_key, calls_key, deadlines_key, turns_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local ckpts_key, ended_key, inputs_key, idem_key = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local summary_key = KEYS[13]
+local summary_key, delayed_key = KEYS[13], KEYS[14]
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local expected_version, turn_json, turn_id, next_active = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local snapshot, state, ack_text, release = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
@@ -110,6 +111,7 @@ local tasks, mail, msgs, events, calls = key(tasks_key, 'tasks'), key(mail_key, 
 local deadlines, turns = deadlines_key or (prefix .. ':deadlines'), key(turns_key, 'turns')
 local rk = { events = events, msgs = msgs, ckpts = key(ckpts_key, 'ckpts'), ended = key(ended_key, 'ended'), turns = turns, inputs = key(inputs_key, 'inputs'), idem = key(idem_key, 'idem') }
 summary_key = key(summary_key, 'summary')
+local q = { tasks = tasks, delayed = key(delayed_key, 'delayed') }
 local res_at = rec_at + 3 * n_rec
 local msg_at = res_at + 2 * n_res
 local ev_at = msg_at + n_msg
@@ -315,9 +317,9 @@ if ends_turn then
 end
 
 local chained = ''
-if chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(tasks, now) then
+if chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now) then
   -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
-  local entry = redis.call('LPOP', tasks)
+  local entry = pop_task(q)
   local nl = string.find(entry, '\n', 1, true)
   local next_turn = string.sub(entry, 1, nl - 1)
   local until_str = int(now + lease_ms)
@@ -339,13 +341,13 @@ elseif release ~= '-' then
   set_head(head, w, h)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
-    or (next_active == 'null' and task_due(tasks, now))
+    or (next_active == 'null' and task_due(q, now))
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
     set_bell(ready, now_str, agent_id)
   else
     -- The next wakeup, or a delayed task's runAt (invariant `delayed-tasks`); none: no bell.
-    rest_bell(ready, agent_id, release, next_active == 'null', tasks, now)
+    rest_bell(ready, agent_id, release, next_active == 'null', q, now)
   end
 else
   local until_str = int(now + lease_ms)

@@ -14,7 +14,8 @@
   KEYS[6] inputs: inputs hash
   KEYS[7] deleted: deletion marker (read by the shared checks only when refusing, never here)
   KEYS[8] sched: the agent's schedules hash
-  KEYS[9..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  KEYS[9] delayed: delayed zset (includes/queue.lua)
+  KEYS[10..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] agent_id_json: agentId JSON
@@ -46,6 +47,7 @@
 -- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local turns, inputs, deleted, sched = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local delayed = KEYS[9]
 local prefix, agent_id, agent_id_json, sched_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local expect_tick, expect_rev, fire_tick, next_tick = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local turn_json, idem_key, entry, event_tail = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
@@ -60,7 +62,7 @@ if cur_tick ~= expect_tick or cur_rev ~= expect_rev then
   return 'stale ' .. cur_tick
 end
 local fire = fire_tick ~= ''
-local k = { head = head, tasks = tasks, idem = idem, events = events, turns = turns, inputs = inputs, deleted = deleted }
+local k = { head = head, tasks = tasks, delayed = delayed, idem = idem, events = events, turns = turns, inputs = inputs, deleted = deleted }
 local a = {
   prefix = prefix, agent_id = agent_id, agent_id_json = agent_id_json, name_json = name_json,
   target_json = '"' .. target .. '"', turn_json = turn_json, has_key_flag = '1', idem_key = idem_key,

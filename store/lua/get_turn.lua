@@ -6,6 +6,7 @@
   KEYS[3] turns: turns hash
   KEYS[4] idem: idem hash
   KEYS[5] inputs: inputs hash
+  KEYS[6] delayed: delayed zset (includes/queue.lua)
   ARGV[1] turn_raw: turnId (raw)
   ARGV[2] turn_json: turnId JSON
   Returns: 'turn {"status":"<status>"[,"input":...][,"runAt":ms]}' | 'none' (unknown agent or turn);
@@ -13,18 +14,19 @@
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
+-- @include queue.lua
 -- @include turns.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
 local head, tasks, turns, idem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local inputs = KEYS[5]
+local inputs, delayed = KEYS[5], KEYS[6]
 local turn_raw, turn_json = ARGV[1], ARGV[2]
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'currentTask' })
 if not h then
   return 'none'
 end
-local st, entry = turn_status({ tasks = tasks, turns = turns, idem = idem }, h.activeTurnId, turn_raw, turn_json)
+local st, entry = turn_status({ tasks = tasks, delayed = delayed, turns = turns, idem = idem }, h.activeTurnId, turn_raw, turn_json)
 if not st then
   return 'none'
 end

@@ -3,17 +3,19 @@
   (store/port.ts invariant `delayed-tasks`). Mirrors memoryStore.listQueuedTasks.
 
   KEYS[1] tasks: tasks list
+  KEYS[2] delayed: delayed zset (includes/queue.lua: the queue is the list, then the zset)
   ARGV[1] limit_text: at most this many (> 0)
   Returns: 'list [<InboxTask JSON>, ...]' (the task JSON of each entry, without input)
 ]]
 -- reads only: writes nothing.
 -- @include head.lua
+-- @include queue.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
-local tasks = KEYS[1]
+local tasks, delayed = KEYS[1], KEYS[2]
 local limit_text = ARGV[1]
 
-local entries = redis.call('LRANGE', tasks, 0, tonumber(limit_text) - 1)
+local entries = first_tasks({ tasks = tasks, delayed = delayed }, tonumber(limit_text))
 local items = {}
 for i = 1, #entries do
   -- An entry is `<turnId JSON>\n<task JSON>`; JSON text never holds a raw newline.

@@ -13,7 +13,8 @@
   KEYS[7] deadlines: deadlines zset
   KEYS[8] turns: turns hash
   KEYS[9] ended: ended list
-  KEYS[10..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  KEYS[10] delayed: delayed zset (includes/queue.lua)
+  KEYS[11..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] worker_json: workerId JSON
@@ -45,12 +46,12 @@
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, mail, msgs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local events, calls, deadlines, turns = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local ended = KEYS[9]
+local ended, delayed = KEYS[9], KEYS[10]
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local expected_version, turn_json, turn_raw, error_json = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local max_failures_text, retry_base_ms, now_str = ARGV[9], ARGV[10], ARGV[11]
 
-local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended }
+local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended, delayed = delayed }
 local expected = tonumber(expected_version)
 local max_failures, base_ms = math.max(1, tonumber(max_failures_text)), tonumber(retry_base_ms)
 local now = tonumber(now_str)

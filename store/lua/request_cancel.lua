@@ -8,6 +8,7 @@
   KEYS[4] turns: turns hash
   KEYS[5] tasks: tasks list
   KEYS[6] idem: idem hash
+  KEYS[7] delayed: delayed zset (includes/queue.lua)
   ARGV[1] prefix: home prefix
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] now_str: now
@@ -29,15 +30,16 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
 -- @include turns.lua
 
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, mail, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local tasks, idem = KEYS[5], KEYS[6]
+local tasks, idem, delayed = KEYS[5], KEYS[6], KEYS[7]
 local prefix, agent_id, now_str, reason_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local turn_raw, turn_json = ARGV[5], ARGV[6]
 
-local k = { turns = turns, tasks = tasks, idem = idem }
+local k = { turns = turns, tasks = tasks, delayed = delayed, idem = idem }
 
 local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId', '_cancel' })
 if not h then

@@ -12,7 +12,8 @@
   KEYS[7] deadlines: deadlines zset
   KEYS[8] turns: turns hash
   KEYS[9] ended: ended list
-  KEYS[10..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
+  KEYS[10] delayed: delayed zset (includes/queue.lua)
+  KEYS[11..] long_keys: the keys of the head's long values, given on the sharded layout only (includes/head.lua)
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] expected_version: expectedVersion
@@ -35,11 +36,11 @@
 -- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
 local head, tasks, mail, msgs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local events, calls, deadlines, turns = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local ended = KEYS[9]
+local ended, delayed = KEYS[9], KEYS[10]
 local prefix, agent_id, expected_version, turn_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local turn_raw, now_str = ARGV[5], ARGV[6]
 
-local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended }
+local k = { head = head, tasks = tasks, mail = mail, msgs = msgs, events = events, calls = calls, deadlines = deadlines, turns = turns, ended = ended, delayed = delayed }
 local expected = tonumber(expected_version)
 
 local h = read_head(k.head, {

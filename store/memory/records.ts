@@ -99,6 +99,13 @@ export function queueIndex(tasks: readonly InboxTask[], at: number): number {
   return i;
 }
 
+/** The delayed tasks queued at `now` (runAt after now): the queue's tail, in join order. Mirrors delayed_count in store/lua/includes/queue.lua. */
+export function delayedCount(tasks: readonly InboxTask[], now: number): number {
+  let n = 0;
+  while (n < tasks.length && tasks[tasks.length - 1 - n].runAt !== undefined && tasks[tasks.length - 1 - n].runAt! > now) n++;
+  return n;
+}
+
 /** What a claim would take now; mirrors store/lua/includes/claim.lua. */
 export const claimable = (a: AgentRecords, now: number) =>
   a.mail.length > 0 ||

@@ -8,10 +8,11 @@ import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, 
 import { answerResolved } from "../redelivery.ts";
 import type { InboxTask, MailItem, ToolCallRecord } from "../types.ts";
 import { inputBytes } from "../inputs.ts";
+import { maxDelayedOf } from "../delayed-bound.ts";
 import { checkAgentName, StoreInputError, toolCalls } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import { resolveRetention } from "../retention.ts";
-import { bellAt, callKey, claimable, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
+import { bellAt, callKey, claimable, delayedCount, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
 import type { MemoryState } from "./state.ts";
 import { dueSchedule } from "./schedule-steps.ts";
@@ -37,11 +38,15 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
       const prior = a.idempotency.get(req.idempotencyKey);
       if (prior !== undefined) return { status: "duplicate", turnId: prior };
     }
+    // A delayed task (invariant `delayed-tasks`): a time already come is due at once.
+    const runAt = req.runAt === undefined ? undefined : Math.max(int(req.runAt, "runAt"), req.now);
+    const max = maxDelayedOf(req.maxDelayedTasks);
+    if (runAt !== undefined && runAt > req.now && (a ? delayedCount(a.tasks, req.now) : 0) >= max) {
+      return { status: "too_many_delayed", limit: max };
+    }
     // Copies first: an input that cannot be copied throws before anything changed.
     const input = copy(req.input);
     const options = copy(req.options);
-    // A delayed task (invariant `delayed-tasks`): a time already come is due at once.
-    const runAt = req.runAt === undefined ? undefined : Math.max(int(req.runAt, "runAt"), req.now);
     const data = { turnId: req.turnId, options: copy(req.options), inputBytes: inputBytes(input), ...(runAt !== undefined ? { runAt } : {}) };
     const task: InboxTask = {
       turnId: req.turnId,

@@ -23,7 +23,7 @@ export async function deleteAgent(c: ScriptContext, agentId: string, now?: numbe
     for (const key of batch) found.add(key);
     cursor = next === "0" ? "done" : next;
   }
-  const fixed = [...k.headLong, k.tasks, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary, k.schedules];
+  const fixed = [...k.headLong, k.tasks, k.delayed, k.mail, k.messages, k.events, k.idem, k.verdicts, k.inputs, k.ckpts, k.ended, k.summary, k.schedules];
   for (const key of fixed) found.add(key);
   found.delete(k.head);
   found.delete(k.turns);

@@ -29,7 +29,7 @@ export async function getTurn(c: ScriptContext, agentId: string, turnId: string)
   const k = keys.agent(agentId);
   checkTurnId(turnId);
   const r = await call<{ status: TurnStatus; input?: unknown; runAt?: number } | null>(encodeGetTurn({
-    head: k.head, tasks: k.tasks, turns: k.turns, idem: k.idem, inputs: k.inputs, turn_raw: turnId, turn_json: j(turnId),
+    head: k.head, tasks: k.tasks, turns: k.turns, idem: k.idem, inputs: k.inputs, delayed: k.delayed, turn_raw: turnId, turn_json: j(turnId),
   }));
   return r === null ? null : { turnId, ...r };
 }
@@ -37,7 +37,8 @@ export async function getTurn(c: ScriptContext, agentId: string, turnId: string)
 export async function listQueuedTasks(c: ScriptContext, agentId: string, limit: number): Ret<"listQueuedTasks"> {
   const { keys, call } = c;
   if (limit <= 0) return [];
-  return call(encodeListQueuedTasks({ tasks: keys.agent(agentId).tasks, limit_text: int(limit, "limit") }));
+  const k = keys.agent(agentId);
+  return call(encodeListQueuedTasks({ tasks: k.tasks, delayed: k.delayed, limit_text: int(limit, "limit") }));
 }
 
 export async function getToolCalls(c: ScriptContext, agentId: string, turnId: string): Promise<ToolCallRecord[]> {

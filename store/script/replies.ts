@@ -24,7 +24,7 @@ export const REPLY = [
   "fresh", "in_progress", "answered", "other_target",
   "created", "recorded", "entry",
   "allowed", "limited", "held", "released", "not_held",
-  "conversation", "checkpoint", "deleted", "agent_deleted",
+  "conversation", "checkpoint", "deleted", "agent_deleted", "too_many_delayed",
   "approval_pending", "not_due", "decided", "decided_before", "not_awaiting_approval",
   "schedule", "replaced", "fired",
 ] as const;
@@ -85,6 +85,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
   switch (name) {
     case "enqueue_task":
       if (word === "agent_deleted") return { status: word, deletedAt: json() };
+      if (word === "too_many_delayed") return { status: word, limit: json() };
       return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, turnId: json() };
     case "deliver_tool_result":
       // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).

@@ -52,7 +52,7 @@ export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRe
   dropHints(Math.min(req.now, req.nextTick ?? req.now));
   const task: InboxTask = { turnId: req.turnId, options: req.options, enqueuedAt: req.now, idempotencyKey: req.idempotencyKey };
   const r = await call<FireScheduleTickResult>(encodeFireSchedule({
-    head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted, sched: k.schedules,
+    head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted, sched: k.schedules, delayed: k.delayed,
     long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, agent_id_json: j(req.agentId), sched_id: req.scheduleId,
     expect_tick: int(req.expectTick, "expectTick"), expect_rev: int(req.expectRev, "expectRev"),

@@ -11,6 +11,7 @@ import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../ke
 import { notApplied } from "../../common/contract-validation.ts";
 import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
+import { maxDelayedOf } from "../delayed-bound.ts";
 import { JsonOnce } from "../../common/json-once.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
@@ -38,8 +39,9 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
     ...(runAt !== undefined ? { runAt } : {}),
   };
   const input = j(req.input ?? null);
+  const maxDelayed = String(maxDelayedOf(req.maxDelayedTasks));
   return call(encodeEnqueueTask({
-    head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted,
+    head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted, delayed: k.delayed,
     long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, agent_id_json: j(req.agentId), name_json: j(req.agentName),
     target_json: j(req.workerTarget), turn_json: j(req.turnId),
@@ -47,7 +49,7 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
     entry: `${j(req.turnId)}\n${j(task)}`,
     event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null), ...(runAt !== undefined ? { runAt } : {}) } }),
     now_str: now, turn_raw: req.turnId, input_json: input, refuse_deleted: req.refuseDeleted ? "1" : "",
-    run_at: runAt === undefined ? "" : int(runAt, "runAt"),
+    run_at: runAt === undefined ? "" : int(runAt, "runAt"), max_delayed: maxDelayed,
   }));
 }
 
@@ -76,7 +78,7 @@ export async function requestCancel(c: ScriptContext, req: CancelRequest): Promi
   const now = int(req.now, "now");
   if (req.turnId !== undefined) checkTurnId(req.turnId);
   return call(encodeRequestCancel({
-    head: k.head, mail: k.mail, events: k.events, turns: k.turns, tasks: k.tasks, idem: k.idem,
+    head: k.head, mail: k.mail, events: k.events, turns: k.turns, tasks: k.tasks, idem: k.idem, delayed: k.delayed,
     prefix: k.home.prefix, agent_id: req.agentId, now_str: now, reason_json: j(String(req.reason)),
     turn_raw: req.turnId ?? "", turn_json: req.turnId === undefined ? "null" : j(req.turnId),
   }));
@@ -88,7 +90,7 @@ export async function cancelTask(c: ScriptContext, req: CancelTaskRequest): Prom
   checkTurnId(req.turnId);
   const now = int(req.now, "now");
   return call(encodeCancelTask({
-    head: k.head, tasks: k.tasks, events: k.events, turns: k.turns, idem_hash: k.idem, ended: k.ended,
+    head: k.head, tasks: k.tasks, events: k.events, turns: k.turns, idem_hash: k.idem, ended: k.ended, delayed: k.delayed,
     turn_raw: req.turnId, turn_json: j(req.turnId), now_str: now,
     event_tail: tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
   }));
@@ -98,7 +100,7 @@ export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimR
   const { keys, longKeys, call } = c;
   const k = keys.agent(req.agentId);
   return call(encodeClaim({
-    head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, long_keys: longKeys(k),
+    head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), lease_ms: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now"),
   }), { agentId: req.agentId });
 }
@@ -248,7 +250,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     ? {
       tasks_key: k.tasks, mail_key: k.mail, msgs_key: k.messages, events_key: k.events, calls_key: k.calls(req.turnId ?? ""),
       deadlines_key: k.home.deadlines, turns_key: k.turns, ckpts_key: k.ckpts, ended_key: k.ended, inputs_key: k.inputs,
-      idem_key: k.idem, summary_key: k.summary, long_keys: longKeys(k),
+      idem_key: k.idem, summary_key: k.summary, delayed_key: k.delayed, long_keys: longKeys(k),
     }
     : {};
   return call(encodeCommit({ head: k.head, ...declared, ...named, tail: args }));
@@ -261,7 +263,7 @@ export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequ
   if (req.turnId !== null) checkTurnId(req.turnId);
   return call(encodeRecordClaimFailure({
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId ?? ""),
-    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, long_keys: longKeys(k),
+    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     expected_version: int(req.expectedVersion, "expectedVersion"), turn_json: j(req.turnId), turn_raw: req.turnId ?? "",
     error_json: j(req.error), max_failures_text: int(req.maxFailures, "maxFailures"), retry_base_ms: int(req.retryBaseMs, "retryBaseMs"),
@@ -276,7 +278,7 @@ export async function resetTurn(c: ScriptContext, req: ResetTurnRequest): Promis
   checkTurnId(req.turnId);
   return call(encodeResetTurn({
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId),
-    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, long_keys: longKeys(k),
+    deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, expected_version: int(req.expectedVersion, "expectedVersion"),
     turn_json: j(req.turnId), turn_raw: req.turnId, now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
   }));

@@ -71,6 +71,7 @@ export async function enqueue(
   });
   if (r.status === "definition_conflict") throw new Error(`agent id ${agentId} is bound to ${r.boundTo}`);
   if (r.status === "agent_deleted") throw new Error(`agent id ${agentId} was deleted`);
+  if (r.status === "too_many_delayed") throw new Error(`agent id ${agentId} holds ${r.limit} delayed tasks`);
   return r;
 }
 

@@ -17,7 +17,7 @@ export const encodeGetAgent = encoder(GET_AGENT);
 /** store/lua/get_turn.lua */
 export const GET_TURN = {
   script: "get_turn",
-  keys: ["head", "tasks", "turns", "idem", "inputs"],
+  keys: ["head", "tasks", "turns", "idem", "inputs", "delayed"],
   argv: ["turn_raw", "turn_json"],
 } as const satisfies ScriptLayout;
 export const encodeGetTurn = encoder(GET_TURN);
@@ -25,7 +25,7 @@ export const encodeGetTurn = encoder(GET_TURN);
 /** store/lua/list_queued_tasks.lua */
 export const LIST_QUEUED_TASKS = {
   script: "list_queued_tasks",
-  keys: ["tasks"],
+  keys: ["tasks", "delayed"],
   argv: ["limit_text"],
 } as const satisfies ScriptLayout;
 export const encodeListQueuedTasks = encoder(LIST_QUEUED_TASKS);

@@ -33,7 +33,7 @@ export const encodeDeleteSchedule = encoder(DELETE_SCHEDULE);
 /** store/lua/fire_schedule.lua */
 export const FIRE_SCHEDULE = {
   script: "fire_schedule",
-  keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted", "sched"],
+  keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted", "sched", "delayed"],
   argv: [
     "prefix", "agent_id", "agent_id_json", "sched_id", "expect_tick", "expect_rev", "fire_tick", "next_tick",
     "turn_json", "idem_key", "entry", "event_tail", "now_str", "turn_raw",

@@ -8,8 +8,8 @@ import { encoder, type ScriptLayout } from "./layout.ts";
 /** store/lua/enqueue_task.lua */
 export const ENQUEUE_TASK = {
   script: "enqueue_task",
-  keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted"],
-  argv: ["prefix", "agent_id", "agent_id_json", "name_json", "target_json", "turn_json", "has_key_flag", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "input_json", "refuse_deleted", "run_at"],
+  keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted", "delayed"],
+  argv: ["prefix", "agent_id", "agent_id_json", "name_json", "target_json", "turn_json", "has_key_flag", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "input_json", "refuse_deleted", "run_at", "max_delayed"],
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
 export const encodeEnqueueTask = encoder(ENQUEUE_TASK);
@@ -25,7 +25,7 @@ export const encodeDeliverToolResult = encoder(DELIVER_TOOL_RESULT);
 /** store/lua/request_cancel.lua */
 export const REQUEST_CANCEL = {
   script: "request_cancel",
-  keys: ["head", "mail", "events", "turns", "tasks", "idem"],
+  keys: ["head", "mail", "events", "turns", "tasks", "idem", "delayed"],
   argv: ["prefix", "agent_id", "now_str", "reason_json", "turn_raw", "turn_json"],
 } as const satisfies ScriptLayout;
 export const encodeRequestCancel = encoder(REQUEST_CANCEL);
@@ -33,7 +33,7 @@ export const encodeRequestCancel = encoder(REQUEST_CANCEL);
 /** store/lua/cancel_task.lua */
 export const CANCEL_TASK = {
   script: "cancel_task",
-  keys: ["head", "tasks", "events", "turns", "idem_hash", "ended"],
+  keys: ["head", "tasks", "events", "turns", "idem_hash", "ended", "delayed"],
   argv: ["turn_raw", "turn_json", "now_str", "event_tail"],
 } as const satisfies ScriptLayout;
 export const encodeCancelTask = encoder(CANCEL_TASK);
@@ -41,7 +41,7 @@ export const encodeCancelTask = encoder(CANCEL_TASK);
 /** store/lua/claim.lua */
 export const CLAIM = {
   script: "claim",
-  keys: ["head", "tasks", "mail", "inputs"],
+  keys: ["head", "tasks", "mail", "inputs", "delayed"],
   argv: ["prefix", "agent_id", "worker_json", "lease_ms", "now_str"],
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
@@ -68,9 +68,9 @@ export const encodeRenewLease = encoder(RENEW_LEASE);
 /** store/lua/commit.lua */
 export const COMMIT = {
   script: "commit",
-  keys: ["head", "tasks_key", "mail_key", "msgs_key", "events_key", "calls_key", "deadlines_key", "turns_key", "ckpts_key", "ended_key", "inputs_key", "idem_key", "summary_key"],
+  keys: ["head", "tasks_key", "mail_key", "msgs_key", "events_key", "calls_key", "deadlines_key", "turns_key", "ckpts_key", "ended_key", "inputs_key", "idem_key", "summary_key", "delayed_key"],
   argv: ["prefix", "agent_id", "worker_json", "epoch", "expected_version", "turn_json", "turn_id", "next_active", "snapshot", "state", "ack_text", "release", "lease_ms_text", "now_str", "n_rec_text", "n_res_text", "n_msg_text", "n_ev_text"],
-  optional: ["tasks_key", "mail_key", "msgs_key", "events_key", "calls_key", "deadlines_key", "turns_key", "ckpts_key", "ended_key", "inputs_key", "idem_key", "summary_key"],
+  optional: ["tasks_key", "mail_key", "msgs_key", "events_key", "calls_key", "deadlines_key", "turns_key", "ckpts_key", "ended_key", "inputs_key", "idem_key", "summary_key", "delayed_key"],
   keysRest: "long_keys",
   argvRest: "tail",
 } as const satisfies ScriptLayout;
@@ -79,7 +79,7 @@ export const encodeCommit = encoder(COMMIT);
 /** store/lua/record_claim_failure.lua */
 export const RECORD_CLAIM_FAILURE = {
   script: "record_claim_failure",
-  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended"],
+  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended", "delayed"],
   argv: ["prefix", "agent_id", "worker_json", "epoch", "expected_version", "turn_json", "turn_raw", "error_json", "max_failures_text", "retry_base_ms", "now_str"],
   keysRest: "long_keys",
   argvRest: "turn_end",
@@ -89,7 +89,7 @@ export const encodeRecordClaimFailure = encoder(RECORD_CLAIM_FAILURE);
 /** store/lua/reset_turn.lua */
 export const RESET_TURN = {
   script: "reset_turn",
-  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended"],
+  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended", "delayed"],
   argv: ["prefix", "agent_id", "expected_version", "turn_json", "turn_raw", "now_str"],
   keysRest: "long_keys",
   argvRest: "turn_end",

@@ -3,7 +3,7 @@
   doClaim in store/memory.ts step by step. Needs keys.lua, head.lua and queue.lua
   (a delayed task is taken only once due: store/port.ts invariant `delayed-tasks`).
 
-  k: { head, tasks, mail, inputs } keys of the agent.
+  k: { head, tasks, delayed, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
   names: when set, a table whose keys are agentName JSON texts; a claimable
@@ -36,13 +36,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
 
   -- Greedy batch: all pending mail, oldest first (read now, acknowledged by a later commit).
   local mail = redis.call('LRANGE', k.mail, 0, -1)
-  local takes_task = h.activeTurnId == 'null' and task_due(k.tasks, now)
+  local takes_task = h.activeTurnId == 'null' and task_due(k, now)
   local claimable = #mail > 0 or takes_task
     or (h.runnableAt ~= 'null' and tonumber(h.runnableAt) <= now)
   if not claimable then
     -- A bell with nothing behind it: forget the bell, keep a future wakeup (a delayed task's included).
     -- write before checks done: an empty claim drops the bell that rang for nothing, or moves it to the next wakeup
-    rest_bell(ready, agent_id, h.runnableAt, h.activeTurnId == 'null', k.tasks, now)
+    rest_bell(ready, agent_id, h.runnableAt, h.activeTurnId == 'null', k, now)
     return 'empty', 'empty'
   end
   if names and not names[h.agentName] then
@@ -68,7 +68,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   -- Checks done; writes follow.
   if takes_task then
     -- A task entry is `<turnId JSON>\n<task JSON>`; JSON text never holds a raw newline.
-    local entry = redis.call('LPOP', k.tasks)
+    local entry = pop_task(k)
     local nl = string.find(entry, '\n', 1, true)
     h.activeTurnId = string.sub(entry, 1, nl - 1)
     h.currentTask = string.sub(entry, nl + 1)

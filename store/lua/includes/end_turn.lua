@@ -4,7 +4,7 @@
   reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
   it after every check (it writes). Needs head.lua and queue.lua.
 
-  k: { head, tasks, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
+  k: { head, tasks, delayed, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
      messageCount, version, currentTask (resolved: includes/head.lua), _ended (the turn joins the ended
      list, so retention can drop its records later: includes/retention.lua)
@@ -71,12 +71,12 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   local ready = ready_key(prefix, h.workerTarget)
-  if task_due(k.tasks, tonumber(now_str)) then
+  if task_due(k, tonumber(now_str)) then
     -- The tasks behind the turn proceed.
     set_bell(ready, now_str, agent_id)
   else
     -- A delayed task rings when it comes due (invariant `delayed-tasks`); none: no bell.
-    rest_bell(ready, agent_id, 'null', true, k.tasks, tonumber(now_str))
+    rest_bell(ready, agent_id, 'null', true, k, tonumber(now_str))
   end
   return version
 end

@@ -3,14 +3,16 @@
   fire_schedule (a schedule's tick enqueues exactly as a task does; store/port.ts
   invariant `schedule-tick-once`). Needs keys.lua, head.lua and queue.lua before it.
 
-  `k`: head, tasks, idem, events, turns, inputs, deleted (the agent's keys).
+  `k`: head, tasks, delayed, idem, events, turns, inputs, deleted (the agent's keys).
   `a`: prefix, agent_id, agent_id_json, name_json, target_json, turn_json,
   has_key_flag, idem_key, entry, event_tail, now_str, turn_raw, input_json,
-  refuse_deleted, run_at (optional: a delayed task's runAt, ms): the values
+  refuse_deleted, run_at (optional: a delayed task's runAt, ms), max_delayed
+  (optional: the bound on the agent's delayed tasks): the values
   enqueue_task.lua's header names.
 
   check_enqueue(k, a) reads only: it answers a reply that ends the enqueue
-  (a refusal, a duplicate, a replay's 'enqueued'), else nil and the state
+  (a refusal, a duplicate, a replay's 'enqueued', a delayed task over the
+  bound: 'too_many_delayed <limit>'), else nil and the state
   write_enqueue needs. write_enqueue(k, a, st) writes the task, its turn,
   input, event and key, creates the head on the first task, rings the bell,
   and answers 'enqueued <turnId JSON>'.
@@ -32,7 +34,7 @@ local function check_enqueue(k, a)
       return 'agent_deleted ' .. deleted_at
     end
   end
-  local h = read_head(k.head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns' })
+  local h = read_head(k.head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns', '_taskSeq' })
   if h then
     -- A long list of recent turns lives in its own key (includes/head.lua).
     local unreadable = resolve_long(k.head, h, { '_recentTurns' })
@@ -61,6 +63,13 @@ local function check_enqueue(k, a)
       return bad
     end
   end
+  -- The bound on delayed tasks (invariant `delayed-tasks`): counted only for a task that is delayed itself.
+  local now = tonumber(a.now_str)
+  local max = tonumber(a.max_delayed or '')
+  if max and a.run_at ~= nil and a.run_at ~= '' and tonumber(a.run_at) > now
+    and delayed_count(k, now) >= max then
+    return 'too_many_delayed ' .. a.max_delayed
+  end
   return nil, { h = h, recent = recent, has_key = has_key }
 end
 
@@ -69,7 +78,8 @@ local function write_enqueue(k, a, st)
   local h, recent, has_key = st.h, st.recent, st.has_key
   -- The task joins the queue at its join time (invariant `delayed-tasks`).
   local join_at = (a.run_at ~= nil and a.run_at ~= '') and a.run_at or a.now_str
-  local pending = queue_task(k.tasks, a.entry, tonumber(join_at))
+  local seq0 = h and tonumber(h._taskSeq) or 0
+  local pending, seq = queue_task(k, a.entry, tonumber(join_at), tonumber(a.now_str), seq0)
   if has_key then
     redis.call('HSET', k.idem, 'k:' .. a.idem_key, a.turn_json)
   else
@@ -84,6 +94,9 @@ local function write_enqueue(k, a, st)
   local last = append_events(k.events, h and tonumber(h.lastEventId) or 0, a.turn_json, a.now_str, { a.event_tail })
   if h then
     local w = { 'pendingTasks', int(pending), 'lastEventId', int(last) }
+    if seq ~= seq0 then
+      w[#w + 1] = '_taskSeq'; w[#w + 1] = int(seq)
+    end
     if not has_key then
       w[#w + 1] = '_recentTurns'; w[#w + 1] = recent
     end
@@ -95,7 +108,7 @@ local function write_enqueue(k, a, st)
       'epoch', '0', 'version', '0', 'snapshot', 'null', 'state', '"idle"',
       'leaseOwner', 'null', 'leaseUntil', '0', 'runnableAt', 'null',
       'pendingTasks', int(pending), 'pendingMail', '0', 'messageCount', '0', 'lastEventId', int(last),
-      '_mailSeq', '0', '_recentTurns', recent,
+      '_mailSeq', '0', '_recentTurns', recent, '_taskSeq', int(seq),
     }, nil)
     redis.call('ZADD', agents_key(a.prefix), a.now_str, a.agent_id)
   end

@@ -10,6 +10,7 @@
     _cancelSeq    mail seq of the last accepted cancel, until a commit acknowledges it
     _cancelTurn   the turn (JSON) that cancel is aimed at
     _recentTurns  the last turn ids enqueued without a key, '\n'-separated (replay guard)
+    _taskSeq      last seq of a member of the delayed zset (includes/queue.lua)
     _failTurn     turn id JSON whose claims threw, _failCount how often (invariant `turn-end-without-machine`)
     _ckpts, _evBytes, _ended, _endedBase   retention (includes/retention.lua)
 ]]
