@@ -16,6 +16,7 @@ import { mcpTools } from "@gatehouse-runtime/core/mcp";
 import { DefinitionError } from "../errors/errors.ts";
 import type { AnyTool } from "../tools/define.ts";
 import { type HostileMcpServer, type HostileTool, manyTools, startHostileMcpServer } from "./helpers/mcp-hostile-server.ts";
+import { startMcpServer } from "./helpers/mcp-server.ts";
 
 const ctx = { agentId: "a1", turnId: "turn_1", toolCallId: "call_1", signal: new AbortController().signal };
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties });
@@ -135,4 +136,27 @@ describe("mcpTools(): the bounds of one server", () => {
     expect(err.observed).toBeGreaterThan(1024 * 1024);
     expect(err.observed).toBeLessThan(2 * 1024 * 1024);
   }, 60_000);
+
+  it("a listing after list_changed that crosses a bound: the call answers mcp_limit (not retryable) and never reaches the server", async () => {
+    const plain = await startMcpServer(); // 4 tools
+    const tools = await mcpTools({ url: plain.url, maxTools: 4 });
+    try {
+      expect(tools).toHaveLength(4);
+      plain.addTool("fifth");
+      const echo = tools.find((t) => t.name === "echo")!;
+      let r = (await echo.execute!({ text: "hi" }, ctx)) as { ok: boolean; error?: { type: string } };
+      // The notification travels on its own stream; give it the time a busy machine needs.
+      for (let i = 0; i < 100 && r.error?.type !== "mcp_limit"; i++) {
+        await new Promise((res) => setTimeout(res, 50));
+        r = (await echo.execute!({ text: "hi" }, ctx)) as typeof r;
+      }
+      expect(r).toMatchObject({ ok: false, error: { type: "mcp_limit", retryable: false, metadata: { limit: "maxTools", value: 4 } } });
+      const ran = plain.calls.length;
+      expect(await echo.execute!({ text: "hi" }, ctx)).toMatchObject({ ok: false, error: { type: "mcp_limit" } });
+      expect(plain.calls.length).toBe(ran); // refused before the call
+    } finally {
+      await tools.close();
+      await plain.stop();
+    }
+  }, 30_000);
 });
