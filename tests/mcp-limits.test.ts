@@ -11,6 +11,10 @@
  *   is read: paging stops at the page that crosses the bound, and a single
  *   page over the byte bound is cut while it streams in.
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { mcpTools } from "@gatehouse-runtime/core/mcp";
 import { DefinitionError } from "../errors/errors.ts";
@@ -159,4 +163,22 @@ describe("mcpTools(): the bounds of one server", () => {
       await plain.stop();
     }
   }, 30_000);
+
+  it("over stdio (a page is read whole by the SDK): the byte bound still stops paging at the page that crosses it", async () => {
+    const script = fileURLToPath(new URL("./fixtures/mcp/hostile-stdio-server.ts", import.meta.url));
+    const dir = mkdtempSync(join(tmpdir(), "mcp-limits-"));
+    const log = join(dir, "lists");
+    try {
+      const err = await refusal(mcpTools({
+        command: process.execPath,
+        args: ["--import", "tsx", script],
+        env: { PATH: process.env.PATH ?? "", LIST_LOG: log },
+        maxTools: 10_000,
+      }));
+      expect(err).toMatchObject({ name: "McpLimitError", limit: "maxListingBytes", value: 4 * 1024 * 1024 });
+      expect(readFileSync(log, "utf8").split("\n").filter(Boolean)).toHaveLength(6); // 6 of 30 pages
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

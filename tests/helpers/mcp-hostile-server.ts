@@ -38,20 +38,26 @@ export function manyTools(count: number, properties: number, prefix = "tool_"): 
   return Array.from({ length: count }, (_, i) => ({ name: `${prefix}${i}`, description: `Tool ${i}`, inputSchema }));
 }
 
+/** The SDK server answering `tools/list` with `tools`, `pageSize` a page (also run over stdio: tests/fixtures/mcp/hostile-stdio-server.ts). */
+export function hostileServer(tools: HostileTool[], pageSize: number, onList: () => void = () => {}): Server {
+  const server = new Server({ name: "gatehouse-hostile", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async (req) => {
+    onList();
+    const start = Number(req.params?.cursor ?? 0);
+    const end = start + pageSize;
+    return { tools: tools.slice(start, end), ...(end < tools.length ? { nextCursor: String(end) } : {}) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, async (req) => ({ content: [{ type: "text", text: req.params.name }] }));
+  return server;
+}
+
 export async function startHostileMcpServer(tools: HostileTool[], opts: { pageSize?: number } = {}): Promise<HostileMcpServer> {
   const pageSize = opts.pageSize ?? (tools.length || 1);
   let listRequests = 0;
   const live = new Map<string, StreamableHTTPServerTransport>();
 
   function newSession() {
-    const server = new Server({ name: "gatehouse-hostile", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async (req) => {
-      listRequests++;
-      const start = Number(req.params?.cursor ?? 0);
-      const end = start + pageSize;
-      return { tools: tools.slice(start, end), ...(end < tools.length ? { nextCursor: String(end) } : {}) };
-    });
-    server.setRequestHandler(CallToolRequestSchema, async (req) => ({ content: [{ type: "text", text: req.params.name }] }));
+    const server = hostileServer(tools, pageSize, () => listRequests++);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void live.set(id, transport),
