@@ -5,4 +5,6 @@
  */
 export { mcpTools } from "./tools/mcp/tools.ts";
 export type { McpHttpServer, McpServerOptions, McpTools, McpToolsOptions } from "./tools/mcp/tools.ts";
+export { MCP_LIMIT_DEFAULTS, McpLimitError } from "./tools/mcp/limits.ts";
+export type { McpLimit, McpLogger } from "./tools/mcp/limits.ts";
 export type { StdioServer } from "./tools/mcp/stdio.ts";

@@ -24,11 +24,18 @@
  * - An error the server answers (a JSON-RPC error) leaves the connection
  *   open.
  * - `notifications/tools/list_changed` marks the listing stale; the next
- *   call (or `listTools()`) lists again before it runs.
+ *   call (or `listTools()`) lists again before it runs. One listing runs at
+ *   a time; callers that need one while it runs share it.
+ * - A listing reads at most `maxTools` tools and `maxListingBytes` bytes
+ *   (tools/mcp/limits.ts): paging stops at the page that crosses a bound
+ *   and the listing fails with the McpLimitError; over HTTP the answer that
+ *   crosses the byte bound is cut off as it arrives (the connection is then
+ *   dropped, its stream having been cut).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { jsonBytes, ListingMeter, listingBytesError, McpLimitError, type McpLimits, toolCountError } from "./limits.ts";
 import { PASS_THROUGH_VALIDATOR } from "./schema.ts";
 
 /** A tool as the server lists it (the fields gatehouse reads). */
@@ -55,6 +62,8 @@ export class McpConnection {
   private client: Client | undefined;
   private opening: Promise<Client> | undefined;
   private listing: ListedTool[] | undefined;
+  private listingRun: Promise<ListedTool[]> | undefined;
+  private readonly meter: ListingMeter;
   private stale = true;
   private closed = false;
   /** Connections opened so far (the first one included). */
@@ -62,12 +71,22 @@ export class McpConnection {
 
   constructor(
     private readonly label: string,
-    private readonly makeTransport: () => Promise<Transport>,
-  ) {}
+    private readonly makeTransport: (meter: ListingMeter) => Promise<Transport>,
+    private readonly limits: Pick<McpLimits, "maxTools" | "maxListingBytes">,
+  ) {
+    this.meter = new ListingMeter(label, limits.maxListingBytes);
+  }
 
   /** The server's tools, listed again when the server said its list changed. */
-  async listTools(): Promise<ListedTool[]> {
-    if (!this.stale && this.listing) return this.listing;
+  listTools(): Promise<ListedTool[]> {
+    if (!this.stale && this.listing) return Promise.resolve(this.listing);
+    this.listingRun ??= this.listFresh().finally(() => {
+      this.listingRun = undefined;
+    });
+    return this.listingRun;
+  }
+
+  private async listFresh(): Promise<ListedTool[]> {
     try {
       return await this.list();
     } catch (err) {
@@ -80,15 +99,25 @@ export class McpConnection {
     const client = await this.open();
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
+    let bytes = 0;
+    const signal = this.meter.start();
     try {
       do {
-        const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+        const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal });
+        // The JSON size counts where the transport does not (stdio); over HTTP the meter counted the bytes read.
+        bytes += jsonBytes(page.tools);
         tools.push(...(page.tools as ListedTool[]));
+        if (tools.length > this.limits.maxTools) throw toolCountError(this.label, this.limits.maxTools, tools.length);
+        const read = Math.max(bytes, this.meter.bytes);
+        if (read > this.limits.maxListingBytes) throw listingBytesError(this.label, this.limits.maxListingBytes, read);
         cursor = page.nextCursor;
       } while (cursor !== undefined);
     } catch (err) {
-      if (isConnectionFailure(err)) await this.drop(client);
-      throw err;
+      const cut = this.meter.exceeded;
+      if (cut || (isConnectionFailure(err) && !(err instanceof McpLimitError))) await this.drop(client);
+      throw cut ?? err;
+    } finally {
+      this.meter.stop();
     }
     this.listing = tools;
     this.stale = false;
@@ -155,7 +184,7 @@ export class McpConnection {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       this.stale = true;
     });
-    const transport = await this.makeTransport();
+    const transport = await this.makeTransport(this.meter);
     await client.connect(transport);
     // The transport ended (the server process exited, the stream closed): the next call reconnects.
     client.onclose = () => {

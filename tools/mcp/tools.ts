@@ -28,6 +28,15 @@
  * adds later reaches only agents defined from a later `mcpTools()` (or
  * `refresh()`).
  *
+ * Bounds (tools/mcp/limits.ts, where the invariants are): at most
+ * `maxTools` tools and `maxListingBytes` bytes of listing per server, read
+ * while listing (an McpLimitError naming the limit and its value), and
+ * `maxSchemaBytes` per tool. A tool over `maxSchemaBytes`, with a reserved
+ * name (`submit_result`, `agent_output`), a name an earlier tool already
+ * took, or one defineTool() refuses is skipped with a warning
+ * (`mcp_tool_skipped` through `logger`); the other tools stay. A tool that
+ * `allow` names is never skipped: its problem is the error.
+ *
  * Transports: `{ url, headers? }` is Streamable HTTP over `fetch` (every
  * runtime, Workers included); `{ command, args?, env? }` spawns a stdio
  * server (Node, Deno, Bun; tools/mcp/stdio.ts, loaded only then).
@@ -37,8 +46,18 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { error, type Outcome, ok } from "../../common/outcome.ts";
 import { isPlainObject } from "../../common/json.ts";
 import { DefinitionError } from "../../errors/errors.ts";
-import { type AnyTool, defineTool } from "../define.ts";
+import { type AnyTool, defineTool, RESERVED_TOOL_NAMES } from "../define.ts";
 import { type CallAnswer, type ListedTool, McpConnection } from "./connection.ts";
+import {
+  consoleWarnLogger,
+  countingFetch,
+  jsonBytes,
+  type ListingMeter,
+  McpLimitError,
+  type McpLogger,
+  limitsOf,
+  schemaBytesError,
+} from "./limits.ts";
 import { argumentsSchema, deliverableSchema } from "./schema.ts";
 import type { StdioServer } from "./stdio.ts";
 
@@ -58,6 +77,14 @@ export type McpToolsOptions = McpServerOptions & {
   allow?: string[];
   /** Deadline of one call in ms (default 60 s); also the gatehouse tool's `timeoutMs`. */
   timeoutMs?: number;
+  /** Most tools the server may list (default 256); more is an McpLimitError. */
+  maxTools?: number;
+  /** Most bytes of one tool's inputSchema and outputSchema JSON (default 65,536); a bigger tool is skipped with a warning. */
+  maxSchemaBytes?: number;
+  /** Most bytes of the server's whole tool listing, every page (default 4 MiB); more is an McpLimitError, raised while reading. */
+  maxListingBytes?: number;
+  /** Where skipped tools are reported (`mcp_tool_skipped`); default: a JSON line on console.warn. gatehouse's Logger fits. */
+  logger?: McpLogger;
 };
 
 /** The tools of one server, with the connection they share. */
@@ -88,10 +115,13 @@ export async function mcpTools(options: McpToolsOptions): Promise<McpTools> {
   if (options.allow !== undefined && (!Array.isArray(options.allow) || !options.allow.every((n) => typeof n === "string"))) {
     throw new DefinitionError("mcpTools(): allow must be a list of tool names", { key: "allow" });
   }
-  const connection = new McpConnection(label, makeTransport);
+  const limits = limitsOf(options);
+  const logger = options.logger ?? consoleWarnLogger;
+  if (typeof logger?.warn !== "function") throw new DefinitionError("mcpTools(): logger must have a warn(msg, fields) method", { key: "logger" });
+  const connection = new McpConnection(label, makeTransport, limits);
   const build = async () => {
     const listed = await connection.listTools();
-    return toolsOf(listed, connection, { label, prefix, allow: options.allow, timeoutMs });
+    return toolsOf(listed, connection, { label, prefix, allow: options.allow, timeoutMs, maxSchemaBytes: limits.maxSchemaBytes, logger });
   };
   let tools: AnyTool[];
   try {
@@ -107,7 +137,7 @@ export async function mcpTools(options: McpToolsOptions): Promise<McpTools> {
   }) as McpTools;
 }
 
-function transportOf(options: McpToolsOptions): { label: string; makeTransport: () => Promise<Transport> } {
+function transportOf(options: McpToolsOptions): { label: string; makeTransport: (meter: ListingMeter) => Promise<Transport> } {
   if (!options || typeof options !== "object") throw new DefinitionError("mcpTools() needs { url } or { command }");
   if ("url" in options && options.url !== undefined) {
     let url: URL;
@@ -125,7 +155,9 @@ function transportOf(options: McpToolsOptions): { label: string; makeTransport: 
     }
     return {
       label: url.origin + url.pathname,
-      makeTransport: async () => new StreamableHTTPClientTransport(url, headers ? { requestInit: { headers } } : undefined),
+      // The fetch counts the bytes of tool listings as they arrive (tools/mcp/limits.ts).
+      makeTransport: async (meter) =>
+        new StreamableHTTPClientTransport(url, { fetch: countingFetch(meter), ...(headers ? { requestInit: { headers } } : {}) }),
     };
   }
   if ("command" in options && typeof options.command === "string" && options.command !== "") {
@@ -156,10 +188,13 @@ interface BuildOptions {
   prefix: string;
   allow: string[] | undefined;
   timeoutMs: number;
+  maxSchemaBytes: number;
+  logger: McpLogger;
 }
 
 function toolsOf(listed: ListedTool[], connection: McpConnection, o: BuildOptions): AnyTool[] {
-  const byName = new Map(listed.map((t) => [t.name, t]));
+  const byName = new Map<string, ListedTool>();
+  for (const t of listed) if (!byName.has(t.name)) byName.set(t.name, t);
   if (o.allow) {
     const missing = o.allow.filter((n) => !byName.has(n));
     if (missing.length > 0) {
@@ -171,15 +206,44 @@ function toolsOf(listed: ListedTool[], connection: McpConnection, o: BuildOption
   }
   const chosen = o.allow ? o.allow.map((n) => byName.get(n)!) : listed;
   const seen = new Map<string, string>();
-  return chosen.map((t) => {
-    const name = `${o.prefix}${t.name}`.replace(NAME_CHAR, "_");
-    const other = seen.get(name);
-    if (other !== undefined) {
-      throw new DefinitionError(`mcpTools(): the MCP tools "${other}" and "${t.name}" both become "${name}"; pick one with allow`, { key: "allow" });
-    }
-    seen.set(name, t.name);
-    return toolOf(t, name, connection, o);
-  });
+  const tools: AnyTool[] = [];
+  for (const t of chosen) {
+    const built = buildOne(t, seen, connection, o);
+    if ("tool" in built) tools.push(built.tool);
+    else if (o.allow) throw built.error;
+    else o.logger.warn("mcp_tool_skipped", { server: o.label, tool: t.name, ...built.fields, message: built.error.message });
+  }
+  return tools;
+}
+
+type Built = { tool: AnyTool } | { error: DefinitionError; fields: Record<string, unknown> };
+
+/** One listed tool as a gatehouse tool, or why it is not offered (tools/mcp/limits.ts). */
+function buildOne(t: ListedTool, seen: Map<string, string>, connection: McpConnection, o: BuildOptions): Built {
+  const name = `${o.prefix}${t.name}`.replace(NAME_CHAR, "_");
+  if (RESERVED_TOOL_NAMES.has(name)) {
+    const error = new DefinitionError(
+      `mcpTools(): the tool name "${name}" is reserved for the built-in completion tool (the MCP tool "${t.name}" of ${o.label}); give a prefix`,
+      { key: "prefix" },
+    );
+    return { error, fields: { name, reason: "reserved" } };
+  }
+  const other = seen.get(name);
+  if (other !== undefined) {
+    const error = new DefinitionError(`mcpTools(): the MCP tools "${other}" and "${t.name}" both become "${name}"; pick one with allow`, { key: "allow" });
+    return { error, fields: { name, reason: "duplicate" } };
+  }
+  seen.set(name, t.name);
+  const bytes = jsonBytes(t.inputSchema) + jsonBytes(t.outputSchema);
+  if (bytes > o.maxSchemaBytes) {
+    return { error: schemaBytesError(o.label, t.name, o.maxSchemaBytes, bytes), fields: { name, reason: "maxSchemaBytes", limit: o.maxSchemaBytes, bytes } };
+  }
+  try {
+    return { tool: toolOf(t, name, connection, o) };
+  } catch (err) {
+    if (!(err instanceof DefinitionError)) throw err;
+    return { error: err, fields: { name, reason: "invalid" } };
+  }
 }
 
 function toolOf(t: ListedTool, name: string, connection: McpConnection, o: BuildOptions): AnyTool {
@@ -202,6 +266,9 @@ function toolOf(t: ListedTool, name: string, connection: McpConnection, o: Build
           return error({ type: "tool_not_offered", message: `The MCP server ${o.label} no longer offers the tool "${t.name}"`, retryable: false });
         }
       } catch (err) {
+        if (err instanceof McpLimitError) {
+          return error({ type: "mcp_limit", message: err.message, retryable: false, metadata: { limit: err.limit, value: err.value } });
+        }
         return error({ type: "mcp_unavailable", message: `cannot list the tools of the MCP server ${o.label}: ${(err as Error).message}`, retryable: true });
       }
       return outcomeOf(await connection.call(t.name, args, { signal: ctx.signal, timeoutMs: o.timeoutMs }), t.name);
