@@ -716,6 +716,8 @@ function AgentPage({ agentId }) {
       <section class="card">
         <h2>At event #${shownId}</h2>
         ${hist?.error && html`<p class="error">${hist.error}</p>`}
+        ${histOk && hist.throughEventId !== hist.eventId && html`<p class="muted" data-testid="commit-point" data-through-event-id=${hist.throughEventId}>
+          shown at the end of the commit that logged #${shownId}: after event #${hist.throughEventId}</p>`}
         ${histOk && html`<div>
           <p>state <span class=${`pill s-${hist.state}`} data-testid="history-state">${hist.state}</span>
             ${hist.activeTurnId && html` <span class="mono muted">turn ${hist.activeTurnId}</span>`}</p>
@@ -723,7 +725,7 @@ function AgentPage({ agentId }) {
           <details open><summary>messages (${hist.messages.length})</summary><${Messages} messages=${hist.messages} streaming=${live ? streaming : null} /></details>
         </div>`}
         <form class="fork" onSubmit=${fork}>
-          <h3>Fork from event #${shownId}</h3>
+          <h3>Fork from event #${shownId}${histOk && hist.throughEventId !== hist.eventId ? ` (takes the agent after #${hist.throughEventId}, the end of its commit)` : ""}</h3>
           <input placeholder=${`${agentId}-fork-${shownId}`} value=${forkId} onInput=${(e) => setForkId(e.target.value)} name="newAgentId" />
           <button type="submit" data-testid="fork" disabled=${!shownId}>Fork</button>
           ${forked && html`<span> → <${Link} href=${agentPath(forked.agentId)} data-testid="fork-link">${forked.agentId}<//> (${forked.state})</span>`}

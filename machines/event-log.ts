@@ -232,6 +232,10 @@ export const EVENT_DATA = {
     event: MachineEvent,
     snapshotReset: z.literal(true).optional()
       .describe("The stored snapshot could not be restored; the turn failed from the initial one"),
+    commit: z.strictObject({
+      index: int().describe("This event's position (from 0) among the events its commit appended"),
+      count: int().describe("How many events its commit appended"),
+    }).optional().describe("Which events one commit of the host wrote (absent: a transition a store operation logged, or a log written before the mark)"),
   }).describe("A machine transition; replaying them rebuilds every snapshot"),
   task: z.strictObject({
     turnId: z.string().nullable(),
@@ -345,6 +349,8 @@ export const EVENT_DATA = {
   forked_from: z.strictObject({
     agentId: z.string().describe("The source agent"),
     atEventId: int(),
+    throughEventId: int().optional()
+      .describe("The source's event the fork was rebuilt through: the last event of the commit that logged `atEventId`"),
     snapshot: z.record(z.string(), z.unknown()),
     messageCount: int(),
   }).describe("The first event of a fork"),

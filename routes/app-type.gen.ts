@@ -407,6 +407,10 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        commit?: {
+                            index: number;
+                            count: number;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -653,6 +657,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             [x: string]: JSONValue;
                         };
                         messageCount: number;
+                        throughEventId?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -882,6 +887,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 forkedFrom: {
                     agentId: string;
                     atEventId: number;
+                    throughEventId: number;
                     eventId: number;
                 };
                 agent: string;
@@ -910,6 +916,7 @@ export type GatehouseSchema = MergeSchemaPath<{
             output: {
                 agentId: string;
                 eventId: number;
+                throughEventId: number;
                 event: {
                     id: number;
                     type: "snapshot_unrestorable";
@@ -1223,6 +1230,10 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        commit?: {
+                            index: number;
+                            count: number;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1469,6 +1480,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             [x: string]: JSONValue;
                         };
                         messageCount: number;
+                        throughEventId?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2338,6 +2350,10 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        commit?: {
+                            index: number;
+                            count: number;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2584,6 +2600,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             [x: string]: JSONValue;
                         };
                         messageCount: number;
+                        throughEventId?: number | undefined;
                     };
                     at: number;
                     turnId: string | null;

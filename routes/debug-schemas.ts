@@ -61,18 +61,20 @@ const Message = z.object({
 export const HistoryView = z.object({
   agentId: z.string(),
   eventId: z.int(),
-  event: StoredEvent.describe("The event the agent is shown after"),
-  state: AgentState.describe("Machine state right after the event"),
-  activeTurnId: z.string().nullable().describe("The turn in progress after the event; null between turns"),
-  context: z.record(z.string(), z.unknown()).describe("The machine context after the event"),
-  snapshot: z.record(z.string(), z.unknown()).describe("The persisted snapshot a commit right after the event stores"),
-  messages: z.array(Message).describe("The conversation after the event (user inputs filled in)"),
+  throughEventId: z.int().describe("The agent is shown after this event: the last event of the commit that logged " +
+    "`eventId` (`eventId` itself unless that commit logged events after it). A fork at `eventId` takes this point"),
+  event: StoredEvent.describe("Event `eventId`"),
+  state: AgentState.describe("Machine state after event `throughEventId`"),
+  activeTurnId: z.string().nullable().describe("The turn in progress at that point; null between turns"),
+  context: z.record(z.string(), z.unknown()).describe("The machine context at that point"),
+  snapshot: z.record(z.string(), z.unknown()).describe("The persisted snapshot the commit ending at `throughEventId` stored"),
+  messages: z.array(Message).describe("The conversation at that point (user inputs filled in)"),
   messagesFrom: z.int().describe("Index of `messages[0]` in the whole conversation: 0, or where retention's trimmed conversation starts"),
   lastEventId: z.int().describe("The agent's last event id now"),
 }).openapi("HistoryView");
 
 export const ForkRequest = z.strictObject({
-  atEventId: z.int().min(1).describe("The event of the source to fork after"),
+  atEventId: z.int().min(1).describe("The event of the source to fork at: the fork is taken at the end of the commit that logged it"),
   newAgentId: z.string().regex(ID_PATTERN).describe("The fork's id; must not exist"),
   agent: z.string().min(1).max(64).optional()
     .describe("Bind the fork to this registered definition (another model or verifier); default the source's"),
@@ -83,7 +85,12 @@ export const ForkRequest = z.strictObject({
 
 export const ForkCreated = z.object({
   agentId: z.string().describe("The fork"),
-  forkedFrom: z.object({ agentId: z.string(), atEventId: z.int(), eventId: z.int().describe("The source's `forked_to` event") }),
+  forkedFrom: z.object({
+    agentId: z.string(),
+    atEventId: z.int(),
+    throughEventId: z.int().describe("The source's event the fork was taken after: the last event of the commit that logged `atEventId`"),
+    eventId: z.int().describe("The source's `forked_to` event"),
+  }),
   agent: z.string(),
   state: AgentState,
   activeTurnId: z.string().nullable(),

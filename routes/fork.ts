@@ -8,8 +8,11 @@
  * - The source changes by exactly one `forked_to` event (whole-state
  *   comparison of the memory store).
  * - The fork's snapshot and conversation are those of `GET .../history/
- *   :atEventId` of the source, and a replay of the fork's log reproduces
- *   its head.
+ *   :atEventId` of the source: the end of the commit that logged
+ *   `atEventId` (`throughEventId`), so a fork at a `tool_call` or
+ *   `approval_requested` row carries that call as pending (tests/
+ *   fork-commit-point.test.ts). A replay of the fork's log reproduces its
+ *   head.
  * - Tool calls pending at the fork point are pending in the fork, so a
  *   delivered result (or the worker, for in-process ones) moves it on. A
  *   call that waited for a person's approval there waits for one again: the
@@ -66,7 +69,8 @@ export function forkRoutes(rt: RouteRuntime) {
     if (await rt.store.getAgent(body.newAgentId)) {
       throw new ProblemError("agent_exists", `Agent "${body.newAgentId}" exists; a fork needs a new id`);
     }
-    const { point, events, head } = await historyOrProblem(rt.store, agentId, body.atEventId);
+    // The point is the end of the commit that logged `atEventId` (routes/history.ts): never between a call's event and its transition.
+    const { point, events, head, throughEventId } = await historyOrProblem(rt.store, agentId, body.atEventId);
     agentName ??= head.agentName;
     workerTarget ??= rt.agents.get(head.agentName)?.workerTarget ?? head.workerTarget;
 
@@ -115,7 +119,7 @@ export function forkRoutes(rt: RouteRuntime) {
       toolCalls,
       event: {
         type: "forked_from",
-        data: { agentId, atEventId: body.atEventId, snapshot: point.snapshot, messageCount: point.messages.length },
+        data: { agentId, atEventId: body.atEventId, throughEventId, snapshot: point.snapshot, messageCount: point.messages.length },
       },
       runnableAt,
       now,
@@ -131,7 +135,7 @@ export function forkRoutes(rt: RouteRuntime) {
     if (runnableAt !== null) rt.wake(body.newAgentId, c.req.raw);
     return c.json({
       agentId: body.newAgentId,
-      forkedFrom: { agentId, atEventId: body.atEventId, eventId: rec.status === "recorded" ? rec.eventId : 0 },
+      forkedFrom: { agentId, atEventId: body.atEventId, throughEventId, eventId: rec.status === "recorded" ? rec.eventId : 0 },
       agent: agentName,
       state: agentState(point.state),
       activeTurnId: turnId,

@@ -112,6 +112,16 @@ describe("debugger page (Chromium)", () => {
     await page.locator('[data-testid="go-live"]').click();
     await expectLive(page, "a1", "waiting-tools");
 
+    // The tool_call row is logged ahead of the transition that records the call: the page shows (and
+    // would fork) the end of that commit, where the call is pending, and says so.
+    const toolCall = events.find((e) => e.type === "tool_call");
+    await page.locator(`[data-event-id="${toolCall.id}"]`).click();
+    const point = page.locator('[data-testid="commit-point"]');
+    await point.waitFor();
+    expect(Number(await point.getAttribute("data-through-event-id"))).toBeGreaterThanOrEqual(toWaiting.id);
+    await page.locator('[data-testid="history-state"]', { hasText: "waiting-tools" }).waitFor();
+    await page.locator("form.fork h3", { hasText: "the end of its commit" }).waitFor();
+
     // Fork from the event that entered waiting-tools, and open the fork.
     await page.locator(`[data-event-id="${toWaiting.id}"]`).click();
     await page.locator('form.fork input[name="newAgentId"]').fill("a1-fork");

@@ -11,6 +11,13 @@
  * - a log written in format 2 (tests/fixtures/event-log-v2: compact events,
  *   the snapshot stored whole) serves the same as it did then, and goes on;
  * - it stores fewer bytes of events per step.
+ * A log written now differs from those in one way only: every committed
+ * transition carries its commit mark (`commit: { index, count }`,
+ * actors/claim/commit-buffer.ts), so the history at an event is the agent
+ * at the end of its commit (`throughEventId`; actors/replay/commit-point.ts).
+ * `asThen` states that difference exactly: the marks left out, the history
+ * at each event is what the old log answered at `throughEventId`, and an old
+ * log (no marks) answers `throughEventId` = the event.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
@@ -19,7 +26,7 @@ import type { StoredEvent } from "../common/events.ts";
 import { byIdIn, expandEvents, isCompact } from "../common/event-form.ts";
 import { redisStore } from "../redis.ts";
 import { memoryStoreState } from "../store/memory.ts";
-import { AGENT_ID, fixtureGatehouse, RUN_END, readings, runFixture } from "./helpers/event-log-run.ts";
+import { AGENT_ID, fixtureGatehouse, RUN_END, readings as readNow, type Readings, runFixture } from "./helpers/event-log-run.ts";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
 import { RuntimeEvent } from "../routes/schemas.ts";
 import { expandSnapshot } from "../store/snapshot-form.ts";
@@ -47,6 +54,43 @@ afterAll(async () => {
   raw?.disconnect();
   await server?.stop();
 });
+
+/** `v` without the commit marks of its transitions (objects, and JSON texts such as SSE `data:` lines and stored list entries). */
+function unmarked<T>(v: T): T {
+  if (typeof v === "string") {
+    const m = /^(data: )?(\{.*\})$/s.exec(v);
+    if (!m || !v.includes('"commit"')) return v;
+    return `${m[1] ?? ""}${JSON.stringify(unmarked(JSON.parse(m[2])))}` as T;
+  }
+  if (Array.isArray(v)) return v.map(unmarked) as T;
+  if (v === null || typeof v !== "object") return v;
+  const o = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unmarked(x)])) as Record<string, unknown>;
+  if (o.type === "transition" && o.data && typeof o.data === "object" && "commit" in o.data) {
+    const { commit: _mark, ...data } = o.data as Record<string, unknown>;
+    o.data = data;
+  }
+  return o as T;
+}
+
+/**
+ * The readings served now, in the terms of `then` (readings of a log written before the commit mark):
+ * marks left out, and the history at each event checked here to be `then`'s at its `throughEventId`
+ * shown for the event asked (then answered as `then`'s history, for the caller's whole comparison).
+ * `marked`: false for an old log, whose every event is its own point.
+ */
+async function readings(gh: Gatehouse, then?: Readings, marked = false): Promise<Readings> {
+  const now = unmarked(await readNow(gh));
+  if (!then) return now;
+  for (const [id, body] of Object.entries(now.history) as Array<[string, Record<string, unknown>]>) {
+    const { throughEventId: through, ...rest } = body;
+    if (!marked) expect(through, `history at ${id}`).toBe(Number(id));
+    expect(Number(through), `history at ${id}`).toBeGreaterThanOrEqual(Number(id));
+    const at = then.history[String(through)] as Record<string, unknown>;
+    const { state, activeTurnId, context, snapshot, messages, messagesFrom } = at;
+    expect(rest, `history at ${id}`).toEqual({ ...(then.history[id] as object), state, activeTurnId, context, snapshot, messages, messagesFrom });
+  }
+  return { ...now, history: then.history };
+}
 
 /** Writes the dumped keys of an agent (tests/helpers/store-state.ts `redisStateReader`) back under `prefix`. */
 async function restore(prefix: string, agentId: string, records: Record<string, Dumped>) {
@@ -89,7 +133,7 @@ describe("event log: a log written in format 1 (every event whole)", () => {
     expect(loadReplayBundle(store, memoryFixture.readings.bundle)).toBeDefined();
     const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END; // the bundle says when it was exported
-    expect(await readings(gh)).toEqual(memoryFixture.readings);
+    expect(await readings(gh, memoryFixture.readings)).toEqual(memoryFixture.readings);
     await continueOldLog(gh);
     await gh.close();
   });
@@ -100,7 +144,7 @@ describe("event log: a log written in format 1 (every event whole)", () => {
     const store = redisStore({ url: server.url, prefix: redisFixture.prefix });
     const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END;
-    expect(await readings(gh)).toEqual(redisFixture.readings);
+    expect(await readings(gh, redisFixture.readings)).toEqual(redisFixture.readings);
     await continueOldLog(gh);
     await gh.close();
   });
@@ -112,7 +156,7 @@ describe("event log: a log written in format 2 (compact events, whole snapshot)"
     expect(loadReplayBundle(store, memoryFixture2.readings.bundle)).toBeDefined();
     const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END;
-    expect(await readings(gh)).toEqual(memoryFixture2.readings);
+    expect(await readings(gh, memoryFixture2.readings)).toEqual(memoryFixture2.readings);
     await continueOldLog(gh);
     await gh.close();
   });
@@ -123,7 +167,7 @@ describe("event log: a log written in format 2 (compact events, whole snapshot)"
     const store = redisStore({ url: server.url, prefix: redisFixture2.prefix });
     const { gh, clock } = fixtureGatehouse(store, 2);
     clock.t = RUN_END;
-    expect(await readings(gh)).toEqual(redisFixture2.readings);
+    expect(await readings(gh, redisFixture2.readings)).toEqual(redisFixture2.readings);
     await continueOldLog(gh);
     await gh.close();
   });
@@ -142,15 +186,22 @@ describe("the same run written now against format 2 (snapshot without its defaul
     const records = state.records as Record<string, Dumped>;
     const old = redisFixture2.records as Record<string, Dumped>;
     expect(Object.keys(records).sort()).toEqual(Object.keys(old).sort());
+    // The commit marks are the only bytes of events added: the head counts them.
+    const markBytes = (records.events.value as string[]).reduce((n, t) => n + t.length - unmarked(t).length, 0);
+    expect(markBytes).toBeGreaterThan(0);
+    const head = records.head.value as Record<string, string>;
+    const oldHead = old.head.value as Record<string, string>;
+    expect(Number(head._evBytes)).toBe(Number(oldHead._evBytes) + markBytes);
+    records.head = { ...records.head, value: { ...head, _evBytes: oldHead._evBytes } };
     for (const key of Object.keys(old)) {
       if (key === "head:snapshot") continue;
-      expect(records[key], key).toEqual(old[key]);
+      expect(unmarked(records[key]), key).toEqual(old[key]);
     }
     const stored = records["head:snapshot"].value as string;
     expect(stored.startsWith('{"~":1,')).toBe(true);
     expect(JSON.stringify(expandSnapshot(JSON.parse(stored)))).toBe(old["head:snapshot"].value);
     expect(stored.length).toBeLessThan((old["head:snapshot"].value as string).length * 0.6);
-    expect(await readings(gh)).toEqual(redisFixture2.readings);
+    expect(await readings(gh, redisFixture2.readings, true)).toEqual(redisFixture2.readings);
     console.log(`bytes to Redis for the fixture run (INFO total_net_input_bytes): ${after - before}`);
     await gh.close();
   });
@@ -165,8 +216,9 @@ describe("event log: the same run written now (compact events)", () => {
     const old = memoryFixture.records.events as StoredEvent[];
     expect(stored.filter(isCompact).length).toBeGreaterThan(10);
     expect(stored.some((e) => e.type === "transition" && isCompact(e))).toBe(false);
-    expect(expandEvents(stored, byIdIn(stored)).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
-    expect(await readings(gh)).toEqual(memoryFixture.readings);
+    expect(stored.filter((e) => e.type === "transition").every((e) => e.data.commit !== undefined)).toBe(true);
+    expect(unmarked(expandEvents(stored, byIdIn(stored))).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
+    expect(await readings(gh, memoryFixture.readings, true)).toEqual(memoryFixture.readings);
     const [before, after] = [bytes(old) / stepsOf(old), bytes(stored) / stepsOf(stored)];
     console.log(`event bytes a step (memory store, stored JSON): format 1 ${before.toFixed(0)}, now ${after.toFixed(0)}`);
     expect(after).toBeLessThan(before - 300);
@@ -182,8 +234,8 @@ describe("event log: the same run written now (compact events)", () => {
     const list = (await raw.lrange(`${prefix}:{a:${AGENT_ID}}:events`, 0, -1)).map((t) => JSON.parse(t) as StoredEvent);
     const old = (redisFixture.records.events.value as string[]).map((t) => JSON.parse(t) as StoredEvent);
     expect(list.filter(isCompact).length).toBeGreaterThan(10);
-    expect(expandEvents(list, byIdIn(list)).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
-    expect(await readings(gh)).toEqual(redisFixture.readings);
+    expect(unmarked(expandEvents(list, byIdIn(list))).map((e) => JSON.stringify(e))).toEqual(old.map((e) => JSON.stringify(e)));
+    expect(await readings(gh, redisFixture.readings, true)).toEqual(redisFixture.readings);
     const before = (redisFixture.records.events.value as string[]).join("").length / stepsOf(old);
     const after = (await raw.lrange(`${prefix}:{a:${AGENT_ID}}:events`, 0, -1)).join("").length / stepsOf(list);
     console.log(`event bytes a step (Redis events list): format 1 ${before.toFixed(0)}, now ${after.toFixed(0)}`);

@@ -8,6 +8,13 @@
  *
  * The committed snapshots are captured by a store wrapper around `commit`.
  *
+ * Commit points (actors/replay/commit-point.ts): every event of a commit
+ * that holds a transition resolves to that commit's last event, and the
+ * agent there is the snapshot the commit stored; an event of a commit
+ * without a transition is its own point, and the agent there is that
+ * commit's snapshot too. So no event shows a state between the events of
+ * one commit.
+ *
  * With retention cutting the log (store/port.ts invariant `retention`): every event
  * after the cut still rebuilds its commit's snapshot (replayed from the base
  * checkpoint), every event at or before it answers EventTrimmedError, and
@@ -17,6 +24,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { EventTrimmedError, historyAt } from "../actors/replay/time-travel.ts";
+import { commitEndOf } from "../actors/replay/commit-point.ts";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
 import type { Store } from "../mod.ts";
 import { ToolError } from "../errors/errors.ts";
@@ -25,6 +33,9 @@ import { manualClock } from "./helpers/clock.ts";
 interface Commit {
   agentId: string;
   lastEventId: number;
+  /** How many events the commit appended, and whether one was a transition. */
+  events: number;
+  transitions: boolean;
   snapshot: string;
 }
 
@@ -37,7 +48,12 @@ function capturingStore(): { store: Store; commits: Commit[] } {
       if (p === "commit") {
         return async (req: Parameters<Store["commit"]>[0]) => {
           const r = await target.commit(req);
-          if (r.status === "applied") commits.push({ agentId: req.agentId, lastEventId: r.lastEventId, snapshot: JSON.stringify(req.snapshot) });
+          if (r.status === "applied") {
+            commits.push({
+              agentId: req.agentId, lastEventId: r.lastEventId, snapshot: JSON.stringify(req.snapshot),
+              events: req.events.length, transitions: req.events.some((e) => e.type === "transition"),
+            });
+          }
           return r;
         };
       }
@@ -165,6 +181,27 @@ describe("time travel", () => {
     // The runs went through the interesting states (a property over idle agents only would prove little).
     for (const s of ["waiting-tools", "verifying", "done", "failed"]) expect(states, s).toContain(s);
   });
+
+  it("resolves every event of a commit to that commit's end, where the agent is the snapshot it stored", async () => {
+    let mid = 0;
+    await fc.assert(
+      fc.asyncProperty(runArb, async (plan) => {
+        const { store, commits } = await runOnce(plan);
+        for (const c of commits) {
+          for (let id = c.lastEventId - c.events + 1; id <= c.lastEventId; id++) {
+            const end = await commitEndOf(store, "p1", id);
+            expect(end, `event ${id} of the commit ending at ${c.lastEventId}`).toBe(c.transitions ? c.lastEventId : id);
+            if (end !== id) mid++;
+            const p = await historyAt(store, "p1", end);
+            expect(JSON.stringify(p!.snapshot), `snapshot at event ${id}'s point`).toBe(c.snapshot);
+          }
+        }
+      }),
+      { numRuns: 15, seed: 20261128 },
+    );
+    // Most points moved: the events a commit logs ahead of its transitions.
+    expect(mid).toBeGreaterThan(50);
+  }, 120_000);
 
   it("after retention cut the log: events after the cut replay from the base checkpoint, events before it are refused", async () => {
     let cut = 0;

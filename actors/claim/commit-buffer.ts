@@ -44,6 +44,11 @@
  *   payload a transition of the commit carries is stored in it only.
  * - The parts of a claim book writes only through the `CommitSink` methods
  *   (actors/claim/context.ts); the buffered writes are private to this class.
+ * - Every `transition` a commit appends carries `commit: { index, count }`:
+ *   its position among the events of that commit and how many there are,
+ *   so a reader of the log knows which events one commit wrote and where it
+ *   ended (actors/replay/commit-point.ts: a fork at any event of a commit
+ *   takes the agent at the commit's end).
  */
 import type { NewEvent } from "../../common/events.ts";
 import { compactEvents } from "../../common/event-form.ts";
@@ -173,7 +178,7 @@ export class CommitBuffer implements CommitSink {
     // Only the commit that ends a turn and releases may start the next one.
     const chain = opts.chain === true && final && turnId !== null && release !== null;
     // Payloads a transition of this commit carries are stored once (common/event-form.ts).
-    const events = compactEvents(this.#events);
+    const events = compactEvents(markCommit(this.#events));
     // Through a store outage (a Cluster failover) the same commit is sent again while the lease lasts.
     const res = await retryWithinLease(() => (now = clock.now(), store.commit({
       agentId, workerId, epoch, expectedVersion: this.version, turnId,
@@ -239,4 +244,10 @@ function dropTrimmed(ctx: Pick<ClaimContext, "history" | "usedIds" | "memory">, 
   const dropped = history.splice(0, Math.min(history.length, trimmedThrough - memory.firstIndex));
   for (const m of dropped) usedIds.drop(m);
   memory.firstIndex = trimmedThrough;
+}
+
+/** The commit's events, each transition marked with its position in them and their number (the payload objects are kept). */
+function markCommit(events: readonly NewEvent[]): NewEvent[] {
+  const count = events.length;
+  return events.map((e, index) => e.type === "transition" ? { type: e.type, data: { ...e.data, commit: { index, count } } } : e);
 }
