@@ -26,13 +26,13 @@
 import type { FireScheduleTickResult, ScheduleRecord, Store } from "../../store/port.ts";
 import { planTick, scheduleKey, skippedTicks } from "../../common/schedule.ts";
 import type { Clock, Logger } from "../runtime.ts";
-import type { Metrics } from "../observe/metrics.ts";
 
 export interface ScheduleFireDeps {
   store: Store;
   clock: Clock;
   logger: Logger;
-  metrics?: Metrics;
+  /** The process metrics (actors/observe/metrics.ts): the two schedule counters. */
+  metrics?: { scheduleTickFired(): void; scheduleTicksSkipped(count: number): void };
 }
 
 /**

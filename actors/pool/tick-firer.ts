@@ -32,7 +32,6 @@
  */
 import type { Store } from "../../store/port.ts";
 import type { Clock, Logger } from "../runtime.ts";
-import type { Metrics } from "../observe/metrics.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
 
 /** The most schedule steps one pass takes per target before it yields. */
@@ -42,7 +41,8 @@ export interface TickFirerDeps {
   store: Store;
   clock: Clock;
   logger: Logger;
-  metrics?: Metrics;
+  /** The process metrics (actors/observe/metrics.ts): the two schedule counters. */
+  metrics?: { scheduleTickFired(): void; scheduleTicksSkipped(count: number): void };
   targets: readonly string[];
   /** The definitions this process has: only their schedules are fired (invariant `definition-sets`). */
   agentNames: readonly string[];
