@@ -24,9 +24,11 @@
  *   target are claimed and driven within `scheduledBudget`; due recurring
  *   schedules (routes/schedules.ts) are fired on the way, each tick one
  *   store step, and the task a tick enqueues is driven like any due agent.
- *   So a schedule ticks at most as often as the cron trigger runs (the
- *   trigger's period bounds its lateness; `catchUp` decides what a late
- *   worker does with the ticks it missed). A turn longer
+ *   Every such drive starts with a tick firer pass (actors/pool/tick-firer.ts:
+ *   every due tick fired, the enqueue only, before any turn runs), up since
+ *   the drive began: no process is up between invocations, so `catchUp`
+ *   decides the ticks due before it. So a schedule ticks at most as often as
+ *   the cron trigger runs (the trigger's period bounds its lateness). A turn longer
  *   than one invocation therefore finishes across invocations; nothing
  *   depends on an isolate living on.
  * - Optional continuation bell: when a drive stops on its budget with work
@@ -44,6 +46,7 @@
 import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
 import { claimRunner } from "./actors/pool/claim-failure.ts";
 import { fireDueSchedule } from "./actors/pool/schedule-fire.ts";
+import { TickFirer } from "./actors/pool/tick-firer.ts";
 import { logTurnEnd } from "./actors/pool/claim-runner.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
@@ -227,7 +230,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   }
 
   /** Claims due agents of every target until none is due or the budget is spent; true when the budget stopped it. */
-  async function drainDue(inst: Instance, budget: Budget, workerId: string): Promise<boolean> {
+  async function drainDue(inst: Instance, budget: Budget, workerId: string, liveFrom: number | undefined): Promise<boolean> {
     const { deps, targets } = inst.built;
     for (;;) {
       if (budgetSpent(budget, deps.clock)) return true;
@@ -238,7 +241,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
         // A due schedule (store/port.ts invariant `schedule-tick-once`): one step fires its tick; its task is due next.
         if (c.status === "schedule_due") {
-          await fireDueSchedule(deps, c.schedule, inst.built.ids.turnId());
+          await fireDueSchedule(deps, c.schedule, inst.built.ids.turnId(), liveFrom);
           claimed = true;
           continue;
         }
@@ -269,8 +272,11 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
     const workerId = `${inst.workerId()}/d${++drives}`;
     let left = false;
     try {
+      // Every due tick first, the enqueue only: turns driven below cannot hold a tick back.
+      const firer = b.any ? new TickFirer({ ...deps, targets: inst.built.targets, agentNames: [...deps.agents.keys()], turnId: () => inst.built.ids.turnId() }) : null;
+      await firer?.pass();
       for (const agentId of b.agents) left = (await driveAgent(inst, agentId, budget, workerId)) || left;
-      if (b.any) left = (await drainDue(inst, budget, workerId)) || left;
+      if (b.any) left = (await drainDue(inst, budget, workerId, firer?.liveFrom)) || left;
     } catch (err) {
       // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
       deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });

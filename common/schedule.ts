@@ -9,16 +9,22 @@
  * written. `nextTickAfter(spec, t)` is the first tick strictly after `t`
  * (null: the expression names no later time).
  *
- * Missed ticks. When a worker finds a schedule due (its stored `nextTick` is
- * at or before now), the ticks due are `nextTick`, the ticks after it up to
- * now. One of them is the *latest due tick*; the others were missed (no
- * worker ran at their time). `catchUp` decides:
- * - `last` (default): fire the latest due tick only;
- * - `none`: fire the latest due tick only when it is within `ON_TIME_MS` of
- *   now (an on-time tick seen a little late), else fire nothing; the next
- *   tick is then the first one after now;
- * - `all`: fire every due tick, oldest first, one store step each, but at
- *   most `MAX_CATCH_UP` of them: older ones are skipped.
+ * Due ticks. When a process finds a schedule due (its stored `nextTick` is
+ * at or before now), the ticks due are `nextTick` and the ticks after it up
+ * to now. A tick at or after `liveFrom` (the time since which the process
+ * finding it has been up and reaching the store, actors/pool/tick-firer.ts)
+ * fell due while that process was up to fire it: it is fired, each one, one
+ * store step each, oldest first, whatever `catchUp` says. The ticks before
+ * `liveFrom` were missed (no process was up to fire them at their time), and
+ * `catchUp` decides among those only, their newest being the *latest
+ * missed tick*:
+ * - `last` (default): fire the latest missed tick only;
+ * - `none`: fire the latest missed tick only when it is within `ON_TIME_MS`
+ *   of now (an on-time tick seen a little late), else fire nothing;
+ * - `all`: fire every missed tick, oldest first, one store step each.
+ * Either way at most the latest `MAX_CATCH_UP` due ticks are considered:
+ * older ones are skipped. `skippedTicks` names the ticks a plan skips (the
+ * range and count the `schedule_skipped` line and metric report).
  * Each fire is one atomic store step (store/port.ts invariant
  * `schedule-tick-once`), so whatever the number of workers, a tick is
  * enqueued once, under the idempotency key `scheduleKey(id, tick)`.
@@ -124,16 +130,48 @@ function dueTicks(spec: ScheduleSpec, due: number, now: number): number[] {
 }
 
 /**
- * What a worker does with a schedule whose stored next tick `due` is at or
+ * What a process does with a schedule whose stored next tick `due` is at or
  * before `now`: fire `fire` (null: fire nothing) and store `next` as the
- * next tick (null: the schedule has no more ticks). See the header for the
- * rules; `next` may itself be due (catchUp `all`), which the next step fires.
+ * next tick (null: the schedule has no more ticks). Ticks at or after
+ * `liveFrom` are fired each; `catchUp` applies to the ones before it (see
+ * the header; the default, no `liveFrom`, treats every due tick as missed).
+ * `next` may itself be due, which the next step fires.
  */
-export function planTick(spec: ScheduleSpec, due: number, now: number): { fire: number | null; next: number | null } {
+export function planTick(spec: ScheduleSpec, due: number, now: number, liveFrom = Infinity): { fire: number | null; next: number | null } {
   const ticks = dueTicks(spec, due, now);
-  const latest = ticks[ticks.length - 1];
-  const after = nextTickAfter(spec, Math.max(now, latest));
-  if (spec.catchUp === "all") return { fire: ticks[0], next: ticks.length > 1 ? ticks[1] : after };
-  if (spec.catchUp === "none" && now - latest > ON_TIME_MS) return { fire: null, next: after };
-  return { fire: latest, next: after };
+  const missed = ticks.filter((t) => t < liveFrom);
+  const live = ticks.slice(missed.length);
+  if (missed.length === 0 || spec.catchUp === "all") {
+    return { fire: ticks[0], next: ticks.length > 1 ? ticks[1] : nextTickAfter(spec, Math.max(now, ticks[0])) };
+  }
+  const latest = missed[missed.length - 1];
+  const next = live.length > 0 ? live[0] : nextTickAfter(spec, Math.max(now, latest));
+  if (spec.catchUp === "none" && now - latest > ON_TIME_MS) return { fire: null, next };
+  return { fire: latest, next };
+}
+
+/** The most ticks `skippedTicks` counts one by one (a cron schedule); past it the count says "at least". */
+export const MAX_SKIP_COUNT = 100_000;
+
+/**
+ * The ticks a step planned from `due` skips: those from `due` up to (not
+ * including) the tick it fires, or its next tick when it fires none (all
+ * due ticks when the schedule ends). Null when it skips none. `count` is
+ * exact for an interval; a cron's is counted up to MAX_SKIP_COUNT (`capped`).
+ */
+export function skippedTicks(spec: ScheduleSpec, due: number, plan: { fire: number | null; next: number | null }, now: number): { from: number; to: number; count: number; capped: boolean } | null {
+  const end = plan.fire ?? plan.next ?? now + 1;
+  if (end <= due) return null;
+  if (spec.everyMs !== undefined) {
+    const count = Math.ceil((end - due) / spec.everyMs);
+    return { from: due, to: due + (count - 1) * spec.everyMs, count, capped: false };
+  }
+  const cron = cronOf(spec);
+  let count = 1;
+  let to = due;
+  for (let t = cron.nextRun(new Date(due))?.getTime(); t !== undefined && t < end && count < MAX_SKIP_COUNT; t = cron.nextRun(new Date(t))?.getTime()) {
+    count++;
+    to = t;
+  }
+  return { from: due, to, count, capped: count >= MAX_SKIP_COUNT };
 }

@@ -34,6 +34,7 @@
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
  * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua); `<agentId>\n<scheduleId>`, score = the schedule's next tick |
+ * | `<h>:ticks:<target>`   | zset   | `<agentId>\n<scheduleId>`, score = the schedule's next tick: the schedule index the tick firer reads (store/port.ts invariant `schedule-index`) |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
@@ -215,6 +216,8 @@ export interface ShardKeys {
   readonly prefix: string;
   /** The ready queue (bell) of a worker target. */
   ready(target: string): string;
+  /** The schedule index of a worker target (store/port.ts invariant `schedule-index`). */
+  ticks(target: string): string;
   /** Resume deadlines of pending tool calls, for the watchdog. */
   readonly deadlines: string;
   /** verdictId -> verdict record. */
@@ -313,6 +316,7 @@ function shardKeys(prefix: string): ShardKeys {
   return {
     prefix,
     ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
+    ticks: (target) => `${prefix}:ticks:${checkTarget(target)}`,
     deadlines: `${prefix}:deadlines`,
     verdicts: `${prefix}:verdicts`,
     agents: `${prefix}:agents`,

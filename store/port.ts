@@ -1030,6 +1030,19 @@ export type FireScheduleTickResult =
   | { status: "stale"; nextTick: number | null }
   | { status: "schedule_not_found" };
 
+export interface NextDueScheduleRequest {
+  workerTarget: string;
+  now: number;
+  /** When given, only schedules whose `agentName` is listed (invariant `definition-sets`). */
+  agentNames?: readonly string[];
+}
+
+export type NextDueScheduleResult =
+  /** The oldest due schedule of the target (as `claimNext` answers it): fire it with `fireScheduleTick`. */
+  | { status: "schedule_due"; schedule: ScheduleRecord }
+  /** None due; `next`: the earliest next tick of the target's schedules after `now` (null: none). */
+  | { status: "none"; next: number | null };
+
 /**
  * Recurring schedules of an agent. The records live with the agent's own
  * (one slot); the due time of each is a member `<agentId>\n<scheduleId>` of
@@ -1050,6 +1063,18 @@ export type FireScheduleTickResult =
  * A definition conflict still advances the schedule (the enqueue answer
  * says so), so a bad tick cannot hold the queue.
  *
+ * ## schedule-index
+ * Beside its ready-queue member, every schedule with a next tick has a
+ * member `<agentId>\n<scheduleId>` in its target's schedule index, scored
+ * by that tick (`putSchedule`, `fireScheduleTick` and `deleteSchedule` /
+ * `deleteAgent` keep it; a schedule written before the index existed joins
+ * it when `claimNext` visits its due time). `nextDueSchedule` reads the
+ * index only: it answers the oldest due schedule (of `agentNames`), never
+ * claims, moves or reads any agent, and leaves the record as it is (a stale
+ * member is moved to its record's tick or removed); else the earliest tick
+ * after `now`. So a process can fire due ticks while all its worker loops
+ * are held by turns, at a cost that does not grow with the agents due.
+ *
  * ## schedule-put
  * `putSchedule` refuses (`definition_conflict`, nothing written) when the
  * agent exists under another definition; otherwise it writes the record
@@ -1065,6 +1090,8 @@ export interface Schedules {
   deleteSchedule(agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
   /** Fires one tick of a due schedule (invariant `schedule-tick-once`). */
   fireScheduleTick(req: FireScheduleTickRequest): Promise<FireScheduleTickResult>;
+  /** The oldest due schedule of a target, from the schedule index alone (invariant `schedule-index`). */
+  nextDueSchedule(req: NextDueScheduleRequest): Promise<NextDueScheduleResult>;
 }
 
 /** Records beside the agents' own (each part states its invariants). */

@@ -71,6 +71,23 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
       expect(await store.listSchedules("a1")).toEqual([]);
     });
 
+    it("nextDueSchedule reads the schedule index only: answers a due schedule without claiming a due agent, the next tick otherwise", async () => {
+      const { store } = ctx();
+      await store.enqueueTask({ agentId: "b1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "tb", now: T0 });
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 59_999 })).toEqual({ status: "none", next: null });
+      const rec = await created(store);
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 59_999 })).toEqual({ status: "none", next: T0 + 60_000 });
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 60_000 })).toEqual({ status: "schedule_due", schedule: rec });
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 60_000, agentNames: ["other"] })).toMatchObject({ status: "none" });
+      expect(await store.nextDueSchedule({ workerTarget: "elsewhere", now: T0 + 60_000 })).toEqual({ status: "none", next: null });
+      // The due agent was left as it was: a claim still gets it.
+      expect((await store.claim({ agentId: "b1", workerId: "w", leaseMs: 1000, now: T0 + 60_000 })).status).toBe("claimed");
+      expect((await fire(store, rec)).status).toBe("fired");
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 60_000 })).toEqual({ status: "none", next: T0 + 120_000 });
+      expect(await store.deleteSchedule("a1", "s1")).toEqual({ status: "deleted" });
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 200_000 })).toEqual({ status: "none", next: null });
+    });
+
     it("keeps the due time in the ready queue: nextReadyAt reads it, claimNext answers the schedule once due and claims nothing for it", async () => {
       const { store } = ctx();
       await put(store);

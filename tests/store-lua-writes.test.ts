@@ -40,12 +40,13 @@ describe("store scripts: checks before writes", () => {
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all, append_events and set_head (includes/head.lua) are in every script that includes head.lua,
-    // set_bell (includes/keys.lua) in every script that includes keys.lua,
+    // set_bell and set_tick (includes/keys.lua) in every script that includes keys.lua,
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
     // (includes/retention.lua) in the commit, after its checks; queue_task, settle_old_tail, pop_task and
     // rest_bell (includes/queue.lua) in every script that includes queue.lua.
-    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_head|queue_task|settle_old_tail|pop_task|rest_bell)$/.test(n))).toEqual([
-      "claim.lua main", "claim_next.lua main", "claim_next.lua visit_schedule", "commit.lua retain", "definition_sets.lua main", "due_tool_calls.lua main",
+    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_tick|set_head|queue_task|settle_old_tail|pop_task|rest_bell)$/.test(n))).toEqual([
+      "claim.lua main", "claim_next.lua main", "claim_next.lua visit_schedule", "commit.lua retain", "definition_sets.lua main", "due_schedule.lua main",
+      "due_tool_calls.lua main",
       // write_enqueue (includes/enqueue.lua): the writes of an enqueue after check_enqueue, in the two scripts that enqueue.
       "enqueue_task.lua write_enqueue", "fire_schedule.lua write_enqueue",
       "record_claim_failure.lua end_turn", "reset_turn.lua end_turn",

@@ -91,7 +91,7 @@ async function auditLayout(prefix: string): Promise<string[]> {
         if (agent) homeOk(home, agent[1], key);
         else if (rest.startsWith("ready:") || rest === "agents") {
           for (const member of await node.zrange(key, 0, -1)) homeOk(home, member, key);
-        } else if (rest === "deadlines") {
+        } else if (rest === "deadlines" || rest.startsWith("ticks:")) {
           for (const member of await node.zrange(key, 0, -1)) homeOk(home, member.split("\n")[0], key);
         } else if (rest !== "verdicts") {
           wrong.push(`${key}: unknown key`);

@@ -24,6 +24,10 @@ export interface Metrics {
   /** A commit that ended a turn also claimed the agent's next task (turn chaining). */
   turnChained(): void;
   watchdogTimeout(): void;
+  /** A schedule tick's task was enqueued by this process (actors/pool/schedule-fire.ts). */
+  scheduleTickFired(): void;
+  /** A schedule step of this process skipped `count` ticks (`schedule_skipped`). */
+  scheduleTicksSkipped(count: number): void;
   /** One model step took `seconds`. */
   stepDuration(seconds: number): void;
   /** The exposition text; `ready` maps each worker target to its due agents. */
@@ -47,6 +51,8 @@ export function createMetrics(): Metrics {
   let steps = 0;
   let timeouts = 0;
   let chained = 0;
+  let ticksFired = 0;
+  let ticksSkipped = 0;
   const turns = new Map<string, number>([["done", 0], ["failed", 0]]);
   const refused = new Map<string, number>();
   const buckets = STEP_BUCKETS.map(() => 0);
@@ -61,6 +67,8 @@ export function createMetrics(): Metrics {
     commitRefused: (reason) => void bump(refused, reason),
     turnChained: () => void chained++,
     watchdogTimeout: () => void timeouts++,
+    scheduleTickFired: () => void ticksFired++,
+    scheduleTicksSkipped: (count) => void (ticksSkipped += count),
     stepDuration(seconds) {
       if (!Number.isFinite(seconds) || seconds < 0) return;
       stepSum += seconds;
@@ -87,6 +95,10 @@ export function createMetrics(): Metrics {
       labelled("gatehouse_commits_refused_total", "reason", refused);
       head("gatehouse_watchdog_timeouts_total", "counter", "Tool calls timed out by this process's watchdog.");
       out.push(`gatehouse_watchdog_timeouts_total ${timeouts}`);
+      head("gatehouse_schedule_ticks_fired_total", "counter", "Schedule ticks whose task this process enqueued.");
+      out.push(`gatehouse_schedule_ticks_fired_total ${ticksFired}`);
+      head("gatehouse_schedule_ticks_skipped_total", "counter", "Schedule ticks this process skipped (catchUp, ticks no process was up to fire; logged as schedule_skipped).");
+      out.push(`gatehouse_schedule_ticks_skipped_total ${ticksSkipped}`);
       head("gatehouse_ready_agents", "gauge", "Agents due now in the ready queue of each worker target.");
       labelled("gatehouse_ready_agents", "target", ready);
       head("gatehouse_step_duration_seconds", "histogram", "Duration of one model step (all attempts of the model call).");

@@ -75,6 +75,14 @@
  *   polling backoff allows, even while the watch listens: the holder's
  *   release is not pushed.
  *
+ * Schedule ticks (actors/pool/tick-firer.ts): beside the loops, one tick
+ * firer fires every due tick (the enqueue only, never a turn), so ticks are
+ * enqueued on time while every loop is held by a long turn. It sleeps until
+ * the earliest next tick it read, at most the longest idle wait above;
+ * bells shorten its sleep, in-process wakes end it (at most once per
+ * `pollMs`). A loop that finds a due schedule through `claimNext` still
+ * fires it, planning with the firer's `liveFrom`.
+ *
  * Several deployments on one key space (actors/pool/definition-sets.ts): a loop
  * claims only agents this process has definitions for (`agentNames`), so an
  * agent only another deployment defines stays due for that deployment's
@@ -94,6 +102,7 @@ import { type TargetLeases, targetLeases } from "./target-lease.ts";
 import { describeStoreError } from "./store-error.ts";
 import { ParkedLoops, SentinelSleep } from "./wakers.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
+import { TickFirer } from "./tick-firer.ts";
 
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
 export const DEFAULT_LISTEN_MAX_MS = 60_000;
@@ -159,6 +168,12 @@ class Pool implements WorkerPool {
   #definitionTimer: ReturnType<typeof setInterval> | undefined;
   /** Other definition sets already warned about (actors/pool/definition-sets.ts). */
   readonly #reportedSets = new Set<string>();
+  readonly #firer: TickFirer;
+  readonly #firerSleep = new SentinelSleep();
+  #firing: Promise<void> | undefined;
+  /** The earliest wake asked for since the firer's pass began (Date.now time base, like its sleep): its next sleep ends by then. */
+  #firerWakeAt = Infinity;
+  #lastFirerPass = -Infinity;
 
   constructor(deps: HostDeps, opts: WorkerPoolOptions) {
     this.#deps = deps;
@@ -186,8 +201,9 @@ class Pool implements WorkerPool {
       },
       onEmpty: (foreign) => void this.#send({ type: "empty", foreign }),
       // A store error fires nothing: it throws like a claim's, and the loop backs off (the tick stays due).
-      fire: async (schedule) => void (await fireDueSchedule(deps, schedule, opts.turnId())),
+      fire: async (schedule) => void (await fireDueSchedule(deps, schedule, opts.turnId(), this.#firer.liveFrom)),
     };
+    this.#firer = new TickFirer({ ...deps, targets: opts.targets, agentNames: this.#attempt.agentNames, turnId: opts.turnId });
   }
 
   get running(): boolean {
@@ -202,6 +218,7 @@ class Pool implements WorkerPool {
       listening: (on) => void this.#send({ type: "listening", on }),
     });
     this.#loops = Array.from({ length: this.#opts.concurrency }, (_, i) => this.#loop(i));
+    this.#firing = this.#fireLoop();
     this.#renewTimer = setInterval(() => void this.#leases.renew(), Math.max(1, Math.floor(this.#deps.leaseMs / 3)));
     void this.#announce();
     this.#definitionTimer = setInterval(() => void this.#announce(), DEFINITION_SET_HEARTBEAT_MS);
@@ -215,8 +232,10 @@ class Pool implements WorkerPool {
     const w = this.#watch;
     this.#watch = undefined;
     this.#send({ type: "stop" });
-    await Promise.all([w?.close(), ...this.#loops]);
+    this.#wakeFirer(0);
+    await Promise.all([w?.close(), ...this.#loops, this.#firing]);
     this.#loops = [];
+    this.#firing = undefined;
     await this.#leases.release();
   }
 
@@ -236,6 +255,34 @@ class Pool implements WorkerPool {
   /** An in-process wake (a route of this process rang a bell, the watchdog timed a call out). */
   nudge(): void {
     this.#send({ type: "wake" });
+    // At most one firer pass per pollMs for in-process wakes (each enqueue wakes).
+    this.#wakeFirer(Math.max(0, this.#lastFirerPass + this.#opts.pollMs - this.#deps.clock.now()));
+  }
+
+  /** Ends the firer's sleep within `ms`; a wake while it is in a pass bounds its next sleep. */
+  #wakeFirer(ms: number): void {
+    this.#firerWakeAt = Math.min(this.#firerWakeAt, Date.now() + Math.max(0, ms));
+    this.#firerSleep.wakeIn(ms);
+  }
+
+  /** The tick firer's loop (actors/pool/tick-firer.ts): a pass, then sleep until the next tick it read. */
+  async #fireLoop(): Promise<void> {
+    while (this.#idle.running) {
+      this.#firerWakeAt = Infinity;
+      this.#lastFirerPass = this.#deps.clock.now();
+      const cap = this.#idle.listening ? this.#config.listenMaxMs : this.#config.maxWaitMs;
+      let wait: number;
+      try {
+        const next = await this.#firer.pass();
+        wait = next === null ? cap : Math.min(cap, Math.max(0, next - this.#deps.clock.now()));
+      } catch (err) {
+        this.#deps.logger.warn("tick firer error", describeStoreError(err, this.#deps.store.kind));
+        wait = this.#opts.pollMs;
+      }
+      if (!this.#idle.running) return;
+      wait = Math.min(wait, this.#firerWakeAt - Date.now());
+      if (wait > 0) await this.#firerSleep.sleep(wait);
+    }
   }
 
   #workerId(): string {
@@ -258,6 +305,7 @@ class Pool implements WorkerPool {
 
   /** A bell pushed by the store: `at` is now the earliest ready score of `target`. */
   #bell(target: string, at: number): void {
+    this.#wakeFirer(at - this.#deps.clock.now());
     const heldElsewhere = this.#leases.heldElsewhereUntil(target) !== undefined;
     this.#send({ type: "bell", dueInMs: at - this.#deps.clock.now(), heldElsewhere });
   }

@@ -1,8 +1,11 @@
 /**
  * Firing a due schedule (store/port.ts invariant `schedule-tick-once`):
- * `claimNext` answered `schedule_due` with the record; this plans the step
- * from it (common/schedule.ts `planTick`: which tick fires, which is next,
- * by its `catchUp`) and asks the store to apply it in one atomic step. The
+ * `nextDueSchedule` (the tick firer, actors/pool/tick-firer.ts) or
+ * `claimNext` answered the record as due; this plans the step from it
+ * (common/schedule.ts `planTick`: which tick fires, which is next; ticks at
+ * or after `liveFrom`, the time since which this process has been up to
+ * fire, are fired each, `catchUp` decides the ones before) and asks the
+ * store to apply it in one atomic step. The
  * store applies it only if the record is still at the tick and revision
  * planned from, so any number of workers may find the same schedule due:
  * one step applies, the others answer `stale`. A worker that stops at any
@@ -10,26 +13,40 @@
  * once. The tick's task is an ordinary task under the idempotency key
  * `schedule:<scheduleId>:<tick ISO time>`.
  *
+ * Every step that skips ticks, once applied, logs `schedule_skipped`
+ * (agentId, scheduleId, `from` and `to`: the first and last tick skipped as
+ * ISO times, `count`, `capped` when a cron's count stopped at its bound,
+ * `nextTick`) and adds `count` to `gatehouse_schedule_ticks_skipped_total`;
+ * a step that enqueued its tick's task adds one to
+ * `gatehouse_schedule_ticks_fired_total` (docs/operations.md).
+ *
  * A stored timing that no longer parses (it was checked when written) ends
  * the schedule (next tick null) rather than keep it due.
  */
 import type { FireScheduleTickResult, ScheduleRecord, Store } from "../../store/port.ts";
-import { planTick, scheduleKey } from "../../common/schedule.ts";
+import { planTick, scheduleKey, skippedTicks } from "../../common/schedule.ts";
 import type { Clock, Logger } from "../runtime.ts";
 
 export interface ScheduleFireDeps {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /** The process metrics (actors/observe/metrics.ts): the two schedule counters. */
+  metrics?: { scheduleTickFired(): void; scheduleTicksSkipped(count: number): void };
 }
 
-/** Applies one step of a due schedule, its task under `turnId` (the runtime's ids); answers the store's result (null: the record has no tick). */
-export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecord, turnId: string): Promise<FireScheduleTickResult | null> {
+/**
+ * Applies one step of a due schedule, its task under `turnId` (the runtime's
+ * ids); `liveFrom`: since when this process has been up to fire (absent: no
+ * tick counts as seen live, `catchUp` decides them all). Answers the store's
+ * result (null: the record has no tick).
+ */
+export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecord, turnId: string, liveFrom?: number): Promise<FireScheduleTickResult | null> {
   if (rec.nextTick === null) return null;
   const now = deps.clock.now();
   let plan: { fire: number | null; next: number | null };
   try {
-    plan = planTick(rec.spec, rec.nextTick, now);
+    plan = planTick(rec.spec, rec.nextTick, now, liveFrom);
   } catch (err) {
     deps.logger.warn("schedule timing unreadable: schedule ended", { agentId: rec.agentId, scheduleId: rec.scheduleId, error: String(err) });
     plan = { fire: null, next: null };
@@ -39,14 +56,28 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: {}, input: rec.spec.input, now,
   });
-  if (r.status === "fired") {
-    const e = r.enqueue;
-    deps.logger.info("schedule_fired", {
-      agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, status: e.status,
-      ...(e.status === "enqueued" || e.status === "duplicate" ? { turnId: e.turnId } : {}), nextTick: r.nextTick,
-    });
-  } else if (r.status === "skipped") {
-    deps.logger.info("schedule_skipped", { agentId: rec.agentId, scheduleId: rec.scheduleId, missedFrom: rec.nextTick, nextTick: r.nextTick });
-  }
+  if (r.status === "fired" || r.status === "skipped") reportStep(deps, rec, plan, r, now);
   return r;
+}
+
+/** The lines and counters of an applied step. */
+function reportStep(deps: ScheduleFireDeps, rec: ScheduleRecord, plan: { fire: number | null; next: number | null }, r: FireScheduleTickResult, now: number): void {
+  let skipped: ReturnType<typeof skippedTicks> = null;
+  try {
+    skipped = skippedTicks(rec.spec, rec.nextTick!, plan, now);
+  } catch { /* an unreadable timing was reported above */ }
+  if (skipped) {
+    deps.metrics?.scheduleTicksSkipped(skipped.count);
+    deps.logger.info("schedule_skipped", {
+      agentId: rec.agentId, scheduleId: rec.scheduleId, from: new Date(skipped.from).toISOString(), to: new Date(skipped.to).toISOString(),
+      count: skipped.count, ...(skipped.capped ? { capped: true } : {}), catchUp: rec.spec.catchUp, nextTick: plan.next,
+    });
+  }
+  if (r.status !== "fired") return;
+  const e = r.enqueue;
+  if (e.status === "enqueued") deps.metrics?.scheduleTickFired();
+  deps.logger.info("schedule_fired", {
+    agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, status: e.status,
+    ...(e.status === "enqueued" || e.status === "duplicate" ? { turnId: e.turnId } : {}), nextTick: r.nextTick,
+  });
 }

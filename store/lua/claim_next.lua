@@ -24,7 +24,8 @@
   invariant `schedule-tick-once`): a due one is answered (`schedule`), never
   fired here; one of another definition set is left and counted like an
   agent; a stale one is moved to its schedule's next tick or removed.
-  Undeclared keys also: the schedules hash of a visited schedule's agent.
+  Undeclared keys also: the schedules hash of a visited schedule's agent, and
+  the schedule index of its target (a schedule missing from it is added).
 
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
@@ -78,6 +79,8 @@ local function visit_schedule(m)
     redis.call('ZREM', ready, m)
     return nil
   end
+  -- A schedule written before the schedule index existed joins it here (invariant `schedule-index`).
+  redis.call('ZADD', prefix .. ':ticks:' .. f[3], 'NX', f[1], m)
   if tonumber(f[1]) > now then
     redis.call('ZADD', ready, f[1], m)
     return nil

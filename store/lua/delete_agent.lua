@@ -20,7 +20,7 @@
   Undeclared keys: the ready zset of the agent's stored target; the calls
   hashes of the turns listed in the turns hash (the agent's hash tag); the
   schedules hash (it is one of KEYS[6..]) and the ready zsets of its
-  schedules' targets, whose due times go too (an id with schedules and no
+  schedules' targets and their schedule indexes, whose due times go too (an id with schedules and no
   head counts as an agent).
   Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
 ]]
@@ -44,6 +44,7 @@ local found = h ~= nil or next(sched_targets) ~= nil
 -- Checks done; writes follow.
 for id, target in pairs(sched_targets) do
   redis.call('ZREM', prefix .. ':ready:' .. target, agent_id .. '\n' .. id)
+  redis.call('ZREM', prefix .. ':ticks:' .. target, agent_id .. '\n' .. id)
 end
 local calls = {}
 for i = 6, #KEYS do

@@ -6,7 +6,7 @@
   ARGV[1] prefix: home prefix of the agent (store/keys.ts)
   ARGV[2] agent_id: agentId (raw)
   ARGV[3] sched_id: scheduleId
-  Undeclared keys: the ready zset of the schedule's target (the agent's home).
+  Undeclared keys: the ready zset and schedule index of the schedule's target (the agent's home).
   Returns: 'deleted' | 'absent'
 ]]
 -- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
@@ -19,6 +19,7 @@ if not target then
 end
 -- Checks done; writes follow.
 redis.call('ZREM', prefix .. ':ready:' .. target, agent_id .. '\n' .. sched_id)
+redis.call('ZREM', prefix .. ':ticks:' .. target, agent_id .. '\n' .. sched_id)
 local fields = {}
 for _, p in ipairs({ 'r:', 'n:', 'v:', 'a:', 't:', 'l:', 'c:', 'i:' }) do fields[#fields + 1] = p .. sched_id end
 redis.call('HDEL', sched, unpack(fields))

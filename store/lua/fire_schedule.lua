@@ -30,7 +30,8 @@
   ARGV[12] event_tail: event tail (task_enqueued)
   ARGV[13] now_str: now
   ARGV[14] turn_raw: turnId (raw)
-  Undeclared keys: the ready zsets of the schedule's and the agent's targets
+  Undeclared keys: the ready zsets of the schedule's and the agent's targets,
+  the schedule index of the schedule's target
   (the agent's home); the key of a long _recentTurns (includes/head.lua).
 
   Returns:
@@ -95,4 +96,5 @@ if next_tick == 'null' then
 else
   set_bell(ready, next_tick, member)
 end
+set_tick(prefix, target, member, next_tick)
 return fire and ('fired ' .. reply) or ('skipped ' .. next_tick)

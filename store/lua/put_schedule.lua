@@ -14,7 +14,7 @@
   ARGV[7] input_json: the task input JSON
   ARGV[8] next_tick: the first tick (ms) or 'null'
   ARGV[9] now_str: now
-  Undeclared keys: the ready zsets of the old and the new target (the agent's home).
+  Undeclared keys: the ready zsets and schedule indexes of the old and the new target (the agent's home).
 
   Returns:
     'created <schedule JSON>' | 'replaced <schedule JSON>' (includes/schedule.lua)
@@ -40,6 +40,7 @@ local rev = tonumber(redis.call('HGET', sched, 'v:' .. sched_id) or '0') + 1
 local member = agent_id .. '\n' .. sched_id
 if old_target then
   redis.call('ZREM', prefix .. ':ready:' .. old_target, member)
+  redis.call('ZREM', prefix .. ':ticks:' .. old_target, member)
 end
 redis.call('HSET', sched, 'r:' .. sched_id, record_json, 'n:' .. sched_id, next_tick, 'v:' .. sched_id, int(rev),
   'a:' .. sched_id, name_json, 't:' .. sched_id, target, 'i:' .. sched_id, input_json)
@@ -48,4 +49,5 @@ if next_tick ~= 'null' then
   -- A new earliest due time is published like any bell (includes/keys.lua).
   set_bell(prefix .. ':ready:' .. target, next_tick, member)
 end
+set_tick(prefix, target, member, next_tick)
 return (old_target and 'replaced ' or 'created ') .. schedule_json(sched, sched_id)

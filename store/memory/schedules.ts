@@ -2,10 +2,13 @@
  * Schedules of the memory store (store/port.ts `Schedules`, invariants
  * `schedule-put` and `schedule-tick-once`). A schedule's due time is the
  * member `<agentId>\n<scheduleId>` of its target's ready queue (agent ids
- * hold no control characters, so no agent has that member).
+ * hold no control characters, so no agent has that member). The schedule
+ * index (invariant `schedule-index`) is the records themselves: a schedule
+ * is in it while its `nextTick` is not null, so `nextDueSchedule` reads them
+ * (a development store: a scan of its schedules).
  */
-import type { FireScheduleTickRequest, FireScheduleTickResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
-import { checkAgentId, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
+import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
 import { int } from "./records.ts";
 import type { MemoryState } from "./state.ts";
 import { enqueueInside } from "./turn-protocol.ts";
@@ -82,4 +85,20 @@ export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequ
     setScore(s, rec, req.nextTick);
     return enqueue ? { status: "fired", enqueue, nextTick: req.nextTick } : { status: "skipped", nextTick: req.nextTick };
   });
+}
+
+export async function nextDueSchedule(s: MemoryState, req: NextDueScheduleRequest): Promise<NextDueScheduleResult> {
+  checkTarget(req.workerTarget);
+  const now = int(req.now, "now");
+  const names = req.agentNames && req.agentNames.length > 0 ? new Set(req.agentNames.map((n) => checkAgentName(n))) : null;
+  let due: ScheduleRecord | null = null;
+  let next: number | null = null;
+  for (const mine of s.schedules.values()) {
+    for (const rec of mine.values()) {
+      if (rec.workerTarget !== req.workerTarget || rec.nextTick === null) continue;
+      if (rec.nextTick > now) next = Math.min(next ?? Infinity, rec.nextTick);
+      else if ((!names || names.has(rec.agentName)) && (!due || rec.nextTick < due.nextTick!)) due = rec;
+    }
+  }
+  return due ? { status: "schedule_due", schedule: s.copy(due) } : { status: "none", next };
 }

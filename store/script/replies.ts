@@ -186,6 +186,8 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "entry" ? scheduleOf(json()) : null;
     case "delete_schedule":
       return word === "deleted" ? { status: word } : { status: "schedule_not_found" };
+    case "due_schedule":
+      return word === "schedule" ? { status: "schedule_due", schedule: scheduleOf(json()) } : { status: "none", next: payload === "null" ? null : Number(payload) };
     case "fire_schedule": {
       if (word === "absent") return { status: "schedule_not_found" };
       if (word === "fired") return { status: word, enqueue: enqueueOf(payload) };

@@ -3,12 +3,12 @@
  * `schedule-put` and `schedule-tick-once`): each operation one script on
  * the agent's keys and its home's ready queues (store/lua/*_schedule*.lua).
  */
-import type { FireScheduleTickRequest, FireScheduleTickResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import type { InboxTask } from "../types.ts";
-import { checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
+import { checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
 import { inputBytes } from "../inputs.ts";
 import { int, j, tail } from "./values.ts";
-import { encodeDeleteSchedule, encodeFireSchedule, encodeGetSchedules, encodePutSchedule } from "../lua/args/schedules.ts";
+import { encodeDeleteSchedule, encodeDueSchedule, encodeFireSchedule, encodeGetSchedules, encodePutSchedule } from "../lua/args/schedules.ts";
 import type { ScriptContext } from "./context.ts";
 
 const tick = (t: number | null, what: string) => (t === null ? "null" : int(t, what));
@@ -62,4 +62,19 @@ export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRe
     now_str: int(req.now, "now"), turn_raw: req.turnId,
   }));
   return r.status === "fired" ? { ...r, nextTick: req.nextTick } : r;
+}
+
+/** The oldest due schedule of a target over every home's schedule index (invariant `schedule-index`); else the earliest tick after now. */
+export async function nextDueSchedule(c: ScriptContext, req: NextDueScheduleRequest): Promise<NextDueScheduleResult> {
+  const { shards, call } = c;
+  const now = int(req.now, "now");
+  const names = req.agentNames?.map((n) => j(checkAgentName(n)));
+  checkTarget(req.workerTarget);
+  let next: number | null = null;
+  for (const s of shards) {
+    const r = await call<NextDueScheduleResult>(encodeDueSchedule({ ticks: s.ticks(req.workerTarget), prefix: s.prefix, now_str: now, ...(names ? { names } : {}) }));
+    if (r.status === "schedule_due") return r;
+    if (r.next !== null) next = Math.min(next ?? Infinity, r.next);
+  }
+  return { status: "none", next };
 }

@@ -41,3 +41,12 @@ export const FIRE_SCHEDULE = {
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
 export const encodeFireSchedule = encoder(FIRE_SCHEDULE);
+
+/** store/lua/due_schedule.lua */
+export const DUE_SCHEDULE = {
+  script: "due_schedule",
+  keys: ["ticks"],
+  argv: ["prefix", "now_str"],
+  argvRest: "names",
+} as const satisfies ScriptLayout;
+export const encodeDueSchedule = encoder(DUE_SCHEDULE);

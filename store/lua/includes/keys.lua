@@ -39,6 +39,26 @@ local function set_bell(ready, score, agent_id, lt)
   end
 end
 
+-- Sets a schedule's member `<agentId>\n<scheduleId>` in the schedule index of
+-- its target (`<prefix>:ticks:<target>`, store/port.ts invariant
+-- `schedule-index`) to its next tick, or removes it for 'null'. A tick that
+-- becomes the index's earliest is published on the target's bell channel
+-- like a bell, so every listening pool's tick firer hears it even when an
+-- earlier agent bell hides it in the ready queue.
+local function set_tick(prefix, target, member, next_tick)
+  -- no checks: it only maintains the index and tells listeners
+  local ticks = prefix .. ':ticks:' .. target
+  if next_tick == 'null' then
+    redis.call('ZREM', ticks, member)
+    return
+  end
+  local first = redis.call('ZRANGE', ticks, 0, 0, 'WITHSCORES')
+  redis.call('ZADD', ticks, next_tick, member)
+  if first[2] == nil or tonumber(next_tick) < tonumber(first[2]) then
+    redis.pcall('PUBLISH', prefix .. ':ready:' .. target, next_tick)
+  end
+end
+
 -- The cross-agent index: member agentId, score the head's updatedAt.
 local function agents_key(prefix)
   return prefix .. ':agents'
