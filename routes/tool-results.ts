@@ -13,9 +13,10 @@
  * result after the watchdog's timeout, is 409 `already_resolved` with
  * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
- * cancelled) is 409 `turn_finished`; a call that waits for a person's
- * approval (routes/approvals.ts) is 409 `approval_pending` and changes
- * nothing (store invariant `approval-before-result`).
+ * cancelled) is 409 `turn_finished`; an external call that waits for a
+ * person's approval (routes/approvals.ts) is 409 `approval_pending` and
+ * changes nothing (store invariant `approval-before-result`); an in-process
+ * one is `not_external` before and after its decision.
  *
  * Contracts: the result is checked against the tool's contract before it is
  * delivered (routes/tool-contract.ts); the answer says how that went in
