@@ -143,7 +143,7 @@ const clip = (text: string) => (text.length > DETAIL_PART_CHARS ? `${text.slice(
  * five, the others counted. Bounded (under 1,000 characters) whatever the
  * client sent.
  */
-export function describeIssues(where: string, issues: ReadonlyArray<{ path: ReadonlyArray<string | number>; message: string }>): string {
+export function describeIssues(where: string, issues: ReadonlyArray<{ path: ReadonlyArray<string | number>; code?: string; message: string }>): string {
   const named = issues.slice(0, DETAIL_ISSUES).map((i) => `${clip(i.path.length === 0 ? `(${where})` : i.path.join("."))}: ${clip(i.message)}`);
   const more = issues.length > DETAIL_ISSUES ? `; and ${issues.length - DETAIL_ISSUES} more (see errors)` : "";
   return `The ${where} does not match the schema${named.length ? `: ${named.join("; ")}` : ""}${more}`;
