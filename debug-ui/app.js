@@ -9,7 +9,7 @@
 // `data-tool-call-id` (Approve / Reject buttons `data-testid="approve"` /
 // `"reject"` inside `data-approval-for` for calls that need approval), verdicts `data-verdict-id` / `data-verdict-status`
 // (inside `data-verdict-turn` groups), the streaming message
-// `data-streaming`. The pure state logic (SSE frames, the streaming message,
+// `data-streaming`, the card of an agent that has no task yet `data-testid="no-turns"`. The pure state logic (SSE frames, the streaming message,
 // timeline summaries, verdict messages) is in debug-ui/model.js.
 import { h, render } from "preact";
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
@@ -19,6 +19,8 @@ import { definitionLabel, parseSseFrame, short, streamingReducer, summarize, ver
 
 const html = htm.bind(h);
 const TOKEN_KEY = "gatehouse.debug.token";
+// How often the page of an agent that does not exist yet asks whether its first task arrived.
+const ABSENT_POLL_MS = 1000;
 
 // ------------------------------------------------------------------ API
 
@@ -548,6 +550,8 @@ function AgentPage({ agentId }) {
   const [verdicts, setVerdicts] = useState([]);
   const [verdictError, setVerdictError] = useState(null);
   const [streaming, dispatchStream] = useReducer(streamingReducer, null);
+  // True while the agent does not exist yet (no task reached it): "no turns yet", not an error.
+  const [absent, setAbsent] = useState(false);
   const refreshing = useRef(false);
   const again = useRef(false);
 
@@ -591,11 +595,26 @@ function AgentPage({ agentId }) {
     dispatchStream({ type: "reset" });
     (async () => {
       try {
-        const [m, evs] = await Promise.all([api("/v1/machine"), allEvents(agentId)]);
+        const m = await api("/v1/machine");
         if (cancelled) return;
         setMachine(m);
+        // An agent exists from its first task on: until then the page says so and asks again.
+        let evs;
+        for (;;) {
+          try {
+            evs = await allEvents(agentId);
+            break;
+          } catch (err) {
+            if (cancelled || err.problem?.code !== "agent_not_found") throw err;
+            setAbsent(true);
+            await new Promise((r) => setTimeout(r, ABSENT_POLL_MS));
+            if (cancelled) return;
+          }
+        }
+        if (cancelled) return;
         setEvents(evs);
         await Promise.all([refreshView(), refreshVerdicts()]);
+        setAbsent(false);
         const last = evs.length ? evs[evs.length - 1].id : 0;
         stop = followEvents(agentId, last, (ev) => {
           setEvents((prev) => (prev.length && prev[prev.length - 1].id >= ev.id ? prev : [...prev, ev]));
@@ -637,6 +656,11 @@ function AgentPage({ agentId }) {
     };
   }, [agentId, shownId, selected === null]);
 
+  if (absent) {
+    return html`<section class="card" data-testid="no-turns"><h2 class="mono">${agentId}</h2>
+      <p>No turns yet: no task has reached this agent. This page follows its first turn as soon as one is enqueued
+      (<span class="mono">POST /v1/agents/${agentId}/tasks</span>).</p></section>`;
+  }
   if (error && !view) return html`<section class="card"><p class="error">${error.status === 404 ? `No agent ${agentId}.` : error.message}</p></section>`;
   if (!machine || !view) return html`<section class="card"><p>Loading…</p></section>`;
 

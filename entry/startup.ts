@@ -16,7 +16,9 @@
  *   and errors counted when it is back), not one line per error.
  * - A Redis whose persistence keeps less than GATEHOUSE_DURABILITY asks is
  *   one `store_durability_weaker` warning, never a failed start; one that
- *   refuses CONFIG is one `store_durability_unchecked` info line.
+ *   refuses CONFIG is one `store_durability_unchecked` info line; one that
+ *   keeps what is asked is one `store_durability` info line naming the
+ *   settings it checked.
  * - Secrets do not reach the line: Redis URLs are shown as host:port, bearer
  *   tokens never.
  * Web APIs only (timers, URL): the runtime files pass in the environment

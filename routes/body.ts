@@ -11,6 +11,11 @@
  * object; a linear scan before `JSON.parse`, so a hostile body is refused
  * before any structure is built from it), JSON syntax (400 `malformed_json`),
  * then the schema (400 `validation_failed`).
+ *
+ * Invariant: every 400 `validation_failed` names each issue's field and the
+ * rule it breaks in its `detail` (`describeIssues`) and lists all of them in
+ * `errors`; a cross-field rule reports its issue at the field to change, with
+ * a message that says what to send instead.
  */
 import type { Context } from "hono";
 import type { z } from "zod";
@@ -125,14 +130,35 @@ export function issuesOf(error: z.ZodError): Array<{ path: Array<string | number
   }));
 }
 
+/** Issues named in a `detail`; the rest are counted (all of them are in `errors`). */
+const DETAIL_ISSUES = 5;
+/** Characters of one issue's field and of its rule in a `detail` (a key is the client's text, of any length). */
+const DETAIL_PART_CHARS = 120;
+
+const clip = (text: string) => (text.length > DETAIL_PART_CHARS ? `${text.slice(0, DETAIL_PART_CHARS - 1)}…` : text);
+
+/**
+ * The `detail` of a 400 `validation_failed`: each issue as `field: rule`
+ * (the path dotted, `(body)` / `(query)`… for the value itself), the first
+ * five, the others counted. Bounded (under 1,000 characters) whatever the
+ * client sent.
+ */
+export function describeIssues(where: string, issues: ReadonlyArray<{ path: ReadonlyArray<string | number>; code?: string; message: string }>): string {
+  const named = issues.slice(0, DETAIL_ISSUES).map((i) => `${clip(i.path.length === 0 ? `(${where})` : i.path.join("."))}: ${clip(i.message)}`);
+  const more = issues.length > DETAIL_ISSUES ? `; and ${issues.length - DETAIL_ISSUES} more (see errors)` : "";
+  return `The ${where} does not match the schema${named.length ? `: ${named.join("; ")}` : ""}${more}`;
+}
+
+/** The 400 `validation_failed` of a zod error: every issue in `errors`, named in `detail` (`describeIssues`). */
+export function validationProblem(error: z.ZodError, where: string): ProblemError {
+  const errors = issuesOf(error);
+  return new ProblemError("validation_failed", describeIssues(where, errors), { extra: { errors } });
+}
+
 /** Validates `value` against `schema`; throws 400 `validation_failed` with the zod issues in `errors`. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
   const r = schema.safeParse(value);
-  if (!r.success) {
-    throw new ProblemError("validation_failed", `The ${where} does not match the schema`, {
-      extra: { errors: issuesOf(r.error) },
-    });
-  }
+  if (!r.success) throw validationProblem(r.error, where);
   return r.data;
 }
 

@@ -24,7 +24,7 @@
 import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
-import { type BodyLimits, issuesOf, readJson } from "./body.ts";
+import { type BodyLimits, readJson, validationProblem } from "./body.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemCode, ProblemError, PROBLEMS } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { replaceRequest } from "./request-origin.ts";
@@ -45,9 +45,7 @@ const WHERE: Record<string, string> = { json: "body", param: "path", query: "que
 /** The `defaultHook` of every route app: a schema violation is 400 `validation_failed`. */
 export function problemHook(result: { success: boolean; target: string; error?: z.ZodError }): undefined {
   if (!result.success && result.error) {
-    throw new ProblemError("validation_failed", `The ${WHERE[result.target] ?? result.target} does not match the schema`, {
-      extra: { errors: issuesOf(result.error) },
-    });
+    throw validationProblem(result.error, WHERE[result.target] ?? result.target);
   }
   return undefined;
 }

@@ -31,6 +31,7 @@ export const PROBLEMS = {
   agent_definition_conflict: { status: 409, title: "Agent id is bound to another definition" },
   unknown_tool_call: { status: 409, title: "Unknown tool call" },
   turn_finished: { status: 409, title: "The turn has finished" },
+  turn_cancelling: { status: 409, title: "A cancel of the turn is pending; the result was not taken" },
   not_external: { status: 409, title: "The tool call runs in-process; its result cannot be delivered" },
   delegated_call: { status: 409, title: "The tool call is answered by its child agent; its result cannot be delivered" },
   already_resolved: { status: 409, title: "The tool call was already resolved" },

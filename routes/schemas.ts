@@ -56,7 +56,7 @@ const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[
 
 export const TaskRequest = z.strictObject({
   agent: z.string().min(1).max(64).describe("Name of the agent definition; the first task binds the agent id to it"),
-  input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The task: text or a JSON object"),
+  input: z.union([z.string(), z.record(z.string(), z.unknown())], { error: "text or a JSON object" }).describe("The task: text or a JSON object"),
   idempotencyKey: z.string().min(1).max(256).optional()
     .describe("First-wins per agent: a repeated key answers the first task's turn with `duplicate: true`"),
   verifyAttempts: attempts("verifyAttempts", "Overrides the verifier gate's attempts for this turn"),

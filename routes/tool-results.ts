@@ -13,9 +13,14 @@
  * result after the watchdog's timeout, is 409 `already_resolved` with
  * `resolvedBy: "result" | "timeout"`. A call the store never recorded is 409
  * `unknown_tool_call`; a pending call of a turn that has ended (e.g.
- * cancelled) is 409 `turn_finished`; a call that waits for a person's
- * approval (routes/approvals.ts) is 409 `approval_pending` and changes
- * nothing (store invariant `approval-before-result`).
+ * cancelled) is 409 `turn_finished`; an external call that waits for a
+ * person's approval (routes/approvals.ts) is 409 `approval_pending` and
+ * changes nothing (store invariant `approval-before-result`); an in-process
+ * one is `not_external` before and after its decision. While a cancel of the
+ * call's turn is accepted and not yet applied, a result is 409
+ * `turn_cancelling` and changes nothing (store invariant
+ * `results-after-cancel`): the cancel ends the turn without it, and once it
+ * has, the answer is `turn_finished`.
  *
  * Contracts: the result is checked against the tool's contract before it is
  * delivered (routes/tool-contract.ts); the answer says how that went in
@@ -41,7 +46,7 @@ const deliverToolResult = defineRoute({
   },
 }, [
   "invalid_agent_id", ...BODY_PROBLEMS, "agent_not_found", "unknown_tool_call", "not_external", "delegated_call", "already_resolved",
-  "turn_finished", "approval_pending",
+  "turn_finished", "turn_cancelling", "approval_pending",
 ], { verb: "deliver", signable: true });
 
 export function toolResultRoutes(rt: RouteRuntime) {
@@ -86,6 +91,11 @@ export function toolResultRoutes(rt: RouteRuntime) {
         );
       case "turn_finished":
         throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
+      case "cancel_pending":
+        throw new ProblemError(
+          "turn_cancelling",
+          `Turn "${body.turnId}" of agent "${agentId}" has a pending cancel: it ends cancelled without using this result, so the result was not taken`,
+        );
       case "approval_pending":
       case "not_due":
         // `not_due` answers only the watchdog; an HTTP delivery never sees it.

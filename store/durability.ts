@@ -4,7 +4,8 @@
  * decided by the server's persistence, which gatehouse does not set. A
  * deployment says what it needs (`durability`); the Redis adapter reads the
  * server's `appendonly` and `appendfsync` once (CONFIG GET) and logs
- * `store_durability_weaker` when they promise less (store/redis.ts). This
+ * `store_durability_weaker` when they promise less, `store_durability` (info,
+ * with the settings it checked) when they keep it (store/redis.ts). This
  * module is the comparison only (Web APIs only, no I/O).
  *
  * | durability | the server needs | an acknowledged step survives |
@@ -33,6 +34,8 @@ export type Durability = (typeof DURABILITIES)[number];
 
 /** The log lines of the check (docs/operations.md, "Log lines"). */
 export const DURABILITY_LINES = Object.freeze({
+  /** info: the server keeps what `durability` asks; the line names the settings that were checked. */
+  meets: "store_durability",
   /** warn: the server promises less than `durability` asks. */
   weaker: "store_durability_weaker",
   /** info: the server's persistence could not be read (CONFIG refused or unknown values). */

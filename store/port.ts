@@ -112,7 +112,9 @@ export type DeliverToolResultResult =
   /** The call waits for a person's approval (invariant `approval-before-result`): nothing changed. */
   | { status: "approval_pending" }
   /** The watchdog's timeout of an approved call whose new deadline has not passed (invariant `approval-before-result`). */
-  | { status: "not_due" };
+  | { status: "not_due" }
+  /** A cancel of the call's turn is accepted and not yet applied; a delivery from outside changes nothing (invariant `results-after-cancel`). */
+  | { status: "cancel_pending" };
 
 /** How a resolved call was resolved: by the watchdog's timeout, or by a result. */
 export type ResolvedBy = "timeout" | "result";
@@ -665,6 +667,18 @@ export interface BellWatch {
  * `tool_call_resolved`), so the next claim takes the cancel and ends the
  * turn with its first commit. From the moment a cancel is accepted, no such
  * commit of its turn applies unless it acknowledges the cancel.
+ *
+ * ## results-after-cancel
+ * While a cancel aimed at the active turn is pending (accepted by
+ * `requestCancel`, its mail not yet acknowledged), `deliverToolResult` of a
+ * pending call of that turn from any source other than the watchdog and a
+ * child agent (`delegation`) answers `cancel_pending` and changes nothing:
+ * the claim that applies the cancel ends the turn, and a result mailed after
+ * the cancel would be dropped there (`mail_ignored`), so it is not taken.
+ * Checked after `unknown_call`, `not_external`, `delegated_call`, a resolved
+ * call's answer and `turn_finished`; before `approval_pending`. A result
+ * delivered before the cancel was accepted is mailed ahead of it and applied
+ * first. Once the cancel is acknowledged, `turn_finished` follows.
  *
  * ## input-stored-once
  * A task's input is stored once per turn and referenced elsewhere

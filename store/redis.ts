@@ -26,7 +26,9 @@
  * which runs before the first operation): the server's `appendonly` and
  * `appendfsync` are compared with `durability` (store/durability.ts) and a
  * weaker server is reported by one `store_durability_weaker` line per
- * server (every master of a Cluster), never refused: what a deployment
+ * server (every master of a Cluster), never refused; a server that keeps
+ * what is asked gets one `store_durability` info line with the settings it
+ * checked, so a compliant start says so too. What a deployment
  * accepts to lose is its own choice. A server that refuses CONFIG (a
  * managed Redis, an ACL user without `+config`) gets one
  * `store_durability_unchecked` line. Nothing is read without a logger.
@@ -252,7 +254,7 @@ async function configGet(server: Redis, pattern: string): Promise<Record<string,
   }
 }
 
-/** One line when a server keeps less than `wanted` (warn) or could not be read (info); none when it meets it. */
+/** One line per server: it keeps less than `wanted` (warn), could not be read (info), or meets it (info, with the settings checked). */
 function reportDurability(logger: StoreLogger, wanted: Durability, append: Record<string, string> | null, node?: string): void {
   const at = node === undefined ? {} : { node };
   if (append === null) {
@@ -263,7 +265,9 @@ function reportDurability(logger: StoreLogger, wanted: Durability, append: Recor
   const check = checkDurability(wanted, server);
   if (check.outcome === "unknown") {
     logger.info(DURABILITY_LINES.unchecked, { wanted, reason: "appendonly / appendfsync not reported", ...server, ...at });
-  } else if (check.outcome === "weaker") {
+  } else if (check.outcome === "meets") {
+    logger.info(DURABILITY_LINES.meets, { ...server, wanted, ...at });
+  } else {
     const fields = { ...server, wanted, loses: check.loses, ...at };
     if (logger.warn) logger.warn(DURABILITY_LINES.weaker, fields);
     else logger.info(DURABILITY_LINES.weaker, fields);

@@ -10,6 +10,7 @@
  * on wall-clock time), a predicate decides per call, bad input is 400, and a
  * token without the `approve` verb is 403.
  */
+import { readFileSync } from "node:fs";
 import { hc } from "hono/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -104,6 +105,17 @@ describe("defineTool: needsApproval and approvalTimeoutMs", () => {
       expect(() => defineTool({ ...base, ...over } as never)).toThrow(expect.objectContaining({ key }));
     }
     expect(defineTool({ ...base, needsApproval: () => false, approvalTimeoutMs: 5 }).approvalTimeoutMs).toBe(5);
+  });
+});
+
+describe("docs/http.md, approvals", () => {
+  it("says an approved in-process call follows the crash rule of \"What re-runs\" and shows the ctx.toolCallId idempotency key", () => {
+    const docs = readFileSync(new URL("../docs/http.md", import.meta.url), "utf8");
+    const section = docs.slice(docs.indexOf("### `POST /v1/agents/:agentId/approvals`"), docs.indexOf("### `GET /v1/agents/:agentId`"));
+    expect(section).not.toMatch(/the call runs once,/);
+    expect(section).toContain("\"What re-runs\"");
+    expect(section).toMatch(/SIGKILL/);
+    expect(section).toMatch(/idempotencyKey: ctx\.toolCallId/);
   });
 });
 
@@ -221,6 +233,25 @@ for (const [name, open] of adapters) {
       const late = await s.decide("a1", { turnId, toolCallId: pending.toolCallId, approved: true });
       expect(late.status).toBe(409);
       expect(late.body).toMatchObject({ code: "approval_conflict", decision: "timeout" });
+      await s.gh.close();
+    });
+
+    it("a result posted for an in-process call that needs approval is 409 not_external before and after the decision (docs/http.md says so)", async () => {
+      const s = setup(open);
+      const turnId = await s.start("a1");
+      const id = (await s.view("a1")).pendingToolCalls[0].toolCallId;
+      const post = () => s.call("POST", "/v1/agents/a1/tool-results", { turnId, toolCallId: id, outcome: { ok: true, value: 1 } });
+      const before = await post();
+      expect([before.status, before.body.code]).toEqual([409, "not_external"]);
+      expect((await s.decide("a1", { turnId, toolCallId: id, approved: true })).status).toBe(200);
+      const after = await post();
+      expect([after.status, after.body.code]).toEqual([409, "not_external"]);
+      await s.gh.drain();
+      expect(s.runs).toEqual([5]);
+      // The docs name the code this route answers for such a call.
+      const docs = readFileSync(new URL("../docs/http.md", import.meta.url), "utf8");
+      const section = docs.slice(docs.indexOf("### `POST /v1/agents/:agentId/tool-results`"), docs.indexOf("### `POST /v1/agents/:agentId/approvals`"));
+      expect(section).toMatch(/in-process call that needs (a person's )?approval[^.]*`409 not_external`/);
       await s.gh.close();
     });
 

@@ -7,7 +7,9 @@
  * form, approving and rejecting a call that needs approval from the
  * pending-calls panel (Approve / Reject, `data-approval-for`), fork from an event and opening the fork; and the page opened
  * straight at `/debug/agents/:id` on a server without auth, following a
- * turn to its end; the work shown (the verdicts panel per turn and timeline
+ * turn to its end; the page opened before the agent's first task (a "no
+ * turns yet" card, `data-testid="no-turns"`, then the first turn followed
+ * live once a task arrives); the work shown (the verdicts panel per turn and timeline
  * rows that lead with the meaning), a statechart whose edge labels do not
  * overlap in the rendered SVG, a chart card no taller than its content,
  * `/favicon.ico` served (no 404 while the page loads), the head's definition
@@ -212,6 +214,43 @@ describe("debugger page (Chromium)", () => {
       })).status).toBe(200);
       await live("done");
       expect(await page.locator('[data-testid="token-form"]').count()).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await open.close();
+    }
+  }, 60_000);
+
+  it("opened before the agent's first task: says there are no turns yet, then picks up the first turn live to its end", async () => {
+    const open = await startDebugServer({ auth: false });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      expect((await open.call("GET", "/v1/agents/fresh1")).status).toBe(404);
+      await page.goto(`${open.base}/debug/agents/fresh1`);
+      const empty = page.locator('[data-testid="no-turns"]');
+      await empty.waitFor({ timeout: 15_000 });
+      expect(await empty.textContent()).toMatch(/no turns yet/i);
+      expect(await page.getByText("Loading…").count()).toBe(0);
+      await page.screenshot({ path: "/tmp/debug-no-turns.png" });
+
+      expect((await open.call("POST", "/v1/agents/fresh1/tasks", { agent: "helper", input: "First task" })).status).toBe(202);
+      const live = (state: string) => page.locator(`svg.chart [data-state="${state}"][data-active="true"]`).waitFor({ timeout: 15_000 });
+      await live("running");
+      expect(await empty.count()).toBe(0);
+      open.release("fresh1");
+      await live("waiting-tools");
+      const view = (await open.call("GET", "/v1/agents/fresh1")).body;
+      expect((await open.call("POST", "/v1/agents/fresh1/tool-results", {
+        turnId: view.activeTurnId, toolCallId: view.pendingToolCalls[0].toolCallId, outcome: { ok: true, value: "yes" },
+      })).status).toBe(200);
+      await live("done");
+      // The timeline holds the turn's stored events from the first (task_enqueued) on, followed live.
+      const lastId = (await open.call("GET", "/v1/agents/fresh1/events?format=json&limit=500")).body.events.at(-1).id;
+      await page.locator(`.timeline li[data-event-id="${lastId}"]`).waitFor({ timeout: 15_000 });
+      expect(await page.locator('.timeline li[data-event-id="1"]').getAttribute("data-event-type")).toBe("task_enqueued");
+      await page.screenshot({ path: "/tmp/debug-first-turn.png" });
       expect(errors).toEqual([]);
     } finally {
       await page.close();

@@ -36,6 +36,7 @@ import type { MailItem, ToolCallRecord } from "../store/types.ts";
 import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
 import { toolRegistryConformance } from "./store-conformance-registry.ts";
 import { approvalsConformance } from "./store-conformance-approvals.ts";
+import { cancelResultsConformance } from "./store-conformance-cancel-results.ts";
 import { scheduleConformance } from "./store-conformance-schedules.ts";
 
 export interface ConformanceHandle {
@@ -95,6 +96,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
 
     toolRegistryConformance(() => ({ store, clients, putRawToolEntry: h.putRawToolEntry }));
     approvalsConformance(() => ({ store, clients, state: h.state }));
+    cancelResultsConformance(() => ({ store, state: h.state }));
     scheduleConformance(() => ({ store, clients, state: h.state }));
 
     const freshTurn = () => `turn_${++turnSeq}`;

@@ -4,7 +4,8 @@
  * with the server's `appendonly` / `appendfsync`, as a table; then the Redis
  * adapter's check against real redis-servers started with different
  * settings: a weaker server logs one `store_durability_weaker` warning with
- * its settings, one that keeps what is asked logs nothing, and one that
+ * its settings, one that keeps what is asked one `store_durability` info
+ * line with the settings it checked, and one that
  * refuses CONFIG (renamed away, or an ACL user without it) logs one
  * `store_durability_unchecked` info line and still works. Last, the rule
  * for the suites that kill a redis-server and start it again: those that
@@ -112,10 +113,14 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
     expect(DURABILITY_LINES.weaker).toBe("store_durability_weaker");
   });
 
-  it("appendonly yes, appendfsync always: no line, with the default (fsync-always) and with fsync-everysec", async () => {
-    expect(await check(always.url)).toEqual([]);
-    expect(await check(always.url, { durability: "fsync-always" })).toEqual([]);
-    expect(await check(always.url, { durability: "fsync-everysec" })).toEqual([]);
+  it("appendonly yes, appendfsync always: one info line `store_durability` with the settings it checked, under the default (fsync-always) and fsync-everysec", async () => {
+    const meets = (wanted: Durability) => [{
+      level: "info", msg: DURABILITY_LINES.meets, fields: { appendonly: "yes", appendfsync: "always", wanted },
+    }];
+    expect(await check(always.url)).toEqual(meets("fsync-always"));
+    expect(await check(always.url, { durability: "fsync-always" })).toEqual(meets("fsync-always"));
+    expect(await check(always.url, { durability: "fsync-everysec" })).toEqual(meets("fsync-everysec"));
+    expect(DURABILITY_LINES.meets).toBe("store_durability");
   });
 
   it("appendfsync everysec: a warning under the default (fsync-always), nothing for fsync-everysec", async () => {
@@ -123,7 +128,9 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
     expect(lines.map((l) => [l.level, l.msg, l.fields.appendonly, l.fields.appendfsync, l.fields.wanted, l.fields.loses])).toEqual([
       ["warn", "store_durability_weaker", "yes", "everysec", "fsync-always", "up to about 1 s of acknowledged writes on a host crash or power loss"],
     ]);
-    expect(await check(everysec.url, { durability: "fsync-everysec" })).toEqual([]);
+    expect(await check(everysec.url, { durability: "fsync-everysec" })).toEqual([{
+      level: "info", msg: "store_durability", fields: { appendonly: "yes", appendfsync: "everysec", wanted: "fsync-everysec" },
+    }]);
   });
 
   it("appendonly no is weaker than fsync-everysec too", async () => {
@@ -207,12 +214,18 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
       expect(lines.map((l) => [l.level, l.msg, l.fields.wanted])).toEqual([["warn", "store_durability_weaker", "fsync-always"]]);
     });
 
-    it("GATEHOUSE_DURABILITY=fsync-everysec on an everysec server: nothing", async () => {
-      expect(await start({ GATEHOUSE_REDIS_URL: everysec.url, GATEHOUSE_DURABILITY: "fsync-everysec" })).toEqual([]);
+    it("GATEHOUSE_DURABILITY=fsync-everysec on an everysec server: one store_durability info line at startup", async () => {
+      const lines = await start({ GATEHOUSE_REDIS_URL: everysec.url, GATEHOUSE_DURABILITY: "fsync-everysec" });
+      expect(lines.map((l) => [l.level, l.msg, l.fields])).toEqual([
+        ["info", "store_durability", { appendonly: "yes", appendfsync: "everysec", wanted: "fsync-everysec" }],
+      ]);
     });
 
-    it("the default on an appendfsync always server: nothing", async () => {
-      expect(await start({ GATEHOUSE_REDIS_URL: always.url })).toEqual([]);
+    it("the default on an appendfsync always server: one store_durability info line at startup", async () => {
+      const lines = await start({ GATEHOUSE_REDIS_URL: always.url });
+      expect(lines.map((l) => [l.level, l.msg, l.fields])).toEqual([
+        ["info", "store_durability", { appendonly: "yes", appendfsync: "always", wanted: "fsync-always" }],
+      ]);
     });
 
     it("a server that refuses CONFIG: the info line passes at startup, the start goes on", async () => {

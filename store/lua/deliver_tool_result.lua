@@ -29,6 +29,8 @@
     'agent_not_found' | 'unknown_call' | 'turn_finished'
     'approval_pending'  (the call waits for a person's approval; store/port.ts
                         invariant `approval-before-result`)
+    'cancel_pending'  (source '0' only: a cancel of the turn is accepted and not
+                      yet acknowledged; invariant `results-after-cancel`)
     'not_due'  (the watchdog, for an approved call whose moved deadline has not passed)
   A replayed delivery finds the call resolved and answers 'resolved'.
 ]]
@@ -45,7 +47,7 @@ local now_str, source_flag = ARGV[9], ARGV[10]
 
 local may_answer_in_process = source_flag == '1'
 
-local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId' })
+local h = read_head(head, { 'agentId', 'activeTurnId', 'workerTarget', '_mailSeq', 'lastEventId', '_cancelSeq', '_cancelTurn' })
 if not h then
   return 'agent_not_found'
 end
@@ -68,6 +70,14 @@ if prior then
 end
 if h.activeTurnId ~= turn_json then
   return 'turn_finished'
+end
+-- Invariant `results-after-cancel`: the latest cancel is aimed at this turn and still in the mail list
+-- (acks remove a prefix), so the claim that applies it would drop a result mailed after it.
+if source_flag == '0' and h._cancelTurn == turn_json then
+  local first_pending = (tonumber(h._mailSeq) or 0) - redis.call('LLEN', mail) + 1
+  if (tonumber(h._cancelSeq) or 0) >= first_pending then
+    return 'cancel_pending'
+  end
 end
 -- Nothing resolves a call a person has not approved yet (invariant `approval-before-result`).
 if type(rec.approval) == 'table' then

@@ -85,6 +85,9 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
     if (rec.delegated === true && req.source !== "delegation" && req.source !== "watchdog") return { status: "delegated_call" };
     if (rec.status === "resolved") return answerResolved(copy(rec), req);
     if (a.head.activeTurnId !== req.turnId) return { status: "turn_finished" };
+    // Invariant `results-after-cancel`: the pending cancel of this turn would drop a result mailed after it.
+    const outside = req.source !== "watchdog" && req.source !== "delegation";
+    if (outside && a.mail.some((m) => m.kind === "cancel" && m.turnId === req.turnId)) return { status: "cancel_pending" };
     // Invariant `approval-before-result`: nothing resolves a call a person has not approved yet.
     if (rec.approval?.status === "pending") return { status: "approval_pending" };
     if (rec.approval && req.source === "watchdog" && rec.deadline > req.now) return { status: "not_due" };
