@@ -371,6 +371,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1194,6 +1195,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2314,6 +2316,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
