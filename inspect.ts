@@ -10,7 +10,7 @@
  *
  * Web APIs only, like the root module. These names were exported by the
  * root module up to 0.1; the root still exports them, deprecated, for one
- * minor version (README, "Deprecations (0.2)").
+ * minor version (docs/api.md, "Deprecations").
  * @module
  */
 export { agentMachine } from "./machines/agent.ts";

@@ -14,7 +14,7 @@
  * defaults), `@gatehouse-runtime/core/redis` (the TCP Redis adapter, the only
  * part that needs Node built-ins) and `@gatehouse-runtime/core/ai-sdk`.
  * Names that moved stay exported here, deprecated, for one minor version
- * (README, "Deprecations (0.2)").
+ * (docs/api.md, "Deprecations").
  *
  * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
  * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
@@ -94,7 +94,7 @@ export { ReplayBundleError } from "./errors/replay.ts";
 export { VerificationRejected } from "./verification/rejected.ts";
 export { ProblemError } from "./routes/problem.ts";
 
-// Deprecated (0.2): moved to a subpath; exported here until 0.3 (README, "Deprecations (0.2)").
+// Deprecated (0.2): moved to a subpath; exported here until 0.3 (docs/api.md, "Deprecations").
 export {
   /** @deprecated Import from "@gatehouse-runtime/core/inspect" */
   agentMachine,

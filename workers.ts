@@ -88,9 +88,9 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
   driveBudget?: Partial<DriveBudget>;
   /** What one `scheduled` invocation may spend driving agents after its watchdog pass (default 15 steps, 20 000 ms). */
   scheduledDriveBudget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `driveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `driveBudget` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   budget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `scheduledDriveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `scheduledDriveBudget` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   scheduledBudget?: Partial<DriveBudget>;
   /**
    * The continuation bell: a request to send when a drive stopped on its

@@ -21,7 +21,7 @@ export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   verify?: Verifier<z.output<S>>;
   /** Output-level verifier attempts (below the agent's and the task's). */
   verifyAttempts?: number;
-  /** @deprecated Renamed `verifyAttempts` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `verifyAttempts` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   verifyMaxAttempts?: number;
 }
 
@@ -35,7 +35,7 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   output?: AgentOutputConfig<S>;
   /** Attempts of the verifier gate (below a task's override, above `output.verifyAttempts`; default 5); needs `output`. */
   verifyAttempts?: number;
-  /** @deprecated Renamed `verifyAttempts` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `verifyAttempts` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   verifyMaxAttempts?: number;
   /** Guardians that review every candidate the output verifier accepted (defineGuardian()); needs `output`. */
   guardians?: Guardian[];
@@ -43,7 +43,7 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   mustEndWith?: string[];
   /** Model steps allowed in one turn (default 32); past it the turn fails with `step_budget_exhausted`. */
   stepLimit?: number;
-  /** @deprecated Renamed `stepLimit` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `stepLimit` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   maxStepsPerTurn?: number;
   /** Worker target that runs this agent (default `"default"`). */
   workerTarget?: string;
@@ -65,7 +65,7 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
    * the task's fields replace these.
    */
   spendLimit?: AgentSpendLimit;
-  /** @deprecated Renamed `spendLimit` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
+  /** @deprecated Renamed `spendLimit` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
   budget?: AgentSpendLimit;
   /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
   retention?: AgentRetention;

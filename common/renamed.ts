@@ -1,6 +1,6 @@
 /**
- * Options renamed so that one word means one thing (README, "Deprecations
- * (0.2)"): a spend limit is `spendLimit` (was `budget`), what one Workers
+ * Options renamed so that one word means one thing (docs/api.md,
+ * "Deprecations"): a spend limit is `spendLimit` (was `budget`), what one Workers
  * drive may spend is `driveBudget` (was `budget`/`scheduledBudget`), the
  * verifier gate's attempts are `verifyAttempts` (was `verifyMaxAttempts`),
  * the model steps of one turn are `stepLimit` (was `maxStepsPerTurn`).

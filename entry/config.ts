@@ -15,7 +15,7 @@
  *   log a warning naming it): a typo does not pass silently, and variables
  *   read by other parts of a deployment do not stop it.
  *
- * The table `ENV_VARIABLES` is the reference the README and
+ * The table `ENV_VARIABLES` is the reference docs/api.md and
  * docs/operations.md print; tests/config.test.ts checks both against it.
  */
 import type { GatehouseOptions } from "../mod.ts";

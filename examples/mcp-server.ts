@@ -1,5 +1,5 @@
 /**
- * A small MCP server for the README's "MCP tools" example: the official
+ * A small MCP server for the "MCP tools" example of docs/mcp.md: the official
  * SDK's McpServer with one tool, `add`, over Streamable HTTP (stateless: a
  * fresh server and transport per request) on http://127.0.0.1:$PORT/mcp
  * (PORT defaults to 3001).

@@ -1,5 +1,5 @@
 /**
- * The delegation and spend-limit example (docs/contracts.md, README): `lead`
+ * The delegation and spend-limit example (docs/contracts.md, docs/teams.md): `lead`
  * hands research to `researcher` through an agent tool, receives the
  * researcher's verified output as the call's result, and writes a summary.
  * The lead runs under a spend limit; the researcher's tokens count toward it.

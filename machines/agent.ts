@@ -1,5 +1,5 @@
 /**
- * The agent statechart (BRIEF §1). Pure: transitions and `assign` only, no
+ * The agent statechart (docs/architecture.md, "The statechart"). Pure: transitions and `assign` only, no
  * invoke, no delays, no clock. Every effect (model step, tool dispatch,
  * verification) runs in the actor host between transitions and comes back as
  * an event carrying its time (`at`), so replaying the event log reproduces

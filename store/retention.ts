@@ -35,7 +35,7 @@ import type { RetentionLimits } from "./port.ts";
 import { StoreInputError } from "./keys.ts";
 import { DEFAULTS } from "../common/defaults.ts";
 
-/** Defaults (README, "Configuration"; DEFAULTS.retention in common/defaults.ts): about 2-4 MB of events, 200 turns' records. */
+/** Defaults (docs/api.md, "Configuration"; DEFAULTS.retention in common/defaults.ts): about 2-4 MB of events, 200 turns' records. */
 export const DEFAULT_RETENTION: RetentionLimits = DEFAULTS.retention;
 
 /** The numbers a checkpoint is decided by (the snapshot is stored beside them). */

@@ -2,7 +2,7 @@
  * examples/ai-sdk.ts runs as written: its `main()` against a local server
  * speaking Anthropic's Messages API (tests/helpers/fake-anthropic.ts) — the
  * model looks the order up, reads the tool result, streams its answer and
- * submits — and the README's "Models" block is the file's marked region.
+ * submits — and the block of docs/models.md is the file's marked region.
  */
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -40,9 +40,9 @@ describe("examples/ai-sdk.ts", () => {
     expect(fake.requests[0]!.body.tools.map((t: { name: string }) => t.name)).toEqual(["lookup_order", "submit_result"]);
   }, 30_000);
 
-  it("the README's Models block is the example's marked region", () => {
+  it("the Models block of docs/models.md is the example's marked region", () => {
     const file = readFileSync(new URL("../examples/ai-sdk.ts", import.meta.url), "utf8");
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../docs/models.md", import.meta.url), "utf8");
     const region = /\/\/ ai-sdk:start\n([\s\S]*?)\/\/ ai-sdk:end\n/.exec(file)?.[1];
     const block = /<!-- ai-sdk:start -->\n```ts\n([\s\S]*?)```\n<!-- ai-sdk:end -->/.exec(readme)?.[1];
     expect(region).toBeDefined();

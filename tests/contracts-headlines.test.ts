@@ -1,9 +1,10 @@
 /**
- * The seed's acceptance sequence, offline: the "headlines" agent of
+ * The headlines acceptance sequence (docs/contracts.md, "The headlines
+ * sequence, before and after"), offline: the "headlines" agent of
  * examples/headlines.ts reads three news pages (fixtures under
  * tests/fixtures/news/, served over HTTP by a local server here) with its
  * contracted `web_fetcher` and `parser`, driven by the example's scripted
- * model through the HTTP routes on the memory store. The seed's failures
+ * model through the HTTP routes on the memory store. Its original failures
  * replay, one per page:
  *
  * 1. Google News: the fetcher answers `Body` where `body` is required —

@@ -188,8 +188,8 @@ describe("external results posted over HTTP", () => {
     expect(toolMessages(requests[1])[0].error).toMatchObject({ type: "invalid_input", retryable: false, metadata: { mismatch: "nil_required_input", method: "search" } });
   });
 
-  it("the README's contracts block is the example's text", () => {
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  it("the contracts block of docs/contracts.md is the example's text", () => {
+    const readme = readFileSync(new URL("../docs/contracts.md", import.meta.url), "utf8");
     const block = readme.match(/<!-- contracts:start -->\n```ts\n([\s\S]*?)```\n<!-- contracts:end -->/)![1];
     expect(readFileSync(new URL("../examples/contracts.ts", import.meta.url), "utf8")).toContain(block);
   });

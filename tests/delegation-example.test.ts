@@ -1,6 +1,6 @@
 /**
  * The delegation example runs as written: examples/team.ts is imported and
- * run, and docs/contracts.md and the README quote its agents exactly.
+ * run, and docs/contracts.md and docs/teams.md quote its agents exactly.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -25,9 +25,9 @@ describe("examples/team.ts", () => {
   });
 });
 
-describe("docs/contracts.md and the README", () => {
+describe("docs/contracts.md and docs/teams.md", () => {
   const doc = read("../docs/contracts.md");
-  const readme = read("../README.md");
+  const readme = read("../docs/teams.md");
   it("quote the example's agents and run exactly as the file has them", () => {
     for (const name of ["team", "run"]) {
       expect(region(name)).toBeTruthy();

@@ -3,7 +3,7 @@
  * dependency of every locked package, including other platforms' builds
  * that the registry reachable here does not serve. scripts/lock-platforms.ts
  * adds them after `npm install`; this test fails when a dependency change
- * was locked without it (README, "npm ci and this repository's lockfile").
+ * was locked without it (CONTRIBUTING.md, "npm ci and this repository's lockfile").
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,6 @@
 /**
- * The agent statechart, transition by transition (BRIEF §1), plus the rules
+ * The agent statechart, transition by transition (docs/architecture.md,
+ * "The statechart"), plus the rules
  * that keep it durable: pure (no invoke, no delays, assign-only actions),
  * JSON context, versioned snapshots refused when unknown.
  */

@@ -1,6 +1,6 @@
 /**
- * The README's "MCP tools" example: the block between the `mcp-example`
- * markers is examples/mcp.ts, and it runs (under tsx, as the README says)
+ * The "MCP tools" example of docs/mcp.md: the block between the `mcp-example`
+ * markers is examples/mcp.ts, and it runs (under tsx, as docs/mcp.md says)
  * against examples/mcp-server.ts, a real MCP server of the official SDK,
  * printing `done {"sum":5}`.
  */
@@ -16,9 +16,9 @@ afterAll(() => {
   server?.kill("SIGKILL");
 });
 
-describe("README: MCP tools", () => {
+describe("docs/mcp.md: MCP tools", () => {
   it("shows examples/mcp.ts as it is", () => {
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../docs/mcp.md", import.meta.url), "utf8");
     const block = /<!-- mcp-example:start -->\n```ts\n([\s\S]*?)```\n<!-- mcp-example:end -->/.exec(readme)?.[1];
     expect(block).toBe(readFileSync(new URL("../examples/mcp.ts", import.meta.url), "utf8"));
   });

@@ -351,7 +351,7 @@ describe("the ./mcp subpath", () => {
     expect(mcp.stderr).toContain(`Cannot find package '${MCP_SDK}'`);
   }, 40_000);
 
-  it("with the SDK installed, the README's MCP example runs from the package over HTTP, and a stdio server is spawned", async () => {
+  it("with the SDK installed, the MCP example of docs/mcp.md runs from the package over HTTP, and a stdio server is spawned", async () => {
     const { transformSync } = await import("esbuild");
     const example = readFileSync(join(ROOT, "examples/mcp.ts"), "utf8");
     const dir = project("consumer-mcp", {

@@ -244,8 +244,8 @@ describe("a small root, subpaths, deprecated aliases", () => {
     expect(values).toBeGreaterThanOrEqual(25);
   });
 
-  it("the README's Deprecations (0.2) note names every deprecated root export", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  it("the Deprecations (0.2) note of docs/api.md names every deprecated root export", () => {
+    const readme = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
     const note = /> \*\*Deprecations \(0\.2\)\.\*\*([\s\S]*?)\n\n/.exec(readme)?.[1] ?? "";
     const missing = [...deprecated.keys(), "WorkBudget"].filter((n) => !note.includes(`\`${n}\``));
     expect(missing).toEqual([]);

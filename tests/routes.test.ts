@@ -445,7 +445,7 @@ describe("routes: server-sent events", () => {
 });
 
 describe("routes: machine, watchdog, health", () => {
-  it("serves an XState machine config with every BRIEF §1 transition, and the introspection under meta", async () => {
+  it("serves an XState machine config with every transition of the statechart, and the introspection under meta", async () => {
     const { call } = setup();
     const res = await call("GET", "/v1/machine");
     expect(res.status).toBe(200);

@@ -1,5 +1,5 @@
 /**
- * examples/workers, deployed the way the README says: built by wrangler
+ * examples/workers, deployed the way docs/workers.md says: built by wrangler
  * itself (`wrangler deploy --dry-run --outdir`, so wrangler's own bundling and
  * wrangler.toml are what is tested), then run in workerd (Miniflare, on a
  * loopback port) against a real Redis behind the Upstash bridge, and driven

@@ -2,8 +2,9 @@
  * The resident agent cache: for recently run agents, the conversation and the
  * live XState actor, keyed by agent id and the snapshot version they belong
  * to. A hit saves reading the message list and restoring the snapshot on the
- * next claim (BRIEF §7: restore + persist costs ~150 µs, a resident `send`
- * ~15 µs); a version mismatch is a miss, so an entry can never stand in for
+ * next claim (a `send` to a resident actor costs a fraction of restoring
+ * the actor and persisting it; bench/README.md has the cost per step on a
+ * hit and on a miss); a version mismatch is a miss, so an entry can never stand in for
  * newer state. Bounded (least recently used).
  *
  * Ownership: `take` hands the actor to one claim and removes it from the

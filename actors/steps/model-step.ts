@@ -85,7 +85,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
   if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
   if (completion?.name === SUBMIT_RESULT && kind === "submit") {
     const missing = missingResultFields(ctx.claim.task?.input, submittedValue(completion.args));
-    // Availability first (seed 003 §9): missing fields degrade with a warning, the turn still completes.
+    // Availability first: missing result fields degrade with a warning, the turn still completes.
     if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
   }
   applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
