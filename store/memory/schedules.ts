@@ -5,19 +5,14 @@
  * hold no control characters, so no agent has that member).
  */
 import type { FireScheduleTickRequest, FireScheduleTickResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
-import { checkAgentId, checkScheduleId, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
+import { checkAgentId, checkScheduleId, checkTarget, checkTurnId, positiveBound } from "../keys.ts";
 import { int } from "./records.ts";
 import { DEFAULTS } from "../../common/defaults.ts";
 import type { MemoryState } from "./state.ts";
 import { enqueueInside } from "./turn-protocol.ts";
 import { coalesceInto, countQueued, dropSchedule, setScore } from "./schedule-steps.ts";
 
-/** A positive safe integer bound, or the default. */
-function bound(v: number | undefined, what: string, dflt: number): number {
-  if (v === undefined) return dflt;
-  if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use ${what} ${JSON.stringify(v)}: it must be a positive safe integer`);
-  return v;
-}
+
 
 export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Promise<PutScheduleResult> {
   checkAgentId(req.agentId);
@@ -25,7 +20,7 @@ export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Prom
   checkTarget(req.workerTarget);
   const now = int(req.now, "now");
   if (req.nextTick !== null) int(req.nextTick, "nextTick");
-  const limit = bound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent);
+  const limit = positiveBound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent);
   return s.atomic((): PutScheduleResult => {
     const a = s.agents.get(req.agentId);
     if (a && a.head.agentName !== req.agentName) return { status: "definition_conflict" as const, boundTo: a.head.agentName };
@@ -75,7 +70,7 @@ export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequ
   checkTurnId(req.turnId);
   int(req.now, "now");
   if (req.nextTick !== null) int(req.nextTick, "nextTick");
-  const maxQueued = bound(req.maxQueued, "maxQueued", 1);
+  const maxQueued = positiveBound(req.maxQueued, "maxQueued", 1);
   return s.atomic((): FireScheduleTickResult => {
     const rec = s.schedules.get(req.agentId)?.get(req.scheduleId);
     if (!rec) return { status: "schedule_not_found" };
