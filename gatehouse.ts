@@ -222,6 +222,12 @@ export interface GatehouseOptions {
    * honours (a larger wait is cut to it; 0 turns waiting off). Default 60.
    */
   maxWaitSeconds?: number;
+  /**
+   * Schedules one agent may hold (1 to 10 000, default 100): a new schedule
+   * past it is 409 `schedule_limit` and stores nothing (store/port.ts
+   * invariant `schedule-bounds`; docs/security.md, "Schedules").
+   */
+  maxSchedulesPerAgent?: number;
 }
 
 export interface Gatehouse {
@@ -287,6 +293,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     rateLimits: true,
     sse: true,
     maxWaitSeconds: true,
+    maxSchedulesPerAgent: true,
   } satisfies Record<keyof GatehouseOptions, true>,
 );
 
@@ -440,6 +447,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
     const e = checkRateLimitOptions(options.rateLimits);
     if (e) throw new DefinitionError(`createGatehouse(): ${e}`, { key: "rateLimits" });
   }
+  const msa = options.maxSchedulesPerAgent;
+  if (msa !== undefined && !(Number.isSafeInteger(msa) && msa >= 1 && msa <= 10_000)) {
+    throw new DefinitionError(`createGatehouse(): maxSchedulesPerAgent must be an integer from 1 to 10000, got ${msa}`, {
+      key: "maxSchedulesPerAgent",
+    });
+  }
   const wmc = options.whatIfMaxCandidates;
   if (wmc !== undefined && !(Number.isSafeInteger(wmc) && wmc >= 1 && wmc <= 1_000)) {
     throw new DefinitionError(`createGatehouse(): whatIfMaxCandidates must be an integer from 1 to 1000, got ${wmc}`, {
@@ -543,6 +556,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       maxEventPage: 500,
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
       ...(wmc !== undefined ? { maxWhatIfCandidates: wmc } : {}),
+      maxSchedulesPerAgent: msa ?? DEFAULTS.maxSchedulesPerAgent,
     },
     wake(agentId, request) {
       if (hooks.wake) hooks.wake(agentId, request);

@@ -25,6 +25,8 @@ export interface RouteLimits {
   maxEventPageBytes?: number;
   /** Candidates one `POST .../what-if` judges at most (default 20, routes/what-if.ts). */
   maxWhatIfCandidates?: number;
+  /** Schedules one agent may hold (default DEFAULTS.maxSchedulesPerAgent, routes/schedules.ts). */
+  maxSchedulesPerAgent?: number;
 }
 
 /** Caps on open SSE streams of this app (one process); 429 `too_many_streams` beyond them. */

@@ -37,7 +37,7 @@ const fire = (store: Store, rec: ScheduleRecord, over: Partial<FireScheduleTickR
 
 async function created(store: Store): Promise<ScheduleRecord> {
   const r = await put(store);
-  if (r.status === "definition_conflict") throw new Error("not created");
+  if (r.status !== "created") throw new Error("not created");
   return r.schedule;
 }
 

@@ -24,6 +24,8 @@ export interface Metrics {
   /** A commit that ended a turn also claimed the agent's next task (turn chaining). */
   turnChained(): void;
   watchdogTimeout(): void;
+  /** A schedule's tick was coalesced into its waiting task (store invariant `schedule-bounds`). */
+  scheduleTickCoalesced(): void;
   /** One model step took `seconds`. */
   stepDuration(seconds: number): void;
   /** The exposition text; `ready` maps each worker target to its due agents. */
@@ -47,6 +49,7 @@ export function createMetrics(): Metrics {
   let steps = 0;
   let timeouts = 0;
   let chained = 0;
+  let coalesced = 0;
   const turns = new Map<string, number>([["done", 0], ["failed", 0]]);
   const refused = new Map<string, number>();
   const buckets = STEP_BUCKETS.map(() => 0);
@@ -61,6 +64,7 @@ export function createMetrics(): Metrics {
     commitRefused: (reason) => void bump(refused, reason),
     turnChained: () => void chained++,
     watchdogTimeout: () => void timeouts++,
+    scheduleTickCoalesced: () => void coalesced++,
     stepDuration(seconds) {
       if (!Number.isFinite(seconds) || seconds < 0) return;
       stepSum += seconds;
@@ -87,6 +91,8 @@ export function createMetrics(): Metrics {
       labelled("gatehouse_commits_refused_total", "reason", refused);
       head("gatehouse_watchdog_timeouts_total", "counter", "Tool calls timed out by this process's watchdog.");
       out.push(`gatehouse_watchdog_timeouts_total ${timeouts}`);
+      head("gatehouse_schedule_ticks_coalesced_total", "counter", "Schedule ticks this process folded into the schedule's task still waiting in the queue.");
+      out.push(`gatehouse_schedule_ticks_coalesced_total ${coalesced}`);
       head("gatehouse_ready_agents", "gauge", "Agents due now in the ready queue of each worker target.");
       labelled("gatehouse_ready_agents", "target", ready);
       head("gatehouse_step_duration_seconds", "histogram", "Duration of one model step (all attempts of the model call).");
@@ -126,6 +132,11 @@ export function meteredStore<S extends Store>(store: S, metrics: Metrics): S {
       countCommit(metrics, req);
       if (r.chained) metrics.turnChained();
     } else metrics.commitRefused(r.reason);
+    return r;
+  };
+  m.fireScheduleTick = async (req) => {
+    const r = await store.fireScheduleTick(req);
+    if (r.status === "coalesced") metrics.scheduleTickCoalesced();
     return r;
   };
   m.deliverToolResult = async (req) => {

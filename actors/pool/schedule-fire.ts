@@ -10,11 +10,16 @@
  * once. The tick's task is an ordinary task under the idempotency key
  * `schedule:<scheduleId>:<tick ISO time>`.
  *
+ * Bounds (store invariant `schedule-bounds`): the step allows
+ * `queuedTicksCap(spec)` of the schedule's tasks to wait at once; a tick
+ * beyond is coalesced into the waiting task by the store, logged
+ * `schedule_coalesced` and counted in `/metrics`.
+ *
  * A stored timing that no longer parses (it was checked when written) ends
  * the schedule (next tick null) rather than keep it due.
  */
 import type { FireScheduleTickResult, ScheduleRecord, Store } from "../../store/port.ts";
-import { planTick, scheduleKey } from "../../common/schedule.ts";
+import { planTick, queuedTicksCap, scheduleKey } from "../../common/schedule.ts";
 import type { Clock, Logger } from "../runtime.ts";
 
 export interface ScheduleFireDeps {
@@ -38,12 +43,17 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     agentId: rec.agentId, scheduleId: rec.scheduleId, expectTick: rec.nextTick, expectRev: rec.rev,
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: {}, input: rec.spec.input, now,
+    maxQueued: queuedTicksCap(rec.spec),
   });
   if (r.status === "fired") {
     const e = r.enqueue;
     deps.logger.info("schedule_fired", {
       agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, status: e.status,
       ...(e.status === "enqueued" || e.status === "duplicate" ? { turnId: e.turnId } : {}), nextTick: r.nextTick,
+    });
+  } else if (r.status === "coalesced") {
+    deps.logger.info("schedule_coalesced", {
+      agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, waitingTurnId: r.turnId, nextTick: r.nextTick,
     });
   } else if (r.status === "skipped") {
     deps.logger.info("schedule_skipped", { agentId: rec.agentId, scheduleId: rec.scheduleId, missedFrom: rec.nextTick, nextTick: r.nextTick });
