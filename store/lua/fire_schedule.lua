@@ -67,6 +67,12 @@ if cur_tick ~= expect_tick or cur_rev ~= expect_rev then
 end
 local fire = fire_tick ~= ''
 local k = { head = head, tasks = tasks, idem = idem, events = events, turns = turns, inputs = inputs, deleted = deleted }
+local a = {
+  prefix = prefix, agent_id = agent_id, agent_id_json = agent_id_json, name_json = name_json,
+  target_json = '"' .. target .. '"', turn_json = turn_json, has_key_flag = '1', idem_key = idem_key,
+  entry = entry, event_tail = event_tail, now_str = now_str, turn_raw = turn_raw,
+  input_json = input_json, refuse_deleted = '',
+}
 local ready = prefix .. ':ready:' .. target
 local member = agent_id .. '\n' .. sched_id
 -- Invariant `schedule-bounds` (fair share): the due time is never earlier than now.
@@ -88,24 +94,9 @@ if fire and q_count then
     queued = tonumber(q_count)
   end
 end
-if fire and queued >= tonumber(max_queued) then
-  -- Checks done; writes follow.
-  redis.call('HSET', sched, 'n:' .. sched_id, next_tick)
-  if next_tick == 'null' then
-    redis.call('ZREM', ready, member)
-  else
-    set_bell(ready, score, member)
-  end
-  return 'coalesced {"turnId":' .. q_json .. ',"nextTick":' .. next_tick .. '}'
-end
-local a = {
-  prefix = prefix, agent_id = agent_id, agent_id_json = agent_id_json, name_json = name_json,
-  target_json = '"' .. target .. '"', turn_json = turn_json, has_key_flag = '1', idem_key = idem_key,
-  entry = entry, event_tail = event_tail, now_str = now_str, turn_raw = turn_raw,
-  input_json = input_json, refuse_deleted = '',
-}
+local coalesce = fire and queued >= tonumber(max_queued)
 local reply, st = nil, nil
-if fire then
+if fire and not coalesce then
   reply, st = check_enqueue(k, a)
   -- An unreadable head refuses the step; an answer of the enqueue (a duplicate, a conflict) still advances the schedule.
   if reply and not (string.find(reply, '^enqueued ') or string.find(reply, '^duplicate ') or string.find(reply, '^definition_conflict ')) then
@@ -113,10 +104,10 @@ if fire then
   end
 end
 -- Checks done; writes follow.
-if fire and not reply then
+if fire and not coalesce and not reply then
   reply = write_enqueue(k, a, st)
 end
-if fire then
+if fire and not coalesce then
   local word, turn = string.match(reply, '^(%S+) (.*)$')
   if word ~= 'definition_conflict' then
     redis.call('HSET', sched, 'l:' .. sched_id, '{"tick":' .. fire_tick .. ',"turnId":' .. turn .. ',"at":' .. now_str .. '}')
@@ -131,4 +122,10 @@ if next_tick == 'null' then
 else
   set_bell(ready, score, member)
 end
-return fire and ('fired ' .. reply) or ('skipped ' .. next_tick)
+local answer = 'skipped ' .. next_tick
+if coalesce then
+  answer = 'coalesced {"turnId":' .. q_json .. ',"nextTick":' .. next_tick .. '}'
+elseif fire then
+  answer = 'fired ' .. reply
+end
+return answer
