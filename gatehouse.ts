@@ -229,6 +229,12 @@ export interface GatehouseOptions {
    * honours (a larger wait is cut to it; 0 turns waiting off). Default 60.
    */
   maxWaitSeconds?: number;
+  /**
+   * Schedules one agent may hold (1 to 10 000, default 100): a new schedule
+   * past it is 409 `schedule_limit` and stores nothing (store/port.ts
+   * invariant `schedule-bounds`; docs/security.md, "Schedules").
+   */
+  maxSchedulesPerAgent?: number;
 }
 
 export interface Gatehouse {
@@ -295,6 +301,7 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     rateLimits: true,
     sse: true,
     maxWaitSeconds: true,
+    maxSchedulesPerAgent: true,
   } satisfies Record<keyof GatehouseOptions, true>,
 );
 
@@ -452,6 +459,12 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   if (mdt !== undefined && !(Number.isSafeInteger(mdt) && mdt >= 0)) {
     throw new DefinitionError(`createGatehouse(): maxDelayedTasks must be a whole number from 0, got ${mdt}`, { key: "maxDelayedTasks" });
   }
+  const msa = options.maxSchedulesPerAgent;
+  if (msa !== undefined && !(Number.isSafeInteger(msa) && msa >= 1 && msa <= 10_000)) {
+    throw new DefinitionError(`createGatehouse(): maxSchedulesPerAgent must be an integer from 1 to 10000, got ${msa}`, {
+      key: "maxSchedulesPerAgent",
+    });
+  }
   const wmc = options.whatIfMaxCandidates;
   if (wmc !== undefined && !(Number.isSafeInteger(wmc) && wmc >= 1 && wmc <= 1_000)) {
     throw new DefinitionError(`createGatehouse(): whatIfMaxCandidates must be an integer from 1 to 1000, got ${wmc}`, {
@@ -556,6 +569,7 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       maxEventPageBytes: options.maxEventPageBytes ?? DEFAULT_EVENT_PAGE_BYTES,
       ...(wmc !== undefined ? { maxWhatIfCandidates: wmc } : {}),
       maxDelayedTasks: mdt ?? DEFAULT_MAX_DELAYED_TASKS,
+      maxSchedulesPerAgent: msa ?? DEFAULTS.maxSchedulesPerAgent,
     },
     wake(agentId, request) {
       if (hooks.wake) hooks.wake(agentId, request);

@@ -61,6 +61,11 @@ export const DEFAULTS = Object.freeze({
   toolTimeoutMs: 60_000,
   /** First backoff after a verifier's system error (ms). */
   verifierBackoffMs: 1_000,
+  /**
+   * Schedules one agent may hold (store/port.ts invariant `schedule-bounds`; docs/security.md, "Schedules"):
+   * each may tick every second, so this also bounds the fires one agent adds per second.
+   */
+  maxSchedulesPerAgent: 100,
   /** Claims of one turn that may throw before the turn fails (actors/pool/claim-failure.ts). */
   maxClaimFailures: 5,
   /** First backoff after a claim that threw (ms; doubles per failure). */

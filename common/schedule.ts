@@ -44,6 +44,19 @@ export const ON_TIME_MS = 60_000;
 /** The shortest interval of an `everyMs` schedule (ms). */
 export const MIN_EVERY_MS = 1_000;
 
+/** The longest interval of an `everyMs` schedule (ms): 366 days, so a schedule ticks at least once a year. */
+export const MAX_EVERY_MS = 366 * 24 * 3_600_000;
+
+/**
+ * The most tasks of one schedule that may wait in its agent's queue at once
+ * (store/port.ts invariant `schedule-bounds`): 1, so a tick while the
+ * previous tick's task still waits is coalesced into it; MAX_CATCH_UP for
+ * `catchUp: "all"`, whose missed ticks each get a task.
+ */
+export function queuedTicksCap(spec: Pick<ScheduleSpec, "catchUp">): number {
+  return spec.catchUp === "all" ? MAX_CATCH_UP : 1;
+}
+
 /** The timing of a schedule and the task each tick enqueues, as stored. */
 export interface ScheduleSpec {
   /** The task's input (JSON). */
@@ -63,15 +76,21 @@ function cronOf(spec: Pick<ScheduleSpec, "cron" | "timezone">): Cron {
 
 /**
  * Why a timing cannot be used, or null when it can: exactly one of `cron`
- * (5 or 6 fields) and `everyMs` (an integer of at least MIN_EVERY_MS), a time
+ * (5 or 6 fields) and `everyMs` (an integer from MIN_EVERY_MS to MAX_EVERY_MS), a time
  * zone croner knows (cron only), and at least one tick after `now`. Routes
  * answer the reason as `validation_failed`.
  */
 export function scheduleTimingProblem(t: { cron?: string; everyMs?: number; timezone?: string }, now: number): { field: "cron" | "everyMs" | "timezone"; reason: string } | null {
-  if ((t.cron === undefined) === (t.everyMs === undefined)) return { field: "cron", reason: "Give exactly one of `cron` and `everyMs`" };
+  if (t.cron !== undefined && t.everyMs !== undefined) {
+    return { field: "cron", reason: "Give exactly one of `cron` and `everyMs`, not both" };
+  }
+  if (t.cron === undefined && t.everyMs === undefined) return { field: "cron", reason: "Give exactly one of `cron` and `everyMs`: neither is given" };
   if (t.everyMs !== undefined) {
-    if (!Number.isSafeInteger(t.everyMs) || t.everyMs < MIN_EVERY_MS) {
-      return { field: "everyMs", reason: `everyMs must be an integer of at least ${MIN_EVERY_MS}, got ${JSON.stringify(t.everyMs)}` };
+    if (!Number.isSafeInteger(t.everyMs) || t.everyMs < MIN_EVERY_MS || t.everyMs > MAX_EVERY_MS) {
+      return {
+        field: "everyMs",
+        reason: `everyMs must be an integer from ${MIN_EVERY_MS} (1 s) to ${MAX_EVERY_MS} (366 days), got ${JSON.stringify(t.everyMs)}`,
+      };
     }
     return t.timezone === undefined ? null : { field: "timezone", reason: "timezone applies to a cron schedule only" };
   }

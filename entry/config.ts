@@ -43,6 +43,7 @@ export type EnvGatehouseOptions = Pick<
   | "maxBodyBytes"
   | "whatIfMaxCandidates"
   | "maxWaitSeconds"
+  | "maxSchedulesPerAgent"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
   | "storeTimeoutMs"
@@ -88,6 +89,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_WATCHDOG_IDLE_MAX_MS", option: "watchdogIdleMaxMs", default: String(DEFAULTS.watchdogIdleMaxMs), meaning: "longest idle wait of the watchdog (doubles from `watchdogIntervalMs` while no deadline is near)" },
   { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: String(DEFAULTS.maxBodyBytes), meaning: "request body limit (413 above it)" },
   { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: String(DEFAULTS.whatIfMaxCandidates), meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
+  { name: "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", option: "maxSchedulesPerAgent", default: String(DEFAULTS.maxSchedulesPerAgent), meaning: "schedules one agent may hold (1 to 10000; a new one past it is 409 `schedule_limit`; docs/security.md, \"Schedules\")" },
   { name: "GATEHOUSE_MAX_WAIT_SECONDS", option: "maxWaitSeconds", default: String(DEFAULTS.maxWaitSeconds), meaning: "longest `Prefer: wait` a task POST honours (0 to 3600; 0: off; docs/http.md)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: String(DEFAULTS.externalToolTimeoutMs), meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: String(DEFAULTS.toolTimeoutMs), meaning: "timeout of in-process tools" },
@@ -214,6 +216,7 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("maxBodyBytes", integer(env, "GATEHOUSE_MAX_BODY_BYTES", 1_024, 1_073_741_824));
   opt("whatIfMaxCandidates", integer(env, "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", 1, 1_000));
   opt("maxWaitSeconds", integer(env, "GATEHOUSE_MAX_WAIT_SECONDS", 0, 3_600));
+  opt("maxSchedulesPerAgent", integer(env, "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", 1, 10_000));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);

@@ -46,6 +46,7 @@ export const PROBLEMS = {
   delivery_replayed: { status: 409, title: "This signed message was delivered to another route" },
   request_timeout: { status: 408, title: "The request did not arrive in time" },
   agent_exists: { status: 409, title: "An agent with this id exists" },
+  schedule_limit: { status: 409, title: "The agent holds as many schedules as it may" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },

@@ -27,6 +27,8 @@ export interface RouteLimits {
   maxWhatIfCandidates?: number;
   /** Delayed tasks one agent may hold (store/delayed-bound.ts); absent: the store's default. */
   maxDelayedTasks?: number;
+  /** Schedules one agent may hold (default DEFAULTS.maxSchedulesPerAgent, routes/schedules.ts). */
+  maxSchedulesPerAgent?: number;
 }
 
 /** Caps on open SSE streams of this app (one process); 429 `too_many_streams` beyond them. */

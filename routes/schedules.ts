@@ -7,9 +7,12 @@
  *   catchUp? }`. The timing is checked before anything is stored (a bad
  *   expression, time zone or interval is 400 `validation_failed` with the
  *   reason in `detail`); `agent` binds as a task's does (409
- *   `agent_definition_conflict`, 422 `unknown_agent_definition`). The first
- *   tick is the first after now; writing rings, so sleeping pools read the
- *   new due time.
+ *   `agent_definition_conflict`, 422 `unknown_agent_definition`). An agent
+ *   holds at most `maxSchedulesPerAgent` schedules (default 100): a new one
+ *   past it is 409 `schedule_limit` and stores nothing; replacing one is not
+ *   refused (store/port.ts invariant `schedule-bounds`). The first tick is
+ *   the first after now; writing rings, so sleeping pools read the new due
+ *   time.
  * - `GET .../schedules/:scheduleId`, `GET .../schedules` (the agent's, by
  *   id) and `DELETE .../schedules/:scheduleId`; an unknown schedule is 404
  *   `schedule_not_found`.
@@ -21,7 +24,8 @@
  * the `enqueue` verb (a schedule enqueues tasks), reading `read`.
  */
 import { z } from "@hono/zod-openapi";
-import { nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
+import { MAX_EVERY_MS, MIN_EVERY_MS, nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import type { ScheduleRecord } from "../store/port.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -37,14 +41,12 @@ const ScheduleRequest = z.strictObject({
   input: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("The input of each tick's task: text or a JSON object"),
   cron: z.string().min(1).max(256).optional()
     .describe("Cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first); not with `everyMs`"),
-  everyMs: z.int().min(1_000).max(Number.MAX_SAFE_INTEGER).optional().describe("Fixed interval (ms, at least 1000) from the write; not with `cron`"),
+  // Checked by the route (common/schedule.ts `scheduleTimingProblem`), so a refusal names the field and the rule.
+  everyMs: z.number().optional().openapi({ type: "integer", minimum: MIN_EVERY_MS, maximum: MAX_EVERY_MS })
+    .describe(`Fixed interval (ms, ${MIN_EVERY_MS} to ${MAX_EVERY_MS}: 1 s to 366 days) from the write; not with \`cron\``),
   timezone: z.string().min(1).max(64).optional().describe("IANA time zone of `cron` (default UTC)"),
   catchUp: z.enum(["none", "last", "all"]).optional()
     .describe("Ticks missed while no worker ran: `last` (default) fires the latest, `none` none, `all` each (at most 100)"),
-}).superRefine((b, ctx) => {
-  if ((b.cron === undefined) === (b.everyMs === undefined)) {
-    ctx.addIssue({ code: "custom", path: ["cron"], message: "give exactly one of cron and everyMs" });
-  }
 }).openapi("ScheduleRequest");
 
 const ScheduleView = z.object({
@@ -84,13 +86,15 @@ const putSchedule = defineRoute({
   path: "/v1/agents/{agentId}/schedules/{scheduleId}",
   operationId: "putSchedule",
   summary: "Create or replace a recurring schedule (each tick enqueues one task)",
-  description: "Exactly one of `cron` (5 or 6 fields, with `timezone`) and `everyMs` (>= 1000). Each tick enqueues one " +
+  description: "Exactly one of `cron` (5 or 6 fields, with `timezone`) and `everyMs` (1000 to 31622400000). Each tick enqueues one " +
     "ordinary task under the idempotency key `schedule:<scheduleId>:<tick ISO time>`, exactly once whatever the number " +
-    "of workers. `catchUp` says what happens to ticks missed while no worker ran (default `last`).",
+    "of workers. `catchUp` says what happens to ticks missed while no worker ran (default `last`). An agent holds at most " +
+    "`maxSchedulesPerAgent` schedules (default 100; a new one past it is 409 `schedule_limit`). A tick while the schedule's " +
+    "previous task still waits in the queue is coalesced into it (no new task; `catchUp: \"all\"`: up to 100 may wait).",
   tags: ["schedules"],
   request: { params: ScheduleParams, body: jsonBody(ScheduleRequest) },
   responses: { 200: json("Replaced", ScheduleView), 201: json("Created", ScheduleView) },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition"], "enqueue");
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "schedule_limit", "unknown_agent_definition"], "enqueue");
 
 const getSchedule = defineRoute({
   method: "get",
@@ -146,7 +150,13 @@ export function scheduleRoutes(rt: RouteRuntime) {
       if (!def) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
       const now = rt.clock.now();
       const { spec, first } = specOf(body, now);
-      const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, now });
+      const maxSchedules = rt.limits.maxSchedulesPerAgent ?? DEFAULTS.maxSchedulesPerAgent;
+      const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, now, maxSchedules });
+      if (r.status === "schedule_limit") {
+        throw new ProblemError("schedule_limit", `Agent "${agentId}" holds ${r.limit} schedules, the most it may (maxSchedulesPerAgent); delete one or replace an existing id`, {
+          extra: { limit: r.limit },
+        });
+      }
       if (r.status === "definition_conflict") {
         throw new ProblemError("agent_definition_conflict", `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`, {
           extra: { boundTo: r.boundTo },

@@ -27,7 +27,7 @@
  * | `<h>:{a:<id>}:verdicts`          | list   | `[verdictId, turnId, status]` JSON, write order |
  * | `<h>:{a:<id>}:turns`             | hash   | turnId -> `queued` / `done` / `failed` / `ended` / `cancelled` |
  * | `<h>:{a:<id>}:inputs`            | hash   | turnId -> the task's input JSON, its one stored copy |
- * | `<h>:{a:<id>}:sched`             | hash   | per scheduleId S: `r:S` record JSON, `n:S` next tick (ms or `null`), `v:S` revision, `a:S` agentName JSON, `t:S` worker target, `l:S` last fire JSON (store/port.ts `Schedules`) |
+ * | `<h>:{a:<id>}:sched`             | hash   | per scheduleId S: `r:S` record JSON, `n:S` next tick (ms or `null`), `v:S` revision, `a:S` agentName JSON, `t:S` worker target, `l:S` last fire JSON, `q:S` tasks queued since the newest left the queue `<count>\n<turnId JSON>\n<turnId>` (store/port.ts `Schedules`, invariant `schedule-bounds`) |
  *
  * Cross-agent indexes, one set per home (`ShardKeys`):
  *
@@ -152,6 +152,13 @@ export function checkAgentId(agentId: string): string {
     );
   }
   return agentId;
+}
+
+/** A bound given to the store (store/port.ts invariant `schedule-bounds`): a positive safe integer, or `dflt` when absent. */
+export function positiveBound(v: number | undefined, what: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!Number.isSafeInteger(v) || v < 1) throw new StoreInputError(`Cannot use ${what} ${JSON.stringify(v)}: it must be a positive safe integer`);
+  return v;
 }
 
 /** A schedule id: 1-64 characters of [A-Za-z0-9_.:-] (it becomes a hash field and a ready-queue member). */

@@ -1010,11 +1010,19 @@ export interface PutScheduleRequest {
   /** The first tick (ms), computed by the caller from `spec` and `now`. */
   nextTick: number | null;
   now: number;
+  /**
+   * The most schedules the agent may hold (invariant `schedule-bounds`; a
+   * positive safe integer, default DEFAULTS.maxSchedulesPerAgent): a new
+   * schedule past it is refused with `schedule_limit`.
+   */
+  maxSchedules?: number;
 }
 
 export type PutScheduleResult =
   | { status: "created" | "replaced"; schedule: ScheduleRecord }
-  | { status: "definition_conflict"; boundTo: string };
+  | { status: "definition_conflict"; boundTo: string }
+  /** The agent holds `limit` schedules already and this one is new (invariant `schedule-bounds`): nothing written. */
+  | { status: "schedule_limit"; limit: number };
 
 export interface FireScheduleTickRequest {
   agentId: string;
@@ -1033,6 +1041,12 @@ export interface FireScheduleTickRequest {
   idempotencyKey: string;
   options: TaskOptions;
   now: number;
+  /**
+   * The most tasks of this schedule that may wait in the agent's queue at
+   * once (invariant `schedule-bounds`; a positive safe integer, default 1):
+   * common/schedule.ts `queuedTicksCap` of the spec planned from.
+   */
+  maxQueued?: number;
 }
 
 export type FireScheduleTickResult =
@@ -1040,6 +1054,12 @@ export type FireScheduleTickResult =
   | { status: "fired"; enqueue: EnqueueTaskResult; nextTick: number | null }
   /** Applied with `fireTick` null: only `nextTick` advanced. */
   | { status: "skipped"; nextTick: number | null }
+  /**
+   * Applied without a task (invariant `schedule-bounds`): `maxQueued` tasks of
+   * the schedule are still queued and unclaimed, `turnId` the newest of
+   * them; the tick is folded into it and `nextTick` advanced.
+   */
+  | { status: "coalesced"; turnId: string; nextTick: number | null }
   /** The record is not at `expectTick` / `expectRev` any more (another worker fired it, or it was rewritten): nothing written. */
   | { status: "stale"; nextTick: number | null }
   | { status: "schedule_not_found" };
@@ -1095,6 +1115,28 @@ export type NextDueScheduleResult =
  * (a new `rev`), sets its score to `nextTick` and rings (a new earliest
  * due time is published like any bell). `deleteSchedule` removes the
  * record and its score. `deleteAgent` removes every schedule of the agent.
+ *
+ * ## schedule-bounds
+ * What one agent's schedules may cost, whoever writes them:
+ * - Count. `putSchedule` of a new schedule id refuses (`schedule_limit`,
+ *   nothing written) when the agent holds `maxSchedules` schedules already,
+ *   counted inside the same atomic step (so concurrent writers cannot pass
+ *   it); replacing an existing schedule is never refused by the bound.
+ * - Queue. A schedule counts the tasks it enqueued since its newest task
+ *   left the queue (claimed, cancelled or removed). An agent's queue is
+ *   first-in first-out for ticks, so that count bounds how many of its
+ *   tasks wait. `fireScheduleTick` with a tick to fire, when the newest task
+ *   is still queued and the count has reached `maxQueued`, enqueues nothing
+ *   (`coalesced`: the tick is folded into the waiting task) and still
+ *   advances. The agent's queue thus holds at most the sum of its
+ *   schedules' `maxQueued` tasks from ticks (1 each, `catchUp: "all"`
+ *   MAX_CATCH_UP).
+ * - Fair share. After any applied fire, the schedule's score in the ready
+ *   queue is at least the fire's `now`, even when `nextTick` is due already
+ *   (a catch-up tick): its next tick waits behind every agent and schedule
+ *   that was due before that `now`. So a task due at `t` waits behind at
+ *   most one fire of each schedule due before `t`, never behind a
+ *   schedule's whole catch-up.
  */
 export interface Schedules {
   putSchedule(req: PutScheduleRequest): Promise<PutScheduleResult>;

@@ -73,21 +73,46 @@ describe("routes: schedules", () => {
   });
 
   it.each([
-    ["a bad cron expression", { cron: "61 * * * *" }, /minute/],
-    ["a cron of 4 fields", { cron: "* * * *" }, /5 fields/],
-    ["a cron of 7 fields", { cron: "0 0 0 1 1 * 2030" }, /5 fields/],
-    ["an unknown time zone", { cron: "0 * * * *", timezone: "Mars/Olympus" }, /time zone/],
-    ["everyMs under 1000", { everyMs: 999 }, /./],
-    ["both cron and everyMs", { cron: "0 * * * *", everyMs: 60_000 }, /exactly one/],
-    ["neither cron nor everyMs", {}, /exactly one/],
-    ["an unknown catchUp", { everyMs: 60_000, catchUp: "some" }, /./],
-    ["a cron naming no future time", { cron: "0 0 30 2 *" }, /no time/],
-  ])("%s is 400 validation_failed with the reason, and nothing is stored", async (_name, timing, reason) => {
+    ["a bad cron expression", { cron: "61 * * * *" }, "cron", /minute/],
+    ["a cron of 4 fields", { cron: "* * * *" }, "cron", /5 fields/],
+    ["a cron of 7 fields", { cron: "0 0 0 1 1 * 2030" }, "cron", /5 fields/],
+    ["an unknown time zone", { cron: "0 * * * *", timezone: "Mars/Olympus" }, "timezone", /time zone/],
+    ["everyMs under 1000", { everyMs: 500 }, "everyMs", /everyMs must be an integer from 1000 \(1 s\) to 31622400000 \(366 days\), got 500/],
+    ["everyMs past 366 days (never fires)", { everyMs: 1e15 }, "everyMs", /everyMs must be an integer from 1000 .* to 31622400000 \(366 days\), got 1000000000000000/],
+    ["everyMs not an integer", { everyMs: 1_500.5 }, "everyMs", /everyMs must be an integer/],
+    ["both cron and everyMs", { cron: "0 * * * *", everyMs: 60_000 }, "cron", /exactly one of `cron` and `everyMs`, not both/],
+    ["neither cron nor everyMs", {}, "cron", /exactly one of `cron` and `everyMs`: neither/],
+    ["a cron naming no future time", { cron: "0 0 30 2 *" }, "cron", /no time/],
+  ])("%s is 400 validation_failed whose detail names the field and the rule, and nothing is stored", async (_name, timing, field, reason) => {
     const { call, store } = setup();
     const res = await call("PUT", "/v1/agents/a1/schedules/s", { agent: "reporter", input: "x", ...timing });
-    const body = await problem(res, 400, "validation_failed");
-    expect(JSON.stringify(body)).toMatch(reason);
+    const body = await problem(res, 400, "validation_failed") as { detail: string; errors: Array<{ path: string[] }> };
+    expect(body.detail).toMatch(reason);
+    expect(body.detail).toContain(field);
+    expect(body.errors.map((e) => e.path.join("."))).toContain(field);
     expect(await store.listSchedules("a1")).toEqual([]);
+  });
+
+  it("an unknown catchUp is 400 validation_failed, and nothing is stored", async () => {
+    const { call, store } = setup();
+    await problem(await call("PUT", "/v1/agents/a1/schedules/s", { agent: "reporter", input: "x", everyMs: 60_000, catchUp: "some" }), 400, "validation_failed");
+    expect(await store.listSchedules("a1")).toEqual([]);
+  });
+
+  it("an agent holds at most maxSchedulesPerAgent schedules: a new one past it is 409 schedule_limit and stores nothing; a replace is not refused", async () => {
+    const store: Store = memoryStore();
+    const agent = defineAgent({ name: "reporter", instructions: "", model: scriptedModel(() => ({ text: "ok" })) });
+    const gh = createGatehouse({ agents: [agent], store, clock: manualClock(T0), maxSchedulesPerAgent: 3 });
+    const put = (id: string, everyMs = 60_000) => gh.fetch(new Request(`http://gh.test/v1/agents/a1/schedules/${id}`, {
+      method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent: "reporter", input: "x", everyMs }),
+    }));
+    for (const id of ["s0", "s1", "s2"]) expect((await put(id)).status).toBe(201);
+    const refused = await problem(await put("s3"), 409, "schedule_limit") as { detail: string; limit: number };
+    expect(refused.limit).toBe(3);
+    expect(refused.detail).toMatch(/maxSchedulesPerAgent/);
+    expect((await store.listSchedules("a1")).map((s) => s.scheduleId)).toEqual(["s0", "s1", "s2"]);
+    expect((await put("s1", 5_000)).status).toBe(200);
+    expect(() => createGatehouse({ agents: [agent], store, maxSchedulesPerAgent: 0 })).toThrow(/maxSchedulesPerAgent/);
   });
 
   it("binds like a task: another definition is 409, an unknown one 422; the agent view lists its schedules", async () => {

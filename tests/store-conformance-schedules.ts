@@ -3,12 +3,15 @@
  * `Schedules`, invariants `schedule-put` and `schedule-tick-once`), run by
  * tests/store-conformance.ts on every adapter: put/get/list/delete, a due
  * schedule answered by claimNext (and its due time read by nextReadyAt), a
- * fire applied once (stale and duplicate ticks), and deleteAgent.
+ * fire applied once (stale and duplicate ticks), and deleteAgent; the
+ * bounds of invariant `schedule-bounds` (count per agent, coalesced ticks,
+ * a catch-up tick behind what was due before it).
  */
 import { describe, expect, it } from "vitest";
 import type { FireScheduleTickRequest, PutScheduleRequest, ScheduleRecord, Store } from "../store/port.ts";
 import { StoreInputError } from "../store/keys.ts";
 import type { ScheduleSpec } from "../common/schedule.ts";
+import { DEFAULTS } from "../common/defaults.ts";
 import type { StateReader } from "./helpers/store-state.ts";
 
 export interface ScheduleContext {
@@ -34,7 +37,7 @@ const fire = (store: Store, rec: ScheduleRecord, over: Partial<FireScheduleTickR
 
 async function created(store: Store): Promise<ScheduleRecord> {
   const r = await put(store);
-  if (r.status === "definition_conflict") throw new Error("not created");
+  if (r.status !== "created") throw new Error("not created");
   return r.schedule;
 }
 
@@ -150,6 +153,87 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
       expect(rs.filter((r) => r.status === "fired")).toHaveLength(1);
       expect(rs.filter((r) => r.status === "stale")).toHaveLength(5);
       expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+    });
+
+    it("schedule-bounds: a new schedule past maxSchedules is schedule_limit and writes nothing; a replace at the bound, and a new one after a delete, are not refused", async () => {
+      const { store, state } = ctx();
+      for (const id of ["s0", "s1", "s2"]) expect((await put(store, { scheduleId: id, maxSchedules: 3 })).status).toBe("created");
+      const before = await state("a1");
+      expect(await put(store, { scheduleId: "s3", maxSchedules: 3 })).toEqual({ status: "schedule_limit", limit: 3 });
+      expect(await state("a1")).toEqual(before);
+      expect(await store.getSchedule("a1", "s3")).toBeNull();
+      expect(await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 1000, now: T0 + 60_000 })).toMatchObject({ status: "schedule_due" });
+      expect((await put(store, { scheduleId: "s1", maxSchedules: 3, now: T0 + 1 })).status).toBe("replaced");
+      expect(await store.deleteSchedule("a1", "s0")).toEqual({ status: "deleted" });
+      expect((await put(store, { scheduleId: "s3", maxSchedules: 3 })).status).toBe("created");
+      expect((await store.listSchedules("a1")).map((s) => s.scheduleId)).toEqual(["s1", "s2", "s3"]);
+      // Each agent has its own count.
+      expect((await put(store, { agentId: "a2", scheduleId: "s0", maxSchedules: 3 })).status).toBe("created");
+    });
+
+    it("schedule-bounds: without maxSchedules the bound is DEFAULTS.maxSchedulesPerAgent", async () => {
+      const { store } = ctx();
+      const limit = DEFAULTS.maxSchedulesPerAgent;
+      const rs = [];
+      for (let i = 0; i <= limit; i++) rs.push((await put(store, { scheduleId: `s${i}` })).status);
+      expect(rs.filter((r) => r === "created")).toHaveLength(limit);
+      expect(rs[limit]).toBe("schedule_limit");
+      expect(await store.listSchedules("a1")).toHaveLength(limit);
+    });
+
+    it("schedule-bounds: concurrent puts of new schedules from several clients never pass the bound", async () => {
+      const { store, clients } = ctx();
+      const cs = await clients(3);
+      const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => put(cs[i % cs.length], { scheduleId: `c${i}`, maxSchedules: 5 })));
+      expect(rs.filter((r) => r.status === "created")).toHaveLength(5);
+      expect(rs.filter((r) => r.status === "schedule_limit")).toHaveLength(7);
+      expect(await store.listSchedules("a1")).toHaveLength(5);
+    });
+
+    it("schedule-bounds: a tick while the schedule's newest task still waits is coalesced into it (nothing enqueued, the schedule advances); once that task is claimed the next tick enqueues", async () => {
+      const { store } = ctx();
+      const rec = await created(store);
+      expect((await fire(store, rec)).status).toBe("fired");
+      const second = (await store.getSchedule("a1", "s1"))!;
+      const events = (await store.readEvents("a1", 0, 100)).length;
+      expect(await fire(store, second)).toEqual({ status: "coalesced", turnId: `turn_${T0 + 60_000}`, nextTick: T0 + 180_000 });
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+      expect(await store.getTurn("a1", `turn_${T0 + 120_000}`)).toBeNull();
+      const third = (await store.getSchedule("a1", "s1"))!;
+      expect(third).toMatchObject({ nextTick: T0 + 180_000, lastFired: { tick: T0 + 60_000, turnId: `turn_${T0 + 60_000}` } });
+      expect((await store.readEvents("a1", 0, 100)).length).toBe(events);
+      // The waiting task is claimed: the next tick enqueues again.
+      const c = await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 600_000, now: T0 + 180_000 });
+      expect(c).toMatchObject({ status: "claimed", agentId: "a1" });
+      expect(await fire(store, third)).toEqual({ status: "fired", enqueue: { status: "enqueued", turnId: `turn_${T0 + 180_000}` }, nextTick: T0 + 240_000 });
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(1);
+    });
+
+    it("schedule-bounds: maxQueued lets that many tasks of a schedule wait; a cancelled newest task starts the count again", async () => {
+      const { store } = ctx();
+      let rec = await created(store);
+      const statuses: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        statuses.push((await fire(store, rec, { maxQueued: 3 })).status);
+        rec = (await store.getSchedule("a1", "s1"))!;
+      }
+      expect(statuses).toEqual(["fired", "fired", "fired", "coalesced"]);
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(3);
+      expect(await store.cancelTask({ agentId: "a1", turnId: `turn_${T0 + 180_000}`, reason: "test", now: T0 + 300_000 })).toMatchObject({ status: "cancelled" });
+      expect((await fire(store, rec, { maxQueued: 3 })).status).toBe("fired");
+      expect((await store.getAgent("a1"))!.pendingTasks).toBe(3);
+    });
+
+    it("schedule-bounds: after a fire, a catch-up tick already due waits behind an agent that was due before the fire", async () => {
+      const { store } = ctx();
+      const rec = await created(store);
+      await store.enqueueTask({ agentId: "b1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "tb", now: T0 + 100_000 });
+      // Fired late (at T0 + 130 000) with a catch-up tick (T0 + 70 000) due next.
+      const r = await fire(store, rec, { now: T0 + 130_000, nextTick: T0 + 70_000, maxQueued: 100 });
+      expect(r.status).toBe("fired");
+      expect((await store.getSchedule("a1", "s1"))!.nextTick).toBe(T0 + 70_000);
+      const c = await store.claimNext({ workerTarget: TARGET, workerId: "w", leaseMs: 600_000, now: T0 + 130_000 });
+      expect(c).toMatchObject({ status: "claimed", agentId: "b1" });
     });
 
     it("deleteAgent removes the agent's schedules and their due times, also of an id that has schedules only", async () => {

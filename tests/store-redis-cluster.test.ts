@@ -89,7 +89,10 @@ async function auditLayout(prefix: string): Promise<string[]> {
         const [, home, rest] = m;
         const agent = /^\{a:([^}]*)\}:/.exec(rest);
         if (agent) homeOk(home, agent[1], key);
-        else if (rest.startsWith("ready:") || rest === "agents") {
+        else if (rest.startsWith("ready:")) {
+          // A schedule's due time is the member `<agentId>\n<scheduleId>`, in its agent's home.
+          for (const member of await node.zrange(key, 0, -1)) homeOk(home, member.split("\n")[0], key);
+        } else if (rest === "agents") {
           for (const member of await node.zrange(key, 0, -1)) homeOk(home, member, key);
         } else if (rest === "deadlines" || rest.startsWith("ticks:")) {
           for (const member of await node.zrange(key, 0, -1)) homeOk(home, member.split("\n")[0], key);

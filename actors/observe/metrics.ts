@@ -28,6 +28,8 @@ export interface Metrics {
   scheduleTickFired(): void;
   /** A schedule step of this process skipped `count` ticks (`schedule_skipped`). */
   scheduleTicksSkipped(count: number): void;
+  /** A schedule's tick was coalesced into its waiting task (store invariant `schedule-bounds`). */
+  scheduleTickCoalesced(): void;
   /** One model step took `seconds`. */
   stepDuration(seconds: number): void;
   /** The exposition text; `ready` maps each worker target to its due agents. */
@@ -53,6 +55,7 @@ export function createMetrics(): Metrics {
   let chained = 0;
   let ticksFired = 0;
   let ticksSkipped = 0;
+  let coalesced = 0;
   const turns = new Map<string, number>([["done", 0], ["failed", 0]]);
   const refused = new Map<string, number>();
   const buckets = STEP_BUCKETS.map(() => 0);
@@ -69,6 +72,7 @@ export function createMetrics(): Metrics {
     watchdogTimeout: () => void timeouts++,
     scheduleTickFired: () => void ticksFired++,
     scheduleTicksSkipped: (count) => void (ticksSkipped += count),
+    scheduleTickCoalesced: () => void coalesced++,
     stepDuration(seconds) {
       if (!Number.isFinite(seconds) || seconds < 0) return;
       stepSum += seconds;
@@ -99,6 +103,8 @@ export function createMetrics(): Metrics {
       out.push(`gatehouse_schedule_ticks_fired_total ${ticksFired}`);
       head("gatehouse_schedule_ticks_skipped_total", "counter", "Schedule ticks this process skipped (catchUp, ticks no process was up to fire; logged as schedule_skipped).");
       out.push(`gatehouse_schedule_ticks_skipped_total ${ticksSkipped}`);
+      head("gatehouse_schedule_ticks_coalesced_total", "counter", "Schedule ticks this process folded into the schedule's task still waiting in the queue.");
+      out.push(`gatehouse_schedule_ticks_coalesced_total ${coalesced}`);
       head("gatehouse_ready_agents", "gauge", "Agents due now in the ready queue of each worker target.");
       labelled("gatehouse_ready_agents", "target", ready);
       head("gatehouse_step_duration_seconds", "histogram", "Duration of one model step (all attempts of the model call).");
@@ -138,6 +144,11 @@ export function meteredStore<S extends Store>(store: S, metrics: Metrics): S {
       countCommit(metrics, req);
       if (r.chained) metrics.turnChained();
     } else metrics.commitRefused(r.reason);
+    return r;
+  };
+  m.fireScheduleTick = async (req) => {
+    const r = await store.fireScheduleTick(req);
+    if (r.status === "coalesced") metrics.scheduleTickCoalesced();
     return r;
   };
   m.deliverToolResult = async (req) => {

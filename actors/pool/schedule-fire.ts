@@ -20,11 +20,16 @@
  * a step that enqueued its tick's task adds one to
  * `gatehouse_schedule_ticks_fired_total` (docs/operations.md).
  *
+ * Bounds (store invariant `schedule-bounds`): the step allows
+ * `queuedTicksCap(spec)` of the schedule's tasks to wait at once; a tick
+ * beyond is coalesced into the waiting task by the store, logged
+ * `schedule_coalesced` and counted in `/metrics`.
+ *
  * A stored timing that no longer parses (it was checked when written) ends
  * the schedule (next tick null) rather than keep it due.
  */
 import type { FireScheduleTickResult, ScheduleRecord, Store } from "../../store/port.ts";
-import { planTick, scheduleKey, skippedTicks } from "../../common/schedule.ts";
+import { planTick, queuedTicksCap, scheduleKey, skippedTicks } from "../../common/schedule.ts";
 import type { Clock, Logger } from "../runtime.ts";
 
 export interface ScheduleFireDeps {
@@ -55,8 +60,14 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     agentId: rec.agentId, scheduleId: rec.scheduleId, expectTick: rec.nextTick, expectRev: rec.rev,
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: {}, input: rec.spec.input, now,
+    maxQueued: queuedTicksCap(rec.spec),
   });
-  if (r.status === "fired" || r.status === "skipped") reportStep(deps, rec, plan, r, now);
+  if (r.status === "fired" || r.status === "skipped" || r.status === "coalesced") reportStep(deps, rec, plan, r, now);
+  if (r.status === "coalesced") {
+    deps.logger.info("schedule_coalesced", {
+      agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, waitingTurnId: r.turnId, nextTick: r.nextTick,
+    });
+  }
   return r;
 }
 

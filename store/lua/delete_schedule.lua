@@ -21,6 +21,6 @@ end
 redis.call('ZREM', prefix .. ':ready:' .. target, agent_id .. '\n' .. sched_id)
 redis.call('ZREM', prefix .. ':ticks:' .. target, agent_id .. '\n' .. sched_id)
 local fields = {}
-for _, p in ipairs({ 'r:', 'n:', 'v:', 'a:', 't:', 'l:', 'c:', 'i:' }) do fields[#fields + 1] = p .. sched_id end
+for _, p in ipairs({ 'r:', 'n:', 'v:', 'a:', 't:', 'l:', 'c:', 'i:', 'q:' }) do fields[#fields + 1] = p .. sched_id end
 redis.call('HDEL', sched, unpack(fields))
 return 'deleted'

@@ -14,11 +14,13 @@
   ARGV[7] input_json: the task input JSON
   ARGV[8] next_tick: the first tick (ms) or 'null'
   ARGV[9] now_str: now
+  ARGV[10] max_schedules: the most schedules the agent may hold (store/port.ts invariant `schedule-bounds`)
   Undeclared keys: the ready zsets and schedule indexes of the old and the new target (the agent's home).
 
   Returns:
     'created <schedule JSON>' | 'replaced <schedule JSON>' (includes/schedule.lua)
     'definition_conflict <name JSON>'  (the agent is bound to another definition; nothing written)
+    'schedule_limit <limit>'  (a new schedule past the agent's bound; nothing written)
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -28,13 +30,23 @@
 local head, sched = KEYS[1], KEYS[2]
 local prefix, agent_id, sched_id, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local target, record_json, input_json, next_tick = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local now_str = ARGV[9]
+local now_str, max_schedules = ARGV[9], ARGV[10]
 
 local h = read_head(head, { 'agentName' })
 if h and h.agentName ~= name_json then
   return 'definition_conflict ' .. h.agentName
 end
 local old_target = redis.call('HGET', sched, 't:' .. sched_id)
+if not old_target then
+  -- Invariant `schedule-bounds`: count the agent's schedules (one `r:` field each) in this step.
+  local count = 0
+  for _, field in ipairs(redis.call('HKEYS', sched)) do
+    if string.sub(field, 1, 2) == 'r:' then count = count + 1 end
+  end
+  if count >= tonumber(max_schedules) then
+    return 'schedule_limit ' .. max_schedules
+  end
+end
 local rev = tonumber(redis.call('HGET', sched, 'v:' .. sched_id) or '0') + 1
 -- Checks done; writes follow.
 local member = agent_id .. '\n' .. sched_id

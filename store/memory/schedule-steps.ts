@@ -5,6 +5,7 @@
  */
 import type { ClaimNextRequest, ClaimResult, ScheduleRecord } from "../port.ts";
 import type { MemoryState } from "./state.ts";
+import { turnStatus } from "./records.ts";
 
 const member = (agentId: string, scheduleId: string) => `${agentId}\n${scheduleId}`;
 
@@ -14,11 +15,41 @@ export function setScore(s: MemoryState, rec: ScheduleRecord, score: number | nu
   else s.w.mapSet(q, member(rec.agentId, rec.scheduleId), score);
 }
 
+/** Removes a schedule's due time and its queued-task count (invariant `schedule-bounds`). */
+export function dropSchedule(s: MemoryState, rec: ScheduleRecord): void {
+  setScore(s, rec, null);
+  s.w.mapDelete(s.scheduleQueued, member(rec.agentId, rec.scheduleId));
+}
+
+/** The task waits in the agent's inbox (not claimed, cancelled or removed). */
+function stillQueued(s: MemoryState, agentId: string, turnId: string): boolean {
+  const a = s.agents.get(agentId);
+  return a !== undefined && turnStatus(a, turnId) === "queued";
+}
+
+/**
+ * Invariant `schedule-bounds`, inside fireScheduleTick's operation: the newest
+ * task of the schedule when it is still queued and `maxQueued` of its tasks
+ * may be waiting (the tick is coalesced into it), else null.
+ */
+export function coalesceInto(s: MemoryState, rec: ScheduleRecord, maxQueued: number): string | null {
+  const q = s.scheduleQueued.get(member(rec.agentId, rec.scheduleId));
+  return q !== undefined && q.count >= maxQueued && stillQueued(s, rec.agentId, q.turnId) ? q.turnId : null;
+}
+
+/** Counts a task a fire enqueued (invariant `schedule-bounds`): one more when the newest is still queued, else the first. */
+export function countQueued(s: MemoryState, rec: ScheduleRecord, turnId: string): void {
+  const k = member(rec.agentId, rec.scheduleId);
+  const q = s.scheduleQueued.get(k);
+  const waiting = q !== undefined && stillQueued(s, rec.agentId, q.turnId);
+  s.w.mapSet(s.scheduleQueued, k, { count: waiting ? q.count + 1 : 1, turnId });
+}
+
 /** Removes every schedule of an agent with its due times, inside deleteAgent's operation; true when it had any. */
 export function dropSchedules(s: MemoryState, agentId: string): boolean {
   const mine = s.schedules.get(agentId);
   if (!mine) return false;
-  for (const rec of mine.values()) setScore(s, rec, null);
+  for (const rec of mine.values()) dropSchedule(s, rec);
   s.w.mapDelete(s.schedules, agentId);
   return true;
 }

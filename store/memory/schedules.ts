@@ -8,11 +8,14 @@
  * (a development store: a scan of its schedules).
  */
 import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
-import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
+import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId, positiveBound } from "../keys.ts";
 import { int } from "./records.ts";
+import { DEFAULTS } from "../../common/defaults.ts";
 import type { MemoryState } from "./state.ts";
 import { enqueueInside } from "./turn-protocol.ts";
-import { setScore } from "./schedule-steps.ts";
+import { coalesceInto, countQueued, dropSchedule, setScore } from "./schedule-steps.ts";
+
+
 
 export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Promise<PutScheduleResult> {
   checkAgentId(req.agentId);
@@ -20,12 +23,15 @@ export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Prom
   checkTarget(req.workerTarget);
   const now = int(req.now, "now");
   if (req.nextTick !== null) int(req.nextTick, "nextTick");
-  return s.atomic(() => {
+  const limit = positiveBound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent);
+  return s.atomic((): PutScheduleResult => {
     const a = s.agents.get(req.agentId);
     if (a && a.head.agentName !== req.agentName) return { status: "definition_conflict" as const, boundTo: a.head.agentName };
-    const spec = s.copy(req.spec);
     let mine = s.schedules.get(req.agentId);
     const old = mine?.get(req.scheduleId);
+    // Invariant `schedule-bounds`: a new schedule past the agent's bound is refused.
+    if (!old && (mine?.size ?? 0) >= limit) return { status: "schedule_limit", limit };
+    const spec = s.copy(req.spec);
     const rec: ScheduleRecord = {
       agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec,
       nextTick: req.nextTick, rev: (old?.rev ?? 0) + 1, lastFired: old?.lastFired ?? null,
@@ -56,7 +62,7 @@ export async function deleteSchedule(s: MemoryState, agentId: string, scheduleId
     const mine = s.schedules.get(agentId);
     const rec = mine?.get(scheduleId);
     if (!mine || !rec) return { status: "schedule_not_found" as const };
-    setScore(s, rec, null);
+    dropSchedule(s, rec);
     s.w.mapDelete(mine, scheduleId);
     if (mine.size === 0) s.w.mapDelete(s.schedules, agentId);
     return { status: "deleted" as const };
@@ -67,10 +73,19 @@ export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequ
   checkTurnId(req.turnId);
   int(req.now, "now");
   if (req.nextTick !== null) int(req.nextTick, "nextTick");
+  const maxQueued = positiveBound(req.maxQueued, "maxQueued", 1);
   return s.atomic((): FireScheduleTickResult => {
     const rec = s.schedules.get(req.agentId)?.get(req.scheduleId);
     if (!rec) return { status: "schedule_not_found" };
     if (rec.nextTick !== req.expectTick || rec.rev !== req.expectRev) return { status: "stale", nextTick: rec.nextTick };
+    // Invariant `schedule-bounds`: the schedule's due time is no earlier than now (fair share).
+    const score = req.nextTick === null ? null : Math.max(req.nextTick, req.now);
+    const waiting = req.fireTick === null ? null : coalesceInto(s, rec, maxQueued);
+    if (waiting !== null) {
+      s.w.set(rec, "nextTick", req.nextTick);
+      setScore(s, rec, score);
+      return { status: "coalesced", turnId: waiting, nextTick: req.nextTick };
+    }
     let enqueue = null;
     if (req.fireTick !== null) {
       enqueue = enqueueInside(s, {
@@ -80,9 +95,10 @@ export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequ
       if (enqueue.status === "enqueued" || enqueue.status === "duplicate") {
         s.w.set(rec, "lastFired", { tick: req.fireTick, turnId: enqueue.turnId, at: req.now });
       }
+      if (enqueue.status === "enqueued") countQueued(s, rec, enqueue.turnId);
     }
     s.w.set(rec, "nextTick", req.nextTick);
-    setScore(s, rec, req.nextTick);
+    setScore(s, rec, score);
     return enqueue ? { status: "fired", enqueue, nextTick: req.nextTick } : { status: "skipped", nextTick: req.nextTick };
   });
 }

@@ -24,6 +24,11 @@ export class MemoryState {
   readonly ready = new Map<string, Map<string, number>>();
   /** agentId -> (scheduleId -> record) (store/port.ts `Schedules`); the due time is the ready member `agentId\nscheduleId`. */
   readonly schedules = new Map<string, Map<string, ScheduleRecord>>();
+  /**
+   * `agentId\nscheduleId` -> the schedule's tasks enqueued since its newest task left the queue, and that
+   * task (store/port.ts invariant `schedule-bounds`); dropped with the schedule.
+   */
+  readonly scheduleQueued = new Map<string, { count: number; turnId: string }>();
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   readonly deadlines = new Map<string, number>();
   readonly verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();

@@ -26,7 +26,7 @@ export const REPLY = [
   "allowed", "limited", "held", "released", "not_held",
   "conversation", "checkpoint", "deleted", "agent_deleted", "too_many_delayed",
   "approval_pending", "not_due", "decided", "decided_before", "not_awaiting_approval",
-  "schedule", "replaced", "fired",
+  "schedule", "replaced", "fired", "schedule_limit", "coalesced",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -180,6 +180,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "list_tool_roles":
       return json();
     case "put_schedule":
+      if (word === "schedule_limit") return { status: word, limit: Number(payload) };
       return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, schedule: scheduleOf(json()) };
     case "get_schedules":
       if (word === "list") return (json() as ScheduleReply[]).map(scheduleOf);
@@ -191,6 +192,7 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
     case "fire_schedule": {
       if (word === "absent") return { status: "schedule_not_found" };
       if (word === "fired") return { status: word, enqueue: enqueueOf(payload) };
+      if (word === "coalesced") return { status: word, ...json() };
       return { status: word, nextTick: json() };
     }
     case "read_messages":

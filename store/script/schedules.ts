@@ -10,6 +10,8 @@ import { inputBytes } from "../inputs.ts";
 import { int, j, tail } from "./values.ts";
 import { encodeDeleteSchedule, encodeDueSchedule, encodeFireSchedule, encodeGetSchedules, encodePutSchedule } from "../lua/args/schedules.ts";
 import type { ScriptContext } from "./context.ts";
+import { DEFAULTS } from "../../common/defaults.ts";
+import { positiveBound } from "../keys.ts";
 
 const tick = (t: number | null, what: string) => (t === null ? "null" : int(t, what));
 
@@ -25,6 +27,7 @@ export async function putSchedule(c: ScriptContext, req: PutScheduleRequest): Pr
     head: k.head, sched: k.schedules,
     prefix: k.home.prefix, agent_id: req.agentId, sched_id: req.scheduleId, name_json: j(req.agentName), target: req.workerTarget,
     record_json: j(record), input_json: j(input ?? null), next_tick: tick(req.nextTick, "nextTick"), now_str: int(req.now, "now"),
+    max_schedules: String(positiveBound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent)),
   }));
 }
 
@@ -59,7 +62,7 @@ export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRe
     fire_tick: req.fireTick === null ? "" : int(req.fireTick, "fireTick"), next_tick: tick(req.nextTick, "nextTick"),
     turn_json: j(req.turnId), idem_key: req.idempotencyKey, entry: `${j(req.turnId)}\n${j(task)}`,
     event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null) } }),
-    now_str: int(req.now, "now"), turn_raw: req.turnId,
+    now_str: int(req.now, "now"), turn_raw: req.turnId, max_queued: String(positiveBound(req.maxQueued, "maxQueued", 1)),
   }));
   return r.status === "fired" ? { ...r, nextTick: req.nextTick } : r;
 }

@@ -9,7 +9,7 @@ import { encoder, type ScriptLayout } from "./layout.ts";
 export const PUT_SCHEDULE = {
   script: "put_schedule",
   keys: ["head", "sched"],
-  argv: ["prefix", "agent_id", "sched_id", "name_json", "target", "record_json", "input_json", "next_tick", "now_str"],
+  argv: ["prefix", "agent_id", "sched_id", "name_json", "target", "record_json", "input_json", "next_tick", "now_str", "max_schedules"],
 } as const satisfies ScriptLayout;
 export const encodePutSchedule = encoder(PUT_SCHEDULE);
 
@@ -36,7 +36,7 @@ export const FIRE_SCHEDULE = {
   keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted", "sched", "delayed"],
   argv: [
     "prefix", "agent_id", "agent_id_json", "sched_id", "expect_tick", "expect_rev", "fire_tick", "next_tick",
-    "turn_json", "idem_key", "entry", "event_tail", "now_str", "turn_raw",
+    "turn_json", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "max_queued",
   ],
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
