@@ -8,11 +8,14 @@
  * another agent is driven by the test's clock; after each move the test
  * calls `POST /v1/watchdog/tick` (which wakes the process) and waits for the
  * count of the tick tasks, never for a duration:
- * - every tick due while the process was up is enqueued once, in a steady
+ * - every tick due while the process was up is fired once, in a steady
  *   walk of one period at a time and after a jump of several periods (a
  *   process that reaches the schedule late fires each tick it missed, not
  *   only the newest), while both loops stay held and the schedule's agent
- *   runs no turn (firing is the enqueue only);
+ *   runs no turn (firing is the enqueue only). The first tick's task is
+ *   enqueued; as it still waits in the queue, each later tick is coalesced
+ *   into it (store invariant `schedule-bounds`): each one its own step,
+ *   logged `schedule_coalesced` with its tick, none skipped;
  * - the ticks due while no process ran are `catchUp`'s: with `last` the next
  *   process fires the newest only, logs `schedule_skipped` with the range and
  *   count of the others, and counts them in `/metrics`.
@@ -118,26 +121,35 @@ describe("schedules on a busy pool (Redis)", () => {
       const put = await p1.call("PUT", "/v1/agents/r1/schedules/beat", { agent: "reporter", input: "tick", everyMs: EVERY, catchUp: "last" });
       expect(put.status).toBe(201);
 
-      // One period at a time: each tick is enqueued while the loops stay held.
+      // One period at a time: each tick is fired while the loops stay held.
+      const coalesced = () => p1.lines.filter((l) => l.msg === "schedule_coalesced").map((l) => l.fields.tick as number);
+      const handled = async () => (await ticks(prefix)).tasks + coalesced().length;
       const steady = 5;
       for (let i = 1; i <= steady; i++) {
         clock.advance(EVERY);
         await p1.call("POST", "/v1/watchdog/tick");
-        await waitFor(`tick ${i} enqueued`, async () => (await ticks(prefix)).tasks >= i, WAIT_MS);
+        await waitFor(`tick ${i} fired`, async () => (await handled()) >= i, WAIT_MS);
       }
-      // Late by several periods (a stalled process): every tick it was up for is enqueued, not only the newest.
+      // Late by several periods (a stalled process): every tick it was up for is fired, not only the newest.
       const jump = 6;
       clock.advance(jump * EVERY);
       await p1.call("POST", "/v1/watchdog/tick");
       const n = steady + jump;
-        await waitFor(`${n} ticks enqueued`, async () => (await ticks(prefix)).tasks >= n, WAIT_MS);
-      expect(await ticks(prefix)).toEqual({ keys: keysOf(T0 + EVERY, T0 + n * EVERY), tasks: n });
+      await waitFor(`${n} ticks fired`, async () => (await handled()) >= n, WAIT_MS);
+      // The first tick's task waits (both loops are held); every later tick is coalesced into it, one step each.
+      expect(await ticks(prefix)).toEqual({ keys: keysOf(T0 + EVERY, T0 + EVERY), tasks: 1 });
+      expect(coalesced()).toEqual(Array.from({ length: n - 1 }, (_, i) => T0 + (i + 2) * EVERY));
       // Firing is the enqueue only: the loops are still held and r1 ran no turn.
       expect(slow.started()).toBe(2);
       expect(p1.lines.filter((l) => l.msg === "turn_end" && l.fields.agentId === "r1")).toEqual([]);
       expect(p1.lines.filter((l) => l.msg === "schedule_skipped")).toEqual([]);
-      expect(metric(await (await p1.call("GET", "/metrics")).text(), "gatehouse_schedule_ticks_skipped_total")).toBe(0);
-      expect(metric(await (await p1.call("GET", "/metrics")).text(), "gatehouse_schedule_ticks_fired_total")).toBe(n);
+      const text = await (await p1.call("GET", "/metrics")).text();
+      expect(metric(text, "gatehouse_schedule_ticks_skipped_total")).toBe(0);
+      expect(metric(text, "gatehouse_schedule_ticks_fired_total")).toBe(1);
+      expect(metric(text, "gatehouse_schedule_ticks_coalesced_total")).toBe(n - 1);
+      // The held turns end; the queued ones, r1's included, run to their end before the process stops.
+      slow.open();
+      await waitFor("r1's tick task done", async () => (await (await p1.call("GET", "/v1/agents/r1")).json()).state === "done", WAIT_MS);
     } finally {
       slow.open();
       await p1.gh.stopWorker();
@@ -162,8 +174,8 @@ describe("schedules on a busy pool (Redis)", () => {
         from: new Date(downFrom).toISOString(), to: new Date(downFrom + 2 * EVERY).toISOString(),
       });
       const got = await ticks(prefix);
-      expect(got.keys).toEqual([...keysOf(T0 + EVERY, T0 + 11 * EVERY), scheduleKey("beat", downFrom + 3 * EVERY)].sort());
-      expect(got.tasks).toBe(12);
+      expect(got.keys).toEqual([scheduleKey("beat", T0 + EVERY), scheduleKey("beat", downFrom + 3 * EVERY)].sort());
+      expect(got.tasks).toBe(2);
       const text = await (await p2.call("GET", "/metrics")).text();
       expect(metric(text, "gatehouse_schedule_ticks_skipped_total")).toBe(3);
       expect(metric(text, "gatehouse_schedule_ticks_fired_total")).toBe(1);

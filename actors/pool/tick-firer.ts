@@ -89,7 +89,8 @@ export class TickFirer {
       if (r.status === "none") return r.next;
       const f = await fireDueSchedule(d, r.schedule, d.turnId(), liveFrom);
       // A step the store did not apply nor overtake (a refused enqueue): leave it to the worker loops' claims.
-      if (f === null || (f.status !== "fired" && f.status !== "skipped" && f.status !== "stale")) return null;
+      // A coalesced tick is applied: the schedule moved on (store invariant `schedule-bounds`).
+      if (f === null || (f.status !== "fired" && f.status !== "skipped" && f.status !== "coalesced" && f.status !== "stale")) return null;
     }
     return d.clock.now();
   }
