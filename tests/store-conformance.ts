@@ -37,6 +37,7 @@ import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from
 import { toolRegistryConformance } from "./store-conformance-registry.ts";
 import { approvalsConformance } from "./store-conformance-approvals.ts";
 import { scheduleConformance } from "./store-conformance-schedules.ts";
+import { textConformance } from "./store-conformance-text.ts";
 
 export interface ConformanceHandle {
   store: Store;
@@ -96,6 +97,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     toolRegistryConformance(() => ({ store, clients, putRawToolEntry: h.putRawToolEntry }));
     approvalsConformance(() => ({ store, clients, state: h.state }));
     scheduleConformance(() => ({ store, clients, state: h.state }));
+    textConformance(() => ({ store }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
 
