@@ -103,3 +103,31 @@ function fix(v: unknown): unknown {
   }
   return out ?? v;
 }
+
+/**
+ * Where the first lone surrogate of a parsed JSON value is: the path of the
+ * string holding it (a key holding one: the path of that key, the key
+ * written with U+FFFD), or null when every string and key is well-formed.
+ */
+export function loneSurrogateAt(v: unknown, path: Array<string | number> = []): Array<string | number> | null {
+  if (typeof v === "string") return hasLoneSurrogate(v) ? path : null;
+  if (v === null || typeof v !== "object") return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const at = loneSurrogateAt(v[i], [...path, i]);
+      if (at) return at;
+    }
+    return null;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    if (hasLoneSurrogate(k)) return [...path, wellFormed(k)];
+    const at = loneSurrogateAt(x, [...path, k]);
+    if (at) return at;
+  }
+  return null;
+}
+
+/** True when a JSON text may hold a lone-surrogate escape (a `\uD800`-`\uDFFF` escape, any case): worth a walk of its value. */
+export function mayHoldSurrogateEscape(text: string): boolean {
+  return ANY_ESCAPE.test(text);
+}
