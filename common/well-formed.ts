@@ -16,24 +16,29 @@
  * what the replacement covers is text no client sent (a model's text or
  * tool call arguments, a tool's error message).
  *
- * Web APIs only; no `String.prototype.isWellFormed` (not in every runtime
- * the package supports), one regular expression instead.
+ * Web APIs only; `String.prototype.isWellFormed` where the runtime has it
+ * (not every runtime the package supports does), one regular expression
+ * otherwise.
  */
 
 /** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
 const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const LONE_ALL = new RegExp(LONE.source, "g");
+/** `String.prototype.isWellFormed` where the runtime has it (native and fast); the regular expression elsewhere. */
+const NATIVE = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed;
+/** Any surrogate: a plain class scan, much cheaper than LONE's look-arounds, which run only when it finds one. */
+const ANY_SURROGATE = /[\ud800-\udfff]/;
 
 export const REPLACEMENT = "\ufffd";
 
 /** True when `s` holds a lone surrogate. */
 export function hasLoneSurrogate(s: string): boolean {
-  return LONE.test(s);
+  return ANY_SURROGATE.test(s) && (NATIVE ? !NATIVE.call(s) : LONE.test(s));
 }
 
 /** `s` with every lone surrogate replaced by U+FFFD (the same string when it has none). */
 export function wellFormed(s: string): string {
-  return LONE.test(s) ? s.replace(LONE_ALL, REPLACEMENT) : s;
+  return hasLoneSurrogate(s) ? s.replace(LONE_ALL, REPLACEMENT) : s;
 }
 
 /** A lone-surrogate escape of `JSON.stringify`, or an escaped backslash (consumed so that `\\ud800` is left alone). */
