@@ -15,7 +15,7 @@ import type { AgentKeys, KeySpace } from "../keys.ts";
 import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
 import type { ScriptArgs } from "../lua/args/layout.ts";
 import { decode } from "./replies.ts";
-import { wellFormed } from "../../common/well-formed.ts";
+import { hasLoneSurrogate, wellFormed } from "../../common/well-formed.ts";
 
 export interface ScriptStoreDeps {
   kind: "redis" | "upstash";
@@ -97,6 +97,7 @@ export class ScriptContext {
    */
   readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
     if (!this.#passed) await this.checkEviction();
-    return decode(a.script, await this.deps.run(a.script, a.keys.map(wellFormed), a.argv.map(wellFormed)), ctx) as T;
+    const clean = (list: string[]) => (list.some(hasLoneSurrogate) ? list.map(wellFormed) : list);
+    return decode(a.script, await this.deps.run(a.script, clean(a.keys), clean(a.argv)), ctx) as T;
   };
 }
