@@ -10,7 +10,10 @@
  * `json_limit_exceeded`: nesting depth, string length, items per array or
  * object; a linear scan before `JSON.parse`, so a hostile body is refused
  * before any structure is built from it), JSON syntax (400 `malformed_json`),
- * then the schema (400 `validation_failed`).
+ * well-formed text (400 `validation_failed` naming the field: a string or key
+ * holding a lone UTF-16 surrogate, which `JSON.parse` accepts from an escape
+ * such as `"\ud800"`; store/port.ts invariant `well-formed-text`), then the
+ * schema (400 `validation_failed`).
  *
  * Invariant: every 400 `validation_failed` names each issue's field and the
  * rule it breaks in its `detail` (`describeIssues`) and lists all of them in
@@ -21,6 +24,7 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { DEFAULT_JSON_LIMITS, describeViolation, type JsonLimits, scanJsonText } from "../common/json-bounds.ts";
 import { ProblemError } from "./problem.ts";
+import { loneSurrogateAt, mayHoldSurrogateEscape } from "../common/well-formed.ts";
 
 /** What a body may be: its size in bytes and the JSON limits. */
 export interface BodyLimits {
@@ -114,11 +118,26 @@ export async function readJson(c: Context, limits: number | BodyLimits, opts: { 
       extra: { limit: violation.limit, max: violation.max },
     });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new ProblemError("malformed_json", `The body is not valid JSON: ${(err as Error).message}`);
   }
+  // The text is valid UTF-8, so a lone surrogate can only come from an escape: the value is walked only then.
+  if (mayHoldSurrogateEscape(text)) refuseLoneSurrogate(value);
+  return value;
+}
+
+/** 400 `validation_failed` naming the first string or key of `value` that holds a lone surrogate. */
+function refuseLoneSurrogate(value: unknown): void {
+  const at = loneSurrogateAt(value);
+  if (at === null) return;
+  const field = at.length === 0 ? "the body" : `the body field ${at.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("")}`;
+  const message = "holds a lone UTF-16 surrogate (an escape \\ud800-\\udfff without its pair); text must be well-formed Unicode";
+  throw new ProblemError("validation_failed", `${field[0].toUpperCase()}${field.slice(1)} ${message}`, {
+    extra: { errors: [{ path: at, code: "lone_surrogate", message }] },
+  });
 }
 
 /** Issues as plain JSON: `{ path, code, message }` (paths keep only strings and numbers). */

@@ -27,6 +27,7 @@ import * as lifecycle from "./script/lifecycle.ts";
 import * as sideStores from "./script/side-stores.ts";
 import * as approvals from "./script/approvals.ts";
 import * as schedules from "./script/schedules.ts";
+import { wellFormedValue } from "../common/well-formed.ts";
 
 export type { ScriptStoreDeps };
 export { decode, REPLY } from "./script/replies.ts";
@@ -51,7 +52,8 @@ type Bound<M> = { [K in keyof M]: M[K] extends (c: ScriptContext, ...args: infer
 
 function bind<M extends Record<string, (c: ScriptContext, ...args: never[]) => unknown>>(c: ScriptContext, ops: M): Bound<M> {
   const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(c, ...args);
+  // Every argument well-formed (store/port.ts invariant `well-formed-text`), as the memory store takes it.
+  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(c, ...(args.map(wellFormedValue) as never[]));
   return out as Bound<M>;
 }
 

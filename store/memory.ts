@@ -38,6 +38,7 @@ import * as sideStores from "./memory/side-stores.ts";
 import * as approvals from "./memory/approvals.ts";
 import * as schedules from "./memory/schedules.ts";
 import { processLive } from "./live.ts";
+import { wellFormedValue } from "../common/well-formed.ts";
 
 export { utf8Length };
 
@@ -139,7 +140,8 @@ type Bound<M> = { [K in keyof M]: M[K] extends (s: MemoryState, ...args: infer A
 
 function bind<M extends Record<string, (s: MemoryState, ...args: never[]) => unknown>>(s: MemoryState, ops: M): Bound<M> {
   const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(s, ...args);
+  // Every argument well-formed (store/port.ts invariant `well-formed-text`): what the script store sends Redis.
+  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(s, ...(args.map(wellFormedValue) as never[]));
   return out as Bound<M>;
 }
 

@@ -22,7 +22,7 @@
  * code, tests and docs cite it by that name (store invariant `fencing`),
  * never by a number (tests/store-invariant-names.test.ts checks). The
  * invariants every adapter must keep are checked by tests/store-conformance.
- * Two hold for every operation:
+ * Three hold for every operation:
  *
  * ## caller-clock
  * No operation reads a clock: `now` comes from the caller.
@@ -30,6 +30,17 @@
  * ## all-or-nothing
  * An operation that throws (bad input, a value that cannot be copied) leaves
  * the store exactly as it was; event ids stay dense.
+ *
+ * ## well-formed-text
+ * Every string an operation is given (an id, an idempotency key, a task's
+ * input, a tool call's arguments, a result, a reason, an event, a message,
+ * a snapshot, object keys included) is taken with each lone UTF-16
+ * surrogate replaced by U+FFFD (common/well-formed.ts), on every adapter
+ * alike: the memory store keeps what the scripts store, and no record
+ * holds an escape Redis's Lua `cjson.decode` refuses. Results answer the
+ * replaced text (`getAgent("a\ud800").agentId` is `"a\ufffd"`). The HTTP
+ * edge refuses such text from clients (docs/http.md, "Errors"); this is for
+ * text no client sent, such as a model's.
  */
 import type { NewEvent, StoredEvent } from "../common/events.ts";
 import type { Message } from "../common/message.ts";

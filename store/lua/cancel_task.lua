@@ -53,7 +53,7 @@ if bad then
 end
 
 local idem = ''
-local task = cjson.decode(string.sub(entry, string.find(entry, '\n', 1, true) + 1))
+local task = decode_stored(string.sub(entry, string.find(entry, '\n', 1, true) + 1))
 if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = task.idempotencyKey end
 
 -- Checks done; writes follow.

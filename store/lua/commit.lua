@@ -126,7 +126,8 @@ local function chained_reply(turn)
   local hh = read_head(head, HEAD_FIELDS)
   resolve_long(head, hh, HEAD_FIELDS)
   local input = ''
-  local raw = redis.call('HGET', rk.inputs, cjson.decode(turn))
+  local id = decode_stored(turn)
+  local raw = type(id) == 'string' and redis.call('HGET', rk.inputs, id)
   if raw then
     input = ',"input":' .. raw
   end
@@ -211,7 +212,7 @@ if ends_turn then
   end
 end
 if ends_turn and h.currentTask ~= 'null' then
-  local task = cjson.decode(h.currentTask)
+  local task = decode_stored(h.currentTask)
   if type(task) == 'table' and type(task.idempotencyKey) == 'string' then ended_idem = task.idempotencyKey end
 end
 

@@ -49,7 +49,10 @@ local base, overlay, prior = call[1], call[2], call[3]
 if not base then
   return 'unknown_call'
 end
-local rec = cjson.decode(base)
+local rec = decode_stored(base)
+if type(rec) ~= 'table' then
+  return 'unknown_call'
+end
 if type(rec.approval) ~= 'table' then
   return 'not_awaiting_approval'
 end

@@ -54,9 +54,9 @@ end
 for _, turn in ipairs(redis.call('HKEYS', turns)) do
   calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
 end
-if h and h.activeTurnId ~= 'null' then
-  local turn = cjson.decode(h.activeTurnId)
-  calls[turn] = calls[turn] or agent_key(prefix, agent_id, 'calls:' .. turn)
+local active = h and h.activeTurnId ~= 'null' and decode_stored(h.activeTurnId)
+if type(active) == 'string' then
+  calls[active] = calls[active] or agent_key(prefix, agent_id, 'calls:' .. active)
 end
 for turn, key in pairs(calls) do
   local members = {}

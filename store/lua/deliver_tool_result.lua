@@ -57,7 +57,10 @@ if not base then
   return 'unknown_call'
 end
 -- An in-process call is answered by its tool (the worker's commit) or the watchdog, never from outside.
-local rec = cjson.decode(base)
+local rec = decode_stored(base)
+if type(rec) ~= 'table' then
+  return 'unknown_call'
+end
 if rec.external ~= true and not may_answer_in_process then
   return 'not_external'
 end
@@ -84,7 +87,8 @@ if type(rec.approval) == 'table' then
   if not overlay then
     return 'approval_pending'
   end
-  if may_answer_in_process and tonumber(cjson.decode(overlay).deadline) > tonumber(now_str) then
+  local decided = decode_stored(overlay)
+  if may_answer_in_process and type(decided) == 'table' and (tonumber(decided.deadline) or 0) > tonumber(now_str) then
     return 'not_due'
   end
 end

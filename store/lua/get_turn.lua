@@ -40,8 +40,8 @@ elseif st == 'active' and resolve(head, h, 'currentTask') then
 end
 local run_at = ''
 if task_json then
-  local ok, task = pcall(cjson.decode, task_json)
-  if ok and type(task) == 'table' and type(task.runAt) == 'number' then
+  local task = decode_stored(task_json)
+  if type(task) == 'table' and type(task.runAt) == 'number' then
     run_at = ',"runAt":' .. int(task.runAt)
   end
 end

@@ -19,8 +19,8 @@ local by_turn_flag, turn_id, by_status_flag, status = ARGV[1], ARGV[2], ARGV[3],
 local by_turn, by_status = by_turn_flag == '1', by_status_flag == '1'
 local out = {}
 for _, entry in ipairs(redis.call('LRANGE', verdict_list, 0, -1)) do
-  local e = cjson.decode(entry)
-  if (not by_turn or e[2] == turn_id) and (not by_status or e[3] == status) then
+  local e = decode_stored(entry)
+  if type(e) == 'table' and (not by_turn or e[2] == turn_id) and (not by_status or e[3] == status) then
     out[#out + 1] = cjson.encode(redis.call('HGET', verdicts, e[1]))
   end
 end

@@ -15,6 +15,7 @@ import type { AgentKeys, KeySpace } from "../keys.ts";
 import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
 import type { ScriptArgs } from "../lua/args/layout.ts";
 import { decode } from "./replies.ts";
+import { hasLoneSurrogate, wellFormed } from "../../common/well-formed.ts";
 
 export interface ScriptStoreDeps {
   kind: "redis" | "upstash";
@@ -88,9 +89,15 @@ export class ScriptContext {
       throw err;
     }));
 
-  /** Runs one script with its encoded arguments and decodes the reply. */
+  /**
+   * Runs one script with its encoded arguments and decodes the reply. Every key and argument is made
+   * well-formed first (a raw lone surrogate becomes U+FFFD, store/port.ts invariant `well-formed-text`):
+   * the JSON texts already are (values.ts), an identifier (an agent id, an idempotency key) is here,
+   * so the script and the memory store see the same text, whatever the transport's UTF-8 encoder does.
+   */
   readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
     if (!this.#passed) await this.checkEviction();
-    return decode(a.script, await this.deps.run(a.script, a.keys, a.argv), ctx) as T;
+    const clean = (list: string[]) => (list.some(hasLoneSurrogate) ? list.map(wellFormed) : list);
+    return decode(a.script, await this.deps.run(a.script, clean(a.keys), clean(a.argv)), ctx) as T;
   };
 }

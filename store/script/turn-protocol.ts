@@ -12,10 +12,9 @@ import { notApplied } from "../../common/contract-validation.ts";
 import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
 import { maxDelayedOf } from "../delayed-bound.ts";
-import { JsonOnce } from "../../common/json-once.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
-import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs } from "./values.ts";
+import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs, WellFormedOnce } from "./values.ts";
 import { encodeCancelTask, encodeClaim, encodeClaimNext, encodeCommit, encodeDeliverToolResult, encodeDueToolCalls, encodeEnqueueTask, encodeNextReadyAt, encodeReadyCount, encodeRecordClaimFailure, encodeRenewLease, encodeRequestCancel, encodeResetTurn, encodeSkipDueToolCall } from "../lua/args/turn-protocol.ts";
 import type { ScriptContext, Heads } from "./context.ts";
 
@@ -216,7 +215,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     int(c.deadline, "deadline");
   }
   const release = req.release === null ? "-" : req.release.runnableAt === null ? "null" : int(req.release.runnableAt, "runnableAt");
-  const memo = new JsonOnce();
+  const memo = new WellFormedOnce();
   const named = {
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     expected_version: int(req.expectedVersion, "expectedVersion"),

@@ -8,14 +8,35 @@
  * and the snapshot; a result in its resolution and its events), and its
  * arguments are built with one memo (common/json-once.ts, the shapes
  * below), so each such object is stringified once per commit. The texts are
- * those of `JSON.stringify`, byte for byte.
+ * those of `JSON.stringify`, byte for byte, with one change: every text
+ * is well-formed (store/port.ts invariant `well-formed-text`,
+ * common/well-formed.ts). `j` and the memo's `encode` replace each
+ * lone-surrogate escape (`\ud800`, which Lua's `cjson.decode` refuses) by
+ * U+FFFD, so the text is that of the value with its lone surrogates
+ * replaced, exactly what the memory store keeps; ScriptContext.call does the
+ * same for raw surrogates in every argument and key, the last stop before
+ * Redis.
  */
 import type { CommitRequest, TurnEnd } from "../port.ts";
 import { StoreInputError } from "../keys.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
 import { JsonOnce, SHARED, type Shape } from "../../common/json-once.ts";
+import { wellFormedJson } from "../../common/well-formed.ts";
 
-export const j = JSON.stringify;
+/** `JSON.stringify(v)`, well-formed (a lone surrogate becomes U+FFFD). */
+export const j = (v: unknown): string => {
+  const t = JSON.stringify(v) as string | undefined;
+  // JSON.stringify(undefined) is undefined: kept, as callers of the plain function saw it.
+  return t === undefined ? (t as unknown as string) : wellFormedJson(t);
+};
+
+/** A JsonOnce whose texts are well-formed, as `j`'s are. */
+export class WellFormedOnce extends JsonOnce {
+  override encode(v: unknown, shape: Shape): string | undefined {
+    const t = super.encode(v, shape);
+    return t === undefined ? t : wellFormedJson(t);
+  }
+}
 /** JSON of a non-empty object without its opening brace; a script prepends its own fields. */
 export const tail = (obj: Record<string, unknown>) => j(obj).slice(1);
 
@@ -36,7 +57,7 @@ export const EVENTS: Record<string, Shape> = {
 export const SNAPSHOT: Shape = { context: { pending: { "*": CALL }, output: SHARED } };
 
 /** The event tail of `tail({ type, data })`, through the commit's memo. */
-export function eventTail(memo: JsonOnce, e: { type: string; data?: unknown }): string {
+export function eventTail(memo: WellFormedOnce, e: { type: string; data?: unknown }): string {
   const shape = Object.hasOwn(EVENTS, e.type) ? EVENTS[e.type] : undefined;
   return (shape ? memo.encode({ type: e.type, data: e.data }, shape)! : j({ type: e.type, data: e.data })).slice(1);
 }
@@ -57,7 +78,7 @@ export function retentionArg(r: NonNullable<CommitRequest["retention"]>): string
 
 /** The TurnEnd as script arguments: snapshot, state, M, E, messages, event tails (includes/end_turn.lua). */
 export function turnEndArgs(end: TurnEnd): string[] {
-  const memo = new JsonOnce();
+  const memo = new WellFormedOnce();
   return [
     memo.encode(compactSnapshot(end.snapshot ?? null), SNAPSHOT)!, j(end.state), String(end.messages.length), String(end.events.length),
     ...end.messages.map((m) => memo.encode(m, MESSAGE)!), ...end.events.map((e) => eventTail(memo, e)),

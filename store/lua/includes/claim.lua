@@ -94,8 +94,8 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
 
   local input = ''
   if h.currentTask ~= 'null' then
-    local turn = cjson.decode(h.activeTurnId)
-    local raw = redis.call('HGET', k.inputs, turn)
+    local turn = decode_stored(h.activeTurnId)
+    local raw = type(turn) == 'string' and redis.call('HGET', k.inputs, turn)
     if raw then
       input = ',"input":' .. raw
     end

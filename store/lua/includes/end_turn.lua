@@ -51,7 +51,7 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
     if state == '"failed"' then final = 'failed' elseif state == '"done"' then final = 'done' end
     redis.call('HSET', k.turns, turn_raw, final)
     local idem = ''
-    local task = h.currentTask and h.currentTask ~= 'null' and cjson.decode(h.currentTask)
+    local task = h.currentTask and h.currentTask ~= 'null' and decode_stored(h.currentTask)
     if type(task) == 'table' and type(task.idempotencyKey) == 'string' then idem = task.idempotencyKey end
     redis.call('RPUSH', k.ended, turn_raw .. '\n' .. idem .. '\n' .. int(message_count))
     extra[#extra + 1] = '_ended'

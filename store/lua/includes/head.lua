@@ -190,3 +190,30 @@ end
 local function json_list(items)
   return '[' .. table.concat(items, ',') .. ']'
 end
+
+--[[
+  A stored JSON text, decoded (store/port.ts invariant `well-formed-text`).
+  Text written before lone surrogates were replaced may hold an escape
+  `\ud800`..`\udfff` that cjson refuses ("invalid unicode escape code"):
+  each such escape then reads as U+FFFD, what is written today. nil when the
+  text is still not JSON, so a reader that can do without the value (an
+  idempotency key, a turn's input) goes on, and none is wedged by it.
+]]
+local function decode_stored(text)
+  local ok, v = pcall(cjson.decode, text)
+  if ok then
+    return v
+  end
+  local fixed = string.gsub(text, '(\\+)([uU][dD][89a-fA-F]%x%x)', function(bs, esc)
+    -- An odd run of backslashes ends in the escape's own; an even one is escaped backslashes and text.
+    if #bs % 2 == 1 then
+      return string.sub(bs, 2) .. '\\ufffd'
+    end
+    return bs .. esc
+  end)
+  ok, v = pcall(cjson.decode, fixed)
+  if ok then
+    return v
+  end
+  return nil
+end

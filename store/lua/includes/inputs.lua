@@ -11,7 +11,8 @@ local function resolve_input_refs(items, inputs_key)
   for i = 1, #items do
     local ref = string.match(items[i], '^{"role":"user","content":"","inputOf":(".*")}$')
     if ref then
-      local input = redis.call('HGET', inputs_key, cjson.decode(ref))
+      local turn = decode_stored(ref)
+      local input = type(turn) == 'string' and redis.call('HGET', inputs_key, turn)
       local content = '""'
       if input then
         -- A JSON string literal is already the content's JSON; anything else becomes a string holding its JSON.

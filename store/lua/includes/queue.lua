@@ -1,7 +1,7 @@
 --[[
   The order of an agent's task queue (store/port.ts invariant `delayed-tasks`).
   Mirrors queueIndex, dueTask and bellAt in store/memory/records.ts. Needs
-  keys.lua (set_bell) where rest_bell is used.
+  keys.lua (set_bell) where rest_bell is used, and head.lua (decode_stored).
 
   `q`: { tasks, delayed } keys of the agent. A task entry is
   `<turnId JSON>\n<InboxTask JSON>`; a delayed task's JSON holds `runAt` (ms).
@@ -35,8 +35,8 @@
 -- A task entry's runAt, or nil (no delay).
 local function entry_run_at(entry)
   local nl = string.find(entry, '\n', 1, true)
-  local ok, task = pcall(cjson.decode, string.sub(entry, nl + 1))
-  if ok and type(task) == 'table' and type(task.runAt) == 'number' then
+  local task = decode_stored(string.sub(entry, nl + 1))
+  if type(task) == 'table' and type(task.runAt) == 'number' then
     return task.runAt
   end
   return nil

@@ -90,7 +90,7 @@ local function retain(prefix, agent_id, k, s, limits, snapshot, now_str)
         redis.call('HDEL', k.inputs, turn)
         redis.call('DEL', agent_key(prefix, agent_id, 'calls:' .. turn))
         local owner = key ~= '' and redis.call('HGET', k.idem, 'k:' .. key)
-        if owner and cjson.decode(owner) == turn then
+        if owner and decode_stored(owner) == turn then
           redis.call('HDEL', k.idem, 'k:' .. key)
         end
         -- A turn cancelled while queued ended with no messages (0).
