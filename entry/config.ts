@@ -24,6 +24,7 @@ import { closestKey } from "../common/known-keys.ts";
 import { ConfigError } from "../errors/startup.ts";
 import { DEFAULTS, rateRuleText } from "../common/defaults.ts";
 import { isDurability } from "../store/durability.ts";
+import { DEFAULT_MAX_DELAYED_TASKS } from "../store/delayed-bound.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -44,6 +45,7 @@ export type EnvGatehouseOptions = Pick<
   | "whatIfMaxCandidates"
   | "maxWaitSeconds"
   | "maxSchedulesPerAgent"
+  | "maxDelayedTasks"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
   | "storeTimeoutMs"
@@ -90,6 +92,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_MAX_BODY_BYTES", option: "maxBodyBytes", default: String(DEFAULTS.maxBodyBytes), meaning: "request body limit (413 above it)" },
   { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: String(DEFAULTS.whatIfMaxCandidates), meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
   { name: "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", option: "maxSchedulesPerAgent", default: String(DEFAULTS.maxSchedulesPerAgent), meaning: "schedules one agent may hold (1 to 10000; a new one past it is 409 `schedule_limit`; docs/security.md, \"Schedules\")" },
+  { name: "GATEHOUSE_MAX_DELAYED_TASKS", option: "maxDelayedTasks", default: String(DEFAULT_MAX_DELAYED_TASKS), meaning: "delayed tasks (`delayMs`/`runAt` not yet due) one agent may hold (0 to 1000000; one more is 429 `too_many_delayed_tasks`; docs/security.md, \"Delayed tasks\")" },
   { name: "GATEHOUSE_MAX_WAIT_SECONDS", option: "maxWaitSeconds", default: String(DEFAULTS.maxWaitSeconds), meaning: "longest `Prefer: wait` a task POST honours (0 to 3600; 0: off; docs/http.md)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: String(DEFAULTS.externalToolTimeoutMs), meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: String(DEFAULTS.toolTimeoutMs), meaning: "timeout of in-process tools" },
@@ -217,6 +220,7 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("whatIfMaxCandidates", integer(env, "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", 1, 1_000));
   opt("maxWaitSeconds", integer(env, "GATEHOUSE_MAX_WAIT_SECONDS", 0, 3_600));
   opt("maxSchedulesPerAgent", integer(env, "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", 1, 10_000));
+  opt("maxDelayedTasks", integer(env, "GATEHOUSE_MAX_DELAYED_TASKS", 0, 1_000_000));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);

@@ -21,6 +21,7 @@ import { memoryStore } from "../store/memory.ts";
 import type { Store } from "../store/port.ts";
 import { redisStore } from "../store/redis.ts";
 import { startRedisServer } from "./helpers/redis-server.ts";
+import { configFromEnv } from "../entry/config.ts";
 import { AgentView, EventsPage, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
@@ -222,6 +223,14 @@ describe.each(stores)("delayed tasks over HTTP on the %s store", (storeName, ope
     for (const bad of [-1, 1.5, Number.NaN]) {
       expect(() => createGatehouse({ agents: [agent()], store: memoryStore(), maxDelayedTasks: bad })).toThrow(/maxDelayedTasks/);
     }
+  });
+
+  it("GATEHOUSE_MAX_DELAYED_TASKS sets maxDelayedTasks for the servers and is checked", () => {
+    expect(configFromEnv({ GATEHOUSE_MAX_DELAYED_TASKS: "5" }).gatehouse.maxDelayedTasks).toBe(5);
+    expect(configFromEnv({ GATEHOUSE_MAX_DELAYED_TASKS: "0" }).gatehouse.maxDelayedTasks).toBe(0);
+    expect(configFromEnv({}).gatehouse.maxDelayedTasks).toBeUndefined();
+    expect(() => configFromEnv({ GATEHOUSE_MAX_DELAYED_TASKS: "-1" })).toThrow(/GATEHOUSE_MAX_DELAYED_TASKS/);
+    expect(() => configFromEnv({ GATEHOUSE_MAX_DELAYED_TASKS: "many" })).toThrow(/GATEHOUSE_MAX_DELAYED_TASKS/);
   });
 
   it("a running pool starts the task from its bell when it comes due, not earlier, with polling turned down", async () => {
