@@ -104,6 +104,9 @@ import { ParkedLoops, SentinelSleep } from "./wakers.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
 import { TickFirer } from "./tick-firer.ts";
 
+/** The tick firer's longest sleep while no schedule of this process's definitions exists (docs/operations.md, "Idle cost"). */
+export const FIRER_NO_SCHEDULE_MS = 60_000;
+
 /** Longest idle wait of a pool whose store pushes bells: a safety bound, not a poll interval (ms). */
 export const DEFAULT_LISTEN_MAX_MS = 60_000;
 
@@ -274,7 +277,10 @@ class Pool implements WorkerPool {
       let wait: number;
       try {
         const next = await this.#firer.pass();
-        wait = next === null ? cap : Math.min(cap, Math.max(0, next - this.#deps.clock.now()));
+        // No schedule of this process's definitions: no idle poll of its own beside the sentinel's (a bell or an
+        // in-process put wakes it; a polling store's put by another process is seen within FIRER_NO_SCHEDULE_MS,
+        // and at once by a free loop's claim, which fires due schedules too).
+        wait = next === null ? Math.max(cap, FIRER_NO_SCHEDULE_MS) : Math.min(cap, Math.max(0, next - this.#deps.clock.now()));
       } catch (err) {
         this.#deps.logger.warn("tick firer error", describeStoreError(err, this.#deps.store.kind));
         wait = this.#opts.pollMs;

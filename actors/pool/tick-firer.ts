@@ -24,7 +24,8 @@
  *   answers the earliest next tick it read (null: none). A step the store
  *   neither applies nor finds overtaken ends the target's pass.
  * - The pool's firer sleeps until that tick, at most the pool's longest
- *   idle wait; a bell (a schedule put or fired by any process publishes a
+ *   idle wait (with no schedule at all, at most `FIRER_NO_SCHEDULE_MS`, so
+ *   an idle process without schedules adds no polling); a bell (a schedule put or fired by any process publishes a
  *   new earliest tick) shortens the sleep to its time, an in-process wake
  *   ends it at most once per `pollMs`, and a wake during a pass makes the
  *   next sleep zero, so none is lost. A store error is logged
