@@ -55,7 +55,7 @@ import { compactEvents } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
 import { persistedOf } from "../../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
-import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn } from "./context.ts";
+import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn, HostDeps } from "./context.ts";
 import { FINAL } from "./context.ts";
 import { retryWithinLease } from "./store-retry.ts";
 
@@ -250,4 +250,21 @@ function dropTrimmed(ctx: Pick<ClaimContext, "history" | "usedIds" | "memory">, 
 function markCommit(events: readonly NewEvent[]): NewEvent[] {
   const count = events.length;
   return events.map((e, index) => e.type === "transition" ? { type: e.type, data: { ...e.data, commit: { index, count } } } : e);
+}
+
+/**
+ * The commit that parks an agent this worker cannot run (actors/host/restore.ts): `events` logged, the
+ * snapshot and mail left as they are, the lease kept for `backoffMs` instead of released.
+ */
+export async function parkingCommit(
+  deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, backoffMs: number, events: NewEvent[],
+): Promise<void> {
+  const { agentId, epoch, head } = claim;
+  const turnId = head.activeTurnId;
+  await deps.store.commit({
+    agentId, workerId, epoch, expectedVersion: head.version, turnId,
+    snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
+    events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+    release: null, leaseMs: backoffMs, now: deps.clock.now(),
+  });
 }

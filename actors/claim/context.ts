@@ -194,6 +194,12 @@ export interface ClaimContext {
   readonly approved: Map<string, number>;
 }
 
+/** A tool call as the commit records it (before it is dispatched). */
+export type RecordedCall = CommitRequest["recordToolCalls"][number];
+/** A recorded call's result as the commit resolves it. */
+export type ResolvedCall = CommitRequest["resolveToolCalls"][number];
+export type { ConversationSummary };
+
 /** The actor's current state and context. */
 export function snap(ctx: Pick<ClaimContext, "actor">): { value: string; context: AgentContext } {
   return ctx.actor.getSnapshot() as unknown as { value: string; context: AgentContext };
@@ -236,9 +242,9 @@ export interface CommitSink {
   /** Adds a message to the stored conversation. */
   addMessage(message: Message): void;
   /** Records a tool call (before it is dispatched); `delegated`: a call of an agent tool, dispatched once the commit applied. */
-  recordCall(call: CommitRequest["recordToolCalls"][number], delegated: boolean): void;
+  recordCall(call: RecordedCall, delegated: boolean): void;
   /** Resolves a recorded call with its result. */
-  resolveCall(result: CommitRequest["resolveToolCalls"][number]): void;
+  resolveCall(result: ResolvedCall): void;
   /** Acknowledges the mail up to `seq` (the highest applied so far counts). */
   ackMail(seq: number): void;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */
