@@ -1,0 +1,121 @@
+/**
+ * Steps decide and return what happened (actors/steps/happened.ts); the host
+ * applies it (actors/host/apply.ts). These run the steps alone: a scripted
+ * model, plain inputs, the turn's context from the pure machine driver, and
+ * no store, actor or commit. What a step returns is the whole of what it did.
+ */
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineAgent, type AnyAgent } from "../agents/define.ts";
+import { DEFAULT_JSON_LIMITS } from "../common/json-bounds.ts";
+import type { AgentContext } from "../machines/types.ts";
+import { scriptedModel } from "../models/scripted.ts";
+import type { ModelResponse } from "../models/types.ts";
+import { defineTool } from "../tools/define.ts";
+import { UsedToolCallIds } from "../actors/conversation/tool-call-ids.ts";
+import { spendLimitCrossed } from "../actors/spend/guard.ts";
+import type { Happening } from "../actors/steps/happened.ts";
+import { modelStep, type ModelStepInput } from "../actors/steps/model-step.ts";
+import { runInProcessTools, type ToolsInput } from "../actors/steps/tool-runner.ts";
+import { call, drive, ev } from "./helpers/machine.ts";
+
+const NOW = 1_000;
+const clock = { now: () => NOW };
+const logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+const echo = defineTool({ name: "echo", description: "Echo", parameters: z.object({ x: z.string() }), execute: ({ x }) => `echo ${x}` });
+
+function agentWith(responses: ModelResponse[]): AnyAgent {
+  return defineAgent({ name: "unit", instructions: "Be brief.", model: scriptedModel(responses), tools: [echo] });
+}
+
+function modelInput(agent: AnyAgent, over: Partial<ModelStepInput> = {}): ModelStepInput {
+  return {
+    agent, binding: agent, agentId: "a1", abort: new AbortController(), history: [], usedIds: new UsedToolCallIds(),
+    memory: { summary: null, firstIndex: 0 }, memoryPolicy: undefined, limits: DEFAULT_JSON_LIMITS,
+    delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, spans: { turn: undefined, ids: {} },
+    deps: { clock, externalToolTimeoutMs: 60_000, toolTimeoutMs: 10_000 },
+    claim: { task: null },
+    registry: { knownTools: async () => "" },
+    ...over,
+  };
+}
+
+const running = (): AgentContext => drive([ev.task("t1")]).context as AgentContext;
+const kinds = (h: readonly Happening[]) => h.map((x) => (x.kind === "log" ? `log:${x.type}` : x.kind === "event" ? `event:${x.event.type}` : x.kind));
+
+describe("the model step returns what happened, with no store", () => {
+  it("a step whose model calls a tool: the call recorded before MODEL_STEP, its events in commit order", async () => {
+    const agent = agentWith([{ text: "looking", toolCalls: [{ name: "echo", args: { x: "hi" } }], usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.25 }]);
+    const live: string[] = [];
+    const out = await modelStep(modelInput(agent), running(), { push: (t) => void live.push(t), flush() {} });
+    // started, planning, the streamed text as a chunk, the call recorded and logged, executing, the transition, completed.
+    expect(kinds(out)).toEqual([
+      "log:step", "log:step", "log:chunk", "record-call", "log:tool_call", "log:step", "event:MODEL_STEP", "log:step",
+    ]);
+    expect(live.join("")).toBe("looking");
+    expect(out[2]).toMatchObject({ data: { step: 1, text: "looking" } });
+    const recorded = out.find((h) => h.kind === "record-call");
+    expect(recorded).toMatchObject({ kind: "record-call", delegated: false, call: { turnId: "t1", name: "echo", args: { x: "hi" }, external: false } });
+    const step = out.find((h) => h.kind === "event");
+    expect(step).toMatchObject({
+      event: { type: "MODEL_STEP", at: NOW, text: "looking", usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.25, toolCalls: [{ name: "echo", args: { x: "hi" } }] },
+    });
+    // The recorded call and the machine's call carry the same id.
+    const id = (recorded as Extract<Happening, { kind: "record-call" }>).call.toolCallId;
+    expect((step as Extract<Happening, { kind: "event" }>).event).toMatchObject({ toolCalls: [{ id }] });
+  });
+
+  it("a model that fails every attempt: MODEL_FAILED after one model_error per attempt", async () => {
+    const agent = defineAgent({
+      name: "unit", instructions: "x", tools: [echo], modelAttempts: 2,
+      model: { name: "broken", generate: async () => { throw new Error("upstream 500"); } },
+    });
+    const out = await modelStep(modelInput(agent), running());
+    expect(kinds(out)).toEqual(["log:step", "log:model_error", "log:model_error", "event:MODEL_FAILED"]);
+    expect(out.at(-1)).toMatchObject({ event: { type: "MODEL_FAILED", message: "upstream 500" } });
+  });
+
+  it("an aborted attempt returns no machine event", async () => {
+    const abort = new AbortController();
+    abort.abort();
+    const out = await modelStep(modelInput(agentWith([{ text: "never" }]), { abort }), running());
+    expect(out.some((h) => h.kind === "event")).toBe(false);
+  });
+});
+
+describe("the tool runner returns what happened, with no store", () => {
+  it("runs the pending call and returns its result: logged, then resolved and applied while the turn waits on tools", async () => {
+    const agent = agentWith([{ text: "x" }]);
+    const waiting = drive([ev.task("t1"), ev.step([call("c1", "echo", { x: "yo" })])]).context as AgentContext;
+    const input: ToolsInput = {
+      agent, binding: agent, agentId: "a1", epoch: 1, abort: new AbortController(), limits: modelInput(agent).limits,
+      delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, spans: { turn: undefined, ids: {} }, approved: new Map(),
+      deps: { clock, logger, agents: new Map([["unit", agent]]), toolTimeoutMs: 10_000 },
+      claim: { task: null },
+      lease: { lapsed: () => false, toolSignal: new AbortController().signal },
+    };
+    const ran = await runInProcessTools(input, waiting);
+    expect(ran.ride).toBe(false);
+    expect(kinds(ran.happened)).toEqual(["log:tool_result", "while", "tool-used"]);
+    const group = ran.happened[1] as Extract<Happening, { kind: "while" }>;
+    expect(group.state).toBe("waiting-tools");
+    expect(kinds(group.then)).toEqual(["resolve-call", "event:TOOL_RESULT"]);
+    expect(group.then[1]).toMatchObject({ event: { toolCallId: "c1", outcome: { ok: true, value: "echo yo" } } });
+  });
+});
+
+describe("the spend guard returns what happened, with no store", () => {
+  it("a turn over its token limit: budget_exhausted, the step's calls withdrawn, TURN_FAILED; none under it", async () => {
+    const agent = agentWith([{ text: "x" }]);
+    const context = drive([ev.task("t1"), ev.step([call("c1", "echo", { x: "a" })], null, { inputTokens: 90, outputTokens: 20 })]).context as AgentContext;
+    const input = {
+      spendLimit: { maxTokensPerTurn: 100 }, binding: agent, agentId: "a1", abort: new AbortController(),
+      deps: { clock, logger }, commit: { endsTurn: () => false },
+    };
+    const crossed = await spendLimitCrossed(input, "waiting-tools", context, true);
+    expect(kinds(crossed!)).toEqual(["log:budget_exhausted", "withdraw-calls", "event:TURN_FAILED"]);
+    expect(crossed![2]).toMatchObject({ event: { turnId: "t1", reason: "budget_exhausted" } });
+    expect(await spendLimitCrossed({ ...input, spendLimit: { maxTokensPerTurn: 1_000 } }, "waiting-tools", context, true)).toBeNull();
+  });
+});
