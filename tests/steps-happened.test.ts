@@ -7,7 +7,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAgent, type AnyAgent } from "../agents/define.ts";
-import { DEFAULT_JSON_LIMITS } from "../common/json-bounds.ts";
 import type { AgentContext } from "../machines/types.ts";
 import { scriptedModel } from "../models/scripted.ts";
 import type { ModelResponse } from "../models/types.ts";
@@ -32,7 +31,7 @@ function agentWith(responses: ModelResponse[]): AnyAgent {
 function modelInput(agent: AnyAgent, over: Partial<ModelStepInput> = {}): ModelStepInput {
   return {
     agent, binding: agent, agentId: "a1", abort: new AbortController(), history: [], usedIds: new UsedToolCallIds(),
-    memory: { summary: null, firstIndex: 0 }, memoryPolicy: undefined, limits: DEFAULT_JSON_LIMITS,
+    memory: { summary: null, firstIndex: 0 },
     delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, spans: { turn: undefined, ids: {} },
     deps: { clock, externalToolTimeoutMs: 60_000, toolTimeoutMs: 10_000 },
     claim: { task: null },
@@ -89,7 +88,7 @@ describe("the tool runner returns what happened, with no store", () => {
     const agent = agentWith([{ text: "x" }]);
     const waiting = drive([ev.task("t1"), ev.step([call("c1", "echo", { x: "yo" })])]).context as AgentContext;
     const input: ToolsInput = {
-      agent, binding: agent, agentId: "a1", epoch: 1, abort: new AbortController(), limits: modelInput(agent).limits,
+      agent, binding: agent, agentId: "a1", epoch: 1, abort: new AbortController(),
       delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, spans: { turn: undefined, ids: {} }, approved: new Map(),
       deps: { clock, logger, agents: new Map([["unit", agent]]), toolTimeoutMs: 10_000 },
       claim: { task: null },

@@ -171,10 +171,6 @@ export interface ClaimContext {
   /** The tool-call ids of exactly `history`. */
   readonly usedIds: UsedToolCallIds;
   readonly memory: ConversationMemory;
-  /** The agent's memory policy, else the process's (actors/conversation/memory.ts); absent: every retained message. */
-  readonly memoryPolicy: MemoryPolicy | undefined;
-  /** Bounds of values that enter the turn from code. */
-  readonly limits: JsonLimits;
   registry: ToolRegistryView;
   /** The delegation this claim's task came from, its depth, and the nesting bound and pull interval. */
   readonly delegation: { link: DelegationLink | undefined; depth: number; maxDepth: number; pollMs: number };

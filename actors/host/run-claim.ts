@@ -79,7 +79,6 @@
  * - An agent this worker cannot run (definition unknown, snapshot not
  *   restorable) is parked: its lease is kept for a while instead of released.
  */
-import { DEFAULT_JSON_LIMITS } from "../../common/json-bounds.ts";
 import { CommitBuffer } from "../claim/commit-buffer.ts";
 import { type ClaimContext, type Claimed, type EndedTurnNote, type HostDeps, type HostOutcome, retentionOf, snap } from "../claim/context.ts";
 import { startLeaseKeeper } from "../claim/lease-keeper.ts";
@@ -127,8 +126,6 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const turnSpan = startTurnSpan({ agentId, agentName: head.agentName, turnId, workerId, epoch });
   const ctx: ClaimContext = {
     deps, claim, workerId, agentId, epoch, binding, agent, actor, abort, history, usedIds, memory,
-    memoryPolicy: binding.memory ?? deps.memory,
-    limits: deps.jsonLimits ?? DEFAULT_JSON_LIMITS,
     registry: createToolRegistryView({ store, agent, clock, logger, agentId, writer: deps.registryWriter }),
     delegation,
     spendLimit: turnSpendLimit(binding, claim.task),

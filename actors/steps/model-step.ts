@@ -30,7 +30,7 @@
  *   step's commit: the stored record is unchanged by the live path.
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
-import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation } from "../../common/json-bounds.ts";
 import { jsonClone } from "../../common/json.ts";
 import { abortableSleep } from "../../common/sleep.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
@@ -54,9 +54,9 @@ export const WATCHDOG_GRACE_MS = 5_000;
 /** What the model step reads: the definitions, the conversation and its memory, the delegation depth, the tool registry's block. */
 export type ModelStepInput = Pick<
   ClaimContext,
-  "agent" | "binding" | "agentId" | "abort" | "history" | "usedIds" | "memory" | "memoryPolicy" | "limits" | "delegation" | "spans"
+  "agent" | "binding" | "agentId" | "abort" | "history" | "usedIds" | "memory" | "delegation" | "spans"
 > & {
-  deps: Pick<HostDeps, "clock" | "metrics" | "externalToolTimeoutMs" | "toolTimeoutMs" | "rebuildToolCallIds">;
+  deps: Pick<HostDeps, "clock" | "metrics" | "externalToolTimeoutMs" | "toolTimeoutMs" | "rebuildToolCallIds" | "jsonLimits" | "memory">;
   claim: { task: { input?: unknown } | null };
   registry: Pick<ClaimContext["registry"], "knownTools">;
 };
@@ -130,7 +130,8 @@ type Emit = (type: string, data: Record<string, unknown>) => void;
 async function callModel(
   ctx: ModelStepInput, memory: ConversationMemory, tId: string, step: number, live: DeltaSink | null, emit: Emit,
 ): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
-  const { agent, agentId, abort, history, limits } = ctx;
+  const { agent, agentId, abort, history } = ctx;
+  const limits = ctx.deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const tools = agentToolSpecs(agent, gateDefinition(ctx.binding, agent));
   const chunks: string[] = [];
   let res: ModelResponse | null = null;
@@ -223,7 +224,8 @@ async function recordCalls(
  * shown. A new summary is returned as happened (it rides with the next commit).
  */
 async function rollHistory(ctx: ModelStepInput, turnId: string, step: number, out: Happening[]): Promise<ConversationMemory> {
-  const policy = ctx.memoryPolicy;
+  // The agent's memory policy, else the process's; none: every retained message.
+  const policy = ctx.binding.memory ?? ctx.deps.memory;
   if (!policy) return ctx.memory;
   const how = policy.summarize ?? "truncate";
   const summarizer = how === "truncate" ? null : how === "model" ? modelSummarizer(ctx.agent.model, turnId, step) : how;

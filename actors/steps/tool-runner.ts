@@ -39,7 +39,7 @@
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { isHandoffTool } from "../../agents/handoff.ts";
 import { type ContractValidation, notApplied } from "../../common/contract-validation.ts";
-import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation } from "../../common/json-bounds.ts";
 import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../../common/outcome.ts";
 import { checkOutcome } from "../../contracts/check.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
@@ -57,9 +57,9 @@ import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** What the tool runner reads: the definitions, the claim's task, the lease, the approvals, the kept results. */
 export type ToolsInput = Pick<
-  ClaimContext, "agent" | "binding" | "agentId" | "epoch" | "abort" | "limits" | "delegation" | "spans" | "approved"
+  ClaimContext, "agent" | "binding" | "agentId" | "epoch" | "abort" | "delegation" | "spans" | "approved"
 > & {
-  deps: Pick<HostDeps, "clock" | "logger" | "agents" | "toolTimeoutMs" | "keptResults">;
+  deps: Pick<HostDeps, "clock" | "logger" | "agents" | "toolTimeoutMs" | "keptResults" | "jsonLimits">;
   claim: { task: { turnId: string; options: { forkedUnresolved?: readonly string[] } } | null };
   lease: Pick<ClaimContext["lease"], "lapsed" | "toolSignal">;
 };
@@ -217,7 +217,8 @@ async function execute(
 async function callTool(
   ctx: ToolsInput, tool: AnyTool, run: NonNullable<AnyTool["execute"]>, args: unknown, tId: string, toolCallId: string, name: string,
 ): Promise<Executed> {
-  const { deps, agentId, limits } = ctx;
+  const { deps, agentId } = ctx;
+  const limits = deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
