@@ -2,7 +2,10 @@
  * The writes of a claim's next commit (actors/host/run-claim.ts): events, new messages,
  * tool calls to record and to resolve, the mail acknowledged, a new summary.
  * `flush` sends them in one compare-and-set commit together with the actor's
- * persisted snapshot, and optionally releases the lease.
+ * persisted snapshot, and optionally releases the lease. The writes are
+ * booked by actors/host/apply.ts alone; this module and that one are the
+ * only ones that build a commit (tests/layers.test.ts), so the parking
+ * commit of an agent this worker cannot run (`parkingCommit`) is here too.
  *
  * Invariants:
  * - A tool call is recorded (committed) before it is dispatched. Every

@@ -1,9 +1,10 @@
 /**
  * What the parts of one claim share, and what the host is given to run claims
  * (`HostDeps`). actors/host/run-claim.ts builds the context once the snapshot
- * is restored; the steps (actors/steps/), the spend guard, the delegation
+ * is restored; the host's parts (inbox, effects, apply), the delegation
  * hooks and the commit buffer take it instead of reaching into each other's
- * variables. This file is a leaf of the engine: it imports types only (and
+ * variables. A step (actors/steps/) and the spend guard take a narrow `Pick`
+ * of it, what they read, and never its `commit` or `actor`. This file is a leaf of the engine: it imports types only (and
  * the retention rules), never the host, a step or the commit buffer, so every
  * part can depend on it without an import cycle.
  *
@@ -18,8 +19,9 @@
  * - `abort` fires once, when this attempt must stop (a refused commit, a lost
  *   or run-out lease); after it no commit, dispatch or model call starts.
  * - Everything a part wants written goes into `commit`, a `CommitSink`
- *   (implemented by actors/claim/commit-buffer.ts): the parts call its methods
- *   and never touch the buffered writes themselves. Nothing is written to the
+ *   (implemented by actors/claim/commit-buffer.ts): only actors/host/apply.ts
+ *   calls its methods, for what the steps returned, and never touches the
+ *   buffered writes themselves. Nothing is written to the
  *   store outside a commit except the lease renewals and the effects on other
  *   agents that follow an applied commit.
  */
@@ -226,8 +228,8 @@ export interface AfterCommitNotes {
 }
 
 /**
- * Where the parts of a claim put what the next commit writes. Each method
- * books one kind of write; only the commit buffer (actors/claim/commit-buffer.ts)
+ * Where what happened in a claim is booked for the next commit (by
+ * actors/host/apply.ts alone). Each method books one kind of write; only the commit buffer (actors/claim/commit-buffer.ts)
  * reads the booked writes back, when it flushes them.
  */
 export interface CommitSink {

@@ -1,8 +1,8 @@
 /**
  * The effect loop of a claim: run the effect the state calls for (model step
  * in `running`, in-process tools in `waiting-tools`, verification in
- * `verifying`, feedback in `revising`; actors/steps/), feed its result back
- * as an event and commit, until the agent needs nothing more from this
+ * `verifying`, feedback in `revising`; actors/steps/), apply what it
+ * returned (actors/host/apply.ts) and commit, until the agent needs nothing more from this
  * worker or the attempt stops. Where the spend guard (actors/spend/guard.ts)
  * and the drive's work budget (actors/spend/budget.ts) apply is named here.
  *
