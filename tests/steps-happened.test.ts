@@ -4,14 +4,18 @@
  * model, plain inputs, the turn's context from the pure machine driver, and
  * no store, actor or commit. What a step returns is the whole of what it did.
  */
+import { createActor } from "xstate";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAgent, type AnyAgent } from "../agents/define.ts";
+import { agentMachine } from "../machines/agent.ts";
 import type { AgentContext } from "../machines/types.ts";
 import { scriptedModel } from "../models/scripted.ts";
 import type { ModelResponse } from "../models/types.ts";
 import { defineTool } from "../tools/define.ts";
+import type { ClaimContext } from "../actors/claim/context.ts";
 import { UsedToolCallIds } from "../actors/conversation/tool-call-ids.ts";
+import { apply } from "../actors/host/apply.ts";
 import { spendLimitCrossed } from "../actors/spend/guard.ts";
 import type { Happening } from "../actors/steps/happened.ts";
 import { modelStep, type ModelStepInput } from "../actors/steps/model-step.ts";
@@ -116,5 +120,54 @@ describe("the spend guard returns what happened, with no store", () => {
     expect(kinds(crossed!)).toEqual(["log:budget_exhausted", "withdraw-calls", "event:TURN_FAILED"]);
     expect(crossed![2]).toMatchObject({ event: { turnId: "t1", reason: "budget_exhausted" } });
     expect(await spendLimitCrossed({ ...input, spendLimit: { maxTokensPerTurn: 1_000 } }, "waiting-tools", context, true)).toBeNull();
+  });
+});
+
+describe("the host applies what happened, in order (actors/host/apply.ts)", () => {
+  /** A claim context with a real actor and a sink that lists what it was asked to book: no store. */
+  function hostOf(events: Parameters<typeof drive>[0]) {
+    const agent = agentWith([{ text: "x" }]);
+    const actor = createActor(agentMachine, { snapshot: drive(events) as never }).start();
+    const booked: string[] = [];
+    const note = (what: string) => () => void booked.push(what);
+    const commit = {
+      emit: (type: string) => void booked.push(`log:${type}`), append: note("log-all"), addMessage: note("message"),
+      recordCall: note("record-call"), resolveCall: note("resolve-call"), ackMail: note("ack-mail"), setSummary: note("summary"),
+      endTurn: note("end-turn"), endsTurn: () => false, withdrawTurnEnd: note("withdraw-turn-end"), abandon: note("abandon"),
+      withdrawToolCalls: note("withdraw-calls"),
+    };
+    const used: string[] = [];
+    const ctx = {
+      deps: { agents: new Map([["unit", agent]]) }, claim: { task: null }, agentId: "a1", binding: agent, agent, actor,
+      history: [], usedIds: new UsedToolCallIds(), memory: { summary: null, firstIndex: 0 }, transitionSeq: 0,
+      delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, commit,
+      registry: { record: async (name: string) => void used.push(name), knownTools: async () => "" },
+    } as unknown as ClaimContext;
+    return { ctx, actor, booked, used };
+  }
+
+  it("a result after one that ended the turn is logged, never resolved or applied", async () => {
+    const { ctx, actor, booked, used } = hostOf([ev.task("t1"), ev.step([call("c1", "echo"), call("c2", "echo")])]);
+    const result = (id: string, afterExecution: "continue" | "terminate"): Happening[] => [
+      { kind: "log", type: "tool_result", data: { toolCallId: id } },
+      {
+        kind: "while", state: "waiting-tools", then: [
+          { kind: "resolve-call", result: { toolCallId: id, outcome: { ok: true, value: id }, afterExecution } },
+          { kind: "event", event: { type: "TOOL_RESULT", at: NOW, toolCallId: id, outcome: { ok: true, value: id }, afterExecution } },
+        ],
+      },
+    ];
+    await apply(ctx, [...result("c1", "terminate"), ...result("c2", "continue"), { kind: "tool-used", name: "echo" }]);
+    expect(actor.getSnapshot().value).toBe("done");
+    expect(booked.filter((b) => b !== "message")).toEqual([
+      "log:tool_result", "resolve-call", "log:transition", "end-turn", "log:task", "log:tool_result",
+    ]);
+    expect(used).toEqual(["echo"]);
+  });
+
+  it("an event the machine ignores books only event_ignored", async () => {
+    const { ctx, booked } = hostOf([]);
+    await apply(ctx, [{ kind: "event", event: { type: "FEEDBACK_APPENDED", at: NOW } }]);
+    expect(booked).toEqual(["log:event_ignored"]);
   });
 });
