@@ -161,7 +161,7 @@ export interface ClaimContext {
   /** The definition the agent is bound to (its tasks' name): new turns start under it; spend, retention and memory are its. */
   readonly binding: AnyAgent;
   /**
-   * The definition the turn runs under: the binding, or a handoff's target (actors/steps/handoff.ts
+   * The definition the turn runs under: the binding, or a handoff's target (actors/host/apply.ts
    * `followDefinition` switches it, with `registry`, after each applied event).
    */
   agent: AnyAgent;
