@@ -8,6 +8,7 @@ import { createActor } from "xstate";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAgent, type AnyAgent } from "../agents/define.ts";
+import { handoff } from "../agents/handoff.ts";
 import { agentMachine } from "../machines/agent.ts";
 import type { AgentContext } from "../machines/types.ts";
 import { scriptedModel } from "../models/scripted.ts";
@@ -105,6 +106,28 @@ describe("the tool runner returns what happened, with no store", () => {
     expect(group.state).toBe("waiting-tools");
     expect(kinds(group.then)).toEqual(["resolve-call", "event:TOOL_RESULT"]);
     expect(group.then[1]).toMatchObject({ event: { toolCallId: "c1", outcome: { ok: true, value: "echo yo" } } });
+  });
+});
+
+describe("a handoff's answer is what happened, with no store", () => {
+  it("the handoff call's result carries the switch and logs handoff before its transition, inside the waiting-tools group", async () => {
+    const billing = defineAgent({ name: "billing", instructions: "Bill.", model: scriptedModel([{ text: "x" }]), tools: [echo] });
+    const triage = defineAgent({ name: "triage", instructions: "Route.", model: scriptedModel([{ text: "x" }]), tools: [handoff(billing)] });
+    const name = triage.offeredTools.find((t) => t.name !== "submit_result" && t.name.includes("billing"))!.name;
+    const waiting = drive([ev.task("t1"), ev.step([call("h1", name, {})])]).context as AgentContext;
+    const ran = await runInProcessTools({
+      agent: triage, binding: triage, agentId: "a1", epoch: 1, abort: new AbortController(),
+      delegation: { link: undefined, depth: 0, maxDepth: 3, pollMs: 30_000 }, spans: { turn: undefined, ids: {} }, approved: new Map(),
+      deps: { clock, logger, agents: new Map([["triage", triage], ["billing", billing]]), toolTimeoutMs: 10_000 },
+      claim: { task: null },
+      lease: { lapsed: () => false, toolSignal: new AbortController().signal },
+    }, waiting);
+    // A handoff is committed at once: it never rides with the next step's commit.
+    expect(ran.ride).toBe(false);
+    const group = ran.happened.find((h) => h.kind === "while") as Extract<Happening, { kind: "while" }>;
+    expect(kinds(group.then)).toEqual(["resolve-call", "log:handoff", "event:TOOL_RESULT"]);
+    expect(group.then[1]).toMatchObject({ data: { toolCallId: "h1", from: "triage", to: "billing" } });
+    expect(group.then[2]).toMatchObject({ event: { outcome: { ok: true, value: { handedOffTo: "billing" } }, handoff: { from: "triage", to: "billing" } } });
   });
 });
 
