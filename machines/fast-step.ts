@@ -42,7 +42,7 @@
  * checks that `getSnapshot` returns the `_snapshot` field; if not, the short
  * way is off for every pair. An actor with an
  * inspector or observers must see XState's own notifications, so the caller
- * uses XState's `send` for it (actors/steps/apply-event.ts: not with
+ * uses XState's `send` for it (actors/host/apply.ts: not with
  * `inspect`; the host subscribes to nothing).
  */
 import type { AnyActorRef } from "xstate";

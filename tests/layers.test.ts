@@ -294,6 +294,46 @@ describe("folder layering", () => {
     for (const f of ["claim", "host", "steps", "conversation", "delegation", "replay", "observe", "spend"]) expect(seen.has(f)).toBe(true);
   });
 
+  // Steps decide and return what happened; the host applies and writes it (actors/host/apply.ts,
+  // docs/architecture.md "Inside actors/: the stations of a wakeup").
+  it("one module applies machine events: only actors/host/apply.ts calls applyEvent", () => {
+    const callers: string[] = [];
+    for (const file of sourceFiles(ROOT)) {
+      const src = readFileSync(file, "utf8").replace(/^\s*(\/\/|\*|\/\*\*).*$/gm, "");
+      if (/(?<!function\s)\bapplyEvent\s*\(/.test(src)) callers.push(relative(ROOT, file).split(sep).join("/"));
+    }
+    expect(callers).toEqual(["actors/host/apply.ts"]);
+  });
+
+  it("commits are built in at most two modules: the commit buffer and the host's apply", () => {
+    // A module builds a commit when it books a write into the claim's commit (a CommitSink method) or
+    // hands the store a commit request of its own.
+    const SINK_WRITE = /\b(?:commit|buf|buffer|sink)\.(?:emit|append|addMessage|recordCall|resolveCall|ackMail|setSummary|endTurn|withdrawTurnEnd|abandon|withdrawToolCalls)\b/;
+    const OWN_REQUEST = /\.commit\(\s*\{/;
+    const builders: string[] = [];
+    for (const file of sourceFiles(ROOT)) {
+      const rel = relative(ROOT, file).split(sep).join("/");
+      if (!rel.startsWith("actors/") && rel.includes("/")) continue;
+      const src = readFileSync(file, "utf8").replace(/^\s*(\/\/|\*|\/\*\*).*$/gm, "");
+      if (SINK_WRITE.test(src) || OWN_REQUEST.test(src)) builders.push(rel);
+    }
+    expect(builders.sort()).toEqual(["actors/claim/commit-buffer.ts", "actors/host/apply.ts"]);
+  });
+
+  it("nothing under actors/steps/ imports the store", () => {
+    const violations: string[] = [];
+    let files = 0;
+    for (const file of sourceFiles(join(ROOT, "actors", "steps"))) {
+      files++;
+      for (const { spec } of importStatements(readFileSync(file, "utf8"))) {
+        const target = relative(ROOT, normalize(join(dirname(file), spec))).split(sep).join("/");
+        if (target.startsWith("store/")) violations.push(`${relative(ROOT, file)} imports ${target}`);
+      }
+    }
+    expect(files).toBeGreaterThan(3);
+    expect(violations).toEqual([]);
+  });
+
   it("routes import from actors/ only the modules ROUTE_ACTOR_IMPORTS names, and only as it says", () => {
     const violations: string[] = [];
     let seen = 0;

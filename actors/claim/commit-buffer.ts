@@ -2,7 +2,10 @@
  * The writes of a claim's next commit (actors/host/run-claim.ts): events, new messages,
  * tool calls to record and to resolve, the mail acknowledged, a new summary.
  * `flush` sends them in one compare-and-set commit together with the actor's
- * persisted snapshot, and optionally releases the lease.
+ * persisted snapshot, and optionally releases the lease. The writes are
+ * booked by actors/host/apply.ts alone; this module and that one are the
+ * only ones that build a commit (tests/layers.test.ts), so the parking
+ * commit of an agent this worker cannot run (`parkingCommit`) is here too.
  *
  * Invariants:
  * - A tool call is recorded (committed) before it is dispatched. Every
@@ -55,7 +58,7 @@ import { compactEvents } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
 import { persistedOf } from "../../machines/persist.ts";
 import type { CommitRequest, ConversationSummary, RetentionLimits } from "../../store/port.ts";
-import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn } from "./context.ts";
+import type { AbandonedChild, AfterCommitNotes, AgentActor, ClaimContext, Claimed, CommitSink, EndedTurn, HostDeps } from "./context.ts";
 import { FINAL } from "./context.ts";
 import { retryWithinLease } from "./store-retry.ts";
 
@@ -250,4 +253,21 @@ function dropTrimmed(ctx: Pick<ClaimContext, "history" | "usedIds" | "memory">, 
 function markCommit(events: readonly NewEvent[]): NewEvent[] {
   const count = events.length;
   return events.map((e, index) => e.type === "transition" ? { type: e.type, data: { ...e.data, commit: { index, count } } } : e);
+}
+
+/**
+ * The commit that parks an agent this worker cannot run (actors/host/restore.ts): `events` logged, the
+ * snapshot and mail left as they are, the lease kept for `backoffMs` instead of released.
+ */
+export async function parkingCommit(
+  deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, backoffMs: number, events: NewEvent[],
+): Promise<void> {
+  const { agentId, epoch, head } = claim;
+  const turnId = head.activeTurnId;
+  await deps.store.commit({
+    agentId, workerId, epoch, expectedVersion: head.version, turnId,
+    snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
+    events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+    release: null, leaseMs: backoffMs, now: deps.clock.now(),
+  });
 }

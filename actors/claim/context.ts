@@ -1,9 +1,10 @@
 /**
  * What the parts of one claim share, and what the host is given to run claims
  * (`HostDeps`). actors/host/run-claim.ts builds the context once the snapshot
- * is restored; the steps (actors/steps/), the spend guard, the delegation
+ * is restored; the host's parts (inbox, effects, apply), the delegation
  * hooks and the commit buffer take it instead of reaching into each other's
- * variables. This file is a leaf of the engine: it imports types only (and
+ * variables. A step (actors/steps/) and the spend guard take a narrow `Pick`
+ * of it, what they read, and never its `commit` or `actor`. This file is a leaf of the engine: it imports types only (and
  * the retention rules), never the host, a step or the commit buffer, so every
  * part can depend on it without an import cycle.
  *
@@ -18,8 +19,9 @@
  * - `abort` fires once, when this attempt must stop (a refused commit, a lost
  *   or run-out lease); after it no commit, dispatch or model call starts.
  * - Everything a part wants written goes into `commit`, a `CommitSink`
- *   (implemented by actors/claim/commit-buffer.ts): the parts call its methods
- *   and never touch the buffered writes themselves. Nothing is written to the
+ *   (implemented by actors/claim/commit-buffer.ts): only actors/host/apply.ts
+ *   calls its methods, for what the steps returned, and never touches the
+ *   buffered writes themselves. Nothing is written to the
  *   store outside a commit except the lease renewals and the effects on other
  *   agents that follow an applied commit.
  */
@@ -159,7 +161,7 @@ export interface ClaimContext {
   /** The definition the agent is bound to (its tasks' name): new turns start under it; spend, retention and memory are its. */
   readonly binding: AnyAgent;
   /**
-   * The definition the turn runs under: the binding, or a handoff's target (actors/steps/handoff.ts
+   * The definition the turn runs under: the binding, or a handoff's target (actors/host/apply.ts
    * `followDefinition` switches it, with `registry`, after each applied event).
    */
   agent: AnyAgent;
@@ -171,10 +173,6 @@ export interface ClaimContext {
   /** The tool-call ids of exactly `history`. */
   readonly usedIds: UsedToolCallIds;
   readonly memory: ConversationMemory;
-  /** The agent's memory policy, else the process's (actors/conversation/memory.ts); absent: every retained message. */
-  readonly memoryPolicy: MemoryPolicy | undefined;
-  /** Bounds of values that enter the turn from code. */
-  readonly limits: JsonLimits;
   registry: ToolRegistryView;
   /** The delegation this claim's task came from, its depth, and the nesting bound and pull interval. */
   readonly delegation: { link: DelegationLink | undefined; depth: number; maxDepth: number; pollMs: number };
@@ -193,6 +191,12 @@ export interface ClaimContext {
    */
   readonly approved: Map<string, number>;
 }
+
+/** A tool call as the commit records it (before it is dispatched). */
+export type RecordedCall = CommitRequest["recordToolCalls"][number];
+/** A recorded call's result as the commit resolves it. */
+export type ResolvedCall = CommitRequest["resolveToolCalls"][number];
+export type { ConversationSummary };
 
 /** The actor's current state and context. */
 export function snap(ctx: Pick<ClaimContext, "actor">): { value: string; context: AgentContext } {
@@ -224,8 +228,8 @@ export interface AfterCommitNotes {
 }
 
 /**
- * Where the parts of a claim put what the next commit writes. Each method
- * books one kind of write; only the commit buffer (actors/claim/commit-buffer.ts)
+ * Where what happened in a claim is booked for the next commit (by
+ * actors/host/apply.ts alone). Each method books one kind of write; only the commit buffer (actors/claim/commit-buffer.ts)
  * reads the booked writes back, when it flushes them.
  */
 export interface CommitSink {
@@ -236,9 +240,9 @@ export interface CommitSink {
   /** Adds a message to the stored conversation. */
   addMessage(message: Message): void;
   /** Records a tool call (before it is dispatched); `delegated`: a call of an agent tool, dispatched once the commit applied. */
-  recordCall(call: CommitRequest["recordToolCalls"][number], delegated: boolean): void;
+  recordCall(call: RecordedCall, delegated: boolean): void;
   /** Resolves a recorded call with its result. */
-  resolveCall(result: CommitRequest["resolveToolCalls"][number]): void;
+  resolveCall(result: ResolvedCall): void;
   /** Acknowledges the mail up to `seq` (the highest applied so far counts). */
   ackMail(seq: number): void;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */

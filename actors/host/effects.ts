@@ -1,8 +1,8 @@
 /**
  * The effect loop of a claim: run the effect the state calls for (model step
  * in `running`, in-process tools in `waiting-tools`, verification in
- * `verifying`, feedback in `revising`; actors/steps/), feed its result back
- * as an event and commit, until the agent needs nothing more from this
+ * `verifying`, feedback in `revising`; actors/steps/), apply what it
+ * returned (actors/host/apply.ts) and commit, until the agent needs nothing more from this
  * worker or the attempt stops. Where the spend guard (actors/spend/guard.ts)
  * and the drive's work budget (actors/spend/budget.ts) apply is named here.
  *
@@ -31,12 +31,13 @@ import { snap } from "../claim/context.ts";
 import type { CommitBuffer } from "../claim/commit-buffer.ts";
 import { delegationPollAt } from "../delegation/claim-hooks.ts";
 import { type Budget, budgetSpent } from "../spend/budget.ts";
-import { enforceSpendLimit } from "../spend/guard.ts";
-import { applyEvent } from "../steps/apply-event.ts";
+import { DeltaBatcher } from "../../store/live.ts";
+import { spendLimitCrossed } from "../spend/guard.ts";
 import { awaitsApproval } from "../steps/approvals.ts";
 import { modelStep } from "../steps/model-step.ts";
 import { runInProcessTools } from "../steps/tool-runner.ts";
 import { verifyStep } from "../steps/verify-step.ts";
+import { apply } from "./apply.ts";
 
 /** How the effect loop ended: the outcome, and whether the actor may stay resident (its last commit applied). */
 export interface EffectsEnd {
@@ -76,7 +77,7 @@ export async function runEffects(
     if (ctx.abort.signal.aborted) return fenced();
     const next = needsMe(ctx);
     if (budget) budget.stepsLeft--;
-    const { handBack, yielded } = stepBoundary(ctx, next, budget);
+    const { handBack, yielded } = await stepBoundary(ctx, next, budget);
     // Results of retry-safe tools ride with the commit of the model step that follows them: a crash
     // before that commit runs the tools again under the same ids (tools/define.ts `retrySafe`).
     if (step === "ride" && handBack === null && snap(ctx).value === "running") continue;
@@ -86,30 +87,52 @@ export async function runEffects(
 }
 
 /**
- * Runs the one effect the state calls for. "no-effect": it only applied an event (feedback, the step
- * bound), and the loop goes on without a step boundary; "ride": the step's results may ride with the
- * next commit (retry-safe tools; actors/steps/tool-runner.ts); "step": any other step.
+ * Runs the one effect the state calls for and applies what it returned. "no-effect": it only applied an
+ * event (feedback, the step bound), and the loop goes on without a step boundary; "ride": the step's
+ * results may ride with the next commit (retry-safe tools; actors/steps/tool-runner.ts); "step": any other step.
  */
 async function stepOnce(ctx: ClaimContext): Promise<"no-effect" | "step" | "ride"> {
   const { clock } = ctx.deps;
   const { value, context } = snap(ctx);
   if (value === "revising") {
-    applyEvent(ctx, { type: "FEEDBACK_APPENDED", at: clock.now() });
+    await apply(ctx, [{ kind: "event", event: { type: "FEEDBACK_APPENDED", at: clock.now() } }]);
     return "no-effect";
   }
   if (value === "running") {
     if (context.step >= context.config.maxSteps) {
-      applyEvent(ctx, { type: "STEP_BUDGET_EXHAUSTED", at: clock.now() });
+      await apply(ctx, [{ kind: "event", event: { type: "STEP_BUDGET_EXHAUSTED", at: clock.now() } }]);
       return "no-effect";
     }
-    await modelStep(ctx, context);
+    const live = ctx.deps.live;
+    await apply(ctx, await modelStep(ctx, context, live ? new DeltaBatcher(live, ctx.agentId, context.turnId!, context.step + 1) : null));
     await enforceSpendLimit(ctx, true);
   } else if (value === "waiting-tools") {
-    if (await runInProcessTools(ctx, context)) return "ride";
+    const ran = await runInProcessTools(ctx, context);
+    await apply(ctx, ran.happened);
+    if (ran.ride) return "ride";
   } else if (value === "verifying") {
-    await verifyStep(ctx, context);
+    const verified = await verifyStep(ctx, context);
+    await apply(ctx, verified.happened);
+    const after = snap(ctx);
+    ctx.deps.logger.info("verification", {
+      agentId: ctx.agentId, turnId: context.turnId, outcome: verified.outcome, attempt: after.context.verification.attemptsUsed,
+      state: after.value, durationMs: clock.now() - verified.startedAt,
+    });
   }
   return "step";
+}
+
+/**
+ * The spend guard (actors/spend/guard.ts) at one of its points: applies what crossing the limit makes
+ * happen. True when the limit was crossed (or the attempt stopped meanwhile).
+ */
+async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): Promise<boolean> {
+  if (!ctx.spendLimit) return false;
+  const { value, context } = snap(ctx);
+  const crossed = await spendLimitCrossed(ctx, value, context, afterStep);
+  if (!crossed) return false;
+  await apply(ctx, crossed);
+  return true;
 }
 
 /**
@@ -118,12 +141,15 @@ async function stepOnce(ctx: ClaimContext): Promise<"no-effect" | "step" | "ride
  * this step boundary rather than run the turn to its end. A spent budget hands back the same way, in
  * the commit that ends this step (no lease is left behind).
  */
-function stepBoundary(ctx: ClaimContext, next: Need, budget: Budget | undefined): { handBack: { runnableAt: number | null } | null; yielded: boolean } {
+async function stepBoundary(
+  ctx: ClaimContext, next: Need, budget: Budget | undefined,
+): Promise<{ handBack: { runnableAt: number | null } | null; yielded: boolean }> {
   const { clock } = ctx.deps;
   const yielded = next.yes && (ctx.lease.mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
   const handBack = !next.yes ? { runnableAt: next.runnableAt } : yielded ? { runnableAt: clock.now() } : null;
   if (yielded && !ctx.lease.mailWaiting) {
-    ctx.commit.emit("claim_yielded", { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt });
+    const data = { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt };
+    await apply(ctx, [{ kind: "log", type: "claim_yielded", data }]);
   }
   return { handBack, yielded };
 }

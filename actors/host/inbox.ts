@@ -18,13 +18,14 @@
  */
 import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
 import { normalizeOutcome } from "../../common/outcome.ts";
-import type { TurnConfig } from "../../machines/types.ts";
+import type { AgentContext, TurnConfig } from "../../machines/types.ts";
 import type { InboxTask } from "../../store/types.ts";
 import type { ClaimContext } from "../claim/context.ts";
 import { IN_TURN, snap } from "../claim/context.ts";
 import { delegatedUsage } from "../delegation/claim-hooks.ts";
-import { applyEvent } from "../steps/apply-event.ts";
-import { loadApprovals } from "../steps/approvals.ts";
+import { apply } from "./apply.ts";
+import { awaitsApproval } from "../steps/approvals.ts";
+import { type Happening, log } from "../steps/happened.ts";
 import { completionToolOf } from "../steps/tool-specs.ts";
 
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
@@ -49,19 +50,16 @@ export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
   let startedHere = false;
   if (claim.task && turnAtClaim !== claim.task.turnId && !IN_TURN.has(snap(ctx).value)) {
     startedHere = true;
-    applyEvent(ctx, {
-      type: "TASK_STARTED",
-      at: clock.now(),
-      turnId: claim.task.turnId,
-      input: claim.task.input,
-      config: turnConfig(binding, claim.task),
-    });
+    await apply(ctx, [{
+      kind: "event",
+      event: { type: "TASK_STARTED", at: clock.now(), turnId: claim.task.turnId, input: claim.task.input, config: turnConfig(binding, claim.task) },
+    }]);
   }
   for (const m of claim.mail) {
-    ctx.commit.ackMail(m.seq);
-    if (m.kind === "cancel") applyCancel(ctx, m, startedHere ? turnAtClaim : undefined);
-    else if (m.kind === "approval") applyApproval(ctx, m);
-    else await applyToolResult(ctx, m);
+    const ack: Happening = { kind: "ack-mail", seq: m.seq };
+    if (m.kind === "cancel") await apply(ctx, [ack, cancelOf(ctx, m, startedHere ? turnAtClaim : undefined)]);
+    else if (m.kind === "approval") await apply(ctx, [ack, ...approvalOf(ctx, m)]);
+    else await apply(ctx, [ack, ...(await toolResultOf(ctx, m))]);
   }
   const { value, context } = snap(ctx);
   await loadApprovals(ctx, value, context);
@@ -75,41 +73,52 @@ type Mail = ClaimContext["claim"]["mail"][number];
  * named their turn was accepted while the turn active at this claim's start ran (`turnAtClaim` when this
  * claim started a new turn): it belongs to that turn.
  */
-function applyCancel(ctx: ClaimContext, m: Extract<Mail, { kind: "cancel" }>, turnAtClaim: string | null | undefined): void {
+function cancelOf(ctx: ClaimContext, m: Extract<Mail, { kind: "cancel" }>, turnAtClaim: string | null | undefined): Happening {
   const { value, context } = snap(ctx);
   const aimedAt = m.turnId ?? (turnAtClaim !== undefined ? turnAtClaim : context.turnId);
-  if (aimedAt === context.turnId && IN_TURN.has(value)) applyEvent(ctx, { type: "CANCEL", at: m.at, reason: m.reason });
-  else {
-    ctx.commit.emit("mail_ignored", {
-      seq: m.seq, kind: m.kind, state: value, turnId: aimedAt, activeTurnId: context.turnId,
-      why: aimedAt === context.turnId ? "not_in_turn" : "turn_finished",
-    });
-  }
+  if (aimedAt === context.turnId && IN_TURN.has(value)) return { kind: "event", event: { type: "CANCEL", at: m.at, reason: m.reason } };
+  return log("mail_ignored", {
+    seq: m.seq, kind: m.kind, state: value, turnId: aimedAt, activeTurnId: context.turnId,
+    why: aimedAt === context.turnId ? "not_in_turn" : "turn_finished",
+  });
 }
 
 /** A person approved a call the turn waits on (actors/steps/approvals.ts): it may run now; any other is logged as ignored. */
-function applyApproval(ctx: ClaimContext, m: Extract<Mail, { kind: "approval" }>): void {
+function approvalOf(ctx: ClaimContext, m: Extract<Mail, { kind: "approval" }>): Happening[] {
   const { value, context } = snap(ctx);
   if (value === "waiting-tools" && m.turnId === context.turnId && context.pending[m.toolCallId]?.approval) {
     ctx.approved.set(m.toolCallId, m.deadline);
-  } else {
-    ctx.commit.emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
+    return [];
   }
+  return [log("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value })];
 }
 
+
 /** A tool result for a call the turn waits on; any other is logged as ignored. */
-async function applyToolResult(ctx: ClaimContext, m: Extract<Mail, { kind: "tool_result" }>): Promise<void> {
+async function toolResultOf(ctx: ClaimContext, m: Extract<Mail, { kind: "tool_result" }>): Promise<Happening[]> {
   const { value, context } = snap(ctx);
   if (value === "waiting-tools" && m.turnId === context.turnId && m.toolCallId in context.pending) {
     const callName = context.pending[m.toolCallId].name;
     const outcome = normalizeOutcome(m.outcome);
     const usage = await delegatedUsage(ctx, context, m.toolCallId);
-    applyEvent(ctx, {
-      type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution,
-      ...(usage ? { usage } : {}),
-    });
-    if (outcome.ok && m.source !== "watchdog") await ctx.registry.record(callName, ctx.commit.emit);
-  } else {
-    ctx.commit.emit("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value });
+    const result: Happening = {
+      kind: "event",
+      event: { type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution, ...(usage ? { usage } : {}) },
+    };
+    return outcome.ok && m.source !== "watchdog" ? [result, { kind: "tool-used", name: callName }] : [result];
+  }
+  return [log("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value })];
+}
+
+/**
+ * Fills `ctx.approved` from the store for pending calls of the turn that wait for approval and whose
+ * approval this claim's mail did not bring (an earlier claim acknowledged it, then stopped before the
+ * call ran). One read, and only when such a call exists.
+ */
+async function loadApprovals(ctx: ClaimContext, state: string, context: AgentContext): Promise<void> {
+  if (state !== "waiting-tools" || context.turnId === null) return;
+  if (!Object.entries(context.pending).some(([id, p]) => !p.external && awaitsApproval(ctx, id, p))) return;
+  for (const r of await ctx.deps.store.getToolCalls(ctx.agentId, context.turnId)) {
+    if (r.status === "pending" && r.approval?.status === "approved" && r.toolCallId in context.pending) ctx.approved.set(r.toolCallId, r.deadline);
   }
 }

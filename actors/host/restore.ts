@@ -25,6 +25,7 @@ import type { Message } from "../../common/message.ts";
 import { agentMachine } from "../../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../../machines/persist.ts";
 import type { Store } from "../../store/port.ts";
+import { parkingCommit } from "../claim/commit-buffer.ts";
 import type { AgentActor, Claimed, HostDeps, HostOutcome } from "../claim/context.ts";
 import type { ConversationMemory } from "../conversation/memory.ts";
 import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
@@ -132,14 +133,7 @@ export function leaveClaim(
  * into a retry instead. Mail and snapshot stay as they are.
  */
 async function park(deps: HostDeps, claim: Claimed, workerId: string, backoffMs: number, events: NewEvent[]): Promise<void> {
-  const { agentId, epoch, head } = claim;
-  const turnId = head.activeTurnId;
-  await deps.store.commit({
-    agentId, workerId, epoch, expectedVersion: head.version, turnId,
-    snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
-    events, messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
-    release: null, leaseMs: backoffMs, now: deps.clock.now(),
-  });
+  await parkingCommit(deps, claim, workerId, backoffMs, events);
 }
 
 /** The conversation a claim starts from: the cached one, none for a new agent, else the store's. */

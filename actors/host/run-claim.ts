@@ -17,8 +17,8 @@
  *    actors/claim/lease-keeper.ts keeps the lease and notices new mail.
  * 3. actors/host/inbox.ts: the task and the mail, as machine events.
  * 4. actors/host/effects.ts: the effect loop; the turn is decided by the
- *    steps in actors/steps/ (model step, in-process tools, verification; each
- *    result applied by actors/steps/apply-event.ts).
+ *    steps in actors/steps/ (model step, in-process tools, verification),
+ *    which return what happened; actors/host/apply.ts applies it.
  * 5. actors/claim/commit-buffer.ts: where it is written: the compare-and-set
  *    commit (a refused one stops the attempt).
  * 6. back in restore.ts: the actor stays resident or is dropped (`leaveClaim`).
@@ -29,6 +29,11 @@
  * (actors/observe/tracing.ts, at the start and the end).
  *
  * Invariants:
+ * - Steps decide, the host applies and writes: a step (and the spend guard)
+ *   takes what it reads and returns what happened (actors/steps/happened.ts);
+ *   actors/host/apply.ts is the one caller of `applyEvent` and, with
+ *   actors/claim/commit-buffer.ts, the only module that builds a commit.
+ *   No step imports the store (tests/layers.test.ts pins all three).
  * - Every effect's result is committed before the next effect starts, except
  *   results of `retrySafe` tools, which ride with the commit of the model
  *   step that follows them; a lost compare-and-set stops this attempt: the
@@ -74,7 +79,6 @@
  * - An agent this worker cannot run (definition unknown, snapshot not
  *   restorable) is parked: its lease is kept for a while instead of released.
  */
-import { DEFAULT_JSON_LIMITS } from "../../common/json-bounds.ts";
 import { CommitBuffer } from "../claim/commit-buffer.ts";
 import { type ClaimContext, type Claimed, type EndedTurnNote, type HostDeps, type HostOutcome, retentionOf, snap } from "../claim/context.ts";
 import { startLeaseKeeper } from "../claim/lease-keeper.ts";
@@ -122,8 +126,6 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   const turnSpan = startTurnSpan({ agentId, agentName: head.agentName, turnId, workerId, epoch });
   const ctx: ClaimContext = {
     deps, claim, workerId, agentId, epoch, binding, agent, actor, abort, history, usedIds, memory,
-    memoryPolicy: binding.memory ?? deps.memory,
-    limits: deps.jsonLimits ?? DEFAULT_JSON_LIMITS,
     registry: createToolRegistryView({ store, agent, clock, logger, agentId, writer: deps.registryWriter }),
     delegation,
     spendLimit: turnSpendLimit(binding, claim.task),

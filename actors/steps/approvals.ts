@@ -12,7 +12,8 @@
  *   is the approval's (`approvalTimeoutMs`, default the call's own window).
  * - An in-process call that needs approval runs only once the store's record
  *   says `approved` (`ClaimContext.approved`: from the claim's `approval`
- *   mail, else read from the store at the claim's start), and then at most
+ *   mail, else read from the store at the claim's start by the inbox,
+ *   actors/host/inbox.ts), and then at most
  *   once like any call (the commit that resolves it is fenced). A rejected
  *   or timed-out call reaches the turn as a tool result (its error outcome)
  *   and never runs.
@@ -24,14 +25,14 @@
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
-import type { AgentContext, ModelToolCall, PendingCall } from "../../machines/types.ts";
+import type { ModelToolCall, PendingCall } from "../../machines/types.ts";
 import type { AnyTool } from "../../tools/define.ts";
 import { prepareArgs } from "../../tools/specs.ts";
 import type { ClaimContext } from "../claim/context.ts";
 
 /** The calls of a step with `approval` set (and the approval's deadline) where their tool asks for it; `runMs` by id. */
 export async function askApprovals(
-  ctx: ClaimContext, calls: ModelToolCall[], tId: string, now: number,
+  ctx: Pick<ClaimContext, "agent" | "agentId">, calls: ModelToolCall[], tId: string, now: number,
 ): Promise<{ calls: ModelToolCall[]; runMs: Map<string, number> }> {
   const runMs = new Map<string, number>();
   const out: ModelToolCall[] = [];
@@ -66,17 +67,4 @@ async function needsApproval(rule: NonNullable<AnyTool["needsApproval"]>, args: 
 /** True while the pending call `id` waits for a person's decision (as far as this claim knows). */
 export function awaitsApproval(ctx: Pick<ClaimContext, "approved">, id: string, p: PendingCall): boolean {
   return p.approval === true && !ctx.approved.has(id);
-}
-
-/**
- * Fills `ctx.approved` from the store for pending calls of the turn that wait for approval and whose
- * approval this claim's mail did not bring (an earlier claim acknowledged it, then stopped before the
- * call ran). One read, and only when such a call exists.
- */
-export async function loadApprovals(ctx: ClaimContext, state: string, context: AgentContext): Promise<void> {
-  if (state !== "waiting-tools" || context.turnId === null) return;
-  if (!Object.entries(context.pending).some(([id, p]) => !p.external && awaitsApproval(ctx, id, p))) return;
-  for (const r of await ctx.deps.store.getToolCalls(ctx.agentId, context.turnId)) {
-    if (r.status === "pending" && r.approval?.status === "approved" && r.toolCallId in context.pending) ctx.approved.set(r.toolCallId, r.deadline);
-  }
 }

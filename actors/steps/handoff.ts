@@ -40,9 +40,12 @@ import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts"
 import type { Outcome } from "../../common/outcome.ts";
 import { AGENT_OUTPUT, type AgentContext, type HandoffSwitch, SUBMIT_RESULT, type TurnConfig } from "../../machines/types.ts";
 import type { AnyTool } from "../../tools/define.ts";
-import { type ClaimContext, IN_TURN, snap } from "../claim/context.ts";
-import { createToolRegistryView } from "../registry/claim-view.ts";
+import { type ClaimContext, IN_TURN } from "../claim/context.ts";
+import { type Happening, log } from "./happened.ts";
 import { completionToolOf } from "./tool-specs.ts";
+
+/** What a handoff's answer reads: the definition the turn runs under, the binding, the runtime's definitions. */
+export type HandoffInput = Pick<ClaimContext, "agent" | "binding"> & { deps: Pick<ClaimContext["deps"], "agents"> };
 
 /** The name of the definition that runs the agent in this state: a handoff's target inside a turn, else the binding. */
 export function currentDefinitionName(binding: string, value: string, context: AgentContext): string {
@@ -50,9 +53,8 @@ export function currentDefinitionName(binding: string, value: string, context: A
 }
 
 /** The answer to a handoff call of the step in waiting-tools: transferred, or refused (see the header). */
-export function handoffOutcome(ctx: ClaimContext, tool: AnyTool, toolCallId: string): Outcome {
+export function handoffOutcome(ctx: HandoffInput, context: AgentContext, tool: AnyTool, toolCallId: string): Outcome {
   if (!isHandoffTool(tool)) throw new Error(`Tool "${tool.name}" is not a handoff`);
-  const { context } = snap(ctx);
   const calls = Object.entries(context.pending);
   const first = calls.find(([, p]) => isHandoffTool(ctx.agent.offeredTools.find((t) => t.name === p.name)))?.[0];
   const refused = (message: string): Outcome => ({ ok: false, error: { type: "handoff_refused", message, retryable: false } });
@@ -69,19 +71,20 @@ export function handoffOutcome(ctx: ClaimContext, tool: AnyTool, toolCallId: str
 }
 
 /**
- * The switch an applied result of call `toolCallId` carries, when it is a successful handoff; logs the
- * `handoff` event (before the transition it explains). Undefined for any other result.
+ * The switch an applied result of call `toolCallId` carries, when it is a successful handoff, with the
+ * `handoff` event to log before the transition it explains. Undefined for any other result.
  */
-export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: string, outcome: Outcome): HandoffSwitch | undefined {
+export function handoffSwitch(
+  ctx: HandoffInput, context: AgentContext, toolCallId: string, name: string, outcome: Outcome,
+): { handoff: HandoffSwitch; logged: Happening } | undefined {
   const tool = ctx.agent.offeredTools.find((t) => t.name === name);
   if (!outcome.ok || !isHandoffTool(tool)) return undefined;
   const target = ctx.deps.agents.get(tool.handoffTo);
   if (!target) return undefined;
-  const { context } = snap(ctx);
-  ctx.commit.emit("handoff", { step: context.step, toolCallId, tool: name, from: ctx.agent.name, to: target.name });
+  const logged = log("handoff", { step: context.step, toolCallId, tool: name, from: ctx.agent.name, to: target.name });
   if (ctx.binding.output) {
     // The binding's output contract gates the turn under every target (see the header).
-    return { from: ctx.agent.name, to: target.name, config: keptGateConfig(context.config, target), keepsGate: true };
+    return { handoff: { from: ctx.agent.name, to: target.name, config: keptGateConfig(context.config, target), keepsGate: true }, logged };
   }
   const config = {
     maxSteps: context.config.maxSteps,
@@ -90,7 +93,7 @@ export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: strin
     verifyMaxAttempts: resolveVerifyMaxAttempts(target),
     maxVerifierErrors: target.maxVerifierErrors ?? 3,
   };
-  return { from: ctx.agent.name, to: target.name, config };
+  return { handoff: { from: ctx.agent.name, to: target.name, config }, logged };
 }
 
 /**
@@ -101,20 +104,4 @@ export function handoffSwitch(ctx: ClaimContext, toolCallId: string, name: strin
 function keptGateConfig(config: TurnConfig, target: AnyAgent): TurnConfig {
   const mustEndWith = [...new Set(target.effectiveMustEndWith.map((n) => n === SUBMIT_RESULT ? AGENT_OUTPUT : n))];
   return { ...config, completion: AGENT_OUTPUT, mustEndWith };
-}
-
-/**
- * After an applied event: the claim runs under the definition the state names (a handoff switched it,
- * or a new turn went back to the binding). The tool registry view follows, for the `<known_tools>` block.
- */
-export function followDefinition(ctx: ClaimContext): void {
-  const { value, context } = snap(ctx);
-  const name = currentDefinitionName(ctx.binding.name, value, context);
-  if (name === ctx.agent.name) return;
-  const next: AnyAgent | undefined = ctx.deps.agents.get(name);
-  // Unknown here only when handoffSwitch found it: a definition map does not change during a claim.
-  if (!next) return;
-  const { store, clock, logger, registryWriter } = ctx.deps;
-  ctx.agent = next;
-  ctx.registry = createToolRegistryView({ store, agent: next, clock, logger, agentId: ctx.agentId, writer: registryWriter });
 }

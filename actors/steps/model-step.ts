@@ -1,8 +1,9 @@
 /**
  * The model step of a claim (actors/host/effects.ts, state `running`): apply the
  * memory policy, call the model with retries, give every tool call its id,
- * record the calls in the next commit and feed `MODEL_STEP` (or
- * `MODEL_FAILED`) to the machine.
+ * and return what happened (actors/steps/happened.ts): the calls to record
+ * in the next commit and `MODEL_STEP` (or `MODEL_FAILED`) for the machine.
+ * The host applies it (actors/host/apply.ts).
  *
  * Invariants:
  * - A tool call is recorded (in the buffered commit) before it is dispatched:
@@ -29,7 +30,7 @@
  *   step's commit: the stored record is unchanged by the live path.
  */
 import { isAgentTool } from "../../agents/agent-tool.ts";
-import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation } from "../../common/json-bounds.ts";
 import { jsonClone } from "../../common/json.ts";
 import { abortableSleep } from "../../common/sleep.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
@@ -38,36 +39,56 @@ import { classifyStep, completionCall, submittedValue } from "../../machines/age
 import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../../machines/types.ts";
 import type { ModelResponse } from "../../models/types.ts";
 import { prepareArgs } from "../../tools/specs.ts";
-import { applyEvent } from "./apply-event.ts";
-import type { ClaimContext } from "../claim/context.ts";
+import type { ClaimContext, HostDeps } from "../claim/context.ts";
 import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
-import { modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
+import { type ConversationMemory, modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
 import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-ids.ts";
+import { type Happening, log } from "./happened.ts";
 import { agentToolSpecs, gateDefinition } from "./tool-specs.ts";
 import { askApprovals } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
-import { DeltaBatcher } from "../../store/live.ts";
 
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
 export const WATCHDOG_GRACE_MS = 5_000;
 
-/** Runs one model step of the turn in `context`: the model call (with retries), its calls recorded, the result applied. */
-export async function modelStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
+/** What the model step reads: the definitions, the conversation and its memory, the delegation depth, the tool registry's block. */
+export type ModelStepInput = Pick<
+  ClaimContext,
+  "agent" | "binding" | "agentId" | "abort" | "history" | "usedIds" | "memory" | "delegation" | "spans"
+> & {
+  deps: Pick<HostDeps, "clock" | "metrics" | "externalToolTimeoutMs" | "toolTimeoutMs" | "rebuildToolCallIds" | "jsonLimits" | "memory">;
+  claim: { task: { input?: unknown } | null };
+  registry: Pick<ClaimContext["registry"], "knownTools">;
+};
+
+/** Where streamed text goes as it arrives (the live channel's batcher; never a store write). */
+export interface DeltaSink {
+  push(text: string): void;
+  flush(): void;
+}
+
+/**
+ * Runs one model step of the turn in `context`: the memory policy, the model call (with retries), its calls
+ * given ids and approvals. Returns what happened, in commit order: the step's events, its recorded calls
+ * and `MODEL_STEP` (or `MODEL_FAILED`); nothing after the attempt stopped.
+ */
+export async function modelStep(ctx: ModelStepInput, context: AgentContext, deltas: DeltaSink | null = null): Promise<Happening[]> {
   const { deps, agent, abort } = ctx;
   const { clock } = deps;
-  const emit = ctx.commit.emit;
+  const out: Happening[] = [];
+  const emit = (type: string, data: Record<string, unknown>) => void out.push(log(type, data));
   const step = context.step + 1;
   const tId = context.turnId!;
   emit("step", { phase: "started", step });
   const span = startSpan("gatehouse.model_step", { ...ctx.spans.ids, "gatehouse.step": step, "gen_ai.request.model": agent.model.name }, ctx.spans.turn);
   const started = clock.now();
-  await rollHistory(ctx, tId, step);
-  const { res, lastError, chunks } = await callModel(ctx, tId, step);
+  const memory = await rollHistory(ctx, tId, step, out);
+  const { res, lastError, chunks } = await callModel(ctx, memory, tId, step, deltas, emit);
   deps.metrics?.stepDuration((clock.now() - started) / 1000);
   if (abort.signal.aborted || !res) {
     endSpan(span, {}, abort.signal.aborted ? "aborted" : lastError || "model failed");
-    if (!abort.signal.aborted) applyEvent(ctx, { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" });
-    return;
+    if (!abort.signal.aborted) out.push({ kind: "event", event: { type: "MODEL_FAILED", at: clock.now(), message: lastError || "model failed" } });
+    return out;
   }
   const now = clock.now();
   const { calls, runMs } = await askApprovals(ctx, toolCallsOf(ctx, res, tId, step, now), tId, now);
@@ -80,7 +101,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
   emit("step", { phase: "planning", step, text });
   for (const text of coalesceChunks(chunks)) emit("chunk", { step, text });
   const kind = classifyStep(calls, context.config);
-  if (kind === "tools") await recordCalls(ctx, calls, tId, step, runMs);
+  if (kind === "tools") await recordCalls(ctx, calls, tId, step, runMs, out);
   const completion = completionCall(calls, context.config);
   if (completion) emit("tool_call", { step, toolCallId: completion.id, name: completion.name, args: completion.args, external: false, builtin: true });
   if (completion?.name === SUBMIT_RESULT && kind === "submit") {
@@ -88,7 +109,7 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
     // Availability first: missing result fields degrade with a warning, the turn still completes.
     if (missing.length > 0) emit("submit_result_degraded", { step, toolCallId: completion.id, missingFields: missing });
   }
-  applyEvent(ctx, { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost });
+  out.push({ kind: "event", event: { type: "MODEL_STEP", at: now, text, toolCalls: calls, usage, cost } });
   endSpan(span, {
     "gen_ai.usage.input_tokens": usage.inputTokens, "gen_ai.usage.output_tokens": usage.outputTokens,
     "gatehouse.tool_calls": calls.length,
@@ -97,22 +118,26 @@ export async function modelStep(ctx: ClaimContext, context: AgentContext): Promi
     phase: "completed", step, model: agent.model.name,
     llmUsage: usage, llmResponseCost: cost, toolCallIds: calls.map((c) => c.id),
   });
+  return out;
 }
+
+type Emit = (type: string, data: Record<string, unknown>) => void;
 
 /**
  * Calls the model up to `modelAttempts` times (backing off between retryable errors) with the system
- * message and the history as the memory shows it; null when every attempt failed or the attempt stopped.
+ * message and the history as `memory` shows it; null when every attempt failed or the attempt stopped.
  */
-async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
-  const { agent, agentId, abort, history, memory, limits } = ctx;
-  const emit = ctx.commit.emit;
+async function callModel(
+  ctx: ModelStepInput, memory: ConversationMemory, tId: string, step: number, live: DeltaSink | null, emit: Emit,
+): Promise<{ res: ModelResponse | null; lastError: string; chunks: string[] }> {
+  const { agent, agentId, abort, history } = ctx;
+  const limits = ctx.deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const tools = agentToolSpecs(agent, gateDefinition(ctx.binding, agent));
   const chunks: string[] = [];
   let res: ModelResponse | null = null;
   let lastError = "";
   const attempts = agent.modelAttempts ?? 3;
   // Deltas go out live as they arrive (not stored: the step's chunk events are the record).
-  const live = ctx.deps.live ? new DeltaBatcher(ctx.deps.live, agentId, tId, step) : null;
   const onChunk = (t: string) => {
     chunks.push(t);
     live?.push(t);
@@ -145,7 +170,7 @@ async function callModel(ctx: ClaimContext, tId: string, step: number): Promise<
 }
 
 /** The model's tool calls with their ids and deadlines; external only when the tool is external and the call may be dispatched. */
-function toolCallsOf(ctx: ClaimContext, res: ModelResponse, tId: string, step: number, now: number): ModelToolCall[] {
+function toolCallsOf(ctx: ModelStepInput, res: ModelResponse, tId: string, step: number, now: number): ModelToolCall[] {
   const { deps, agent, history } = ctx;
   const { depth, maxDepth } = ctx.delegation;
   const raw = res.toolCalls ?? [];
@@ -166,47 +191,56 @@ function toolCallsOf(ctx: ClaimContext, res: ModelResponse, tId: string, step: n
   });
 }
 
-/** Records the step's calls with the next commit (before any is dispatched) and announces delegations. */
-async function recordCalls(ctx: ClaimContext, calls: ModelToolCall[], tId: string, step: number, runMs: ReadonlyMap<string, number>): Promise<void> {
+/** The step's calls, recorded with the next commit (before any is dispatched), and the delegations announced. */
+async function recordCalls(
+  ctx: ModelStepInput, calls: ModelToolCall[], tId: string, step: number, runMs: ReadonlyMap<string, number>, out: Happening[],
+): Promise<void> {
   const { agent, agentId } = ctx;
   const { depth } = ctx.delegation;
-  const emit = ctx.commit.emit;
   for (const c of calls) {
     const delegated = c.external && agentToolOf(agent, c.name) !== undefined;
-    ctx.commit.recordCall({
-      turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
-      ...(delegated ? { delegated: true } : {}),
-      ...(c.approval ? { approval: { status: "pending" as const, runMs: runMs.get(c.id)! } } : {}),
-    }, delegated);
-    emit("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
-    if (c.approval) emit("approval_requested", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline });
+    out.push({
+      kind: "record-call",
+      call: {
+        turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
+        ...(delegated ? { delegated: true } : {}),
+        ...(c.approval ? { approval: { status: "pending" as const, runMs: runMs.get(c.id)! } } : {}),
+      },
+      delegated,
+    });
+    out.push(log("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline }));
+    if (c.approval) out.push(log("approval_requested", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline }));
     const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
     if (delegate) {
       const childId = await childAgentId(agentId, tId, c.id, c.name);
-      emit("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 });
+      out.push(log("delegation_started", { step, toolCallId: c.id, tool: c.name, childAgent: delegate.delegate.name, childAgentId: childId, depth: depth + 1 }));
     }
   }
-  emit("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) });
+  out.push(log("step", { phase: "executing", step, toolCallIds: calls.map((c) => c.id) }));
 }
 
-/** Applies the memory policy before a model step (actors/conversation/memory.ts); the new summary rides with the next commit. */
-async function rollHistory(ctx: ClaimContext, turnId: string, step: number) {
-  const policy = ctx.memoryPolicy;
-  if (!policy) return;
+/**
+ * Applies the memory policy before a model step (actors/conversation/memory.ts): the memory the model is
+ * shown. A new summary is returned as happened (it rides with the next commit).
+ */
+async function rollHistory(ctx: ModelStepInput, turnId: string, step: number, out: Happening[]): Promise<ConversationMemory> {
+  // The agent's memory policy, else the process's; none: every retained message.
+  const policy = ctx.binding.memory ?? ctx.deps.memory;
+  if (!policy) return ctx.memory;
   const how = policy.summarize ?? "truncate";
   const summarizer = how === "truncate" ? null : how === "model" ? modelSummarizer(ctx.agent.model, turnId, step) : how;
   const next = await rollMemory(ctx.history, ctx.memory, policy, {
     agentId: ctx.agentId, signal: ctx.abort.signal, summarizer,
-    onError: (err) => ctx.commit.emit("summary_failed", { message: (err as Error)?.message ?? String(err) }),
+    onError: (err) => out.push(log("summary_failed", { message: (err as Error)?.message ?? String(err) })),
   });
-  if (!next) return;
-  ctx.memory.summary = next;
-  ctx.commit.setSummary(next);
-  ctx.commit.emit("memory_rolled", { through: next.through, summaryChars: next.content.length });
+  if (!next) return ctx.memory;
+  out.push({ kind: "summary", summary: next });
+  out.push(log("memory_rolled", { through: next.through, summaryChars: next.content.length }));
+  return { ...ctx.memory, summary: next };
 }
 
 /** The agent's instructions, and the `<known_tools>` block when the agent has tools and the registry knows any. */
-async function systemMessage(ctx: ClaimContext): Promise<string> {
+async function systemMessage(ctx: ModelStepInput): Promise<string> {
   const block = await ctx.registry.knownTools();
   return block === "" ? ctx.agent.instructions : `${ctx.agent.instructions}\n\n${block}`;
 }

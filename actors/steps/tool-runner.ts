@@ -39,7 +39,7 @@
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { isHandoffTool } from "../../agents/handoff.ts";
 import { type ContractValidation, notApplied } from "../../common/contract-validation.ts";
-import { checkJsonValue, describeViolation } from "../../common/json-bounds.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation } from "../../common/json-bounds.ts";
 import { type AfterExecution, isMadeOutcome, normalizeOutcome, type Outcome } from "../../common/outcome.ts";
 import { checkOutcome } from "../../contracts/check.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
@@ -47,29 +47,44 @@ import { ToolError } from "../../errors/errors.ts";
 import type { AgentContext } from "../../machines/types.ts";
 import type { AnyTool, ToolTermination } from "../../tools/define.ts";
 import { prepareArgs } from "../../tools/specs.ts";
-import { applyEvent } from "./apply-event.ts";
-import { type ClaimContext, snap } from "../claim/context.ts";
+import type { ClaimContext, HostDeps } from "../claim/context.ts";
+import { type Happening, log } from "./happened.ts";
 import { jsonValue, WATCHDOG_GRACE_MS } from "./model-step.ts";
 import { gateDefinition, offeredToolNames } from "./tool-specs.ts";
 import { handoffOutcome, handoffSwitch } from "./handoff.ts";
 import { awaitsApproval } from "./approvals.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
+/** What the tool runner reads: the definitions, the claim's task, the lease, the approvals, the kept results. */
+export type ToolsInput = Pick<
+  ClaimContext, "agent" | "binding" | "agentId" | "epoch" | "abort" | "delegation" | "spans" | "approved"
+> & {
+  deps: Pick<HostDeps, "clock" | "logger" | "agents" | "toolTimeoutMs" | "keptResults" | "jsonLimits">;
+  claim: { task: { turnId: string; options: { forkedUnresolved?: readonly string[] } } | null };
+  lease: Pick<ClaimContext["lease"], "lapsed" | "toolSignal">;
+};
+
+/** What the tools made happen; `ride`: the results may ride with the next commit (see `runInProcessTools`). */
+export interface ToolsRan {
+  happened: Happening[];
+  ride: boolean;
+}
+
 type Executed = { outcome: Outcome; afterExecution: AfterExecution };
 /** `ran`: the tool itself ran (its result is worth keeping); false for refusals that never reached it. */
 type Dispatched = Executed & { contractValidation: ContractValidation; ran: boolean };
 
 /**
- * Runs the pending in-process calls of the turn in `context` and applies their results. Answers
- * true when the results may ride with the next commit instead of being committed now (one commit
- * per step, docs/architecture.md "Commits and crash points"): every tool of the batch is
- * `retrySafe` and every call's deadline is at least WATCHDOG_GRACE_MS away, so the model step that
- * follows is unlikely to outlast it (if it does, the watchdog's timeout wins and that step's commit
- * is refused).
+ * Runs the pending in-process calls of the turn in `context` and returns their results as what happened,
+ * in the order of the calls: each result is logged, and (while the turn still waits on tools: an earlier
+ * result may end it) resolves its call and is fed to the machine. `ride` is true when the results may ride
+ * with the next commit instead of being committed now (one commit per step, docs/architecture.md "Commits
+ * and crash points"): every tool of the batch is `retrySafe` and every call's deadline is at least
+ * WATCHDOG_GRACE_MS away, so the model step that follows is unlikely to outlast it (if it does, the
+ * watchdog's timeout wins and that step's commit is refused).
  */
-export async function runInProcessTools(ctx: ClaimContext, context: AgentContext): Promise<boolean> {
+export async function runInProcessTools(ctx: ToolsInput, context: AgentContext): Promise<ToolsRan> {
   const { clock } = ctx.deps;
-  const emit = ctx.commit.emit;
   const tId = context.turnId!;
   // A call that waits for a person's approval does not run (actors/steps/approvals.ts).
   const todo = Object.entries(context.pending).filter(([id, p]) => !p.external && !awaitsApproval(ctx, id, p));
@@ -84,7 +99,7 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
       return { id, name: p.name, ...was, ran: false, ms: 0 };
     }
     const span = startSpan("gatehouse.tool_call", { ...ctx.spans.ids, "gatehouse.tool_call_id": id, "gatehouse.tool": p.name }, ctx.spans.turn);
-    const r = await dispatch(ctx, tId, id, p.name, p.args);
+    const r = await dispatch(ctx, context, tId, id, p.name, p.args);
     endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
     // Kept until a commit resolving the call applies, even when this attempt was aborted meanwhile; not
     // when the tool threw after the abort (it stopped because the lease was gone, and runs again).
@@ -93,31 +108,39 @@ export async function runInProcessTools(ctx: ClaimContext, context: AgentContext
     }
     return { id, name: p.name, ...r, ms: clock.now() - started };
   }));
-  if (ctx.abort.signal.aborted) return false;
+  if (ctx.abort.signal.aborted) return { happened: [], ride: false };
+  const happened: Happening[] = [];
   let handedOff = false;
   for (const r of results) {
-    emit("tool_result", {
+    happened.push(log("tool_result", {
       toolCallId: r.id, name: r.name, ok: r.outcome.ok, outcome: r.outcome, afterExecution: r.afterExecution, durationMs: r.ms,
       contractValidation: r.contractValidation,
-    });
-    if (snap(ctx).value !== "waiting-tools") continue; // an earlier result terminated the turn
-    ctx.commit.resolveCall({ toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
+    }));
     // A handoff's result switches the definition in this same commit (actors/steps/handoff.ts).
-    const handoff = handoffSwitch(ctx, r.id, r.name, r.outcome);
+    const handoff = handoffSwitch(ctx, context, r.id, r.name, r.outcome);
     handedOff ||= handoff !== undefined;
-    applyEvent(ctx, { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, ...(handoff ? { handoff } : {}) });
+    const resolve: Happening = {
+      kind: "resolve-call", result: { toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation },
+    };
+    const event: Happening = {
+      kind: "event",
+      event: { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, ...(handoff ? { handoff: handoff.handoff } : {}) },
+    };
+    // Only while the turn still waits on tools: an earlier result may have ended it.
+    happened.push({ kind: "while", state: "waiting-tools", then: handoff ? [resolve, handoff.logged, event] : [resolve, event] });
   }
-  for (const r of results) if (r.outcome.ok) await ctx.registry.record(r.name, emit);
+  for (const r of results) if (r.outcome.ok) happened.push({ kind: "tool-used", name: r.name });
   const now = clock.now();
-  return !handedOff && todo.length > 0 && todo.every(([id, p]) =>
+  const ride = !handedOff && todo.length > 0 && todo.every(([id, p]) =>
     ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && (ctx.approved.get(id) ?? p.deadline) - now >= WATCHDOG_GRACE_MS
   );
+  return { happened, ride };
 }
 
 /** Runs one in-process call and checks its result against the tool's contract. */
-async function dispatch(ctx: ClaimContext, tId: string, toolCallId: string, name: string, args: unknown): Promise<Dispatched> {
+async function dispatch(ctx: ToolsInput, context: AgentContext, tId: string, toolCallId: string, name: string, args: unknown): Promise<Dispatched> {
   const tool: AnyTool | undefined = ctx.agent.offeredTools.find((t) => t.name === name);
-  const r = await execute(ctx, tool, tId, toolCallId, name, args);
+  const r = await execute(ctx, context, tool, tId, toolCallId, name, args);
   if (!tool) return { ...r, contractValidation: notApplied(), ran: false };
   const checked = checkOutcome(tool, r.outcome);
   // A result refused by the contract goes back to the model; it never ends the turn.
@@ -126,7 +149,9 @@ async function dispatch(ctx: ClaimContext, tId: string, toolCallId: string, name
 }
 
 /** Runs one in-process call: the refusals first (not offered, preconditions, arguments, nesting, lease), then the tool within its deadline. */
-async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown): Promise<Executed & { ran: boolean }> {
+async function execute(
+  ctx: ToolsInput, context: AgentContext, tool: AnyTool | undefined, tId: string, toolCallId: string, name: string, args: unknown,
+): Promise<Executed & { ran: boolean }> {
   const { agent } = ctx;
   const { depth, maxDepth } = ctx.delegation;
   if (!tool) {
@@ -139,7 +164,7 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
     };
   }
   // Answered here, never by a tool, the same way on every run (actors/steps/handoff.ts): a fork may run it again.
-  if (isHandoffTool(tool)) return { outcome: handoffOutcome(ctx, tool, toolCallId), afterExecution: "continue", ran: false };
+  if (isHandoffTool(tool)) return { outcome: handoffOutcome(ctx, context, tool, toolCallId), afterExecution: "continue", ran: false };
   if (ctx.claim.task?.turnId === tId && ctx.claim.task.options.forkedUnresolved?.includes(toolCallId)) {
     // A fork taken while this call was pending (routes/fork.ts): the source may have run it already.
     return {
@@ -190,9 +215,10 @@ async function execute(ctx: ClaimContext, tool: AnyTool | undefined, tId: string
 
 /** Calls the tool within its deadline and turns what it returned or threw into an outcome. */
 async function callTool(
-  ctx: ClaimContext, tool: AnyTool, run: NonNullable<AnyTool["execute"]>, args: unknown, tId: string, toolCallId: string, name: string,
+  ctx: ToolsInput, tool: AnyTool, run: NonNullable<AnyTool["execute"]>, args: unknown, tId: string, toolCallId: string, name: string,
 ): Promise<Executed> {
-  const { deps, agentId, limits } = ctx;
+  const { deps, agentId } = ctx;
+  const limits = deps.jsonLimits ?? DEFAULT_JSON_LIMITS;
   const timeoutMs = tool.timeoutMs ?? deps.toolTimeoutMs;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {

@@ -1,7 +1,8 @@
 /**
  * The verification step of a claim (actors/host/effects.ts, state `verifying`): run
  * the verifier gate (verification/gate.ts) on the turn's candidate and feed
- * its event to the machine.
+ * its event to the machine (returned as what happened; the host applies it
+ * and logs `verification` with the state it leads to).
  *
  * Invariants:
  * - The gate's events go into the next commit before the transition they
@@ -15,30 +16,39 @@
  */
 import type { AgentContext } from "../../machines/types.ts";
 import { runVerification } from "../../verification/gate.ts";
-import { applyEvent } from "./apply-event.ts";
-import { type ClaimContext, snap } from "../claim/context.ts";
+import type { ClaimContext, HostDeps } from "../claim/context.ts";
+import type { Happening } from "./happened.ts";
 import { gateDefinition } from "./tool-specs.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
-/** Judges the candidate of the turn in `context` and applies the gate's answer. */
-export async function verifyStep(ctx: ClaimContext, context: AgentContext): Promise<void> {
+/** What the verification step reads. */
+export type VerifyStepInput = Pick<ClaimContext, "agent" | "binding" | "agentId" | "workerId" | "epoch" | "abort" | "spans"> & {
+  deps: Pick<HostDeps, "clock" | "verifierBackoffMs" | "verification">;
+  claim: { task: { input?: unknown } | null };
+};
+
+/** The gate's answer: its events, then its machine event; `outcome` names it for the log. */
+export interface Verified {
+  happened: Happening[];
+  outcome: "passed" | "rejected" | "error";
+  startedAt: number;
+}
+
+/** Judges the candidate of the turn in `context`: what the gate's answer makes happen. */
+export async function verifyStep(ctx: VerifyStepInput, context: AgentContext): Promise<Verified> {
   const { deps, agentId, workerId, epoch, claim } = ctx;
   const agent = gateDefinition(ctx.binding, ctx.agent);
-  const { clock, logger } = deps;
+  const { clock } = deps;
   const vSpan = startSpan("gatehouse.verification", ctx.spans.ids, ctx.spans.turn);
-  const vStarted = clock.now();
+  const startedAt = clock.now();
   const result = await runVerification({
     agent, agentId, turnId: context.turnId!, context, workerId, epoch,
     input: claim.task?.input ?? null,
     now: () => clock.now(), backoffMs: deps.verifierBackoffMs, signal: ctx.abort.signal,
     hooks: deps.verification,
   });
-  ctx.commit.append(result.before);
-  applyEvent(ctx, result.event);
   const outcome = result.event.type === "VERIFY_PASSED" ? "passed" : result.event.type === "VERIFY_REJECTED" ? "rejected" : "error";
-  logger.info("verification", {
-    agentId, turnId: context.turnId, outcome, attempt: snap(ctx).context.verification.attemptsUsed,
-    state: snap(ctx).value, durationMs: clock.now() - vStarted,
-  });
   endSpan(vSpan, { "gatehouse.verification_outcome": outcome }, outcome === "error" ? "verifier error" : undefined);
+  // Cause before effect: the gate's events, then the transition they explain.
+  return { happened: [{ kind: "log-all", events: result.before }, { kind: "event", event: result.event }], outcome, startedAt };
 }

@@ -1,10 +1,21 @@
 /**
- * Sends one machine event to a claim's actor and books what it changed into
- * the next commit (actors/claim/commit-buffer.ts): the `transition` event, the
- * messages the transition adds to the conversation (actors/conversation/transcript.ts),
- * the `task` event of a turn that ends, and the delegation notes.
+ * Where what happened becomes the claim's state and the next commit's
+ * writes. The steps (actors/steps/) and the spend guard return what happened
+ * as records (actors/steps/happened.ts); the host hands them to `apply`,
+ * which sends the machine events to the actor and books every write into
+ * the commit (actors/claim/commit-buffer.ts). For one machine event that is:
+ * the `transition` event, the messages the transition adds to the
+ * conversation (actors/conversation/transcript.ts), the `task` event of a
+ * turn that ends, and the delegation notes.
  *
  * Invariants:
+ * - This module is the one caller of `applyEvent`, and, with the commit
+ *   buffer, the only module that books a write into a commit
+ *   (tests/layers.test.ts pins both): a step never touches the actor or the
+ *   commit, so what it decided can be read off its answer.
+ * - Records are applied in their order; that order is the order of their
+ *   writes in the commit. A `while` group is applied only while the machine
+ *   is in its state when `apply` reaches it.
  * - An event the machine ignores changes nothing but an `event_ignored` event.
  * - The actor ends in the snapshot XState's `send` gives (machines/fast-step.ts
  *   takes a shorter way for the common transitions; tests/machine-fast-step.test.ts).
@@ -23,7 +34,10 @@
  * - After each applied event the claim runs under the definition the state
  *   names (actors/steps/handoff.ts): a handoff's target within its turn, the
  *   binding otherwise.
+ * - A new summary is the claim's memory from the moment it is applied, and
+ *   rides with the next commit.
  */
+import type { AnyAgent } from "../../agents/define.ts";
 import { deepFreeze } from "../../common/freeze.ts";
 import { fastSend } from "../../machines/fast-step.ts";
 import type { AgentContext, AgentEvent } from "../../machines/types.ts";
@@ -31,12 +45,38 @@ import { inputRefMessage } from "../../store/inputs.ts";
 import { type ClaimContext, FINAL, snap } from "../claim/context.ts";
 import { agentToolOf } from "../delegation/delegation.ts";
 import { messagesFor } from "../conversation/transcript.ts";
-import { followDefinition } from "./handoff.ts";
+import { createToolRegistryView } from "../registry/claim-view.ts";
+import { currentDefinitionName } from "../steps/handoff.ts";
+import type { Happening } from "../steps/happened.ts";
 
 type Snap = { value: string; context: AgentContext };
 
+/** Applies what happened, in order (see the header). */
+export async function apply(ctx: ClaimContext, happened: readonly Happening[]): Promise<void> {
+  const buf = ctx.commit;
+  for (const h of happened) {
+    switch (h.kind) {
+      case "event": applyEvent(ctx, h.event); break;
+      case "log": buf.emit(h.type, h.data); break;
+      case "log-all": buf.append(h.events); break;
+      case "record-call": buf.recordCall(h.call, h.delegated); break;
+      case "resolve-call": buf.resolveCall(h.result); break;
+      case "summary":
+        ctx.memory.summary = h.summary;
+        buf.setSummary(h.summary);
+        break;
+      case "withdraw-calls": buf.withdrawToolCalls(); break;
+      case "tool-used": await ctx.registry.record(h.name, buf.emit); break;
+      case "ack-mail": buf.ackMail(h.seq); break;
+      case "while":
+        if (snap(ctx).value === h.state) await apply(ctx, h.then);
+        break;
+    }
+  }
+}
+
 /** Applies `ev`; false when the machine ignored it. */
-export function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
+function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
   const buf = ctx.commit;
   const before = snap(ctx);
   // The short way through `send` (machines/fast-step.ts); an inspected actor gets XState's own, with its notifications.
@@ -95,4 +135,20 @@ function noteDelegationChanges(ctx: ClaimContext, ev: AgentEvent, before: Snap, 
       reason: timedOut ? "the parent's call timed out" : `the parent's turn ended (${after.context.error?.reason ?? after.value})`,
     });
   }
+}
+
+/**
+ * After an applied event: the claim runs under the definition the state names (a handoff switched it,
+ * or a new turn went back to the binding). The tool registry view follows, for the `<known_tools>` block.
+ */
+function followDefinition(ctx: ClaimContext): void {
+  const { value, context } = snap(ctx);
+  const name = currentDefinitionName(ctx.binding.name, value, context);
+  if (name === ctx.agent.name) return;
+  const next: AnyAgent | undefined = ctx.deps.agents.get(name);
+  // Unknown here only when the handoff's answer found it: a definition map does not change during a claim.
+  if (!next) return;
+  const { store, clock, logger, registryWriter } = ctx.deps;
+  ctx.agent = next;
+  ctx.registry = createToolRegistryView({ store, agent: next, clock, logger, agentId: ctx.agentId, writer: registryWriter });
 }
