@@ -2,6 +2,8 @@
  * One claim attempt of the worker pool: over the pool's targets in order,
  * the first claimable agent this process has a definition for is claimed
  * and run to the end of the claim (with poison handling, actors/pool/claim-failure.ts).
+ * The attempt on one target (`claimTarget`) is the one way a claim is
+ * taken: a Workers drive (actors/pool/drive.ts) takes its claims with it too.
  *
  * Invariants:
  * - A single-consumer target is tried only while this process holds its
