@@ -43,11 +43,8 @@
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
  * });
  */
-import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
-import { claimRunner } from "./actors/pool/claim-failure.ts";
-import { fireDueSchedule } from "./actors/pool/schedule-fire.ts";
-import { TickFirer } from "./actors/pool/tick-firer.ts";
-import { logTurnEnd } from "./actors/pool/claim-runner.ts";
+import { checkWorkBudget, type WorkBudget } from "./actors/spend/budget.ts";
+import { createDriver, type Driver } from "./actors/pool/drive.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { ProblemError } from "./routes/problem.ts";
@@ -127,20 +124,34 @@ interface Bells {
 
 interface Instance {
   built: BuiltGatehouse;
-  workerId: () => string;
-  /** Runs claims with poison handling (actors/pool/claim-failure.ts). */
-  runner: ReturnType<typeof claimRunner>;
+  /** Drives claims in bounded pieces, the worker pool's way (actors/pool/drive.ts). */
+  driver: Driver;
+}
+
+/** The handler's options, checked at module scope. */
+interface WorkersConfig<E> {
+  makeStore: (env: E) => Store | Promise<Store>;
+  auth: WorkersHandlerOptions<E>["auth"];
+  /** The options createGatehouse takes, as given. */
+  rest: Omit<GatehouseOptions, "store" | "auth">;
+  fetchBudget: WorkBudget;
+  cronBudget: WorkBudget;
+  continuation: WorkersHandlerOptions<E>["continuation"];
+}
+
+/** The gatehouse options of a Worker, `given` laid over: SSE within its subrequests, no `Prefer: wait`. */
+function gatehouseOptions<E>(cfg: WorkersConfig<E>, given: Pick<GatehouseOptions, "store" | "auth">): GatehouseOptions {
+  const { rest } = cfg;
+  return { ...rest, ...given, sse: { ...WORKERS_SSE, ...rest.sse }, maxWaitSeconds: 0 };
 }
 
 /**
- * @example
- * export default createWorkersHandler({
- *   agents: [helper],
- *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
- *   driveBudget: { steps: 10, ms: 20_000 },
- * });
+ * Checks the options at module scope, without building a store: agents, a
+ * fixed auth and the rest as createGatehouse does, the drive budgets, and
+ * no agent on a single-consumer target. A bad definition fails the
+ * deployment, not the first request.
  */
-export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOptions<E>): WorkersHandler<E> {
+function checkWorkersOptions<E>(options: WorkersHandlerOptions<E>): WorkersConfig<E> {
   if (!options || typeof options.store !== "function") {
     throw new DefinitionError("createWorkersHandler() needs `store: (env) => Store` (for example upstashStore)");
   }
@@ -162,10 +173,8 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
     continuation,
     ...rest
   } = named;
-  const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
-  // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
-  // bad definition fails the deployment, not the first request.
-  buildGatehouse({ ...rest, ...(typeof auth === "object" ? { auth } : {}), sse: { ...WORKERS_SSE, ...rest.sse }, maxWaitSeconds: 0 });
+  const cfg: WorkersConfig<E> = { makeStore, auth, rest, fetchBudget, cronBudget, continuation };
+  buildGatehouse(gatehouseOptions(cfg, typeof auth === "object" ? { auth } : {}));
   // A Worker has no process that could hold a single-consumer target's lease (actors/pool/target-lease.ts).
   const single = (rest.agents ?? []).find((a) => a && isSingleConsumerTarget(a.workerTarget));
   if (single) {
@@ -175,36 +184,63 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       { key: "agents" },
     );
   }
+  return cfg;
+}
 
+/** The gatehouse of one `env` object, its wakes recorded as the bells of the request that rang them. */
+async function buildInstance<E>(cfg: WorkersConfig<E>, env: E, bells: WeakMap<Request, Bells>): Promise<Instance> {
+  const store = await cfg.makeStore(env);
+  const auth = typeof cfg.auth === "function" ? cfg.auth(env) : cfg.auth;
+  const built = buildGatehouse(gatehouseOptions(cfg, { store, ...(auth ? { auth } : {}) }), {
+    wake(agentId, request) {
+      // A route may have replaced the request (routes/request-origin.ts): the bells are the incoming one's.
+      const b = request && bells.get(originalRequest(request));
+      if (!b) return; // rung outside a request of this handler: the cron picks it up
+      if (agentId === undefined) b.any = true;
+      else b.agents.add(agentId);
+    },
+    watchdogLimit: WORKERS_WATCHDOG_LIMIT,
+    // No timer outlives an invocation: each drive writes the registry's batched counts as it ends.
+    registryFlushMs: null,
+    // Deltas stay in the isolate (readers of this invocation get them): no subrequest per message.
+    live: processLive(),
+  });
+  const driver = createDriver(built.deps, { targets: built.targets, workerId: () => built.ids.workerId(), turnId: () => built.ids.turnId() });
+  return { built, driver };
+}
+
+/** Sends the continuation bell, if any; a failed send is logged (the cron still picks the work up). */
+async function ringContinuation<E>(cfg: WorkersConfig<E>, env: E, inst: Instance): Promise<void> {
+  const req = cfg.continuation?.(env);
+  if (!req) return;
+  try {
+    const res = await fetch(req);
+    if (!res.ok) inst.built.deps.logger.warn("continuation bell refused", { status: res.status, url: req.url });
+    await res.body?.cancel();
+  } catch (err) {
+    inst.built.deps.logger.warn("continuation bell failed", { error: String(err), url: req.url });
+  }
+}
+
+/**
+ * @example
+ * export default createWorkersHandler({
+ *   agents: [helper],
+ *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+ *   driveBudget: { steps: 10, ms: 20_000 },
+ * });
+ */
+export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOptions<E>): WorkersHandler<E> {
+  const cfg = checkWorkersOptions(options);
   /** The bells each in-flight request rang, keyed by its Request (what the routes see as `c.req.raw`). */
   const bells = new WeakMap<Request, Bells>();
   const instances = new WeakMap<object, Promise<Instance>>();
-  let drives = 0;
 
   function instance(env: E): Promise<Instance> {
     const key = (env ?? instances) as object;
     let p = instances.get(key);
     if (!p) {
-      p = (async () => {
-        const store = await makeStore(env);
-        const a = authFor(env);
-        const built = buildGatehouse({ ...rest, store, ...(a ? { auth: a } : {}), sse: { ...WORKERS_SSE, ...rest.sse }, maxWaitSeconds: 0 }, {
-          wake(agentId, request) {
-            // A route may have replaced the request (routes/request-origin.ts): the bells are the incoming one's.
-            const b = request && bells.get(originalRequest(request));
-            if (!b) return; // rung outside a request of this handler: the cron picks it up
-            if (agentId === undefined) b.any = true;
-            else b.agents.add(agentId);
-          },
-          watchdogLimit: WORKERS_WATCHDOG_LIMIT,
-          // No timer outlives an invocation: each drive writes the registry's batched counts as it ends.
-          registryFlushMs: null,
-          // Deltas stay in the isolate (readers of this invocation get them): no subrequest per message.
-          live: processLive(),
-        });
-        let id: string | undefined;
-        return { built, workerId: () => (id ??= built.ids.workerId()), runner: claimRunner(built.deps, (c, out, ms) => logTurnEnd(built.deps.logger, c, out, ms)) };
-      })();
+      p = buildInstance(cfg, env, bells);
       // A failed build (a store factory that threw) is retried by the next invocation.
       p.catch(() => instances.delete(key));
       instances.set(key, p);
@@ -212,80 +248,9 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
     return p;
   }
 
-  /**
-   * Claims `agentId` and runs it until it needs nothing more or the budget is
-   * spent; true when the budget stopped it with work left.
-   */
-  async function driveAgent(inst: Instance, agentId: string, budget: Budget, workerId: string): Promise<boolean> {
-    const { deps } = inst.built;
-    while (!budgetSpent(budget, deps.clock)) {
-      const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
-      // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
-      if (c.status !== "claimed") return false;
-      const out = await inst.runner.run(c, workerId, budget);
-      // null: the claim threw; it was counted and the agent is offered again after a backoff.
-      if (out === null || out.status !== "released" || !out.yielded) return false;
-    }
-    return true;
-  }
-
-  /** Claims due agents of every target until none is due or the budget is spent; true when the budget stopped it. */
-  async function drainDue(inst: Instance, budget: Budget, workerId: string, liveFrom: number | undefined): Promise<boolean> {
-    const { deps, targets } = inst.built;
-    for (;;) {
-      if (budgetSpent(budget, deps.clock)) return true;
-      let claimed = false;
-      for (const target of targets) {
-        if (budgetSpent(budget, deps.clock)) return true;
-        // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
-        const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
-        // A due schedule (store/port.ts invariant `schedule-tick-once`): one step fires its tick; its task is due next.
-        if (c.status === "schedule_due") {
-          await fireDueSchedule(deps, c.schedule, inst.built.ids.turnId(), liveFrom);
-          claimed = true;
-          continue;
-        }
-        if (c.status !== "claimed") continue;
-        claimed = true;
-        await inst.runner.run(c, workerId, budget);
-      }
-      if (!claimed) return false;
-    }
-  }
-
-  async function ringContinuation(env: E, inst: Instance): Promise<void> {
-    const req = continuation?.(env);
-    if (!req) return;
-    try {
-      const res = await fetch(req);
-      if (!res.ok) inst.built.deps.logger.warn("continuation bell refused", { status: res.status, url: req.url });
-      await res.body?.cancel();
-    } catch (err) {
-      inst.built.deps.logger.warn("continuation bell failed", { error: String(err), url: req.url });
-    }
-  }
-
-  /** One drive: the rung agents first, then (after a tick) any due agent; the continuation when work is left. */
+  /** One drive (actors/pool/drive.ts), then the continuation when it stopped on its budget with work left. */
   async function drive(inst: Instance, env: E, b: Bells, limit: WorkBudget): Promise<void> {
-    const { deps } = inst.built;
-    const budget = startBudget(limit, deps.clock);
-    const workerId = `${inst.workerId()}/d${++drives}`;
-    let left = false;
-    try {
-      // Every due tick first, the enqueue only: turns driven below cannot hold a tick back.
-      const firer = b.any ? new TickFirer({ ...deps, targets: inst.built.targets, agentNames: [...deps.agents.keys()], turnId: () => inst.built.ids.turnId() }) : null;
-      await firer?.pass();
-      for (const agentId of b.agents) left = (await driveAgent(inst, agentId, budget, workerId)) || left;
-      if (b.any) left = (await drainDue(inst, budget, workerId, firer?.liveFrom)) || left;
-    } catch (err) {
-      // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
-      deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });
-      return;
-    } finally {
-      // Inside ctx.waitUntil: the tool registry's batched counts are written before the invocation ends (never throws).
-      await deps.registryWriter?.flush();
-    }
-    if (left) await ringContinuation(env, inst);
+    if (await inst.driver.drive(b, limit)) await ringContinuation(cfg, env, inst);
   }
 
   return {
@@ -295,7 +260,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         inst = await instance(env);
       } catch (err) {
         // The store factory failed (a missing binding, say): a problem response, no stack; the next request retries.
-        (rest.logger ?? silentLogger).error("cannot build the gatehouse for this Worker", { error: String(err) });
+        (cfg.rest.logger ?? silentLogger).error("cannot build the gatehouse for this Worker", { error: String(err) });
         return new ProblemError("internal_error", "An internal error occurred").toResponse();
       }
       const b: Bells = { agents: new Set(), any: false };
@@ -303,7 +268,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
       try {
         const res = await inst.built.gatehouse.app.fetch(request, env as never, ctx as never);
         if (b.any || b.agents.size > 0) {
-          const work = drive(inst, env, b, fetchBudget);
+          const work = drive(inst, env, b, cfg.fetchBudget);
           // Without an execution context (called outside a Worker) the drive still runs, unguarded.
           if (typeof ctx?.waitUntil === "function") ctx.waitUntil(work);
         }
@@ -320,7 +285,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         } catch (err) {
           inst.built.deps.logger.error("watchdog tick failed", { error: String(err) });
         }
-        await drive(inst, env, { agents: new Set(), any: true }, cronBudget);
+        await drive(inst, env, { agents: new Set(), any: true }, cfg.cronBudget);
       })();
       if (typeof ctx?.waitUntil === "function") ctx.waitUntil(run);
       await run;

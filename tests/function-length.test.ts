@@ -5,7 +5,9 @@
  * then the claim: actors/host/, actors/claim/, actors/steps/ and
  * the parts beside the claim (actors/spend/, actors/delegation/,
  * actors/conversation/, actors/registry/, actors/observe/tracing.ts), and
- * the store operations they call (store/memory/, store/script/).
+ * the store operations they call (store/memory/, store/script/); and the
+ * composition roots that wire them (gatehouse.ts, gatehouse-options.ts,
+ * workers.ts).
  *
  * A function is measured from its first to its last line (a nested function
  * counts in its own right and inside its parent). One that must be longer
@@ -38,6 +40,10 @@ const WAKEUP_PATH = [
   // The store side of enqueue, claim and commit: the memory store and the script store (TCP Redis, Upstash).
   "store/memory",
   "store/script",
+  // The composition roots: options checked, parts built, requests and invocations handed to them.
+  "gatehouse.ts",
+  "gatehouse-options.ts",
+  "workers.ts",
 ];
 
 function pathFiles(): string[] {

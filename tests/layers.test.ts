@@ -1,7 +1,7 @@
 /**
  * Layers read one way. Every .ts file outside tests/ and node_modules/ is
  * read, its relative imports are mapped folder -> folder (top-level folders;
- * "." is the files at the root: mod.ts, gatehouse.ts, workers.ts, redis.ts), and every edge must be
+ * "." is the files at the root: mod.ts, gatehouse.ts, gatehouse-options.ts, workers.ts, redis.ts), and every edge must be
  * in ALLOWED below. The same graph is drawn in docs/architecture.md; change
  * both together. A folder not listed here fails the test until it is placed.
  *

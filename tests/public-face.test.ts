@@ -94,6 +94,7 @@ describe("one table of defaults", () => {
   /** The files that read defaults: none may write one of its own. */
   const READERS = [
     "gatehouse.ts",
+    "gatehouse-options.ts",
     "actors/pool/claim-failure.ts",
     "entry/config.ts",
     "entry/serve-node.ts",

@@ -2,6 +2,8 @@
  * One claim attempt of the worker pool: over the pool's targets in order,
  * the first claimable agent this process has a definition for is claimed
  * and run to the end of the claim (with poison handling, actors/pool/claim-failure.ts).
+ * The attempt on one target (`claimTarget`) is the one way a claim is
+ * taken: a Workers drive (actors/pool/drive.ts) takes its claims with it too.
  *
  * Invariants:
  * - A single-consumer target is tried only while this process holds its
@@ -27,23 +29,37 @@ import type { ClaimResult, ScheduleRecord, Store } from "../../store/port.ts";
 import type { HostOutcome } from "../claim/context.ts";
 import type { Clock, Logger } from "../runtime.ts";
 import type { TargetLeases } from "./target-lease.ts";
+import type { Budget } from "../spend/budget.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
-export interface ClaimAttemptDeps {
+/** What one claim attempt on a target needs: the pool's loops and a drive (actors/pool/drive.ts) give the same. */
+export interface TargetAttemptDeps {
   store: Store;
   clock: Clock;
   leaseMs: number;
-  targets: readonly string[];
   agentNames: string[];
-  leases: TargetLeases;
-  /** Runs one claim to its end; never throws (actors/pool/claim-failure.ts `claimRunner`). */
-  run(claim: Claimed, workerId: string): Promise<HostOutcome | null>;
-  onClaimed(): void;
-  onEmpty(foreign: boolean): void;
+  /** Runs one claim to its end, within `budget` when given; never throws (actors/pool/claim-failure.ts `claimRunner`). */
+  run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null>;
+  /** Called before a claimed agent runs. */
+  onClaimed?(): void;
   /** Fires a due schedule `claimNext` answered (actors/pool/schedule-fire.ts); a store error throws, as a claim's does. */
   fire(schedule: ScheduleRecord): Promise<void>;
 }
+
+export interface ClaimAttemptDeps extends TargetAttemptDeps {
+  targets: readonly string[];
+  leases: TargetLeases;
+  onClaimed(): void;
+  onEmpty(foreign: boolean): void;
+}
+
+/**
+ * What one attempt on a target did: `worked` (an agent claimed and run, or
+ * a due schedule fired), `empty`, or `foreign` (empty for us, but an agent
+ * only another definition set has is due there).
+ */
+export type TargetAttempt = "worked" | "empty" | "foreign";
 
 /** The `turn_end` line of a claim that ended a turn; nothing for one that did not. */
 export function logTurnEnd(logger: Logger, claim: Claimed, out: HostOutcome, ms: number): void {
@@ -52,25 +68,38 @@ export function logTurnEnd(logger: Logger, claim: Claimed, out: HostOutcome, ms:
   logger.info("turn_end", { agentId: claim.agentId, agent: claim.head.agentName, turnId, status, steps, ms });
 }
 
+/**
+ * One claim attempt on one target: the next claimable agent this process
+ * has a definition for is claimed and run to the end of the claim (within
+ * `budget` when given), or the due schedule `claimNext` answered is fired.
+ * The one way a claim is taken: the pool's loops (`claimOnce`) and a drive
+ * (actors/pool/drive.ts) both call it.
+ */
+export async function claimTarget(deps: TargetAttemptDeps, target: string, workerId: string, budget?: Budget): Promise<TargetAttempt> {
+  const c = await deps.store.claimNext({
+    workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
+  });
+  // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
+  if (c.status === "schedule_due") {
+    await deps.fire(c.schedule);
+    return "worked";
+  }
+  if (c.status === "claimed") {
+    deps.onClaimed?.();
+    await deps.run(c, workerId, budget);
+    return "worked";
+  }
+  return c.status === "empty" && (c.foreign ?? 0) > 0 ? "foreign" : "empty";
+}
+
 /** One claim attempt over all targets; true when an agent was claimed and run. */
 export async function claimOnce(deps: ClaimAttemptDeps, loopId: string): Promise<boolean> {
   let foreign = false;
   for (const target of deps.targets) {
     if (!(await deps.leases.mayConsume(target))) continue;
-    const c = await deps.store.claimNext({
-      workerTarget: target, workerId: loopId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
-    });
-    if (c.status === "empty" && (c.foreign ?? 0) > 0) foreign = true;
-    // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
-    if (c.status === "schedule_due") {
-      await deps.fire(c.schedule);
-      return true;
-    }
-    if (c.status === "claimed") {
-      deps.onClaimed();
-      await deps.run(c, loopId);
-      return true;
-    }
+    const r = await claimTarget(deps, target, loopId);
+    if (r === "worked") return true;
+    if (r === "foreign") foreign = true;
   }
   deps.onEmpty(foreign);
   return false;
