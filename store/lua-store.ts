@@ -46,12 +46,17 @@ export interface ScriptStore extends Store {
   checkEviction(): Promise<{ policy: string | null }>;
 }
 
-/** The operations of a section (functions of the context first), bound to one context. */
-type Bound<M> = { [K in keyof M]: M[K] extends (c: ScriptContext, ...args: infer A) => infer R ? (...args: A) => R : never };
+/**
+ * The operations of a section (its functions of the context first), bound to one context. A section
+ * module also exports the descriptors of its scripts (store/script/operation.ts): they are no methods.
+ */
+type Bound<M> = {
+  [K in keyof M as M[K] extends (c: ScriptContext, ...args: never[]) => unknown ? K : never]: M[K] extends (c: ScriptContext, ...args: infer A) => infer R ? (...args: A) => R : never;
+};
 
-function bind<M extends Record<string, (c: ScriptContext, ...args: never[]) => unknown>>(c: ScriptContext, ops: M): Bound<M> {
+function bind<M extends Record<string, unknown>>(c: ScriptContext, ops: M): Bound<M> {
   const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(c, ...args);
+  for (const [name, fn] of Object.entries(ops)) if (typeof fn === "function") out[name] = (...args: never[]) => fn(c, ...args);
   return out as Bound<M>;
 }
 

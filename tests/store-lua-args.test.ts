@@ -15,7 +15,7 @@ import * as reads from "../store/lua/args/reads.ts";
 import * as lifecycle from "../store/lua/args/lifecycle.ts";
 import * as sideStores from "../store/lua/args/side-stores.ts";
 import * as approvals from "../store/lua/args/approvals.ts";
-import * as schedules from "../store/lua/args/schedules.ts";
+import * as schedules from "../store/script/schedules.ts";
 
 const dir = new URL("../store/lua/", import.meta.url).pathname;
 const layouts = [turnProtocol, reads, lifecycle, sideStores, approvals, schedules]

@@ -13,8 +13,9 @@
 import type { Store } from "../port.ts";
 import type { AgentKeys, KeySpace } from "../keys.ts";
 import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
-import type { ScriptArgs } from "../lua/args/layout.ts";
+import type { ScriptArgs, ScriptFields } from "../lua/args/layout.ts";
 import { decode } from "./replies.ts";
+import type { OperationLayout, ScriptOp } from "./operation.ts";
 
 export interface ScriptStoreDeps {
   kind: "redis" | "upstash";
@@ -88,7 +89,14 @@ export class ScriptContext {
       throw err;
     }));
 
-  /** Runs one script with its encoded arguments and decodes the reply. */
+  /** Runs one described script (store/script/operation.ts) with its named values and decodes the reply. */
+  readonly run = async <L extends OperationLayout, R>(op: ScriptOp<L, R>, fields: ScriptFields<L>): Promise<R> => {
+    if (!this.#passed) await this.checkEviction();
+    const a = op.encode(fields);
+    return op.reply(await this.deps.run(op.script, a.keys, a.argv));
+  };
+
+  /** The tuned path of the commit and the claims: runs one script with its encoded arguments and decodes the reply (replies.ts). */
   readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
     if (!this.#passed) await this.checkEviction();
     return decode(a.script, await this.deps.run(a.script, a.keys, a.argv), ctx) as T;

@@ -49,7 +49,7 @@ function headOf(h: AgentHead): AgentHead {
 }
 
 /** The pieces of a schedule as the scripts join them (store/lua/includes/schedule.lua). */
-interface ScheduleReply {
+export interface ScheduleReply {
   record: Omit<ScheduleRecord, "nextTick" | "rev" | "lastFired" | "createdAt">;
   nextTick: number | null;
   rev: number;
@@ -67,7 +67,7 @@ export function scheduleOf(c: ScheduleReply): ScheduleRecord {
 }
 
 /** A fire's enqueue answer: `enqueued "t"`, `duplicate "t"` or `definition_conflict "name"`. */
-function enqueueOf(reply: string): unknown {
+export function enqueueOf(reply: string): unknown {
   const sp = reply.indexOf(" ");
   const word = reply.slice(0, sp);
   const v = JSON.parse(reply.slice(sp + 1));
@@ -179,20 +179,6 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       return word === "entry" ? payload : null;
     case "list_tool_roles":
       return json();
-    case "put_schedule":
-      return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, schedule: scheduleOf(json()) };
-    case "get_schedules":
-      if (word === "list") return (json() as ScheduleReply[]).map(scheduleOf);
-      return word === "entry" ? scheduleOf(json()) : null;
-    case "delete_schedule":
-      return word === "deleted" ? { status: word } : { status: "schedule_not_found" };
-    case "due_schedule":
-      return word === "schedule" ? { status: "schedule_due", schedule: scheduleOf(json()) } : { status: "none", next: payload === "null" ? null : Number(payload) };
-    case "fire_schedule": {
-      if (word === "absent") return { status: "schedule_not_found" };
-      if (word === "fired") return { status: word, enqueue: enqueueOf(payload) };
-      return { status: word, nextTick: json() };
-    }
     case "read_messages":
     case "read_events":
     case "get_tool_calls":
