@@ -11,14 +11,15 @@ import { describe, expect, it } from "vitest";
 import type { ScriptLayout } from "../store/lua/args/layout.ts";
 import { encoder } from "../store/lua/args/layout.ts";
 import * as turnProtocol from "../store/lua/args/turn-protocol.ts";
-import * as reads from "../store/lua/args/reads.ts";
-import * as lifecycle from "../store/lua/args/lifecycle.ts";
-import * as sideStores from "../store/lua/args/side-stores.ts";
-import * as approvals from "../store/lua/args/approvals.ts";
+import * as turnProtocolOps from "../store/script/turn-protocol.ts";
+import * as reads from "../store/script/reads.ts";
+import * as lifecycle from "../store/script/lifecycle.ts";
+import * as sideStores from "../store/script/side-stores.ts";
+import * as approvals from "../store/script/approvals.ts";
 import * as schedules from "../store/script/schedules.ts";
 
 const dir = new URL("../store/lua/", import.meta.url).pathname;
-const layouts = [turnProtocol, reads, lifecycle, sideStores, approvals, schedules]
+const layouts = [turnProtocol, turnProtocolOps, reads, lifecycle, sideStores, approvals, schedules]
   .flatMap((m) => Object.values(m))
   .filter((v): v is ScriptLayout => typeof v === "object" && v !== null && "script" in v);
 const scripts = readdirSync(dir).filter((f) => f.endsWith(".lua")).map((f) => f.slice(0, -4)).sort();
