@@ -8,16 +8,20 @@
  * getVerdict) call each shard: each call still touches one slot.
  *
  * Where things are: store/script/context.ts holds what the operations share
- * (ScriptContext: the transport, the key space, the claim hints, `call`);
+ * (ScriptContext: the transport, the key space, the claim hints, `run`);
  * the operations are top-level functions of that context, one file per
  * section of the port (script/turn-protocol.ts, script/reads.ts,
- * script/lifecycle.ts, script/side-stores.ts). Each builds its script's
- * arguments with the script's encoder (store/lua/args/), which names every
- * position as the script's header does; values are formatted once
- * (script/values.ts: JSON texts for values the scripts store or compare,
- * raw strings for identifiers that become keys or index members), and
- * replies are turned into port results in one function, `decode`
- * (script/replies.ts). This file binds the operations into the store object.
+ * script/lifecycle.ts, script/side-stores.ts, script/approvals.ts,
+ * script/schedules.ts), each beside the descriptor of its script
+ * (script/operation.ts: the argument layout, named as the script's header
+ * does, the reply words and their decoding), which `run` executes the same
+ * way for every script. Values are formatted once (script/values.ts: JSON
+ * texts for values the scripts store or compare, raw strings for
+ * identifiers that become keys or index members). The commit and the claims
+ * keep a tuned path (`call`, store/lua/args/turn-protocol.ts, script/wire.ts,
+ * `decode` in script/replies.ts). This file binds every function of a
+ * section into the store object; adding an operation is docs/store.md
+ * "Adding a store operation".
  */
 import type { Store } from "./port.ts";
 import { ScriptContext, type ScriptStoreDeps } from "./script/context.ts";

@@ -1,11 +1,11 @@
 /**
  * ScriptContext: what every operation of the script store shares: the
  * adapter's transport (`deps`), the key space, the claim hints of the
- * sharded layout, the memoized eviction check, and `call`, which runs one
- * script with the arguments its encoder built (store/lua/args/) and decodes
- * the reply (replies.ts). The operations are top-level functions of the
- * context, one file per section of the port (turn-protocol.ts, reads.ts,
- * lifecycle.ts, side-stores.ts); store/lua-store.ts binds them.
+ * sharded layout, the memoized eviction check, and `run`, which runs one
+ * described script (store/script/operation.ts) with its named values and
+ * decodes the reply (`call`: the same for the commit and the claims, on
+ * their tuned path). The operations are top-level functions of the context,
+ * one file per section of the port; store/lua-store.ts binds them.
  *
  * The members are arrow-function properties, so an operation may take the
  * ones it uses apart (`const { keys, call } = c`).

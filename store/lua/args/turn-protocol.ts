@@ -1,7 +1,8 @@
 /**
- * The argument layouts and encoders of the turn protocol's scripts (store/port.ts `TurnProtocol`).
- * Each layout names the KEYS and ARGV of its script in order, as the
- * script's header does (store/lua/args/layout.ts).
+ * The argument layouts and encoders of the commit and the claims (store/port.ts
+ * `TurnProtocol`), on their tuned path: every other script's layout is in its
+ * descriptor (store/script/operation.ts). Each layout names the KEYS and ARGV
+ * of its script in order, as the script's header does (layout.ts).
  */
 import { encoder, type ScriptLayout } from "./layout.ts";
 
