@@ -1,7 +1,8 @@
 /**
  * Each Lua script's arguments are named once, and the three places that use
  * the names cannot drift apart: the layout its encoder is built from
- * (store/lua/args/*.ts), the script's header (`KEYS[1] head: ...`, one entry
+ * (its descriptor in store/script/*.ts, store/script/operation.ts; the
+ * commit's and the claims' in store/lua/args/turn-protocol.ts), the script's header (`KEYS[1] head: ...`, one entry
  * a line, `KEYS[n..] rest: ...` for a variable tail) and the named locals the
  * script decodes KEYS and ARGV into at its top, in the same order. A script
  * reads no other position by number.
