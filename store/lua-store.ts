@@ -8,16 +8,20 @@
  * getVerdict) call each shard: each call still touches one slot.
  *
  * Where things are: store/script/context.ts holds what the operations share
- * (ScriptContext: the transport, the key space, the claim hints, `call`);
+ * (ScriptContext: the transport, the key space, the claim hints, `run`);
  * the operations are top-level functions of that context, one file per
  * section of the port (script/turn-protocol.ts, script/reads.ts,
- * script/lifecycle.ts, script/side-stores.ts). Each builds its script's
- * arguments with the script's encoder (store/lua/args/), which names every
- * position as the script's header does; values are formatted once
- * (script/values.ts: JSON texts for values the scripts store or compare,
- * raw strings for identifiers that become keys or index members), and
- * replies are turned into port results in one function, `decode`
- * (script/replies.ts). This file binds the operations into the store object.
+ * script/lifecycle.ts, script/side-stores.ts, script/approvals.ts,
+ * script/schedules.ts), each beside the descriptor of its script
+ * (script/operation.ts: the argument layout, named as the script's header
+ * does, the reply words and their decoding), which `run` executes the same
+ * way for every script. Values are formatted once (script/values.ts: JSON
+ * texts for values the scripts store or compare, raw strings for
+ * identifiers that become keys or index members). The commit and the claims
+ * keep a tuned path (`call`, store/lua/args/turn-protocol.ts, script/wire.ts,
+ * `decode` in script/replies.ts). This file binds every function of a
+ * section into the store object; adding an operation is docs/store.md
+ * "Adding a store operation".
  */
 import type { Store } from "./port.ts";
 import { ScriptContext, type ScriptStoreDeps } from "./script/context.ts";
@@ -47,13 +51,18 @@ export interface ScriptStore extends Store {
   checkEviction(): Promise<{ policy: string | null }>;
 }
 
-/** The operations of a section (functions of the context first), bound to one context. */
-type Bound<M> = { [K in keyof M]: M[K] extends (c: ScriptContext, ...args: infer A) => infer R ? (...args: A) => R : never };
+/**
+ * The operations of a section (its functions of the context first), bound to one context. A section
+ * module also exports the descriptors of its scripts (store/script/operation.ts): they are no methods.
+ */
+type Bound<M> = {
+  [K in keyof M as M[K] extends (c: ScriptContext, ...args: never[]) => unknown ? K : never]: M[K] extends (c: ScriptContext, ...args: infer A) => infer R ? (...args: A) => R : never;
+};
 
-function bind<M extends Record<string, (c: ScriptContext, ...args: never[]) => unknown>>(c: ScriptContext, ops: M): Bound<M> {
+function bind<M extends Record<string, unknown>>(c: ScriptContext, ops: M): Bound<M> {
   const out: Record<string, unknown> = {};
   // Every argument well-formed (store/port.ts invariant `well-formed-text`), as the memory store takes it.
-  for (const [name, fn] of Object.entries(ops)) out[name] = (...args: never[]) => fn(c, ...(args.map(wellFormedValue) as never[]));
+  for (const [name, fn] of Object.entries(ops)) if (typeof fn === "function") out[name] = (...args: never[]) => fn(c, ...(args.map(wellFormedValue) as never[]));
   return out as Bound<M>;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Each Lua script's arguments are named once, and the three places that use
  * the names cannot drift apart: the layout its encoder is built from
- * (store/lua/args/*.ts), the script's header (`KEYS[1] head: ...`, one entry
+ * (its descriptor in store/script/*.ts, store/script/operation.ts; the
+ * commit's and the claims' in store/lua/args/turn-protocol.ts), the script's header (`KEYS[1] head: ...`, one entry
  * a line, `KEYS[n..] rest: ...` for a variable tail) and the named locals the
  * script decodes KEYS and ARGV into at its top, in the same order. A script
  * reads no other position by number.
@@ -11,14 +12,15 @@ import { describe, expect, it } from "vitest";
 import type { ScriptLayout } from "../store/lua/args/layout.ts";
 import { encoder } from "../store/lua/args/layout.ts";
 import * as turnProtocol from "../store/lua/args/turn-protocol.ts";
-import * as reads from "../store/lua/args/reads.ts";
-import * as lifecycle from "../store/lua/args/lifecycle.ts";
-import * as sideStores from "../store/lua/args/side-stores.ts";
-import * as approvals from "../store/lua/args/approvals.ts";
-import * as schedules from "../store/lua/args/schedules.ts";
+import * as turnProtocolOps from "../store/script/turn-protocol.ts";
+import * as reads from "../store/script/reads.ts";
+import * as lifecycle from "../store/script/lifecycle.ts";
+import * as sideStores from "../store/script/side-stores.ts";
+import * as approvals from "../store/script/approvals.ts";
+import * as schedules from "../store/script/schedules.ts";
 
 const dir = new URL("../store/lua/", import.meta.url).pathname;
-const layouts = [turnProtocol, reads, lifecycle, sideStores, approvals, schedules]
+const layouts = [turnProtocol, turnProtocolOps, reads, lifecycle, sideStores, approvals, schedules]
   .flatMap((m) => Object.values(m))
   .filter((v): v is ScriptLayout => typeof v === "object" && v !== null && "script" in v);
 const scripts = readdirSync(dir).filter((f) => f.endsWith(".lua")).map((f) => f.slice(0, -4)).sort();

@@ -36,7 +36,7 @@
 -- @include keys.lua
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local head, msgs, events, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local deadlines, inputs, ready = KEYS[5], KEYS[6], KEYS[7]
 local prefix, agent_id, agent_id_json, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

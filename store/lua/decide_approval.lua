@@ -33,7 +33,7 @@
 -- @include head.lua
 -- @include calls.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/approvals.ts).
+-- Arguments, named in the order of the header (described in store/script/approvals.ts).
 local head, calls, mail, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local deadlines = KEYS[5]
 local prefix, agent_id, turn_json, turn_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

@@ -11,7 +11,7 @@
   Returns: 'list [[set, seenAt], ...]' (the other sets still recorded)
 ]]
 -- no checks: it refuses nothing (the adapter checked the numbers and names).
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local sets = KEYS[1]
 local own, now_text, ttl_text = ARGV[1], ARGV[2], ARGV[3]
 

@@ -27,7 +27,7 @@
 -- @include keys.lua
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/lifecycle.ts).
+-- Arguments, named in the order of the header (described in store/script/lifecycle.ts).
 local head, turns, deadlines, agents_idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local deleted = KEYS[5]
 local prefix, agent_id, now_str = ARGV[1], ARGV[2], ARGV[3]

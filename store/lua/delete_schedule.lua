@@ -9,7 +9,7 @@
   Undeclared keys: the ready zset and schedule index of the schedule's target (the agent's home).
   Returns: 'deleted' | 'absent'
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
+-- Arguments, named in the order of the header (described in store/script/schedules.ts).
 local sched = KEYS[1]
 local prefix, agent_id, sched_id = ARGV[1], ARGV[2], ARGV[3]
 

@@ -18,7 +18,7 @@
            renew  -> 'renewed' | 'lost'
            record, forget -> 'written' | 'lost'
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local record = KEYS[1]
 local mode, now_text, target, holder = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local window_text, hold_text, response_arg = ARGV[5], ARGV[6], ARGV[7]

@@ -20,7 +20,7 @@
 -- @include keys.lua
 -- @include schedule.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
+-- Arguments, named in the order of the header (described in store/script/schedules.ts).
 local ticks = KEYS[1]
 local prefix, now_str = ARGV[1], ARGV[2]
 

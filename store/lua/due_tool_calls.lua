@@ -14,7 +14,7 @@
 -- no checks: it refuses nothing; its one write removes members that name no call.
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local deadlines = KEYS[1]
 local now_str, limit, mode = ARGV[1], ARGV[2], ARGV[3]
 

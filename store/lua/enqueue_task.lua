@@ -45,7 +45,7 @@
 -- @include queue.lua
 -- @include enqueue.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local turns, inputs, deleted, delayed = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local prefix, agent_id, agent_id_json, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

@@ -51,7 +51,7 @@
 -- @include enqueue.lua
 -- @include turns.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
+-- Arguments, named in the order of the header (described in store/script/schedules.ts).
 local head, tasks, idem, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local turns, inputs, deleted, sched = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local delayed = KEYS[9]

@@ -9,7 +9,7 @@
 -- reads only: writes nothing.
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local head = KEYS[1]
 
 local h = read_head(head, HEAD_FIELDS)

@@ -9,7 +9,7 @@
 -- reads only: writes nothing.
 -- @include schedule.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
+-- Arguments, named in the order of the header (described in store/script/schedules.ts).
 local sched = KEYS[1]
 local sched_id = ARGV[1]
 

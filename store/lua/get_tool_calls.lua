@@ -8,7 +8,7 @@
 -- @include head.lua
 -- @include calls.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local calls = KEYS[1]
 
 local all = redis.call('HGETALL', calls)

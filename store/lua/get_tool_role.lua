@@ -6,7 +6,7 @@
   Returns: 'entry <entry text as stored>' | 'none'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local tools = KEYS[1]
 local role = ARGV[1]
 

@@ -17,7 +17,7 @@
 -- @include queue.lua
 -- @include turns.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local head, tasks, turns, idem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local inputs, delayed = KEYS[5], KEYS[6]
 local turn_raw, turn_json = ARGV[1], ARGV[2]

@@ -6,7 +6,7 @@
   Returns: 'verdict <record text>' | 'none'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local verdicts = KEYS[1]
 local verdict_id = ARGV[1]
 

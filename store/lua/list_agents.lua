@@ -13,7 +13,7 @@
   Returns: 'list [[agentId, updatedAt], ...]'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local idx = KEYS[1]
 local limit_text, since, cursor_score, cursor_agent = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 

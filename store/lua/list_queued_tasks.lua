@@ -11,7 +11,7 @@
 -- @include head.lua
 -- @include queue.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local tasks, delayed = KEYS[1], KEYS[2]
 local limit_text = ARGV[1]
 

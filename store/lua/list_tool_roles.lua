@@ -7,7 +7,7 @@
 -- reads only: writes nothing.
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local tools = KEYS[1]
 
 local flat = redis.call('HGETALL', tools)

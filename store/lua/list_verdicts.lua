@@ -12,7 +12,7 @@
 -- reads only: writes nothing.
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local verdict_list, verdicts = KEYS[1], KEYS[2]
 local by_turn_flag, turn_id, by_status_flag, status = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 

@@ -5,7 +5,7 @@
   Returns: 'at <score>' | 'none'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local ready = KEYS[1]
 
 local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')

@@ -26,7 +26,7 @@
 -- @include head.lua
 -- @include schedule.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/schedules.ts).
+-- Arguments, named in the order of the header (described in store/script/schedules.ts).
 local head, sched = KEYS[1], KEYS[2]
 local prefix, agent_id, sched_id, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local target, record_json, input_json, next_tick = ARGV[5], ARGV[6], ARGV[7], ARGV[8]

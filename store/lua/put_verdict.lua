@@ -11,7 +11,7 @@
   ARGV[3] record: record text (stored as given)
   Returns: 'written' | 'exists' (nothing changes)
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local verdict_list, head, verdicts = KEYS[1], KEYS[2], KEYS[3]
 local verdict_id, entry, record = ARGV[1], ARGV[2], ARGV[3]
 

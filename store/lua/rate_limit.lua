@@ -16,7 +16,7 @@
   Redis's; the decision itself uses `now` only).
   Returns: 'allowed' | 'limited <bucket index from 0> <retry after ms>'
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local now_ms = ARGV[1]
 
 local n = #KEYS

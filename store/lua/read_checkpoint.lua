@@ -8,7 +8,7 @@
   Returns: 'checkpoint {"eventId":n,"at":n,"messageIndex":n,"snapshot":...}' | 'none'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local head, ckpts = KEYS[1], KEYS[2]
 
 local trimmed = tonumber(redis.call('HGET', head, 'eventsTrimmedThrough')) or 0

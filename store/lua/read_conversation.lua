@@ -15,7 +15,7 @@
 -- @include head.lua
 -- @include inputs.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local head, msgs, inputs, summary_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local from_summary = ARGV[1]
 

@@ -24,7 +24,7 @@
 -- reads only: writes nothing.
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local events, head = KEYS[1], KEYS[2]
 local after_text, limit_text, max_bytes = ARGV[1], ARGV[2], ARGV[3]
 

@@ -17,7 +17,7 @@
 -- @include head.lua
 -- @include inputs.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/reads.ts).
+-- Arguments, named in the order of the header (described in store/script/reads.ts).
 local msgs, inputs, head = KEYS[1], KEYS[2], KEYS[3]
 local from_index = ARGV[1]
 

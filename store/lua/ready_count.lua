@@ -7,7 +7,7 @@
   Returns: 'count <n>'
 ]]
 -- reads only: writes nothing.
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local ready = KEYS[1]
 local now_str = ARGV[1]
 

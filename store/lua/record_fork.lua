@@ -11,7 +11,7 @@
 ]]
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local head, events = KEYS[1], KEYS[2]
 local now_str, event_tail = ARGV[1], ARGV[2]
 

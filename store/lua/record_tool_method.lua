@@ -20,7 +20,7 @@
   Returns: 'recorded {"added":"method"|"alias"|"none","entry":{...}}'
   (an empty list may come back as {}: the adapter reads it as []).
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local tools, forms = KEYS[1], KEYS[2]
 local role, method, form, now_text = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local calls_text = ARGV[5]

@@ -17,7 +17,7 @@
 -- @include keys.lua
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local head = KEYS[1]
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lease_ms_text, now_text = ARGV[5], ARGV[6]

@@ -33,7 +33,7 @@
 -- @include queue.lua
 -- @include turns.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local head, mail, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local tasks, idem, delayed = KEYS[5], KEYS[6], KEYS[7]
 local prefix, agent_id, now_str, reason_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

@@ -33,7 +33,7 @@
 -- @include queue.lua
 -- @include end_turn.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local head, tasks, mail, msgs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local events, calls, deadlines, turns = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local ended, delayed = KEYS[9], KEYS[10]

@@ -17,7 +17,7 @@
 ]]
 -- @include head.lua
 
--- Arguments, named in the order of the header (encoded by store/lua/args/turn-protocol.ts).
+-- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local deadlines, head, events = KEYS[1], KEYS[2], KEYS[3]
 local member, retry_at, now_str, turn_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local event_tail = ARGV[5]

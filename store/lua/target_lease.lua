@@ -12,7 +12,7 @@
   Returns: acquire -> 'held <until>' | 'busy <until> <holder>'
            release -> 'released' | 'not_held'
 ]]
--- Arguments, named in the order of the header (encoded by store/lua/args/side-stores.ts).
+-- Arguments, named in the order of the header (described in store/script/side-stores.ts).
 local lease = KEYS[1]
 local mode, holder, now_text, lease_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 

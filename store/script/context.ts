@@ -1,11 +1,11 @@
 /**
  * ScriptContext: what every operation of the script store shares: the
  * adapter's transport (`deps`), the key space, the claim hints of the
- * sharded layout, the memoized eviction check, and `call`, which runs one
- * script with the arguments its encoder built (store/lua/args/) and decodes
- * the reply (replies.ts). The operations are top-level functions of the
- * context, one file per section of the port (turn-protocol.ts, reads.ts,
- * lifecycle.ts, side-stores.ts); store/lua-store.ts binds them.
+ * sharded layout, the memoized eviction check, and `run`, which runs one
+ * described script (store/script/operation.ts) with its named values and
+ * decodes the reply (`call`: the same for the commit and the claims, on
+ * their tuned path). The operations are top-level functions of the context,
+ * one file per section of the port; store/lua-store.ts binds them.
  *
  * The members are arrow-function properties, so an operation may take the
  * ones it uses apart (`const { keys, call } = c`).
@@ -13,9 +13,10 @@
 import type { Store } from "../port.ts";
 import type { AgentKeys, KeySpace } from "../keys.ts";
 import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
-import type { ScriptArgs } from "../lua/args/layout.ts";
+import type { ScriptArgs, ScriptFields } from "../lua/args/layout.ts";
 import { decode } from "./replies.ts";
 import { hasLoneSurrogate, wellFormed } from "../../common/well-formed.ts";
+import type { OperationLayout, ScriptOp } from "./operation.ts";
 
 export interface ScriptStoreDeps {
   kind: "redis" | "upstash";
@@ -90,14 +91,26 @@ export class ScriptContext {
     }));
 
   /**
-   * Runs one script with its encoded arguments and decodes the reply. Every key and argument is made
-   * well-formed first (a raw lone surrogate becomes U+FFFD, store/port.ts invariant `well-formed-text`):
-   * the JSON texts already are (values.ts), an identifier (an agent id, an idempotency key) is here,
-   * so the script and the memory store see the same text, whatever the transport's UTF-8 encoder does.
+   * Every key and argument of a script, well-formed (a raw lone surrogate becomes U+FFFD, store/port.ts
+   * invariant `well-formed-text`): the JSON texts already are (values.ts), an identifier (an agent id, an
+   * idempotency key) is made so here, so the script and the memory store see the same text, whatever the
+   * transport's UTF-8 encoder does. Both paths below run through it, the last stop before Redis.
    */
+  readonly #send = (script: ScriptArgs["script"], keys: string[], argv: string[]): Promise<string> => {
+    const clean = (list: string[]) => (list.some(hasLoneSurrogate) ? list.map(wellFormed) : list);
+    return this.deps.run(script, clean(keys), clean(argv));
+  };
+
+  /** Runs one described script (store/script/operation.ts) with its named values and decodes the reply. */
+  readonly run = async <L extends OperationLayout, R>(op: ScriptOp<L, R>, fields: ScriptFields<L>): Promise<R> => {
+    if (!this.#passed) await this.checkEviction();
+    const a = op.encode(fields);
+    return op.reply(await this.#send(op.script, a.keys, a.argv));
+  };
+
+  /** The tuned path of the commit and the claims: runs one script with its encoded arguments and decodes the reply (replies.ts). */
   readonly call = async <T>(a: ScriptArgs, ctx?: { agentId?: string }): Promise<T> => {
     if (!this.#passed) await this.checkEviction();
-    const clean = (list: string[]) => (list.some(hasLoneSurrogate) ? list.map(wellFormed) : list);
-    return decode(a.script, await this.deps.run(a.script, clean(a.keys), clean(a.argv)), ctx) as T;
+    return decode(a.script, await this.#send(a.script, a.keys, a.argv), ctx) as T;
   };
 }

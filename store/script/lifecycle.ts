@@ -1,18 +1,35 @@
 /**
  * Deletion and liveness of the script store (store/port.ts `Lifecycle`).
- * Each operation is a top-level function of the store's ScriptContext; its
- * arguments are built by the script's encoder (store/lua/args/lifecycle.ts).
+ * Each operation is a top-level function of the store's ScriptContext over
+ * its script, described here (store/script/operation.ts).
  */
 import type { Lifecycle } from "../port.ts";
 import { int } from "./values.ts";
-import { encodeDeleteAgent, encodePing } from "../lua/args/lifecycle.ts";
+import { scriptOp } from "./operation.ts";
 import type { ScriptContext } from "./context.ts";
+
+/** store/lua/delete_agent.lua */
+export const DELETE_AGENT = scriptOp({
+  script: "delete_agent",
+  keys: ["head", "turns", "deadlines", "agents_idx", "deleted"],
+  argv: ["prefix", "agent_id", "now_str"],
+  keysRest: "own_keys",
+  words: ["deleted", "agent_not_found"],
+}, (word) => ({ status: word }));
+
+/** store/lua/ping.lua */
+export const PING = scriptOp({
+  script: "ping",
+  keys: [],
+  argv: [],
+  words: ["pong"],
+}, () => undefined);
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof Lifecycle> = ReturnType<NonNullable<Lifecycle[K]>>;
 
 export async function deleteAgent(c: ScriptContext, agentId: string, now?: number): Ret<"deleteAgent"> {
-  const { deps, keys, call } = c;
+  const { deps, keys, run } = c;
   const k = keys.agent(agentId);
   const at = now === undefined ? "0" : int(now, "now");
   // Every key under the agent's hash tag (calls hashes, delivery records), then one script deletes them all.
@@ -28,13 +45,13 @@ export async function deleteAgent(c: ScriptContext, agentId: string, now?: numbe
   found.delete(k.head);
   found.delete(k.turns);
   found.delete(k.deleted);
-  return call<{ status: "deleted" } | { status: "agent_not_found" }>(encodeDeleteAgent({
+  return run(DELETE_AGENT, {
     head: k.head, turns: k.turns, deadlines: k.home.deadlines, agents_idx: k.home.agents, deleted: k.deleted, own_keys: [...found],
     prefix: k.home.prefix, agent_id: agentId, now_str: at,
-  }));
+  });
 }
 
 export async function ping(c: ScriptContext): Promise<void> {
-  const { call } = c;
-  await call(encodePing({}));
+  const { run } = c;
+  await run(PING, {});
 }

@@ -1,32 +1,20 @@
 /**
- * The replies of the scripts: every word a script answers (`REPLY`), and
- * `decode`, which turns a reply into the port result, one place for every
- * script.
+ * The replies of the tuned path (commit.lua, claim.lua, claim_next.lua): their
+ * words (`REPLY`) and `decode`, which turns such a reply into the port
+ * result; and the reply pieces several scripts share (a claim, a head, a
+ * schedule, an enqueue answer). Every other script's words and decoding are
+ * in its descriptor (store/script/operation.ts), beside its port method.
  */
 import type { ClaimResult, PreviousLease, ScheduleRecord } from "../port.ts";
 import type { AgentHead, InboxTask, MailItem } from "../types.ts";
-import { loadToolRoleEntry } from "../../common/tool-registry.ts";
 import type { ScriptName } from "../lua/scripts.gen.ts";
 import { StoreReplyError } from "../script-runner.ts";
 import { expandSnapshot } from "../snapshot-form.ts";
 
-/** Reply words of every script, named once. */
+/** Reply words of the commit and the claims, named once. */
 export const REPLY = [
-  "enqueued", "duplicate", "definition_conflict",
-  "accepted", "resolved", "not_external", "delegated_call", "agent_not_found", "unknown_call", "turn_finished", "not_active",
-  "claimed", "busy", "empty",
-  "renewed", "lost",
+  "agent_not_found", "claimed", "busy", "empty", "schedule",
   "applied", "fenced", "version", "turn", "tool_call_resolved", "cancel_pending",
-  "head", "none", "list", "at", "count", "verdict",
-  "written", "exists",
-  "retry", "turn_failed", "stale", "reset", "conflict", "pong",
-  "turn_not_started", "turn_not_found", "cancelled", "already_cancelled", "turn_started", "skipped", "absent",
-  "fresh", "in_progress", "answered", "other_target",
-  "created", "recorded", "entry",
-  "allowed", "limited", "held", "released", "not_held",
-  "conversation", "checkpoint", "deleted", "agent_deleted", "too_many_delayed",
-  "approval_pending", "not_due", "decided", "decided_before", "not_awaiting_approval",
-  "schedule", "replaced", "fired", "schedule_limit", "coalesced",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -43,13 +31,13 @@ function claimedOf(c: ClaimedReply): Extract<ClaimResult, { status: "claimed" }>
 }
 
 /** A head as a script answers it, its snapshot served whole (store/snapshot-form.ts). */
-function headOf(h: AgentHead): AgentHead {
+export function headOf(h: AgentHead): AgentHead {
   h.snapshot = expandSnapshot(h.snapshot);
   return h;
 }
 
 /** The pieces of a schedule as the scripts join them (store/lua/includes/schedule.lua). */
-interface ScheduleReply {
+export interface ScheduleReply {
   record: Omit<ScheduleRecord, "nextTick" | "rev" | "lastFired" | "createdAt">;
   nextTick: number | null;
   rev: number;
@@ -67,41 +55,21 @@ export function scheduleOf(c: ScheduleReply): ScheduleRecord {
 }
 
 /** A fire's enqueue answer: `enqueued "t"`, `duplicate "t"` or `definition_conflict "name"`. */
-function enqueueOf(reply: string): unknown {
+export function enqueueOf(reply: string): unknown {
   const sp = reply.indexOf(" ");
   const word = reply.slice(0, sp);
   const v = JSON.parse(reply.slice(sp + 1));
   return word === "definition_conflict" ? { status: word, boundTo: v } : { status: word, turnId: v };
 }
 
-/** Turns a script reply into the result of the operation (one place for every script). */
+/** Turns a reply of the commit or a claim into the result of the operation. */
 export function decode(name: ScriptName, reply: string, ctx: { agentId?: string } = {}): unknown {
-  // Long because it is one case per script: every reply is turned into a port result here and nowhere else.
   const sp = reply.indexOf(" ");
   const word = (sp < 0 ? reply : reply.slice(0, sp)) as Word;
   const payload = sp < 0 ? "" : reply.slice(sp + 1);
   if (!WORDS.has(word)) throw new StoreReplyError(`Script ${name} answered an unknown reply ${JSON.stringify(reply.slice(0, 80))}`);
   const json = () => JSON.parse(payload);
   switch (name) {
-    case "enqueue_task":
-      if (word === "agent_deleted") return { status: word, deletedAt: json() };
-      if (word === "too_many_delayed") return { status: word, limit: json() };
-      return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, turnId: json() };
-    case "deliver_tool_result":
-      // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).
-      return word === "accepted" || word === "resolved" ? { status: word, record: json() } : { status: word };
-    case "decide_approval":
-      // 'decided_before' is turned into duplicate / conflict by answerDecided (store/approvals.ts).
-      return word === "decided" || word === "decided_before" ? { status: word, record: json() } : { status: word };
-    case "request_cancel":
-      return word === "accepted" ? { status: word, turnId: json() } : { status: word };
-    case "cancel_task":
-      if (word === "cancelled" || word === "already_cancelled") return { status: "cancelled", already: word === "already_cancelled" };
-      return { status: word };
-    case "get_turn":
-      return word === "turn" ? json() : null;
-    case "skip_due_tool_call":
-      return { status: word };
     case "claim":
     case "claim_next": {
       if (word === "claimed") return claimedOf(json());
@@ -110,97 +78,11 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : payload ? { status: "empty", ...json() } : { status: "empty" };
       return { status: word };
     }
-    case "renew_lease":
-      return word === "renewed" ? { status: word, leaseUntil: json() } : { status: word };
     case "commit": {
       if (word !== "applied") return { status: "conflict", reason: word };
       const { chained, ...applied } = json();
       return { status: word, ...applied, ...(chained ? { chained: claimedOf(chained) } : {}) };
     }
-    case "record_claim_failure":
-      return word === "retry" || word === "turn_failed" ? { status: word, ...json() } : { status: word };
-    case "reset_turn":
-      return word === "reset" ? { status: word, ...json() } : { status: word };
-    case "ping":
-      return undefined;
-    case "delivery":
-      if (word === "answered") return { status: word, response: json() };
-      if (word === "in_progress") return { status: word, holdUntil: Number(payload) };
-      return { status: word };
-    case "rate_limit": {
-      if (word === "allowed") return { status: "allowed" };
-      const [bucket, wait] = payload.split(" ").map(Number);
-      return { status: "limited", bucket, retryAfterMs: wait };
-    }
-    case "definition_sets":
-      return (json() as Array<[string, number]>).map(([set, seenAt]) => ({ agents: set.split(","), seenAt }));
-    case "target_lease": {
-      if (word === "held") return { status: "held", leaseUntil: Number(payload) };
-      if (word === "busy") {
-        const sp2 = payload.indexOf(" ");
-        return { status: "busy", leaseUntil: Number(payload.slice(0, sp2)), holder: payload.slice(sp2 + 1) };
-      }
-      return { status: word };
-    }
-    case "get_agent":
-      return word === "head" ? headOf(json()) : null;
-    case "read_conversation":
-      return word === "conversation" ? json() : null;
-    case "read_checkpoint": {
-      if (word !== "checkpoint") return null;
-      const c = json() as { snapshot: unknown };
-      c.snapshot = expandSnapshot(c.snapshot);
-      return c;
-    }
-    case "delete_agent":
-      return { status: word };
-    case "next_ready_at":
-      return word === "at" ? Number(payload) : null;
-    case "ready_count":
-      return Number(payload);
-    case "get_verdict":
-      return word === "verdict" ? payload : null;
-    case "put_verdict":
-      return { status: word };
-    case "create_fork":
-    case "record_fork":
-      return word === "created" || word === "recorded" ? { status: word, ...json() } : { status: word };
-    case "list_queued_tasks":
-      return (json() as InboxTask[]).map((t) => ({ turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}) }));
-    case "list_agents":
-      return (json() as Array<[string, number]>).map(([agentId, updatedAt]) => ({ agentId, updatedAt }));
-    case "record_tool_method": {
-      const r = json() as { added: "method" | "alias" | "none"; entry: { role?: unknown } };
-      const entry = loadToolRoleEntry(String(r.entry?.role ?? ""), r.entry);
-      if (!entry) throw new StoreReplyError(`Script ${name} answered an entry that is not an object`);
-      return { status: "recorded", added: r.added, entry };
-    }
-    case "get_tool_role":
-      return word === "entry" ? payload : null;
-    case "list_tool_roles":
-      return json();
-    case "put_schedule":
-      if (word === "schedule_limit") return { status: word, limit: Number(payload) };
-      return word === "definition_conflict" ? { status: word, boundTo: json() } : { status: word, schedule: scheduleOf(json()) };
-    case "get_schedules":
-      if (word === "list") return (json() as ScheduleReply[]).map(scheduleOf);
-      return word === "entry" ? scheduleOf(json()) : null;
-    case "delete_schedule":
-      return word === "deleted" ? { status: word } : { status: "schedule_not_found" };
-    case "due_schedule":
-      return word === "schedule" ? { status: "schedule_due", schedule: scheduleOf(json()) } : { status: "none", next: payload === "null" ? null : Number(payload) };
-    case "fire_schedule": {
-      if (word === "absent") return { status: "schedule_not_found" };
-      if (word === "fired") return { status: word, enqueue: enqueueOf(payload) };
-      if (word === "coalesced") return { status: word, ...json() };
-      return { status: word, nextTick: json() };
-    }
-    case "read_messages":
-    case "read_events":
-    case "get_tool_calls":
-    case "due_tool_calls":
-    case "list_verdicts":
-      return json();
   }
 }
 

@@ -2,8 +2,11 @@
  * The turn protocol of the script store (store/port.ts `TurnProtocol`): tasks in, claims,
  * commits, mail, tool results, cancels, deadlines and the bell, each one script call
  * (the sharded layout's claimNext, dueToolCalls, nextReadyAt and readyCount call each shard).
- * Each operation is a top-level function of the store's ScriptContext; its
- * arguments are built by the script's encoder (store/lua/args/turn-protocol.ts).
+ * Each operation is a top-level function of the store's ScriptContext over
+ * its scripts, described here (store/script/operation.ts): layout, reply words,
+ * decoding. The commit and the claims keep their tuned path: their layouts in
+ * store/lua/args/turn-protocol.ts, their replies decoded by `decode`
+ * (replies.ts), through `call`.
  */
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import type { InboxTask, ToolCallRecord } from "../types.ts";
@@ -15,14 +18,120 @@ import { maxDelayedOf } from "../delayed-bound.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs, WellFormedOnce } from "./values.ts";
-import { encodeCancelTask, encodeClaim, encodeClaimNext, encodeCommit, encodeDeliverToolResult, encodeDueToolCalls, encodeEnqueueTask, encodeNextReadyAt, encodeReadyCount, encodeRecordClaimFailure, encodeRenewLease, encodeRequestCancel, encodeResetTurn, encodeSkipDueToolCall } from "../lua/args/turn-protocol.ts";
+import { encodeClaim, encodeClaimNext, encodeCommit } from "../lua/args/turn-protocol.ts";
+import { json, scriptOp } from "./operation.ts";
 import type { ScriptContext, Heads } from "./context.ts";
+
+/** store/lua/enqueue_task.lua */
+export const ENQUEUE_TASK = scriptOp({
+  script: "enqueue_task",
+  keys: ["head", "tasks", "idem", "events", "turns", "inputs", "deleted", "delayed"],
+  argv: ["prefix", "agent_id", "agent_id_json", "name_json", "target_json", "turn_json", "has_key_flag", "idem_key", "entry", "event_tail", "now_str", "turn_raw", "input_json", "refuse_deleted", "run_at", "max_delayed"],
+  keysRest: "long_keys",
+  words: ["enqueued", "duplicate", "definition_conflict", "agent_deleted", "too_many_delayed"],
+}, (word, payload) => {
+  if (word === "agent_deleted") return { status: word, deletedAt: json<number>(payload) } as EnqueueTaskResult;
+  if (word === "too_many_delayed") return { status: word, limit: json<number>(payload) } as EnqueueTaskResult;
+  return (word === "definition_conflict" ? { status: word, boundTo: json<string>(payload) } : { status: word, turnId: json<string>(payload) }) as EnqueueTaskResult;
+});
+
+/** store/lua/deliver_tool_result.lua */
+export const DELIVER_TOOL_RESULT = scriptOp({
+  script: "deliver_tool_result",
+  keys: ["head", "calls", "mail", "events", "deadlines"],
+  argv: ["prefix", "agent_id", "turn_json", "turn_id", "call_id", "resolution", "mail_tail", "event_tail", "now_str", "source_flag"],
+  words: ["accepted", "resolved", "not_external", "delegated_call", "agent_not_found", "unknown_call", "turn_finished", "approval_pending", "cancel_pending", "not_due"],
+}, (word, payload) =>
+  // 'resolved' is turned into duplicate / already_resolved by answerResolved (store/redelivery.ts).
+  (word === "accepted" || word === "resolved" ? { status: word, record: json(payload) } : { status: word }) as
+    | DeliverToolResultResult
+    | { status: "resolved"; record: ToolCallRecord });
+
+/** store/lua/request_cancel.lua */
+export const REQUEST_CANCEL = scriptOp({
+  script: "request_cancel",
+  keys: ["head", "mail", "events", "turns", "tasks", "idem", "delayed"],
+  argv: ["prefix", "agent_id", "now_str", "reason_json", "turn_raw", "turn_json"],
+  words: ["accepted", "agent_not_found", "not_active", "turn_finished", "turn_not_started", "turn_not_found"],
+}, (word, payload) => (word === "accepted" ? { status: word, turnId: json<string>(payload) } : { status: word }) as CancelResult);
+
+/** store/lua/cancel_task.lua */
+export const CANCEL_TASK = scriptOp({
+  script: "cancel_task",
+  keys: ["head", "tasks", "events", "turns", "idem_hash", "ended", "delayed"],
+  argv: ["turn_raw", "turn_json", "now_str", "event_tail"],
+  words: ["cancelled", "already_cancelled", "agent_not_found", "turn_not_found", "turn_started", "turn_finished"],
+}, (word) => {
+  if (word === "cancelled" || word === "already_cancelled") return { status: "cancelled", already: word === "already_cancelled" } as CancelTaskResult;
+  return { status: word } as CancelTaskResult;
+});
+
+/** store/lua/renew_lease.lua */
+export const RENEW_LEASE = scriptOp({
+  script: "renew_lease",
+  keys: ["head"],
+  argv: ["prefix", "agent_id", "worker_json", "epoch", "lease_ms_text", "now_text"],
+  words: ["renewed", "lost"],
+}, (word, payload) => (word === "renewed" ? { status: word, leaseUntil: json<number>(payload) } : { status: word }));
+
+/** store/lua/record_claim_failure.lua */
+export const RECORD_CLAIM_FAILURE = scriptOp({
+  script: "record_claim_failure",
+  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended", "delayed"],
+  argv: ["prefix", "agent_id", "worker_json", "epoch", "expected_version", "turn_json", "turn_raw", "error_json", "max_failures_text", "retry_base_ms", "now_str"],
+  keysRest: "long_keys",
+  argvRest: "turn_end",
+  words: ["retry", "turn_failed", "stale", "agent_not_found"],
+}, (word, payload) => (word === "retry" || word === "turn_failed" ? { status: word, ...json<object>(payload) } : { status: word }) as ClaimFailureResult);
+
+/** store/lua/reset_turn.lua */
+export const RESET_TURN = scriptOp({
+  script: "reset_turn",
+  keys: ["head", "tasks", "mail", "msgs", "events", "calls", "deadlines", "turns", "ended", "delayed"],
+  argv: ["prefix", "agent_id", "expected_version", "turn_json", "turn_raw", "now_str"],
+  keysRest: "long_keys",
+  argvRest: "turn_end",
+  words: ["reset", "agent_not_found", "not_active", "conflict"],
+}, (word, payload) => (word === "reset" ? { status: word, ...json<object>(payload) } : { status: word }) as ResetTurnResult);
+
+/** store/lua/due_tool_calls.lua */
+export const DUE_TOOL_CALLS = scriptOp({
+  script: "due_tool_calls",
+  keys: ["deadlines"],
+  argv: ["now_str", "limit", "mode"],
+  optional: ["mode"],
+  words: ["list"],
+}, (_word, payload) => json<string[] | Array<[string, number]>>(payload));
+
+/** store/lua/skip_due_tool_call.lua */
+export const SKIP_DUE_TOOL_CALL = scriptOp({
+  script: "skip_due_tool_call",
+  keys: ["deadlines", "head", "events"],
+  argv: ["member", "retry_at", "now_str", "turn_json", "event_tail"],
+  words: ["skipped", "absent"],
+}, (word) => ({ status: word }));
+
+/** store/lua/next_ready_at.lua */
+export const NEXT_READY_AT = scriptOp({
+  script: "next_ready_at",
+  keys: ["ready"],
+  argv: [],
+  words: ["at", "none"],
+}, (word, payload) => (word === "at" ? Number(payload) : null));
+
+/** store/lua/ready_count.lua */
+export const READY_COUNT = scriptOp({
+  script: "ready_count",
+  keys: ["ready"],
+  argv: ["now_str"],
+  words: ["count"],
+}, (_word, payload) => Number(payload));
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof TurnProtocol> = ReturnType<NonNullable<TurnProtocol[K]>>;
 
 export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Promise<EnqueueTaskResult> {
-  const { keys, longKeys, dropHints, call } = c;
+  const { keys, longKeys, dropHints, run } = c;
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   checkTarget(req.workerTarget);
@@ -39,7 +148,7 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
   };
   const input = j(req.input ?? null);
   const maxDelayed = String(maxDelayedOf(req.maxDelayedTasks));
-  return call(encodeEnqueueTask({
+  return run(ENQUEUE_TASK, {
     head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted, delayed: k.delayed,
     long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, agent_id_json: j(req.agentId), name_json: j(req.agentName),
@@ -49,50 +158,50 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
     event_tail: tail({ type: "task_enqueued", data: { turnId: req.turnId, options: req.options, inputBytes: inputBytes(req.input ?? null), ...(runAt !== undefined ? { runAt } : {}) } }),
     now_str: now, turn_raw: req.turnId, input_json: input, refuse_deleted: req.refuseDeleted ? "1" : "",
     run_at: runAt === undefined ? "" : int(runAt, "runAt"), max_delayed: maxDelayed,
-  }));
+  });
 }
 
 export async function deliverToolResult(c: ScriptContext, req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
-  const { keys, dropHints, call } = c;
+  const { keys, dropHints, run } = c;
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   const now = int(req.now, "now");
   const { outcome, afterExecution, source } = req;
   const contractValidation = req.contractValidation ?? notApplied();
-  const r = await call<DeliverToolResultResult | { status: "resolved"; record: ToolCallRecord }>(encodeDeliverToolResult({
+  const r = await run(DELIVER_TOOL_RESULT, {
     head: k.head, calls: k.calls(req.turnId), mail: k.mail, events: k.events, deadlines: k.home.deadlines,
     prefix: k.home.prefix, agent_id: req.agentId, turn_json: j(req.turnId), turn_id: req.turnId, call_id: req.toolCallId,
     resolution: j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
     mail_tail: tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
     event_tail: tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
     now_str: now, source_flag: source === "watchdog" ? "1" : source === "delegation" ? "d" : "0",
-  }));
+  });
   return r.status === "resolved" ? answerResolved(r.record, req) : r;
 }
 
 export async function requestCancel(c: ScriptContext, req: CancelRequest): Promise<CancelResult> {
-  const { keys, dropHints, call } = c;
+  const { keys, dropHints, run } = c;
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   const now = int(req.now, "now");
   if (req.turnId !== undefined) checkTurnId(req.turnId);
-  return call(encodeRequestCancel({
+  return run(REQUEST_CANCEL, {
     head: k.head, mail: k.mail, events: k.events, turns: k.turns, tasks: k.tasks, idem: k.idem, delayed: k.delayed,
     prefix: k.home.prefix, agent_id: req.agentId, now_str: now, reason_json: j(String(req.reason)),
     turn_raw: req.turnId ?? "", turn_json: req.turnId === undefined ? "null" : j(req.turnId),
-  }));
+  });
 }
 
 export async function cancelTask(c: ScriptContext, req: CancelTaskRequest): Promise<CancelTaskResult> {
-  const { keys, call } = c;
+  const { keys, run } = c;
   const k = keys.agent(req.agentId);
   checkTurnId(req.turnId);
   const now = int(req.now, "now");
-  return call(encodeCancelTask({
+  return run(CANCEL_TASK, {
     head: k.head, tasks: k.tasks, events: k.events, turns: k.turns, idem_hash: k.idem, ended: k.ended, delayed: k.delayed,
     turn_raw: req.turnId, turn_json: j(req.turnId), now_str: now,
     event_tail: tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
-  }));
+  });
 }
 
 export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimResult> {
@@ -107,7 +216,7 @@ export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimR
 export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promise<ClaimResult> {
   // Long because the sharded layout's claim visits shards oldest bell first, a loop that needs its
   // state (view, hint, counts) in one place; one Redis is the first branch.
-  const { shards, hints, inFlight, call } = c;
+  const { shards, hints, inFlight, call, run } = c;
   checkTarget(req.workerTarget);
   const args = { worker_json: j(req.workerId), lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now") };
   // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
@@ -145,7 +254,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   if (!claiming) inFlight.set(target, (claiming = new Array<number>(shards.length).fill(0)));
   const readyKeys = shards.map((s) => s.ready(target));
   const readAll = async (): Promise<Heads> => {
-    const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => call<number | null>(encodeNextReadyAt({ ready: k })))) };
+    const view = { asOf: req.now, heads: await Promise.all(readyKeys.map((k) => run(NEXT_READY_AT, { ready: k }))) };
     const hint = hints.get(target);
     if (!hint || hint.asOf <= view.asOf) hints.set(target, view);
     return view;
@@ -186,19 +295,19 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
       heads[at] = r.next ?? null;
       continue;
     }
-    heads[at] = await call<number | null>(encodeNextReadyAt({ ready: readyKeys[at] }));
+    heads[at] = await run(NEXT_READY_AT, { ready: readyKeys[at] });
   }
   return emptyResult();
 }
 
 export async function renewLease(c: ScriptContext, req: RenewRequest): Ret<"renewLease"> {
-  const { keys, call } = c;
+  const { keys, run } = c;
   const k = keys.agent(req.agentId);
-  return call(encodeRenewLease({
+  return run(RENEW_LEASE, {
     head: k.head,
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     lease_ms_text: int(req.leaseMs, "leaseMs"), now_text: int(req.now, "now"),
-  }));
+  });
 }
 
 export async function commit(c: ScriptContext, req: CommitRequest): Promise<CommitResult> {
@@ -256,43 +365,43 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
 }
 
 export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequest): Promise<ClaimFailureResult> {
-  const { keys, longKeys, dropHints, call } = c;
+  const { keys, longKeys, dropHints, run } = c;
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   if (req.turnId !== null) checkTurnId(req.turnId);
-  return call(encodeRecordClaimFailure({
+  return run(RECORD_CLAIM_FAILURE, {
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId ?? ""),
     deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
     expected_version: int(req.expectedVersion, "expectedVersion"), turn_json: j(req.turnId), turn_raw: req.turnId ?? "",
     error_json: j(req.error), max_failures_text: int(req.maxFailures, "maxFailures"), retry_base_ms: int(req.retryBaseMs, "retryBaseMs"),
     now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
-  }));
+  });
 }
 
 export async function resetTurn(c: ScriptContext, req: ResetTurnRequest): Promise<ResetTurnResult> {
-  const { keys, longKeys, dropHints, call } = c;
+  const { keys, longKeys, dropHints, run } = c;
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   checkTurnId(req.turnId);
-  return call(encodeResetTurn({
+  return run(RESET_TURN, {
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId),
     deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, expected_version: int(req.expectedVersion, "expectedVersion"),
     turn_json: j(req.turnId), turn_raw: req.turnId, now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
-  }));
+  });
 }
 
 export async function dueToolCalls(c: ScriptContext, now: number, limit: number): Ret<"dueToolCalls"> {
-  const { shards, call } = c;
+  const { shards, run } = c;
   if (limit <= 0) return [];
   let members: string[];
   if (shards.length === 1) {
-    members = await call<string[]>(encodeDueToolCalls({ deadlines: shards[0].deadlines, now_str: int(now, "now"), limit: int(limit, "limit") }));
+    members = await run(DUE_TOOL_CALLS, { deadlines: shards[0].deadlines, now_str: int(now, "now"), limit: int(limit, "limit") }) as string[];
   } else {
     // Oldest first across shards: each shard's first `limit` with their deadlines, merged.
     const lists = await Promise.all(shards.map((s) =>
-      call<Array<[string, number]>>(encodeDueToolCalls({ deadlines: s.deadlines, now_str: int(now, "now"), limit: int(limit, "limit"), mode: "scores" }))
+      run(DUE_TOOL_CALLS, { deadlines: s.deadlines, now_str: int(now, "now"), limit: int(limit, "limit"), mode: "scores" }) as Promise<Array<[string, number]>>
     ));
     members = lists.flat().sort(([m1, t1], [m2, t2]) => t1 - t2 || byCodePoint(m1, m2)).slice(0, limit).map(([m]) => m);
   }
@@ -305,7 +414,7 @@ export async function dueToolCalls(c: ScriptContext, now: number, limit: number)
 }
 
 export async function skipDueToolCall(c: ScriptContext, req: SkipDueToolCallRequest): Ret<"skipDueToolCall"> {
-  const { keys, call } = c;
+  const { keys, run } = c;
   const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
   // The record sits in the deadlines of the home its agent id hashes to, whether or not the id can be a key.
   const home = keys.homeOf(req.agentId);
@@ -318,21 +427,21 @@ export async function skipDueToolCall(c: ScriptContext, req: SkipDueToolCallRequ
   } catch {
     // An id that cannot be a key (a corrupt record): no agent to log to; the record is still moved.
   }
-  return call<{ status: "skipped" | "absent" }>(encodeSkipDueToolCall({
+  return run(SKIP_DUE_TOOL_CALL, {
     deadlines: home.deadlines, head, events,
     member, retry_at: req.retryAt === null ? "null" : int(req.retryAt, "retryAt"), now_str: int(req.now, "now"), turn_json: j(req.turnId),
     event_tail: tail({ type: "watchdog_skipped", data: { toolCallId: req.toolCallId, reason: String(req.reason), retryAt: req.retryAt } }),
-  }));
+  });
 }
 
 export async function nextReadyAt(c: ScriptContext, workerTarget: string): Promise<number | null> {
-  const { shards, call } = c;
-  const at = (await Promise.all(shards.map((s) => call<number | null>(encodeNextReadyAt({ ready: s.ready(workerTarget) }))))).filter((t) => t !== null);
+  const { shards, run } = c;
+  const at = (await Promise.all(shards.map((s) => run(NEXT_READY_AT, { ready: s.ready(workerTarget) })))).filter((t) => t !== null);
   return at.length === 0 ? null : Math.min(...at);
 }
 
 export async function readyCount(c: ScriptContext, workerTarget: string, now: number): Promise<number> {
-  const { shards, call } = c;
-  const counts = await Promise.all(shards.map((s) => call<number>(encodeReadyCount({ ready: s.ready(workerTarget), now_str: String(now) }))));
+  const { shards, run } = c;
+  const counts = await Promise.all(shards.map((s) => run(READY_COUNT, { ready: s.ready(workerTarget), now_str: String(now) })));
   return counts.reduce((a, b) => a + b, 0);
 }

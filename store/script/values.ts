@@ -13,7 +13,7 @@
  * common/well-formed.ts). `j` and the memo's `encode` replace each
  * lone-surrogate escape (`\ud800`, which Lua's `cjson.decode` refuses) by
  * U+FFFD, so the text is that of the value with its lone surrogates
- * replaced, exactly what the memory store keeps; ScriptContext.call does the
+ * replaced, exactly what the memory store keeps; ScriptContext (`run` and `call`) does the
  * same for raw surrogates in every argument and key, the last stop before
  * Redis.
  */

@@ -9,10 +9,11 @@
  * tests/store-lua-args.test.ts checks every script's header and decoding
  * against its layout (names, order, count).
  *
- * Layouts and encoders live in one file per section of the port
- * (turn-protocol.ts, reads.ts, lifecycle.ts, side-stores.ts); the values are
- * formatted by the caller (store/script/values.ts), the encoder only places
- * them.
+ * A layout is part of its script's descriptor (store/script/operation.ts),
+ * beside the port method in the section file of store/script/; the commit's
+ * and the claims' are in turn-protocol.ts here (their tuned path). The
+ * values are formatted by the caller (store/script/values.ts), the encoder
+ * only places them.
  */
 import type { ScriptName } from "../scripts.gen.ts";
 
