@@ -13,7 +13,7 @@
  *   on is a miss, never stale state.
  * - `fetch`: a request that rings a bell (task, tool result, cancel, watchdog
  *   tick) gets its response first; the woken agent is then driven in
- *   `ctx.waitUntil` within `budget` (steps and wall time). At the budget the
+ *   `ctx.waitUntil` within `driveBudget` (steps and wall time). At its end the
  *   agent is handed back in the commit that ends the step (lease released,
  *   due at once); nothing is left under a lease except while a step runs.
  *   Each drive ends by writing the tool registry's batched call counts
@@ -21,7 +21,7 @@
  *   (role, method) called again since its first write, none when nothing
  *   is pending.
  * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
- *   target are claimed and driven within `scheduledBudget`; due recurring
+ *   target are claimed and driven within `scheduledDriveBudget`; due recurring
  *   schedules (routes/schedules.ts) are fired on the way, each tick one
  *   store step, and the task a tick enqueues is driven like any due agent.
  *   So a schedule ticks at most as often as the cron trigger runs (the
@@ -29,7 +29,7 @@
  *   worker does with the ticks it missed). A turn longer
  *   than one invocation therefore finishes across invocations; nothing
  *   depends on an isolate living on.
- * - Optional continuation bell: when a drive stops on its budget with work
+ * - Optional continuation bell: when a drive stops on its drive budget with work
  *   left, `continuation(env)` gives a request to send (for example a QStash
  *   publish whose destination is this Worker's `POST /v1/watchdog/tick`), so
  *   the next piece starts without waiting for the cron.
@@ -41,10 +41,10 @@
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
  * });
  */
-import { type Budget, budgetSpent, checkWorkBudget, startBudget, type WorkBudget } from "./actors/spend/budget.ts";
-import { claimRunner } from "./actors/pool/claim-failure.ts";
+import { checkDriveBudget, type DriveBudget, driveBudgetSpent, type RunningDriveBudget, startDriveBudget } from "./actors/claim/drive-budget.ts";
+import { claimRunner } from "./actors/pool/claim-runner.ts";
 import { fireDueSchedule } from "./actors/pool/schedule-fire.ts";
-import { logTurnEnd } from "./actors/pool/claim-runner.ts";
+import { logTurnEnd } from "./actors/pool/claim-attempt.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
 import { ProblemError } from "./routes/problem.ts";
@@ -55,7 +55,7 @@ import type { Store } from "./store/port.ts";
 import { processLive } from "./store/live.ts";
 import { originalRequest } from "./routes/request-origin.ts";
 import { DEFAULTS } from "./common/defaults.ts";
-import { readRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
+import { refuseRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
 export interface WorkersExecutionContext {
@@ -85,13 +85,9 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
   driveBudget?: Partial<DriveBudget>;
   /** What one `scheduled` invocation may spend driving agents after its watchdog pass (default 15 steps, 20 000 ms). */
   scheduledDriveBudget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `driveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
-  budget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `scheduledDriveBudget` (README, "Deprecations (0.2)"); giving both is a DefinitionError. */
-  scheduledBudget?: Partial<DriveBudget>;
   /**
    * The continuation bell: a request to send when a drive stopped on its
-   * budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
+   * drive budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
    * a failed send is logged, the cron still picks the work up.
    */
   continuation?: (env: E) => Request | null | undefined;
@@ -104,9 +100,9 @@ export interface WorkersHandler<E = WorkersEnv> {
 
 /**
  * Limits of one drive on Workers: steps and wall time one invocation may
- * spend driving agents (actors/spend/budget.ts). Not a spend limit (`spendLimit`).
+ * spend driving agents (actors/claim/drive-budget.ts). Not a spend limit (`spendLimit`).
  */
-export type DriveBudget = WorkBudget;
+export type { DriveBudget };
 
 /** Default drive budgets (DEFAULTS.driveBudget, DEFAULTS.scheduledDriveBudget in common/defaults.ts). */
 export const DEFAULT_FETCH_BUDGET: DriveBudget = DEFAULTS.driveBudget;
@@ -125,7 +121,7 @@ interface Bells {
 interface Instance {
   built: BuiltGatehouse;
   workerId: () => string;
-  /** Runs claims with poison handling (actors/pool/claim-failure.ts). */
+  /** Runs claims with poison handling (actors/pool/claim-runner.ts). */
   runner: ReturnType<typeof claimRunner>;
 }
 
@@ -144,21 +140,17 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   if ((options as { inline?: unknown }).inline !== undefined) {
     throw new DefinitionError("createWorkersHandler() drives work in ctx.waitUntil itself; remove the `inline` option");
   }
-  const fetchName = options.driveBudget !== undefined ? "driveBudget" : "budget";
-  const cronName = options.scheduledDriveBudget !== undefined ? "scheduledDriveBudget" : "scheduledBudget";
-  const named = readRenamed(options, RENAMED_WORKERS_KEYS, "createWorkersHandler()", "new");
-  const fetchBudget = checkWorkBudget(fetchName, named.driveBudget, DEFAULT_FETCH_BUDGET);
-  const cronBudget = checkWorkBudget(cronName, named.scheduledDriveBudget, DEFAULT_SCHEDULED_BUDGET);
+  refuseRenamed(options, RENAMED_WORKERS_KEYS, "createWorkersHandler()");
+  const fetchBudget = checkDriveBudget("driveBudget", options.driveBudget, DEFAULT_FETCH_BUDGET);
+  const cronBudget = checkDriveBudget("scheduledDriveBudget", options.scheduledDriveBudget, DEFAULT_SCHEDULED_BUDGET);
   const {
     store: makeStore,
     auth,
     driveBudget: _d,
     scheduledDriveBudget: _sd,
-    budget: _b,
-    scheduledBudget: _s,
     continuation,
     ...rest
-  } = named;
+  } = options;
   const authFor = (env: E) => (typeof auth === "function" ? auth(env) : auth);
   // Validates agents, a fixed auth and the rest now, at module scope, without building a store: a
   // bad definition fails the deployment, not the first request.
@@ -210,30 +202,30 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   }
 
   /**
-   * Claims `agentId` and runs it until it needs nothing more or the budget is
-   * spent; true when the budget stopped it with work left.
+   * Claims `agentId` and runs it until it needs nothing more or the drive
+   * budget is spent; true when the drive budget stopped it with work left.
    */
-  async function driveAgent(inst: Instance, agentId: string, budget: Budget, workerId: string): Promise<boolean> {
+  async function driveAgent(inst: Instance, agentId: string, driveBudget: RunningDriveBudget, workerId: string): Promise<boolean> {
     const { deps } = inst.built;
-    while (!budgetSpent(budget, deps.clock)) {
+    while (!driveBudgetSpent(driveBudget, deps.clock)) {
       const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
       if (c.status !== "claimed") return false;
-      const out = await inst.runner.run(c, workerId, budget);
+      const out = await inst.runner.run(c, workerId, driveBudget);
       // null: the claim threw; it was counted and the agent is offered again after a backoff.
       if (out === null || out.status !== "released" || !out.yielded) return false;
     }
     return true;
   }
 
-  /** Claims due agents of every target until none is due or the budget is spent; true when the budget stopped it. */
-  async function drainDue(inst: Instance, budget: Budget, workerId: string): Promise<boolean> {
+  /** Claims due agents of every target until none is due or the drive budget is spent; true when it stopped the drain. */
+  async function drainDue(inst: Instance, driveBudget: RunningDriveBudget, workerId: string): Promise<boolean> {
     const { deps, targets } = inst.built;
     for (;;) {
-      if (budgetSpent(budget, deps.clock)) return true;
+      if (driveBudgetSpent(driveBudget, deps.clock)) return true;
       let claimed = false;
       for (const target of targets) {
-        if (budgetSpent(budget, deps.clock)) return true;
+        if (driveBudgetSpent(driveBudget, deps.clock)) return true;
         // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
         const c = await deps.store.claimNext({ workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: [...deps.agents.keys()] });
         // A due schedule (store/port.ts invariant `schedule-tick-once`): one step fires its tick; its task is due next.
@@ -244,7 +236,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
         }
         if (c.status !== "claimed") continue;
         claimed = true;
-        await inst.runner.run(c, workerId, budget);
+        await inst.runner.run(c, workerId, driveBudget);
       }
       if (!claimed) return false;
     }
@@ -263,14 +255,14 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   }
 
   /** One drive: the rung agents first, then (after a tick) any due agent; the continuation when work is left. */
-  async function drive(inst: Instance, env: E, b: Bells, limit: WorkBudget): Promise<void> {
+  async function drive(inst: Instance, env: E, b: Bells, limit: DriveBudget): Promise<void> {
     const { deps } = inst.built;
-    const budget = startBudget(limit, deps.clock);
+    const driveBudget = startDriveBudget(limit, deps.clock);
     const workerId = `${inst.workerId()}/d${++drives}`;
     let left = false;
     try {
-      for (const agentId of b.agents) left = (await driveAgent(inst, agentId, budget, workerId)) || left;
-      if (b.any) left = (await drainDue(inst, budget, workerId)) || left;
+      for (const agentId of b.agents) left = (await driveAgent(inst, agentId, driveBudget, workerId)) || left;
+      if (b.any) left = (await drainDue(inst, driveBudget, workerId)) || left;
     } catch (err) {
       // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
       deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });

@@ -67,7 +67,7 @@ describe("defineAgent refuses unknown keys", () => {
     const a = agent({ maxStepsPerTurn: 4 });
     const b = defineAgent({ ...a, name: "b" });
     expect(b.name).toBe("b");
-    expect(b.maxStepsPerTurn).toBe(4);
+    expect(b.stepLimit).toBe(4);
   });
 });
 

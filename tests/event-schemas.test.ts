@@ -104,7 +104,7 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     name: "spender",
     instructions: "",
     model: scriptedModel(() => ({ text: "thinking", usage: { inputTokens: 50, outputTokens: 50 } })),
-    budget: { maxTokensPerTurn: 10 },
+    spendLimit: { maxTokensPerTurn: 10 },
   });
   const rememberer = (name: string, summarize: "truncate" | (() => Promise<string>)) =>
     defineAgent({

@@ -27,7 +27,7 @@ const spender = (budget: AgentSpendLimit) =>
     name: "spender",
     instructions: "Spend.",
     tools: [echo],
-    budget,
+    spendLimit: budget,
     model: scriptedModel(({ step }) =>
       step <= 2
         ? { toolCalls: [{ name: "echo", args: { x: `s${step}` } }], usage: { inputTokens: 50, outputTokens: 10 } }
@@ -141,8 +141,8 @@ describe("resolving a turn's spend limit", () => {
 
   it("defineAgent takes tasksMayRaise as a boolean only, and a task body never", () => {
     const model = scriptedModel([{ text: "x" }]);
-    expect(() => defineAgent({ name: "b", instructions: "", model, budget: { tasksMayRaise: "yes" as never } })).toThrow(DefinitionError);
-    expect(() => defineAgent({ name: "b", instructions: "", model, budget: { tasksMayRaise: true } })).not.toThrow();
+    expect(() => defineAgent({ name: "b", instructions: "", model, spendLimit: { tasksMayRaise: "yes" as never } })).toThrow(DefinitionError);
+    expect(() => defineAgent({ name: "b", instructions: "", model, spendLimit: { tasksMayRaise: true } })).not.toThrow();
     expect(resolveSpendLimit({ maxTokensPerTurn: 10 }, { maxTokensPerTurn: 20, tasksMayRaise: true })).toEqual({ maxTokensPerTurn: 10 });
   });
 });

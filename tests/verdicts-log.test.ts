@@ -30,7 +30,7 @@ function agent(verify: (c: { summary: string }) => unknown, verifyMaxAttempts = 
     instructions: "",
     model: scriptedModel(({ step }) => propose(`v${step}`)),
     output: { schema: Summary, verify },
-    verifyMaxAttempts,
+    verifyAttempts: verifyMaxAttempts,
   });
 }
 const reject = (retryable = true) => (c: { summary: string }) => {

@@ -13,7 +13,7 @@ import {
   scriptedModel,
   VerificationRejected,
 } from "../mod.ts";
-import { DEFAULT_VERIFY_MAX_ATTEMPTS, resolveVerifyMaxAttempts } from "../agents/define.ts";
+import { DEFAULT_VERIFY_ATTEMPTS, resolveVerifyAttempts } from "../agents/define.ts";
 import { contextOf, enqueue, seqIds } from "./fixtures/gate-kit.ts";
 
 const model = scriptedModel([{ text: "unused" }]);
@@ -116,7 +116,7 @@ describe("attempt budget", () => {
   });
 
   it("refuses verifyMaxAttempts on an agent without output", () => {
-    expect(definitionError(() => defineAgent({ name: "a", instructions: "", model, verifyMaxAttempts: 3 })).message)
+    expect(definitionError(() => defineAgent({ name: "a", instructions: "", model, verifyAttempts: 3 })).message)
       .toMatch(/verifyMaxAttempts needs output/);
   });
 
@@ -124,22 +124,22 @@ describe("attempt budget", () => {
     const both = agentWith({ schema, verifyMaxAttempts: 4 }, { verifyMaxAttempts: 7 });
     const outputOnly = agentWith({ schema, verifyMaxAttempts: 4 });
     const none = agentWith({ schema });
-    expect(resolveVerifyMaxAttempts(both, 2)).toBe(2);
-    expect(resolveVerifyMaxAttempts(both)).toBe(7);
-    expect(resolveVerifyMaxAttempts(outputOnly)).toBe(4);
-    expect(resolveVerifyMaxAttempts(none)).toBe(DEFAULT_VERIFY_MAX_ATTEMPTS);
-    expect(DEFAULT_VERIFY_MAX_ATTEMPTS).toBe(5);
+    expect(resolveVerifyAttempts(both, 2)).toBe(2);
+    expect(resolveVerifyAttempts(both)).toBe(7);
+    expect(resolveVerifyAttempts(outputOnly)).toBe(4);
+    expect(resolveVerifyAttempts(none)).toBe(DEFAULT_VERIFY_ATTEMPTS);
+    expect(DEFAULT_VERIFY_ATTEMPTS).toBe(5);
   });
 
   it("an invalid override that bypassed the route is ignored, so a turn always gets a valid budget", () => {
     const a = agentWith({ schema }, { verifyMaxAttempts: 3 });
-    for (const bad of [0, 1.5, "2", null, 1000]) expect(resolveVerifyMaxAttempts(a, bad)).toBe(3);
+    for (const bad of [0, 1.5, "2", null, 1000]) expect(resolveVerifyAttempts(a, bad)).toBe(3);
   });
 
   it("the task route's verifyMaxAttempts becomes the turn's budget; an invalid one is refused with 400", async () => {
     const a = defineAgent({
       name: "a", instructions: "", model: scriptedModel([{ toolCalls: [{ name: "agent_output", args: { summary: "x" } }] }]),
-      output: { schema, verify: () => "ok", verifyMaxAttempts: 4 }, verifyMaxAttempts: 6,
+      output: { schema, verify: () => "ok", verifyAttempts: 4 }, verifyAttempts: 6,
     });
     const gh = createGatehouse({ agents: [a], ids: seqIds() });
     const bad = await enqueue(gh, "a1", { agent: "a", input: "go", verifyMaxAttempts: 0 });

@@ -16,7 +16,7 @@
  *   set due.
  *
  * Every turn a claim ends writes one `info` line, `turn_end` (`logTurnEnd`,
- * given to actors/pool/claim-failure.ts `claimRunner`, so each turn of a chain
+ * given to `claimRunner`, actors/pool/claim-runner.ts, so each turn of a chain
  * run in one claim gets its line): agentId, agent, turnId, status (the
  * turn's final state), steps (its model steps) and ms (the time of the claim
  * that ended it; a turn that waited for an external tool spanned several
@@ -37,7 +37,7 @@ export interface ClaimAttemptDeps {
   targets: readonly string[];
   agentNames: string[];
   leases: TargetLeases;
-  /** Runs one claim to its end; never throws (actors/pool/claim-failure.ts `claimRunner`). */
+  /** Runs one claim to its end; never throws (actors/pool/claim-runner.ts `claimRunner`). */
   run(claim: Claimed, workerId: string): Promise<HostOutcome | null>;
   onClaimed(): void;
   onEmpty(foreign: boolean): void;

@@ -9,7 +9,7 @@
 import type { ClaimContext } from "../claim/context.ts";
 import { IN_TURN, snap } from "../claim/context.ts";
 import { applyEvent } from "../steps/apply-event.ts";
-import { budgetMessage, crossedLimit, recordBudgetVerdict } from "./spend-limit.ts";
+import { crossedLimit, recordSpendLimitVerdict, spendLimitMessage } from "./spend-limit.ts";
 
 /**
  * Ends the turn with `budget_exhausted` when its usage crossed its spend limit; true when it did (or the
@@ -29,7 +29,7 @@ export async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): 
   const recorder = ctx.deps.verification?.verdicts;
   if (recorder) {
     try {
-      verdictId = await recordBudgetVerdict(recorder, { agentId, agentName: agent.name, turnId: context.turnId }, crossing, spendLimit);
+      verdictId = await recordSpendLimitVerdict(recorder, { agentId, agentName: agent.name, turnId: context.turnId }, crossing, spendLimit);
     } catch (err) {
       logger.warn("budget verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
     }
@@ -38,6 +38,6 @@ export async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): 
   commit.emit("budget_exhausted", { turnId: context.turnId, ...crossing, budget: { ...spendLimit }, verdictId });
   // Calls the crossing step asked for are never recorded, so never dispatched (nor announced as delegations).
   commit.withdrawToolCalls();
-  applyEvent(ctx, { type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: budgetMessage(crossing) });
+  applyEvent(ctx, { type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: spendLimitMessage(crossing) });
   return true;
 }
