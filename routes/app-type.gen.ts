@@ -371,6 +371,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1194,6 +1195,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2314,6 +2316,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     verifyMaxAttempts: number;
                                     maxVerifierErrors: number;
                                 };
+                                keepsGate?: true | undefined;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2773,13 +2776,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
                     verifyAttempts?: number | undefined;
-                    verifyMaxAttempts?: number | undefined;
                     spendLimit?: {
-                        maxTokensPerTurn?: number | undefined;
-                        maxCostPerTurn?: number | undefined;
-                        maxCostTotal?: number | undefined;
-                    } | undefined;
-                    budget?: {
                         maxTokensPerTurn?: number | undefined;
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
@@ -2822,13 +2819,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
                     verifyAttempts?: number | undefined;
-                    verifyMaxAttempts?: number | undefined;
                     spendLimit?: {
-                        maxTokensPerTurn?: number | undefined;
-                        maxCostPerTurn?: number | undefined;
-                        maxCostTotal?: number | undefined;
-                    } | undefined;
-                    budget?: {
                         maxTokensPerTurn?: number | undefined;
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;

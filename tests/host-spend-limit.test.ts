@@ -78,20 +78,20 @@ describe("spend limits", () => {
     expect(await replayLog(store, "s2")).toEqual((await head(store, "s2")).snapshot);
   });
 
-  it("a task's budget overrides the agent's field by field through the enqueue route without auth (every request has admin)", async () => {
+  it("a task's spendLimit overrides the agent's field by field through the enqueue route without auth (every request has admin)", async () => {
     const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], spendLimit: { maxTokensPerTurn: 100 } });
     const { gh, store } = setup([agent]);
     const post = (id: string, body: unknown) =>
       gh.fetch(new Request(`http://x/v1/agents/${id}/tasks`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
-    expect((await post("s3", { agent: "spender", input: "go", budget: { maxTokensPerTurn: 1000 } })).status).toBe(202);
+    expect((await post("s3", { agent: "spender", input: "go", spendLimit: { maxTokensPerTurn: 1000 } })).status).toBe(202);
     await gh.drain();
     expect((await head(store, "s3")).state).toBe("done");
 
-    const bad = await post("s4", { agent: "spender", input: "go", budget: { maxTokensPerTurn: -1 } });
+    const bad = await post("s4", { agent: "spender", input: "go", spendLimit: { maxTokensPerTurn: -1 } });
     expect(bad.status).toBe(400);
     expect(bad.headers.get("content-type")).toMatch(/application\/problem\+json/);
     expect(await store.getAgent("s4")).toBeNull();
-    expect((await post("s4", { agent: "spender", input: "go", budget: { maxTokens: 5 } })).status).toBe(400);
+    expect((await post("s4", { agent: "spender", input: "go", spendLimit: { maxTokens: 5 } })).status).toBe(400);
   });
 
   it("maxCostTotal spans turns: a spent agent's next turn fails before its first model call", async () => {

@@ -67,7 +67,7 @@ describe.each(stores)("task budgets on the %s store", (_name, makeStore) => {
     open.push(gh);
     /** `token`: a bearer token, or `"signed"` for a Standard Webhooks signature. */
     const run = async (agentId: string, taskBudget: unknown, token: string) => {
-      const body = JSON.stringify({ agent: "spender", input: "go", budget: taskBudget });
+      const body = JSON.stringify({ agent: "spender", input: "go", spendLimit: taskBudget });
       const auth: Record<string, string> = token === "signed"
         ? { "webhook-id": `msg_${agentId}`, "webhook-timestamp": String(Math.floor(T0 / 1000)), "webhook-signature": new Webhook(SECRET).sign(`msg_${agentId}`, new Date(T0), body) }
         : { authorization: `Bearer ${token}` };

@@ -85,8 +85,8 @@ describe("completion through the gate", () => {
     expect((await allEvents(gh, "a1")).filter((e) => e.type === "verification_exhausted")).toHaveLength(1);
   });
 
-  it("a task's verifyMaxAttempts overrides the agent's budget for that turn", async () => {
-    const gh = await run(fixer({ verifyAttempts: 5, verify: rejectUnless(() => false) }), { body: { verifyMaxAttempts: 1 } });
+  it("a task's verifyAttempts overrides the agent's budget for that turn", async () => {
+    const gh = await run(fixer({ verifyAttempts: 5, verify: rejectUnless(() => false) }), { body: { verifyAttempts: 1 } });
     const { context } = await contextOf(gh, "a1");
     expect(context.error?.reason).toBe("verification_exhausted");
     expect(context.verification).toMatchObject({ attemptsUsed: 1, maxAttempts: 1 });

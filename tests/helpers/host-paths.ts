@@ -151,7 +151,7 @@ function agentsFor(live: Live): AnyAgent[] {
     // Steps past the end of the path (the host goes on until it hands back).
     return r ?? { text: "more", usage };
   });
-  const common = { instructions: "work", model, tools, maxStepsPerTurn: 2, modelAttempts: 2 };
+  const common = { instructions: "work", model, tools, stepLimit: 2, modelAttempts: 2 };
   return [
     defineAgent({ name: "mbt_text", ...common }),
     defineAgent({ name: "mbt_must", ...common, mustEndWith: ["submit_result"] }),
