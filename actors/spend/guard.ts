@@ -31,7 +31,7 @@ export async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): 
     try {
       verdictId = await recordSpendLimitVerdict(recorder, { agentId, agentName: agent.name, turnId: context.turnId }, crossing, spendLimit);
     } catch (err) {
-      logger.warn("budget verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
+      logger.warn("spend limit verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
     }
   }
   if (ctx.abort.signal.aborted) return true;
