@@ -112,7 +112,7 @@ export interface GatehouseHooks {
   wake?: (agentId: string | undefined, request: Request | undefined) => void;
   /** Most tool calls one watchdog pass times out (default 100); each is one store call. */
   watchdogLimit?: number;
-  /** Serve the stored agents without definitions (serveReplay: a recorded run, read-only without them). */
+  /** Serve the stored agents without definitions (createReplayGatehouse: a recorded run, read-only without them). */
   allowNoAgents?: boolean;
   /**
    * Longest wait before the tool registry's batched call counts are written

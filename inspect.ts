@@ -8,9 +8,8 @@
  * `validateVerdict`, `createVerdictLog`, `createGuardianRegistry`,
  * `outputVerifierCode`).
  *
- * Web APIs only, like the root module. These names were exported by the
- * root module up to 0.1; the root still exports them, deprecated, for one
- * minor version (docs/api.md, "Deprecations").
+ * Web APIs only, like the root module. The root module exported these
+ * names up to 0.1; now only this subpath does (CHANGELOG.md).
  * @module
  */
 export { agentMachine } from "./machines/agent.ts";

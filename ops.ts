@@ -7,9 +7,8 @@
  * default number, common/defaults.ts), `DEFAULT_RETENTION`, the Workers
  * drive budgets and stream settings.
  *
- * Web APIs only, like the root module. These names were exported by the
- * root module up to 0.1; the root still exports them, deprecated, for one
- * minor version (docs/api.md, "Deprecations").
+ * Web APIs only, like the root module. The root module exported these
+ * names up to 0.1; now only this subpath does (CHANGELOG.md).
  * @module
  */
 export { createApp } from "./routes/app.ts";

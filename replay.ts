@@ -1,8 +1,8 @@
 /**
  * `@gatehouse-runtime/core/replay`: one run, exported and served again.
  * `exportReplayBundle` writes an agent's run as one JSON value,
- * `loadReplayBundle` puts it into a store, and `createReplayGatehouse` (up to
- * 0.1: `serveReplay`) is a gatehouse over it, for offline debugging.
+ * `loadReplayBundle` puts it into a store, and `createReplayGatehouse` is a
+ * gatehouse over it, for offline debugging.
  *
  * createReplayGatehouse(): a gatehouse over one exported run.
  * The bundle (routes/replay-bundle.ts) is loaded into a fresh memory store
@@ -35,6 +35,3 @@ export async function createReplayGatehouse(
   const gh = buildGatehouse({ ...options, agents: options.agents ?? [], store }, { allowNoAgents: true }).gatehouse;
   return Object.assign(gh, { agentId });
 }
-
-/** @deprecated Renamed `createReplayGatehouse` (a long-lived object with `close()` is made by a `create*` function; docs/architecture.md, "Naming"). */
-export const serveReplay: typeof createReplayGatehouse = createReplayGatehouse;

@@ -13,7 +13,7 @@
  *   on is a miss, never stale state.
  * - `fetch`: a request that rings a bell (task, tool result, cancel, watchdog
  *   tick) gets its response first; the woken agent is then driven in
- *   `ctx.waitUntil` within `budget` (steps and wall time). At the budget the
+ *   `ctx.waitUntil` within `driveBudget` (steps and wall time). At its end the
  *   agent is handed back in the commit that ends the step (lease released,
  *   due at once); nothing is left under a lease except while a step runs.
  *   Each drive ends by writing the tool registry's batched call counts
@@ -21,7 +21,7 @@
  *   (role, method) called again since its first write, none when nothing
  *   is pending.
  * - `scheduled` (a cron trigger): one watchdog pass, then due agents of every
- *   target are claimed and driven within `scheduledBudget`; due recurring
+ *   target are claimed and driven within `scheduledDriveBudget`; due recurring
  *   schedules (routes/schedules.ts) are fired on the way, each tick one
  *   store step, and the task a tick enqueues is driven like any due agent.
  *   Every such drive starts with a tick firer pass (actors/pool/tick-firer.ts:
@@ -31,7 +31,7 @@
  *   the cron trigger runs (the trigger's period bounds its lateness). A turn longer
  *   than one invocation therefore finishes across invocations; nothing
  *   depends on an isolate living on.
- * - Optional continuation bell: when a drive stops on its budget with work
+ * - Optional continuation bell: when a drive stops on its drive budget with work
  *   left, `continuation(env)` gives a request to send (for example a QStash
  *   publish whose destination is this Worker's `POST /v1/watchdog/tick`), so
  *   the next piece starts without waiting for the cron.
@@ -43,7 +43,7 @@
  *   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
  * });
  */
-import { checkWorkBudget, type WorkBudget } from "./actors/spend/budget.ts";
+import { checkDriveBudget, type DriveBudget } from "./actors/claim/drive-budget.ts";
 import { createDriver, type Driver } from "./actors/pool/drive.ts";
 import { DefinitionError } from "./errors/errors.ts";
 import { type BuiltGatehouse, buildGatehouse, type GatehouseOptions } from "./gatehouse.ts";
@@ -55,7 +55,7 @@ import type { Store } from "./store/port.ts";
 import { processLive } from "./store/live.ts";
 import { originalRequest } from "./routes/request-origin.ts";
 import { DEFAULTS } from "./common/defaults.ts";
-import { readRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
+import { refuseRenamed, RENAMED_WORKERS_KEYS } from "./common/renamed.ts";
 
 /** The part of a Workers `ExecutionContext` the handler uses. */
 export interface WorkersExecutionContext {
@@ -85,13 +85,9 @@ export interface WorkersHandlerOptions<E = WorkersEnv>
   driveBudget?: Partial<DriveBudget>;
   /** What one `scheduled` invocation may spend driving agents after its watchdog pass (default 15 steps, 20 000 ms). */
   scheduledDriveBudget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `driveBudget` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  budget?: Partial<DriveBudget>;
-  /** @deprecated Renamed `scheduledDriveBudget` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  scheduledBudget?: Partial<DriveBudget>;
   /**
    * The continuation bell: a request to send when a drive stopped on its
-   * budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
+   * drive budget with work left (null/undefined: none). Sent in `ctx.waitUntil`;
    * a failed send is logged, the cron still picks the work up.
    */
   continuation?: (env: E) => Request | null | undefined;
@@ -104,9 +100,9 @@ export interface WorkersHandler<E = WorkersEnv> {
 
 /**
  * Limits of one drive on Workers: steps and wall time one invocation may
- * spend driving agents (actors/spend/budget.ts). Not a spend limit (`spendLimit`).
+ * spend driving agents (actors/claim/drive-budget.ts). Not a spend limit (`spendLimit`).
  */
-export type DriveBudget = WorkBudget;
+export type { DriveBudget };
 
 /** Default drive budgets (DEFAULTS.driveBudget, DEFAULTS.scheduledDriveBudget in common/defaults.ts). */
 export const DEFAULT_FETCH_BUDGET: DriveBudget = DEFAULTS.driveBudget;
@@ -134,8 +130,8 @@ interface WorkersConfig<E> {
   auth: WorkersHandlerOptions<E>["auth"];
   /** The options createGatehouse takes, as given. */
   rest: Omit<GatehouseOptions, "store" | "auth">;
-  fetchBudget: WorkBudget;
-  cronBudget: WorkBudget;
+  fetchBudget: DriveBudget;
+  cronBudget: DriveBudget;
   continuation: WorkersHandlerOptions<E>["continuation"];
 }
 
@@ -158,21 +154,17 @@ function checkWorkersOptions<E>(options: WorkersHandlerOptions<E>): WorkersConfi
   if ((options as { inline?: unknown }).inline !== undefined) {
     throw new DefinitionError("createWorkersHandler() drives work in ctx.waitUntil itself; remove the `inline` option");
   }
-  const fetchName = options.driveBudget !== undefined ? "driveBudget" : "budget";
-  const cronName = options.scheduledDriveBudget !== undefined ? "scheduledDriveBudget" : "scheduledBudget";
-  const named = readRenamed(options, RENAMED_WORKERS_KEYS, "createWorkersHandler()", "new");
-  const fetchBudget = checkWorkBudget(fetchName, named.driveBudget, DEFAULT_FETCH_BUDGET);
-  const cronBudget = checkWorkBudget(cronName, named.scheduledDriveBudget, DEFAULT_SCHEDULED_BUDGET);
+  refuseRenamed(options, RENAMED_WORKERS_KEYS, "createWorkersHandler()");
+  const fetchBudget = checkDriveBudget("driveBudget", options.driveBudget, DEFAULT_FETCH_BUDGET);
+  const cronBudget = checkDriveBudget("scheduledDriveBudget", options.scheduledDriveBudget, DEFAULT_SCHEDULED_BUDGET);
   const {
     store: makeStore,
     auth,
     driveBudget: _d,
     scheduledDriveBudget: _sd,
-    budget: _b,
-    scheduledBudget: _s,
     continuation,
     ...rest
-  } = named;
+  } = options;
   const cfg: WorkersConfig<E> = { makeStore, auth, rest, fetchBudget, cronBudget, continuation };
   buildGatehouse(gatehouseOptions(cfg, typeof auth === "object" ? { auth } : {}));
   // A Worker has no process that could hold a single-consumer target's lease (actors/pool/target-lease.ts).
@@ -249,7 +241,7 @@ export function createWorkersHandler<E = WorkersEnv>(options: WorkersHandlerOpti
   }
 
   /** One drive (actors/pool/drive.ts), then the continuation when it stopped on its budget with work left. */
-  async function drive(inst: Instance, env: E, b: Bells, limit: WorkBudget): Promise<void> {
+  async function drive(inst: Instance, env: E, b: Bells, limit: DriveBudget): Promise<void> {
     if (await inst.driver.drive(b, limit)) await ringContinuation(cfg, env, inst);
   }
 

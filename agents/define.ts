@@ -11,7 +11,7 @@ import type { Guardian } from "../verdicts/guardian.ts";
 import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts";
 import type { Verifier } from "../common/verifier.ts";
 import { type AgentSpendLimit, checkSpendLimit } from "../common/spend-limit.ts";
-import { readRenamed, RENAMED_AGENT_KEYS, RENAMED_OUTPUT_KEYS } from "../common/renamed.ts";
+import { refuseRenamed, RENAMED_AGENT_KEYS, RENAMED_OUTPUT_KEYS } from "../common/renamed.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
@@ -21,8 +21,6 @@ export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
   verify?: Verifier<z.output<S>>;
   /** Output-level verifier attempts (below the agent's and the task's). */
   verifyAttempts?: number;
-  /** @deprecated Renamed `verifyAttempts` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  verifyMaxAttempts?: number;
 }
 
 export interface AgentConfig<S extends z.ZodType = z.ZodType> {
@@ -35,16 +33,12 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   output?: AgentOutputConfig<S>;
   /** Attempts of the verifier gate (below a task's override, above `output.verifyAttempts`; default 5); needs `output`. */
   verifyAttempts?: number;
-  /** @deprecated Renamed `verifyAttempts` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  verifyMaxAttempts?: number;
   /** Guardians that review every candidate the output verifier accepted (defineGuardian()); needs `output`. */
   guardians?: Guardian[];
   /** Tool names one of which must end a turn. With `output` declared it defaults to `["agent_output"]`. */
   mustEndWith?: string[];
   /** Model steps allowed in one turn (default 32); past it the turn fails with `step_budget_exhausted`. */
   stepLimit?: number;
-  /** @deprecated Renamed `stepLimit` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  maxStepsPerTurn?: number;
   /** Worker target that runs this agent (default `"default"`). */
   workerTarget?: string;
   /** Verifier system errors tolerated per candidate before the turn fails with `verifier_error` (default 3). */
@@ -65,8 +59,6 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
    * the task's fields replace these.
    */
   spendLimit?: AgentSpendLimit;
-  /** @deprecated Renamed `spendLimit` (docs/api.md, "Deprecations"); giving both is a DefinitionError. */
-  budget?: AgentSpendLimit;
   /** This agent's storage limits, laid over createGatehouse's `retention` (store/retention.ts). */
   retention?: AgentRetention;
   /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/conversation/memory.ts). */
@@ -82,15 +74,13 @@ export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readon
   readonly workerTarget: string;
   /** Model steps allowed in one turn (the given `stepLimit`, or 32). */
   readonly stepLimit: number;
-  /** The same as `stepLimit` (its old name, read by the runtime). */
-  readonly maxStepsPerTurn: number;
   readonly effectiveMustEndWith: string[];
 }
 
 export type AnyAgent = AgentDefinition<any>;
 
-export const DEFAULT_MAX_STEPS = 32;
-export const DEFAULT_VERIFY_MAX_ATTEMPTS = 5;
+export const DEFAULT_STEP_LIMIT = 32;
+export const DEFAULT_VERIFY_ATTEMPTS = 5;
 export const MAX_VERIFY_ATTEMPTS_LIMIT = 100;
 export const WORKER_TARGET = /^[a-z0-9_-]{1,64}$/;
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
@@ -110,25 +100,22 @@ export const AGENT_KEYS: readonly string[] = Object.keys(
     allowedTools: true,
     output: true,
     verifyAttempts: true,
-    verifyMaxAttempts: true,
     guardians: true,
     mustEndWith: true,
     stepLimit: true,
-    maxStepsPerTurn: true,
     workerTarget: true,
     maxVerifierErrors: true,
     modelAttempts: true,
     knownTools: true,
     spendLimit: true,
-    budget: true,
     retention: true,
     memory: true,
   } satisfies Record<keyof AgentConfig, true>,
 );
 const AGENT_DEFINITION_KEYS = ["kind", "offeredTools", "effectiveMustEndWith"] as const;
 
-/** Checks an attempt budget; returns an error message or null. */
-export function checkAttemptBudget(v: unknown): string | null {
+/** Checks a number of verifier attempts; returns an error message or null. */
+export function checkVerifyAttempts(v: unknown): string | null {
   if (v === undefined) return null;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_VERIFY_ATTEMPTS_LIMIT) {
     return `must be an integer from 1 to ${MAX_VERIFY_ATTEMPTS_LIMIT}, got ${JSON.stringify(v)}`;
@@ -150,16 +137,10 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   if (typeof config.name !== "string" || !NAME.test(config.name)) {
     throw new DefinitionError(`${where}: name must match ${NAME}`, { key: "name" });
   }
+  // An old name of a renamed option is refused naming the new one (common/renamed.ts), before the unknown keys.
+  refuseRenamed(config, RENAMED_AGENT_KEYS, where);
+  if (config.output && typeof config.output === "object") refuseRenamed(config.output, RENAMED_OUTPUT_KEYS, where, "output.");
   refuseUnknownKeys(config, AGENT_KEYS, where, "", AGENT_DEFINITION_KEYS);
-  // The names given, for messages; then the renamed options under the names the runtime reads (common/renamed.ts).
-  const spendName = (config as AgentConfig).spendLimit !== undefined ? "spendLimit" : "budget";
-  const verifyName = config.verifyAttempts !== undefined ? "verifyAttempts" : "verifyMaxAttempts";
-  const stepName = config.stepLimit !== undefined ? "stepLimit" : "maxStepsPerTurn";
-  config = readRenamed(ownSpread(config), RENAMED_AGENT_KEYS, where, "old");
-  const outputVerifyName = config.output?.verifyAttempts !== undefined ? "verifyAttempts" : "verifyMaxAttempts";
-  if (config.output && typeof config.output === "object") {
-    config = { ...config, output: readRenamed(config.output, RENAMED_OUTPUT_KEYS, where, "old", "output.") };
-  }
   if (typeof config.instructions !== "string") {
     throw new DefinitionError(`${where}: instructions must be a string`, { key: "instructions" });
   }
@@ -198,14 +179,14 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
       );
     }
     if (config.output.verify !== undefined) checkVerifierShape(config.output.verify, `${where}: output.verify`);
-    const e = checkAttemptBudget(config.output.verifyMaxAttempts);
-    if (e) throw new DefinitionError(`${where}: output.${outputVerifyName} ${e}`, { key: `output.${outputVerifyName}` });
+    const e = checkVerifyAttempts(config.output.verifyAttempts);
+    if (e) throw new DefinitionError(`${where}: output.verifyAttempts ${e}`, { key: "output.verifyAttempts" });
   }
-  const e = checkAttemptBudget(config.verifyMaxAttempts);
-  if (e) throw new DefinitionError(`${where}: ${verifyName} ${e}`, { key: verifyName });
-  if (config.verifyMaxAttempts !== undefined && config.output === undefined) {
-    throw new DefinitionError(`${where}: ${verifyName} needs output (there is no agent_output to verify)`, {
-      key: verifyName,
+  const e = checkVerifyAttempts(config.verifyAttempts);
+  if (e) throw new DefinitionError(`${where}: verifyAttempts ${e}`, { key: "verifyAttempts" });
+  if (config.verifyAttempts !== undefined && config.output === undefined) {
+    throw new DefinitionError(`${where}: verifyAttempts needs output (there is no agent_output to verify)`, {
+      key: "verifyAttempts",
     });
   }
   if (config.guardians !== undefined && !Array.isArray(config.guardians)) {
@@ -223,9 +204,9 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   if (guardians.length > 0 && config.output === undefined) {
     throw new DefinitionError(`${where}: guardians need output (they review agent_output candidates)`, { key: "guardians" });
   }
-  const maxStepsPerTurn = config.maxStepsPerTurn ?? DEFAULT_MAX_STEPS;
-  if (!Number.isInteger(maxStepsPerTurn) || maxStepsPerTurn < 1 || maxStepsPerTurn > 10_000) {
-    throw new DefinitionError(`${where}: ${stepName} must be an integer from 1 to 10000`, { key: stepName });
+  const stepLimit = config.stepLimit ?? DEFAULT_STEP_LIMIT;
+  if (!Number.isInteger(stepLimit) || stepLimit < 1 || stepLimit > 10_000) {
+    throw new DefinitionError(`${where}: stepLimit must be an integer from 1 to 10000`, { key: "stepLimit" });
   }
   const workerTarget = config.workerTarget ?? "default";
   if (!WORKER_TARGET.test(workerTarget)) {
@@ -234,10 +215,10 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
       { key: "workerTarget" },
     );
   }
-  const budgetError = checkSpendLimit(config.budget, "agent");
-  if (budgetError) {
-    throw new DefinitionError(`${where}: ${spendName} ${budgetError.message}`, {
-      key: budgetError.key ? `${spendName}.${budgetError.key}` : spendName,
+  const spendLimitError = checkSpendLimit(config.spendLimit, "agent");
+  if (spendLimitError) {
+    throw new DefinitionError(`${where}: spendLimit ${spendLimitError.message}`, {
+      key: spendLimitError.key ? `spendLimit.${spendLimitError.key}` : "spendLimit",
     });
   }
   const completion = config.output ? "agent_output" : "submit_result";
@@ -266,40 +247,18 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
     guardians,
     offeredTools,
     workerTarget,
-    maxStepsPerTurn,
-    stepLimit: maxStepsPerTurn,
-    ...(config.budget !== undefined ? { spendLimit: config.budget } : {}),
-    ...(config.verifyMaxAttempts !== undefined ? { verifyAttempts: config.verifyMaxAttempts } : {}),
+    stepLimit,
     effectiveMustEndWith: mustEndWith,
   });
 }
 
 /**
- * A definition spread into a new config carries each renamed option under
- * both names (defineAgent sets both): the pair that still agrees is taken
- * under the old name alone; a pair changed on one side is left for
- * `readRenamed` to refuse.
- */
-function ownSpread<S extends z.ZodType>(config: AgentConfig<S>): AgentConfig<S> {
-  if ((config as { kind?: unknown }).kind !== "agent") return config;
-  const c = config as unknown as Record<string, unknown>;
-  let out: Record<string, unknown> | null = null;
-  for (const [name, old] of Object.entries(RENAMED_AGENT_KEYS)) {
-    if (c[name] !== undefined && c[old] !== undefined && c[name] === c[old]) {
-      out ??= { ...c };
-      delete out[name];
-    }
-  }
-  return (out ?? config) as AgentConfig<S>;
-}
-
-/**
  * Verifier attempts, by precedence: task override > agent `verifyAttempts` >
- * `output.verifyAttempts` > 5 (read under their old names, common/renamed.ts). The task route refuses an invalid override
- * (checkAttemptBudget); one written into the store by other means is
- * ignored here, so a turn always starts with a valid budget.
+ * `output.verifyAttempts` > 5. The task route refuses an invalid override
+ * (checkVerifyAttempts); one written into the store by other means is
+ * ignored here, so a turn always starts with a valid number of attempts.
  */
-export function resolveVerifyMaxAttempts(agent: AnyAgent, taskOverride?: unknown): number {
-  const override = taskOverride !== undefined && checkAttemptBudget(taskOverride) === null ? taskOverride as number : undefined;
-  return override ?? agent.verifyMaxAttempts ?? agent.output?.verifyMaxAttempts ?? DEFAULT_VERIFY_MAX_ATTEMPTS;
+export function resolveVerifyAttempts(agent: AnyAgent, taskOverride?: unknown): number {
+  const override = taskOverride !== undefined && checkVerifyAttempts(taskOverride) === null ? taskOverride as number : undefined;
+  return override ?? agent.verifyAttempts ?? agent.output?.verifyAttempts ?? DEFAULT_VERIFY_ATTEMPTS;
 }

@@ -147,7 +147,7 @@ export async function historyAgents(opts: {
   const { model, plan, stats } = planModel();
   // As in bench/agent.ts: `work` only returns its input, so it is declared retry-safe.
   const work = defineTool({ name: "work", description: "Returns its input.", parameters: z.object({ n: z.number() }), execute: ({ n }) => ({ n }), retrySafe: true });
-  const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], maxStepsPerTurn: 10_000, ...(opts.memory ? { memory: opts.memory } : {}) });
+  const agent = defineAgent({ name: "hist", instructions: "Run the benchmark script.", model, tools: [work], stepLimit: 10_000, ...(opts.memory ? { memory: opts.memory } : {}) });
   const counted = countingStore(opts.store);
   const store = counted.store;
   const ended = new Map<string, number>();

@@ -1,51 +1,31 @@
 /**
- * Options renamed so that one word means one thing (docs/api.md,
- * "Deprecations"): a spend limit is `spendLimit` (was `budget`), what one Workers
- * drive may spend is `driveBudget` (was `budget`/`scheduledBudget`), the
+ * Options renamed so that one word means one thing: a spend limit is
+ * `spendLimit` (was `budget`), what one Workers drive may spend is
+ * `driveBudget`/`scheduledDriveBudget` (was `budget`/`scheduledBudget`), the
  * verifier gate's attempts are `verifyAttempts` (was `verifyMaxAttempts`),
  * the model steps of one turn are `stepLimit` (was `maxStepsPerTurn`).
  *
- * The old spelling keeps working for one minor version: it is read as the
- * new one. Giving both is a DefinitionError naming both, whatever the
- * values, so a config never says two things.
+ * Invariant: an old name is refused, never read: a config that gives one
+ * fails with a DefinitionError naming the new name (CHANGELOG.md), whatever
+ * the value, so a config never means something other than it says.
+ * Stored tasks keep their stored field names (store/types.ts `TaskOptions`);
+ * this is about the options a program passes, not about stored data.
  * @module
  */
 import { DefinitionError } from "../errors/errors.ts";
 
-/** Renamed option keys: new name -> old name (each old one deprecated). */
+/** Renamed option keys: new name -> old name (the old one refused). */
 export const RENAMED_AGENT_KEYS = { spendLimit: "budget", verifyAttempts: "verifyMaxAttempts", stepLimit: "maxStepsPerTurn" } as const;
 export const RENAMED_OUTPUT_KEYS = { verifyAttempts: "verifyMaxAttempts" } as const;
 export const RENAMED_WORKERS_KEYS = { driveBudget: "budget", scheduledDriveBudget: "scheduledBudget" } as const;
 
-/**
- * `config` with each new name's value under `into` (`"old"`: the old name,
- * what the code reads; `"new"`: the new one), the other name removed.
- * Throws DefinitionError when both names are given (`where` starts the message).
- */
-export function readRenamed<T extends object>(
-  config: T,
-  renamed: Readonly<Record<string, string>>,
-  where: string,
-  into: "old" | "new",
-  keyPrefix = "",
-): T {
-  let out: Record<string, unknown> | null = null;
+/** Throws a DefinitionError when `config` gives an old name of `renamed` (`where` starts the message). */
+export function refuseRenamed(config: object, renamed: Readonly<Record<string, string>>, where: string, keyPrefix = ""): void {
   for (const [name, old] of Object.entries(renamed)) {
-    const c = config as Record<string, unknown>;
-    const hasNew = c[name] !== undefined;
-    const hasOld = c[old] !== undefined;
-    if (hasNew && hasOld) {
-      throw new DefinitionError(
-        `${where}: ${keyPrefix}${name} and ${keyPrefix}${old} are the same option (${old} is its old name): give only ${name}`,
-        { key: `${keyPrefix}${name}` },
-      );
-    }
-    if (!hasNew && !hasOld) continue;
-    const [from, to] = into === "old" ? [name, old] : [old, name];
-    if (c[from] === undefined) continue;
-    out ??= { ...c };
-    out[to] = c[from];
-    delete out[from];
+    if ((config as Record<string, unknown>)[old] === undefined) continue;
+    throw new DefinitionError(
+      `${where}: ${keyPrefix}${old} was renamed ${keyPrefix}${name} (CHANGELOG.md); give ${keyPrefix}${name}`,
+      { key: `${keyPrefix}${old}` },
+    );
   }
-  return (out ?? config) as T;
 }

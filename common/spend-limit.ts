@@ -1,18 +1,21 @@
 /**
- * Spend limits ("cost budgets"): how many tokens and how much model cost a
- * turn, and an agent over its life, may use. Not to be confused with
- * actors/spend/budget.ts, the per-invocation step and wall-time budget of a worker.
+ * Spend limits: how many tokens and how much model cost a turn, and an
+ * agent over its life, may use. Not to be confused with a drive budget
+ * (actors/claim/drive-budget.ts), the per-invocation step and wall-time
+ * budget of a worker on Workers.
  *
- * A limit is declared on an agent (`defineAgent({ budget })`, the operator's
- * limit) and per task (the `budget` of the enqueue route and API).
+ * A limit is declared on an agent (`defineAgent({ spendLimit })`, the
+ * operator's limit) and per task (the `spendLimit` of the enqueue route and
+ * API, stored on the task as the option `budget`, the name stored tasks have
+ * always had: store/types.ts).
  *
- * Invariant: a task's budget only lowers the agent's. Per field, the turn
+ * Invariant: a task's spend limit only lowers the agent's. Per field, the turn
  * runs under the smaller of the agent's and the task's value; a field only
  * one of them sets is that one's. A task may raise a field (its value
  * replaces the agent's) only when it carries `budgetMayRaise: true`, which
  * the tasks route records when the enqueuing request has the `admin` verb
  * (routes/agents.ts), or when the agent's definition opts in with
- * `budget: { tasksMayRaise: true }`. Crossing a limit (using strictly more
+ * `spendLimit: { tasksMayRaise: true }`. Crossing a limit (using strictly more
  * than it allows) ends the turn `failed` with reason `budget_exhausted`
  * (actors/spend/spend-limit.ts).
  *
@@ -29,17 +32,20 @@ export interface SpendLimit {
   maxCostTotal?: number;
 }
 
-/** An agent's spend limit (`defineAgent({ budget })`): the limits, and whether tasks may raise them. */
+/** An agent's spend limit (`defineAgent({ spendLimit })`): the limits, and whether tasks may raise them. */
 export interface AgentSpendLimit extends SpendLimit {
   /**
-   * Let any task's `budget` raise these limits (default false: a task's
-   * budget only lowers them, unless its enqueuer had `admin`).
+   * Let any task's `spendLimit` raise these limits (default false: a task's
+   * spend limit only lowers them, unless its enqueuer had `admin`).
    */
   tasksMayRaise?: boolean;
 }
 
-/** Code of the built-in guardian that judges spend limits (registered by verdicts/registry.ts). */
-export const BUDGET_GUARDIAN = "budget";
+/**
+ * Code of the built-in guardian that judges spend limits (registered by
+ * verdicts/registry.ts). Its value stays `"budget"`: stored verdicts carry it.
+ */
+export const SPEND_LIMIT_GUARDIAN = "budget";
 
 export const SPEND_LIMIT_KEYS = ["maxTokensPerTurn", "maxCostPerTurn", "maxCostTotal"] as const;
 export type SpendLimitKey = typeof SPEND_LIMIT_KEYS[number];

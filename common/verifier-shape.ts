@@ -3,7 +3,7 @@
  * time so a bad one fails at startup, not in the middle of a turn.
  *
  * Discovery: an agent's verifier is `output.verify` and nothing else. The
- * `output` object takes only `schema`, `verify` and `verifyAttempts` (or its old name `verifyMaxAttempts`); any
+ * `output` object takes only `schema`, `verify` and `verifyAttempts`; any
  * other key (`verifier`, `validate`, `maxAttempts`, …) is refused, so a typo
  * never silently turns the gate off.
  *
@@ -54,17 +54,16 @@ export function checkVerifierShape(fn: unknown, what: string): void {
 }
 
 /** The keys `output` may have. */
-// `verifyMaxAttempts` (the old name of `verifyAttempts`) stays where messages have always listed it.
-export const OUTPUT_KEYS = ["schema", "verify", "verifyMaxAttempts", "verifyAttempts"] as const;
+export const OUTPUT_KEYS = ["schema", "verify", "verifyAttempts"] as const;
 
 const LIKELY_VERIFY = /^(verif|valid|check|guard|gate)/i;
-const LIKELY_BUDGET = /attempt/i;
+const LIKELY_ATTEMPTS = /attempt/i;
 
 /** Refuses unknown keys of an agent's `output`, suggesting the key that was probably meant. */
 export function checkOutputKeys(output: Record<string, unknown>, where: string): void {
   for (const k of Object.keys(output)) {
     if ((OUTPUT_KEYS as readonly string[]).includes(k)) continue;
-    const near = closestKey(k, OUTPUT_KEYS) ?? (LIKELY_BUDGET.test(k) ? "verifyMaxAttempts" : LIKELY_VERIFY.test(k) ? "verify" : undefined);
+    const near = closestKey(k, OUTPUT_KEYS) ?? (LIKELY_ATTEMPTS.test(k) ? "verifyAttempts" : LIKELY_VERIFY.test(k) ? "verify" : undefined);
     throw new DefinitionError(`${where}: output has an ${unknownKeyMessage(k, OUTPUT_KEYS, near)}`, {
       key: `output.${k}`,
     });

@@ -72,7 +72,7 @@ export const fixer = defineAgent({
       return { summary: candidate.summary, verification: { testsRun: report.total } };
     },
   },
-  verifyMaxAttempts: 5,
+  verifyAttempts: 5,
 });
 // #endregion fixer
 

@@ -165,7 +165,7 @@ export type AgentEvent =
   | { type: "FEEDBACK_APPENDED"; at: number }
   | { type: "CANCEL"; at: number; reason: string }
   /**
-   * The turn ended from outside the machine (actors/replay/turn-end.ts): its claims
+   * The turn ended from outside the machine (actors/host/turn-end.ts): its claims
    * kept throwing (`claim_error`), an operator reset it (`reset`), or it
    * crossed a spend limit (`budget_exhausted`, actors/spend/spend-limit.ts).
    * Accepted in every state; the turn may never have started in the machine.

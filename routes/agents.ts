@@ -7,7 +7,7 @@
  *   is refused (409). An idempotency key seen before answers the first
  *   task's turn with `duplicate: true` and enqueues nothing. A signed task
  *   without a key stands under `delivery:<scheme>:<message id>`. A task's
- *   `spendLimit` (old name `budget`) lowers the agent's; the task records `budgetMayRaise` (its
+ *   `spendLimit` lowers the agent's; the task records `budgetMayRaise` (its
  *   fields may raise the agent's) only when the token has `admin` or auth is
  *   off (common/spend-limit.ts). A task with `delayMs` or `runAt` is delayed
  *   (routes/task-delay.ts, store invariant `delayed-tasks`): the 202 carries
@@ -144,15 +144,13 @@ export function agentRoutes(rt: RouteRuntime) {
       const wait = runAt !== undefined && runAt > now ? null : waitSeconds(rt, c.req.raw.headers.get("prefer"));
       // The log's end before the task: its turn's end comes after it (read only when asked to wait).
       const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-      // `verifyAttempts` and `spendLimit`, or their old names (never both: the schema refuses that).
-      const verifyAttempts = body.verifyAttempts ?? body.verifyMaxAttempts;
-      const spendLimit = body.spendLimit ?? body.budget;
+      const { verifyAttempts, spendLimit } = body;
       const r = await rt.store.enqueueTask({
         agentId,
         agentName: def.name,
         workerTarget: def.workerTarget,
         input: body.input,
-        // Stored under the names stored tasks have always had (`verifyMaxAttempts`, `budget`), so old data reads.
+        // Stored under the names stored tasks have always had (`verifyMaxAttempts`, `budget`; store/types.ts), so old data reads.
         options: {
           ...(verifyAttempts !== undefined ? { verifyMaxAttempts: verifyAttempts } : {}),
           ...(spendLimit !== undefined ? { budget: spendLimit } : {}),

@@ -2776,13 +2776,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
                     verifyAttempts?: number | undefined;
-                    verifyMaxAttempts?: number | undefined;
                     spendLimit?: {
-                        maxTokensPerTurn?: number | undefined;
-                        maxCostPerTurn?: number | undefined;
-                        maxCostTotal?: number | undefined;
-                    } | undefined;
-                    budget?: {
                         maxTokensPerTurn?: number | undefined;
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
@@ -2825,13 +2819,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     input: string | Record<string, unknown>;
                     idempotencyKey?: string | undefined;
                     verifyAttempts?: number | undefined;
-                    verifyMaxAttempts?: number | undefined;
                     spendLimit?: {
-                        maxTokensPerTurn?: number | undefined;
-                        maxCostPerTurn?: number | undefined;
-                        maxCostTotal?: number | undefined;
-                    } | undefined;
-                    budget?: {
                         maxTokensPerTurn?: number | undefined;
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;

@@ -13,7 +13,7 @@
  * the way out for a turn whose claims fail (see `claim_error`).
  */
 import { logGrew } from "./live-feed.ts";
-import { turnEnd } from "../actors/replay/turn-end.ts";
+import { turnEnd } from "../actors/host/turn-end.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";

@@ -5,7 +5,7 @@
  * the document cannot drift from what the routes check.
  */
 import { z } from "@hono/zod-openapi";
-import { checkAttemptBudget, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
+import { checkVerifyAttempts, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
 import { EVENT_DATA, EVENT_TYPES, type EventType, isRuntimeEventType } from "../machines/event-log.ts";
 import { STATES } from "../machines/types.ts";
@@ -44,7 +44,7 @@ export const SpendLimitBody = z.strictObject({
 /** A task's verifier attempts, under `name`. */
 const attempts = (name: string, description: string) =>
   z.number().superRefine((v, ctx) => {
-    const e = checkAttemptBudget(v);
+    const e = checkVerifyAttempts(v);
     if (e) ctx.addIssue({ code: "custom", message: `${name} ${e}` });
   }).meta({ type: "integer", minimum: 1, maximum: MAX_VERIFY_ATTEMPTS_LIMIT, description }).optional();
 
@@ -60,23 +60,14 @@ export const TaskRequest = z.strictObject({
   idempotencyKey: z.string().min(1).max(256).optional()
     .describe("First-wins per agent: a repeated key answers the first task's turn with `duplicate: true`"),
   verifyAttempts: attempts("verifyAttempts", "Overrides the verifier gate's attempts for this turn"),
-  verifyMaxAttempts: attempts("verifyMaxAttempts", "Old name of `verifyAttempts` (deprecated; not both)"),
   spendLimit: SpendLimitBody.optional(),
-  budget: SpendLimitBody.optional().describe("Old name of `spendLimit` (deprecated; not both)"),
   delayMs: z.int().min(0).max(MAX_TASK_DELAY_MS).optional()
     .describe("A delayed task: not started before this many ms from now (at most 30 days; not with `runAt`)"),
   runAt: z.string().regex(ISO_WITH_OFFSET, "an ISO 8601 date and time with an offset (Z or ±hh:mm)")
     .refine((v) => Number.isFinite(Date.parse(v)), "a date and time that exists")
     .optional()
     .describe("A delayed task: not started before this time, ISO 8601 with an offset (at most 30 days ahead; a past time runs now; not with `delayMs`)"),
-}).superRefine((t, ctx) => {
   // Both delayMs and runAt: refused by routes/task-delay.ts, whose answer names the two fields and the rule.
-  // A renamed field under both names says two things (common/renamed.ts).
-  for (const [name, old] of [["verifyAttempts", "verifyMaxAttempts"], ["spendLimit", "budget"]] as const) {
-    if (t[name] !== undefined && t[old] !== undefined) {
-      ctx.addIssue({ code: "custom", path: [name], message: `${name} and ${old} are the same field (${old} is its old name): give only ${name}` });
-    }
-  }
 }).openapi("TaskRequest");
 export type TaskRequest = z.infer<typeof TaskRequest>;
 

@@ -726,7 +726,7 @@ export interface BellWatch {
  * the version and turn it read; a reset only at the version and turn it
  * read, and it increments `epoch` so a worker still running the turn is
  * fenced out. The `TurnEnd` is computed from that version by the caller
- * without running the failing code path (actors/replay/turn-end.ts).
+ * without running the failing code path (actors/host/turn-end.ts).
  *
  * ## turn-chaining
  * A commit with `chainNextTask` that ends the active turn and asks to

@@ -26,7 +26,7 @@
  *    (`messagesTrimmedThrough`).
  *
  * Bound: at most maxEvents + the events of one turn (a turn's steps are
- * bounded by maxStepsPerTurn), at most maxEventBytes + one turn's bytes,
+ * bounded by stepLimit), at most maxEventBytes + one turn's bytes,
  * and the records of max(maxTurns, turns since the base) turns. Only events
  * appended by commits count toward `maxEventBytes` (the few logged by other
  * operations: enqueues, deliveries, cancels, count toward `maxEvents`).

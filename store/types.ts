@@ -6,14 +6,19 @@ import type { AfterExecution, Outcome } from "../common/outcome.ts";
 import type { ContractValidation } from "../common/contract-validation.ts";
 import type { SpendLimit } from "../common/spend-limit.ts";
 
-/** Per-task options given at enqueue time. */
+/**
+ * Per-task options given at enqueue time. Stored as they are, so their field
+ * names are a stored format: `verifyMaxAttempts` holds the task body's
+ * `verifyAttempts`, `budget` its `spendLimit` (the names stored tasks have
+ * always had; event logs and inboxes written before read the same).
+ */
 export interface TaskOptions {
-  /** Overrides the agent's verification attempt budget for this turn. */
+  /** The task's `verifyAttempts`: overrides the agent's verifier attempts for this turn. */
   verifyMaxAttempts?: number;
-  /** Spend limits of this turn: per field they lower the agent's, never raise them, unless `budgetMayRaise` (common/spend-limit.ts). */
+  /** The task's `spendLimit`: per field it lowers the agent's, never raises it, unless `budgetMayRaise` (common/spend-limit.ts). */
   budget?: SpendLimit;
   /**
-   * The task's `budget` fields replace the agent's, so they may raise them.
+   * The task's spend-limit fields replace the agent's, so they may raise them.
    * The tasks route sets it only when the enqueuing request had the `admin`
    * verb (routes/agents.ts); code that enqueues through the store sets it
    * itself.

@@ -2,7 +2,7 @@
  * Unknown keys of definition objects are refused (common/known-keys.ts): a
  * misspelt option would otherwise be dropped and the definition would run
  * without it (a tool with `retrySafee` runs without the flag, an agent with
- * `maxStepPerTurn` runs 32 steps). Each refusal is a DefinitionError whose
+ * `stepLimt` runs 32 steps). Each refusal is a DefinitionError whose
  * `key` is the path of the unknown key and whose message names it and the
  * key probably meant. Definitions spread into new ones still build.
  */
@@ -39,21 +39,21 @@ const tool = (over: Record<string, unknown>) =>
 
 describe("defineAgent refuses unknown keys", () => {
   it("names the key and the one probably meant", () => {
-    expectUnknown(() => agent({ budgets: { maxCostTotal: 1 } }), "budgets", "budget");
-    expectUnknown(() => agent({ maxStepPerTurn: 3 }), "maxStepPerTurn", "maxStepsPerTurn");
+    expectUnknown(() => agent({ spendLimits: { maxCostTotal: 1 } }), "spendLimits", "spendLimit");
+    expectUnknown(() => agent({ stepLimt: 3 }), "stepLimt", "stepLimit");
     expectUnknown(() => agent({ Retention: { maxTurns: 3 } }), "Retention", "retention");
     expectUnknown(() => agent({ temperature: 0.2 }), "temperature");
     // A key present with the value undefined is still a key.
     expectUnknown(() => agent({ tool: undefined }), "tool", "tools");
   });
 
-  it("refuses unknown keys of output, retention, memory and budget, by path", () => {
+  it("refuses unknown keys of output, retention, memory and spendLimit, by path", () => {
     const schema = z.object({ answer: z.string() });
     expectUnknown(() => agent({ output: { schema, verfy: () => {} } }), "output.verfy", "verify");
     expectUnknown(() => agent({ retention: { maxEvent: 20 } }), "retention.maxEvent", "maxEvents");
     expectUnknown(() => agent({ memory: { keepTurn: 3 } }), "memory.keepTurn", "keepTurns");
-    const err = refused(() => agent({ budget: { maxCostPerTrun: 1 } }));
-    expect(err.key).toBe("budget.maxCostPerTrun");
+    const err = refused(() => agent({ spendLimit: { maxCostPerTrun: 1 } }));
+    expect(err.key).toBe("spendLimit.maxCostPerTrun");
     expect(err.message).toMatch(/unknown field "maxCostPerTrun" \(did you mean "maxCostPerTurn"\?\)/);
   });
 
@@ -64,10 +64,10 @@ describe("defineAgent refuses unknown keys", () => {
   });
 
   it("still builds a definition spread into a new one", () => {
-    const a = agent({ maxStepsPerTurn: 4 });
+    const a = agent({ stepLimit: 4 });
     const b = defineAgent({ ...a, name: "b" });
     expect(b.name).toBe("b");
-    expect(b.maxStepsPerTurn).toBe(4);
+    expect(b.stepLimit).toBe(4);
   });
 });
 

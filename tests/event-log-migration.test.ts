@@ -21,7 +21,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
-import { loadReplayBundle, memoryStore } from "../mod.ts";
+import { memoryStore } from "../mod.ts";
+import { loadReplayBundle } from "../replay.ts";
 import type { StoredEvent } from "../common/events.ts";
 import { byIdIn, expandEvents, isCompact } from "../common/event-form.ts";
 import { redisStore } from "../redis.ts";

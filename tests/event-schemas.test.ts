@@ -104,7 +104,7 @@ async function teamRun(): Promise<StoredEventRecord[]> {
     name: "spender",
     instructions: "",
     model: scriptedModel(() => ({ text: "thinking", usage: { inputTokens: 50, outputTokens: 50 } })),
-    budget: { maxTokensPerTurn: 10 },
+    spendLimit: { maxTokensPerTurn: 10 },
   });
   const rememberer = (name: string, summarize: "truncate" | (() => Promise<string>)) =>
     defineAgent({
@@ -128,8 +128,8 @@ async function teamRun(): Promise<StoredEventRecord[]> {
   };
   await enqueue("lead1", "lead", "go");
   await enqueue("desk1", "desk", "go");
-  // A task budget (auth off: the task records budgetMayRaise).
-  await enqueue("spend1", "spender", "go", { budget: { maxTokensPerTurn: 5 } });
+  // A task spend limit (auth off: the task records budgetMayRaise).
+  await enqueue("spend1", "spender", "go", { spendLimit: { maxTokensPerTurn: 5 } });
   for (const id of ["keep1", "forget1"]) {
     for (let i = 0; i < 3; i++) {
       await enqueue(id, id === "keep1" ? "keeper" : "forgetter", `turn ${i}`);

@@ -155,7 +155,7 @@ const bigText = fc.oneof(
 /** A body of the right shape for `route` with one field replaced by something hostile. */
 function shapedBody(route: RouteName, w: World) {
   const fields = {
-    tasks: { agent: "\"helper\"", input: "\"hi\"", idempotencyKey: "\"k2\"", verifyMaxAttempts: "3" },
+    tasks: { agent: "\"helper\"", input: "\"hi\"", idempotencyKey: "\"k2\"", verifyAttempts: "3" },
     "tool-results": { turnId: JSON.stringify(w.turnId), toolCallId: JSON.stringify(w.toolCallId), outcome: "{\"ok\":true,\"value\":1}" },
     cancel: { reason: "\"stop\"" },
     reset: { reason: "\"stuck\"" },

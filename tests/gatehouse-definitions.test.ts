@@ -118,7 +118,7 @@ describe("defineAgent: output.schema must be a zod object schema", () => {
   });
 
   it("other agent checks name their key", () => {
-    expectRefused(() => defineAgent({ name: "a", instructions: "", model, maxStepsPerTurn: 0 }), "maxStepsPerTurn");
+    expectRefused(() => defineAgent({ name: "a", instructions: "", model, stepLimit: 0 }), "stepLimit");
     expectRefused(() => defineAgent({ name: "a", instructions: "", model, workerTarget: "a.b" }), "workerTarget");
     expectRefused(() => defineAgent({ name: "a", instructions: "", model, mustEndWith: ["nope"] }), "mustEndWith");
     const unknownKey = refused(() =>

@@ -60,7 +60,7 @@ describe("createWorkersHandler", () => {
 
   it("a task is answered first, then the woken agent runs in ctx.waitUntil", async () => {
     const store = memoryStore();
-    const h = createWorkersHandler({ agents: [marathon], store: () => store, budget: { steps: 11 } });
+    const h = createWorkersHandler({ agents: [marathon], store: () => store, driveBudget: { steps: 11 } });
     const env = {};
     const { ctx, pending, settle } = context();
     const res = await h.fetch(post("/v1/agents/a2/tasks", { agent: "marathon", input: "go" }), env, ctx);
@@ -80,7 +80,7 @@ describe("createWorkersHandler", () => {
 
   it("a drive stops at its step budget with the agent handed back; scheduled finishes the turn across invocations", async () => {
     const store = memoryStore();
-    const h = createWorkersHandler({ agents: [marathon], store: () => store, budget: { steps: 2 }, scheduledBudget: { steps: 3 } });
+    const h = createWorkersHandler({ agents: [marathon], store: () => store, driveBudget: { steps: 2 }, scheduledDriveBudget: { steps: 3 } });
     const env = {};
     const { ctx, settle } = context();
     await h.fetch(post("/v1/agents/a3/tasks", { agent: "marathon", input: "go" }), env, ctx);
@@ -103,7 +103,7 @@ describe("createWorkersHandler", () => {
 
   it("each drive ends by writing the tool registry's batched calls: exact counts, no timer, two writes for the first turn", async () => {
     const counted = countingStore(memoryStore());
-    const h = createWorkersHandler({ agents: [marathon], store: () => counted.store, budget: { steps: 11 } });
+    const h = createWorkersHandler({ agents: [marathon], store: () => counted.store, driveBudget: { steps: 11 } });
     const env = {};
     for (const [turn, writes] of [[1, 2], [2, 3]]) {
       const { ctx, settle } = context();
@@ -138,8 +138,8 @@ describe("createWorkersHandler", () => {
   it("refuses inline, bad budgets and bad SSE limits with a DefinitionError", () => {
     const store = () => memoryStore();
     expect(() => createWorkersHandler({ agents: [marathon], store, inline: true } as never)).toThrow(DefinitionError);
-    expect(() => createWorkersHandler({ agents: [marathon], store, budget: { steps: 0 } })).toThrow(DefinitionError);
-    expect(() => createWorkersHandler({ agents: [marathon], store, scheduledBudget: { ms: -1 } })).toThrow(DefinitionError);
+    expect(() => createWorkersHandler({ agents: [marathon], store, driveBudget: { steps: 0 } })).toThrow(DefinitionError);
+    expect(() => createWorkersHandler({ agents: [marathon], store, scheduledDriveBudget: { ms: -1 } })).toThrow(DefinitionError);
     expect(() => createWorkersHandler({ agents: [marathon] } as never)).toThrow(DefinitionError);
     expect(() => createWorkersHandler({ agents: [marathon], store, sse: { maxReads: 0 } })).toThrow(/sse.maxReads/);
     expect(() => createGatehouse({ agents: [marathon], sse: { retryMs: -5 } })).toThrow(/sse.retryMs/);

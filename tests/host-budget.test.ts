@@ -1,5 +1,5 @@
 /**
- * The host's budget hand-back (actors/spend/budget.ts): a claim run with a budget
+ * The host's drive-budget hand-back (actors/claim/drive-budget.ts): a claim run with a budget
  * stops at the step boundary where the budget is spent, and the commit that
  * ends that step releases the lease with the agent due at once. Nothing is
  * left under a lease; the next claim goes on where this one stopped, and the
@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startBudget } from "../actors/spend/budget.ts";
+import { startDriveBudget } from "../actors/claim/drive-budget.ts";
 import { runClaim } from "../actors/host/run-claim.ts";
 import { defineAgent } from "../agents/define.ts";
 import { scriptedModel } from "../models/scripted.ts";
@@ -56,7 +56,7 @@ describe("host budget", () => {
     const deps = hostDeps(store, [agent], clock);
     await enqueue(store, clock, "m1", agent, "go");
 
-    const budget = startBudget({ steps: 3, ms: 60_000 }, clock);
+    const budget = startDriveBudget({ steps: 3, ms: 60_000 }, clock);
     const out = await runClaim(deps, await claim(store, "m1", "W1", clock.now()), "W1", budget);
     expect(out).toMatchObject({ status: "released", yielded: true });
     expect(budget.stepsLeft).toBe(0);
@@ -81,7 +81,7 @@ describe("host budget", () => {
     for (; claims < 20; claims++) {
       const c = await store.claim({ agentId: "m2", workerId: `W${claims}`, leaseMs: 30_000, now: clock.now() });
       if (c.status !== "claimed") break;
-      const out = await runClaim(deps, c, `W${claims}`, startBudget({ steps: 2, ms: 60_000 }, clock));
+      const out = await runClaim(deps, c, `W${claims}`, startDriveBudget({ steps: 2, ms: 60_000 }, clock));
       expect(out.status).toBe("released");
       if (out.status === "released" && !out.yielded) {
         claims++;
@@ -103,7 +103,7 @@ describe("host budget", () => {
     const agent = marathon(() => clock.advance(400));
     const deps = hostDeps(store, [agent], clock);
     await enqueue(store, clock, "m3", agent, "go");
-    const budget = startBudget({ steps: 100, ms: 1_000 }, clock);
+    const budget = startDriveBudget({ steps: 100, ms: 1_000 }, clock);
     const out = await runClaim(deps, await claim(store, "m3", "W1", clock.now()), "W1", budget);
     expect(out).toMatchObject({ status: "released", yielded: true });
     // Model 1, tools (400), model 2, tools (800), model 3, tools (1 200 >= 1 000): handed back after 6 steps.
@@ -119,7 +119,7 @@ describe("host budget", () => {
     const agent = marathon();
     const deps = hostDeps(store, [agent], clock);
     await enqueue(store, clock, "m4", agent, "go");
-    const out = await runClaim(deps, await claim(store, "m4", "W1", clock.now()), "W1", startBudget({ steps: 100, ms: 60_000 }, clock));
+    const out = await runClaim(deps, await claim(store, "m4", "W1", clock.now()), "W1", startDriveBudget({ steps: 100, ms: 60_000 }, clock));
     expect(out).toMatchObject({ status: "released", state: "done", yielded: false });
     expect(await eventsOf(store, "m4", "claim_yielded")).toEqual([]);
   });

@@ -21,7 +21,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimRunner } from "../actors/pool/claim-failure.ts";
+import { claimRunner } from "../actors/pool/claim-runner.ts";
 import { watchdogTick } from "../actors/pool/watchdog.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import { memoryStore } from "../store/memory.ts";
@@ -64,7 +64,7 @@ function workAgent(opts: { retrySafe: boolean; timeoutMs?: number; hangAt?: (req
     if (req.step <= 2) return { toolCalls: [{ id: `c${req.step}`, name: "work", args: { n: req.step } }] };
     return { toolCalls: [{ id: "s", name: "submit_result", args: { result: "ok" } }] };
   });
-  const agent: AnyAgent = defineAgent({ name: "w", instructions: "work", model, tools: [work], maxStepsPerTurn: 6 });
+  const agent: AnyAgent = defineAgent({ name: "w", instructions: "work", model, tools: [work], stepLimit: 6 });
   return { agent, runs, model };
 }
 

@@ -42,7 +42,7 @@ const spender = (): ModelResponse[] => [
 
 describe("spend limits", () => {
   it("a turn that crosses maxTokensPerTurn fails with budget_exhausted and a FAIL verdict of the budget guardian", async () => {
-    const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], budget: { maxTokensPerTurn: 100 } });
+    const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], spendLimit: { maxTokensPerTurn: 100 } });
     const { gh, clock, store } = setup([agent]);
     const { turnId } = await enqueue(store, clock, "s1", agent, "go");
     await gh.drain();
@@ -67,7 +67,7 @@ describe("spend limits", () => {
 
   it("a step that finishes the turn over the limit still fails it (one task event, failed)", async () => {
     const model = scriptedModel([{ text: "the answer", usage: { inputTokens: 500, outputTokens: 500 }, cost: 3 }]);
-    const agent = defineAgent({ name: "talker", instructions: "Talk.", model, budget: { maxCostPerTurn: 2 } });
+    const agent = defineAgent({ name: "talker", instructions: "Talk.", model, spendLimit: { maxCostPerTurn: 2 } });
     const { gh, clock, store } = setup([agent]);
     await enqueue(store, clock, "s2", agent, "go");
     await gh.drain();
@@ -78,20 +78,20 @@ describe("spend limits", () => {
     expect(await replayLog(store, "s2")).toEqual((await head(store, "s2")).snapshot);
   });
 
-  it("a task's budget overrides the agent's field by field through the enqueue route without auth (every request has admin)", async () => {
-    const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], budget: { maxTokensPerTurn: 100 } });
+  it("a task's spendLimit overrides the agent's field by field through the enqueue route without auth (every request has admin)", async () => {
+    const agent = defineAgent({ name: "spender", instructions: "Spend.", model: scriptedModel(spender()), tools: [echo], spendLimit: { maxTokensPerTurn: 100 } });
     const { gh, store } = setup([agent]);
     const post = (id: string, body: unknown) =>
       gh.fetch(new Request(`http://x/v1/agents/${id}/tasks`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
-    expect((await post("s3", { agent: "spender", input: "go", budget: { maxTokensPerTurn: 1000 } })).status).toBe(202);
+    expect((await post("s3", { agent: "spender", input: "go", spendLimit: { maxTokensPerTurn: 1000 } })).status).toBe(202);
     await gh.drain();
     expect((await head(store, "s3")).state).toBe("done");
 
-    const bad = await post("s4", { agent: "spender", input: "go", budget: { maxTokensPerTurn: -1 } });
+    const bad = await post("s4", { agent: "spender", input: "go", spendLimit: { maxTokensPerTurn: -1 } });
     expect(bad.status).toBe(400);
     expect(bad.headers.get("content-type")).toMatch(/application\/problem\+json/);
     expect(await store.getAgent("s4")).toBeNull();
-    expect((await post("s4", { agent: "spender", input: "go", budget: { maxTokens: 5 } })).status).toBe(400);
+    expect((await post("s4", { agent: "spender", input: "go", spendLimit: { maxTokens: 5 } })).status).toBe(400);
   });
 
   it("maxCostTotal spans turns: a spent agent's next turn fails before its first model call", async () => {
@@ -100,7 +100,7 @@ describe("spend limits", () => {
       calls++;
       return { text: "done", usage: { inputTokens: 1, outputTokens: 1 }, cost: 0.6 };
     });
-    const agent = defineAgent({ name: "saver", instructions: "Save.", model, budget: { maxCostTotal: 1 } });
+    const agent = defineAgent({ name: "saver", instructions: "Save.", model, spendLimit: { maxCostTotal: 1 } });
     const { gh, clock, store } = setup([agent]);
     await enqueue(store, clock, "s5", agent, "one");
     await gh.drain();
@@ -125,7 +125,7 @@ describe("spend limits", () => {
       { toolCalls: [{ name: "pricey", args: { input: "x" } }], usage: { inputTokens: 10, outputTokens: 10 } },
       { toolCalls: [{ name: "submit_result", args: { result: "never" } }], usage: { inputTokens: 10, outputTokens: 10 } },
     ]);
-    const parent = defineAgent({ name: "frugal", instructions: "Delegate.", model: parentModel, tools: [agentTool(child)], budget: { maxTokensPerTurn: 300 } });
+    const parent = defineAgent({ name: "frugal", instructions: "Delegate.", model: parentModel, tools: [agentTool(child)], spendLimit: { maxTokensPerTurn: 300 } });
     const { gh, clock, store } = setup([parent]);
     await enqueue(store, clock, "s6", parent, "go");
     await gh.drain();
@@ -141,7 +141,7 @@ describe("spend limits", () => {
   it("a step that crosses the limit while asking for a delegation neither records nor dispatches it", async () => {
     const child = defineAgent({ name: "never", instructions: "Work.", model: scriptedModel([{ text: "should not run" }]) });
     const model = scriptedModel([{ toolCalls: [{ name: "never", args: { input: "x" } }], usage: { inputTokens: 1_000, outputTokens: 0 } }]);
-    const parent = defineAgent({ name: "eager", instructions: "Delegate.", model, tools: [agentTool(child)], budget: { maxTokensPerTurn: 10 } });
+    const parent = defineAgent({ name: "eager", instructions: "Delegate.", model, tools: [agentTool(child)], spendLimit: { maxTokensPerTurn: 10 } });
     const { gh, clock, store } = setup([parent]);
     const { turnId } = await enqueue(store, clock, "s8", parent, "go");
     await gh.drain();
@@ -164,7 +164,7 @@ describe("spend limits", () => {
   it("definitions refuse a bad budget and the code of the built-in guardian", () => {
     const model = scriptedModel([{ text: "x" }]);
     for (const budget of [{ maxTokensPerTurn: 1.5 }, { maxCostTotal: -1 }, { maxCost: 1 }, "lots"]) {
-      expect(() => defineAgent({ name: "b", instructions: "", model, budget: budget as never })).toThrow(DefinitionError);
+      expect(() => defineAgent({ name: "b", instructions: "", model, spendLimit: budget as never })).toThrow(DefinitionError);
     }
     expect(checkSpendLimit({ maxCostPerTurn: 0 })).toBeNull();
     expect(resolveSpendLimit({ maxTokensPerTurn: 10, maxCostTotal: 5 }, { maxTokensPerTurn: 20 })).toEqual({ maxTokensPerTurn: 10, maxCostTotal: 5 });

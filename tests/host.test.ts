@@ -101,9 +101,9 @@ describe("mustEndWith and the step budget", () => {
     ]);
   });
 
-  it("a turn that keeps answering with text fails with step_budget_exhausted after maxStepsPerTurn steps", async () => {
+  it("a turn that keeps answering with text fails with step_budget_exhausted after stepLimit steps", async () => {
     const model = recordingModel(() => ({ text: "still thinking" }));
-    const agent = defineAgent({ name: "chatty", instructions: "", model, mustEndWith: ["submit_result"], maxStepsPerTurn: 3 });
+    const agent = defineAgent({ name: "chatty", instructions: "", model, mustEndWith: ["submit_result"], stepLimit: 3 });
     const { gh, clock, store } = setup([agent]);
     const { turnId } = await enqueue(store, clock, "c1", agent, "go");
     await gh.drain();
@@ -115,10 +115,10 @@ describe("mustEndWith and the step budget", () => {
     expect(task.data).toMatchObject({ turnId, status: "failed", deliverable: null, error: { reason: "step_budget_exhausted" } });
   });
 
-  it("without maxStepsPerTurn a turn still has a step budget (32 by default)", async () => {
+  it("without stepLimit a turn still has a step budget (32 by default)", async () => {
     const model = recordingModel(() => ({ text: "again" }));
     const agent = defineAgent({ name: "loop", instructions: "", model, mustEndWith: ["submit_result"] });
-    expect(agent.maxStepsPerTurn).toBe(32);
+    expect(agent.stepLimit).toBe(32);
     const { gh, clock, store } = setup([agent]);
     await enqueue(store, clock, "l1", agent, "go");
     await gh.drain();
@@ -485,7 +485,7 @@ describe("cancel while a worker runs the turn", () => {
       },
     });
     const model = recordingModel(() => ({ toolCalls: [{ name: "crunch", args: {} }] }));
-    const agent = defineAgent({ name: "cruncher", instructions: "", model, tools: [crunch], maxStepsPerTurn: 60 });
+    const agent = defineAgent({ name: "cruncher", instructions: "", model, tools: [crunch], stepLimit: 60 });
     // A short lease: the worker renews it (and looks for new mail) every 50 ms of real time.
     const { gh, clock, store } = setup([agent], { leaseMs: 150 });
     await enqueue(store, clock, "lc", agent, "go");

@@ -74,7 +74,7 @@ const ROUTE_ACTOR_IMPORTS: Record<string, "type" | "any"> = {
   "actors/observe/metrics.ts": "any", // GET /metrics renders the process metrics
   "actors/replay/time-travel.ts": "any", // history, replay bundles, forks: the log replayed (pure)
   "actors/replay/commit-point.ts": "any", // history, forks: the commit an event belongs to (reads the log)
-  "actors/replay/turn-end.ts": "any", // reset: the writes that end a turn without running it
+  "actors/host/turn-end.ts": "any", // reset: the writes that end a turn without running it
   "actors/replay/what-if.ts": "any", // the verifier what-if over a replayed point
   "actors/delegation/delegation.ts": "any", // DELETE of a child agent answers its parent's call
 };

@@ -14,8 +14,9 @@
 import { getShortestPaths } from "@xstate/graph";
 import { describe, expect, it } from "vitest";
 import { createActor, createMachine } from "xstate";
-import { agentMachine, createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import type { AgentEvent } from "../mod.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
+import { agentMachine } from "../inspect.ts";
+import type { AgentEvent } from "../inspect.ts";
 import { hostEventsFor } from "./helpers/host-paths.ts";
 import { ALL_STATES, generatePaths } from "./helpers/machine-paths.ts";
 

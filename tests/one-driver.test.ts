@@ -61,7 +61,7 @@ describe("one driver", () => {
   });
 
   it("one file calls claimNext: the claim attempt on a target the pool and a drive share", () => {
-    expect(callers(/\.claimNext\(/)).toEqual(["actors/pool/claim-runner.ts"]);
+    expect(callers(/\.claimNext\(/)).toEqual(["actors/pool/claim-attempt.ts"]);
   });
 
   it("the composition roots import from actors/pool/ only the parts they build", () => {

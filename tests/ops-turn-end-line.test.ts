@@ -1,7 +1,7 @@
 /**
  * At `info`, every turn that ends writes one line, `turn_end`, with the
  * agent, the turn, its status, its model steps and the time of the claim
- * that ended it (actors/pool/claim-runner.ts `logTurnEnd`): from the worker
+ * that ended it (actors/pool/claim-attempt.ts `logTurnEnd`): from the worker
  * pool, from `drain()`, and for each turn of a chain of turns run in one
  * claim. A drain that claims nothing writes none.
  */

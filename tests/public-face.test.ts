@@ -210,79 +210,58 @@ describe("route access declared with each route", () => {
   });
 });
 
-describe("a small root, subpaths, deprecated aliases", () => {
-  const modText = readFileSync(join(ROOT, "mod.ts"), "utf8");
-  /** name -> the subpath its `@deprecated` note sends it to (and the name there, when renamed). */
-  const deprecated = new Map<string, { subpath: string; target: string }>(
-    [...modText.matchAll(/\/\*\* @deprecated Import (?:(\w+) )?from "@gatehouse-runtime\/core\/(\w+)" \*\/\n\s*(\w+),/g)]
-      .map((m) => [m[3], { subpath: m[2], target: m[1] ?? m[3] }]),
-  );
+describe("a small root, subpaths, no deprecated alias", () => {
+  /** The public modules (package.json exports, but the entry files and the AI SDK adapter's optional peer). */
+  const PUBLIC = ["mod.ts", "inspect.ts", "replay.ts", "ops.ts", "redis.ts", "workers.ts"];
   const subpaths = async () => ({
     inspect: await import("../inspect.ts"),
     replay: await import("../replay.ts"),
     ops: await import("../ops.ts"),
   }) as Record<string, Record<string, unknown>>;
 
-  it("the root holds about 25 values besides the errors and the deprecated aliases", async () => {
+  it("the root holds about 25 values besides the errors", async () => {
     const mod = await import("../mod.ts") as Record<string, unknown>;
-    const current = Object.keys(mod).filter((k) => !deprecated.has(k));
+    const current = Object.keys(mod);
     const errors = current.filter((k) => typeof mod[k] === "function" && (mod[k] as { prototype?: unknown }).prototype instanceof Error);
     expect(current.length - errors.length).toBeLessThanOrEqual(25);
     expect(errors.length).toBeGreaterThanOrEqual(10);
-    expect(deprecated.size).toBeGreaterThanOrEqual(25);
   });
 
-  it("every deprecated root value is the subpath's own (renamed ones: the new name's function)", async () => {
+  it("no public module exports a @deprecated name (TypeScript's reading)", async () => {
+    const ts = (await import("typescript")).default;
+    const options = { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true };
+    const files = PUBLIC.map((f) => join(ROOT, f));
+    const program = ts.createProgram(files, options);
+    const checker = program.getTypeChecker();
+    const deprecatedAt = (sym: import("typescript").Symbol | undefined) => (sym?.declarations ?? []).some((d) => ts.getJSDocDeprecatedTag(d) !== undefined);
+    const found: string[] = [];
+    let exported = 0;
+    for (const file of files) {
+      const moduleSymbol = checker.getSymbolAtLocation(program.getSourceFile(file)!)!;
+      for (const sym of checker.getExportsOfModule(moduleSymbol)) {
+        exported++;
+        const target = sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym;
+        if (deprecatedAt(sym) || deprecatedAt(target)) found.push(`${relative(ROOT, file)}: ${sym.name}`);
+      }
+    }
+    expect(exported).toBeGreaterThan(100);
+    expect(found).toEqual([]);
+  }, 60_000);
+
+  it("every name CHANGELOG.md says moved out of the root is gone from it and exported by its subpath", async () => {
+    const log = readFileSync(join(ROOT, "CHANGELOG.md"), "utf8");
+    const moved = [...log.matchAll(/^\| `(\w+)` \| `@gatehouse-runtime\/core` \| `@gatehouse-runtime\/core\/(\w+)` \|$/gm)].map((m) => [m[1], m[2]] as const);
+    expect(moved.length).toBeGreaterThanOrEqual(60);
     const mod = await import("../mod.ts") as Record<string, unknown>;
     const subs = await subpaths();
     let values = 0;
-    for (const [name, { subpath, target }] of deprecated) {
-      if (!(name in mod)) continue; // a type
-      values++;
+    for (const [name, subpath] of moved) {
+      expect(name in mod, `${name} still in the root`).toBe(false);
       expect(subs[subpath], subpath).toBeDefined();
-      expect(subs[subpath][target], `${name} -> ${subpath}.${target}`).toBe(mod[name]);
+      if (name in subs[subpath]) values++; // else a type
     }
     expect(values).toBeGreaterThanOrEqual(25);
   });
-
-  it("the Deprecations (0.2) note of docs/api.md names every deprecated root export", () => {
-    const readme = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
-    const note = /> \*\*Deprecations \(0\.2\)\.\*\*([\s\S]*?)\n\n/.exec(readme)?.[1] ?? "";
-    const missing = [...deprecated.keys(), "WorkBudget"].filter((n) => !note.includes(`\`${n}\``));
-    expect(missing).toEqual([]);
-  });
-
-  it("TypeScript marks a deprecated root import as deprecated, and a subpath import not", async () => {
-    const ts = (await import("typescript")).default;
-    const dir = join(ROOT, "tests", ".face-deprecation-probe");
-    const { mkdirSync, rmSync, writeFileSync } = await import("node:fs");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, "probe.ts");
-    writeFileSync(file, [
-      `import { createGatehouse, describeMachine, serveReplay } from "../../mod.ts";`,
-      `import { toMermaid } from "../../inspect.ts";`,
-      `import { createReplayGatehouse } from "../../replay.ts";`,
-      `void [createGatehouse, describeMachine, serveReplay, toMermaid, createReplayGatehouse];`,
-    ].join("\n"));
-    try {
-      const options = { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true };
-      const service = ts.createLanguageService({
-        getScriptFileNames: () => [file],
-        getScriptVersion: () => "1",
-        getScriptSnapshot: (f) => (ts.sys.fileExists(f) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(f)!) : undefined),
-        getCurrentDirectory: () => ROOT,
-        getCompilationSettings: () => options,
-        getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
-        fileExists: ts.sys.fileExists,
-        readFile: ts.sys.readFile,
-      });
-      const flagged = new Set(service.getSuggestionDiagnostics(file).filter((d) => d.code === 6385)
-        .map((d) => /'(\w+)'/.exec(ts.flattenDiagnosticMessageText(d.messageText, "\n"))![1]));
-      expect([...flagged].sort()).toEqual(["describeMachine", "serveReplay"]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
 });
 
 describe("one naming rule for the public functions (docs/architecture.md, \"Naming\")", () => {
@@ -306,7 +285,6 @@ describe("one naming rule for the public functions (docs/architecture.md, \"Nami
         "outputVerifierCode", "problemType",
       ],
     },
-    "deprecated alias": { pattern: /^serveReplay$/, names: ["serveReplay"] },
   };
 
   it("every exported function has a kind, and its name follows the kind's pattern", async () => {

@@ -1,12 +1,13 @@
 /**
  * Replay bundles: `GET /v1/agents/:agentId/export`, loadReplayBundle and
- * serveReplay. A run exported, sent through JSON and served from a fresh
+ * createReplayGatehouse. A run exported, sent through JSON and served from a fresh
  * memory store answers the agent, its events and its history at every event
  * exactly as the original did, and a bundle this version does not read is
  * refused whole.
  */
 import { describe, expect, it } from "vitest";
-import { loadReplayBundle, memoryStore, ReplayBundleError, serveReplay } from "../mod.ts";
+import { memoryStore, ReplayBundleError } from "../mod.ts";
+import { createReplayGatehouse, loadReplayBundle } from "../replay.ts";
 import { memoryStoreState } from "../store/memory.ts";
 import { helperAgent, setup } from "./helpers/debug.ts";
 
@@ -29,7 +30,7 @@ describe("replay bundles", () => {
     expect(bundle.machine.meta.states.map((s: { name: string }) => s.name)).toContain("waiting-tools");
     expect(Object.keys(bundle.inputs)).toHaveLength(2);
 
-    const offline = await serveReplay(bundle, { agents: [helperAgent()] });
+    const offline = await createReplayGatehouse(bundle, { agents: [helperAgent()] });
     const get = async (path: string) => (await offline.fetch(new Request(`http://replay.test${path}`))).json();
     const { lastEventId } = (await gh.store.getAgent("a1"))!;
     const original = (await call("GET", "/v1/agents/a1")).body;
@@ -98,10 +99,10 @@ describe("replay bundles", () => {
       expect((err as ReplayBundleError).code).toBe("invalid_replay_bundle");
       expect((err as Error).message).toMatch(reason);
       expect(JSON.stringify(memoryStoreState(store))).toBe(empty);
-      await expect(serveReplay(bad)).rejects.toThrow(ReplayBundleError);
+      await expect(createReplayGatehouse(bad)).rejects.toThrow(ReplayBundleError);
     }
     // The bundle as exported still loads and serves.
-    const offline = await serveReplay(bundle);
+    const offline = await createReplayGatehouse(bundle);
     expect((await offline.fetch(new Request("http://replay.test/v1/agents/a1"))).status).toBe(200);
     await offline.close();
     await gh.close();

@@ -83,10 +83,10 @@ const BODY_ROUTES: BodyRoute[] = [
       ["input is null", () => ({ agent: "helper", input: null })],
       ["idempotencyKey is empty", () => ({ agent: "helper", input: "hi", idempotencyKey: "" })],
       ["idempotencyKey is a number", () => ({ agent: "helper", input: "hi", idempotencyKey: 5 })],
-      ["verifyMaxAttempts is 0", () => ({ agent: "helper", input: "hi", verifyMaxAttempts: 0 })],
-      ["verifyMaxAttempts is 101", () => ({ agent: "helper", input: "hi", verifyMaxAttempts: 101 })],
-      ["verifyMaxAttempts is 2.5", () => ({ agent: "helper", input: "hi", verifyMaxAttempts: 2.5 })],
-      ["verifyMaxAttempts is a string", () => ({ agent: "helper", input: "hi", verifyMaxAttempts: "3" })],
+      ["verifyAttempts is 0", () => ({ agent: "helper", input: "hi", verifyAttempts: 0 })],
+      ["verifyAttempts is 101", () => ({ agent: "helper", input: "hi", verifyAttempts: 101 })],
+      ["verifyAttempts is 2.5", () => ({ agent: "helper", input: "hi", verifyAttempts: 2.5 })],
+      ["verifyAttempts is a string", () => ({ agent: "helper", input: "hi", verifyAttempts: "3" })],
       ["an unknown field is present", () => ({ agent: "helper", input: "hi", priority: 1 })],
       ["the body is an array", () => [{ agent: "helper", input: "hi" }]],
       ["the body is null", () => null],
@@ -456,10 +456,10 @@ describe("validation details", () => {
     ]));
   });
 
-  it("reports verifyMaxAttempts out of range with the attempt budget's message", async () => {
-    const res = await ctx.gh.fetch(jsonReq("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "x", verifyMaxAttempts: 0 }));
+  it("reports verifyAttempts out of range with the attempt budget's message", async () => {
+    const res = await ctx.gh.fetch(jsonReq("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "x", verifyAttempts: 0 }));
     const p = await expectProblem(res, 400, "validation_failed");
-    expect(p.errors[0].path).toEqual(["verifyMaxAttempts"]);
+    expect(p.errors[0].path).toEqual(["verifyAttempts"]);
     expect(p.errors[0].message).toMatch(/integer from 1 to 100/);
   });
 

@@ -181,7 +181,7 @@ describe("routes: tasks", () => {
 
   it("passes verifyMaxAttempts into the task options", async () => {
     const { gh, call } = setup();
-    await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "hi", verifyMaxAttempts: 7 });
+    await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "hi", verifyAttempts: 7 });
     const head = await gh.store.getAgent("a1");
     const enq = (await gh.store.readEvents("a1", 0, 10)).find((e) => e.type === "task_enqueued");
     expect(enq?.data.options).toEqual({ verifyMaxAttempts: 7 });

@@ -27,7 +27,7 @@ const spender = (budget: AgentSpendLimit) =>
     name: "spender",
     instructions: "Spend.",
     tools: [echo],
-    budget,
+    spendLimit: budget,
     model: scriptedModel(({ step }) =>
       step <= 2
         ? { toolCalls: [{ name: "echo", args: { x: `s${step}` } }], usage: { inputTokens: 50, outputTokens: 10 } }
@@ -67,7 +67,7 @@ describe.each(stores)("task budgets on the %s store", (_name, makeStore) => {
     open.push(gh);
     /** `token`: a bearer token, or `"signed"` for a Standard Webhooks signature. */
     const run = async (agentId: string, taskBudget: unknown, token: string) => {
-      const body = JSON.stringify({ agent: "spender", input: "go", budget: taskBudget });
+      const body = JSON.stringify({ agent: "spender", input: "go", spendLimit: taskBudget });
       const auth: Record<string, string> = token === "signed"
         ? { "webhook-id": `msg_${agentId}`, "webhook-timestamp": String(Math.floor(T0 / 1000)), "webhook-signature": new Webhook(SECRET).sign(`msg_${agentId}`, new Date(T0), body) }
         : { authorization: `Bearer ${token}` };
@@ -141,8 +141,8 @@ describe("resolving a turn's spend limit", () => {
 
   it("defineAgent takes tasksMayRaise as a boolean only, and a task body never", () => {
     const model = scriptedModel([{ text: "x" }]);
-    expect(() => defineAgent({ name: "b", instructions: "", model, budget: { tasksMayRaise: "yes" as never } })).toThrow(DefinitionError);
-    expect(() => defineAgent({ name: "b", instructions: "", model, budget: { tasksMayRaise: true } })).not.toThrow();
+    expect(() => defineAgent({ name: "b", instructions: "", model, spendLimit: { tasksMayRaise: "yes" as never } })).toThrow(DefinitionError);
+    expect(() => defineAgent({ name: "b", instructions: "", model, spendLimit: { tasksMayRaise: true } })).not.toThrow();
     expect(resolveSpendLimit({ maxTokensPerTurn: 10 }, { maxTokensPerTurn: 20, tasksMayRaise: true })).toEqual({ maxTokensPerTurn: 10 });
   });
 });

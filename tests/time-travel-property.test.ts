@@ -93,7 +93,7 @@ async function runOnce(
   const agent = defineAgent({
     name: "prop",
     instructions: "Be random.",
-    maxStepsPerTurn: plan.maxSteps,
+    stepLimit: plan.maxSteps,
     model: scriptedModel(() => {
       const move = plan.moves[m++ % plan.moves.length];
       switch (move) {
@@ -117,7 +117,7 @@ async function runOnce(
         if (c.n % 2 !== 0) throw new VerificationRejected({ message: "odd", code: "odd", retryable: true });
       },
     },
-    verifyMaxAttempts: 2,
+    verifyAttempts: 2,
     ...(retention ? { retention } : {}),
   });
   const gh = createGatehouse({ agents: [agent], store, clock, leaseMs: 60_000 });

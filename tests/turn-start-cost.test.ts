@@ -19,7 +19,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimRunner } from "../actors/pool/claim-failure.ts";
+import { claimRunner } from "../actors/pool/claim-runner.ts";
 import { type AnyAgent, defineAgent } from "../agents/define.ts";
 import type { ModelResponse } from "../models/types.ts";
 import { redisStore } from "../redis.ts";
@@ -61,7 +61,7 @@ function workAgent(toolSteps: number, external = false): AnyAgent {
     if (req.step <= toolSteps) return { toolCalls: [{ id: `c${req.step}`, name: "work", args: { n: req.step } }] };
     return { toolCalls: [{ id: `s${req.step}`, name: "submit_result", args: { result: "ok" } }] };
   });
-  return defineAgent({ name: "w", instructions: "work", model, tools: [work], maxStepsPerTurn: 10 });
+  return defineAgent({ name: "w", instructions: "work", model, tools: [work], stepLimit: 10 });
 }
 
 /**

@@ -86,7 +86,7 @@ describe("guardians in the gate", () => {
   });
 
   it("NEEDS_CHANGES on the last attempt is written FAIL and the turn fails as exhausted", async () => {
-    const gh = createGatehouse({ agents: [fixer({ guardians: [noSecrets()], verifyMaxAttempts: 1 })], ids: seqIds() });
+    const gh = createGatehouse({ agents: [fixer({ guardians: [noSecrets()], verifyAttempts: 1 })], ids: seqIds() });
     await run(gh);
     const { context } = await contextOf(gh, "a1");
     expect(context.error?.reason).toBe("verification_exhausted");

@@ -9,13 +9,13 @@ import {
   createGatehouse,
   defineAgent,
   defineTool,
-  GuardianVerdictSnapshot,
   scriptedModel,
-  VERDICT_SCHEMA_VERSION,
   VerdictError,
   VerificationRejected,
 } from "../mod.ts";
-import type { Gatehouse, ModelResponse, NewVerdict } from "../mod.ts";
+import type { Gatehouse, ModelResponse } from "../mod.ts";
+import { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION } from "../inspect.ts";
+import type { NewVerdict } from "../inspect.ts";
 import { verdictIdOf } from "../verification/recorder.ts";
 import { enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
 import { memoryStateReader } from "./helpers/store-state.ts";
@@ -30,7 +30,7 @@ function agent(verify: (c: { summary: string }) => unknown, verifyMaxAttempts = 
     instructions: "",
     model: scriptedModel(({ step }) => propose(`v${step}`)),
     output: { schema: Summary, verify },
-    verifyMaxAttempts,
+    verifyAttempts: verifyMaxAttempts,
   });
 }
 const reject = (retryable = true) => (c: { summary: string }) => {

@@ -5,7 +5,8 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, scriptedModel, VERDICT_SCHEMA_VERSION, VerificationRejected } from "../mod.ts";
+import { createGatehouse, defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
+import { VERDICT_SCHEMA_VERSION } from "../inspect.ts";
 import type { Gatehouse } from "../mod.ts";
 import { enqueue, get, seqIds } from "./fixtures/gate-kit.ts";
 import { memoryStateReader, statesOf } from "./helpers/store-state.ts";

@@ -40,7 +40,7 @@ describe("bypass 1: submit_result on an agent that declares output", () => {
   it("is answered tool_not_offered, counts as a step, and the turn never ends done without a PASS", async () => {
     const model = recordingModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { amount: 1_000_000 } } }] }));
     const agent = defineAgent({
-      name: "payout", instructions: "", model, maxStepsPerTurn: 3,
+      name: "payout", instructions: "", model, stepLimit: 3,
       output: { schema: Payout, verify: alwaysRejects },
     });
     const gh = createGatehouse({ agents: [agent], ids: seqIds() });

@@ -34,7 +34,7 @@ describe("docs/verification.md", () => {
   it("quotes the example's agent exactly as the file has it", () => {
     const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../examples/fixer.ts"))?.[1];
     const quoted = /<!-- fixer:start -->\n```ts\n([\s\S]*?)```\n<!-- fixer:end -->/.exec(doc)?.[1];
-    expect(region).toContain("verifyMaxAttempts: 5");
+    expect(region).toContain("verifyAttempts: 5");
     expect(quoted).toBe(region);
   });
 

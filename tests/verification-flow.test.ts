@@ -74,9 +74,9 @@ describe("completion through the gate", () => {
     expect(last).toMatchObject({ role: "tool", content: feedback[0].content });
   });
 
-  it("fails with verification_exhausted after verifyMaxAttempts rejections", async () => {
+  it("fails with verification_exhausted after verifyAttempts rejections", async () => {
     let calls = 0;
-    const gh = await run(fixer({ verifyMaxAttempts: 3, verify: (c) => (++calls, rejectUnless(() => false)(c)) }));
+    const gh = await run(fixer({ verifyAttempts: 3, verify: (c) => (++calls, rejectUnless(() => false)(c)) }));
     const { state, context } = await contextOf(gh, "a1");
     expect(state).toBe("failed");
     expect(context.error?.reason).toBe("verification_exhausted");
@@ -85,8 +85,8 @@ describe("completion through the gate", () => {
     expect((await allEvents(gh, "a1")).filter((e) => e.type === "verification_exhausted")).toHaveLength(1);
   });
 
-  it("a task's verifyMaxAttempts overrides the agent's budget for that turn", async () => {
-    const gh = await run(fixer({ verifyMaxAttempts: 5, verify: rejectUnless(() => false) }), { body: { verifyMaxAttempts: 1 } });
+  it("a task's verifyAttempts overrides the agent's budget for that turn", async () => {
+    const gh = await run(fixer({ verifyAttempts: 5, verify: rejectUnless(() => false) }), { body: { verifyAttempts: 1 } });
     const { context } = await contextOf(gh, "a1");
     expect(context.error?.reason).toBe("verification_exhausted");
     expect(context.verification).toMatchObject({ attemptsUsed: 1, maxAttempts: 1 });
@@ -187,7 +187,7 @@ describe("events", () => {
   });
 
   it("an exhausting rejection adds verification_exhausted before the transition to failed", async () => {
-    const gh = await run(fixer({ verifyMaxAttempts: 2, verify: rejectUnless(() => false) }));
+    const gh = await run(fixer({ verifyAttempts: 2, verify: rejectUnless(() => false) }));
     expect((await gateTrail(gh, "a1")).slice(-6)).toEqual([
       "verification_started",
       "verdict_recorded:FAIL",

@@ -145,9 +145,9 @@ function agentFor(c: Config, responses: ModelResponse[]) {
     tools,
     ...(allowedTools ? { allowedTools } : {}),
     ...(mustEndWith ? { mustEndWith } : {}),
-    maxStepsPerTurn: c.maxSteps,
+    stepLimit: c.maxSteps,
     ...(c.output
-      ? { output: { schema: Amount, ...(verify ? { verify } : {}), verifyMaxAttempts: c.verifyMaxAttempts }, guardians }
+      ? { output: { schema: Amount, ...(verify ? { verify } : {}), verifyAttempts: c.verifyMaxAttempts }, guardians }
       : {}),
   });
   return { agent, model, gated: c.output && (verify !== undefined || guardians.length > 0), guardians };

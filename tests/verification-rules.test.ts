@@ -13,7 +13,7 @@ import {
   scriptedModel,
   VerificationRejected,
 } from "../mod.ts";
-import { DEFAULT_VERIFY_MAX_ATTEMPTS, resolveVerifyMaxAttempts } from "../agents/define.ts";
+import { DEFAULT_VERIFY_ATTEMPTS, resolveVerifyAttempts } from "../agents/define.ts";
 import { contextOf, enqueue, seqIds } from "./fixtures/gate-kit.ts";
 
 const model = scriptedModel([{ text: "unused" }]);
@@ -44,9 +44,9 @@ describe("verifier discovery", () => {
     );
     expect(definitionError(() => agentWith({ schema, validate: () => 1 })).message).toMatch(/did you mean "verify"/);
     expect(definitionError(() => agentWith({ schema, maxAttempts: 3 })).message).toMatch(
-      /unknown key "maxAttempts" \(did you mean "verifyMaxAttempts"\?\)/,
+      /unknown key "maxAttempts" \(did you mean "verifyAttempts"\?\)/,
     );
-    expect(definitionError(() => agentWith({ schema, extra: 1 })).message).toMatch(/unknown key "extra"; it takes schema, verify, verifyMaxAttempts/);
+    expect(definitionError(() => agentWith({ schema, extra: 1 })).message).toMatch(/unknown key "extra"; it takes schema, verify, verifyAttempts/);
   });
 
   it("output needs a zod object schema", () => {
@@ -106,47 +106,47 @@ describe("verifier signature rules", () => {
 describe("attempt budget", () => {
   it("refuses invalid budgets at definition, naming the field", () => {
     for (const bad of [0, -1, 1.5, 101, "3", Number.NaN]) {
-      expect(definitionError(() => agentWith({ schema }, { verifyMaxAttempts: bad })).message).toMatch(
-        /: verifyMaxAttempts must be an integer from 1 to 100/,
+      expect(definitionError(() => agentWith({ schema }, { verifyAttempts: bad })).message).toMatch(
+        /: verifyAttempts must be an integer from 1 to 100/,
       );
-      expect(definitionError(() => agentWith({ schema, verifyMaxAttempts: bad })).message).toMatch(
-        /: output.verifyMaxAttempts must be an integer from 1 to 100/,
+      expect(definitionError(() => agentWith({ schema, verifyAttempts: bad })).message).toMatch(
+        /: output.verifyAttempts must be an integer from 1 to 100/,
       );
     }
   });
 
-  it("refuses verifyMaxAttempts on an agent without output", () => {
-    expect(definitionError(() => defineAgent({ name: "a", instructions: "", model, verifyMaxAttempts: 3 })).message)
-      .toMatch(/verifyMaxAttempts needs output/);
+  it("refuses verifyAttempts on an agent without output", () => {
+    expect(definitionError(() => defineAgent({ name: "a", instructions: "", model, verifyAttempts: 3 })).message)
+      .toMatch(/verifyAttempts needs output/);
   });
 
   it("precedence: task override > agent > output > 5", () => {
-    const both = agentWith({ schema, verifyMaxAttempts: 4 }, { verifyMaxAttempts: 7 });
-    const outputOnly = agentWith({ schema, verifyMaxAttempts: 4 });
+    const both = agentWith({ schema, verifyAttempts: 4 }, { verifyAttempts: 7 });
+    const outputOnly = agentWith({ schema, verifyAttempts: 4 });
     const none = agentWith({ schema });
-    expect(resolveVerifyMaxAttempts(both, 2)).toBe(2);
-    expect(resolveVerifyMaxAttempts(both)).toBe(7);
-    expect(resolveVerifyMaxAttempts(outputOnly)).toBe(4);
-    expect(resolveVerifyMaxAttempts(none)).toBe(DEFAULT_VERIFY_MAX_ATTEMPTS);
-    expect(DEFAULT_VERIFY_MAX_ATTEMPTS).toBe(5);
+    expect(resolveVerifyAttempts(both, 2)).toBe(2);
+    expect(resolveVerifyAttempts(both)).toBe(7);
+    expect(resolveVerifyAttempts(outputOnly)).toBe(4);
+    expect(resolveVerifyAttempts(none)).toBe(DEFAULT_VERIFY_ATTEMPTS);
+    expect(DEFAULT_VERIFY_ATTEMPTS).toBe(5);
   });
 
   it("an invalid override that bypassed the route is ignored, so a turn always gets a valid budget", () => {
-    const a = agentWith({ schema }, { verifyMaxAttempts: 3 });
-    for (const bad of [0, 1.5, "2", null, 1000]) expect(resolveVerifyMaxAttempts(a, bad)).toBe(3);
+    const a = agentWith({ schema }, { verifyAttempts: 3 });
+    for (const bad of [0, 1.5, "2", null, 1000]) expect(resolveVerifyAttempts(a, bad)).toBe(3);
   });
 
-  it("the task route's verifyMaxAttempts becomes the turn's budget; an invalid one is refused with 400", async () => {
+  it("the task route's verifyAttempts becomes the turn's budget; an invalid one is refused with 400", async () => {
     const a = defineAgent({
       name: "a", instructions: "", model: scriptedModel([{ toolCalls: [{ name: "agent_output", args: { summary: "x" } }] }]),
-      output: { schema, verify: () => "ok", verifyMaxAttempts: 4 }, verifyMaxAttempts: 6,
+      output: { schema, verify: () => "ok", verifyAttempts: 4 }, verifyAttempts: 6,
     });
     const gh = createGatehouse({ agents: [a], ids: seqIds() });
-    const bad = await enqueue(gh, "a1", { agent: "a", input: "go", verifyMaxAttempts: 0 });
+    const bad = await enqueue(gh, "a1", { agent: "a", input: "go", verifyAttempts: 0 });
     expect(bad.status).toBe(400);
     expect(bad.json.code).toBe("validation_failed");
     expect(await gh.store.getAgent("a1")).toBeNull();
-    expect((await enqueue(gh, "a1", { agent: "a", input: "go", verifyMaxAttempts: 2 })).status).toBe(202);
+    expect((await enqueue(gh, "a1", { agent: "a", input: "go", verifyAttempts: 2 })).status).toBe(202);
     await gh.drain();
     expect((await contextOf(gh, "a1")).context.verification.maxAttempts).toBe(2);
     expect((await enqueue(gh, "a1", { agent: "a", input: "again" })).status).toBe(202);

@@ -42,8 +42,8 @@ describe.each(stores)("what-if limits on the %s store", (_name, makeStore) => {
     const fixer = defineAgent({
       name: "fixer",
       instructions: "fix",
-      maxStepsPerTurn: N + 2,
-      verifyMaxAttempts: N,
+      stepLimit: N + 2,
+      verifyAttempts: N,
       model: scriptedModel(({ step }) => ({ toolCalls: [{ name: "agent_output", args: { summary: `v${step}` } }] })),
       output: {
         schema: z.object({ summary: z.string() }),

@@ -15,7 +15,7 @@
  * - Assignment ids are deterministic: `assignment:<agent>:<guardianCode>`,
  *   so every process of a deployment names an assignment the same way.
  *
- * - The built-in guardian `budget` (BUDGET_GUARDIAN) is registered and
+ * - The built-in spend-limit guardian, code `budget` (SPEND_LIMIT_GUARDIAN), is registered and
  *   assigned to every agent, after all other assignments: it judges spend
  *   limits (actors/spend/spend-limit.ts) and writes a `FAIL` verdict when a turn crosses
  *   one. It reviews no candidate (it is not in `guardiansFor`), and no other
@@ -27,7 +27,7 @@
  */
 import { DefinitionError } from "../errors/errors.ts";
 import { type Guardian, outputVerifierCode } from "./guardian.ts";
-import { BUDGET_GUARDIAN } from "../common/spend-limit.ts";
+import { SPEND_LIMIT_GUARDIAN } from "../common/spend-limit.ts";
 
 export interface RegisteredGuardian {
   readonly code: string;
@@ -69,7 +69,7 @@ export interface RegistryAgent {
   readonly guardians?: readonly Guardian[];
 }
 
-export { BUDGET_GUARDIAN };
+export { SPEND_LIMIT_GUARDIAN };
 
 export const assignmentIdOf = (agentName: string, guardianCode: string) => `assignment:${agentName}:${guardianCode}`;
 
@@ -82,7 +82,7 @@ export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
 
   const register = (g: Guardian, where: string) => {
     if (!g || g.kind !== "guardian") throw new DefinitionError(`${where}: guardians must come from defineGuardian()`);
-    if (g.code === BUDGET_GUARDIAN) throw new DefinitionError(`${where}: the guardian code "${BUDGET_GUARDIAN}" is built in (spend limits)`);
+    if (g.code === SPEND_LIMIT_GUARDIAN) throw new DefinitionError(`${where}: the guardian code "${SPEND_LIMIT_GUARDIAN}" is built in (spend limits)`);
     const prior = byCode.get(g.code);
     if (prior && prior.guardian !== g) {
       throw new DefinitionError(`${where}: two different guardians have the code "${g.code}"`);
@@ -127,10 +127,10 @@ export function createGuardianRegistry(input: RegistryInput): GuardianRegistry {
     perAgent.set(asg.agent, [...(perAgent.get(asg.agent) ?? []), reg.guardian!]);
   }
 
-  byCode.set(BUDGET_GUARDIAN, Object.freeze({
-    code: BUDGET_GUARDIAN, kind: "builtin", description: "Spend limits: fails a turn that crosses its budget", guardian: null,
+  byCode.set(SPEND_LIMIT_GUARDIAN, Object.freeze({
+    code: SPEND_LIMIT_GUARDIAN, kind: "builtin", description: "Spend limits: fails a turn that crosses its spend limit", guardian: null,
   }));
-  for (const a of agents.values()) assign(a.name, BUDGET_GUARDIAN, `Agent "${a.name}"`);
+  for (const a of agents.values()) assign(a.name, SPEND_LIMIT_GUARDIAN, `Agent "${a.name}"`);
 
   const frozen = new Map([...perAgent].map(([k, v]) => [k, Object.freeze([...v])] as const));
   const none: readonly Guardian[] = Object.freeze([]);

@@ -135,7 +135,7 @@ export type HostOutcome =
   /**
    * `yielded`: handed back with work left (mail arrived, or the budget was spent); the agent is due now.
    * `chained`: the last commit ended the turn and claimed the agent's next task (store invariant `turn-chaining`);
-   * the caller runs it as the next claim (actors/pool/claim-failure.ts `claimRunner`).
+   * the caller runs it as the next claim (actors/pool/claim-runner.ts `claimRunner`).
    */
   | { status: "released"; state: string; commits: number; yielded: boolean; chained?: Claimed; ended?: EndedTurnNote }
   | { status: "fenced"; reason: string; commits: number }

@@ -4,7 +4,7 @@
  * `verifying`, feedback in `revising`; actors/steps/), apply what it
  * returned (actors/host/apply.ts) and commit, until the agent needs nothing more from this
  * worker or the attempt stops. Where the spend guard (actors/spend/guard.ts)
- * and the drive's work budget (actors/spend/budget.ts) apply is named here.
+ * and the drive budget (actors/claim/drive-budget.ts) apply is named here.
  *
  * Invariants:
  * - Every effect's result is committed before the next effect starts, except
@@ -13,12 +13,12 @@
  *   abort fires) and no further commit, dispatch or model call happens.
  * - Spend limits are checked before each effect of a turn and right after
  *   each model step.
- * - Mail that arrives while the claim runs, or a spent work budget, hands the
+ * - Mail that arrives while the claim runs, or a spent drive budget, hands the
  *   agent back at the next step boundary, in the commit that ends the step
- *   (`runnableAt = now`; a spent budget logs `claim_yielded`).
+ *   (`runnableAt = now`; a spent drive budget logs `claim_yielded`).
  * - Turn chaining (store invariant `turn-chaining`): the commit that ends a turn and
  *   releases may claim the next task, only when the caller allows it
- *   (`mayChain`) and the drive's budget is not spent.
+ *   (`mayChain`) and the drive budget is not spent.
  * - A claim that started a new turn (`startedTurn`: its task applied as
  *   `TASK_STARTED`, a chained claim too) commits that start, with the mail
  *   it applied, before the turn's first effect: the stored state is
@@ -29,8 +29,8 @@
 import type { ClaimContext, HostOutcome } from "../claim/context.ts";
 import { snap } from "../claim/context.ts";
 import type { CommitBuffer } from "../claim/commit-buffer.ts";
+import { driveBudgetSpent, type RunningDriveBudget } from "../claim/drive-budget.ts";
 import { delegationPollAt } from "../delegation/claim-hooks.ts";
-import { type Budget, budgetSpent } from "../spend/budget.ts";
 import { DeltaBatcher } from "../../store/live.ts";
 import { spendLimitCrossed } from "../spend/guard.ts";
 import { awaitsApproval } from "../steps/approvals.ts";
@@ -47,7 +47,7 @@ export interface EffectsEnd {
 
 /** Runs effects until the agent is released or the claim is lost. */
 export async function runEffects(
-  ctx: ClaimContext, buffer: CommitBuffer, budget: Budget | undefined, mayChain: boolean, startedTurn = false,
+  ctx: ClaimContext, buffer: CommitBuffer, driveBudget: RunningDriveBudget | undefined, mayChain: boolean, startedTurn = false,
 ): Promise<EffectsEnd> {
   const { clock } = ctx.deps;
   const fenced = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason || "lease_lost", commits: buffer.commits } });
@@ -56,8 +56,8 @@ export async function runEffects(
     resident: true,
     outcome: { status: "released", state: snap(ctx).value, commits: buffer.commits, yielded, ...(buffer.chained ? { chained: buffer.chained } : {}) },
   });
-  // Turn chaining: within the caller's bound (`mayChain`) and the drive's budget.
-  const chainAllowed = () => mayChain && !(budget && budgetSpent(budget, clock));
+  // Turn chaining: within the caller's bound (`mayChain`) and the drive budget.
+  const chainAllowed = () => mayChain && !(driveBudget && driveBudgetSpent(driveBudget, clock));
   for (;;) {
     if (ctx.abort.signal.aborted) return fenced();
     if (await enforceSpendLimit(ctx, false)) continue;
@@ -76,8 +76,8 @@ export async function runEffects(
     if (step === "no-effect") continue;
     if (ctx.abort.signal.aborted) return fenced();
     const next = needsMe(ctx);
-    if (budget) budget.stepsLeft--;
-    const { handBack, yielded } = await stepBoundary(ctx, next, budget);
+    if (driveBudget) driveBudget.stepsLeft--;
+    const { handBack, yielded } = await stepBoundary(ctx, next, driveBudget);
     // Results of retry-safe tools ride with the commit of the model step that follows them: a crash
     // before that commit runs the tools again under the same ids (tools/define.ts `retrySafe`).
     if (step === "ride" && handBack === null && snap(ctx).value === "running") continue;
@@ -138,17 +138,17 @@ async function enforceSpendLimit(ctx: ClaimContext, afterStep: boolean): Promise
 /**
  * Whether the commit that ends this step hands the agent back. Mail that arrived during this claim
  * (a cancel, say) is applied by a fresh claim, which takes it as one batch: hand the agent back at
- * this step boundary rather than run the turn to its end. A spent budget hands back the same way, in
+ * this step boundary rather than run the turn to its end. A spent drive budget hands back the same way, in
  * the commit that ends this step (no lease is left behind).
  */
 async function stepBoundary(
-  ctx: ClaimContext, next: Need, budget: Budget | undefined,
+  ctx: ClaimContext, next: Need, driveBudget: RunningDriveBudget | undefined,
 ): Promise<{ handBack: { runnableAt: number | null } | null; yielded: boolean }> {
   const { clock } = ctx.deps;
-  const yielded = next.yes && (ctx.lease.mailWaiting || (budget !== undefined && budgetSpent(budget, clock)));
+  const yielded = next.yes && (ctx.lease.mailWaiting || (driveBudget !== undefined && driveBudgetSpent(driveBudget, clock)));
   const handBack = !next.yes ? { runnableAt: next.runnableAt } : yielded ? { runnableAt: clock.now() } : null;
   if (yielded && !ctx.lease.mailWaiting) {
-    const data = { reason: "budget", steps: budget!.limit.steps - budget!.stepsLeft, elapsedMs: clock.now() - budget!.startedAt };
+    const data = { reason: "budget", steps: driveBudget!.limit.steps - driveBudget!.stepsLeft, elapsedMs: clock.now() - driveBudget!.startedAt };
     await apply(ctx, [{ kind: "log", type: "claim_yielded", data }]);
   }
   return { handBack, yielded };

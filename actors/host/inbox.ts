@@ -16,7 +16,7 @@
  * - A tool result of a delegation call carries what the child spent
  *   (actors/delegation/claim-hooks.ts), so the parent's spend includes it.
  */
-import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
+import { resolveVerifyAttempts, type AnyAgent } from "../../agents/define.ts";
 import { normalizeOutcome } from "../../common/outcome.ts";
 import type { AgentContext, TurnConfig } from "../../machines/types.ts";
 import type { InboxTask } from "../../store/types.ts";
@@ -30,10 +30,10 @@ import { completionToolOf } from "../steps/tool-specs.ts";
 
 export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
   return {
-    maxSteps: agent.maxStepsPerTurn,
+    maxSteps: agent.stepLimit,
     completion: completionToolOf(agent),
     mustEndWith: agent.effectiveMustEndWith,
-    verifyMaxAttempts: resolveVerifyMaxAttempts(agent, task.options.verifyMaxAttempts),
+    verifyMaxAttempts: resolveVerifyAttempts(agent, task.options.verifyMaxAttempts),
     maxVerifierErrors: agent.maxVerifierErrors ?? 3,
   };
 }

@@ -72,7 +72,7 @@
  * - Spend limits (actors/spend/spend-limit.ts; the guard, actors/spend/guard.ts) are checked before each effect of a turn
  *   and right after each model step; crossing one ends the turn with
  *   `TURN_FAILED` (`budget_exhausted`), even a turn the step just finished.
- * - With a budget (actors/spend/budget.ts), a claim whose budget is spent hands the
+ * - With a drive budget (actors/claim/drive-budget.ts), a claim whose drive budget is spent hands the
  *   agent back at the next step boundary: the commit that ends the step
  *   releases the lease with `runnableAt = now`, so any worker (or the next
  *   invocation) can go on at once; the hand-back is logged as `claim_yielded`.
@@ -81,11 +81,11 @@
  */
 import { CommitBuffer } from "../claim/commit-buffer.ts";
 import { type ClaimContext, type Claimed, type EndedTurnNote, type HostDeps, type HostOutcome, retentionOf, snap } from "../claim/context.ts";
+import type { RunningDriveBudget } from "../claim/drive-budget.ts";
 import { startLeaseKeeper } from "../claim/lease-keeper.ts";
 import { afterCommit, claimDelegation } from "../delegation/claim-hooks.ts";
 import { claimSpanIds, endTurnSpan, startTurnSpan } from "../observe/tracing.ts";
 import { createToolRegistryView } from "../registry/claim-view.ts";
-import type { Budget } from "../spend/budget.ts";
 import { turnSpendLimit } from "../spend/spend-limit.ts";
 import { runEffects } from "./effects.ts";
 import { applyInbox } from "./inbox.ts";
@@ -93,12 +93,12 @@ import { leaveClaim, logClaim, restoreClaim } from "./restore.ts";
 
 /**
  * Processes one claim until the agent is released or the claim is lost. With
- * a `budget`, each step spends one of its steps, and the agent is handed back
- * when the budget is spent (shared by the claims of one drive). With
+ * a `driveBudget`, each step spends one of its steps, and the agent is handed
+ * back when it is spent (shared by the claims of one drive). With
  * `mayChain`, the commit that ends the turn may claim the agent's next task
- * (answered as `chained`), unless the budget is spent.
+ * (answered as `chained`), unless the drive budget is spent.
  */
-export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, budget?: Budget, mayChain = false): Promise<HostOutcome> {
+export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget, mayChain = false): Promise<HostOutcome> {
   const { store, clock, logger } = deps;
   const { agentId, epoch, head } = claim;
   logClaim(deps, claim, workerId, clock.now());
@@ -139,7 +139,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let resident = false;
   try {
     const startedTurn = await applyInbox(ctx);
-    const end = await runEffects(ctx, buffer, budget, mayChain, startedTurn);
+    const end = await runEffects(ctx, buffer, driveBudget, mayChain, startedTurn);
     resident = end.resident;
     return ended && end.outcome.status === "released" ? { ...end.outcome, ended } : end.outcome;
   } finally {

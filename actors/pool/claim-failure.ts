@@ -8,7 +8,7 @@
  * count lives in the store (store/port.ts, invariant `turn-end-without-machine`), so it holds across
  * workers and restarts; below the bound the agent is offered again after a
  * backoff (1 s, 2 s, 4 s, … by default) instead of at the end of the lease.
- * The turn is ended by actors/replay/turn-end.ts from the stored head, never by the
+ * The turn is ended by actors/host/turn-end.ts from the stored head, never by the
  * code path that threw.
  *
  * A store outage is not poison: a claim that threw because the store was
@@ -16,13 +16,13 @@
  * out and the claim is retried, as after a crash. Errors of the memory store
  * and errors that repeat on every attempt (bad input to the store, a value
  * JSON cannot hold, a script error) do count.
+ *
+ * `claimRunner` (actors/pool/claim-runner.ts) runs claims with this handling.
  */
 import type { ClaimResult, Store } from "../../store/port.ts";
 import { isOutageError } from "../../store/outage.ts";
-import type { Budget } from "../spend/budget.ts";
-import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "../claim/context.ts";
-import { runClaim } from "../host/run-claim.ts";
-import { turnEnd } from "../replay/turn-end.ts";
+import type { HostDeps } from "../claim/context.ts";
+import { turnEnd } from "../host/turn-end.ts";
 import { DEFAULTS } from "../../common/defaults.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
@@ -92,52 +92,4 @@ export async function recordClaimFailure(
   if (r.status === "retry") return r;
   if (r.status === "turn_failed") return { status: "turn_failed", failures: r.failures };
   return { status: "not_counted", why: r.status };
-}
-
-/**
- * Runs claims with poison handling: what every caller of `runClaim` uses
- * (the worker pool, the Workers handler). A claim that throws is logged,
- * counted with `recordClaimFailure` and answered `null`; it never throws.
- *
- * @example
- * const runner = claimRunner(deps);
- * const out = await runner.run(claim, workerId); // null: the claim threw and was counted
- *
- * `onOutcome` sees every claim's outcome, each of a chain included, with the claim's time (ms).
- */
-export function claimRunner(
-  deps: HostDeps,
-  onOutcome?: (claim: Claimed, out: HostOutcome, ms: number) => void,
-): { run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null> } {
-  // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
-  const storeErrors = new WeakSet<object>();
-  const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
-  return {
-    async run(first, workerId, budget) {
-      // A claim whose last commit took the agent's next task (turn chaining) goes on with it, up to the bound.
-      const maxChained = deps.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS;
-      let claim = first;
-      let chainedTurns = 0;
-      try {
-        for (;;) {
-          const startedAt = deps.clock.now();
-          const out = await runClaim(claimDeps, claim, workerId, budget, chainedTurns < maxChained);
-          onOutcome?.(claim, out, deps.clock.now() - startedAt);
-          if (out.status !== "released" || !out.chained) return out;
-          claim = out.chained;
-          chainedTurns++;
-        }
-      } catch (err) {
-        deps.logger.error("claim failed", { agentId: claim.agentId, error: String((err as Error)?.stack ?? err) });
-        try {
-          const r = await recordClaimFailure(deps, claim, workerId, err, storeErrors);
-          deps.logger.warn("claim failure recorded", { agentId: claim.agentId, ...r });
-        } catch (e) {
-          // The store is unreachable too: the lease runs out and the claim is retried, uncounted.
-          deps.logger.warn("claim failure not recorded", { agentId: claim.agentId, error: String(e) });
-        }
-        return null;
-      }
-    },
-  };
 }

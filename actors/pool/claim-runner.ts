@@ -1,106 +1,66 @@
 /**
- * One claim attempt of the worker pool: over the pool's targets in order,
- * the first claimable agent this process has a definition for is claimed
- * and run to the end of the claim (with poison handling, actors/pool/claim-failure.ts).
- * The attempt on one target (`claimTarget`) is the one way a claim is
- * taken: a Workers drive (actors/pool/drive.ts) takes its claims with it too.
+ * `claimRunner`: runs claims to their end with poison handling
+ * (actors/pool/claim-failure.ts), what every caller of `runClaim` uses (the
+ * worker pool's loops, a Workers drive: actors/pool/drive.ts).
  *
- * Invariants:
- * - A single-consumer target is tried only while this process holds its
- *   lease (actors/pool/target-lease.ts).
- * - Only agents named in `agentNames` are claimed (store/port.ts invariant
- *   `definition-sets`, actors/pool/definition-sets.ts).
- * - A due schedule `claimNext` answers is fired (`fire`, one store step)
- *   and counts as work: the loop polls again at once.
- * - `onClaimed` is called before the claim runs (the pool wakes a sibling
- *   then, so a burst is taken up loop by loop); `onEmpty` after a pass that
- *   claimed nothing, saying whether it left an agent of another definition
- *   set due.
- *
- * Every turn a claim ends writes one `info` line, `turn_end` (`logTurnEnd`,
- * given to actors/pool/claim-failure.ts `claimRunner`, so each turn of a chain
- * run in one claim gets its line): agentId, agent, turnId, status (the
- * turn's final state), steps (its model steps) and ms (the time of the claim
- * that ended it; a turn that waited for an external tool spanned several
- * claims). A turn ended because its claims kept throwing is logged by
- * `claimRunner` as `claim failure recorded` (`turn_failed`) instead.
+ * Invariant: `run` never throws. A claim that throws is logged, counted in
+ * the store with `recordClaimFailure` (the turn fails at the bound) and
+ * answered `null`; a store that cannot be reached then counts nothing.
+ * A claim whose last commit took the agent's next task (turn chaining) goes
+ * on with it, at most `maxChainedTurns` in a row.
  */
-import type { ClaimResult, ScheduleRecord, Store } from "../../store/port.ts";
-import type { HostOutcome } from "../claim/context.ts";
-import type { Clock, Logger } from "../runtime.ts";
-import type { TargetLeases } from "./target-lease.ts";
-import type { Budget } from "../spend/budget.ts";
+import type { ClaimResult } from "../../store/port.ts";
+import { DEFAULT_MAX_CHAINED_TURNS, type HostDeps, type HostOutcome } from "../claim/context.ts";
+import type { RunningDriveBudget } from "../claim/drive-budget.ts";
+import { runClaim } from "../host/run-claim.ts";
+import { markStoreErrors, recordClaimFailure } from "./claim-failure.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
-/** What one claim attempt on a target needs: the pool's loops and a drive (actors/pool/drive.ts) give the same. */
-export interface TargetAttemptDeps {
-  store: Store;
-  clock: Clock;
-  leaseMs: number;
-  agentNames: string[];
-  /** Runs one claim to its end, within `budget` when given; never throws (actors/pool/claim-failure.ts `claimRunner`). */
-  run(claim: Claimed, workerId: string, budget?: Budget): Promise<HostOutcome | null>;
-  /** Called before a claimed agent runs. */
-  onClaimed?(): void;
-  /** Fires a due schedule `claimNext` answered (actors/pool/schedule-fire.ts); a store error throws, as a claim's does. */
-  fire(schedule: ScheduleRecord): Promise<void>;
-}
-
-export interface ClaimAttemptDeps extends TargetAttemptDeps {
-  targets: readonly string[];
-  leases: TargetLeases;
-  onClaimed(): void;
-  onEmpty(foreign: boolean): void;
-}
-
 /**
- * What one attempt on a target did: `worked` (an agent claimed and run, or
- * a due schedule fired), `empty`, or `foreign` (empty for us, but an agent
- * only another definition set has is due there).
+ * Runs claims with poison handling: what every caller of `runClaim` uses
+ * (the worker pool's loops, a Workers drive). A claim that throws is logged,
+ * counted with `recordClaimFailure` and answered `null`; it never throws.
+ *
+ * @example
+ * const runner = claimRunner(deps);
+ * const out = await runner.run(claim, workerId); // null: the claim threw and was counted
+ *
+ * `onOutcome` sees every claim's outcome, each of a chain included, with the claim's time (ms).
  */
-export type TargetAttempt = "worked" | "empty" | "foreign";
-
-/** The `turn_end` line of a claim that ended a turn; nothing for one that did not. */
-export function logTurnEnd(logger: Logger, claim: Claimed, out: HostOutcome, ms: number): void {
-  if (out.status !== "released" || !out.ended) return;
-  const { turnId, status, steps } = out.ended;
-  logger.info("turn_end", { agentId: claim.agentId, agent: claim.head.agentName, turnId, status, steps, ms });
-}
-
-/**
- * One claim attempt on one target: the next claimable agent this process
- * has a definition for is claimed and run to the end of the claim (within
- * `budget` when given), or the due schedule `claimNext` answered is fired.
- * The one way a claim is taken: the pool's loops (`claimOnce`) and a drive
- * (actors/pool/drive.ts) both call it.
- */
-export async function claimTarget(deps: TargetAttemptDeps, target: string, workerId: string, budget?: Budget): Promise<TargetAttempt> {
-  const c = await deps.store.claimNext({
-    workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
-  });
-  // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
-  if (c.status === "schedule_due") {
-    await deps.fire(c.schedule);
-    return "worked";
-  }
-  if (c.status === "claimed") {
-    deps.onClaimed?.();
-    await deps.run(c, workerId, budget);
-    return "worked";
-  }
-  return c.status === "empty" && (c.foreign ?? 0) > 0 ? "foreign" : "empty";
-}
-
-/** One claim attempt over all targets; true when an agent was claimed and run. */
-export async function claimOnce(deps: ClaimAttemptDeps, loopId: string): Promise<boolean> {
-  let foreign = false;
-  for (const target of deps.targets) {
-    if (!(await deps.leases.mayConsume(target))) continue;
-    const r = await claimTarget(deps, target, loopId);
-    if (r === "worked") return true;
-    if (r === "foreign") foreign = true;
-  }
-  deps.onEmpty(foreign);
-  return false;
+export function claimRunner(
+  deps: HostDeps,
+  onOutcome?: (claim: Claimed, out: HostOutcome, ms: number) => void,
+): { run(claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget): Promise<HostOutcome | null> } {
+  // Errors thrown by store calls inside a claim are remembered, to tell an outage from poison.
+  const storeErrors = new WeakSet<object>();
+  const claimDeps: HostDeps = { ...deps, store: markStoreErrors(deps.store, storeErrors) };
+  return {
+    async run(first, workerId, driveBudget) {
+      // A claim whose last commit took the agent's next task (turn chaining) goes on with it, up to the bound.
+      const maxChained = deps.maxChainedTurns ?? DEFAULT_MAX_CHAINED_TURNS;
+      let claim = first;
+      let chainedTurns = 0;
+      try {
+        for (;;) {
+          const startedAt = deps.clock.now();
+          const out = await runClaim(claimDeps, claim, workerId, driveBudget, chainedTurns < maxChained);
+          onOutcome?.(claim, out, deps.clock.now() - startedAt);
+          if (out.status !== "released" || !out.chained) return out;
+          claim = out.chained;
+          chainedTurns++;
+        }
+      } catch (err) {
+        deps.logger.error("claim failed", { agentId: claim.agentId, error: String((err as Error)?.stack ?? err) });
+        try {
+          const r = await recordClaimFailure(deps, claim, workerId, err, storeErrors);
+          deps.logger.warn("claim failure recorded", { agentId: claim.agentId, ...r });
+        } catch (e) {
+          // The store is unreachable too: the lease runs out and the claim is retried, uncounted.
+          deps.logger.warn("claim failure not recorded", { agentId: claim.agentId, error: String(e) });
+        }
+        return null;
+      }
+    },
+  };
 }

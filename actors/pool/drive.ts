@@ -2,17 +2,17 @@
  * A drive: the worker pool's work done in one bounded piece, for runtimes
  * with no process that lives on (Cloudflare Workers, `workers.ts`). Where
  * the pool's loops run until stopped, a drive runs inside one invocation,
- * within a drive budget (steps and wall time, actors/spend/budget.ts), and
+ * within a drive budget (steps and wall time, actors/claim/drive-budget.ts), and
  * says whether it stopped with work left.
  *
  * Invariants:
  * - One driver. A drive claims with the pool's own claim attempt on a
- *   target (`claimTarget`, actors/pool/claim-runner.ts: `claimNext` with
+ *   target (`claimTarget`, actors/pool/claim-attempt.ts: `claimNext` with
  *   this process's definitions, a due schedule fired, a claimed agent run)
  *   and runs every claim through the same `claimRunner`
- *   (actors/pool/claim-failure.ts: poison handling, turn chaining, the
+ *   (actors/pool/claim-runner.ts: poison handling, turn chaining, the
  *   `turn_end` line). Nothing of a claim runs another way on Workers.
- * - Bounded. The budget is checked before every claim and at every step
+ * - Bounded. The drive budget is checked before every claim and at every step
  *   boundary inside one (the hand-back: the commit that ends the step
  *   releases the lease, due at once); a drive never leaves an agent under a
  *   lease except while a step runs. It answers true only when the budget
@@ -22,7 +22,7 @@
  *   tick, a cron run), a tick firer pass first (actors/pool/tick-firer.ts:
  *   every due schedule tick enqueued before any turn runs, `liveFrom` the
  *   start of the drive); then each rung agent (`claim` by id, driven again
- *   while it hands back at the budget); then, with `any`, passes over every
+ *   while it hands back at the drive budget); then, with `any`, passes over every
  *   target, each claiming at most one agent per target, until a pass finds
  *   nothing (targets take turns, none starves the others).
  * - A drive never throws: a store outage mid-drive is logged (`drive
@@ -36,9 +36,9 @@
  */
 import type { ClaimResult } from "../../store/port.ts";
 import type { HostDeps } from "../claim/context.ts";
-import { type Budget, budgetSpent, startBudget, type WorkBudget } from "../spend/budget.ts";
-import { claimRunner } from "./claim-failure.ts";
-import { claimTarget, logTurnEnd, type TargetAttemptDeps } from "./claim-runner.ts";
+import { driveBudgetSpent, type DriveBudget, type RunningDriveBudget, startDriveBudget } from "../claim/drive-budget.ts";
+import { claimTarget, logTurnEnd, type TargetAttemptDeps } from "./claim-attempt.ts";
+import { claimRunner } from "./claim-runner.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
 import { TickFirer } from "./tick-firer.ts";
 
@@ -61,7 +61,7 @@ export interface DriverOptions {
 
 export interface Driver {
   /** One drive within `limit`; true when the budget stopped it with work left. Never throws. */
-  drive(bells: DriveBells, limit: WorkBudget): Promise<boolean>;
+  drive(bells: DriveBells, limit: DriveBudget): Promise<boolean>;
 }
 
 /**
@@ -82,17 +82,17 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
     leaseMs: deps.leaseMs,
     // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
     agentNames,
-    run: (claim: Claimed, workerId: string, budget?: Budget) => runner.run(claim, workerId, budget),
+    run: (claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget) => runner.run(claim, workerId, driveBudget),
     fire: async (schedule) => void (await fireDueSchedule(deps, schedule, opts.turnId(), firer?.liveFrom)),
   });
 
   /** Claims `agentId` and runs it until it needs nothing more or the budget is spent; true when the budget stopped it. */
-  async function driveAgent(agentId: string, budget: Budget, workerId: string): Promise<boolean> {
-    while (!budgetSpent(budget, deps.clock)) {
+  async function driveAgent(agentId: string, driveBudget: RunningDriveBudget, workerId: string): Promise<boolean> {
+    while (!driveBudgetSpent(driveBudget, deps.clock)) {
       const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
       // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
       if (c.status !== "claimed") return false;
-      const out = await runner.run(c, workerId, budget);
+      const out = await runner.run(c, workerId, driveBudget);
       // null: the claim threw; it was counted and the agent is offered again after a backoff.
       if (out === null || out.status !== "released" || !out.yielded) return false;
     }
@@ -100,13 +100,13 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
   }
 
   /** Passes over every target, one claim each, until a pass finds nothing or the budget is spent; true when the budget stopped it. */
-  async function drainDue(attempt: TargetAttemptDeps, budget: Budget, workerId: string): Promise<boolean> {
+  async function drainDue(attempt: TargetAttemptDeps, driveBudget: RunningDriveBudget, workerId: string): Promise<boolean> {
     for (;;) {
-      if (budgetSpent(budget, deps.clock)) return true;
+      if (driveBudgetSpent(driveBudget, deps.clock)) return true;
       let worked = false;
       for (const target of opts.targets) {
-        if (budgetSpent(budget, deps.clock)) return true;
-        if ((await claimTarget(attempt, target, workerId, budget)) === "worked") worked = true;
+        if (driveBudgetSpent(driveBudget, deps.clock)) return true;
+        if ((await claimTarget(attempt, target, workerId, driveBudget)) === "worked") worked = true;
       }
       if (!worked) return false;
     }
@@ -114,15 +114,15 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
 
   return {
     async drive(bells, limit) {
-      const budget = startBudget(limit, deps.clock);
+      const driveBudget = startDriveBudget(limit, deps.clock);
       const workerId = `${(id ??= opts.workerId())}/d${++drives}`;
       let left = false;
       try {
         // Every due tick first, the enqueue only: turns driven below cannot hold a tick back.
         const firer = bells.any ? new TickFirer({ ...deps, targets: opts.targets, agentNames, turnId: opts.turnId }) : null;
         await firer?.pass();
-        for (const agentId of bells.agents) left = (await driveAgent(agentId, budget, workerId)) || left;
-        if (bells.any) left = (await drainDue(attemptOf(firer), budget, workerId)) || left;
+        for (const agentId of bells.agents) left = (await driveAgent(agentId, driveBudget, workerId)) || left;
+        if (bells.any) left = (await drainDue(attemptOf(firer), driveBudget, workerId)) || left;
       } catch (err) {
         // A store outage mid-drive: the claim's lease expires and the next drive (or the cron) goes on.
         deps.logger.error("drive failed", { error: String((err as Error)?.stack ?? err) });

@@ -1,7 +1,7 @@
 /**
  * The worker pool: N concurrent loops per process, each claiming the next
  * ready agent of its targets and running the claim through the host
- * (actors/pool/claim-runner.ts). The pool holds only config, clients and
+ * (actors/pool/claim-attempt.ts). The pool holds only config, clients and
  * timers; all business state lives in the store and in the local variables
  * of one claim. Who polls, who parks and what wakes whom is decided by the
  * idle machine (actors/pool/idle.ts, a pure transition function with its
@@ -92,10 +92,10 @@
  * polls with the backoff above (`pollMs` doubling up to `idlePollMaxMs`)
  * instead of sleeping until that due time or `listenMaxMs`.
  */
-import { claimRunner } from "./claim-failure.ts";
+import { claimRunner } from "./claim-runner.ts";
 import type { HostDeps } from "../claim/context.ts";
 import type { BellWatch } from "../../store/port.ts";
-import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-runner.ts";
+import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-attempt.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
 import { type TargetLeases, targetLeases } from "./target-lease.ts";

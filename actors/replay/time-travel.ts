@@ -112,7 +112,7 @@ export function createReplayer(opts: {
       let ev = d.event;
       if (ev.type === "TASK_STARTED") ev = { ...ev, input: await opts.inputOf(ev.turnId) };
       if (d.snapshotReset === true) {
-        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/replay/turn-end.ts).
+        // A turn ended from outside on a snapshot that could not be restored starts from the initial one (actors/host/turn-end.ts).
         actor.stop();
         actor = createActor(agentMachine, { snapshot: initialPersisted() as never }).start();
       }

@@ -11,7 +11,7 @@ import type { AgentContext } from "../../machines/types.ts";
 import type { ClaimContext, CommitSink, HostDeps } from "../claim/context.ts";
 import { IN_TURN } from "../claim/context.ts";
 import type { Happening } from "../steps/happened.ts";
-import { budgetMessage, crossedLimit, recordBudgetVerdict } from "./spend-limit.ts";
+import { spendLimitMessage, crossedLimit, recordSpendLimitVerdict } from "./spend-limit.ts";
 
 /** What the guard reads: the turn's limit, the binding, the state, whether the buffered commit ends the turn. */
 export type SpendGuardInput = Pick<ClaimContext, "spendLimit" | "binding" | "agentId" | "abort"> & {
@@ -40,9 +40,9 @@ export async function spendLimitCrossed(
   const recorder = ctx.deps.verification?.verdicts;
   if (recorder) {
     try {
-      verdictId = await recordBudgetVerdict(recorder, { agentId, agentName: agent.name, turnId: context.turnId }, crossing, spendLimit);
+      verdictId = await recordSpendLimitVerdict(recorder, { agentId, agentName: agent.name, turnId: context.turnId }, crossing, spendLimit);
     } catch (err) {
-      logger.warn("budget verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
+      logger.warn("spend limit verdict not recorded", { agentId, turnId: context.turnId, error: String(err) });
     }
   }
   if (ctx.abort.signal.aborted) return [];
@@ -52,7 +52,7 @@ export async function spendLimitCrossed(
     { kind: "withdraw-calls" },
     {
       kind: "event",
-      event: { type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: budgetMessage(crossing) },
+      event: { type: "TURN_FAILED", at: clock.now(), turnId: context.turnId, reason: "budget_exhausted", message: spendLimitMessage(crossing) },
     },
   ];
 }

@@ -36,7 +36,7 @@
  *   under) and verifier error bound, and its gate starts a fresh count.
  */
 import { isHandoffTool } from "../../agents/handoff.ts";
-import { resolveVerifyMaxAttempts, type AnyAgent } from "../../agents/define.ts";
+import { resolveVerifyAttempts, type AnyAgent } from "../../agents/define.ts";
 import type { Outcome } from "../../common/outcome.ts";
 import { AGENT_OUTPUT, type AgentContext, type HandoffSwitch, SUBMIT_RESULT, type TurnConfig } from "../../machines/types.ts";
 import type { AnyTool } from "../../tools/define.ts";
@@ -90,7 +90,7 @@ export function handoffSwitch(
     maxSteps: context.config.maxSteps,
     completion: completionToolOf(target),
     mustEndWith: target.effectiveMustEndWith,
-    verifyMaxAttempts: resolveVerifyMaxAttempts(target),
+    verifyMaxAttempts: resolveVerifyAttempts(target),
     maxVerifierErrors: target.maxVerifierErrors ?? 3,
   };
   return { handoff: { from: ctx.agent.name, to: target.name, config }, logged };

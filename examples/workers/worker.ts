@@ -30,6 +30,6 @@ export default createWorkersHandler<Env>({
   store: (env) => upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
   auth: (env) => authFromEnv({ ...env }),
   // What a request may drive in ctx.waitUntil, and what one cron run may drive (docs/runtimes.md).
-  budget: { steps: 10, ms: 20_000 },
-  scheduledBudget: { steps: 20, ms: 20_000 },
+  driveBudget: { steps: 10, ms: 20_000 },
+  scheduledDriveBudget: { steps: 20, ms: 20_000 },
 });

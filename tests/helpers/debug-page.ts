@@ -73,7 +73,7 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
         return c;
       },
     },
-    verifyMaxAttempts: 3,
+    verifyAttempts: 3,
   });
   // Hands every task to the invoicer (agents/handoff.ts): the page's head then reads `front → invoicer`.
   const front = defineAgent({

@@ -166,5 +166,5 @@ export function faultAgent(opts: FaultAgentOptions): AnyAgent {
         };
     }
   });
-  return defineAgent({ name: FAULT_AGENT, instructions: "Run the fault script.", model, tools: [work, approve], maxStepsPerTurn: 8 });
+  return defineAgent({ name: FAULT_AGENT, instructions: "Run the fault script.", model, tools: [work, approve], stepLimit: 8 });
 }

@@ -61,8 +61,8 @@
  * would count as a claim failure) and fails the run at its next action.
  */
 import { z } from "zod";
-import { claimRunner } from "../../actors/pool/claim-failure.ts";
-import { startBudget } from "../../actors/spend/budget.ts";
+import { claimRunner } from "../../actors/pool/claim-runner.ts";
+import { startDriveBudget } from "../../actors/claim/drive-budget.ts";
 import { turnConfig } from "../../actors/host/inbox.ts";
 import { buildGatehouse } from "../../gatehouse.ts";
 import type { AnyAgent } from "../../agents/define.ts";
@@ -151,7 +151,7 @@ function agentsFor(live: Live): AnyAgent[] {
     // Steps past the end of the path (the host goes on until it hands back).
     return r ?? { text: "more", usage };
   });
-  const common = { instructions: "work", model, tools, maxStepsPerTurn: 2, modelAttempts: 2 };
+  const common = { instructions: "work", model, tools, stepLimit: 2, modelAttempts: 2 };
   return [
     defineAgent({ name: "mbt_text", ...common }),
     defineAgent({ name: "mbt_must", ...common, mustEndWith: ["submit_result"] }),
@@ -168,7 +168,7 @@ function agentsFor(live: Live): AnyAgent[] {
           throw new VerificationRejected({ message: `${c.v} is not it`, code: "nope", retryable: v === "retry" });
         },
       },
-      verifyMaxAttempts: 2,
+      verifyAttempts: 2,
       maxVerifierErrors: 2,
     }),
   ];
@@ -545,7 +545,7 @@ export async function runHostScenario(sc: HostScenario): Promise<HostRun> {
     }
     if (c.status !== "claimed") throw new Error(`claim answered ${c.status}`);
     claims++;
-    await runner.run(c, "w_mbt", startBudget({ steps: 1, ms: 1e12 }, clock));
+    await runner.run(c, "w_mbt", startDriveBudget({ steps: 1, ms: 1e12 }, clock));
   }
 
   async function failClaims(times: number): Promise<void> {
