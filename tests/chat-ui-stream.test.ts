@@ -96,7 +96,7 @@ interface Rig {
 
 async function rig(name: string, open: () => Store, shared: boolean, socket: boolean): Promise<Rig> {
   const w = world();
-  const auth = { tokens: [TOKEN, { token: SCOPED, tenants: ["a-"], verbs: ["read", "enqueue", "approve"] as const }] };
+  const auth = { tokens: [TOKEN, { token: SCOPED, tenants: ["a-"], verbs: ["read", "enqueue", "approve"] as Array<"read" | "enqueue" | "approve"> }] };
   const worker = createGatehouse({ agents: [w.agent], store: open(), auth, sse: { pollMs: 20 } });
   worker.startWorker();
   const reader = shared ? createGatehouse({ agents: [w.agent], store: open(), auth, sse: { pollMs: 20 } }) : worker;

@@ -13,10 +13,12 @@
  *   `planning`). Live deltas only show it early: a delta is written only for
  *   a step at or after `liveFromStep` whose stored text has not been read,
  *   and when the stored text arrives only what the deltas did not say is
- *   written. A step whose deltas differ from its stored text (a retried
- *   model call) ends that text part and gets a new one with the stored
- *   text. So the text of a step, read to its end, is always its stored text,
- *   whether the reader heard its deltas, some of them, or none.
+ *   written. So when what the deltas said is a prefix of the stored text
+ *   (heard from the step's start, in order: what routes/chat/stream.ts
+ *   feeds), the step's text part, read to its end, is exactly its stored
+ *   text, whether the reader heard all of the deltas, some, or none. Deltas
+ *   that said something else (a retried model call) keep their part, which
+ *   ends, and the stored text follows in a part of its own.
  * - A tool call is written once (`tool-input-available`), its approval
  *   request once (`tool-approval-request`, `approvalId` = the tool call id),
  *   and it ends exactly once: `tool-output-available`, `tool-output-error`,
