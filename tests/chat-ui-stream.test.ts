@@ -12,10 +12,11 @@
  * its tenant.
  */
 import { serve } from "@hono/node-server";
+import { hc } from "hono/client";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type Gatehouse, memoryStore, type Model, type Store } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../mod.ts";
 import { redisStore } from "../redis.ts";
 import type { ChatChunk } from "../routes/chat/ui-stream.ts";
 import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
@@ -195,9 +196,13 @@ for (const [name, make] of rigs) {
           const { message } = await readAll(await send(r, "a-look", [userMsg("m1", "look for x")]));
           expect(toolPart(message, "look")).toMatchObject({ state: "output-available", input: { q: "look for x" }, output: { found: "look for x" } });
           expect(textOf(message)).toBe("seen");
-          const res = await r.fetchOf("reader")(`${r.readerUrl}/v1/chat/a-look/messages`, { headers: { authorization: `Bearer ${TOKEN}` } });
+          // The typed client (hc<GatehouseApp>) knows the route and its answer.
+          const api = hc<GatehouseApp>(r.readerUrl, { fetch: r.fetchOf("reader"), headers: { authorization: `Bearer ${TOKEN}` } });
+          const res = await api.v1.chat[":agentId"].messages.$get({ param: { agentId: "a-look" } });
           expect(res.status).toBe(200);
-          const history = await res.json() as UIMessage[];
+          const typed = await res.json();
+          const history = typed as unknown as UIMessage[];
+          expect(typed[1].role).toBe("assistant");
           expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
           expect(textOf(history[0])).toBe("look for x");
           expect(toolPart(history[1], "look")).toMatchObject({ state: "output-available", output: { found: "look for x" } });
