@@ -35,6 +35,7 @@ afterAll(async () => {
 
 const TOKEN = "chat-admin-token-0123456789";
 const SCOPED = "chat-tenant-a-token-0123456";
+const NO_APPROVE = "chat-no-approve-token-01234";
 
 interface Gate {
   open: () => void;
@@ -97,7 +98,14 @@ interface Rig {
 
 async function rig(name: string, open: () => Store, shared: boolean, socket: boolean): Promise<Rig> {
   const w = world();
-  const auth = { tokens: [TOKEN, { token: SCOPED, tenants: ["a-"], verbs: ["read", "enqueue", "approve"] as Array<"read" | "enqueue" | "approve"> }] };
+  type Verb = "read" | "enqueue" | "approve";
+  const auth = {
+    tokens: [
+      TOKEN,
+      { token: SCOPED, tenants: ["a-"], verbs: ["read", "enqueue", "approve"] as Verb[] },
+      { token: NO_APPROVE, tenants: ["a-"], verbs: ["read", "enqueue"] as Verb[] },
+    ],
+  };
   const worker = createGatehouse({ agents: [w.agent], store: open(), auth, sse: { pollMs: 20 } });
   worker.startWorker();
   const reader = shared ? createGatehouse({ agents: [w.agent], store: open(), auth, sse: { pollMs: 20 } }) : worker;
@@ -240,6 +248,20 @@ for (const [name, make] of rigs) {
             expect(next.chunks.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
           }
           expect(r.paid).toEqual([7]); // the denied call never ran
+
+          // A token without `approve` cannot answer an approval: 403, nothing decided.
+          const first = await readAll(await send(r, "a-verb", [userMsg("m1", "pay 9")]));
+          const part = toolPart(first.message, "pay")!;
+          const answered = { ...first.message, parts: [{ ...part, state: "approval-responded", approval: { id: part.approval.id, approved: true } }] };
+          const res = await r.fetchOf("worker")(`${r.workerUrl}/v1/chat`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${NO_APPROVE}` },
+            body: JSON.stringify({ id: "a-verb", agent: "assistant", trigger: "submit-message", messages: [answered] }),
+          });
+          expect(res.status).toBe(403);
+          const calls = await r.worker.store.getToolCalls("a-verb", first.message.id);
+          expect(calls.map((c) => c.approval?.status)).toEqual(["pending"]);
+          expect(r.paid).toEqual([7]);
         } finally {
           await r.close();
         }
