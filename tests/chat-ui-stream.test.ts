@@ -335,3 +335,50 @@ for (const [name, make] of rigs) {
     });
   }
 }
+
+describe("chat UI message stream (redis): the server that was streaming restarts", () => {
+  it("a new server process on the same store resumes the turn from its start and ends with the whole answer", async () => {
+    const prefix = `chatrs${Math.random().toString(36).slice(2, 8)}:`;
+    const w = world();
+    const auth = { tokens: [TOKEN] };
+    const worker = createGatehouse({ agents: [w.agent], store: redisStore({ url: redis.url, prefix }), auth, sse: { pollMs: 20 } });
+    worker.startWorker();
+    const g = gate();
+    w.gates.push(g);
+    const first = createGatehouse({ agents: [w.agent], store: redisStore({ url: redis.url, prefix }), auth, sse: { pollMs: 20 } });
+    const viaFirst = (input: RequestInfo | URL, init?: RequestInit) => first.fetch(new Request(input, init));
+    try {
+      const t1 = new DefaultChatTransport<UIMessage>({ api: "http://gh.test/v1/chat", headers: { authorization: `Bearer ${TOKEN}` }, body: { agent: "assistant" }, fetch: viaFirst as typeof fetch });
+      const live = (await t1.sendMessages({ chatId: "r-1", messages: [userMsg("m1", "stream now")], trigger: "submit-message", messageId: undefined, abortSignal: undefined })).getReader();
+      for (;;) {
+        const { value } = await live.read();
+        if (value?.type === "text-delta") break;
+      }
+      // The streaming server goes away mid-answer (its store connection closed), a new one comes up.
+      await first.close();
+      await live.cancel().catch(() => {});
+      const second = createGatehouse({ agents: [w.agent], store: redisStore({ url: redis.url, prefix }), auth, sse: { pollMs: 20 } });
+      try {
+        const t2 = new DefaultChatTransport<UIMessage>({
+          api: "http://gh.test/v1/chat", headers: { authorization: `Bearer ${TOKEN}` }, body: { agent: "assistant" },
+          fetch: ((input: RequestInfo | URL, init?: RequestInit) => second.fetch(new Request(input, init))) as typeof fetch,
+        });
+        const resumed = await t2.reconnectToStream({ chatId: "r-1" });
+        expect(resumed).not.toBeNull();
+        let opened = false;
+        const { message } = await readAll(resumed!, () => {
+          if (!opened) {
+            opened = true;
+            g.open();
+          }
+        });
+        expect(textOf(message)).toBe("Hello world");
+      } finally {
+        await second.close();
+      }
+    } finally {
+      g.open();
+      await worker.close();
+    }
+  }, 30_000);
+});
