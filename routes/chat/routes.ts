@@ -137,6 +137,7 @@ async function submit(rt: RouteRuntime, body: Body, text: string, messageId: str
   const agentId = body.id;
   const listener = new ChatListener(rt.live, agentId);
   try {
+    await listener.ready();
     const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
     const r = await rt.store.enqueueTask({
       agentId, agentName: def.name, workerTarget: def.workerTarget, input: text, options: {},
@@ -172,6 +173,7 @@ async function continueTurn(rt: RouteRuntime, agentId: string, last: Msg, req: R
   if (!turnId.success) throw bad("The assistant message's id is not a turn id");
   const listener = new ChatListener(rt.live, agentId);
   try {
+    await listener.ready();
     const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
     for (const a of answers) await decide(rt, agentId, { turnId: turnId.data, ...a }, req);
     const mapper = new UiStreamMapper(agentId, turnId.data);
@@ -211,6 +213,7 @@ export function chatRoutes(rt: RouteRuntime) {
       if (!head || turnId === null) return c.body(null, 204);
       const listener = new ChatListener(rt.live, agentId);
       try {
+        await listener.ready();
         const after = head.activeTurnId === turnId ? await turnStart(rt.store, agentId, turnId) : head.lastEventId;
         const mapper = new UiStreamMapper(agentId, turnId);
         return streamResponse(chatStream({ rt, agentId, mapper, listener, after, signal: c.req.raw.signal, catchUp: true })) as never;

@@ -4,9 +4,12 @@
  * to, as the UI message stream protocol's SSE frames, then `data: [DONE]`.
  *
  * Invariants:
- * - The listener is subscribed before the request acts (enqueues the task,
+ * - The listener is subscribed, and its subscription effective
+ *   (`ChatListener.ready`), before the request acts (enqueues the task,
  *   decides an approval) or reads the log, so no delta or notice published
- *   after that is missed; a resumed answer (`catchUp`) writes no delta
+ *   after that is missed; on a shared channel that cannot say when a
+ *   subscription is effective (Upstash) the answer writes no deltas, only
+ *   each step's stored text at its commit; a resumed answer (`catchUp`) writes no delta
  *   before it has read the log to its end, and then only deltas of steps
  *   that started after it subscribed (`liveFromStep` = the last stored step
  *   + 2): a step whose first deltas it may have missed shows its stored text.
@@ -37,8 +40,14 @@ export class ChatListener {
   #grew = false;
   #wake: (() => void) | null = null;
   readonly #off: (() => void) | null;
+  readonly #live: LiveChannel | undefined;
+  readonly #agentId: string;
+  /** The subscription hears every delta from `ready()` on: deltas may be written. */
+  trusted = false;
 
   constructor(live: LiveChannel | undefined, agentId: string) {
+    this.#live = live;
+    this.#agentId = agentId;
     this.#off = live
       ? live.subscribe(agentId, (m) => {
         if (m.type === "delta") {
@@ -52,6 +61,21 @@ export class ChatListener {
         this.#wake?.();
       })
       : null;
+  }
+
+  /**
+   * Waits until the subscription hears everything published from now on
+   * (store/live.ts `ready`). A shared channel that cannot tell leaves
+   * `trusted` false: the answer then writes no deltas, only stored text.
+   */
+  async ready(): Promise<void> {
+    const live = this.#live;
+    if (!live) return;
+    if (live.reach === "process") this.trusted = true;
+    else if (live.ready) {
+      await live.ready(this.#agentId);
+      this.trusted = true;
+    }
   }
 
   takeDeltas(): Delta[] {
@@ -129,7 +153,7 @@ export function chatStream(o: ChatStreamOptions): ReadableStream<Uint8Array> {
   /** One step of the loop: the chunks to write now, or null to wait. */
   const next = async (): Promise<ChatChunk[] | null> => {
     const deltas = listener.takeDeltas();
-    if (listener.overflowed) mapper.liveFromStep = Infinity;
+    if (listener.overflowed || !listener.trusted) mapper.liveFromStep = Infinity;
     const fromDeltas = caughtUp ? deltas.flatMap((d) => mapper.delta(d)) : [];
     if (fromDeltas.length > 0) return fromDeltas;
     if (!readDue && !listener.takeGrew()) return null;
@@ -140,7 +164,7 @@ export function chatStream(o: ChatStreamOptions): ReadableStream<Uint8Array> {
     if (events.length === PAGE) readDue = true;
     else if (!caughtUp) {
       caughtUp = true;
-      mapper.liveFromStep = mapper.maxStep + 2;
+      if (listener.trusted && !listener.overflowed) mapper.liveFromStep = mapper.maxStep + 2;
     }
     out.push(...mapper.settle());
     return out;
