@@ -39,7 +39,7 @@ import { turnStart } from "./turn-start.ts";
 const Part = z.looseObject({ type: z.string().min(1).max(256) });
 
 const InMessage = z.looseObject({
-  id: z.string().max(256),
+  id: z.string().max(250).describe("A user message's id is its task's idempotency key (`chat:<id>`, at most 256 characters)"),
   role: z.enum(["system", "user", "assistant"]),
   parts: z.array(Part).max(1_000),
 });
