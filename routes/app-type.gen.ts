@@ -8,6 +8,74 @@ import type { JSONValue } from "hono/utils/types";
 
 /** Every route of the app: path, method, input (param, query, json), JSON output and status. */
 export type GatehouseSchema = MergeSchemaPath<{
+    "/v1/chat": {
+        $post: {
+            input: {
+                json: {
+                    [x: string]: unknown;
+                    id: string;
+                    agent: string;
+                    messages: {
+                        [x: string]: unknown;
+                        id: string;
+                        role: "system" | "user" | "assistant";
+                        parts: {
+                            [x: string]: unknown;
+                            type: string;
+                        }[];
+                    }[];
+                    trigger?: "submit-message" | "regenerate-message" | undefined;
+                    messageId?: string | undefined;
+                };
+            };
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        };
+    };
+} & {
+    "/v1/chat/:agentId/stream": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        } | {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: {};
+            outputFormat: string;
+            status: 204;
+        };
+    };
+} & {
+    "/v1/chat/:agentId/messages": {
+        $get: {
+            input: {
+                param: {
+                    agentId: string;
+                };
+            };
+            output: {
+                id: string;
+                role: "user" | "assistant";
+                parts: {
+                    [x: string]: JSONValue;
+                    type: string;
+                }[];
+            }[];
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/tools": {
         $get: {
             input: {};

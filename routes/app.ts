@@ -39,6 +39,7 @@ import { agentDeleteRoutes } from "./agent-delete.ts";
 import { scheduleRoutes } from "./schedules.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { approvalRoutes } from "./approvals.ts";
+import { chatRoutes } from "./chat/routes.ts";
 import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
 import { watchdogRoutes } from "./watchdog.ts";
@@ -130,6 +131,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", exportRoutes(rt))
     .route("/", streamSessionRoutes(rt))
     .route("/", toolRoutes(rt))
+    .route("/", chatRoutes(rt))
     .openapi(openApiRoute, (c) => c.json(doc ??= openApiDocument(app, rt), 200));
 
   const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));

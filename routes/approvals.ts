@@ -57,40 +57,44 @@ const decideApproval = defineRoute({
 export function approvalRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(decideApproval, async (c) => {
     const { agentId } = c.req.valid("param");
-    const body = c.req.valid("json");
-    const decision = body.approved ? "approved" as const : "rejected" as const;
-    const r = await rt.store.decideApproval({
-      agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, now: rt.clock.now(),
-      ...(body.reason !== undefined ? { reason: body.reason } : {}),
-    });
-    const deadline = (rec: { deadline: number }) => (decision === "approved" ? rec.deadline : null);
-    switch (r.status) {
-      case "decided":
-        logGrew(rt, agentId);
-        rt.wake(agentId, c.req.raw);
-        return c.json({ decided: true as const, duplicate: false, decision, deadline: deadline(r.record) }, 200);
-      case "duplicate":
-        return c.json({ decided: true as const, duplicate: true, decision, deadline: deadline(r.record) }, 200);
-      case "conflict": {
-        const stored = r.record.approval?.status ?? "pending";
-        throw new ProblemError(
-          "approval_conflict",
-          stored === "timeout"
-            ? `Tool call "${body.toolCallId}" timed out waiting for approval; it did not run`
-            : `Tool call "${body.toolCallId}" was already ${stored}; this decision was dropped`,
-          { extra: { decision: stored } },
-        );
-      }
-      case "not_awaiting_approval":
-        throw new ProblemError("not_awaiting_approval", `Tool call "${body.toolCallId}" needs no approval`);
-      case "agent_not_found":
-        throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
-      case "unknown_call":
-        throw new ProblemError("unknown_tool_call", `Agent "${agentId}" has no tool call "${body.toolCallId}" in turn "${body.turnId}"`);
-      case "turn_finished":
-      case "not_due":
-        // `not_due` answers only the watchdog's timeout; a person's decision never sees it.
-        throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
-    }
+    return c.json(await decide(rt, agentId, c.req.valid("json"), c.req.raw), 200);
   });
+}
+
+/** Decides a tool call's approval (first decision wins); throws the route's problems. Also used by POST /v1/chat. */
+export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request) {
+  const decision = body.approved ? "approved" as const : "rejected" as const;
+  const r = await rt.store.decideApproval({
+    agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, now: rt.clock.now(),
+    ...(body.reason !== undefined ? { reason: body.reason } : {}),
+  });
+  const deadline = (rec: { deadline: number }) => (decision === "approved" ? rec.deadline : null);
+  switch (r.status) {
+    case "decided":
+      logGrew(rt, agentId);
+      rt.wake(agentId, req);
+      return { decided: true as const, duplicate: false, decision, deadline: deadline(r.record) };
+    case "duplicate":
+      return { decided: true as const, duplicate: true, decision, deadline: deadline(r.record) };
+    case "conflict": {
+      const stored = r.record.approval?.status ?? "pending";
+      throw new ProblemError(
+        "approval_conflict",
+        stored === "timeout"
+          ? `Tool call "${body.toolCallId}" timed out waiting for approval; it did not run`
+          : `Tool call "${body.toolCallId}" was already ${stored}; this decision was dropped`,
+        { extra: { decision: stored } },
+      );
+    }
+    case "not_awaiting_approval":
+      throw new ProblemError("not_awaiting_approval", `Tool call "${body.toolCallId}" needs no approval`);
+    case "agent_not_found":
+      throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
+    case "unknown_call":
+      throw new ProblemError("unknown_tool_call", `Agent "${agentId}" has no tool call "${body.toolCallId}" in turn "${body.turnId}"`);
+    case "turn_finished":
+    case "not_due":
+      // `not_due` answers only the watchdog's timeout; a person's decision never sees it.
+      throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
+  }
 }

@@ -72,6 +72,13 @@ export interface LiveChannel {
   publish(agentId: string, msg: LiveMessage): void;
   /** Listens to `agentId`'s channel until the returned function is called. */
   subscribe(agentId: string, onMsg: LiveListener): () => void;
+  /**
+   * Resolves once a subscription of `agentId` made before hears every
+   * message published from then on (Redis: the SUBSCRIBE was acknowledged).
+   * Absent on a `shared` channel that cannot tell (Upstash); a `process`
+   * channel hears everything from `subscribe` on.
+   */
+  ready?(agentId: string): Promise<void>;
   /** Closes connections the channel opened (subscriptions end). */
   close?(): Promise<void>;
 }

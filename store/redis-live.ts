@@ -38,6 +38,8 @@ export function redisLive(client: Redis | Cluster, keys: KeySpace): LiveChannel 
     sub = s;
     return s;
   };
+  /** Per channel: the SUBSCRIBE in flight or acknowledged (a failed one resolves too: the reader polls). */
+  const subscribed = new Map<string, Promise<void>>();
   return {
     reach: "shared",
     // commit.lua publishes `grew` itself (store/lua/commit.lua, the end).
@@ -57,12 +59,18 @@ export function redisLive(client: Redis | Cluster, keys: KeySpace): LiveChannel 
       const off = listeners.add(agentId, onMsg, () => {
         if (closed) return;
         agentOf.set(channel, agentId);
-        connection().subscribe(channel).catch(() => {});
+        subscribed.set(channel, connection().subscribe(channel).then(() => {}, () => {}));
       });
       return () => {
         off();
-        if (!listeners.has(agentId) && agentOf.delete(channel) && sub && !closed) sub.unsubscribe(channel).catch(() => {});
+        if (!listeners.has(agentId) && agentOf.delete(channel) && sub && !closed) {
+          subscribed.delete(channel);
+          sub.unsubscribe(channel).catch(() => {});
+        }
       };
+    },
+    ready(agentId) {
+      return subscribed.get(liveChannelName(keys, agentId)) ?? Promise.resolve();
     },
     async close() {
       closed = true;

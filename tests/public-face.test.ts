@@ -160,6 +160,18 @@ describe("route access declared with each route", () => {
       if ((method === "PUT" || method === "DELETE") && /^\/schedules\/[^/]+$/.test(rest)) return { verb: "enqueue", agentId, global: false, signable: false };
       return { verb: "admin", agentId, global: false, signable: false };
     }
+    // The chat routes: the body names the agent of POST /v1/chat (the route checks the token's tenants).
+    if (method === "POST" && path === "/v1/chat") return { verb: "enqueue", global: false, signable: false };
+    const chat = /^\/v1\/chat\/([^/]+)\/(stream|messages)$/.exec(path);
+    if (read && chat) {
+      let agentId: string;
+      try {
+        agentId = decodeURIComponent(chat[1]);
+      } catch {
+        agentId = chat[1];
+      }
+      return { verb: "read", agentId, global: false, signable: false };
+    }
     if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
     if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
     if (read && (path === "/v1/tools" || /^\/v1\/tools\/[^/]+$/.test(path))) return { verb: "read", global: true, signable: false };
