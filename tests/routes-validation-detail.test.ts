@@ -43,20 +43,22 @@ function expectNamed(r: Awaited<ReturnType<ReturnType<typeof app>["call"]>>, fie
 }
 
 describe("400 validation_failed names the field and the rule", () => {
-  it("a task with both spendLimit and budget: detail and errors name spendLimit and say to give only it", async () => {
+  // `budget` and `verifyMaxAttempts` were renamed spendLimit and verifyAttempts (CHANGELOG.md): the old names are
+  // unknown keys of the body now, and the 400 names them.
+  it("a task with budget (renamed spendLimit): detail and errors name the key, nothing is enqueued", async () => {
     const { gh, call } = app();
     const r = await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "x", spendLimit: { maxCostPerTurn: 1 }, budget: { maxCostPerTurn: 2 } });
-    expectNamed(r, "spendLimit", /spendLimit and budget are the same field.*give only spendLimit/);
-    expect(r.body.errors).toEqual([{ path: ["spendLimit"], code: "custom", message: expect.stringContaining("give only spendLimit") }]);
+    expectNamed(r, "(body)", /Unrecognized key: "budget"/);
+    expect(r.body.errors).toEqual([{ path: [], code: "unrecognized_keys", message: expect.stringContaining("budget") }]);
     // Nothing was enqueued.
     expect((await gh.fetch(new Request("http://gh.test/v1/agents/a1"))).status).toBe(404);
     await gh.close();
   });
 
-  it("a task with both verifyAttempts and verifyMaxAttempts names verifyAttempts", async () => {
+  it("a task with verifyMaxAttempts (renamed verifyAttempts) names the key", async () => {
     const { gh, call } = app();
     const r = await call("POST", "/v1/agents/a1/tasks", { agent: "helper", input: "x", verifyAttempts: 2, verifyMaxAttempts: 2 });
-    expectNamed(r, "verifyAttempts", /give only verifyAttempts/);
+    expectNamed(r, "(body)", /Unrecognized key: "verifyMaxAttempts"/);
     await gh.close();
   });
 
