@@ -65,25 +65,33 @@ export class LiveFeed {
   /** Resolves true when something was heard, false after `ms` or on abort. */
   wait(ms: number, signal: AbortSignal): Promise<boolean> {
     if (this.#dirty || this.#frames.length > 0) return Promise.resolve(true);
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const done = (heard: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-        this.#wake = null;
-        resolve(heard);
-      };
-      const onAbort = () => done(false);
-      const timer = setTimeout(() => done(false), ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.#wake = () => done(true);
-    });
+    return waitForWake(ms, signal, (wake) => (this.#wake = wake));
   }
 
   close(): void {
     this.#off?.();
     this.#wake?.();
   }
+}
+
+/**
+ * Resolves true once the wake handed to `setWake` is called, false after `ms`
+ * or on abort; the wake is cleared either way (the listeners' `wait`).
+ */
+export function waitForWake(ms: number, signal: AbortSignal, setWake: (wake: (() => void) | null) => void): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const done = (heard: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      setWake(null);
+      resolve(heard);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(false), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+    setWake(() => done(true));
+  });
 }
 
 /** Tells the agent's readers that a route appended to its log (store/live.ts `LiveGrew`). */

@@ -24,7 +24,7 @@
  *   `GET /v1/chat/:id/stream`).
  */
 import type { LiveChannel } from "../../store/live.ts";
-import { MAX_PENDING_DELTA_BYTES } from "../live-feed.ts";
+import { MAX_PENDING_DELTA_BYTES, waitForWake } from "../live-feed.ts";
 import type { RouteRuntime } from "../runtime.ts";
 import { type ChatChunk, chunkFrame, type Delta, DONE_FRAME, type UiStreamMapper } from "./ui-stream.ts";
 
@@ -94,19 +94,7 @@ export class ChatListener {
   /** Resolves true when something was heard, false after `ms` or on abort. */
   wait(ms: number, signal: AbortSignal): Promise<boolean> {
     if (this.#grew || this.#deltas.length > 0) return Promise.resolve(true);
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const done = (heard: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-        this.#wake = null;
-        resolve(heard);
-      };
-      const onAbort = () => done(false);
-      const timer = setTimeout(() => done(false), ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.#wake = () => done(true);
-    });
+    return waitForWake(ms, signal, (wake) => (this.#wake = wake));
   }
 
   close(): void {
