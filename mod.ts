@@ -17,7 +17,7 @@
  * (CHANGELOG.md says what moved where).
  *
  * Web APIs only (fetch, Request/Response, Web Crypto, streams): this module
- * bundles for Cloudflare Workers (tests/workerd-bundle.test.ts fails on any
+ * bundles for Cloudflare Workers (tests/runtimes/workerd-bundle.test.ts fails on any
  * Node built-in).
  * @module
  */

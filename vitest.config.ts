@@ -2,12 +2,12 @@
  * Tests import the package by its npm name (as users do); in this repository
  * the names resolve to the TypeScript source, not to dist/ (which exists
  * only after `npm run build`). The same map is in tsconfig.json (`paths`)
- * and deno.json (`imports`); tests/package-consumer.test.ts checks that all
+ * and deno.json (`imports`); tests/runtimes/package-consumer.int.test.ts checks that all
  * three agree with package.json's exports.
  */
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./tests/timeouts.ts";
+import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./tests/helpers/timeouts.ts";
 
 export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/redis": "redis.ts",
@@ -25,7 +25,7 @@ export const SOURCE_OF_SUBPATH: Record<string, string> = {
 
 export default defineConfig({
   test: {
-    // Sized for two shared cores (tests/timeouts.ts says why).
+    // Sized for two shared cores (tests/helpers/timeouts.ts says why).
     testTimeout: TEST_TIMEOUT_MS,
     hookTimeout: HOOK_TIMEOUT_MS,
   },

@@ -3,7 +3,7 @@
  *
  * One gatehouse process with default settings (`startWorker()`: its default
  * worker loops and the watchdog loop) and nothing to do, on the memory store, on TCP
- * Redis and on Upstash (upstashStore through tests/upstash-bridge.ts), each
+ * Redis and on Upstash (upstashStore through tests/helpers/upstash-bridge.ts), each
  * against a private redis-server. It idles `IDLE_SECONDS` (default 20) and
  * counts the store calls per second: calls of the port (a counting wrapper),
  * plus what the server saw: for TCP Redis `INFO commandstats` (script calls
@@ -35,7 +35,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import { commandStats, diffStats } from "./redis-info.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../tests/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "../tests/helpers/upstash-bridge.ts";
 import type { Store } from "../store/port.ts";
 import { callCounting } from "../tests/helpers/call-counting.ts";
 import { Cron } from "croner";

@@ -4,7 +4,7 @@
  * One process, one machine, one run: every figure below is measured here, so
  * the ratios compare like with like. It starts its own redis-server
  * (tests/helpers/redis-server.ts) and an Upstash-compatible REST bridge in
- * front of it (tests/upstash-bridge.ts), then measures:
+ * front of it (tests/helpers/upstash-bridge.ts), then measures:
  *
  * 1. Throughput and cost per step, TCP adapter (redisStore) and REST adapter
  *    (upstashStore through the bridge), at 1, 10 and 100 concurrent agents:
@@ -55,7 +55,7 @@ import type { Store } from "../store/port.ts";
 import { redisStore } from "../redis.ts";
 import { upstashStore } from "../store/upstash.ts";
 import { startRedisServer } from "../tests/helpers/redis-server.ts";
-import { startUpstashBridge } from "../tests/upstash-bridge.ts";
+import { startUpstashBridge } from "../tests/helpers/upstash-bridge.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { benchBullMQ, type BullResult } from "./bullmq.ts";
 import { countingStore } from "./counting-store.ts";

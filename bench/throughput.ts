@@ -9,7 +9,7 @@ import process from "node:process";
 import type { Redis } from "ioredis";
 import { createGatehouse } from "../mod.ts";
 import type { Store } from "../store/port.ts";
-import type { UpstashBridge } from "../tests/upstash-bridge.ts";
+import type { UpstashBridge } from "../tests/helpers/upstash-bridge.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { countingStore, workCalls } from "./counting-store.ts";
 import { commandStats, diffStats, redisCpuSeconds } from "./redis-info.ts";

@@ -4,7 +4,7 @@
  * environment parser (entry/config.ts: its ENV_VARIABLES `default` column is
  * written from this table), retention (store/retention.ts), rate limits
  * (routes/rate-limit.ts) and what-if (routes/what-if.ts) read it; none of
- * them writes a default of its own (tests/public-face.test.ts fails on a
+ * them writes a default of its own (tests/docs/public-face.test.ts fails on a
  * `?? <number>` or a number in a `default:` string in those files).
  *
  * Where a number was chosen from a measurement, the bench and the section

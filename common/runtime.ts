@@ -3,7 +3,7 @@
  *
  * Core modules use Web APIs only (tests/deno/core-web-apis.test.ts); where
  * they must behave differently on Cloudflare Workers they ask `onWorkers()`,
- * the one reader of `navigator.userAgent` (tests/public-face.test.ts checks
+ * the one reader of `navigator.userAgent` (tests/docs/public-face.test.ts checks
  * that no other file reads it).
  * @module
  */

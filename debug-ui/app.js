@@ -202,7 +202,7 @@ function textWidth(text) {
  * one another. Each label (one event name a line) gets its measured size
  * (`width`/`height`, `labelpos: "c"`), so dagre places it as a node of its
  * own, with the spacing of nodes; the label is drawn centred where dagre put
- * it. tests/debug-page.test.ts checks the rendered labels' boxes.
+ * it. tests/debug/debug-page.int.test.ts checks the rendered labels' boxes.
  */
 function layout(machine) {
   const { states, transitions } = machineGraph(machine);

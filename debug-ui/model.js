@@ -1,5 +1,5 @@
 // The debugger page's pure state logic (no DOM, no fetch), imported by
-// debug-ui/app.js and unit-tested by tests/debug-ui-model.test.ts.
+// debug-ui/app.js and unit-tested by tests/debug/debug-ui-model.test.ts.
 //
 // Invariants:
 // - `parseSseFrame` reads one SSE frame (the text between blank lines):

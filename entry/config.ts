@@ -16,7 +16,7 @@
  *   read by other parts of a deployment do not stop it.
  *
  * The table `ENV_VARIABLES` is the reference docs/api.md and
- * docs/operations.md print; tests/config.test.ts checks both against it.
+ * docs/operations.md print; tests/runtimes/config.test.ts checks both against it.
  */
 import type { GatehouseOptions } from "../mod.ts";
 import { authFromEnv, checkAuthConfig } from "../ops.ts";

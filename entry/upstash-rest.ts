@@ -1,7 +1,7 @@
 /**
  * An Upstash-compatible REST server in front of a Redis (TCP, ioredis): what
  * `gatehouse dev-redis-http` serves (entry/dev-redis-http.ts), and what the
- * tests and benchmarks run upstashStore() against (tests/upstash-bridge.ts).
+ * tests and benchmarks run upstashStore() against (tests/helpers/upstash-bridge.ts).
  * It speaks what @upstash/redis sends:
  *
  * - `POST /` with one command as a JSON array (`["SET","k","v"]`) ->

@@ -5,7 +5,7 @@
  * from any other; `err.code` says which one without string-matching the
  * message. Each subclass keeps its own `name` and properties.
  *
- * Every error class of the package extends it (tests/public-face.test.ts
+ * Every error class of the package extends it (tests/docs/public-face.test.ts
  * checks that no other class extends `Error` directly).
  * @module
  */

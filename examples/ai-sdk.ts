@@ -7,9 +7,9 @@
  *
  * `main(env, question)` runs one task on the memory store and returns the
  * output, the streamed text and the step usage. `ANTHROPIC_BASE_URL` is
- * optional (default: Anthropic's API); tests/ai-sdk-example.test.ts points it
+ * optional (default: Anthropic's API); tests/models/ai-sdk-example.test.ts points it
  * at a local server speaking the same wire format, and the Workers suite
- * (tests/workerd-ai-sdk.test.ts) runs `supportAgent` inside workerd.
+ * (tests/runtimes/workerd-ai-sdk.int.test.ts) runs `supportAgent` inside workerd.
  *
  * Run against Anthropic: `ANTHROPIC_API_KEY=... npx tsx examples/ai-sdk.ts "Where is order A-1001?"`
  */

@@ -9,7 +9,7 @@
  * Each run takes a fresh agent id and idempotency key, so it can follow the
  * README's curl session (which used `alice` and `req-1`) on the same server.
  *
- * tests/routes-typed.test.ts runs `runScenario` against a gatehouse serving
+ * tests/routes/routes-typed.test.ts runs `runScenario` against a gatehouse serving
  * the demo agents.
  */
 import { hc } from "hono/client";

@@ -15,7 +15,7 @@
  *
  * Invariant: every event the runtime can write parses with the entry of its
  * type (`data` objects are strict: a field the catalogue does not name fails
- * too); tests/event-schemas.test.ts drives the host, the store, the gate,
+ * too); tests/machines/event-schemas.test.ts drives the host, the store, the gate,
  * the watchdog and the routes through every writer and checks each stored
  * event. Adding an event type (or a field) is one change here.
  *

@@ -22,7 +22,7 @@
  * history value, and some transition is enabled (an ignored event goes to
  * XState too, which answers with the same snapshot).
  *
- * Invariant (tests/machine-fast-step.test.ts): for every snapshot the agent
+ * Invariant (tests/machines/machine-fast-step.test.ts): for every snapshot the agent
  * machine can reach and every event, the actor after `fastSend` holds a
  * snapshot equal to the one XState's `send` gives (value, context by
  * structure and by JSON text, status, output, error, children, history

@@ -14,7 +14,7 @@
  * `status`, `output`, `error`, `value`, `historyValue` and `context` (the
  * same object, not a copy) plus empty `children`. A snapshot with children
  * or a history value is handed to XState instead, so the equality holds even
- * if the machine gains either. tests/machine-persisted-of.test.ts checks it
+ * if the machine gains either. tests/machines/machine-persisted-of.test.ts checks it
  * on every path of the model-based walk.
  */
 import { createActor, type SnapshotFrom } from "xstate";

@@ -4,7 +4,7 @@
  * the store writes the new agent in one operation (`createFork`) and then
  * logs `forked_to` on the source (`recordFork`, one agent's keys per call).
  *
- * Invariants (tests/debug-routes.test.ts):
+ * Invariants (tests/debug/debug-routes.test.ts):
  * - The source changes by exactly one `forked_to` event (whole-state
  *   comparison of the memory store).
  * - The fork's snapshot and conversation are those of `GET .../history/

@@ -5,7 +5,7 @@
  * through the pure machine (actors/replay/time-travel.ts). Reads only; the
  * head is not used but for its existence and `lastEventId`.
  *
- * Invariant (tests/fork-commit-point.test.ts): the point of every event of
+ * Invariant (tests/routes/fork-commit-point.int.test.ts): the point of every event of
  * one commit is that commit's end (`throughEventId`, its last event;
  * actors/replay/commit-point.ts), never a state between the events one
  * commit wrote; a fork (routes/fork.ts) takes exactly this point.

@@ -9,7 +9,7 @@
  * memory store under the same agent id, where every debugging route
  * (history, fork, what-if, the event log) answers what it answered on the
  * original store: the history of a loaded bundle replays to its head
- * (tests/replay-bundle.test.ts).
+ * (tests/routes/replay-bundle.test.ts).
  *
  * Invariant: a bundle that loads can be served. Everything the routes
  * would refuse later is refused at load, with ReplayBundleError naming the

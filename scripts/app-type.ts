@@ -10,7 +10,7 @@
  *
  *   npm run app-type
  *
- * Run after changing a route. tests/app-type.test.ts fails when the file is
+ * Run after changing a route. tests/routes/app-type.test.ts fails when the file is
  * out of date, and `tsc` fails when the app no longer fits the written type.
  */
 import { writeFileSync } from "node:fs";

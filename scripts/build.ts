@@ -12,7 +12,7 @@
  *   rewritten to `.js` here, so every TypeScript version and resolution mode
  *   that reads the package finds the declarations next to the JavaScript.
  * - The CLI (`bin`) is made executable.
- * tests/package-consumer.test.ts packs the result and uses it from fresh projects.
+ * tests/runtimes/package-consumer.int.test.ts packs the result and uses it from fresh projects.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -7,7 +7,7 @@
  *
  *   npx tsx scripts/bundle-debug.ts
  *
- * tests/debug-assets.test.ts fails when the generated file is out of date.
+ * tests/debug/debug-assets.test.ts fails when the generated file is out of date.
  * esbuild's output is deterministic for one esbuild version (pinned in
  * package.json), so the check compares text.
  */

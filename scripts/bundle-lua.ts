@@ -5,7 +5,7 @@
  *
  *   npx tsx scripts/bundle-lua.ts
  *
- * tests/store-lua-bundle.test.ts fails when the generated file is out of date.
+ * tests/store/store-lua-bundle.test.ts fails when the generated file is out of date.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

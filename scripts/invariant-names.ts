@@ -12,7 +12,7 @@
  * `NUMBERS` is the old numbering. A few citations named the wrong number
  * (the numbering moved while they were written); `CORRECTIONS` names what
  * they meant, recognised by the text around them.
- * tests/store-invariant-names.test.ts fails while any numbered citation, or
+ * tests/store/store-invariant-names.test.ts fails while any numbered citation, or
  * a name port.ts does not define, is left.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -58,9 +58,9 @@ export const CORRECTIONS: Array<{ file: string; near: string; number: string; na
   { file: "store/port.ts", near: "on the source of a fork", number: "13", name: "fork-is-new-agent" },
   { file: "routes/agent-list.ts", near: "Backed by the store's agents index", number: "12", name: "agents-index" },
   { file: "store/script/turn-protocol.ts", near: "the names as the head stores them", number: "21", name: "definition-sets" },
-  { file: "tests/time-travel-property.test.ts", near: "With retention cutting the log", number: "16", name: "retention" },
-  { file: "tests/store-conformance.ts", near: "retention (", number: "16", name: "retention" },
-  { file: "tests/store-conformance.ts", near: "retention and deletion (", number: "17", name: "deletion" },
+  { file: "tests/host/time-travel-property.test.ts", near: "With retention cutting the log", number: "16", name: "retention" },
+  { file: "tests/store/store-conformance.ts", near: "retention (", number: "16", name: "retention" },
+  { file: "tests/store/store-conformance.ts", near: "retention and deletion (", number: "17", name: "deletion" },
   { file: "docs/store.md", near: "Retention bounds them", number: "16", name: "retention" },
 ];
 

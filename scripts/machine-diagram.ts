@@ -3,7 +3,7 @@
  * `docs/machine.png`) to the statechart: the SHA-256 of the Mermaid text,
  * written by scripts/render-machine.ts into the SVG (`data-source-sha256` on
  * the root element) and the PNG (a `tEXt` chunk `source-sha256`), and checked
- * by tests/machine-diagram.test.ts against the current `toMermaid()` output,
+ * by tests/machines/machine-diagram.test.ts against the current `toMermaid()` output,
  * so a diagram that no longer matches the machine fails the suite.
  * Web APIs only (Web Crypto, Uint8Array).
  */

@@ -64,10 +64,10 @@ export const MUTATIONS: Mutation[] = [
         "\n  redis.call('ZREM', deadlines, unpack(members))\nend\n",
       ),
     tests: [
-      { file: "tests/store-redis.test.ts", name: "refuses a turn mismatch" },
-      { file: "tests/store-redis.test.ts", name: "random operations" },
-      { file: "tests/store-upstash.test.ts", name: "refuses a turn mismatch" },
-      { file: "tests/store-lua-writes.test.ts" },
+      { file: "tests/store/store-redis.int.test.ts", name: "refuses a turn mismatch" },
+      { file: "tests/store/store-redis.int.test.ts", name: "random operations" },
+      { file: "tests/store/store-upstash.int.test.ts", name: "refuses a turn mismatch" },
+      { file: "tests/store/store-lua-writes.test.ts" },
     ],
   },
   {
@@ -81,10 +81,10 @@ export const MUTATIONS: Mutation[] = [
         "redis.call('HSET', calls, 'r:' .. call_id, resolution)\n",
       ),
     tests: [
-      { file: "tests/store-redis.test.ts", name: "turn_finished" },
-      { file: "tests/store-redis.test.ts", name: "random operations" },
-      { file: "tests/store-upstash.test.ts", name: "turn_finished" },
-      { file: "tests/store-lua-writes.test.ts" },
+      { file: "tests/store/store-redis.int.test.ts", name: "turn_finished" },
+      { file: "tests/store/store-redis.int.test.ts", name: "random operations" },
+      { file: "tests/store/store-upstash.int.test.ts", name: "turn_finished" },
+      { file: "tests/store/store-lua-writes.test.ts" },
     ],
   },
   {
@@ -99,10 +99,10 @@ export const MUTATIONS: Mutation[] = [
         "  if h and h.agentName ~= a.name_json then\n    return 'definition_conflict ' .. h.agentName\n  end\n",
       ),
     tests: [
-      { file: "tests/store-redis.test.ts", name: "definition_conflict" },
-      { file: "tests/store-redis.test.ts", name: "random operations" },
-      { file: "tests/store-upstash.test.ts", name: "definition_conflict" },
-      { file: "tests/store-lua-writes.test.ts" },
+      { file: "tests/store/store-redis.int.test.ts", name: "definition_conflict" },
+      { file: "tests/store/store-redis.int.test.ts", name: "random operations" },
+      { file: "tests/store/store-upstash.int.test.ts", name: "definition_conflict" },
+      { file: "tests/store/store-lua-writes.test.ts" },
     ],
   },
   {
@@ -116,8 +116,8 @@ export const MUTATIONS: Mutation[] = [
         "    w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);\n",
       ),
     tests: [
-      { file: "tests/store-memory.test.ts", name: "turn_finished" },
-      { file: "tests/store-memory.test.ts", name: "random operations" },
+      { file: "tests/store/store-memory.test.ts", name: "turn_finished" },
+      { file: "tests/store/store-memory.test.ts", name: "random operations" },
     ],
   },
   {
@@ -125,7 +125,7 @@ export const MUTATIONS: Mutation[] = [
     what: "cache.ts: the version check of take() disabled",
     file: "actors/conversation/cache.ts",
     apply: (s) => replaceOnce(s, "if (e.version !== version || ", "if (false || "),
-    tests: [{ file: "tests/host-cache.test.ts" }],
+    tests: [{ file: "tests/host/host-cache.test.ts" }],
   },
 ];
 

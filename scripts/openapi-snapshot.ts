@@ -4,7 +4,7 @@
  *
  *   npm run openapi:snapshot
  *
- * tests/openapi-document.test.ts fails when the file is out of date.
+ * tests/routes/openapi-document.test.ts fails when the file is out of date.
  */
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -4,7 +4,7 @@
  * headless Chromium, offline (the page is set from a string; every request
  * is aborted). Also writes the text to docs/machine.mmd. Both images carry
  * the text's SHA-256 (scripts/machine-diagram.ts), which
- * tests/machine-diagram.test.ts compares with the current machine. Run after
+ * tests/machines/machine-diagram.test.ts compares with the current machine. Run after
  * changing the machine or toMermaid:
  *
  *   npm run render:machine                       # Chromium at /usr/bin/chromium

@@ -26,11 +26,11 @@ for pattern in "${PATTERNS[@]}"; do
 done
 if [ "${#FILES[@]}" = 0 ]; then echo "no test files match deno.json's test.include" >&2; exit 1; fi
 
-# The suite's default test timeout (tests/timeouts.ts), unless one is given.
+# The suite's default test timeout (tests/helpers/timeouts.ts), unless one is given.
 TIMEOUT_ARGS=()
 if [[ " $* " != *" --timeout"* ]]; then
-  TIMEOUT_MS="$(sed -n 's/^export const TEST_TIMEOUT_MS = \([0-9_]*\);.*/\1/p' tests/timeouts.ts | tr -d _)"
-  [ -n "$TIMEOUT_MS" ] || { echo "tests/timeouts.ts has no TEST_TIMEOUT_MS" >&2; exit 1; }
+  TIMEOUT_MS="$(sed -n 's/^export const TEST_TIMEOUT_MS = \([0-9_]*\);.*/\1/p' tests/helpers/timeouts.ts | tr -d _)"
+  [ -n "$TIMEOUT_MS" ] || { echo "tests/helpers/timeouts.ts has no TEST_TIMEOUT_MS" >&2; exit 1; }
   TIMEOUT_ARGS=(--timeout "$TIMEOUT_MS")
 fi
 

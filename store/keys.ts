@@ -72,7 +72,7 @@
  * `agent(id)` is a function of the id: built once per id and kept (frozen)
  * for the ids asked for last, since every claim and commit asks for it; a
  * kept entry equals a fresh build, and an id that fails the check is never
- * kept (tests/store-keys-kept.test.ts).
+ * kept (tests/store/store-keys-kept.test.ts).
  *
  * The agents index is written by the scripts that write a head's
  * `updatedAt` (enqueue_task on creation, claim, claim_next, commit,

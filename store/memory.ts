@@ -4,7 +4,7 @@
  * a Lua script on one Redis. Records are deep-copied in and out so callers
  * can never mutate stored state. It implements the contract of store/port.ts
  * independently of the Lua scripts in store/lua/ (used by the Redis
- * adapters); tests/store-conformance.ts runs the same cases on both, which is
+ * adapters); tests/store/store-conformance.ts runs the same cases on both, which is
  * what keeps them alike.
  *
  * All or nothing (store/port.ts, invariant `all-or-nothing`): every operation first copies

@@ -20,7 +20,7 @@
  *
  * Every invariant has a name, written as a heading `## <name>` in this file;
  * code, tests and docs cite it by that name (store invariant `fencing`),
- * never by a number (tests/store-invariant-names.test.ts checks). The
+ * never by a number (tests/store/store-invariant-names.test.ts checks). The
  * invariants every adapter must keep are checked by tests/store-conformance.
  * Three hold for every operation:
  *

@@ -2,7 +2,7 @@
  * Retention: how a commit that ends a turn bounds an agent's stored history
  * (store/port.ts invariant `retention`). The memory store runs `planRetention`; the
  * Lua scripts (store/lua/includes/retention.lua) implement the same rules
- * step by step, and tests/store-conformance.ts checks both alike.
+ * step by step, and tests/store/store-conformance.ts checks both alike.
  *
  * Rules, applied after the commit's appends, with L = lastEventId, B = the
  * running total of UTF-8 bytes of events appended by commits, E = turns ended

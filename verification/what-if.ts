@@ -6,7 +6,7 @@
  *
  * Read-only by construction: this module gets the log as data and returns
  * data; it has no store, writes no verdict, logs no event (the route that
- * calls it reads only; tests/debug-routes.test.ts compares the whole store
+ * calls it reads only; tests/debug/debug-routes.test.ts compares the whole store
  * before and after). What the verifier itself does is its own business:
  * it is called as the gate calls it, with an execution context whose
  * `workerId` is `what-if`, epoch 0 and a signal aborted after `timeoutMs`.

@@ -4,7 +4,7 @@
  * `flush` sends them in one compare-and-set commit together with the actor's
  * persisted snapshot, and optionally releases the lease. The writes are
  * booked by actors/host/apply.ts alone; this module and that one are the
- * only ones that build a commit (tests/layers.test.ts), so the parking
+ * only ones that build a commit (tests/repo/layers.test.ts), so the parking
  * commit of an agent this worker cannot run (`parkingCommit`) is here too.
  *
  * Invariants:

@@ -12,7 +12,7 @@
  *   `throwIfAborted`), without waiting for a store round trip. A renewal that
  *   answers `lost` aborts too.
  * - The tool signal fires with the attempt's abort and never before it, made
- *   at its first read or not at all (tests/lease-keeper-tool-signal.test.ts); the
+ *   at its first read or not at all (tests/host/lease-keeper-tool-signal.test.ts); the
  *   host's own reads of the attempt's signal stay plain reads.
  * - Mail that arrives while a claim runs is not lost in a long turn: the
  *   renewal notices it (`mailWaiting`) and the claim hands the agent back at

@@ -5,7 +5,7 @@
  * the user's hook, by a call of the agent's own model, or by plain
  * truncation (no summary text).
  *
- * Invariants (tests/host-memory.test.ts):
+ * Invariants (tests/host/host-memory.test.ts):
  * - The summary is state, not a cache: it is written by the commit of the
  *   step that first used it (`CommitRequest.summary`) and read back from the
  *   store on the next claim (`readConversation`). A summary the store never

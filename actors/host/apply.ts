@@ -11,14 +11,14 @@
  * Invariants:
  * - This module is the one caller of `applyEvent`, and, with the commit
  *   buffer, the only module that books a write into a commit
- *   (tests/layers.test.ts pins both): a step never touches the actor or the
+ *   (tests/repo/layers.test.ts pins both): a step never touches the actor or the
  *   commit, so what it decided can be read off its answer.
  * - Records are applied in their order; that order is the order of their
  *   writes in the commit. A `while` group is applied only while the machine
  *   is in its state when `apply` reaches it.
  * - An event the machine ignores changes nothing but an `event_ignored` event.
  * - The actor ends in the snapshot XState's `send` gives (machines/fast-step.ts
- *   takes a shorter way for the common transitions; tests/machine-fast-step.test.ts).
+ *   takes a shorter way for the common transitions; tests/machines/machine-fast-step.test.ts).
  * - Each transition is logged once, numbered in order within the claim
  *   (`seq`); replaying the logged machine events reproduces the snapshots. The
  *   logged `TASK_STARTED` carries no input: the store keeps a turn's input

@@ -33,7 +33,7 @@
  *   takes what it reads and returns what happened (actors/steps/happened.ts);
  *   actors/host/apply.ts is the one caller of `applyEvent` and, with
  *   actors/claim/commit-buffer.ts, the only module that builds a commit.
- *   No step imports the store (tests/layers.test.ts pins all three).
+ *   No step imports the store (tests/repo/layers.test.ts pins all three).
  * - Every effect's result is committed before the next effect starts, except
  *   results of `retrySafe` tools, which ride with the commit of the model
  *   step that follows them; a lost compare-and-set stops this attempt: the

@@ -18,7 +18,7 @@
  * watch listens; `foreignDue` whether the last empty claim pass left an
  * agent of another definition set due (actors/pool/definition-sets.ts).
  *
- * Invariants (tests/pool-idle-machine.test.ts walks every transition and
+ * Invariants (tests/pool/pool-idle-machine.test.ts walks every transition and
  * checks them after each step of seeded random runs):
  * 1. One sentinel at most: a loop becomes the sentinel only from `none`;
  *    every other idle loop parks.

@@ -23,7 +23,7 @@
  * nearest marked transition before or after `e`, among the events with
  * `e`'s `at`, that covers `e`.
  *
- * Invariants (tests/fork-commit-point.test.ts, tests/time-travel-property.test.ts):
+ * Invariants (tests/routes/fork-commit-point.int.test.ts, tests/host/time-travel-property.test.ts):
  * - `commitEndOf(e)` >= e, and every event of one commit answers the same
  *   id: that commit's last event. At a commit's last event it is the
  *   identity, so the point there is the snapshot the commit stored.

@@ -6,7 +6,7 @@
  * `TASK_STARTED` names its input by turn id, store/inputs.ts) and, for a
  * fork, the messages it was created with.
  *
- * Invariants (tests/time-travel-property.test.ts):
+ * Invariants (tests/host/time-travel-property.test.ts):
  * - The snapshot rebuilt at the last event of a commit equals the snapshot
  *   that commit stored; at the log's last event it equals the head's.
  * - The messages rebuilt at that event equal the stored conversation's

@@ -7,7 +7,7 @@
  * keeps what the routes declared (`declareAccess`) and answers
  * `requirementOf(method, path)` from it. There is no second list of paths:
  * a route added later is mapped by its own declaration
- * (tests/public-face.test.ts checks every route declares one, and that the
+ * (tests/docs/public-face.test.ts checks every route declares one, and that the
  * table answers as the hand-written one did).
  *
  * Fail closed for a request that matches no declared route (an unknown path

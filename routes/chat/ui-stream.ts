@@ -30,7 +30,7 @@
  *   external result (`finishReason: "tool-calls"`). The completion tool
  *   (`builtin`) is not a tool part: the turn's end says it.
  * - Chunks are plain JSON of the protocol's shapes (`ChatChunk`, checked
- *   against the `ai` package's `UIMessageChunk` by tests/chat-ui-stream.test.ts);
+ *   against the `ai` package's `UIMessageChunk` by tests/chat/chat-ui-stream.int.test.ts);
  *   the core does not import `ai` at run time.
  */
 import type { StoredEvent } from "../../common/events.ts";

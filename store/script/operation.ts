@@ -7,7 +7,7 @@
  * adapter's transport, check the word, decode), on one Redis, Upstash and
  * Redis Cluster alike; nothing per script lives anywhere else.
  *
- * Invariant (tests/store-operation-files.test.ts): an operation on this path
+ * Invariant (tests/store/store-operation-files.test.ts): an operation on this path
  * is written in at most four hand-written files: its Lua script
  * (store/lua/<name>.lua), the section file of store/script/ that holds its
  * descriptor and its port method over it, the port (store/port.ts) and the

@@ -15,7 +15,7 @@
  *   Lua) gives the text back byte for byte, whatever was replaced in
  *   whatever order.
  * - `FRAGMENTS[i]` is code i + 1, in the same order as the list in
- *   store/lua/includes/wire.lua (tests/store-wire.test.ts reads both and
+ *   store/lua/includes/wire.lua (tests/store/store-wire.int.test.ts reads both and
  *   runs the Lua `unwire` on a real Redis). Codes are never renumbered: a
  *   worker and a script of different versions must agree (the script is
  *   loaded by its hash, so a changed list is a new script; a new fragment

@@ -4,9 +4,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { StoredEvent } from "../common/events.ts";
-import { foldChunks } from "../routes/chat/history.ts";
-import { type ChatChunk, UiStreamMapper } from "../routes/chat/ui-stream.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import { foldChunks } from "../../routes/chat/history.ts";
+import { type ChatChunk, UiStreamMapper } from "../../routes/chat/ui-stream.ts";
 
 const T = "turn_1";
 let id = 0;

@@ -16,10 +16,10 @@ import { hc } from "hono/client";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import type { ChatChunk } from "../routes/chat/ui-stream.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import type { ChatChunk } from "../../routes/chat/ui-stream.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 // The chunks gatehouse writes are chunks of the AI SDK's protocol (checked by tsc).
 type Assert<T extends true> = T;

@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
-import { roundCost } from "../common/cost.ts";
-import { openaiCompatible } from "../mod.ts";
-import { agentMachine } from "../machines/agent.ts";
+import { roundCost } from "../../common/cost.ts";
+import { openaiCompatible } from "../../mod.ts";
+import { agentMachine } from "../../machines/agent.ts";
 
 describe("costs without float noise", () => {
   it("roundCost keeps 12 significant digits and leaves 0 and non-finite values alone", () => {

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { agentTool, createGatehouse, defineAgent, DefinitionError, defineTool, scriptedModel } from "../mod.ts";
+import { agentTool, createGatehouse, defineAgent, DefinitionError, defineTool, scriptedModel } from "../../mod.ts";
 
 function refused(f: () => unknown): DefinitionError {
   try {

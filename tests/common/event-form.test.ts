@@ -6,8 +6,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { NewEvent, StoredEvent } from "../common/events.ts";
-import { byIdIn, compactEvents, expandEvents, isCompact, namedOutside, servedPage } from "../common/event-form.ts";
+import type { NewEvent, StoredEvent } from "../../common/events.ts";
+import { byIdIn, compactEvents, expandEvents, isCompact, namedOutside, servedPage } from "../../common/event-form.ts";
 
 const stored = (events: NewEvent[], base: number): StoredEvent[] =>
   events.map((e, i) => ({ id: base + i + 1, at: 5, turnId: "t", type: e.type, data: e.data }));

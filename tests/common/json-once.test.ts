@@ -5,12 +5,12 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JsonOnce, SHARED, type Shape, SPLICE_MIN } from "../common/json-once.ts";
-import type { Message } from "../common/message.ts";
-import { keySpace } from "../store/keys.ts";
-import { scriptStore } from "../store/lua-store.ts";
-import type { CommitRequest } from "../store/port.ts";
-import { unwire } from "../store/script/wire.ts";
+import { JsonOnce, SHARED, type Shape, SPLICE_MIN } from "../../common/json-once.ts";
+import type { Message } from "../../common/message.ts";
+import { keySpace } from "../../store/keys.ts";
+import { scriptStore } from "../../store/lua-store.ts";
+import type { CommitRequest } from "../../store/port.ts";
+import { unwire } from "../../store/script/wire.ts";
 
 const LONG_TEXT = "\u2028é\"".repeat(SPLICE_MIN);
 const LONG_OBJECT = { z: "z".repeat(SPLICE_MIN), nested: { undef: undefined, n: -0 } };

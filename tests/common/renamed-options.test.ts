@@ -9,9 +9,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, createWorkersHandler, defineAgent, DefinitionError, memoryStore, scriptedModel } from "../mod.ts";
-import type { AgentConfig } from "../mod.ts";
-import { resolveVerifyAttempts } from "../agents/define.ts";
+import { createGatehouse, createWorkersHandler, defineAgent, DefinitionError, memoryStore, scriptedModel } from "../../mod.ts";
+import type { AgentConfig } from "../../mod.ts";
+import { resolveVerifyAttempts } from "../../agents/define.ts";
 
 const model = scriptedModel([{ text: "unused" }]);
 const base = { name: "a", instructions: "Help.", model };

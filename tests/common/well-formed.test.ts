@@ -7,7 +7,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { hasLoneSurrogate, loneSurrogateAt, wellFormed, wellFormedJson, wellFormedValue } from "../common/well-formed.ts";
+import { hasLoneSurrogate, loneSurrogateAt, wellFormed, wellFormedJson, wellFormedValue } from "../../common/well-formed.ts";
 
 const HI = "\ud800";
 const LO = "\udfff";

@@ -25,10 +25,10 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, type Gatehouse, type ModelRequest, type StoredEvent } from "../mod.ts";
-import { type HeadlinesTask, headlinesAgent, headlinesModel } from "../examples/headlines.ts";
+import { createGatehouse, type Gatehouse, type ModelRequest, type StoredEvent } from "../../mod.ts";
+import { type HeadlinesTask, headlinesAgent, headlinesModel } from "../../examples/headlines.ts";
 
-const fixture = (f: string) => readFileSync(new URL(`./fixtures/news/${f}`, import.meta.url), "utf8");
+const fixture = (f: string) => readFileSync(new URL(`../fixtures/news/${f}`, import.meta.url), "utf8");
 const PAGES: Record<string, string> = { "/google": fixture("google-news.html"), "/yahoo": fixture("yahoo-news.html"), "/nyt": fixture("nyt.html") };
 
 let server: Server;
@@ -112,7 +112,7 @@ async function runSequence(contracts: boolean) {
 
 /** The fenced block after `<!-- trace:<name> -->` in docs/contracts.md. */
 function documentedTrace(name: string): string {
-  const doc = readFileSync(new URL("../docs/contracts.md", import.meta.url), "utf8");
+  const doc = readFileSync(new URL("../../docs/contracts.md", import.meta.url), "utf8");
   const m = doc.match(new RegExp(`<!-- trace:${name} -->\\n\`\`\`text\\n([\\s\\S]*?)\\n\`\`\``));
   if (!m) throw new Error(`docs/contracts.md has no trace:${name} block`);
   return m[1];

@@ -9,10 +9,10 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, error, type Gatehouse, memoryStore, ok } from "../mod.ts";
-import type { AnyAgent, ModelRequest, ModelResponse } from "../mod.ts";
-import { interfacesCommand } from "../entry/interfaces.ts";
-import { main as externalExample } from "../examples/contracts.ts";
+import { createGatehouse, defineAgent, defineTool, error, type Gatehouse, memoryStore, ok } from "../../mod.ts";
+import type { AnyAgent, ModelRequest, ModelResponse } from "../../mod.ts";
+import { interfacesCommand } from "../../entry/interfaces.ts";
+import { main as externalExample } from "../../examples/contracts.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {
@@ -74,7 +74,7 @@ describe("in-process results", () => {
   });
 
   it("a terminating result the contract refuses goes back to the model instead of ending the turn", async () => {
-    const { terminate } = await import("../tools/define.ts");
+    const { terminate } = await import("../../tools/define.ts");
     const t = defineTool({
       name: "finish", description: "Finish", parameters: z.object({}), deliverable: { type: "object", required: ["answer"] },
       execute: () => terminate({ wrong: 1 }),
@@ -189,9 +189,9 @@ describe("external results posted over HTTP", () => {
   });
 
   it("the contracts block of docs/contracts.md is the example's text", () => {
-    const readme = readFileSync(new URL("../docs/contracts.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../docs/contracts.md", import.meta.url), "utf8");
     const block = readme.match(/<!-- contracts:start -->\n```ts\n([\s\S]*?)```\n<!-- contracts:end -->/)![1];
-    expect(readFileSync(new URL("../examples/contracts.ts", import.meta.url), "utf8")).toContain(block);
+    expect(readFileSync(new URL("../../examples/contracts.ts", import.meta.url), "utf8")).toContain(block);
   });
 
   it("the example of docs/contracts.md runs: refused, then accepted by tolerance", async () => {

@@ -1,6 +1,6 @@
 /**
  * Contracts and the tool registry on Redis (TCP) and Upstash (REST through
- * tests/upstash-bridge.ts), each against its own redis-server: the drift
+ * tests/helpers/upstash-bridge.ts), each against its own redis-server: the drift
  * scenario through the host (the registry persisted by the script, one
  * `interface_overlap`, the hint in the next prompt), a contract violation
  * posted over HTTP, the registry read by a second process's store, and
@@ -9,10 +9,10 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type ModelRequest, type Store, upstashStore } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { createGatehouse, defineAgent, defineTool, type ModelRequest, type Store, upstashStore } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
@@ -106,7 +106,7 @@ describe("gatehouse interfaces (the CLI process) against Redis", () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
         const p = spawn(process.execPath, ["--import", "tsx", "entry/cli.ts", "interfaces", ...args], {
-          cwd: new URL("..", import.meta.url).pathname,
+          cwd: new URL("../..", import.meta.url).pathname,
           env: { ...process.env, GATEHOUSE_REDIS_URL: server.url, GATEHOUSE_REDIS_PREFIX: prefix, UPSTASH_REDIS_REST_URL: "" },
         });
         let out = "";

@@ -6,14 +6,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { error, isMadeOutcome, ok, type Outcome } from "../common/outcome.ts";
-import { methodForm, type ToolRoleEntry } from "../common/tool-registry.ts";
-import { checkOutcome } from "../contracts/check.ts";
-import { findKey } from "../contracts/keys.ts";
-import { checkPreconditions, requiredParams } from "../contracts/preconditions.ts";
-import { KNOWN_TOOLS_LIMITS, knownToolsBlock, overlapsOf } from "../contracts/registry.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { defineTool } from "../tools/define.ts";
+import { error, isMadeOutcome, ok, type Outcome } from "../../common/outcome.ts";
+import { methodForm, type ToolRoleEntry } from "../../common/tool-registry.ts";
+import { checkOutcome } from "../../contracts/check.ts";
+import { findKey } from "../../contracts/keys.ts";
+import { checkPreconditions, requiredParams } from "../../contracts/preconditions.ts";
+import { KNOWN_TOOLS_LIMITS, knownToolsBlock, overlapsOf } from "../../contracts/registry.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { defineTool } from "../../tools/define.ts";
 
 const fetcher = { name: "fetch_url", role: "web_fetcher", deliverable: { type: "object" as const, required: ["body"] } };
 const errOf = (o: Outcome) => {

@@ -9,11 +9,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { countingStore } from "../bench/counting-store.ts";
-import { buildGatehouse } from "../gatehouse.ts";
-import { defineAgent, defineTool } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { countingStore } from "../../bench/counting-store.ts";
+import { buildGatehouse } from "../../gatehouse.ts";
+import { defineAgent, defineTool } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

@@ -7,13 +7,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createRegistryWriter } from "../actors/registry/writer.ts";
-import { createToolRegistryView } from "../actors/registry/claim-view.ts";
-import { silentLogger } from "../actors/runtime.ts";
-import { defineAgent } from "../agents/define.ts";
-import type { RecordToolMethodRequest, Store } from "../store/port.ts";
-import { memoryStore } from "../store/memory.ts";
-import { defineTool } from "../tools/define.ts";
+import { createRegistryWriter } from "../../actors/registry/writer.ts";
+import { createToolRegistryView } from "../../actors/registry/claim-view.ts";
+import { silentLogger } from "../../actors/runtime.ts";
+import { defineAgent } from "../../agents/define.ts";
+import type { RecordToolMethodRequest, Store } from "../../store/port.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { defineTool } from "../../tools/define.ts";
 
 const T0 = 1_700_000_000_000;
 

@@ -6,9 +6,9 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { bundleDebug, GENERATED } from "../scripts/bundle-debug.ts";
-import { DEBUG_ASSETS_HASH, DEBUG_CSS, DEBUG_JS } from "../routes/debug/assets.gen.ts";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
+import { bundleDebug, GENERATED } from "../../scripts/bundle-debug.ts";
+import { DEBUG_ASSETS_HASH, DEBUG_CSS, DEBUG_JS } from "../../routes/debug/assets.gen.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
 
 describe("debugger page assets", () => {
   it("routes/debug/assets.gen.ts is up to date (run `npx tsx scripts/bundle-debug.ts`)", async () => {

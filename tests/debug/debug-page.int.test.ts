@@ -26,7 +26,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, startDebugServer, TOKEN } from "./helpers/debug-page.ts";
+import { launchChromium, startDebugServer, TOKEN } from "../helpers/debug-page.ts";
 
 let server: Awaited<ReturnType<typeof startDebugServer>>;
 let browser: Browser;

@@ -1,15 +1,15 @@
 /**
  * The debugging routes over HTTP, on the memory store: the agents list
  * (filters, cursor), time travel (history), forks, export/replay and the
- * verifier what-if. Store-level behaviour is in tests/store-conformance.ts,
- * the replay property in tests/time-travel-property.test.ts.
+ * verifier what-if. Store-level behaviour is in tests/store/store-conformance.ts,
+ * the replay property in tests/host/time-travel-property.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineGuardian, defineTool, scriptedModel, VerificationRejected } from "../mod.ts";
-import { AgentList, HistoryView } from "../routes/debug-schemas.ts";
-import { memoryStoreState } from "../store/memory.ts";
-import { helperAgent, setup } from "./helpers/debug.ts";
+import { createGatehouse, defineAgent, defineGuardian, defineTool, scriptedModel, VerificationRejected } from "../../mod.ts";
+import { AgentList, HistoryView } from "../../routes/debug-schemas.ts";
+import { memoryStoreState } from "../../store/memory.ts";
+import { helperAgent, setup } from "../helpers/debug.ts";
 
 describe("GET /v1/agents", () => {
   it("lists newest first, filters by state, definition and time, and pages with a cursor", async () => {

@@ -24,7 +24,7 @@ interface Model {
 }
 
 // A plain JS module of the page (no .d.ts): loaded by URL, typed by `Model` above.
-const MODEL_URL = new URL("../debug-ui/model.js", import.meta.url).href;
+const MODEL_URL = new URL("../../debug-ui/model.js", import.meta.url).href;
 const model: Model = await import(MODEL_URL);
 
 const frame = (lines: string[]) => lines.join("\n");

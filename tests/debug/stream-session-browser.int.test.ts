@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import { launchChromium } from "./helpers/debug-page.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import { launchChromium } from "../helpers/debug-page.ts";
 
 const TOKEN = "browser-reader-token-0123456789";
 const agent = defineAgent({ name: "helper", instructions: "x", model: scriptedModel([{ text: "ok" }]) });

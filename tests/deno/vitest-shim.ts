@@ -10,7 +10,7 @@
  * - `it(name, fn, timeout?)`, `it(name, fn, { timeout })` and
  *   `it(name, { timeout }, fn)`; `describe(name, { timeout }, fn)` sets the
  *   default for the tests inside; otherwise the suite's defaults apply
- *   (tests/timeouts.ts, as in vitest.config.ts). A test that does not settle in time fails.
+ *   (tests/helpers/timeouts.ts, as in vitest.config.ts). A test that does not settle in time fails.
  * - Hooks run in vitest's default order ("stack"): `beforeAll` of a suite
  *   before its first test, `beforeEach` outermost first, `afterEach`
  *   innermost first and in reverse registration order, `afterAll` of a suite
@@ -41,7 +41,7 @@ import {
   type MatcherState,
   setState,
 } from "@vitest/expect";
-import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "../timeouts.ts";
+import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "../helpers/timeouts.ts";
 
 // ---------------------------------------------------------------- Deno.test
 

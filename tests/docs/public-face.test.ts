@@ -4,28 +4,25 @@
  * auth verb. Each check reads the source or the running code, so a second
  * copy, a class outside the base or an undeclared route fails here.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import * as errors from "../errors/index.ts";
-import { GatehouseError } from "../errors/base.ts";
-import { ProblemError } from "../routes/problem.ts";
-import { VerificationRejected } from "../verification/rejected.ts";
+import { trackedFiles } from "../helpers/tracked-files.ts";
+import * as errors from "../../errors/index.ts";
+import { GatehouseError } from "../../errors/base.ts";
+import { ProblemError } from "../../routes/problem.ts";
+import { VerificationRejected } from "../../verification/rejected.ts";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const SKIP = new Set(["node_modules", "tests", "docs", "dist", "bench", "scripts", "examples"]);
 
-function sourceFiles(dir = ROOT, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.name.startsWith(".")) continue;
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (dir === ROOT && SKIP.has(e.name)) continue;
-      sourceFiles(p, out);
-    } else if (e.name.endsWith(".ts") && !e.name.endsWith(".gen.ts")) out.push(p);
-  }
-  return out;
+/** The .ts files git tracks (tests/helpers/tracked-files.ts) outside the SKIP folders and dot folders. */
+function sourceFiles(): string[] {
+  return trackedFiles(ROOT).filter((p) => {
+    const parts = relative(ROOT, p).split(sep);
+    return p.endsWith(".ts") && !p.endsWith(".gen.ts") && !SKIP.has(parts[0]) && !parts.some((s) => s.startsWith(".") || s === "node_modules");
+  });
 }
 
 const sources = () => sourceFiles().map((f) => ({ file: relative(ROOT, f), text: readFileSync(f, "utf8") }));
@@ -72,14 +69,14 @@ describe("one error base", () => {
   });
 
   it("the old homes still export the same classes", async () => {
-    expect((await import("../store/keys.ts")).StoreInputError).toBe(errors.StoreInputError);
-    expect((await import("../store/outage.ts")).StoreUnavailableError).toBe(errors.StoreUnavailableError);
-    expect((await import("../store/script-runner.ts")).EvictionPolicyError).toBe(errors.EvictionPolicyError);
-    expect((await import("../actors/replay/time-travel.ts")).EventTrimmedError).toBe(errors.EventTrimmedError);
-    expect((await import("../verdicts/errors.ts")).VerdictError).toBe(errors.VerdictError);
-    expect((await import("../routes/replay-bundle.ts")).ReplayBundleError).toBe(errors.ReplayBundleError);
-    expect((await import("../entry/config.ts")).ConfigError).toBe(errors.ConfigError);
-    expect((await import("../entry/startup.ts")).StartupError).toBe(errors.StartupError);
+    expect((await import("../../store/keys.ts")).StoreInputError).toBe(errors.StoreInputError);
+    expect((await import("../../store/outage.ts")).StoreUnavailableError).toBe(errors.StoreUnavailableError);
+    expect((await import("../../store/script-runner.ts")).EvictionPolicyError).toBe(errors.EvictionPolicyError);
+    expect((await import("../../actors/replay/time-travel.ts")).EventTrimmedError).toBe(errors.EventTrimmedError);
+    expect((await import("../../verdicts/errors.ts")).VerdictError).toBe(errors.VerdictError);
+    expect((await import("../../routes/replay-bundle.ts")).ReplayBundleError).toBe(errors.ReplayBundleError);
+    expect((await import("../../entry/config.ts")).ConfigError).toBe(errors.ConfigError);
+    expect((await import("../../entry/startup.ts")).StartupError).toBe(errors.StartupError);
   });
 });
 
@@ -124,8 +121,8 @@ describe("one table of defaults", () => {
   it("the environment table's defaults are written from the table", async () => {
     // A switch's "0" (GATEHOUSE_ALLOW_EVICTION) is no number of the table.
     expect([...code("entry/config.ts").matchAll(/default:\s*"[1-9][^"]*"/g)].map((m) => m[0])).toEqual([]);
-    const { ENV_VARIABLES } = await import("../entry/config.ts");
-    const { DEFAULTS } = await import("../common/defaults.ts");
+    const { ENV_VARIABLES } = await import("../../entry/config.ts");
+    const { DEFAULTS } = await import("../../common/defaults.ts");
     const byName = new Map(ENV_VARIABLES.map((v) => [v.name, v.default]));
     expect(byName.get("GATEHOUSE_CONCURRENCY")).toBe(String(DEFAULTS.concurrency));
     expect(byName.get("GATEHOUSE_LEASE_MS")).toBe(String(DEFAULTS.leaseMs));
@@ -180,16 +177,16 @@ describe("route access declared with each route", () => {
   }
 
   async function loaded() {
-    const { createGatehouse, defineAgent, scriptedModel } = await import("../mod.ts");
+    const { createGatehouse, defineAgent, scriptedModel } = await import("../../mod.ts");
     // A built app has called every route module, so every route is declared.
     const gh = createGatehouse({ agents: [defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "x" }]) })] });
     await gh.close();
-    return await import("../routes/auth/access.ts");
+    return await import("../../routes/auth/access.ts");
   }
 
   it("every route registered on the app declared its access", async () => {
     const { declaredAccess } = await loaded();
-    const { AUTH_VERBS } = await import("../routes/auth/config.ts");
+    const { AUTH_VERBS } = await import("../../routes/auth/config.ts");
     const doc = JSON.parse(readFileSync(join(ROOT, "docs/openapi.json"), "utf8")) as { paths: Record<string, Record<string, unknown>> };
     const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)).sort();
     const declared = declaredAccess();
@@ -226,13 +223,13 @@ describe("a small root, subpaths, no deprecated alias", () => {
   /** The public modules (package.json exports, but the entry files and the AI SDK adapter's optional peer). */
   const PUBLIC = ["mod.ts", "inspect.ts", "replay.ts", "ops.ts", "redis.ts", "workers.ts"];
   const subpaths = async () => ({
-    inspect: await import("../inspect.ts"),
-    replay: await import("../replay.ts"),
-    ops: await import("../ops.ts"),
+    inspect: await import("../../inspect.ts"),
+    replay: await import("../../replay.ts"),
+    ops: await import("../../ops.ts"),
   }) as Record<string, Record<string, unknown>>;
 
   it("the root holds about 25 values besides the errors", async () => {
-    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const mod = await import("../../mod.ts") as Record<string, unknown>;
     const current = Object.keys(mod);
     const errors = current.filter((k) => typeof mod[k] === "function" && (mod[k] as { prototype?: unknown }).prototype instanceof Error);
     expect(current.length - errors.length).toBeLessThanOrEqual(25);
@@ -264,7 +261,7 @@ describe("a small root, subpaths, no deprecated alias", () => {
     const log = readFileSync(join(ROOT, "CHANGELOG.md"), "utf8");
     const moved = [...log.matchAll(/^\| `(\w+)` \| `@gatehouse-runtime\/core` \| `@gatehouse-runtime\/core\/(\w+)` \|$/gm)].map((m) => [m[1], m[2]] as const);
     expect(moved.length).toBeGreaterThanOrEqual(60);
-    const mod = await import("../mod.ts") as Record<string, unknown>;
+    const mod = await import("../../mod.ts") as Record<string, unknown>;
     const subs = await subpaths();
     let values = 0;
     for (const [name, subpath] of moved) {
@@ -301,8 +298,8 @@ describe("one naming rule for the public functions (docs/architecture.md, \"Nami
 
   it("every exported function has a kind, and its name follows the kind's pattern", async () => {
     const modules = [
-      await import("../mod.ts"), await import("../inspect.ts"), await import("../replay.ts"), await import("../ops.ts"),
-      await import("../redis.ts"), await import("../ai-sdk.ts"),
+      await import("../../mod.ts"), await import("../../inspect.ts"), await import("../../replay.ts"), await import("../../ops.ts"),
+      await import("../../redis.ts"), await import("../../ai-sdk.ts"),
     ] as Record<string, unknown>[];
     const kindOf = new Map(Object.entries(KINDS).flatMap(([kind, k]) => k.names.map((n) => [n, kind] as const)));
     const unplaced: string[] = [];

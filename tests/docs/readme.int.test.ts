@@ -9,10 +9,10 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { expectSessionOutput, runBash, sessionParts as parts } from "./helpers/readme-session.ts";
+import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { expectSessionOutput, runBash, sessionParts as parts } from "../helpers/readme-session.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 
 /** How each runtime starts its entry file, from the repository root. */
 const RUNTIMES = [

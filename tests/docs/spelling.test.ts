@@ -5,15 +5,15 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineAgent } from "../agents/define.ts";
-import { normalizeOutcome, type Outcome } from "../common/outcome.ts";
-import { ToolError } from "../errors/errors.ts";
-import { createGatehouse, type Gatehouse } from "../gatehouse.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { DeliverToolResultRequest, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { enqueue, recordingModel, toolMessages } from "./helpers/host.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { normalizeOutcome, type Outcome } from "../../common/outcome.ts";
+import { ToolError } from "../../errors/errors.ts";
+import { createGatehouse, type Gatehouse } from "../../gatehouse.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { DeliverToolResultRequest, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { enqueue, recordingModel, toolMessages } from "../helpers/host.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {

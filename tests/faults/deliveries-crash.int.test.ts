@@ -15,12 +15,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
-import { redisStore } from "../redis.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { sleep, spawnScript, waitFor, type WorkerHandle } from "./helpers/processes.ts";
-import type { DeliveryServerConfig } from "./helpers/delivery-server.ts";
+import { redisStore } from "../../redis.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { sleep, spawnScript, waitFor, type WorkerHandle } from "../helpers/processes.ts";
+import type { DeliveryServerConfig } from "../helpers/delivery-server.ts";
 
-const SCRIPT = fileURLToPath(new URL("./helpers/delivery-server.ts", import.meta.url));
+const SCRIPT = fileURLToPath(new URL("../helpers/delivery-server.ts", import.meta.url));
 const SECRET = "whsec_" + btoa("crash-test-secret-0123456789abcd");
 const HELD = 40;
 const TOTAL = 400;

@@ -19,12 +19,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { redisStore } from "../redis.ts";
-import type { Store } from "../store/port.ts";
-import { childAgentId, childOutcome, childTurnIdOf, deliverChildResult } from "../actors/delegation/delegation.ts";
-import type { TeamRecord, TeamTaskInput } from "./helpers/delegation-team.ts";
-import { sleep, spawnWorker, waitFor, type WorkerHandle } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { redisStore } from "../../redis.ts";
+import type { Store } from "../../store/port.ts";
+import { childAgentId, childOutcome, childTurnIdOf, deliverChildResult } from "../../actors/delegation/delegation.ts";
+import type { TeamRecord, TeamTaskInput } from "../helpers/delegation-team.ts";
+import { sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const LEASE_MS = 500;
 const POLL_MS = 300;

@@ -15,12 +15,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { redisStore } from "../redis.ts";
-import type { Store } from "../store/port.ts";
-import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "./helpers/fault-agent.ts";
-import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "./helpers/fault-checks.ts";
-import { sleep, spawnWorker, waitFor, type WorkerHandle } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { redisStore } from "../../redis.ts";
+import type { Store } from "../../store/port.ts";
+import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "../helpers/fault-agent.ts";
+import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "../helpers/fault-checks.ts";
+import { sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const LEASE_MS = 1_000;
 const AGENTS = 6;

@@ -9,15 +9,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { createGatehouse, type Gatehouse } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { upstashStore } from "../store/upstash.ts";
-import type { Store } from "../store/port.ts";
-import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "./helpers/fault-agent.ts";
-import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn } from "./helpers/fault-checks.ts";
-import { sleep, waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { createGatehouse, type Gatehouse } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import type { Store } from "../../store/port.ts";
+import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "../helpers/fault-agent.ts";
+import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn } from "../helpers/fault-checks.ts";
+import { sleep, waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let redis: RedisServer;
 let bridge: UpstashBridge;

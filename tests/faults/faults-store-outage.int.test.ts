@@ -11,12 +11,12 @@
  *   after the outage is in the store afterwards and runs to done.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
-import { keySpace } from "../store/keys.ts";
-import { scriptStore } from "../store/lua-store.ts";
-import { EvictionPolicyError } from "../store/script-runner.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../store/redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import { scriptStore } from "../../store/lua-store.ts";
+import { EvictionPolicyError } from "../../store/script-runner.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const TIMEOUT_MS = 400;
 

@@ -6,8 +6,8 @@
  * waited after the dead lease ran out. Real processes (SIGKILL), real Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { measureTakeover } from "./helpers/takeover.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { measureTakeover } from "../helpers/takeover.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * The Upstash adapter when a REST response is lost after Redis ran the
- * script: the bridge (tests/upstash-bridge.ts) runs the command, then closes
+ * script: the bridge (tests/helpers/upstash-bridge.ts) runs the command, then closes
  * the connection without answering, and @upstash/redis retries the request
  * (its `retry` option: 5 retries with exponential backoff on network errors),
  * so an already applied script runs a second time.
@@ -19,17 +19,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { createGatehouse, type Gatehouse } from "../mod.ts";
-import type { Message } from "../mod.ts";
-import { type ScriptName, scripts } from "../store/lua/scripts.gen.ts";
-import { sha1Hex } from "../common/hex.ts";
-import { upstashStore } from "../store/upstash.ts";
-import type { Store } from "../store/port.ts";
-import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "./helpers/fault-agent.ts";
-import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "./helpers/fault-checks.ts";
-import { sleep, waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { createGatehouse, type Gatehouse } from "../../mod.ts";
+import type { Message } from "../../mod.ts";
+import { type ScriptName, scripts } from "../../store/lua/scripts.gen.ts";
+import { sha1Hex } from "../../common/hex.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import type { Store } from "../../store/port.ts";
+import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "../helpers/fault-agent.ts";
+import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "../helpers/fault-checks.ts";
+import { sleep, waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 const LEASE_MS = 500;
 

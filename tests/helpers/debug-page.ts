@@ -1,7 +1,7 @@
 /**
  * A gatehouse served over real HTTP (@hono/node-server on a free port) with
  * bearer auth on (or off: `{ auth: false }`), plus headless Chromium (Debian's, via playwright-core) to
- * drive the debugger page. Shared by tests/debug-page.test.ts and
+ * drive the debugger page. Shared by tests/debug/debug-page.int.test.ts and
  * scripts/debug-screenshots.ts.
  *
  * The `helper` agent's first model step waits for `release(agentId)`, so a

@@ -9,18 +9,18 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { agentTool } from "../agents/agent-tool.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../actors/delegation/delegation.ts";
-import { watchdogTick } from "../actors/pool/watchdog.ts";
-import { silentLogger } from "../actors/runtime.ts";
-import { ModelError } from "../errors/errors.ts";
-import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../gatehouse.ts";
-import type { ModelRequest, ModelResponse } from "../models/types.ts";
-import type { Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog } from "./helpers/host.ts";
+import { agentTool } from "../../agents/agent-tool.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { childAgentId, childTurnIdOf, deliverChildResult, dispatchChild, isLinkedChild } from "../../actors/delegation/delegation.ts";
+import { watchdogTick } from "../../actors/pool/watchdog.ts";
+import { silentLogger } from "../../actors/runtime.ts";
+import { ModelError } from "../../errors/errors.ts";
+import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../../gatehouse.ts";
+import type { ModelRequest, ModelResponse } from "../../models/types.ts";
+import type { Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "./clock.ts";
+import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog } from "./host.ts";
 
 const POLL = 5_000;
 

@@ -1,6 +1,6 @@
 /**
  * An HTTP server process for the delivery crash test
- * (tests/deliveries-crash.test.ts): `createGatehouse` on a Redis store with
+ * (tests/faults/deliveries-crash.int.test.ts): `createGatehouse` on a Redis store with
  * Standard Webhooks auth, served by entry/node-server.ts on a free port. It
  * starts no workers: the test counts what the routes wrote (queued tasks).
  *

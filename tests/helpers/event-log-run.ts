@@ -1,6 +1,6 @@
 /**
  * The run behind the event-log fixture (tests/fixtures/event-log-v1/,
- * tests/event-log-migration.test.ts): one agent, a fixed clock, two turns.
+ * tests/store/event-log-migration.int.test.ts): one agent, a fixed clock, two turns.
  * Turn 1: a step with streamed text (over 512 characters, so several `chunk`
  * events) and two calls (an in-process tool, an external one), the external
  * result posted over HTTP, then a final answer with text. Turn 2: one

@@ -1,8 +1,8 @@
 /**
  * The README's curl session (between the readme-session markers), for the
  * suites that run it verbatim against a server: `npm start`'s entry
- * (tests/readme.test.ts) and the Workers example in workerd
- * (tests/workerd-example.test.ts). Only the port differs.
+ * (tests/docs/readme.int.test.ts) and the Workers example in workerd
+ * (tests/runtimes/workerd-example.int.test.ts). Only the port differs.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * A worker process for tests/schedules-processes.test.ts: `createGatehouse`
+ * A worker process for tests/schedules/schedules-processes.int.test.ts: `createGatehouse`
  * + `startWorker()` on a Redis store with one agent definition (`reporter`,
  * answers "ok"), until it is killed. Configuration: the JSON in
  * GH_SCHEDULE_WORKER (`ScheduleWorkerConfig`).

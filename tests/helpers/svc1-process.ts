@@ -1,6 +1,6 @@
 /**
  * A worker process consuming one single-consumer target, for
- * tests/single-consumer.test.ts: `createGatehouse` on a Redis store with
+ * tests/pool/single-consumer.int.test.ts: `createGatehouse` on a Redis store with
  * one agent on `GH_SVC1_TARGET`, its worker id set to `GH_SVC1_NAME`, and
  * `startWorker()` until it is killed. Each model step RPUSHes
  * `{ worker, agentId, at }` to `GH_SVC1_SIDE_KEY` (on the same Redis) before

@@ -1,5 +1,5 @@
 /**
- * One takeover measurement, shared by tests/faults-takeover.test.ts and
+ * One takeover measurement, shared by tests/faults/faults-takeover.int.test.ts and
  * bench/takeover.ts: two worker processes on one Redis, a task whose first
  * tool call runs long, SIGKILL of the worker running it `killAfterMs` after
  * the call started, and the time from the kill to the surviving worker's

@@ -11,7 +11,7 @@
  * test's verdict depend on speed: a test asserts what happened, never how
  * fast (speed goals are benchmarks under bench/).
  *
- * `tests/suite-load.test.ts` checks the three runners read these values and
+ * `tests/repo/suite-load.test.ts` checks the three runners read these values and
  * that every property test runs on a fixed seed.
  */
 export const TEST_TIMEOUT_MS = 30_000;

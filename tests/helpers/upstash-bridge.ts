@@ -17,7 +17,7 @@
  * console.log(bridge.stats.commands, bridge.stats.byName.get("EVALSHA"), bridge.stats.dropped);
  * await bridge.close();
  */
-import { startUpstashRest } from "../entry/upstash-rest.ts";
+import { startUpstashRest } from "../../entry/upstash-rest.ts";
 
 export interface UpstashBridgeOptions {
   /** The Redis the bridge forwards to, e.g. `redis://127.0.0.1:<port>`. */

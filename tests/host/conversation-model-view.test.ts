@@ -8,8 +8,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type ConversationMemory, modelView } from "../actors/conversation/memory.ts";
-import type { Message } from "../common/message.ts";
+import { type ConversationMemory, modelView } from "../../actors/conversation/memory.ts";
+import type { Message } from "../../common/message.ts";
 
 /** The view as the memory's header defines it. */
 function plainView(history: readonly Message[], mem: ConversationMemory, lead?: Message): Message[] {

@@ -6,8 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import * as zm from "zod/mini";
-import { createGatehouse, defineAgent, DefinitionError, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import { prepareArgs, toolSpec } from "../tools/specs.ts";
+import { createGatehouse, defineAgent, DefinitionError, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import { prepareArgs, toolSpec } from "../../tools/specs.ts";
 
 function refused(f: () => unknown): DefinitionError {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 
 const post = (path: string, body: unknown) =>
   new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

@@ -7,15 +7,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startDriveBudget } from "../actors/claim/drive-budget.ts";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { defineAgent } from "../agents/define.ts";
-import { scriptedModel } from "../models/scripted.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { enqueue, eventsOf, head, hostDeps } from "./helpers/host.ts";
+import { startDriveBudget } from "../../actors/claim/drive-budget.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { scriptedModel } from "../../models/scripted.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { enqueue, eventsOf, head, hostDeps } from "../helpers/host.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 

@@ -10,13 +10,13 @@
  * conversation); one of an older version is a miss.
  */
 import { describe, expect, it } from "vitest";
-import { lruCache } from "../actors/conversation/cache.ts";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { defineAgent } from "../agents/define.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, enqueue, head, hostDeps, recordingModel, replayLog } from "./helpers/host.ts";
+import { lruCache } from "../../actors/conversation/cache.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { ctxOf, enqueue, head, hostDeps, recordingModel, replayLog } from "../helpers/host.ts";
 
 describe("resident actor cache", () => {
   it("two workers alternating claims of one agent: a stale cache entry is never used, a current one is", async () => {

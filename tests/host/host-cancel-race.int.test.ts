@@ -16,12 +16,12 @@
  * the one the 202 named, and turn 2 always runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import type { Gatehouse, Store } from "../mod.ts";
-import type { ModelResponse } from "../models/types.ts";
-import { deferred } from "./helpers/host.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, memoryStore } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import type { Gatehouse, Store } from "../../mod.ts";
+import type { ModelResponse } from "../../models/types.ts";
+import { deferred } from "../helpers/host.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 const RUNS = 40;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { CHUNK_EVENT_CHARS, coalesceChunks } from "../actors/steps/model-step.ts";
-import { createGatehouse, defineAgent } from "../mod.ts";
-import type { Model } from "../mod.ts";
+import { CHUNK_EVENT_CHARS, coalesceChunks } from "../../actors/steps/model-step.ts";
+import { createGatehouse, defineAgent } from "../../mod.ts";
+import type { Model } from "../../mod.ts";
 
 describe("chunk events", () => {
   it("coalesceChunks joins deltas into pieces of at least CHUNK_EVENT_CHARS, losing nothing", () => {

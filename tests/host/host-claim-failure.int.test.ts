@@ -8,11 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import type { Gatehouse, Store } from "../mod.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import type { Gatehouse, Store } from "../../mod.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const ask = defineTool({ name: "ask_human", description: "Ask a human", parameters: z.object({ q: z.string() }) });
 

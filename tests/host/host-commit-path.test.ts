@@ -21,16 +21,16 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimRunner } from "../actors/pool/claim-runner.ts";
-import { watchdogTick } from "../actors/pool/watchdog.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import type { ModelRequest, ModelResponse } from "../models/types.ts";
-import { callCounting } from "./helpers/call-counting.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { type Deferred, deferred, enqueue, eventsOf, head, hostDeps, observedStore, recordingModel, replayLog, until } from "./helpers/host.ts";
+import { claimRunner } from "../../actors/pool/claim-runner.ts";
+import { watchdogTick } from "../../actors/pool/watchdog.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import type { ModelRequest, ModelResponse } from "../../models/types.ts";
+import { callCounting } from "../helpers/call-counting.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { type Deferred, deferred, enqueue, eventsOf, head, hostDeps, observedStore, recordingModel, replayLog, until } from "../helpers/host.ts";
 
 const LEASE = 30_000;
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;

@@ -13,15 +13,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import type { Store } from "../mod.ts";
-import { checkJsonValue, DEFAULT_JSON_LIMITS, HARD_MAX_DEPTH, jsonLimits, scanJsonText } from "../common/json-bounds.ts";
-import { deepFreeze } from "../common/freeze.ts";
-import { jsonCopy, JsonValueError } from "../common/json.ts";
-import { canonicalJson } from "../verification/hash.ts";
-import { outcomeText } from "../actors/conversation/transcript.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import type { Store } from "../../mod.ts";
+import { checkJsonValue, DEFAULT_JSON_LIMITS, HARD_MAX_DEPTH, jsonLimits, scanJsonText } from "../../common/json-bounds.ts";
+import { deepFreeze } from "../../common/freeze.ts";
+import { jsonCopy, JsonValueError } from "../../common/json.ts";
+import { canonicalJson } from "../../verification/hash.ts";
+import { outcomeText } from "../../actors/conversation/transcript.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 /** A value nested `depth` arrays deep, built without recursion. */
 function deep(depth: number): unknown {

@@ -1,15 +1,15 @@
 /**
  * Delegation on every store: memory, Redis over TCP, and Upstash over REST
- * (through tests/upstash-bridge.ts against a real redis-server).
+ * (through tests/helpers/upstash-bridge.ts against a real redis-server).
  */
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll } from "vitest";
-import { memoryStore } from "../store/memory.ts";
-import { redisStore } from "../store/redis.ts";
-import { upstashStore } from "../store/upstash.ts";
-import { delegationSuite } from "./delegation-suite.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { redisStore } from "../../store/redis.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { delegationSuite } from "../helpers/delegation-suite.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;

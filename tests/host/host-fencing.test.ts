@@ -20,14 +20,14 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { lruCache } from "../actors/conversation/cache.ts";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { createGatehouse, type Gatehouse } from "../gatehouse.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { lruCache } from "../../actors/conversation/cache.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { createGatehouse, type Gatehouse } from "../../gatehouse.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "../helpers/clock.ts";
 import {
   ctxOf,
   type Deferred,
@@ -42,8 +42,8 @@ import {
   toolMessages,
   transitionsOf,
   until,
-} from "./helpers/host.ts";
-import { memoryStateReader } from "./helpers/store-state.ts";
+} from "../helpers/host.ts";
+import { memoryStateReader } from "../helpers/store-state.ts";
 
 const LEASE = 30_000;
 const open: Gatehouse[] = [];

@@ -7,18 +7,18 @@
  * runs it (docs/architecture.md, "What re-runs").
  *
  * On the memory store with a hand-driven clock; the same on a Redis Cluster that
- * fails over is in tests/store-redis-cluster-failover.test.ts.
+ * fails over is in tests/store/store-redis-cluster-failover.int.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { keptResults } from "../actors/claim/kept-results.ts";
-import { defineAgent } from "../agents/define.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock, type ManualClock } from "./helpers/clock.ts";
-import { ctxOf, enqueue, head, hostDeps, observedStore, recordingModel } from "./helpers/host.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { keptResults } from "../../actors/claim/kept-results.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock, type ManualClock } from "../helpers/clock.ts";
+import { ctxOf, enqueue, head, hostDeps, observedStore, recordingModel } from "../helpers/host.ts";
 
 const LEASE = 30_000;
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;

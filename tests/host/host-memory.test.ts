@@ -6,15 +6,15 @@
  * and that a resident agent's history follows what the store trimmed.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../gatehouse.ts";
-import type { Message } from "../common/message.ts";
-import type { ModelRequest } from "../models/types.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { enqueue, head, recordingModel } from "./helpers/host.ts";
-import type { Summarizer } from "../agents/memory-policy.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../../gatehouse.ts";
+import type { Message } from "../../common/message.ts";
+import type { ModelRequest } from "../../models/types.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { enqueue, head, recordingModel } from "../helpers/host.ts";
+import type { Summarizer } from "../../agents/memory-policy.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {

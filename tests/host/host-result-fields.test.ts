@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { missingResultFields } from "../actors/steps/model-step.ts";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
+import { missingResultFields } from "../../actors/steps/model-step.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
 
 describe("submit_result with declared result fields", () => {
   it("missingResultFields lists declared fields the value lacks and ignores malformed declarations", () => {

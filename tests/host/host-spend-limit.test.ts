@@ -3,22 +3,22 @@
  * createGatehouse() on the memory store: crossing a limit ends the turn
  * `failed` with `budget_exhausted` and a FAIL verdict of the built-in
  * `budget` guardian; task limits lower the agent's (raise them only with
- * `admin`, tests/task-budget-raise.test.ts); a child's spend
+ * `admin`, tests/routes/task-budget-raise.int.test.ts); a child's spend
  * counts toward its parent's; agents without limits behave as before.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { agentTool } from "../agents/agent-tool.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { checkSpendLimit, resolveSpendLimit, spendCrossed } from "../common/spend-limit.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../gatehouse.ts";
-import { scriptedModel } from "../models/scripted.ts";
-import type { ModelResponse } from "../models/types.ts";
-import { verdictIdOf } from "../verification/recorder.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, enqueue, eventsOf, head, replayLog } from "./helpers/host.ts";
+import { agentTool } from "../../agents/agent-tool.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { checkSpendLimit, resolveSpendLimit, spendCrossed } from "../../common/spend-limit.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../../gatehouse.ts";
+import { scriptedModel } from "../../models/scripted.ts";
+import type { ModelResponse } from "../../models/types.ts";
+import { verdictIdOf } from "../../verification/recorder.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { ctxOf, enqueue, eventsOf, head, replayLog } from "../helpers/host.ts";
 import { z } from "zod";
-import { defineTool } from "../tools/define.ts";
+import { defineTool } from "../../tools/define.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {

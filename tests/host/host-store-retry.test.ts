@@ -7,18 +7,18 @@
  *
  * A memory store dressed as a Redis store (`kind: "redis"`), whose commit
  * throws what ioredis throws on a Cluster, for as many calls as asked. The
- * same on a real Cluster failing over is tests/store-redis-cluster-failover.test.ts.
+ * same on a real Cluster failing over is tests/store/store-redis-cluster-failover.int.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { defineAgent } from "../agents/define.ts";
-import { isOutageError } from "../store/outage.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { enqueue, head, hostDeps, recordingModel } from "./helpers/host.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { isOutageError } from "../../store/outage.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { enqueue, head, hostDeps, recordingModel } from "../helpers/host.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 

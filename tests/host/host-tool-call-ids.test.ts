@@ -15,22 +15,22 @@
  *   set rebuilt from the history at every step) stores the same messages
  *   and the same events, memory policy included.
  */
-import { byIdIn, expandEvents } from "../common/event-form.ts";
+import { byIdIn, expandEvents } from "../../common/event-form.ts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { lruCache } from "../actors/conversation/cache.ts";
-import { runClaim } from "../actors/host/run-claim.ts";
-import { assignToolCallIds, UsedToolCallIds } from "../actors/conversation/tool-call-ids.ts";
-import { defineAgent } from "../agents/define.ts";
-import type { Message } from "../common/message.ts";
-import { ID_PATTERN } from "../common/ids.ts";
-import type { ModelRequest, ModelResponse } from "../models/types.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { RetentionLimits, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { hostDeps, recordingModel } from "./helpers/host.ts";
+import { lruCache } from "../../actors/conversation/cache.ts";
+import { runClaim } from "../../actors/host/run-claim.ts";
+import { assignToolCallIds, UsedToolCallIds } from "../../actors/conversation/tool-call-ids.ts";
+import { defineAgent } from "../../agents/define.ts";
+import type { Message } from "../../common/message.ts";
+import { ID_PATTERN } from "../../common/ids.ts";
+import type { ModelRequest, ModelResponse } from "../../models/types.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { RetentionLimits, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { hostDeps, recordingModel } from "../helpers/host.ts";
 
 /** How a scripted call picks its id. */
 type IdChoice =

@@ -7,16 +7,16 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { ModelError, ToolError } from "../errors/errors.ts";
-import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../gatehouse.ts";
-import { scriptedModel } from "../models/scripted.ts";
-import { defineTool, terminate } from "../tools/define.ts";
-import type { ToolSpec } from "../tools/specs.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { SNAPSHOT_SCHEMA_VERSION } from "../machines/types.ts";
-import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog, toolMessages, transitionsOf } from "./helpers/host.ts";
-import { memoryStateReader } from "./helpers/store-state.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { ModelError, ToolError } from "../../errors/errors.ts";
+import { createGatehouse, type Gatehouse, type GatehouseOptions } from "../../gatehouse.ts";
+import { scriptedModel } from "../../models/scripted.ts";
+import { defineTool, terminate } from "../../tools/define.ts";
+import type { ToolSpec } from "../../tools/specs.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { SNAPSHOT_SCHEMA_VERSION } from "../../machines/types.ts";
+import { ctxOf, deferred, enqueue, eventsOf, head, recordingModel, replayLog, toolMessages, transitionsOf } from "../helpers/host.ts";
+import { memoryStateReader } from "../helpers/store-state.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {

@@ -6,10 +6,10 @@
  * reading `aborted` past the confirmed lease end aborts the attempt.
  */
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../actors/runtime.ts";
-import { startLeaseKeeper } from "../actors/claim/lease-keeper.ts";
-import { memoryStore } from "../store/memory.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { silentLogger } from "../../actors/runtime.ts";
+import { startLeaseKeeper } from "../../actors/claim/lease-keeper.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { manualClock } from "../helpers/clock.ts";
 
 function keeper() {
   const clock = manualClock();

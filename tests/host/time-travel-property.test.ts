@@ -23,12 +23,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EventTrimmedError, historyAt } from "../actors/replay/time-travel.ts";
-import { commitEndOf } from "../actors/replay/commit-point.ts";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { ToolError } from "../errors/errors.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { EventTrimmedError, historyAt } from "../../actors/replay/time-travel.ts";
+import { commitEndOf } from "../../actors/replay/commit-point.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { ToolError } from "../../errors/errors.ts";
+import { manualClock } from "../helpers/clock.ts";
 
 interface Commit {
   agentId: string;

@@ -19,17 +19,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimRunner } from "../actors/pool/claim-runner.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import type { ModelResponse } from "../models/types.ts";
-import { redisStore } from "../redis.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { callCounting } from "./helpers/call-counting.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { enqueue, hostDeps, recordingModel } from "./helpers/host.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { claimRunner } from "../../actors/pool/claim-runner.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import type { ModelResponse } from "../../models/types.ts";
+import { redisStore } from "../../redis.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { callCounting } from "../helpers/call-counting.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { enqueue, hostDeps, recordingModel } from "../helpers/host.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

@@ -15,21 +15,21 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { StoredEvent as StoredEventRecord } from "../common/events.ts";
-import { EVENT_TYPES } from "../machines/event-log.ts";
-import { agentTool, createGatehouse, defineAgent, defineGuardian, defineTool, handoff, memoryStore, scriptedModel } from "../mod.ts";
-import { CustomEvent, RuntimeEvent, StoredEvent } from "../routes/schemas.ts";
-import { generatePaths, walk } from "./helpers/machine-paths.ts";
-import { hostEventsFor, type HostScenario, runHostScenario, translate } from "./helpers/host-paths.ts";
+import type { StoredEvent as StoredEventRecord } from "../../common/events.ts";
+import { EVENT_TYPES } from "../../machines/event-log.ts";
+import { agentTool, createGatehouse, defineAgent, defineGuardian, defineTool, handoff, memoryStore, scriptedModel } from "../../mod.ts";
+import { CustomEvent, RuntimeEvent, StoredEvent } from "../../routes/schemas.ts";
+import { generatePaths, walk } from "../helpers/machine-paths.ts";
+import { hostEventsFor, type HostScenario, runHostScenario, translate } from "../helpers/host-paths.ts";
 
 /** Catalogued types these runs do not produce, and where they are written. */
 const NOT_DRIVEN: Record<string, string> = {
-  submit_result_degraded: "tests/host-result-fields.test.ts",
-  mail_ignored: "tests/host-cancel-race.test.ts",
+  submit_result_degraded: "tests/host/host-result-fields.test.ts",
+  mail_ignored: "tests/host/host-cancel-race.int.test.ts",
   event_ignored: "no path: the host applies only events the machine takes",
-  worker_missing_definition: "tests/host-fencing.test.ts",
-  snapshot_unrestorable: "tests/host-fencing.test.ts",
-  watchdog_skipped: "tests/store-conformance.ts (a due call the watchdog cannot time out)",
+  worker_missing_definition: "tests/host/host-fencing.test.ts",
+  snapshot_unrestorable: "tests/host/host-fencing.test.ts",
+  watchdog_skipped: "tests/store/store-conformance.ts (a due call the watchdog cannot time out)",
 };
 
 function failures(events: StoredEventRecord[], where: string): string[] {

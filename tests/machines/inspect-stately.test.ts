@@ -9,7 +9,7 @@
 import { createInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 
 describe("@statelyai/inspect through the inspect option", () => {
   it("receives actor, event and snapshot inspection events of the agent actors", async () => {

@@ -9,11 +9,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { assign, createActor, createMachine, initialTransition, setup, transition } from "xstate";
-import { agentMachine, DEFAULT_TURN_CONFIG } from "../machines/agent.ts";
-import { machineConfig } from "../machines/definition.ts";
-import type { AgentEvent, ModelToolCall, TurnConfig } from "../machines/types.ts";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import { MachineView } from "../routes/schemas.ts";
+import { agentMachine, DEFAULT_TURN_CONFIG } from "../../machines/agent.ts";
+import { machineConfig } from "../../machines/definition.ts";
+import type { AgentEvent, ModelToolCall, TurnConfig } from "../../machines/types.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import { MachineView } from "../../routes/schemas.ts";
 
 async function served(): Promise<Record<string, unknown>> {
   const gh = createGatehouse({ agents: [defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "ok" }]) })] });

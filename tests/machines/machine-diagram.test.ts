@@ -9,7 +9,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { setup } from "xstate";
-import { describeMachine, type MachineDefinition, toMermaid } from "../machines/definition.ts";
+import { describeMachine, type MachineDefinition, toMermaid } from "../../machines/definition.ts";
 import {
   DIAGRAM_FILES,
   machineMermaid,
@@ -18,9 +18,9 @@ import {
   stampPng,
   stampSvg,
   svgStamp,
-} from "../scripts/machine-diagram.ts";
+} from "../../scripts/machine-diagram.ts";
 
-const root = new URL("../", import.meta.url);
+const root = new URL("../../", import.meta.url);
 const read = (path: string) => readFile(new URL(path, root));
 
 interface Parsed {

@@ -10,9 +10,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { FastSender } from "../machines/fast-step.ts";
-import type { AgentEvent, TurnConfig } from "../machines/types.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { FastSender } from "../../machines/fast-step.ts";
+import type { AgentEvent, TurnConfig } from "../../machines/types.ts";
 
 const config: TurnConfig = { maxSteps: 4, completion: "agent_output", mustEndWith: [], verifyMaxAttempts: 1, maxVerifierErrors: 1 };
 const started = (n: number): AgentEvent => ({ type: "TASK_STARTED", at: n, turnId: `t${n}`, input: "go", config });

@@ -14,13 +14,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { fastNext, fastSend } from "../machines/fast-step.ts";
-import { persistedOf } from "../machines/persist.ts";
-import type { AgentEvent } from "../machines/types.ts";
-import { ALL_STATES, ALL_TRANSITIONS, generatePaths, type Snap, takenBy } from "./helpers/machine-paths.ts";
-import { hostEventsFor } from "./helpers/host-paths.ts";
-import { turnConfigArb } from "./helpers/machine-arbs.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { fastNext, fastSend } from "../../machines/fast-step.ts";
+import { persistedOf } from "../../machines/persist.ts";
+import type { AgentEvent } from "../../machines/types.ts";
+import { ALL_STATES, ALL_TRANSITIONS, generatePaths, type Snap, takenBy } from "../helpers/machine-paths.ts";
+import { hostEventsFor } from "../helpers/host-paths.ts";
+import { turnConfigArb } from "../helpers/machine-arbs.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 type Raw = Record<string, unknown> & { _nodes: unknown[]; tags: Set<string> };

@@ -46,10 +46,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
-import { agentMachine, DEFAULT_TURN_CONFIG } from "../machines/agent.ts";
-import type { AgentContext, AgentEvent, TurnConfig } from "../machines/types.ts";
-import { ALL_STATES, ALL_TRANSITIONS, generatePaths, keyOf, type Snap, takenBy, walk } from "./helpers/machine-paths.ts";
-import { hostEventsFor, type HostScenario, type Mechanism, runHostScenario, translate } from "./helpers/host-paths.ts";
+import { agentMachine, DEFAULT_TURN_CONFIG } from "../../machines/agent.ts";
+import type { AgentContext, AgentEvent, TurnConfig } from "../../machines/types.ts";
+import { ALL_STATES, ALL_TRANSITIONS, generatePaths, keyOf, type Snap, takenBy, walk } from "../helpers/machine-paths.ts";
+import { hostEventsFor, type HostScenario, type Mechanism, runHostScenario, translate } from "../helpers/host-paths.ts";
 
 const small = { maxSteps: 2, verifyMaxAttempts: 2, maxVerifierErrors: 2 };
 const CONFIGS: Record<string, TurnConfig> = {

@@ -14,11 +14,11 @@
 import { getShortestPaths } from "@xstate/graph";
 import { describe, expect, it } from "vitest";
 import { createActor, createMachine } from "xstate";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import { agentMachine } from "../inspect.ts";
-import type { AgentEvent } from "../inspect.ts";
-import { hostEventsFor } from "./helpers/host-paths.ts";
-import { ALL_STATES, generatePaths } from "./helpers/machine-paths.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import { agentMachine } from "../../inspect.ts";
+import type { AgentEvent } from "../../inspect.ts";
+import { hostEventsFor } from "../helpers/host-paths.ts";
+import { ALL_STATES, generatePaths } from "../helpers/machine-paths.ts";
 
 const config = { maxSteps: 8, completion: "agent_output", mustEndWith: ["agent_output"], verifyMaxAttempts: 3, maxVerifierErrors: 3 };
 const call = (id: string, name: string, args: unknown, external = false) => ({ id, name, args, external, deadline: 0 });

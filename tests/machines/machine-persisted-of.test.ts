@@ -8,10 +8,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { createActor, createMachine } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot, persistedOf } from "../machines/persist.ts";
-import { ALL_STATES, ALL_TRANSITIONS, generatePaths, takenBy, type Snap } from "./helpers/machine-paths.ts";
-import { hostEventsFor } from "./helpers/host-paths.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot, persistedOf } from "../../machines/persist.ts";
+import { ALL_STATES, ALL_TRANSITIONS, generatePaths, takenBy, type Snap } from "../helpers/machine-paths.ts";
+import { hostEventsFor } from "../helpers/host-paths.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 

@@ -12,11 +12,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import { checkSnapshot } from "../machines/persist.ts";
-import type { AgentContext, AgentEvent, ModelToolCall } from "../machines/types.ts";
-import type { AfterExecution, Outcome } from "../common/outcome.ts";
-import { turnConfigArb } from "./helpers/machine-arbs.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import { checkSnapshot } from "../../machines/persist.ts";
+import type { AgentContext, AgentEvent, ModelToolCall } from "../../machines/types.ts";
+import type { AfterExecution, Outcome } from "../../common/outcome.ts";
+import { turnConfigArb } from "../helpers/machine-arbs.ts";
 
 type Actor = ReturnType<typeof createActor<typeof agentMachine>>;
 type View = { value: string; context: AgentContext };

@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { createActor, initialTransition, transition } from "xstate";
-import { SnapshotError } from "../errors/errors.ts";
-import { agentMachine, DEFAULT_TURN_CONFIG } from "../machines/agent.ts";
-import { checkSnapshot, initialPersisted } from "../machines/persist.ts";
-import { type AgentEvent, SNAPSHOT_SCHEMA_VERSION, STATES } from "../machines/types.ts";
-import { call, drive, ev, pathTo, type Snap } from "./helpers/machine.ts";
+import { SnapshotError } from "../../errors/errors.ts";
+import { agentMachine, DEFAULT_TURN_CONFIG } from "../../machines/agent.ts";
+import { checkSnapshot, initialPersisted } from "../../machines/persist.ts";
+import { type AgentEvent, SNAPSHOT_SCHEMA_VERSION, STATES } from "../../machines/types.ts";
+import { call, drive, ev, pathTo, type Snap } from "../helpers/machine.ts";
 
 const at = (events: AgentEvent[], from?: Snap) => drive(events, from);
 

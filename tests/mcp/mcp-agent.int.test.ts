@@ -10,11 +10,11 @@ import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mcpTools } from "@gatehouse-runtime/core/mcp";
 import { createGatehouse, defineAgent, scriptedModel } from "@gatehouse-runtime/core";
-import type { Store } from "../store/port.ts";
-import { memoryStore } from "../store/memory.ts";
-import { redisStore } from "../store/redis.ts";
-import { startMcpServer, type TestMcpServer } from "./helpers/mcp-server.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import type { Store } from "../../store/port.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { redisStore } from "../../store/redis.ts";
+import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {

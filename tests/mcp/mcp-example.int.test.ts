@@ -8,9 +8,9 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort } from "./helpers/redis-server.ts";
+import { freePort } from "../helpers/redis-server.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 let server: ChildProcess | undefined;
 afterAll(() => {
   server?.kill("SIGKILL");
@@ -18,9 +18,9 @@ afterAll(() => {
 
 describe("docs/mcp.md: MCP tools", () => {
   it("shows examples/mcp.ts as it is", () => {
-    const readme = readFileSync(new URL("../docs/mcp.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../docs/mcp.md", import.meta.url), "utf8");
     const block = /<!-- mcp-example:start -->\n```ts\n([\s\S]*?)```\n<!-- mcp-example:end -->/.exec(readme)?.[1];
-    expect(block).toBe(readFileSync(new URL("../examples/mcp.ts", import.meta.url), "utf8"));
+    expect(block).toBe(readFileSync(new URL("../../examples/mcp.ts", import.meta.url), "utf8"));
   });
 
   it("runs against examples/mcp-server.ts and ends done with the tool's result", async () => {

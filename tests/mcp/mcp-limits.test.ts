@@ -17,10 +17,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { mcpTools } from "@gatehouse-runtime/core/mcp";
-import { DefinitionError } from "../errors/errors.ts";
-import type { AnyTool } from "../tools/define.ts";
-import { type HostileMcpServer, type HostileTool, manyTools, startHostileMcpServer } from "./helpers/mcp-hostile-server.ts";
-import { startMcpServer } from "./helpers/mcp-server.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import type { AnyTool } from "../../tools/define.ts";
+import { type HostileMcpServer, type HostileTool, manyTools, startHostileMcpServer } from "../helpers/mcp-hostile-server.ts";
+import { startMcpServer } from "../helpers/mcp-server.ts";
 
 const ctx = { agentId: "a1", turnId: "turn_1", toolCallId: "call_1", signal: new AbortController().signal };
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties });
@@ -165,7 +165,7 @@ describe("mcpTools(): the bounds of one server", () => {
   }, 30_000);
 
   it("over stdio (a page is read whole by the SDK): the byte bound still stops paging at the page that crosses it", async () => {
-    const script = fileURLToPath(new URL("./fixtures/mcp/hostile-stdio-server.ts", import.meta.url));
+    const script = fileURLToPath(new URL("../fixtures/mcp/hostile-stdio-server.ts", import.meta.url));
     const dir = mkdtempSync(join(tmpdir(), "mcp-limits-"));
     const log = join(dir, "lists");
     try {

@@ -1,13 +1,13 @@
 /**
- * mcpTools() under Deno and Bun (Node is tests/mcp-tools.test.ts): the
+ * mcpTools() under Deno and Bun (Node is tests/mcp/mcp-tools.test.ts): the
  * stdio transport spawns the test server and the Streamable HTTP transport
  * reaches the HTTP one, from each runtime (tests/fixtures/mcp/client-check.ts).
  */
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMcpServer, type TestMcpServer } from "./helpers/mcp-server.ts";
+import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 const RUNTIMES = [
   { runtime: "Deno", command: `${root}node_modules/.bin/deno`, args: ["run", "--allow-all", "tests/fixtures/mcp/client-check.ts"] },
   { runtime: "Bun", command: `${root}node_modules/.bin/bun`, args: ["tests/fixtures/mcp/client-check.ts"] },

@@ -9,11 +9,11 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mcpTools } from "@gatehouse-runtime/core/mcp";
-import { checkOutcome } from "../contracts/check.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { prepareArgs, toolSpec } from "../tools/specs.ts";
-import type { AnyTool } from "../tools/define.ts";
-import { startMcpServer, type TestMcpServer } from "./helpers/mcp-server.ts";
+import { checkOutcome } from "../../contracts/check.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { prepareArgs, toolSpec } from "../../tools/specs.ts";
+import type { AnyTool } from "../../tools/define.ts";
+import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
 
 const ctx = (signal = new AbortController().signal) => ({ agentId: "a1", turnId: "turn_1", toolCallId: "call_1", signal });
 const byName = (tools: AnyTool[], name: string) => {
@@ -179,7 +179,7 @@ describe("mcpTools() over Streamable HTTP", () => {
 
 describe("mcpTools() over stdio", () => {
   it("spawns the server, lists and calls its tools, and the connection ends with close()", async () => {
-    const script = fileURLToPath(new URL("./fixtures/mcp/stdio-server.ts", import.meta.url));
+    const script = fileURLToPath(new URL("../fixtures/mcp/stdio-server.ts", import.meta.url));
     const tools = await mcpTools({ command: process.execPath, args: ["--import", "tsx", script], env: { PATH: process.env.PATH ?? "" } });
     try {
       expect(tools.map((t) => t.name).sort()).toEqual(["add", "echo", "fail", "hang"]);
@@ -195,7 +195,7 @@ describe("mcpTools() over stdio", () => {
 describe("defineTool({ inputSchema }): a JSON Schema shown to the model as is", () => {
   it("the spec is the given schema (without $schema; fixed keys hidden, defaulted ones optional); parameters still validate", async () => {
     const { z } = await import("zod");
-    const { defineTool } = await import("../tools/define.ts");
+    const { defineTool } = await import("../../tools/define.ts");
     const inputSchema = {
       $schema: "http://json-schema.org/draft-07/schema#",
       type: "object",
@@ -225,7 +225,7 @@ describe("defineTool({ inputSchema }): a JSON Schema shown to the model as is", 
 
   it("refuses an inputSchema that is not a JSON Schema object", async () => {
     const { z } = await import("zod");
-    const { defineTool } = await import("../tools/define.ts");
+    const { defineTool } = await import("../../tools/define.ts");
     for (const inputSchema of [{ type: "string" }, [], "x", null]) {
       expect(() => defineTool({ name: "t", description: "t", parameters: z.object({}), inputSchema: inputSchema as never })).toThrow(
         expect.objectContaining({ name: "DefinitionError", key: "inputSchema" }),

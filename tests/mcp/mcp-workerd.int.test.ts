@@ -13,9 +13,9 @@
  */
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMcpServer, type TestMcpServer } from "./helpers/mcp-server.ts";
-import { bundleForWorkerd } from "./workerd/bundle.ts";
-import { COMPATIBILITY_DATE } from "./workerd/harness.ts";
+import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
+import { bundleForWorkerd } from "../workerd/bundle.ts";
+import { COMPATIBILITY_DATE } from "../workerd/harness.ts";
 
 let server: TestMcpServer;
 let worker: Miniflare | undefined;
@@ -29,7 +29,7 @@ afterAll(async () => {
 
 describe("mcpTools() on Workers", () => {
   it("an agent calls the MCP tool over Streamable HTTP and ends done; the next request opens its own connection, and the server runs each call once", async () => {
-    const bundle = await bundleForWorkerd(new URL("./workerd/fixtures/mcp-worker.ts", import.meta.url).pathname);
+    const bundle = await bundleForWorkerd(new URL("../workerd/fixtures/mcp-worker.ts", import.meta.url).pathname);
     expect(bundle.nodeBuiltins).toEqual([]);
     worker = new Miniflare({
       modules: [{ type: "ESModule", path: "worker.js", contents: bundle.code }],

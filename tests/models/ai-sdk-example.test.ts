@@ -6,8 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { main } from "../examples/ai-sdk.ts";
-import { messageStream, startFakeAnthropic, type FakeAnthropic } from "./helpers/fake-anthropic.ts";
+import { main } from "../../examples/ai-sdk.ts";
+import { messageStream, startFakeAnthropic, type FakeAnthropic } from "../helpers/fake-anthropic.ts";
 
 let fake: FakeAnthropic;
 beforeEach(async () => {
@@ -41,8 +41,8 @@ describe("examples/ai-sdk.ts", () => {
   }, 30_000);
 
   it("the Models block of docs/models.md is the example's marked region", () => {
-    const file = readFileSync(new URL("../examples/ai-sdk.ts", import.meta.url), "utf8");
-    const readme = readFileSync(new URL("../docs/models.md", import.meta.url), "utf8");
+    const file = readFileSync(new URL("../../examples/ai-sdk.ts", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../docs/models.md", import.meta.url), "utf8");
     const region = /\/\/ ai-sdk:start\n([\s\S]*?)\/\/ ai-sdk:end\n/.exec(file)?.[1];
     const block = /<!-- ai-sdk:start -->\n```ts\n([\s\S]*?)```\n<!-- ai-sdk:end -->/.exec(readme)?.[1];
     expect(region).toBeDefined();

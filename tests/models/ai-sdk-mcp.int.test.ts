@@ -12,11 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { aiSdkModel } from "@gatehouse-runtime/core/ai-sdk";
 import { mcpTools } from "@gatehouse-runtime/core/mcp";
 import { createGatehouse, defineAgent, type Model } from "@gatehouse-runtime/core";
-import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
-import { messageStream, startFakeAnthropic, type FakeAnthropic } from "./helpers/fake-anthropic.ts";
-import { startMcpServer, type TestMcpServer } from "./helpers/mcp-server.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import type { Store } from "../../store/port.ts";
+import { redisStore } from "../../store/redis.ts";
+import { messageStream, startFakeAnthropic, type FakeAnthropic } from "../helpers/fake-anthropic.ts";
+import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let redis: RedisServer;
 let mcp: TestMcpServer;

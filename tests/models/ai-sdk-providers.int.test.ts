@@ -16,9 +16,9 @@ import { z } from "zod";
 import { aiSdkModel } from "@gatehouse-runtime/core/ai-sdk";
 import { createGatehouse, defineAgent, defineTool, type Model, type Store } from "@gatehouse-runtime/core";
 import { redisStore } from "@gatehouse-runtime/core/redis";
-import { anthropicError, messageStream } from "./helpers/fake-anthropic.ts";
-import { apiError, chunk, type FakeOpenAI, type FakeReply, startFakeOpenAI, usageChunk } from "./helpers/fake-openai.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { anthropicError, messageStream } from "../helpers/fake-anthropic.ts";
+import { apiError, chunk, type FakeOpenAI, type FakeReply, startFakeOpenAI, usageChunk } from "../helpers/fake-openai.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const T = 60_000;
 

@@ -5,7 +5,7 @@
  * what comes back (streamed text to `onChunk`, tool calls, usage, cost), how
  * failures are classified, and one turn through the host with the streamed
  * text stored as `chunk` events. The provider packages over HTTP are in
- * tests/ai-sdk-providers.test.ts.
+ * tests/models/ai-sdk-providers.int.test.ts.
  */
 import { APICallError, type LanguageModelV2, type LanguageModelV3StreamPart, TypeValidationError } from "@ai-sdk/provider";
 import { MockLanguageModelV3, simulateReadableStream } from "ai/test";
@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { aiSdkModel } from "@gatehouse-runtime/core/ai-sdk";
 import { createGatehouse, defineAgent, defineTool, type Message, ModelError, type ModelRequest } from "@gatehouse-runtime/core";
-import type { ToolSpec } from "../tools/specs.ts";
+import type { ToolSpec } from "../../tools/specs.ts";
 
 const LOOKUP_SPEC: ToolSpec = {
   type: "function",

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, ModelError, openaiCompatible } from "../mod.ts";
-import type { Message, ModelRequest, OpenAICompatibleOptions } from "../mod.ts";
-import type { ToolSpec } from "../tools/specs.ts";
-import { apiError, chunk, completion, type FakeOpenAI, startFakeOpenAI, usageChunk } from "./helpers/fake-openai.ts";
+import { createGatehouse, defineAgent, defineTool, ModelError, openaiCompatible } from "../../mod.ts";
+import type { Message, ModelRequest, OpenAICompatibleOptions } from "../../mod.ts";
+import type { ToolSpec } from "../../tools/specs.ts";
+import { apiError, chunk, completion, type FakeOpenAI, startFakeOpenAI, usageChunk } from "../helpers/fake-openai.ts";
 
 const LOOKUP_SPEC: ToolSpec = {
   type: "function",

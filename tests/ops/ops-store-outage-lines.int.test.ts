@@ -7,11 +7,11 @@
  * started again on the same port, through the entries' startup path.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareFromEnv } from "../entry/startup.ts";
-import { defineAgent, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { prepareFromEnv } from "../../entry/startup.ts";
+import { defineAgent, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {

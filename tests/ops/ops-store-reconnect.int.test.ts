@@ -5,9 +5,9 @@
  * and started again on the same port.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisStore } from "../redis.ts";
-import { waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { redisStore } from "../../redis.ts";
+import { waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -23,7 +23,7 @@ describe("redisStore reconnect log lines", () => {
     const store = redisStore({
       url: redis.url,
       prefix: "reconnect",
-      // This server runs without the AOF: the persistence warning is tests/store-durability.test.ts's subject.
+      // This server runs without the AOF: the persistence warning is tests/store/store-durability.int.test.ts's subject.
       durability: "none",
       logger: { info: (msg, fields = {}) => void lines.push({ msg, fields }) },
     });

@@ -8,9 +8,9 @@ import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Gatehouse, type Logger } from "../mod.ts";
-import { createMetrics, meteredStore } from "../actors/observe/metrics.ts";
-import { enqueue, get, manualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Gatehouse, type Logger } from "../../mod.ts";
+import { createMetrics, meteredStore } from "../../actors/observe/metrics.ts";
+import { enqueue, get, manualClock, seqIds } from "../fixtures/gate-kit.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

@@ -6,8 +6,8 @@
  * claim. A drain that claims nothing writes none.
  */
 import { describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { Logger } from "../mod.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Logger } from "../../mod.ts";
 
 type Line = { level: string; msg: string; fields: Record<string, unknown> };
 function capture(): { lines: Line[]; logger: Logger } {

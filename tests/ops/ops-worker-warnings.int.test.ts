@@ -8,12 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { describeStoreError } from "../actors/pool/store-error.ts";
-import { StoreUnavailableError } from "../store/outage.ts";
-import { waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { describeStoreError } from "../../actors/pool/store-error.ts";
+import { StoreUnavailableError } from "../../store/outage.ts";
+import { waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {

@@ -2,14 +2,14 @@
  * createWorkersHandler() outside workerd (Node and Deno), with a hand-made
  * execution context that collects `waitUntil` promises: what runs at module
  * scope, what a request drives after its response, the budget hand-back,
- * `scheduled`, the bounded SSE stream. tests/workerd.test.ts runs the same
+ * `scheduled`, the bounded SSE stream. tests/runtimes/workerd.int.test.ts runs the same
  * handler inside workerd.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, createWorkersHandler, defineAgent, defineTool, DefinitionError, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store, WorkersExecutionContext } from "../mod.ts";
-import { countingStore } from "../bench/counting-store.ts";
+import { createGatehouse, createWorkersHandler, defineAgent, defineTool, DefinitionError, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store, WorkersExecutionContext } from "../../mod.ts";
+import { countingStore } from "../../bench/counting-store.ts";
 
 const post = (path: string, body: unknown = {}) =>
   new Request(`http://w${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

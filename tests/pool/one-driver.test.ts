@@ -11,25 +11,22 @@
  * calls `claimNext` (the claim attempt on a target both drivers share); and
  * the roots import from actors/pool/ only the parts they build.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { trackedFiles } from "../helpers/tracked-files.ts";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 /** Folders that are not the engine: the store implements the operations, the rest only call them to test or measure. */
 const SKIP = new Set(["node_modules", "tests", "docs", "dist", "store", "bench", "scripts", "examples"]);
 
-function engineFiles(dir = ROOT, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.name.startsWith(".") || e.name === "node_modules") continue;
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (dir === ROOT && SKIP.has(e.name)) continue;
-      engineFiles(p, out);
-    } else if (e.name.endsWith(".ts")) out.push(p);
-  }
-  return out;
+/** The .ts files git tracks (tests/helpers/tracked-files.ts) outside the SKIP folders and dot folders. */
+function engineFiles(): string[] {
+  return trackedFiles(ROOT).filter((p) => {
+    const parts = relative(ROOT, p).split(sep);
+    return p.endsWith(".ts") && !SKIP.has(parts[0]) && !parts.some((s) => s.startsWith(".") || s === "node_modules");
+  });
 }
 
 /** The code of a file without its comments. */

@@ -12,7 +12,7 @@ import {
   type IdleStep,
   idleTransition,
   initialIdleState,
-} from "../actors/pool/idle.ts";
+} from "../../actors/pool/idle.ts";
 
 const config: IdleConfig = { pollMs: 100, maxWaitMs: 800, listenMaxMs: 60_000 };
 const base = (over: Partial<IdleState> = {}): IdleState => ({ ...initialIdleState(config), running: true, ...over });

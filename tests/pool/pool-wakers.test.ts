@@ -3,7 +3,7 @@
  * timer, so a task enqueued by a route of this process is claimed at once, not a timer tick later.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { SentinelSleep } from "../actors/pool/wakers.ts";
+import { SentinelSleep } from "../../actors/pool/wakers.ts";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -8,9 +8,9 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, type Gatehouse, type Logger, scriptedModel } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
-import { startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, type Gatehouse, type Logger, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../store/redis.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
 
 let server: Awaited<ReturnType<typeof startRedisServer>>;
 let n = 0;

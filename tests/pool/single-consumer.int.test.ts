@@ -12,11 +12,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const TARGET = "svc1_billing_test_01";
 const LEASE = 1_000;
@@ -115,8 +115,8 @@ describe("single-consumer targets on Workers", () => {
 
 // ------------------------------------------------------------------ two real processes
 
-const SCRIPT = fileURLToPath(new URL("./helpers/svc1-process.ts", import.meta.url));
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const SCRIPT = fileURLToPath(new URL("../helpers/svc1-process.ts", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 function spawnConsumer(name: string, env: Record<string, string>) {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", SCRIPT], {

@@ -9,12 +9,12 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import type { Gatehouse, GatehouseOptions, Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { commandStats, diffStats } from "../bench/redis-info.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { callCounting } from "./helpers/call-counting.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import type { Gatehouse, GatehouseOptions, Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { commandStats, diffStats } from "../../bench/redis-info.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { callCounting } from "../helpers/call-counting.ts";
 
 const quick = defineAgent({
   name: "quick",

@@ -9,9 +9,9 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Gatehouse, GatehouseOptions } from "../mod.ts";
-import { callCounting } from "./helpers/call-counting.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Gatehouse, GatehouseOptions } from "../../mod.ts";
+import { callCounting } from "../helpers/call-counting.ts";
 
 const quick = defineAgent({
   name: "quick",

@@ -24,7 +24,7 @@ import { describe, expect, it } from "vitest";
 export const MAX_LINES = 80;
 export const MARKER = /^\s*(?:\/\/+|\/?\*+)?\s*Long because\b/m;
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The wakeup path: folders (every .ts in them) and single files, from the root. */
 const WAKEUP_PATH = [
   "routes/agents.ts",

@@ -16,10 +16,13 @@
  * - A route imports from actors/ only the modules in ROUTE_ACTOR_IMPORTS;
  *   the rest of the engine it reaches through `RouteRuntime`.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, normalize, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { trackedFiles } from "../helpers/tracked-files.ts";
 
 /** folder -> the folders its files may import (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
@@ -79,19 +82,15 @@ const ROUTE_ACTOR_IMPORTS: Record<string, "type" | "any"> = {
   "actors/delegation/delegation.ts": "any", // DELETE of a child agent answers its parent's call
 };
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const SKIP = new Set(["node_modules", "tests", "docs", "dist"]);
 
-function sourceFiles(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.name.startsWith(".") || e.name === "node_modules") continue;
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (dir === ROOT && SKIP.has(e.name)) continue;
-      sourceFiles(p, out);
-    } else if (e.name.endsWith(".ts")) out.push(p);
-  }
-  return out;
+/** The .ts files git tracks under `dir` (tests/helpers/tracked-files.ts), outside the SKIP folders of `root` and dot folders. */
+export function sourceFiles(dir: string, root = ROOT): string[] {
+  return trackedFiles(dir).filter((p) => {
+    const parts = relative(root, p).split(sep);
+    return p.endsWith(".ts") && !SKIP.has(parts[0]) && !parts.some((s) => s.startsWith(".") || s === "node_modules");
+  });
 }
 
 /** Relative specifiers of static imports/re-exports (statement starts only, so doc comments do not count) and dynamic imports. */
@@ -233,7 +232,7 @@ describe("folder layering", () => {
     for (const [from, edges] of graph) {
       const allowed = ALLOWED[from];
       if (!allowed) {
-        violations.push(`folder "${from}" is not placed in the layer graph (tests/layers.test.ts, docs/architecture.md)`);
+        violations.push(`folder "${from}" is not placed in the layer graph (tests/repo/layers.test.ts, docs/architecture.md)`);
         continue;
       }
       for (const [to, where] of edges) {
@@ -349,5 +348,25 @@ describe("folder layering", () => {
     }
     expect(violations).toEqual([]);
     expect(seen).toBeGreaterThan(0);
+  });
+});
+
+describe("the scan reads only files git tracks", () => {
+  it("an untracked folder that imports the sources is not read; a tracked file is", () => {
+    const root = mkdtempSync(join(tmpdir(), "gatehouse-layers-"));
+    try {
+      const git = (...args: string[]) => execFileSync("git", args, { cwd: root, stdio: "ignore" });
+      git("init", "-q");
+      mkdirSync(join(root, "common"));
+      writeFileSync(join(root, "common", "a.ts"), 'export const a = 1;\n');
+      git("add", "common/a.ts");
+      // What a scratch folder does: imports the sources, against every layer rule.
+      mkdirSync(join(root, "scratch"));
+      writeFileSync(join(root, "scratch", "b.ts"), 'import { a } from "../common/a.ts";\nexport const b = a;\n');
+      writeFileSync(join(root, "common", "c.ts"), 'import { b } from "../scratch/b.ts";\nexport const c = b;\n');
+      expect(sourceFiles(root, root).map((p) => relative(root, p).split(sep).join("/"))).toEqual(["common/a.ts"]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

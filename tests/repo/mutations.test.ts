@@ -6,9 +6,9 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { MUTATIONS, moveAfter, replaceOnce } from "../scripts/mutations.ts";
+import { MUTATIONS, moveAfter, replaceOnce } from "../../scripts/mutations.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 
 describe("scripts/mutations.ts", () => {
   it.each(MUTATIONS.map((m) => [m.id, m] as const))("mutation (%s) still applies and names existing tests", (_id, m) => {

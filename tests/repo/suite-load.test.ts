@@ -4,7 +4,7 @@
  * from coming back.
  *
  * - One default timeout for all three runners, sized for load
- *   (tests/timeouts.ts): vitest's config, the Deno shim and the Bun script
+ *   (tests/helpers/timeouts.ts): vitest's config, the Deno shim and the Bun script
  *   read it; none falls back to the stock 5 s.
  * - Every property test (`fc.assert`, `fc.check`, `fc.sample`) runs on a
  *   fixed seed, so a run's cases, and the coverage checks some tests make
@@ -14,10 +14,10 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import config from "../vitest.config.ts";
-import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./timeouts.ts";
+import config from "../../vitest.config.ts";
+import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "../helpers/timeouts.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 function testSources(dir = join(ROOT, "tests")): string[] {
   const out: string[] = [];
@@ -59,7 +59,7 @@ describe("the suite on a busy machine", () => {
     expect(shim).toMatch(/const DEFAULT_TEST_TIMEOUT = TEST_TIMEOUT_MS;/);
     expect(shim).toMatch(/const DEFAULT_HOOK_TIMEOUT = HOOK_TIMEOUT_MS;/);
     const bun = readFileSync(join(ROOT, "scripts/test-bun.sh"), "utf8");
-    expect(bun).toMatch(/TIMEOUT_MS="\$\(sed .*tests\/timeouts\.ts/);
+    expect(bun).toMatch(/TIMEOUT_MS="\$\(sed .*tests\/helpers\/timeouts\.ts/);
     expect(bun).toMatch(/bun test "\$\{TIMEOUT_ARGS\[@\]\}"/);
   });
 

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { GENERATED, generateAppType } from "../scripts/app-type.ts";
+import { GENERATED, generateAppType } from "../../scripts/app-type.ts";
 
 describe("routes/app-type.gen.ts", () => {
   it("is up to date (run `npm run app-type`)", () => {

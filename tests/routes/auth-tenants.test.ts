@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import { authFromEnv } from "../mod.ts";
-import { memoryStoreState } from "../store/memory.ts";
-import { SCAN_BUDGET } from "../routes/agent-list.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import { authFromEnv } from "../../mod.ts";
+import { memoryStoreState } from "../../store/memory.ts";
+import { SCAN_BUDGET } from "../../routes/agent-list.ts";
+import { manualClock } from "../helpers/clock.ts";
 
 const ADMIN = "admin-token-0123456789abcdef";
 const ACME = "acme-token-0123456789abcdef";

@@ -7,12 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { GatehouseOptions, Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { authFromEnv } from "../mod.ts";
-import { DELIVERY_DEDUP_MS, DELIVERY_HOLD_MS, tokenBucketKey } from "../routes/auth.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { GatehouseOptions, Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { authFromEnv } from "../../mod.ts";
+import { DELIVERY_DEDUP_MS, DELIVERY_HOLD_MS, tokenBucketKey } from "../../routes/auth.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
 const SECRET = "whsec_" + btoa("0123456789abcdef0123456789abcdef");

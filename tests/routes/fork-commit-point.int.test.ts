@@ -9,12 +9,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import type { Message } from "../common/message.ts";
-import type { StoredEvent } from "../common/events.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import type { Message } from "../../common/message.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 function setup(store: Store, needsApproval: boolean) {
   const runs: Array<{ agentId: string; toolCallId: string }> = [];

@@ -35,11 +35,11 @@ import fc from "fast-check";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import type { Gatehouse } from "../mod.ts";
-import { memoryStore, memoryStoreState } from "../store/memory.ts";
-import { PROBLEMS } from "../routes/problem.ts";
-import { manualClock, type ManualClock } from "./helpers/clock.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import type { Gatehouse } from "../../mod.ts";
+import { memoryStore, memoryStoreState } from "../../store/memory.ts";
+import { PROBLEMS } from "../../routes/problem.ts";
+import { manualClock, type ManualClock } from "../helpers/clock.ts";
 
 const ENV = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
 const RUNS = Number(ENV.FUZZ_RUNS ?? 1_000);

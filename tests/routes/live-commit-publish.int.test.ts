@@ -7,14 +7,14 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { upstashStore } from "../store/upstash.ts";
-import { keySpace } from "../store/keys.ts";
-import { liveChannelName } from "../store/live.ts";
-import type { Store } from "../store/port.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { keySpace } from "../../store/keys.ts";
+import { liveChannelName } from "../../store/live.ts";
+import type { Store } from "../../store/port.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let redis: RedisServer;
 let bridge: UpstashBridge;

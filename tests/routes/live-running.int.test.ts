@@ -23,11 +23,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type Gatehouse, type ModelRequest, type ModelResponse, type Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { memoryStore } from "../store/memory.ts";
-import { deferred } from "./helpers/host.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, type Gatehouse, type ModelRequest, type ModelResponse, type Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { deferred } from "../helpers/host.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

@@ -9,15 +9,15 @@
  * Upstash REST bridge in front of that server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, type Gatehouse, type Model, type Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { upstashStore } from "../store/upstash.ts";
-import { memoryStore } from "../store/memory.ts";
-import { configFromEnv } from "../entry/config.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { DELTA_BATCH_MS, DeltaBatcher, decodeLive, type LiveMessage, processLive } from "../store/live.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { createGatehouse, defineAgent, type Gatehouse, type Model, type Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { configFromEnv } from "../../entry/config.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { DELTA_BATCH_MS, DeltaBatcher, decodeLive, type LiveMessage, processLive } from "../../store/live.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 const PIECES = 10;
 const SPAN_MS = 1_500;

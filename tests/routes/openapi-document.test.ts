@@ -9,8 +9,8 @@ import { readFileSync } from "node:fs";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { describe, expect, it } from "vitest";
-import { EVENT_TYPES } from "../machines/event-log.ts";
-import { servedDocument, SNAPSHOT, snapshotText } from "../scripts/openapi-snapshot.ts";
+import { EVENT_TYPES } from "../../machines/event-log.ts";
+import { servedDocument, SNAPSHOT, snapshotText } from "../../scripts/openapi-snapshot.ts";
 
 /** Routes that answer no 4XX by design (no input, no token): Redocly warns about them, nothing else. */
 const NO_CLIENT_ERRORS = ["/healthz", "/readyz", "/debug", "/debug/agents/{agentId}", "/debug/app.js", "/debug/app.css", "/favicon.ico"];

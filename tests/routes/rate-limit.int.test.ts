@@ -8,16 +8,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { GatehouseOptions, Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { memoryStoreState } from "../store/memory.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { GatehouseOptions, Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { memoryStoreState } from "../../store/memory.ts";
 import { Redis } from "ioredis";
-import { memoryStateReader, redisStateReader, type StateReader, statesOf } from "./helpers/store-state.ts";
-import { ConfigError, configFromEnv } from "../entry/config.ts";
-import { DEFAULT_RATE_LIMITS } from "../routes/rate-limit.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { memoryStateReader, redisStateReader, type StateReader, statesOf } from "../helpers/store-state.ts";
+import { ConfigError, configFromEnv } from "../../entry/config.ts";
+import { DEFAULT_RATE_LIMITS } from "../../routes/rate-limit.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const ADMIN = "admin-token-0123456789abcdef";
 const ACME = "acme-token-0123456789abcdef";

@@ -6,10 +6,10 @@
  * refused whole.
  */
 import { describe, expect, it } from "vitest";
-import { memoryStore, ReplayBundleError } from "../mod.ts";
-import { createReplayGatehouse, loadReplayBundle } from "../replay.ts";
-import { memoryStoreState } from "../store/memory.ts";
-import { helperAgent, setup } from "./helpers/debug.ts";
+import { memoryStore, ReplayBundleError } from "../../mod.ts";
+import { createReplayGatehouse, loadReplayBundle } from "../../replay.ts";
+import { memoryStoreState } from "../../store/memory.ts";
+import { helperAgent, setup } from "../helpers/debug.ts";
 
 describe("replay bundles", () => {
   it("exports a run that, served offline, answers the agent, its events and its history as the original", async () => {

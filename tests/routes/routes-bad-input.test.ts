@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import type { Gatehouse } from "../mod.ts";
-import { memoryStateReader, statesOf } from "./helpers/store-state.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import type { Gatehouse } from "../../mod.ts";
+import { memoryStateReader, statesOf } from "../helpers/store-state.ts";
 
 const MAX_BODY = 1024;
 const BASE = "http://gh.test";

@@ -1,13 +1,13 @@
 /**
  * HTTP: cancels aimed at a turn, reading a turn, cancelling a queued task.
- * The store side is covered by tests/store-conformance.ts on every adapter,
- * the race against the end of a turn by tests/host-cancel-race.test.ts.
+ * The store side is covered by tests/store/store-conformance.ts on every adapter,
+ * the race against the end of a turn by tests/host/host-cancel-race.int.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { CancelAccepted, TaskCancelled, TurnView } from "../routes/schemas.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { CancelAccepted, TaskCancelled, TurnView } from "../../routes/schemas.ts";
 
 const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
 

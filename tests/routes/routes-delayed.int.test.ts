@@ -7,7 +7,7 @@
  * then a running worker pool (system clock, polling turned down to one poll
  * a minute) that starts the task when it comes due, from its bell, and a
  * Workers handler whose cron drives it. The store side is covered by
- * tests/store-conformance.ts on every adapter.
+ * tests/store/store-conformance.ts on every adapter.
  *
  * No verdict depends on machine speed: the clock is a manual one where it
  * decides, and with the system clock "not early" is read from the times the
@@ -15,14 +15,14 @@
  * waits with a generous bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, createWorkersHandler, defineAgent, type GatehouseOptions, scriptedModel } from "../mod.ts";
-import type { WorkersExecutionContext } from "../mod.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
-import { startRedisServer } from "./helpers/redis-server.ts";
-import { configFromEnv } from "../entry/config.ts";
-import { AgentView, EventsPage, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../routes/schemas.ts";
+import { createGatehouse, createWorkersHandler, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
+import type { WorkersExecutionContext } from "../../mod.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { redisStore } from "../../store/redis.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
+import { configFromEnv } from "../../entry/config.ts";
+import { AgentView, EventsPage, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 const iso = (ms: number) => new Date(ms).toISOString();

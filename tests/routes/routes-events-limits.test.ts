@@ -5,9 +5,9 @@
  * released however a stream ends.
  */
 import { describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import type { GatehouseOptions } from "../mod.ts";
-import { EventsPage } from "../routes/schemas.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import type { GatehouseOptions } from "../../mod.ts";
+import { EventsPage } from "../../routes/schemas.ts";
 
 function setup(extra: Partial<GatehouseOptions> = {}) {
   const agent = defineAgent({ name: "echo", instructions: "", model: scriptedModel([{ text: "ok" }]) });

@@ -14,11 +14,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
-import { startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { redisStore } from "../../store/redis.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
 
 let server: Awaited<ReturnType<typeof startRedisServer>>;
 let n = 0;

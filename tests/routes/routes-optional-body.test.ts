@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 import type { Context } from "hono";
-import { originalRequest, replaceRequest } from "../routes/request-origin.ts";
+import { originalRequest, replaceRequest } from "../../routes/request-origin.ts";
 
 const ask = defineTool({ name: "ask", description: "Ask a human", parameters: z.object({ q: z.string() }) });
 const agent = defineAgent({

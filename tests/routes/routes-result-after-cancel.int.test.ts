@@ -9,9 +9,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

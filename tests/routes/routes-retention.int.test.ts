@@ -7,13 +7,13 @@
  * gone, verdict records kept).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../mod.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
-import { startRedisServer } from "./helpers/redis-server.ts";
-import { HistoryView } from "../routes/debug-schemas.ts";
-import { EventsPage } from "../routes/schemas.ts";
+import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { redisStore } from "../../store/redis.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
+import { HistoryView } from "../../routes/debug-schemas.ts";
+import { EventsPage } from "../../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 let server: Awaited<ReturnType<typeof startRedisServer>>;
@@ -127,12 +127,12 @@ describe.each(stores)("retention over HTTP on the %s store", (_name, makeStore) 
     const bundle = (await call("GET", "/v1/agents/a1/export")).body;
     expect(bundle.checkpoint.eventId).toBe(head.eventsTrimmedThrough);
     expect(bundle.events[0].id).toBe(head.eventsTrimmedThrough + 1);
-    const { loadReplayBundle } = await import("../routes/replay-bundle.ts");
+    const { loadReplayBundle } = await import("../../routes/replay-bundle.ts");
     const offline = memoryStore();
     loadReplayBundle(offline, bundle);
     const loadedHead = (await offline.getAgent("a1"))!;
     expect([loadedHead.lastEventId, loadedHead.eventsTrimmedThrough]).toEqual([head.lastEventId, head.eventsTrimmedThrough]);
-    const { historyAt } = await import("../actors/replay/time-travel.ts");
+    const { historyAt } = await import("../../actors/replay/time-travel.ts");
     const there = await historyAt(offline, "a1", head.lastEventId);
     expect(there!.snapshot).toEqual(head.snapshot);
     await gh.close();

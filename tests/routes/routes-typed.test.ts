@@ -5,9 +5,9 @@
  * `tsc`.
  */
 import { describe, expect, it } from "vitest";
-import { createGatehouse } from "../mod.ts";
-import { demoAgents } from "../examples/demo.ts";
-import { runScenario } from "../examples/client.ts";
+import { createGatehouse } from "../../mod.ts";
+import { demoAgents } from "../../examples/demo.ts";
+import { runScenario } from "../../examples/client.ts";
 
 describe("examples/client.ts: the README scenario through the typed client", () => {
   it("enqueues, finds the approval call, delivers its result twice and reads the output", async () => {

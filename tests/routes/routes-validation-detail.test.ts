@@ -10,8 +10,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import { describeIssues } from "../routes/body.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { describeIssues } from "../../routes/body.ts";
 
 const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
 const agent = defineAgent({ name: "helper", instructions: "", model: scriptedModel([{ toolCalls: [{ name: "ask_human", args: { q: "?" } }] }]), tools: [ask] });

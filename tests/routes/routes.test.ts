@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Gatehouse, GatehouseOptions, Store, StoredEvent } from "../mod.ts";
-import { deferred, recordingModel } from "./helpers/host.ts";
-import { AgentView, EventsPage, MachineView, Problem, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../routes/schemas.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Gatehouse, GatehouseOptions, Store, StoredEvent } from "../../mod.ts";
+import { deferred, recordingModel } from "../helpers/host.ts";
+import { AgentView, EventsPage, MachineView, Problem, TaskAccepted, ToolResultAccepted, WatchdogTick } from "../../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 

@@ -7,10 +7,10 @@
  * token, and neither the token nor the session appears in a URL or a log.
  */
 import { describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { STREAM_SESSION_MS } from "../routes/auth/stream-session.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { STREAM_SESSION_MS } from "../../routes/auth/stream-session.ts";
+import { manualClock } from "../helpers/clock.ts";
 
 const ADMIN = "admin-token-0123456789abcdef";
 const ACME = "acme-reader-0123456789abcdef";

@@ -8,12 +8,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { AgentSpendLimit, Gatehouse, Store } from "../mod.ts";
-import { resolveSpendLimit } from "../common/spend-limit.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { redisStore } from "../redis.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { AgentSpendLimit, Gatehouse, Store } from "../../mod.ts";
+import { resolveSpendLimit } from "../../common/spend-limit.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { redisStore } from "../../redis.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
 const OPS = "ops-token-0123456789abcdef";

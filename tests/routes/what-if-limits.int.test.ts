@@ -8,10 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { authFromEnv, createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { GatehouseOptions, Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { authFromEnv, createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { GatehouseOptions, Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
 const OPS = "ops-token-0123456789abcdef";

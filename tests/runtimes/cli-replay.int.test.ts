@@ -9,14 +9,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { setup } from "./helpers/debug.ts";
+import { setup } from "../helpers/debug.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gatehouse-replay-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function runCli(args: string[]) {
   const child = spawn(process.execPath, ["--import", "tsx", "entry/cli.ts", ...args], {
-    cwd: join(import.meta.dirname, ".."),
+    cwd: join(import.meta.dirname, "../.."),
     env: { ...process.env, PORT: "0", GATEHOUSE_LOG: "warn" },
     stdio: ["ignore", "pipe", "pipe"],
   });

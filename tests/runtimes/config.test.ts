@@ -8,9 +8,9 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConfigError, configFromEnv, ENV_VARIABLES, nearestVariable } from "../entry/config.ts";
-import { agentsOfModule, describeStartupFailure, prepareFromEnv, STARTUP_EXIT_CODES, StartupError } from "../entry/startup.ts";
-import { defineAgent, DefinitionError, EvictionPolicyError, scriptedModel } from "../mod.ts";
+import { ConfigError, configFromEnv, ENV_VARIABLES, nearestVariable } from "../../entry/config.ts";
+import { agentsOfModule, describeStartupFailure, prepareFromEnv, STARTUP_EXIT_CODES, StartupError } from "../../entry/startup.ts";
+import { defineAgent, DefinitionError, EvictionPolicyError, scriptedModel } from "../../mod.ts";
 
 const agent = (name: string) => defineAgent({ name, instructions: "x", model: scriptedModel([{ text: "ok" }]) });
 
@@ -179,7 +179,7 @@ describe("configFromEnv", () => {
   });
 
   it("docs/api.md and docs/operations.md list every variable the parser reads", () => {
-    for (const file of ["../docs/api.md", "../docs/operations.md"]) {
+    for (const file of ["../../docs/api.md", "../../docs/operations.md"]) {
       const text = readFileSync(new URL(file, import.meta.url), "utf8");
       for (const v of ENV_VARIABLES) expect(text, `${file} names ${v.name}`).toContain(`\`${v.name}\``);
     }

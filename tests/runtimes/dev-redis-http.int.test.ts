@@ -11,10 +11,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { expectSessionOutput, runBashAsync, sessionParts } from "./helpers/readme-session.ts";
+import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { expectSessionOutput, runBashAsync, sessionParts } from "../helpers/readme-session.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 const children: ChildProcess[] = [];
 
 function start(args: string[], env: Record<string, string> = {}) {

@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AddressInfo } from "node:net";
 import { createConnection } from "node:net";
 import type { Server } from "node:http";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import type { Gatehouse } from "../mod.ts";
-import { createNodeServer } from "../entry/node-server.ts";
-import { AGENT_ID } from "../routes/schemas.ts";
-import { checkAgentId, StoreInputError } from "../store/keys.ts";
-import { PROBLEMS } from "../routes/problem.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import type { Gatehouse } from "../../mod.ts";
+import { createNodeServer } from "../../entry/node-server.ts";
+import { AGENT_ID } from "../../routes/schemas.ts";
+import { checkAgentId, StoreInputError } from "../../store/keys.ts";
+import { PROBLEMS } from "../../routes/problem.ts";
 
 const logs: Array<{ level: string; msg: string; data?: unknown }> = [];
 const logger = {

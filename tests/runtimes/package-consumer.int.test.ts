@@ -32,10 +32,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "./helpers/redis-server.ts";
-import { SOURCE_OF_SUBPATH } from "../vitest.config.ts";
+import { freePort } from "../helpers/redis-server.ts";
+import { SOURCE_OF_SUBPATH } from "../../vitest.config.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
   name: string;
   version: string;

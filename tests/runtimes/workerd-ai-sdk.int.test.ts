@@ -11,13 +11,13 @@
  * Node only: it starts redis-server, the bridge, the fake server and workerd.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleForWorkerd } from "./workerd/bundle.ts";
-import { anthropicError, type FakeAnthropic, messageStream, startFakeAnthropic } from "./helpers/fake-anthropic.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
-import { eventually, type RunningWorker, startWorker } from "./workerd/harness.ts";
+import { bundleForWorkerd } from "../workerd/bundle.ts";
+import { anthropicError, type FakeAnthropic, messageStream, startFakeAnthropic } from "../helpers/fake-anthropic.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
-const fixture = new URL("./workerd/fixtures/ai-sdk.ts", import.meta.url).pathname;
+const fixture = new URL("../workerd/fixtures/ai-sdk.ts", import.meta.url).pathname;
 const T = 90_000;
 
 let redis: RedisServer;

@@ -8,11 +8,11 @@
  */
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { bundleForWorkerd } from "./workerd/bundle.ts";
+import { bundleForWorkerd } from "../workerd/bundle.ts";
 
 /** The marker of the AI SDK's errors (`Symbol.for("vercel.ai.error…")`), in every bundle that holds @ai-sdk/provider. */
 const AI_SDK_MARKER = "vercel.ai.error";
-const path = (p: string) => new URL(`../${p}`, import.meta.url).pathname;
+const path = (p: string) => new URL(`../../${p}`, import.meta.url).pathname;
 
 describe("workerd bundle", () => {
   it("mod.ts bundles for workerd (neutral platform, workerd/worker/browser conditions) without any Node built-in", async () => {

@@ -13,12 +13,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { expectSessionOutput, runBashAsync, sessionParts } from "./helpers/readme-session.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
-import { startWorker } from "./workerd/harness.ts";
+import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { expectSessionOutput, runBashAsync, sessionParts } from "../helpers/readme-session.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import { startWorker } from "../workerd/harness.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 const T = 90_000;
 
 let redis: RedisServer;

@@ -11,12 +11,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
-import { upstashStore } from "../mod.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
-import { eventually, type RunningWorker, startWorker } from "./workerd/harness.ts";
+import { upstashStore } from "../../mod.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
-const fixture = (name: string) => new URL(`./workerd/fixtures/${name}`, import.meta.url).pathname;
+const fixture = (name: string) => new URL(`../workerd/fixtures/${name}`, import.meta.url).pathname;
 const T = 60_000;
 
 let redis: RedisServer;

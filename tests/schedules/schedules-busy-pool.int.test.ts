@@ -22,14 +22,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { createGatehouse, defineAgent, scriptedModel } from "../mod.ts";
-import type { Model } from "../models/types.ts";
-import { redisStore } from "../redis.ts";
-import { keySpace } from "../store/keys.ts";
-import { scheduleKey } from "../common/schedule.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { waitFor } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import type { Model } from "../../models/types.ts";
+import { redisStore } from "../../redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import { scheduleKey } from "../../common/schedule.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 const EVERY = 1_000;

@@ -11,12 +11,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { DEFAULTS } from "../common/defaults.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { DEFAULTS } from "../../common/defaults.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 const LIMIT = DEFAULTS.maxSchedulesPerAgent;

@@ -17,15 +17,15 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { redisStore } from "../redis.ts";
-import { keySpace } from "../store/keys.ts";
-import type { Store } from "../store/port.ts";
-import { nextTickAfter, type ScheduleSpec, scheduleKey } from "../common/schedule.ts";
-import { sleep, spawnScript, waitFor, type WorkerHandle } from "./helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import type { ScheduleWorkerConfig } from "./helpers/schedule-worker.ts";
+import { redisStore } from "../../redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import type { Store } from "../../store/port.ts";
+import { nextTickAfter, type ScheduleSpec, scheduleKey } from "../../common/schedule.ts";
+import { sleep, spawnScript, waitFor, type WorkerHandle } from "../helpers/processes.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import type { ScheduleWorkerConfig } from "../helpers/schedule-worker.ts";
 
-const SCRIPT = fileURLToPath(new URL("./helpers/schedule-worker.ts", import.meta.url));
+const SCRIPT = fileURLToPath(new URL("../helpers/schedule-worker.ts", import.meta.url));
 const EVERY = 1_000;
 
 let redis: RedisServer;

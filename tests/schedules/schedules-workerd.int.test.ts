@@ -5,11 +5,11 @@
  * back by a Node-side upstashStore on the same prefix. Node only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { upstashStore } from "../mod.ts";
-import { scheduleKey } from "../common/schedule.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
-import { eventually, type RunningWorker, startWorker } from "./workerd/harness.ts";
+import { upstashStore } from "../../mod.ts";
+import { scheduleKey } from "../../common/schedule.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
 const T = 60_000;
 let redis: RedisServer;
@@ -18,7 +18,7 @@ let w: RunningWorker;
 beforeAll(async () => {
   redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
-  w = await startWorker(new URL("./workerd/fixtures/worker.ts", import.meta.url).pathname, {
+  w = await startWorker(new URL("../workerd/fixtures/worker.ts", import.meta.url).pathname, {
     bindings: { UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token, GATEHOUSE_REDIS_PREFIX: "wds" },
     define: { GATEHOUSE_TEST: {} },
   });

@@ -5,9 +5,9 @@
  * invocation before the next tick fires nothing.
  */
 import { describe, expect, it } from "vitest";
-import { createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { WorkersExecutionContext } from "../mod.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { WorkersExecutionContext } from "../../mod.ts";
+import { manualClock } from "../helpers/clock.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const cron = { scheduledTime: 0, cron: "* * * * *" };

@@ -1,19 +1,19 @@
 /**
  * Recurring schedules over HTTP and the worker pool, on the memory store with
  * a clock the test moves (the store side runs on every adapter in
- * tests/store-conformance-schedules.ts; several worker processes on one Redis
- * in tests/schedules-processes.test.ts).
+ * tests/store/store-conformance-schedules.ts; several worker processes on one Redis
+ * in tests/schedules/schedules-processes.int.test.ts).
  *
  * Ticks are counted by the idempotency keys of the tasks they enqueued
  * (`schedule:<id>:<tick ISO>`), read back from the agent's event log, never
  * by how long anything took.
  */
 import { describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../mod.ts";
-import type { Store } from "../mod.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { memoryStoreState } from "../store/memory.ts";
-import { MAX_CATCH_UP, nextTickAfter, planTick, scheduleKey } from "../common/schedule.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { memoryStoreState } from "../../store/memory.ts";
+import { MAX_CATCH_UP, nextTickAfter, planTick, scheduleKey } from "../../common/schedule.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 

@@ -4,15 +4,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { agentTool, childInputOf, isAgentTool, withDelegates } from "../agents/agent-tool.ts";
-import { defineAgent } from "../agents/define.ts";
-import { childAgentId, delegationKey } from "../actors/delegation/delegation.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { createGatehouse } from "../gatehouse.ts";
-import { scriptedModel } from "../models/scripted.ts";
-import { defineTool } from "../tools/define.ts";
-import { toolSpec } from "../tools/specs.ts";
-import { ID_PATTERN } from "../common/ids.ts";
+import { agentTool, childInputOf, isAgentTool, withDelegates } from "../../agents/agent-tool.ts";
+import { defineAgent } from "../../agents/define.ts";
+import { childAgentId, delegationKey } from "../../actors/delegation/delegation.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { createGatehouse } from "../../gatehouse.ts";
+import { scriptedModel } from "../../models/scripted.ts";
+import { defineTool } from "../../tools/define.ts";
+import { toolSpec } from "../../tools/specs.ts";
+import { ID_PATTERN } from "../../common/ids.ts";
 
 const model = scriptedModel([{ text: "ok" }]);
 const child = defineAgent({ name: "research.team", instructions: "Research.", model });

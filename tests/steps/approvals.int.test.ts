@@ -14,10 +14,10 @@ import { readFileSync } from "node:fs";
 import { hc } from "hono/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type GatehouseApp, memoryStore, type ModelRequest, scriptedModel, type Store } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, type GatehouseApp, memoryStore, type ModelRequest, scriptedModel, type Store } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {
@@ -110,7 +110,7 @@ describe("defineTool: needsApproval and approvalTimeoutMs", () => {
 
 describe("docs/http.md, approvals", () => {
   it("says an approved in-process call follows the crash rule of \"What re-runs\" and shows the ctx.toolCallId idempotency key", () => {
-    const docs = readFileSync(new URL("../docs/http.md", import.meta.url), "utf8");
+    const docs = readFileSync(new URL("../../docs/http.md", import.meta.url), "utf8");
     const section = docs.slice(docs.indexOf("### `POST /v1/agents/:agentId/approvals`"), docs.indexOf("### `GET /v1/agents/:agentId`"));
     expect(section).not.toMatch(/the call runs once,/);
     expect(section).toContain("\"What re-runs\"");
@@ -249,7 +249,7 @@ for (const [name, open] of adapters) {
       await s.gh.drain();
       expect(s.runs).toEqual([5]);
       // The docs name the code this route answers for such a call.
-      const docs = readFileSync(new URL("../docs/http.md", import.meta.url), "utf8");
+      const docs = readFileSync(new URL("../../docs/http.md", import.meta.url), "utf8");
       const section = docs.slice(docs.indexOf("### `POST /v1/agents/:agentId/tool-results`"), docs.indexOf("### `POST /v1/agents/:agentId/approvals`"));
       expect(section).toMatch(/in-process call that needs (a person's )?approval[^.]*`409 not_external`/);
       await s.gh.close();

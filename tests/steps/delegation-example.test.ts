@@ -4,10 +4,10 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { main } from "../examples/team.ts";
+import { main } from "../../examples/team.ts";
 
 const read = (path: string) => readFileSync(new URL(path, import.meta.url), "utf8");
-const region = (name: string) => new RegExp(`// #region ${name}[^\\n]*\\n([\\s\\S]*?)// #endregion ${name}`).exec(read("../examples/team.ts"))?.[1];
+const region = (name: string) => new RegExp(`// #region ${name}[^\\n]*\\n([\\s\\S]*?)// #endregion ${name}`).exec(read("../../examples/team.ts"))?.[1];
 const quoted = (doc: string, name: string) => new RegExp(`<!-- ${name}:start -->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\`\\n<!-- ${name}:end -->`).exec(doc)?.[1];
 
 describe("examples/team.ts", () => {
@@ -26,8 +26,8 @@ describe("examples/team.ts", () => {
 });
 
 describe("docs/contracts.md and docs/teams.md", () => {
-  const doc = read("../docs/contracts.md");
-  const readme = read("../docs/teams.md");
+  const doc = read("../../docs/contracts.md");
+  const readme = read("../../docs/teams.md");
   it("quote the example's agents and run exactly as the file has them", () => {
     for (const name of ["team", "run"]) {
       expect(region(name)).toBeTruthy();

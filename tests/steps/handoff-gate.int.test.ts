@@ -15,22 +15,22 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { agentTool } from "../agents/agent-tool.ts";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { handoff } from "../agents/handoff.ts";
-import { createGatehouse, type Gatehouse } from "../gatehouse.ts";
-import type { ModelRequest, ModelResponse } from "../models/types.ts";
-import { redisStore } from "../redis.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { defineTool } from "../tools/define.ts";
-import { VerificationRejected } from "../verification/rejected.ts";
-import { manualClock } from "./helpers/clock.ts";
-import { ctxOf, enqueue, eventsOf, head, recordingModel, replayLog, transitionsOf } from "./helpers/host.ts";
+import { agentTool } from "../../agents/agent-tool.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { handoff } from "../../agents/handoff.ts";
+import { createGatehouse, type Gatehouse } from "../../gatehouse.ts";
+import type { ModelRequest, ModelResponse } from "../../models/types.ts";
+import { redisStore } from "../../redis.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { defineTool } from "../../tools/define.ts";
+import { VerificationRejected } from "../../verification/rejected.ts";
+import { manualClock } from "../helpers/clock.ts";
+import { ctxOf, enqueue, eventsOf, head, recordingModel, replayLog, transitionsOf } from "../helpers/host.ts";
 import { initialTransition, transition } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import type { AgentEvent } from "../machines/types.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import type { AgentEvent } from "../../machines/types.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

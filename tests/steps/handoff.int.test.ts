@@ -3,9 +3,9 @@
  * "Handoffs"): a `transfer_to_<target>` call makes the same turn go on under
  * the target's instructions, tools, model and verifier. On the memory store,
  * Redis (TCP), Redis Cluster (the sharded layout, one cluster-mode node) and
- * Upstash (REST through tests/upstash-bridge.ts): the binding's
+ * Upstash (REST through tests/helpers/upstash-bridge.ts): the binding's
  * gate ends the turn (the target's own verifier is never called; the binding
- * declares `output`, tests/handoff-gate.test.ts has more), the model after
+ * declares `output`, tests/steps/handoff-gate.int.test.ts has more), the model after
  * the handoff is asked with the target's instructions and tools, the log holds
  * one `handoff` event and the view names the definition, a claim that dies
  * after the switch's commit is continued under the target, one that dies
@@ -15,19 +15,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type AnyAgent, defineAgent } from "../agents/define.ts";
-import { handoff } from "../agents/handoff.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { memoryStore } from "../store/memory.ts";
-import { upstashStore } from "../store/upstash.ts";
-import { redisStore } from "../redis.ts";
-import { createGatehouse, type Gatehouse } from "../gatehouse.ts";
-import { createReplayGatehouse, exportReplayBundle } from "../replay.ts";
-import { DefinitionError } from "../errors/errors.ts";
-import { VerificationRejected } from "../verification/rejected.ts";
-import { defineTool } from "../tools/define.ts";
-import { historyAt } from "../actors/replay/time-travel.ts";
-import { manualClock } from "./helpers/clock.ts";
+import { type AnyAgent, defineAgent } from "../../agents/define.ts";
+import { handoff } from "../../agents/handoff.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { memoryStore } from "../../store/memory.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { redisStore } from "../../redis.ts";
+import { createGatehouse, type Gatehouse } from "../../gatehouse.ts";
+import { createReplayGatehouse, exportReplayBundle } from "../../replay.ts";
+import { DefinitionError } from "../../errors/errors.ts";
+import { VerificationRejected } from "../../verification/rejected.ts";
+import { defineTool } from "../../tools/define.ts";
+import { historyAt } from "../../actors/replay/time-travel.ts";
+import { manualClock } from "../helpers/clock.ts";
 import {
   ctxOf,
   deferred,
@@ -41,15 +41,15 @@ import {
   runClaim,
   toolMessages,
   transitionsOf,
-} from "./helpers/host.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
-import { type RedisCluster, startRedisCluster } from "./helpers/redis-cluster.ts";
+} from "../helpers/host.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { type RedisCluster, startRedisCluster } from "../helpers/redis-cluster.ts";
 import { Cluster } from "ioredis";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
-import type { ModelRequest, ModelResponse } from "../models/types.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import type { ModelRequest, ModelResponse } from "../../models/types.ts";
 import { initialTransition, transition } from "xstate";
-import { agentMachine } from "../machines/agent.ts";
-import type { AgentEvent } from "../machines/types.ts";
+import { agentMachine } from "../../machines/agent.ts";
+import type { AgentEvent } from "../../machines/types.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;

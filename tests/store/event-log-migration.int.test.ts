@@ -21,23 +21,23 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
-import { memoryStore } from "../mod.ts";
-import { loadReplayBundle } from "../replay.ts";
-import type { StoredEvent } from "../common/events.ts";
-import { byIdIn, expandEvents, isCompact } from "../common/event-form.ts";
-import { redisStore } from "../redis.ts";
-import { memoryStoreState } from "../store/memory.ts";
-import { AGENT_ID, fixtureGatehouse, RUN_END, readings as readNow, type Readings, runFixture } from "./helpers/event-log-run.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { RuntimeEvent } from "../routes/schemas.ts";
-import { expandSnapshot } from "../store/snapshot-form.ts";
-import { redisStateReader } from "./helpers/store-state.ts";
-import { call } from "./helpers/event-log-run.ts";
-import type { Gatehouse } from "../mod.ts";
-import memoryFixture from "./fixtures/event-log-v1/memory.json" with { type: "json" };
-import redisFixture from "./fixtures/event-log-v1/redis.json" with { type: "json" };
-import memoryFixture2 from "./fixtures/event-log-v2/memory.json" with { type: "json" };
-import redisFixture2 from "./fixtures/event-log-v2/redis.json" with { type: "json" };
+import { memoryStore } from "../../mod.ts";
+import { loadReplayBundle } from "../../replay.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import { byIdIn, expandEvents, isCompact } from "../../common/event-form.ts";
+import { redisStore } from "../../redis.ts";
+import { memoryStoreState } from "../../store/memory.ts";
+import { AGENT_ID, fixtureGatehouse, RUN_END, readings as readNow, type Readings, runFixture } from "../helpers/event-log-run.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { RuntimeEvent } from "../../routes/schemas.ts";
+import { expandSnapshot } from "../../store/snapshot-form.ts";
+import { redisStateReader } from "../helpers/store-state.ts";
+import { call } from "../helpers/event-log-run.ts";
+import type { Gatehouse } from "../../mod.ts";
+import memoryFixture from "../fixtures/event-log-v1/memory.json" with { type: "json" };
+import redisFixture from "../fixtures/event-log-v1/redis.json" with { type: "json" };
+import memoryFixture2 from "../fixtures/event-log-v2/memory.json" with { type: "json" };
+import redisFixture2 from "../fixtures/event-log-v2/redis.json" with { type: "json" };
 
 type Dumped = { type: string; ttl: number; value: unknown };
 

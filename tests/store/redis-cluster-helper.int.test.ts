@@ -8,14 +8,14 @@
  * replica's first acknowledgement (up to a second later; the master logs
  * "Waiting for REPLCONF ACK from slave to enable streaming"). A master killed
  * in between took the test's writes with it and its replica took over empty
- * (tests/store-redis-cluster-failover.test.ts lost all the agents of the
+ * (tests/store/store-redis-cluster-failover.int.test.ts lost all the agents of the
  * killed master that way). Each round here writes to every master at once
  * after the start and kills them all: every replica must hold its master's
  * keys. The window is not open at every start, so a few clusters are started.
  */
 import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { startRedisCluster } from "./helpers/redis-cluster.ts";
+import { startRedisCluster } from "../helpers/redis-cluster.ts";
 
 const ROUNDS = 3;
 const KEYS = 20;

@@ -6,12 +6,12 @@
  * the memory store and on a real Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../mod.ts";
-import { memoryStore } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { redisStore } from "../store/redis.ts";
-import { layerRetention, resolveRetention } from "../store/retention.ts";
-import { startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
+import { memoryStore } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { redisStore } from "../../store/redis.ts";
+import { layerRetention, resolveRetention } from "../../store/retention.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
 let server: Awaited<ReturnType<typeof startRedisServer>>;

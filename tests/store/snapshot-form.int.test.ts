@@ -9,21 +9,21 @@
  * - a snapshot stored whole (before the form) reads back as it is, a value
  *   with its own `"~"` key too;
  * - on the Redis adapter (TCP; the Upstash and Cluster adapters share the
- *   script store, tests/store-upstash.test.ts and
- *   tests/store-redis-cluster.test.ts run the conformance suite) the stored
+ *   script store, tests/store/store-upstash.int.test.ts and
+ *   tests/store/store-redis-cluster.int.test.ts run the conformance suite) the stored
  *   text is the compact form, and every reader (claim, a commit that chains
  *   the next task, getAgent, a checkpoint, a fork) serves the whole snapshot.
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
-import { compactSnapshot, expandSnapshot } from "../store/snapshot-form.ts";
-import { persistedOf } from "../machines/persist.ts";
-import { generatePaths, walk } from "./helpers/machine-paths.ts";
-import { hostEventsFor } from "./helpers/host-paths.ts";
-import { redisStore } from "../redis.ts";
-import { keySpace } from "../store/keys.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { compactSnapshot, expandSnapshot } from "../../store/snapshot-form.ts";
+import { persistedOf } from "../../machines/persist.ts";
+import { generatePaths, walk } from "../helpers/machine-paths.ts";
+import { hostEventsFor } from "../helpers/host-paths.ts";
+import { redisStore } from "../../redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 const text = (v: unknown) => JSON.stringify(v);
 /** The stored text read back, as a store does it (JSON both ways). */

@@ -1,6 +1,6 @@
 /**
  * Conformance of the store's admission records, run on every adapter next to
- * tests/store-conformance.ts: rate-limit buckets (store/port.ts
+ * tests/store/store-conformance.ts: rate-limit buckets (store/port.ts
  * RateLimitBucket, store/rate-limit.ts) and single-consumer target leases
  * (TargetLeaseRequest).
  *
@@ -15,7 +15,7 @@
  *   or was released, and release frees only the holder's own lease.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Store } from "../store/port.ts";
+import type { Store } from "../../store/port.ts";
 
 export interface AdmissionHandle {
   store: Store;

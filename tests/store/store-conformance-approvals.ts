@@ -1,12 +1,12 @@
 /**
  * The approvals part of the store conformance suite (store/port.ts invariants
  * `first-decision-wins` and `approval-before-result`), run by
- * tests/store-conformance.ts on every adapter (memory, Redis, Upstash, Cluster).
+ * tests/store/store-conformance.ts on every adapter (memory, Redis, Upstash, Cluster).
  */
 import { describe, expect, it } from "vitest";
-import type { DecideApprovalRequest, Store } from "../store/port.ts";
-import type { StateReader } from "./helpers/store-state.ts";
-import { statesOf } from "./helpers/store-state.ts";
+import type { DecideApprovalRequest, Store } from "../../store/port.ts";
+import type { StateReader } from "../helpers/store-state.ts";
+import { statesOf } from "../helpers/store-state.ts";
 
 export interface ApprovalsContext {
   store: Store;

@@ -1,6 +1,6 @@
 /**
  * Results after a cancel (store/port.ts invariant `results-after-cancel`),
- * part of the store conformance suite run by tests/store-conformance.ts on
+ * part of the store conformance suite run by tests/store/store-conformance.ts on
  * every adapter (memory, Redis, Upstash, Cluster): while a cancel aimed at a
  * turn is accepted and not yet applied (its mail unacknowledged), a result
  * delivered from outside (HTTP) for a pending call of that turn answers
@@ -11,9 +11,9 @@
  * cancel aimed at another turn refuses nothing.
  */
 import { describe, expect, it } from "vitest";
-import type { DeliverToolResultRequest, Store } from "../store/port.ts";
-import type { StateReader } from "./helpers/store-state.ts";
-import { statesOf } from "./helpers/store-state.ts";
+import type { DeliverToolResultRequest, Store } from "../../store/port.ts";
+import type { StateReader } from "../helpers/store-state.ts";
+import { statesOf } from "../helpers/store-state.ts";
 
 export interface CancelResultsContext {
   store: Store;

@@ -1,13 +1,13 @@
 /**
  * The tool registry part of the store conformance suite (store/port.ts
- * invariants `tool-registry` and `contract-validation`), run by tests/store-conformance.ts on every adapter.
+ * invariants `tool-registry` and `contract-validation`), run by tests/store/store-conformance.ts on every adapter.
  * `ctx()` hands out the current test's store, its peers (other clients on
  * the same data, when the adapter can open them) and the handle.
  */
 import { describe, expect, it } from "vitest";
-import type { ContractValidation } from "../common/contract-validation.ts";
-import type { Store } from "../store/port.ts";
-import { StoreInputError } from "../store/keys.ts";
+import type { ContractValidation } from "../../common/contract-validation.ts";
+import type { Store } from "../../store/port.ts";
+import { StoreInputError } from "../../store/keys.ts";
 
 export interface RegistryContext {
   store: Store;

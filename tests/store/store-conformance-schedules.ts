@@ -1,18 +1,18 @@
 /**
  * The schedules part of the store conformance suite (store/port.ts
  * `Schedules`, invariants `schedule-put` and `schedule-tick-once`), run by
- * tests/store-conformance.ts on every adapter: put/get/list/delete, a due
+ * tests/store/store-conformance.ts on every adapter: put/get/list/delete, a due
  * schedule answered by claimNext (and its due time read by nextReadyAt), a
  * fire applied once (stale and duplicate ticks), and deleteAgent; the
  * bounds of invariant `schedule-bounds` (count per agent, coalesced ticks,
  * a catch-up tick behind what was due before it).
  */
 import { describe, expect, it } from "vitest";
-import type { FireScheduleTickRequest, PutScheduleRequest, ScheduleRecord, Store } from "../store/port.ts";
-import { StoreInputError } from "../store/keys.ts";
-import type { ScheduleSpec } from "../common/schedule.ts";
-import { DEFAULTS } from "../common/defaults.ts";
-import type { StateReader } from "./helpers/store-state.ts";
+import type { FireScheduleTickRequest, PutScheduleRequest, ScheduleRecord, Store } from "../../store/port.ts";
+import { StoreInputError } from "../../store/keys.ts";
+import type { ScheduleSpec } from "../../common/schedule.ts";
+import { DEFAULTS } from "../../common/defaults.ts";
+import type { StateReader } from "../helpers/store-state.ts";
 
 export interface ScheduleContext {
   store: Store;

@@ -1,6 +1,6 @@
 /**
  * The text part of the store conformance suite (store/port.ts invariant
- * `well-formed-text`), run by tests/store-conformance.ts on every adapter
+ * `well-formed-text`), run by tests/store/store-conformance.ts on every adapter
  * (memory, Redis, Upstash, Cluster): a lone UTF-16 surrogate in any string a
  * store is given (an id, an idempotency key, a task's input, a tool call's
  * arguments, a result, a reason, an event, a message, a snapshot) is stored
@@ -12,7 +12,7 @@
  * back as the escape `\ud800`, which Redis's Lua `cjson.decode` refuses.
  */
 import { describe, expect, it } from "vitest";
-import type { CommitRequest, Store, TurnEnd } from "../store/port.ts";
+import type { CommitRequest, Store, TurnEnd } from "../../store/port.ts";
 
 export interface TextContext {
   store: Store;

@@ -17,7 +17,7 @@
  */
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { watchdogTick } from "../actors/pool/watchdog.ts";
+import { watchdogTick } from "../../actors/pool/watchdog.ts";
 import type {
   ClaimFailureRequest,
   ClaimFailureResult,
@@ -27,13 +27,13 @@ import type {
   EnqueueTaskRequest,
   Store,
   TurnEnd,
-} from "../store/port.ts";
-import type { NewEvent } from "../common/events.ts";
-import { compactEvents } from "../common/event-form.ts";
-import type { Message } from "../common/message.ts";
-import type { Outcome } from "../common/outcome.ts";
-import type { MailItem, ToolCallRecord } from "../store/types.ts";
-import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "./helpers/store-state.ts";
+} from "../../store/port.ts";
+import type { NewEvent } from "../../common/events.ts";
+import { compactEvents } from "../../common/event-form.ts";
+import type { Message } from "../../common/message.ts";
+import type { Outcome } from "../../common/outcome.ts";
+import type { MailItem, ToolCallRecord } from "../../store/types.ts";
+import { NOTHING, omitHeadFields, type StateReader, statesOf, withIndexes } from "../helpers/store-state.ts";
 import { toolRegistryConformance } from "./store-conformance-registry.ts";
 import { approvalsConformance } from "./store-conformance-approvals.ts";
 import { cancelResultsConformance } from "./store-conformance-cancel-results.ts";

@@ -14,15 +14,15 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../entry/config.ts";
-import { prepareFromEnv } from "../entry/startup.ts";
-import { storeFromEnv } from "../entry/store-from-env.ts";
-import { defineAgent, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { checkDurability, type Durability, DURABILITY_LINES, type Persistence } from "../store/durability.ts";
-import { StoreInputError } from "../store/keys.ts";
-import { startRedisCluster } from "./helpers/redis-cluster.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { ConfigError } from "../../entry/config.ts";
+import { prepareFromEnv } from "../../entry/startup.ts";
+import { storeFromEnv } from "../../entry/store-from-env.ts";
+import { defineAgent, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { checkDurability, type Durability, DURABILITY_LINES, type Persistence } from "../../store/durability.ts";
+import { StoreInputError } from "../../store/keys.ts";
+import { startRedisCluster } from "../helpers/redis-cluster.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 type Line = { level: string; msg: string; fields: Record<string, unknown> };
 function recorder() {

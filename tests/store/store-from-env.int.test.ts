@@ -1,11 +1,11 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeFromEnv } from "../entry/store-from-env.ts";
-import { redisStore } from "../redis.ts";
-import { StoreInputError } from "../store/keys.ts";
-import { EvictionPolicyError } from "../store/script-runner.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { storeFromEnv } from "../../entry/store-from-env.ts";
+import { redisStore } from "../../redis.ts";
+import { StoreInputError } from "../../store/keys.ts";
+import { EvictionPolicyError } from "../../store/script-runner.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;

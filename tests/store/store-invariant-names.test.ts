@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { citingFiles, definedNames, NAMED, NUMBERED, NUMBERS, rewrite, ROOT } from "../scripts/invariant-names.ts";
+import { citingFiles, definedNames, NAMED, NUMBERED, NUMBERS, rewrite, ROOT } from "../../scripts/invariant-names.ts";
 
 const names = definedNames();
 

@@ -7,7 +7,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type AgentKeys, keySpace, StoreInputError } from "../store/keys.ts";
+import { type AgentKeys, keySpace, StoreInputError } from "../../store/keys.ts";
 
 /** Everything a caller can read of an agent's keys, `calls` by its answers. */
 const view = (k: AgentKeys) => ({ ...k, home: k.home.prefix, calls: [k.calls("t1"), k.calls("")] });

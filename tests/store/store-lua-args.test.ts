@@ -9,17 +9,17 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ScriptLayout } from "../store/lua/args/layout.ts";
-import { encoder } from "../store/lua/args/layout.ts";
-import * as turnProtocol from "../store/lua/args/turn-protocol.ts";
-import * as turnProtocolOps from "../store/script/turn-protocol.ts";
-import * as reads from "../store/script/reads.ts";
-import * as lifecycle from "../store/script/lifecycle.ts";
-import * as sideStores from "../store/script/side-stores.ts";
-import * as approvals from "../store/script/approvals.ts";
-import * as schedules from "../store/script/schedules.ts";
+import type { ScriptLayout } from "../../store/lua/args/layout.ts";
+import { encoder } from "../../store/lua/args/layout.ts";
+import * as turnProtocol from "../../store/lua/args/turn-protocol.ts";
+import * as turnProtocolOps from "../../store/script/turn-protocol.ts";
+import * as reads from "../../store/script/reads.ts";
+import * as lifecycle from "../../store/script/lifecycle.ts";
+import * as sideStores from "../../store/script/side-stores.ts";
+import * as approvals from "../../store/script/approvals.ts";
+import * as schedules from "../../store/script/schedules.ts";
 
-const dir = new URL("../store/lua/", import.meta.url).pathname;
+const dir = new URL("../../store/lua/", import.meta.url).pathname;
 const layouts = [turnProtocol, turnProtocolOps, reads, lifecycle, sideStores, approvals, schedules]
   .flatMap((m) => Object.values(m))
   .filter((v): v is ScriptLayout => typeof v === "object" && v !== null && "script" in v);

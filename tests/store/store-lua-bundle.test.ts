@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { scripts } from "../store/lua/scripts.gen.ts";
-import { bundleLua, GENERATED, LUA_DIR } from "../scripts/bundle-lua.ts";
+import { scripts } from "../../store/lua/scripts.gen.ts";
+import { bundleLua, GENERATED, LUA_DIR } from "../../scripts/bundle-lua.ts";
 
 const sources = readdirSync(LUA_DIR).filter((f) => f.endsWith(".lua")).map((f) => ({ file: f, text: readFileSync(join(LUA_DIR, f), "utf8") }));
 

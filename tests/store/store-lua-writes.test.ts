@@ -8,8 +8,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { expand, LUA_DIR } from "../scripts/bundle-lua.ts";
-import { checkScript, tokenize, units } from "./helpers/lua-writes.ts";
+import { expand, LUA_DIR } from "../../scripts/bundle-lua.ts";
+import { checkScript, tokenize, units } from "../helpers/lua-writes.ts";
 
 const files = readdirSync(LUA_DIR).filter((f) => f.endsWith(".lua")).sort();
 const expanded = files.map((f) => ({ file: f, src: expand(readFileSync(join(LUA_DIR, f), "utf8"), LUA_DIR, f) }));

@@ -11,8 +11,8 @@
  * the unfaulted run did change the state (so no case passes by doing nothing).
  */
 import { describe, expect, it } from "vitest";
-import { memoryStore, memoryStoreState } from "../store/memory.ts";
-import type { ClaimResult, CommitRequest, Store } from "../store/port.ts";
+import { memoryStore, memoryStoreState } from "../../store/memory.ts";
+import type { ClaimResult, CommitRequest, Store } from "../../store/port.ts";
 
 const T0 = 1_700_000_000_000;
 const LEASE = 10_000;

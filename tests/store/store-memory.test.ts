@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { memoryStore, memoryStoreInternals, memoryStoreState } from "../store/memory.ts";
-import type { Store } from "../store/port.ts";
-import { memoryStateReader } from "./helpers/store-state.ts";
+import { memoryStore, memoryStoreInternals, memoryStoreState } from "../../store/memory.ts";
+import type { Store } from "../../store/port.ts";
+import { memoryStateReader } from "../helpers/store-state.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
 

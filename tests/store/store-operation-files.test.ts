@@ -20,16 +20,16 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { scripts } from "../store/lua/scripts.gen.ts";
-import type { ScriptOp } from "../store/script/operation.ts";
-import * as turnProtocol from "../store/script/turn-protocol.ts";
-import * as reads from "../store/script/reads.ts";
-import * as lifecycle from "../store/script/lifecycle.ts";
-import * as sideStores from "../store/script/side-stores.ts";
-import * as approvals from "../store/script/approvals.ts";
-import * as schedules from "../store/script/schedules.ts";
+import { scripts } from "../../store/lua/scripts.gen.ts";
+import type { ScriptOp } from "../../store/script/operation.ts";
+import * as turnProtocol from "../../store/script/turn-protocol.ts";
+import * as reads from "../../store/script/reads.ts";
+import * as lifecycle from "../../store/script/lifecycle.ts";
+import * as sideStores from "../../store/script/side-stores.ts";
+import * as approvals from "../../store/script/approvals.ts";
+import * as schedules from "../../store/script/schedules.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 const STORE = join(ROOT, "store");
 const SECTIONS = { "turn-protocol": turnProtocol, reads, lifecycle, "side-stores": sideStores, approvals, schedules };
 /** The scripts on the tuned path (not described; store/script/replies.ts decodes them). */

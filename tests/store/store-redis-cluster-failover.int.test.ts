@@ -29,12 +29,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type Gatehouse, scriptedModel } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { keySlot } from "../store/key-slot.ts";
-import { keySpace } from "../store/keys.ts";
-import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
-import { type RedisServer, startRedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, type Gatehouse, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { keySlot } from "../../store/key-slot.ts";
+import { keySpace } from "../../store/keys.ts";
+import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.ts";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 const AGENTS = 24;
 const TOOL_MS = 250;

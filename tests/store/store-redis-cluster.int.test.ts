@@ -12,17 +12,17 @@
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import { storeFromEnv } from "../entry/store-from-env.ts";
-import { redisStore } from "../redis.ts";
-import { keySlot } from "../store/key-slot.ts";
-import { keySpace } from "../store/keys.ts";
-import { scripts } from "../store/lua/scripts.gen.ts";
-import { sha1Hex } from "../common/hex.ts";
-import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster.ts";
-import { liveChannelName } from "../store/live.ts";
-import { type RawRedis, redisStateReader } from "./helpers/store-state.ts";
-import { delegationSuite } from "./delegation-suite.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { storeFromEnv } from "../../entry/store-from-env.ts";
+import { redisStore } from "../../redis.ts";
+import { keySlot } from "../../store/key-slot.ts";
+import { keySpace } from "../../store/keys.ts";
+import { scripts } from "../../store/lua/scripts.gen.ts";
+import { sha1Hex } from "../../common/hex.ts";
+import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.ts";
+import { liveChannelName } from "../../store/live.ts";
+import { type RawRedis, redisStateReader } from "../helpers/store-state.ts";
+import { delegationSuite } from "../helpers/delegation-suite.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
 import { storeConformance } from "./store-conformance.ts";
 

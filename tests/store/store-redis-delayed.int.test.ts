@@ -15,10 +15,10 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisStore } from "../redis.ts";
-import type { ClaimResult, EnqueueTaskRequest, Store } from "../store/port.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import fixture from "./fixtures/delayed-tasks-v1/redis.json" with { type: "json" };
+import { redisStore } from "../../redis.ts";
+import type { ClaimResult, EnqueueTaskRequest, Store } from "../../store/port.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import fixture from "../fixtures/delayed-tasks-v1/redis.json" with { type: "json" };
 
 let server: RedisServer;
 let raw: Redis;

@@ -16,15 +16,15 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse } from "../mod.ts";
-import { redisStore } from "../redis.ts";
-import { keySpace } from "../store/keys.ts";
-import { scriptStore } from "../store/lua-store.ts";
-import { expandSnapshot } from "../store/snapshot-form.ts";
-import type { CommitRequest } from "../store/port.ts";
-import { benchAgent } from "../bench/agent.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
-import { redisStateReader } from "./helpers/store-state.ts";
+import { createGatehouse } from "../../mod.ts";
+import { redisStore } from "../../redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import { scriptStore } from "../../store/lua-store.ts";
+import { expandSnapshot } from "../../store/snapshot-form.ts";
+import type { CommitRequest } from "../../store/port.ts";
+import { benchAgent } from "../../bench/agent.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { redisStateReader } from "../helpers/store-state.ts";
 
 let server: RedisServer;
 let raw: Redis;

@@ -15,10 +15,10 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../mod.ts";
-import { redisStore } from "../store/redis.ts";
-import type { TurnEnd } from "../store/port.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { redisStore } from "../../store/redis.ts";
+import type { TurnEnd } from "../../store/port.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 let raw: Redis;

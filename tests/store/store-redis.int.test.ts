@@ -1,16 +1,16 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keySpace, StoreInputError } from "../store/keys.ts";
-import { scripts } from "../store/lua/scripts.gen.ts";
-import type { CommitRequest } from "../store/port.ts";
-import { redisStore } from "../redis.ts";
-import { watchdogTick } from "../actors/pool/watchdog.ts";
-import { sha1Hex } from "../common/hex.ts";
-import { EvictionPolicyError } from "../store/script-runner.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { keySpace, StoreInputError } from "../../store/keys.ts";
+import { scripts } from "../../store/lua/scripts.gen.ts";
+import type { CommitRequest } from "../../store/port.ts";
+import { redisStore } from "../../redis.ts";
+import { watchdogTick } from "../../actors/pool/watchdog.ts";
+import { sha1Hex } from "../../common/hex.ts";
+import { EvictionPolicyError } from "../../store/script-runner.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
-import { redisStateReader } from "./helpers/store-state.ts";
+import { redisStateReader } from "../helpers/store-state.ts";
 
 let server: RedisServer;
 let raw: Redis;

@@ -11,11 +11,11 @@
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisStore } from "../redis.ts";
-import { keySpace } from "../store/keys.ts";
-import { memoryStore, memoryStoreInternals } from "../store/memory.ts";
-import type { ClaimResult, Store } from "../store/port.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { redisStore } from "../../redis.ts";
+import { keySpace } from "../../store/keys.ts";
+import { memoryStore, memoryStoreInternals } from "../../store/memory.ts";
+import type { ClaimResult, Store } from "../../store/port.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 const T0 = 1_700_000_000_000;
 let server: RedisServer;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as gatehouse from "@gatehouse-runtime/core";
 import { redisStore } from "@gatehouse-runtime/core/redis";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 beforeAll(async () => {

@@ -1,16 +1,16 @@
 import { Redis } from "@upstash/redis";
 import { Redis as CloudflareRedis } from "@upstash/redis/cloudflare";
 import { Redis as TcpRedis } from "ioredis";
-import { scripts } from "../store/lua/scripts.gen.ts";
+import { scripts } from "../../store/lua/scripts.gen.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CommitRequest } from "../store/port.ts";
-import { upstashStore } from "../store/upstash.ts";
-import { keySpace } from "../store/keys.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import type { CommitRequest } from "../../store/port.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { keySpace } from "../../store/keys.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
-import { redisStateReader } from "./helpers/store-state.ts";
-import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+import { redisStateReader } from "../helpers/store-state.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;

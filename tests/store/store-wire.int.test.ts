@@ -6,17 +6,17 @@
  *   byte for byte (random texts made of fragments and other pieces, JSON
  *   texts), in TypeScript and in Lua on a real Redis (the same answers);
  * - the commit arguments of a turn of the benchmark agent are shorter
- *   packed (tests/event-log-migration.test.ts and the store conformance
+ *   packed (tests/store/event-log-migration.int.test.ts and the store conformance
  *   suites check that what Redis stores is what it stored before).
  */
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
-import { FRAGMENTS, unwire, wireEvent, wireMessage, wireRecord, wireResolution } from "../store/script/wire.ts";
-import { startRedisServer, type RedisServer } from "./helpers/redis-server.ts";
+import { FRAGMENTS, unwire, wireEvent, wireMessage, wireRecord, wireResolution } from "../../store/script/wire.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
-const LUA = readFileSync(new URL("../store/lua/includes/wire.lua", import.meta.url), "utf8");
+const LUA = readFileSync(new URL("../../store/lua/includes/wire.lua", import.meta.url), "utf8");
 const luaFragments = () => [...LUA.matchAll(/^ {2}\[=\[(.*)\]=\],$/gm)].map((m) => m[1]);
 
 const TYPES = ["step", "tool_call", "tool_result", "transition", "task", "chunk", "custom"];

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineGuardian, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { AgentConfig, Gatehouse, GuardianReview, GuardianReviewContext } from "../mod.ts";
-import { allEvents, contextOf, enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { createGatehouse, defineAgent, defineGuardian, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { AgentConfig, Gatehouse, GuardianReview, GuardianReviewContext } from "../../mod.ts";
+import { allEvents, contextOf, enqueue, manualClock, seqIds } from "../fixtures/gate-kit.ts";
 
 const Summary = z.object({ summary: z.string() });
 type Cand = { summary: string };

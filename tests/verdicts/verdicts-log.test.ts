@@ -12,14 +12,14 @@ import {
   scriptedModel,
   VerdictError,
   VerificationRejected,
-} from "../mod.ts";
-import type { Gatehouse, ModelResponse } from "../mod.ts";
-import { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION } from "../inspect.ts";
-import type { NewVerdict } from "../inspect.ts";
-import { verdictIdOf } from "../verification/recorder.ts";
-import { enqueue, manualClock, seqIds } from "./fixtures/gate-kit.ts";
-import { memoryStateReader } from "./helpers/store-state.ts";
-import v1 from "./fixtures/verdict-v1.0.0.json" with { type: "json" };
+} from "../../mod.ts";
+import type { Gatehouse, ModelResponse } from "../../mod.ts";
+import { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION } from "../../inspect.ts";
+import type { NewVerdict } from "../../inspect.ts";
+import { verdictIdOf } from "../../verification/recorder.ts";
+import { enqueue, manualClock, seqIds } from "../fixtures/gate-kit.ts";
+import { memoryStateReader } from "../helpers/store-state.ts";
+import v1 from "../fixtures/verdict-v1.0.0.json" with { type: "json" };
 
 const Summary = z.object({ summary: z.string() });
 const propose = (summary: string): ModelResponse => ({ toolCalls: [{ name: "agent_output", args: { summary } }] });

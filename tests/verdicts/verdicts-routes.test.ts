@@ -5,12 +5,12 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
-import { VERDICT_SCHEMA_VERSION } from "../inspect.ts";
-import type { Gatehouse } from "../mod.ts";
-import { enqueue, get, seqIds } from "./fixtures/gate-kit.ts";
-import { memoryStateReader, statesOf } from "./helpers/store-state.ts";
-import v1 from "./fixtures/verdict-v1.0.0.json" with { type: "json" };
+import { createGatehouse, defineAgent, scriptedModel, VerificationRejected } from "../../mod.ts";
+import { VERDICT_SCHEMA_VERSION } from "../../inspect.ts";
+import type { Gatehouse } from "../../mod.ts";
+import { enqueue, get, seqIds } from "../fixtures/gate-kit.ts";
+import { memoryStateReader, statesOf } from "../helpers/store-state.ts";
+import v1 from "../fixtures/verdict-v1.0.0.json" with { type: "json" };
 
 let gh: Gatehouse;
 

@@ -4,10 +4,10 @@
  * older schema versions upgraded to the current one.
  */
 import { describe, expect, it } from "vitest";
-import { VerdictError } from "../mod.ts";
-import { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION } from "../inspect.ts";
-import type { NewVerdict, VerdictRecord } from "../inspect.ts";
-import v1 from "./fixtures/verdict-v1.0.0.json" with { type: "json" };
+import { VerdictError } from "../../mod.ts";
+import { GuardianVerdictSnapshot, VERDICT_SCHEMA_VERSION } from "../../inspect.ts";
+import type { NewVerdict, VerdictRecord } from "../../inspect.ts";
+import v1 from "../fixtures/verdict-v1.0.0.json" with { type: "json" };
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5, 6);
 const input = (over: Partial<NewVerdict> = {}): NewVerdict => ({

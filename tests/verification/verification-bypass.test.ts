@@ -11,11 +11,11 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, openaiCompatible, scriptedModel, terminate, VerificationRejected } from "../mod.ts";
-import type { Gatehouse, Message, ModelResponse } from "../mod.ts";
-import { allEvents, contextOf, enqueue, gateTrail, get, seqIds } from "./fixtures/gate-kit.ts";
-import { completion, type FakeOpenAI, startFakeOpenAI } from "./helpers/fake-openai.ts";
-import { recordingModel } from "./helpers/host.ts";
+import { createGatehouse, defineAgent, defineTool, openaiCompatible, scriptedModel, terminate, VerificationRejected } from "../../mod.ts";
+import type { Gatehouse, Message, ModelResponse } from "../../mod.ts";
+import { allEvents, contextOf, enqueue, gateTrail, get, seqIds } from "../fixtures/gate-kit.ts";
+import { completion, type FakeOpenAI, startFakeOpenAI } from "../helpers/fake-openai.ts";
+import { recordingModel } from "../helpers/host.ts";
 
 const Payout = z.object({ amount: z.number().max(100) });
 const alwaysRejects = () => {

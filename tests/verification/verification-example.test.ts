@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { main } from "../examples/fixer.ts";
+import { main } from "../../examples/fixer.ts";
 
 const read = (path: string) => readFileSync(new URL(path, import.meta.url), "utf8");
 
@@ -29,18 +29,18 @@ describe("examples/fixer.ts", () => {
 });
 
 describe("docs/verification.md", () => {
-  const doc = read("../docs/verification.md");
+  const doc = read("../../docs/verification.md");
 
   it("quotes the example's agent exactly as the file has it", () => {
-    const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../examples/fixer.ts"))?.[1];
+    const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../../examples/fixer.ts"))?.[1];
     const quoted = /<!-- fixer:start -->\n```ts\n([\s\S]*?)```\n<!-- fixer:end -->/.exec(doc)?.[1];
     expect(region).toContain("verifyAttempts: 5");
     expect(quoted).toBe(region);
   });
 
   it("the README quotes the same example, exactly as the file has it", () => {
-    const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../examples/fixer.ts"))?.[1];
-    const quoted = /<!-- fixer:start -->\n```ts\n([\s\S]*?)```\n<!-- fixer:end -->/.exec(read("../README.md"))?.[1];
+    const region = /\/\/ #region fixer[^\n]*\n([\s\S]*?)\/\/ #endregion fixer/.exec(read("../../examples/fixer.ts"))?.[1];
+    const quoted = /<!-- fixer:start -->\n```ts\n([\s\S]*?)```\n<!-- fixer:end -->/.exec(read("../../README.md"))?.[1];
     expect(region).toContain("VerificationRejected");
     expect(quoted).toBe(region);
   });

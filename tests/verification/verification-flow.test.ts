@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { AgentConfig, Message, ModelResponse, Store, VerifyContext } from "../mod.ts";
-import { allEvents, contextOf, enqueue, gateTrail, manualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { AgentConfig, Message, ModelResponse, Store, VerifyContext } from "../../mod.ts";
+import { allEvents, contextOf, enqueue, gateTrail, manualClock, seqIds } from "../fixtures/gate-kit.ts";
 
 const Summary = z.object({ summary: z.string() });
 const propose = (summary: unknown): ModelResponse => ({ toolCalls: [{ name: "agent_output", args: { summary } }] });

@@ -8,13 +8,13 @@
 import { initialTransition, type SnapshotFrom, transition } from "xstate";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineAgent, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { AnyAgent, VerifyContext } from "../mod.ts";
-import type { AgentEvent } from "../inspect.ts";
-import { agentMachine, DEFAULT_TURN_CONFIG, isReplayedRejection } from "../machines/agent.ts";
-import type { TurnConfig, VerificationState } from "../machines/types.ts";
-import { type GateArgs, runVerification, type VerificationHooks } from "../verification/gate.ts";
-import { candidateHash } from "../verification/hash.ts";
+import { defineAgent, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { AnyAgent, VerifyContext } from "../../mod.ts";
+import type { AgentEvent } from "../../inspect.ts";
+import { agentMachine, DEFAULT_TURN_CONFIG, isReplayedRejection } from "../../machines/agent.ts";
+import type { TurnConfig, VerificationState } from "../../machines/types.ts";
+import { type GateArgs, runVerification, type VerificationHooks } from "../../verification/gate.ts";
+import { candidateHash } from "../../verification/hash.ts";
 
 type Snap = SnapshotFrom<typeof agentMachine>;
 const NOW = 10_000;

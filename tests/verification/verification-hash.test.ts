@@ -4,8 +4,8 @@
  * is recognised and a different one never is.
  */
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../common/hex.ts";
-import { candidateHash, canonicalJson } from "../verification/hash.ts";
+import { sha256Hex } from "../../common/hex.ts";
+import { candidateHash, canonicalJson } from "../../verification/hash.ts";
 
 describe("canonicalJson", () => {
   it("sorts keys, at every depth, and writes no whitespace", () => {

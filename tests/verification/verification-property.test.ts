@@ -20,12 +20,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineGuardian, defineTool, terminate, VerificationRejected } from "../mod.ts";
-import type { AnyAgent, Gatehouse, Message, ModelResponse } from "../mod.ts";
-import { agentToolSpecs } from "../actors/steps/tool-specs.ts";
-import type { AgentContext } from "../machines/types.ts";
-import { recordingModel } from "./helpers/host.ts";
-import { manualClock, type ManualClock, seqIds } from "./fixtures/gate-kit.ts";
+import { createGatehouse, defineAgent, defineGuardian, defineTool, terminate, VerificationRejected } from "../../mod.ts";
+import type { AnyAgent, Gatehouse, Message, ModelResponse } from "../../mod.ts";
+import { agentToolSpecs } from "../../actors/steps/tool-specs.ts";
+import type { AgentContext } from "../../machines/types.ts";
+import { recordingModel } from "../helpers/host.ts";
+import { manualClock, type ManualClock, seqIds } from "../fixtures/gate-kit.ts";
 
 const Amount = z.object({ amount: z.number().int().max(100) });
 

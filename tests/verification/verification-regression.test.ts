@@ -3,14 +3,14 @@
  * before (no gate events, no verdicts), and tool calls, external results
  * delivered over HTTP and watchdog timeouts behave the same for gated
  * agents. (A terminating tool result of a gated agent goes through the gate:
- * tests/verification-bypass.test.ts.)
+ * tests/verification/verification-bypass.test.ts.)
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../mod.ts";
-import type { AnyTool, Gatehouse, Message, ModelResponse } from "../mod.ts";
-import { allEvents, contextOf, enqueue, get, manualClock, seqIds } from "./fixtures/gate-kit.ts";
-import { memoryStateReader } from "./helpers/store-state.ts";
+import { createGatehouse, defineAgent, defineTool, scriptedModel, VerificationRejected } from "../../mod.ts";
+import type { AnyTool, Gatehouse, Message, ModelResponse } from "../../mod.ts";
+import { allEvents, contextOf, enqueue, get, manualClock, seqIds } from "../fixtures/gate-kit.ts";
+import { memoryStateReader } from "../helpers/store-state.ts";
 
 const Summary = z.object({ summary: z.string(), profile: z.string().default("fast") });
 const gateEvents = async (gh: Gatehouse) =>

@@ -12,9 +12,9 @@ import {
   DefinitionError,
   scriptedModel,
   VerificationRejected,
-} from "../mod.ts";
-import { DEFAULT_VERIFY_ATTEMPTS, resolveVerifyAttempts } from "../agents/define.ts";
-import { contextOf, enqueue, seqIds } from "./fixtures/gate-kit.ts";
+} from "../../mod.ts";
+import { DEFAULT_VERIFY_ATTEMPTS, resolveVerifyAttempts } from "../../agents/define.ts";
+import { contextOf, enqueue, seqIds } from "../fixtures/gate-kit.ts";
 
 const model = scriptedModel([{ text: "unused" }]);
 const schema = z.object({ summary: z.string() });

@@ -3,7 +3,7 @@
  * bundled the way wrangler bundles it (tests/workerd/bundle.ts), without the
  * `nodejs_compat` flag, so a Node built-in anywhere in it fails the start.
  * Outbound fetch from workerd to 127.0.0.1 is allowed, so the Worker reaches
- * the Upstash bridge (tests/upstash-bridge.ts) in front of a real Redis.
+ * the Upstash bridge (tests/helpers/upstash-bridge.ts) in front of a real Redis.
  */
 import { Miniflare } from "miniflare";
 import { bundleForWorkerd } from "./bundle.ts";

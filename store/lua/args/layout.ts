@@ -6,7 +6,7 @@
  * (`KEYS[1] head: ...`, `ARGV[3] worker_json: ...`) and are the Lua locals
  * it decodes them into at its top. The encoder takes the values by those
  * names and puts each at its position, so a caller never counts positions.
- * tests/store-lua-args.test.ts checks every script's header and decoding
+ * tests/store/store-lua-args.test.ts checks every script's header and decoding
  * against its layout (names, order, count).
  *
  * A layout is part of its script's descriptor (store/script/operation.ts),
