@@ -19,19 +19,13 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import type { ChatChunk } from "../../routes/chat/ui-stream.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 // The chunks gatehouse writes are chunks of the AI SDK's protocol (checked by tsc).
 type Assert<T extends true> = T;
 export type ChunksFit = Assert<ChatChunk extends UIMessageChunk ? true : false>;
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 const TOKEN = "chat-admin-token-0123456789";
 const SCOPED = "chat-tenant-a-token-0123456";

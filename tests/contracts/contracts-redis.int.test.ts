@@ -11,18 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type ModelRequest, type Store, upstashStore } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let bridge: UpstashBridge;
 beforeAll(async () => {
-  server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
 });
 afterAll(async () => {
   await bridge?.close();
-  await server?.stop();
 });
 
 let n = 0;

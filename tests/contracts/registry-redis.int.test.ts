@@ -13,15 +13,9 @@ import { countingStore } from "../../bench/counting-store.ts";
 import { buildGatehouse } from "../../gatehouse.ts";
 import { defineAgent, defineTool } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 const TURNS = 4;
 /** Model steps per turn that call the tool (then one step submits). */

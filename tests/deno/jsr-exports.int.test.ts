@@ -13,17 +13,11 @@ import process from "node:process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 describe("JSR exports under Deno", () => {
   it("@gatehouse/gatehouse/redis is the TCP adapter of @gatehouse-runtime/core/redis, and it writes to Redis", () => {

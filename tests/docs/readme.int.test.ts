@@ -9,7 +9,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { freePort } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { expectSessionOutput, runBash, sessionParts as parts } from "../helpers/readme-session.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -60,15 +61,13 @@ for (const rt of RUNTIMES) describe(`README curl session under ${rt.runtime}`, (
   });
 
   describe("with GATEHOUSE_REDIS_URL, Redis restarted mid-session", () => {
-    let redis: RedisServer;
+    const redis = useRedisServer({ appendonly: true, appendfsync: "always" }, 30_000);
     let server: { port: number; child: ChildProcess; log: () => string };
     beforeAll(async () => {
-      redis = await startRedisServer({ appendonly: true, appendfsync: "always" });
       server = await startServer(rt, { GATEHOUSE_REDIS_URL: redis.url });
     }, 30_000);
     afterAll(async () => {
       server?.child.kill("SIGTERM");
-      await redis?.stop();
     });
 
     it("serves the same session, and a Redis crash + restart between the steps loses nothing", async () => {

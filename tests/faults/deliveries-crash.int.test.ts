@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import { redisStore } from "../../redis.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { sleep, spawnScript, waitFor, type WorkerHandle } from "../helpers/processes.ts";
 import type { DeliveryServerConfig } from "../helpers/delivery-server.ts";
 
@@ -25,14 +25,10 @@ const SECRET = "whsec_" + btoa("crash-test-secret-0123456789abcd");
 const HELD = 40;
 const TOTAL = 400;
 
-let redis: RedisServer;
+const redis = useRedisServer({}, 60_000);
 const children: WorkerHandle[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer();
-}, 60_000);
 afterAll(async () => {
   for (const c of children) await c.stop();
-  await redis?.stop();
 });
 
 interface Delivery {

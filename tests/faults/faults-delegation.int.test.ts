@@ -24,19 +24,15 @@ import type { Store } from "../../store/port.ts";
 import { childAgentId, childOutcome, childTurnIdOf, deliverChildResult } from "../../actors/delegation/delegation.ts";
 import type { TeamRecord, TeamTaskInput } from "../helpers/delegation-team.ts";
 import { sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const LEASE_MS = 500;
 const POLL_MS = 300;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 const workers: WorkerHandle[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await redis?.stop();
 });
 
 let runs = 0;

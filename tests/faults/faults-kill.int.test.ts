@@ -23,21 +23,17 @@ import type { Store } from "../../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "../helpers/fault-agent.ts";
 import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn } from "../helpers/fault-checks.ts";
 import { seeded, sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const SEEDS = 50;
 const SLOTS = 3;
 const AGENTS = 8;
 const LEASE_MS = 500;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 const workers: WorkerHandle[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await redis?.stop();
 });
 
 describe("faults: SIGKILL of worker processes", () => {

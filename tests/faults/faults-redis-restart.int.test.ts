@@ -20,19 +20,15 @@ import type { Store } from "../../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "../helpers/fault-agent.ts";
 import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "../helpers/fault-checks.ts";
 import { sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const LEASE_MS = 1_000;
 const AGENTS = 6;
 
-let redis: RedisServer;
+const redis = useRedisServer({ appendonly: true, appendfsync: "always" });
 const workers: WorkerHandle[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer({ appendonly: true, appendfsync: "always" });
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await redis?.stop();
 });
 
 describe("faults: Redis restarted mid-run (AOF, appendfsync always)", () => {

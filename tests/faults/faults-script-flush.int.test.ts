@@ -16,16 +16,15 @@ import type { Store } from "../../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "../helpers/fault-agent.ts";
 import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn } from "../helpers/fault-checks.ts";
 import { sleep, waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let bridge: UpstashBridge;
 let admin: Redis;
 const open: Gatehouse[] = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
   admin = new Redis(redis.url);
 });
@@ -33,7 +32,6 @@ afterAll(async () => {
   for (const gh of open) await gh.close();
   admin?.disconnect();
   await bridge?.close();
-  await redis?.stop();
 });
 
 async function evalCalls(): Promise<number> {

@@ -29,20 +29,16 @@ import type { Store } from "../../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, type FaultTaskInput } from "../helpers/fault-agent.ts";
 import { redisStateReader } from "../helpers/store-state.ts";
 import { sleep, spawnWorker, waitFor, type WorkerHandle } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const LEASE_MS = 600;
 const TOOL_MS = 2_000;
 const TAKER_LEASE_MS = 10_000;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 const workers: WorkerHandle[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await redis?.stop();
 });
 
 describe("faults: a stale worker (SIGSTOP past its lease, then SIGCONT)", () => {

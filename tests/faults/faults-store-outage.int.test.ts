@@ -16,17 +16,14 @@ import { redisStore } from "../../store/redis.ts";
 import { keySpace } from "../../store/keys.ts";
 import { scriptStore } from "../../store/lua-store.ts";
 import { EvictionPolicyError } from "../../store/script-runner.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const TIMEOUT_MS = 400;
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer({ appendonly: true, appendfsync: "always" });
-});
+const redis = useRedisServer({ appendonly: true, appendfsync: "always" });
 afterAll(async () => {
   redis?.resume();
-  await redis?.stop();
 });
 
 function app(prefix: string) {

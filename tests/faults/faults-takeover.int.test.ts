@@ -6,16 +6,10 @@
  * waited after the dead lease ran out. Real processes (SIGKILL), real Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { measureTakeover } from "../helpers/takeover.ts";
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 const LEASE_MS = 1_500;
 const POLL_MS = 100;

@@ -28,19 +28,18 @@ import type { Store } from "../../store/port.ts";
 import { FAULT_AGENT, type DispatchRecord, faultAgent, type FaultTaskInput } from "../helpers/fault-agent.ts";
 import { type AcceptedResult, answerExternalCalls, checkRun, type EnqueuedTurn, readAllEvents } from "../helpers/fault-checks.ts";
 import { sleep, waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 const LEASE_MS = 500;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let bridge: UpstashBridge;
 let admin: Redis;
 const shas = new Map<string, ScriptName>();
 const open: Gatehouse[] = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
   admin = new Redis(redis.url);
   // Load every script first, so a dropped EVALSHA is one that ran (not a NOSCRIPT answer).
@@ -54,7 +53,6 @@ afterAll(async () => {
   for (const gh of open) await gh.close();
   admin?.disconnect();
   await bridge?.close();
-  await redis?.stop();
 });
 
 /** Matches a bridge request that runs the named script by EVALSHA. */

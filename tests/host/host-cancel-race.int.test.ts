@@ -21,7 +21,7 @@ import { redisStore } from "../../redis.ts";
 import type { Gatehouse, Store } from "../../mod.ts";
 import type { ModelResponse } from "../../models/types.ts";
 import { deferred } from "../helpers/host.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const RUNS = 40;
 
@@ -147,12 +147,6 @@ function suite(name: string, makeStore: () => Store) {
 
 suite("memory", () => memoryStore());
 
-let server: RedisServer | undefined;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 suite("redis", () => redisStore({ url: server!.url, prefix: `race${++n}_${Math.random().toString(36).slice(2, 8)}` }));

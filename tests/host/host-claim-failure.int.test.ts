@@ -12,7 +12,7 @@ import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } 
 import { redisStore } from "../../redis.ts";
 import type { Gatehouse, Store } from "../../mod.ts";
 import { manualClock } from "../helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const ask = defineTool({ name: "ask_human", description: "Ask a human", parameters: z.object({ q: z.string() }) });
 
@@ -65,14 +65,8 @@ interface Env {
   store(): Promise<Store>;
 }
 
-let server: RedisServer | undefined;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 const ENVS: Env[] = [
   { name: "memory", store: async () => memoryStore() },

@@ -21,7 +21,7 @@ import { deepFreeze } from "../../common/freeze.ts";
 import { jsonCopy, JsonValueError } from "../../common/json.ts";
 import { canonicalJson } from "../../verification/hash.ts";
 import { outcomeText } from "../../actors/conversation/transcript.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 /** A value nested `depth` arrays deep, built without recursion. */
 function deep(depth: number): unknown {
@@ -94,14 +94,8 @@ const deepTool = defineTool({
   execute: async () => deep(5_000),
 });
 
-let server: RedisServer | undefined;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 const ENVS: Array<{ name: string; store(): Store }> = [
   { name: "memory", store: () => memoryStore() },

@@ -8,20 +8,18 @@ import { memoryStore } from "../../store/memory.ts";
 import { redisStore } from "../../store/redis.ts";
 import { upstashStore } from "../../store/upstash.ts";
 import { delegationSuite } from "../helpers/delegation-suite.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let bridge: UpstashBridge;
 let n = 0;
 const prefix = () => `d${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
-  server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
 });
 afterAll(async () => {
   await bridge?.close();
-  await server?.stop();
 });
 
 delegationSuite("memory", async () => ({ store: memoryStore() }));

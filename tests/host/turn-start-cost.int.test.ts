@@ -29,15 +29,9 @@ import { defineTool } from "../../tools/define.ts";
 import { callCounting } from "../helpers/call-counting.ts";
 import { manualClock } from "../helpers/clock.ts";
 import { enqueue, hostDeps, recordingModel } from "../helpers/host.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer({}, 60_000);
 
 /** Commits of a turn that has no step but its last (measured: 1 before the start commit). */
 const PER_TURN = 2;

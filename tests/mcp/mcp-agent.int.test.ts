@@ -14,15 +14,9 @@ import type { Store } from "../../store/port.ts";
 import { memoryStore } from "../../store/memory.ts";
 import { redisStore } from "../../store/redis.ts";
 import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-}, 30_000);
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer({}, 30_000);
 
 const stores: Array<[string, () => { store: Store; cleanup: () => void }]> = [
   ["memory", () => ({ store: memoryStore(), cleanup: () => {} })],

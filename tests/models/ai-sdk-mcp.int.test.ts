@@ -16,16 +16,16 @@ import type { Store } from "../../store/port.ts";
 import { redisStore } from "../../store/redis.ts";
 import { messageStream, startFakeAnthropic, type FakeAnthropic } from "../helpers/fake-anthropic.ts";
 import { startMcpServer, type TestMcpServer } from "../helpers/mcp-server.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let redis: RedisServer;
+const redis = useRedisServer({}, 60_000);
 let mcp: TestMcpServer;
 let fake: FakeAnthropic;
 beforeAll(async () => {
-  [redis, mcp, fake] = await Promise.all([startRedisServer(), startMcpServer(), startFakeAnthropic()]);
+  [mcp, fake] = await Promise.all([startMcpServer(), startFakeAnthropic()]);
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([redis?.stop(), mcp?.stop(), fake?.close()]);
+  await Promise.all([mcp?.stop(), fake?.close()]);
 });
 
 let n = 0;

@@ -18,7 +18,7 @@ import { createGatehouse, defineAgent, defineTool, type Model, type Store } from
 import { redisStore } from "@gatehouse-runtime/core/redis";
 import { anthropicError, messageStream } from "../helpers/fake-anthropic.ts";
 import { apiError, chunk, type FakeOpenAI, type FakeReply, startFakeOpenAI, usageChunk } from "../helpers/fake-openai.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T = 60_000;
 
@@ -90,13 +90,7 @@ const PROVIDERS: Record<string, Provider> = {
   },
 };
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-}, T);
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer({}, T);
 
 let n = 0;
 const STORES: Record<string, (() => Store) | undefined> = {

@@ -11,15 +11,9 @@ import { prepareFromEnv } from "../../entry/startup.ts";
 import { defineAgent, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 const agent = defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "ok" }]) });
 

@@ -7,15 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore } from "../../redis.ts";
 import { waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 describe("redisStore reconnect log lines", () => {
   it("logs store_reconnecting while Redis is down and store_ready once it is back", async () => {

@@ -13,15 +13,9 @@ import { redisStore } from "../../redis.ts";
 import { describeStoreError } from "../../actors/pool/store-error.ts";
 import { StoreUnavailableError } from "../../store/outage.ts";
 import { waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 const agent = defineAgent({ name: "a", instructions: "x", model: scriptedModel([{ text: "ok" }]) });
 

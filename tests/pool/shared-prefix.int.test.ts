@@ -10,16 +10,10 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, type Gatehouse, type Logger, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../store/redis.ts";
-import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: Awaited<ReturnType<typeof startRedisServer>>;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 
 type Line = { level: string; msg: string; fields?: Record<string, unknown> };
 function recordingLogger(): Logger & { lines: Line[] } {

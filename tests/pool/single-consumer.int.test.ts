@@ -16,19 +16,13 @@ import { createGatehouse, createWorkersHandler, defineAgent, memoryStore, script
 import type { Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { manualClock } from "../helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const TARGET = "svc1_billing_test_01";
 const LEASE = 1_000;
 
-let server: RedisServer;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 function twoProcesses(makeStore: () => Store) {
   const clock = manualClock();

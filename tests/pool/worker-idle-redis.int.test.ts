@@ -13,7 +13,7 @@ import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
 import type { Gatehouse, GatehouseOptions, Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { commandStats, diffStats } from "../../bench/redis-info.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { callCounting } from "../helpers/call-counting.ts";
 
 const quick = defineAgent({
@@ -21,7 +21,6 @@ const quick = defineAgent({
   instructions: "answer at once",
   model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] })),
 });
-
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const post = (path: string, body: unknown) =>
@@ -40,19 +39,17 @@ async function until(g: Gatehouse, id: string, state: string, limitMs: number): 
   throw new Error(`Cannot see agent "${id}" ${state}: not within ${limitMs} ms`);
 }
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let admin: Redis;
 let n = 0;
 const open: Array<{ g: Gatehouse; store: Store }> = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   admin = new Redis(redis.url, { lazyConnect: false });
   admin.on("error", () => {});
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
 });
 afterEach(async () => {
   for (const { g, store } of open.splice(0)) {

@@ -12,7 +12,7 @@ import type { GatehouseOptions, Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { authFromEnv } from "../../mod.ts";
 import { DELIVERY_DEDUP_MS, DELIVERY_HOLD_MS, tokenBucketKey } from "../../routes/auth.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = 1_700_000_000_000;
 const SECRET = "whsec_" + btoa("0123456789abcdef0123456789abcdef");
@@ -49,14 +49,8 @@ async function qstashJwt(key: string, body: string, nowSec: number, over: Record
   return `${header}.${payload}.${b64url(sig)}`;
 }
 
-let server: RedisServer;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 const stores: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],

@@ -14,7 +14,7 @@ import type { Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import type { Message } from "../../common/message.ts";
 import type { StoredEvent } from "../../common/events.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 function setup(store: Store, needsApproval: boolean) {
   const runs: Array<{ agentId: string; toolCallId: string }> = [];
@@ -143,12 +143,6 @@ function suite(name: string, makeStore: () => Store) {
 
 suite("memory", () => memoryStore());
 
-let server: RedisServer | undefined;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 suite("redis", () => redisStore({ url: server!.url, prefix: `forkcp${++n}_${Math.random().toString(36).slice(2, 8)}` }));

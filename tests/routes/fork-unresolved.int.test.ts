@@ -12,7 +12,7 @@ import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } 
 import type { Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import type { Message } from "../../common/message.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 function setup(store: Store) {
   const runs: Record<string, string[]> = { charge: [], peek: [] };
@@ -124,12 +124,6 @@ function suite(name: string, makeStore: () => Store) {
 
 suite("memory", () => memoryStore());
 
-let server: RedisServer | undefined;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 suite("redis", () => redisStore({ url: server!.url, prefix: `forku${++n}_${Math.random().toString(36).slice(2, 8)}` }));

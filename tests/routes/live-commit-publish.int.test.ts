@@ -13,18 +13,16 @@ import { upstashStore } from "../../store/upstash.ts";
 import { keySpace } from "../../store/keys.ts";
 import { liveChannelName } from "../../store/live.ts";
 import type { Store } from "../../store/port.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let redis: RedisServer;
+const redis = useRedisServer({}, 60_000);
 let bridge: UpstashBridge;
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
 }, 60_000);
 afterAll(async () => {
   await bridge?.close();
-  await redis?.stop();
 });
 
 const agent = defineAgent({

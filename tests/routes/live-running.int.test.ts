@@ -27,15 +27,9 @@ import { createGatehouse, defineAgent, defineTool, type Gatehouse, type ModelReq
 import { redisStore } from "../../redis.ts";
 import { memoryStore } from "../../store/memory.ts";
 import { deferred } from "../helpers/host.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer({}, 60_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -16,7 +16,7 @@ import { memoryStore } from "../../store/memory.ts";
 import { configFromEnv } from "../../entry/config.ts";
 import { DefinitionError } from "../../errors/errors.ts";
 import { DELTA_BATCH_MS, DeltaBatcher, decodeLive, type LiveMessage, processLive } from "../../store/live.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 const PIECES = 10;
@@ -139,15 +139,13 @@ async function deltasBeforeReturn(worker: (model: Model) => Gatehouse, reader: (
 const agent = (model: Model) => defineAgent({ name: "slow", instructions: "think aloud", model });
 
 describe("live deltas", () => {
-  let redis: RedisServer;
+  const redis = useRedisServer({}, 60_000);
   let bridge: UpstashBridge;
   beforeAll(async () => {
-    redis = await startRedisServer();
     bridge = await startUpstashBridge({ redisUrl: redis.url });
   }, 60_000);
   afterAll(async () => {
     await bridge?.close();
-    await redis?.stop();
   });
 
   it("memory: an SSE reader sees >= 5 delta frames before the model call returns", async () => {
@@ -274,7 +272,6 @@ describe("Prefer: wait", () => {
     }
   }, 60_000);
 });
-
 
 describe("store/live.ts", () => {
   it("the first delta of a call goes out at once, later ones joined per batch, in order, nothing lost", async () => {

@@ -17,7 +17,7 @@ import { memoryStateReader, redisStateReader, type StateReader, statesOf } from 
 import { ConfigError, configFromEnv } from "../../entry/config.ts";
 import { DEFAULT_RATE_LIMITS } from "../../routes/rate-limit.ts";
 import { manualClock } from "../helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const ADMIN = "admin-token-0123456789abcdef";
 const ACME = "acme-token-0123456789abcdef";
@@ -30,14 +30,8 @@ const auth = {
   webhookSecrets: [SECRET],
 };
 
-let server: RedisServer;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 function world(store: Store, over: Partial<GatehouseOptions> = {}) {
   const clock = manualClock();

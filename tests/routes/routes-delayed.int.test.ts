@@ -20,20 +20,14 @@ import type { WorkersExecutionContext } from "../../mod.ts";
 import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 import { redisStore } from "../../store/redis.ts";
-import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { configFromEnv } from "../../entry/config.ts";
 import { AgentView, EventsPage, MAX_TASK_DELAY_MS, TaskAccepted, TurnView } from "../../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
 const iso = (ms: number) => new Date(ms).toISOString();
-let server: Awaited<ReturnType<typeof startRedisServer>>;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 /** Each entry opens clients on one key space per `space` (two calls with the same space share data). */
 const memories = new Map<string, Store>();

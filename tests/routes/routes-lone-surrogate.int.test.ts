@@ -18,16 +18,10 @@ import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../m
 import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 import { redisStore } from "../../store/redis.ts";
-import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: Awaited<ReturnType<typeof startRedisServer>>;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 const stores: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],

@@ -11,15 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 let n = 0;
 const adapters: Array<[string, () => Store]> = [

@@ -11,19 +11,13 @@ import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } fr
 import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 import { redisStore } from "../../store/redis.ts";
-import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { HistoryView } from "../../routes/debug-schemas.ts";
 import { EventsPage } from "../../routes/schemas.ts";
 
 const T0 = 1_700_000_000_000;
-let server: Awaited<ReturnType<typeof startRedisServer>>;
+const server = useRedisServer();
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 const ADMIN = "admin-token-0123456789";
 const READER = "reader-token-0123456789";

@@ -13,7 +13,7 @@ import type { AgentSpendLimit, Gatehouse, Store } from "../../mod.ts";
 import { resolveSpendLimit } from "../../common/spend-limit.ts";
 import { DefinitionError } from "../../errors/errors.ts";
 import { redisStore } from "../../redis.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = 1_700_000_000_000;
 const OPS = "ops-token-0123456789abcdef";
@@ -35,14 +35,8 @@ const spender = (budget: AgentSpendLimit) =>
     ),
   });
 
-let server: RedisServer;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 
 const stores: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { authFromEnv, createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../../mod.ts";
 import type { GatehouseOptions, Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = 1_700_000_000_000;
 const OPS = "ops-token-0123456789abcdef";
@@ -20,14 +20,8 @@ const REPLAYER = "replayer-token-0123456789";
 /** Candidates the agent records: the verifier takes only the last one. */
 const N = 25;
 
-let server: RedisServer;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 
 const idle = () => defineAgent({ name: "idle", instructions: "-", model: scriptedModel([{ text: "-" }]) });
 

@@ -11,7 +11,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { freePort } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { expectSessionOutput, runBashAsync, sessionParts } from "../helpers/readme-session.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -37,13 +38,9 @@ async function until(what: () => boolean, label: string, log: () => string) {
   expect(what(), `${label}:\n${log()}`).toBe(true);
 }
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-}, 30_000);
+const redis = useRedisServer({}, 30_000);
 afterAll(async () => {
   for (const c of children) c.kill("SIGKILL");
-  await redis?.stop();
 });
 
 describe("gatehouse dev-redis-http", () => {

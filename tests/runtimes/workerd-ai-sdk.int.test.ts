@@ -13,19 +13,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleForWorkerd } from "../workerd/bundle.ts";
 import { anthropicError, type FakeAnthropic, messageStream, startFakeAnthropic } from "../helpers/fake-anthropic.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
 const fixture = new URL("../workerd/fixtures/ai-sdk.ts", import.meta.url).pathname;
 const T = 90_000;
 
-let redis: RedisServer;
+const redis = useRedisServer({}, T);
 let bridge: UpstashBridge;
 let fake: FakeAnthropic;
 let w: RunningWorker;
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
   fake = await startFakeAnthropic();
   w = await startWorker(fixture, {
@@ -37,7 +36,6 @@ afterAll(async () => {
   await w?.dispose();
   await fake?.close();
   await bridge?.close();
-  await redis?.stop();
 });
 
 describe("workerd: aiSdkModel over @ai-sdk/anthropic", () => {

@@ -13,7 +13,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { freePort } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { expectSessionOutput, runBashAsync, sessionParts } from "../helpers/readme-session.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 import { startWorker } from "../workerd/harness.ts";
@@ -21,7 +22,7 @@ import { startWorker } from "../workerd/harness.ts";
 const root = new URL("../..", import.meta.url).pathname;
 const T = 90_000;
 
-let redis: RedisServer;
+const redis = useRedisServer({}, T);
 let bridge: UpstashBridge;
 let script: string;
 let out: string;
@@ -36,12 +37,10 @@ beforeAll(async () => {
   if (r.status !== 0) throw new Error(`wrangler deploy --dry-run failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
   console.log(r.stdout.split("\n").filter((l) => /Total Upload/.test(l)).join("\n"));
   script = readFileSync(join(out, "worker.js"), "utf8");
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
 }, T);
 afterAll(async () => {
   await bridge?.close();
-  await redis?.stop();
   if (out) rmSync(out, { recursive: true, force: true });
 });
 

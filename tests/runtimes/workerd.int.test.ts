@@ -12,22 +12,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { upstashStore } from "../../mod.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
 const fixture = (name: string) => new URL(`../workerd/fixtures/${name}`, import.meta.url).pathname;
 const T = 60_000;
 
-let redis: RedisServer;
+const redis = useRedisServer({}, T);
 let bridge: UpstashBridge;
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
 }, T);
 afterAll(async () => {
   await bridge?.close();
-  await redis?.stop();
 });
 
 const bindings = (prefix: string, extra: Record<string, string> = {}) => ({

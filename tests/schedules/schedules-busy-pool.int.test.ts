@@ -29,21 +29,19 @@ import { keySpace } from "../../store/keys.ts";
 import { scheduleKey } from "../../common/schedule.ts";
 import { manualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 const EVERY = 1_000;
 const WAIT_MS = 20_000;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let raw: Redis;
 beforeAll(async () => {
-  redis = await startRedisServer();
   raw = new Redis(redis.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await redis?.stop();
 });
 
 /** A model whose every call waits until the test opens the gate. */

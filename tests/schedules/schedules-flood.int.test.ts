@@ -16,7 +16,7 @@ import type { Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { DEFAULTS } from "../../common/defaults.ts";
 import { manualClock } from "../helpers/clock.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 const LIMIT = DEFAULTS.maxSchedulesPerAgent;
@@ -120,12 +120,6 @@ function floodSuite(name: string, open: () => Store) {
 
 floodSuite("memory", () => memoryStore());
 
-let redis: RedisServer;
+const redis = useRedisServer({}, 30_000);
 let n = 0;
-beforeAll(async () => {
-  redis = await startRedisServer();
-}, 30_000);
-afterAll(async () => {
-  await redis?.stop();
-});
 floodSuite("redis", () => redisStore({ url: redis.url, prefix: `flood${++n}` }));

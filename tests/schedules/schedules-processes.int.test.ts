@@ -22,23 +22,21 @@ import { keySpace } from "../../store/keys.ts";
 import type { Store } from "../../store/port.ts";
 import { nextTickAfter, type ScheduleSpec, scheduleKey } from "../../common/schedule.ts";
 import { sleep, spawnScript, waitFor, type WorkerHandle } from "../helpers/processes.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import type { ScheduleWorkerConfig } from "../helpers/schedule-worker.ts";
 
 const SCRIPT = fileURLToPath(new URL("../helpers/schedule-worker.ts", import.meta.url));
 const EVERY = 1_000;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let raw: Redis;
 const workers: WorkerHandle[] = [];
 beforeAll(async () => {
-  redis = await startRedisServer();
   raw = new Redis(redis.url);
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
   raw?.disconnect();
-  await redis?.stop();
 });
 
 async function worker(name: string, prefix: string, extra: Partial<ScheduleWorkerConfig> = {}): Promise<WorkerHandle> {

@@ -7,16 +7,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstashStore } from "../../mod.ts";
 import { scheduleKey } from "../../common/schedule.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 import { eventually, type RunningWorker, startWorker } from "../workerd/harness.ts";
 
 const T = 60_000;
-let redis: RedisServer;
+const redis = useRedisServer({}, T);
 let bridge: UpstashBridge;
 let w: RunningWorker;
 beforeAll(async () => {
-  redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: redis.url });
   w = await startWorker(new URL("../workerd/fixtures/worker.ts", import.meta.url).pathname, {
     bindings: { UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token, GATEHOUSE_REDIS_PREFIX: "wds" },
@@ -26,7 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.dispose();
   await bridge?.close();
-  await redis?.stop();
 });
 
 describe("workerd: schedules fired by the cron trigger", () => {

@@ -17,15 +17,9 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type GatehouseApp, memoryStore, type ModelRequest, scriptedModel, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { manualClock } from "../helpers/clock.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 let n = 0;
 const adapters: Array<[string, () => Store]> = [

@@ -30,15 +30,9 @@ import { ctxOf, enqueue, eventsOf, head, recordingModel, replayLog, transitionsO
 import { initialTransition, transition } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentEvent } from "../../machines/types.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 let n = 0;
 const adapters: Array<[string, () => Store]> = [

@@ -42,7 +42,7 @@ import {
   toolMessages,
   transitionsOf,
 } from "../helpers/host.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { type RedisCluster, startRedisCluster } from "../helpers/redis-cluster.ts";
 import { Cluster } from "ioredis";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
@@ -51,13 +51,12 @@ import { initialTransition, transition } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentEvent } from "../../machines/types.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let bridge: UpstashBridge;
 /** One cluster-mode node holding every slot: the sharded layout, with CROSSSLOT enforced as on three masters. */
 let cluster: RedisCluster;
 let clusterClient: Cluster;
 beforeAll(async () => {
-  server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
   cluster = await startRedisCluster({ masters: 1 });
   clusterClient = new Cluster(cluster.nodes, { enableAutoPipelining: false });
@@ -66,7 +65,6 @@ afterAll(async () => {
   clusterClient?.disconnect();
   await cluster?.stop();
   await bridge?.close();
-  await server?.stop();
 });
 
 let n = 0;

@@ -28,7 +28,7 @@ import { byIdIn, expandEvents, isCompact } from "../../common/event-form.ts";
 import { redisStore } from "../../redis.ts";
 import { memoryStoreState } from "../../store/memory.ts";
 import { AGENT_ID, fixtureGatehouse, RUN_END, readings as readNow, type Readings, runFixture } from "../helpers/event-log-run.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { RuntimeEvent } from "../../routes/schemas.ts";
 import { expandSnapshot } from "../../store/snapshot-form.ts";
 import { redisStateReader } from "../helpers/store-state.ts";
@@ -45,15 +45,13 @@ const bytes = (events: unknown[]) => events.reduce<number>((n, e) => n + new Tex
 /** Model steps of the run: one `step` started event each. */
 const stepsOf = (events: StoredEvent[]) => events.filter((e) => e.type === "step" && e.data.phase === "started").length;
 
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 /** `v` without the commit marks of its transitions (objects, and JSON texts such as SSE `data:` lines and stored list entries). */

@@ -11,17 +11,11 @@ import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";
 import { redisStore } from "../../store/redis.ts";
 import { layerRetention, resolveRetention } from "../../store/retention.ts";
-import { startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = 1_700_000_000_000;
-let server: Awaited<ReturnType<typeof startRedisServer>>;
+const server = useRedisServer({}, 60_000);
 let n = 0;
-beforeAll(async () => {
-  server = await startRedisServer();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 
 const stores: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],

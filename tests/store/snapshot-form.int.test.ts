@@ -23,7 +23,7 @@ import { generatePaths, walk } from "../helpers/machine-paths.ts";
 import { hostEventsFor } from "../helpers/host-paths.ts";
 import { redisStore } from "../../redis.ts";
 import { keySpace } from "../../store/keys.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const text = (v: unknown) => JSON.stringify(v);
 /** The stored text read back, as a store does it (JSON both ways). */
@@ -139,15 +139,13 @@ describe("snapshot form", () => {
 });
 
 describe("snapshot form on the Redis adapter", () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let raw: Redis;
   beforeAll(async () => {
-    server = await startRedisServer();
     raw = new Redis(server.url);
   });
   afterAll(async () => {
     raw?.disconnect();
-    await server?.stop();
   });
 
   it("stores the compact text and serves the whole snapshot to every reader", async () => {

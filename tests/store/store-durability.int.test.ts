@@ -11,7 +11,9 @@
  * for the suites that kill a redis-server and start it again: those that
  * check acknowledged work survived run it with `appendfsync always`.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../entry/config.ts";
@@ -22,6 +24,7 @@ import { redisStore } from "../../redis.ts";
 import { checkDurability, type Durability, DURABILITY_LINES, type Persistence } from "../../store/durability.ts";
 import { StoreInputError } from "../../store/keys.ts";
 import { startRedisCluster } from "../helpers/redis-cluster.ts";
+import { trackedFiles } from "../helpers/tracked-files.ts";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
 
 type Line = { level: string; msg: string; fields: Record<string, unknown> };
@@ -244,27 +247,30 @@ describe("the Redis adapter's persistence check (real redis-servers)", () => {
 describe("suites that kill and restart a redis-server", () => {
   /** Suites that restart Redis to watch log lines or reconnects only, with nothing acknowledged to keep. */
   const NOTHING_TO_KEEP = new Set([
-    "ops-store-outage-lines.test.ts",
-    "ops-store-reconnect.test.ts",
-    "ops-worker-warnings.test.ts",
-    "worker-idle-redis.test.ts",
+    "ops/ops-store-outage-lines.int.test.ts",
+    "ops/ops-store-reconnect.int.test.ts",
+    "ops/ops-worker-warnings.int.test.ts",
+    "pool/worker-idle-redis.int.test.ts",
   ]);
-  const dir = new URL(".", import.meta.url);
-  const restarting = readdirSync(dir)
+  /** Every suite under tests/, by its path from there; a suite starts Redis with the fixture (tests/helpers/redis.ts) or the helper. */
+  const TESTS = join(fileURLToPath(new URL("../..", import.meta.url)), "tests");
+  const START = /(?:useRedisServer|startRedisServer)\(([^)]*)\)/g;
+  const restarting = trackedFiles(TESTS)
+    .map((p) => relative(TESTS, p).split(sep).join("/"))
     .filter((f) => f.endsWith(".test.ts"))
     .filter((f) => {
-      const text = readFileSync(new URL(f, dir), "utf8");
-      return text.includes("startRedisServer(") && /\b(redis|server)\.(kill|restart)\(/.test(text);
+      const text = readFileSync(join(TESTS, f), "utf8");
+      return /(?:useRedisServer|startRedisServer)\(/.test(text) && /\b(redis|server)\.(kill|restart)\(/.test(text);
     });
 
   it("start it with appendonly yes and appendfsync always when they check that acknowledged work survives", () => {
     const survival = restarting.filter((f) => !NOTHING_TO_KEEP.has(f));
-    expect(survival).toEqual(expect.arrayContaining(["faults-redis-restart.test.ts", "faults-store-outage.test.ts", "readme.test.ts"]));
+    expect(survival).toEqual(expect.arrayContaining(["faults/faults-redis-restart.int.test.ts", "faults/faults-store-outage.int.test.ts", "docs/readme.int.test.ts"]));
     for (const f of survival) {
-      const text = readFileSync(new URL(f, dir), "utf8");
-      const starts = [...text.matchAll(/startRedisServer\(([^)]*)\)/g)].map((m) => m[1]);
+      const text = readFileSync(join(TESTS, f), "utf8");
+      const starts = [...text.matchAll(START)].map((m) => m[1]);
       expect(starts.length, f).toBeGreaterThan(0);
-      for (const args of starts) expect(args, `${f}: startRedisServer(${args})`).toMatch(/appendonly: true, appendfsync: "always"/);
+      for (const args of starts) expect(args, `${f}: useRedisServer(${args})`).toMatch(/appendonly: true, appendfsync: "always"/);
     }
   });
 });

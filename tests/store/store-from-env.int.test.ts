@@ -4,18 +4,16 @@ import { storeFromEnv } from "../../entry/store-from-env.ts";
 import { redisStore } from "../../redis.ts";
 import { StoreInputError } from "../../store/keys.ts";
 import { EvictionPolicyError } from "../../store/script-runner.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let bridge: UpstashBridge;
 beforeAll(async () => {
-  server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
 });
 afterAll(async () => {
   await bridge?.close();
-  await server?.stop();
 });
 
 describe("storeFromEnv", () => {

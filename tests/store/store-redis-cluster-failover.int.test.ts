@@ -34,7 +34,7 @@ import { redisStore } from "../../redis.ts";
 import { keySlot } from "../../store/key-slot.ts";
 import { keySpace } from "../../store/keys.ts";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.ts";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const AGENTS = 24;
 const TOOL_MS = 250;
@@ -44,16 +44,14 @@ const TOOL_MS = 250;
  */
 const ALL_DONE = Array.from({ length: AGENTS }, () => "done");
 
-let counterServer: RedisServer;
+const counterServer = useRedisServer({}, 30_000);
 let counter: Redis;
 
 beforeAll(async () => {
-  counterServer = await startRedisServer();
   counter = new Redis(counterServer.url);
 }, 30_000);
 afterAll(async () => {
   counter?.disconnect();
-  await counterServer?.stop();
 }, 30_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

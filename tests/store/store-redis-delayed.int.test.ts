@@ -17,19 +17,17 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore } from "../../redis.ts";
 import type { ClaimResult, EnqueueTaskRequest, Store } from "../../store/port.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import fixture from "../fixtures/delayed-tasks-v1/redis.json" with { type: "json" };
 
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 let n = 0;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 const T0 = 1_700_000_000_000;

@@ -23,20 +23,18 @@ import { scriptStore } from "../../store/lua-store.ts";
 import { expandSnapshot } from "../../store/snapshot-form.ts";
 import type { CommitRequest } from "../../store/port.ts";
 import { benchAgent } from "../../bench/agent.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { redisStateReader } from "../helpers/store-state.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 let n = 0;
 const freshPrefix = () => `hl${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 const T0 = 1_700_000_000_000;

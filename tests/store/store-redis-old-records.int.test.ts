@@ -18,18 +18,16 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../store/redis.ts";
 import type { TurnEnd } from "../../store/port.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 let n = 0;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 const MARK = "MARK";

@@ -7,23 +7,21 @@ import { redisStore } from "../../redis.ts";
 import { watchdogTick } from "../../actors/pool/watchdog.ts";
 import { sha1Hex } from "../../common/hex.ts";
 import { EvictionPolicyError } from "../../store/script-runner.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
 import { redisStateReader } from "../helpers/store-state.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 let n = 0;
 const rawCommand = (c: string[]) => raw.call(c[0], ...c.slice(1));
 const freshPrefix = () => `t${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 storeConformance("redis", async () => {

@@ -15,19 +15,17 @@ import { redisStore } from "../../redis.ts";
 import { keySpace } from "../../store/keys.ts";
 import { memoryStore, memoryStoreInternals } from "../../store/memory.ts";
 import type { ClaimResult, Store } from "../../store/port.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const T0 = 1_700_000_000_000;
-let server: RedisServer;
+const server = useRedisServer();
 let raw: Redis;
 let n = 0;
 beforeAll(async () => {
-  server = await startRedisServer();
   raw = new Redis(server.url);
 });
 afterAll(async () => {
   raw?.disconnect();
-  await server?.stop();
 });
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;

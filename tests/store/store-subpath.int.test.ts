@@ -8,15 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as gatehouse from "@gatehouse-runtime/core";
 import { redisStore } from "@gatehouse-runtime/core/redis";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 describe("package subpaths", () => {
   it("gatehouse exports the Web-only stores and not redisStore", () => {

@@ -6,27 +6,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CommitRequest } from "../../store/port.ts";
 import { upstashStore } from "../../store/upstash.ts";
 import { keySpace } from "../../store/keys.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 import { storeConformance } from "./store-conformance.ts";
 import { admissionConformance } from "./store-admission-conformance.ts";
 import { redisStateReader } from "../helpers/store-state.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
-let server: RedisServer;
+const server = useRedisServer();
 let bridge: UpstashBridge;
 /** A TCP client on the server behind the bridge: the state reader sees the keys as stored. */
 let tcp: TcpRedis;
 let n = 0;
 const freshPrefix = () => `u${++n}_${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
-  server = await startRedisServer();
   bridge = await startUpstashBridge({ redisUrl: server.url });
   tcp = new TcpRedis(server.url);
 });
 afterAll(async () => {
   tcp?.disconnect();
   await bridge?.close();
-  await server?.stop();
 });
 
 storeConformance("upstash", async () => {

@@ -14,7 +14,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
 import { FRAGMENTS, unwire, wireEvent, wireMessage, wireRecord, wireResolution } from "../../store/script/wire.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { useRedisServer } from "../helpers/redis.ts";
 
 const LUA = readFileSync(new URL("../../store/lua/includes/wire.lua", import.meta.url), "utf8");
 const luaFragments = () => [...LUA.matchAll(/^ {2}\[=\[(.*)\]=\],$/gm)].map((m) => m[1]);
@@ -68,15 +68,13 @@ describe("wire codes", () => {
 });
 
 describe("wire codes in Lua (Redis)", () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let raw: Redis;
   beforeAll(async () => {
-    server = await startRedisServer();
     raw = new Redis(server.url);
   });
   afterAll(async () => {
     raw?.disconnect();
-    await server?.stop();
   });
 
   it("commit.lua's unwire answers what the TypeScript unwire does", async () => {
