@@ -1,4 +1,11 @@
 /**
+ * Two projects: `unit`, every test file that starts no external process
+ * (`npm test`, the fast default), and `int`, the files named
+ * `<name>.int.test.ts`, which start one (redis-server, deno, bun, workerd,
+ * chromium, a child node process; `npm run test:int`). The file name alone
+ * decides: a new `.int.test.ts` file joins `int` with no list to edit.
+ * `npx vitest run <files>` runs the named files of either project.
+ *
  * Tests import the package by its npm name (as users do); in this repository
  * the names resolve to the TypeScript source, not to dist/ (which exists
  * only after `npm run build`). The same map is in tsconfig.json (`paths`)
@@ -6,8 +13,11 @@
  * three agree with package.json's exports.
  */
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./tests/helpers/timeouts.ts";
+
+/** The name ending of a test file that starts an external process. */
+export const INT_SUFFIX = ".int.test.ts";
 
 export const SOURCE_OF_SUBPATH: Record<string, string> = {
   "@gatehouse-runtime/core/redis": "redis.ts",
@@ -28,6 +38,10 @@ export default defineConfig({
     // Sized for two shared cores (tests/helpers/timeouts.ts says why).
     testTimeout: TEST_TIMEOUT_MS,
     hookTimeout: HOOK_TIMEOUT_MS,
+    projects: [
+      { extends: true, test: { name: "unit", exclude: [...configDefaults.exclude, `**/*${INT_SUFFIX}`] } },
+      { extends: true, test: { name: "int", include: [`**/*${INT_SUFFIX}`] } },
+    ],
   },
   resolve: {
     alias: Object.entries(SOURCE_OF_SUBPATH).map(([find, file]) => ({
