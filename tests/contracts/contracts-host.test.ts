@@ -13,6 +13,7 @@ import { createGatehouse, defineAgent, defineTool, error, type Gatehouse, memory
 import type { AnyAgent, ModelRequest, ModelResponse } from "../../mod.ts";
 import { interfacesCommand } from "../../entry/interfaces.ts";
 import { main as externalExample } from "../../examples/contracts.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const open: Gatehouse[] = [];
 afterEach(async () => {
@@ -30,8 +31,7 @@ function setup(agents: AnyAgent[], store = memoryStore()) {
   return gh;
 }
 
-const post = (gh: Gatehouse, path: string, body: unknown) =>
-  gh.app.request(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (gh: Gatehouse, path: string, body: unknown) => gh.app.fetch(jsonRequest("POST", path, body, {}, "http://localhost"));
 
 async function task(gh: Gatehouse, agentId: string, agent: string, input: unknown) {
   const res = await post(gh, `/v1/agents/${agentId}/tasks`, { agent, input });

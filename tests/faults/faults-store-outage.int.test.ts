@@ -18,6 +18,7 @@ import { scriptStore } from "../../store/lua-store.ts";
 import { EvictionPolicyError } from "../../store/script-runner.ts";
 import { startRedisServer } from "../helpers/redis-server.ts";
 import { useRedisServer } from "../helpers/redis.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const TIMEOUT_MS = 400;
 
@@ -36,11 +37,7 @@ function app(prefix: string) {
   const gh = createGatehouse({ agents: [agent], store, storeTimeoutMs: TIMEOUT_MS });
   const call = async (method: string, path: string, body?: unknown) => {
     const started = Date.now();
-    const res = await gh.fetch(new Request(`http://gh.test${path}`, {
-      method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }));
+    const res = await gh.fetch(jsonRequest(method, path, body));
     return { res, ms: Date.now() - started, json: await res.json() as Record<string, unknown> };
   };
   return { gh, call };

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
-const post = (path: string, body: unknown) =>
-  new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) => jsonRequest("POST", path, body, {}, "http://x");
 
 const echo = defineAgent({
   name: "echo",

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Logger } from "../../mod.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 type Line = { level: string; msg: string; fields: Record<string, unknown> };
 function capture(): { lines: Line[]; logger: Logger } {
@@ -19,8 +20,7 @@ function capture(): { lines: Line[]; logger: Logger } {
 const submit = { toolCalls: [{ name: "submit_result", args: { result: { ok: true } } }] };
 const quick = defineAgent({ name: "quick", instructions: "x", model: scriptedModel(() => submit) });
 
-const post = (path: string, body: unknown) =>
-  new Request(`http://g${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) => jsonRequest("POST", path, body, {}, "http://g");
 
 describe("turn_end line", () => {
   it("one line per ended turn, with agent, turn, status, steps and ms; chained turns each get theirs", async () => {

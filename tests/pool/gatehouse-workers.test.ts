@@ -10,10 +10,10 @@ import { z } from "zod";
 import { createGatehouse, createWorkersHandler, defineAgent, defineTool, DefinitionError, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Store, WorkersExecutionContext } from "../../mod.ts";
 import { countingStore } from "../../bench/counting-store.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
-const post = (path: string, body: unknown = {}) =>
-  new Request(`http://w${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-const get = (path: string, headers: Record<string, string> = {}) => new Request(`http://w${path}`, { headers });
+const post = (path: string, body: unknown = {}) => jsonRequest("POST", path, body, {}, "http://w");
+const get = (path: string, headers: Record<string, string> = {}) => jsonRequest("GET", path, undefined, headers, "http://w");
 
 function context() {
   const pending: Promise<unknown>[] = [];

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, type Gatehouse, type Logger, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../store/redis.ts";
 import { useRedisServer } from "../helpers/redis.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const server = useRedisServer({}, 60_000);
 let n = 0;
@@ -40,11 +41,7 @@ function deployment(prefix: string, names: string[]) {
 }
 
 async function post(gh: Gatehouse, agentId: string, agent: string): Promise<string> {
-  const res = await gh.fetch(new Request(`http://gh.test/v1/agents/${agentId}/tasks`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ agent, input: "hi" }),
-  }));
+  const res = await gh.fetch(jsonRequest("POST", `/v1/agents/${agentId}/tasks`, { agent, input: "hi" }));
   expect(res.status).toBe(202);
   return ((await res.json()) as { turnId: string }).turnId;
 }

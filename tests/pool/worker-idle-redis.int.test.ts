@@ -15,6 +15,7 @@ import { redisStore } from "../../redis.ts";
 import { commandStats, diffStats } from "../../bench/redis-info.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 import { callCounting } from "../helpers/call-counting.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const quick = defineAgent({
   name: "quick",
@@ -23,8 +24,7 @@ const quick = defineAgent({
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const post = (path: string, body: unknown) =>
-  new Request(`http://g${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) => jsonRequest("POST", path, body, {}, "http://g");
 
 async function stateOf(g: Gatehouse, id: string): Promise<string> {
   return ((await (await g.fetch(new Request(`http://g/v1/agents/${id}`))).json()) as { state: string }).state;

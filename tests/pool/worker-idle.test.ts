@@ -12,6 +12,7 @@ import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Gatehouse, GatehouseOptions } from "../../mod.ts";
 import { callCounting } from "../helpers/call-counting.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const quick = defineAgent({
   name: "quick",
@@ -21,8 +22,7 @@ const quick = defineAgent({
 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const post = (path: string, body: unknown) =>
-  new Request(`http://g${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) => jsonRequest("POST", path, body, {}, "http://g");
 
 async function stateOf(g: Gatehouse, id: string): Promise<string> {
   return ((await (await g.fetch(new Request(`http://g/v1/agents/${id}`))).json()) as { state: string }).state;

@@ -28,6 +28,7 @@ import { redisStore } from "../../redis.ts";
 import { memoryStore } from "../../store/memory.ts";
 import { deferred } from "../helpers/host.ts";
 import { useRedisServer } from "../helpers/redis.ts";
+import { send } from "../helpers/http.ts";
 
 const server = useRedisServer({}, 60_000);
 
@@ -40,10 +41,7 @@ async function view(gh: Gatehouse, agentId: string): Promise<any> {
 }
 
 async function post(gh: Gatehouse, path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await gh.fetch(new Request(`http://gatehouse${path}`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  }));
-  return { status: res.status, json: await res.json() };
+  return await send(gh, "POST", path, body, {}, "http://gatehouse");
 }
 
 /** Polls the view until `ok` holds (at most `ms`). */

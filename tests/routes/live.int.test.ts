@@ -18,6 +18,7 @@ import { DefinitionError } from "../../errors/errors.ts";
 import { DELTA_BATCH_MS, DeltaBatcher, decodeLive, type LiveMessage, processLive } from "../../store/live.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const PIECES = 10;
 const SPAN_MS = 1_500;
@@ -92,11 +93,7 @@ function readFrames(res: Response) {
 }
 
 const post = (gh: Gatehouse, agentId: string, body: unknown, headers: Record<string, string> = {}) =>
-  gh.fetch(new Request(`http://x/v1/agents/${agentId}/tasks`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  }));
+  gh.fetch(jsonRequest("POST", `/v1/agents/${agentId}/tasks`, body, headers, "http://x"));
 
 const openStream = (gh: Gatehouse, agentId: string) =>
   gh.fetch(new Request(`http://x/v1/agents/${agentId}/events?format=sse`));

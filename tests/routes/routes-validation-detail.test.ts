@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 import { describeIssues } from "../../routes/body.ts";
+import { send } from "../helpers/http.ts";
 
 const ask = defineTool({ name: "ask_human", description: "Ask", parameters: z.object({ q: z.string() }) });
 const agent = defineAgent({ name: "helper", instructions: "", model: scriptedModel([{ toolCalls: [{ name: "ask_human", args: { q: "?" } }] }]), tools: [ask] });
@@ -19,10 +20,8 @@ const agent = defineAgent({ name: "helper", instructions: "", model: scriptedMod
 function app() {
   const gh = createGatehouse({ agents: [agent] });
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await gh.fetch(new Request(`http://gh.test${path}`, {
-      method, headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-    }));
-    return { status: res.status, body: await res.json() as { code: string; detail: string; errors?: Array<{ path: Array<string | number>; message: string }> } };
+    const { status, json } = await send(gh, method, path, body);
+    return { status, body: json as { code: string; detail: string; errors?: Array<{ path: Array<string | number>; message: string }> } };
   };
   return { gh, call };
 }

@@ -26,6 +26,7 @@ import { agentToolSpecs } from "../../actors/steps/tool-specs.ts";
 import type { AgentContext } from "../../machines/types.ts";
 import { recordingModel } from "../helpers/host.ts";
 import { manualClock, type ManualClock, seqIds } from "../fixtures/gate-kit.ts";
+import { jsonRequest } from "../helpers/http.ts";
 
 const Amount = z.object({ amount: z.number().int().max(100) });
 
@@ -154,9 +155,7 @@ function agentFor(c: Config, responses: ModelResponse[]) {
 }
 
 async function post(gh: Gatehouse, path: string, body: unknown) {
-  return gh.fetch(new Request(`http://gatehouse${path}`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  }));
+  return gh.fetch(jsonRequest("POST", path, body, {}, "http://gatehouse"));
 }
 
 /** Runs one turn to its end: drains, answers external calls from `deliveries` over HTTP, waits out verifier backoffs. */
