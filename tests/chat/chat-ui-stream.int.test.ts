@@ -14,7 +14,7 @@
 import { serve } from "@hono/node-server";
 import { hc } from "hono/client";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

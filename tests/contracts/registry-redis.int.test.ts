@@ -7,7 +7,7 @@
  * (claims and commits). After `close()` the registry's `calls` equals the
  * number of successful calls.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { countingStore } from "../../bench/counting-store.ts";
 import { buildGatehouse } from "../../gatehouse.ts";

@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import process from "node:process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { useRedisServer } from "../helpers/redis.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

@@ -12,7 +12,7 @@
  * sender retries every delivery, unanswered or not, at the second until it
  * gets a 2xx.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import { redisStore } from "../../redis.ts";

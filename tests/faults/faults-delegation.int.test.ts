@@ -17,7 +17,7 @@
  *   dispatch is repeated by every poll claim of the lead;
  * - a delivery made again afterwards changes nothing (`duplicate`).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { redisStore } from "../../redis.ts";
 import type { Store } from "../../store/port.ts";

@@ -16,7 +16,7 @@
  * agent while the kills go on, and an "outside system" answers the external
  * `approve` calls throughout.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { redisStore } from "../../redis.ts";
 import type { Store } from "../../store/port.ts";

@@ -13,7 +13,7 @@
  * - the run checks of tests/helpers/fault-checks.ts hold for every turn the
  *   log holds (also those whose enqueue answer was lost in the outage).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { redisStore } from "../../redis.ts";
 import type { Store } from "../../store/port.ts";

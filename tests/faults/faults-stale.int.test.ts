@@ -22,7 +22,7 @@
  * - the turn's result is the new owner's (its tool result is in the
  *   conversation, the stale one is not).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { redisStore } from "../../redis.ts";
 import type { Store } from "../../store/port.ts";

@@ -10,7 +10,7 @@
  * - nothing acknowledged is lost: every task answered 202 before, during or
  *   after the outage is in the store afterwards and runs to done.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../store/redis.ts";
 import { keySpace } from "../../store/keys.ts";

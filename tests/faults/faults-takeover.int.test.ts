@@ -5,7 +5,7 @@
  * `lease_takeover` info line naming the dead holder and how long the agent
  * waited after the dead lease ran out. Real processes (SIGKILL), real Redis.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { useRedisServer } from "../helpers/redis.ts";
 import { measureTakeover } from "../helpers/takeover.ts";
 

@@ -15,7 +15,7 @@
  * turn 1), where the invariant is: the only turn that may end cancelled is
  * the one the 202 named, and turn 2 always runs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, memoryStore } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import type { Gatehouse, Store } from "../../mod.ts";

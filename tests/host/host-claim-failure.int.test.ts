@@ -6,7 +6,7 @@
  * Also the poison of the original report: a deeply nested task is refused
  * with 400 and cannot wedge the agent.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

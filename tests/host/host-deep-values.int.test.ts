@@ -11,7 +11,7 @@
  * bound: the text scan, the value check, deepFreeze, jsonCopy, canonical JSON
  * and the transcript.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

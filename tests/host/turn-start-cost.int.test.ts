@@ -17,7 +17,7 @@
  * - A claim that continues a turn (here: the mail of an external result)
  *   adds no commit.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { claimRunner } from "../../actors/pool/claim-runner.ts";
 import { type AnyAgent, defineAgent } from "../../agents/define.ts";

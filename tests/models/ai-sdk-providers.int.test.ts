@@ -11,7 +11,7 @@
  */
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { aiSdkModel } from "@gatehouse-runtime/core/ai-sdk";
 import { createGatehouse, defineAgent, defineTool, type Model, type Store } from "@gatehouse-runtime/core";

@@ -6,7 +6,7 @@
  * `watchConnection`, entry/startup.ts). Real redis-server, killed and
  * started again on the same port, through the entries' startup path.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prepareFromEnv } from "../../entry/startup.ts";
 import { defineAgent, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

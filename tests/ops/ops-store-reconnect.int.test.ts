@@ -4,7 +4,7 @@
  * back, `store_ready` with how long it was down. Real redis-server, killed
  * and started again on the same port.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { redisStore } from "../../redis.ts";
 import { waitFor } from "../helpers/processes.ts";
 import { useRedisServer } from "../helpers/redis.ts";

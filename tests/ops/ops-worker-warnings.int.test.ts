@@ -6,7 +6,7 @@
  * killed while the pool polls; a client with `maxRetriesPerRequest: 1`, so
  * ioredis gives commands up after two reconnect attempts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

@@ -7,7 +7,7 @@
  * another definition set is recorded logs a warning naming both sets.
  */
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, type Gatehouse, type Logger, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../store/redis.ts";
 import { useRedisServer } from "../helpers/redis.ts";

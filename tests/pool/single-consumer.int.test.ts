@@ -11,7 +11,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, createWorkersHandler, defineAgent, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

@@ -4,7 +4,7 @@
  * Crypto), tampered with and replayed; scoped tokens across tenants and
  * verbs on every route; fail closed; nothing secret in the logs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";

@@ -7,7 +7,7 @@
  * under the same `toolCallId` (the call ends `forked_unresolved`), with or
  * without an approval given in the fork. Memory and Redis.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Store } from "../../mod.ts";

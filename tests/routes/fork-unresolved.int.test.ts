@@ -6,7 +6,7 @@
  * model sees, unless the tool is `retrySafe` or the fork asks for
  * `rerunPending: true`. Memory and Redis.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Store } from "../../mod.ts";

@@ -21,7 +21,7 @@
  * it polls for (deferreds), so no verdict depends on wall-clock speed; the
  * model's 1.5 s stream only gives the polls time to land inside the call.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type Gatehouse, type ModelRequest, type ModelResponse, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

@@ -14,7 +14,7 @@
  * store recorded (the turn's first event is at or after `runAt`), "after"
  * waits with a generous bound.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, createWorkersHandler, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
 import type { WorkersExecutionContext } from "../../mod.ts";
 import { memoryStore } from "../../store/memory.ts";

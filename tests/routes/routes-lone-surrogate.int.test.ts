@@ -12,7 +12,7 @@
  *   with U+FFFD; the external call's result, its approval, cancel, reset and
  *   delete all answer as for plain text.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 import { memoryStore } from "../../store/memory.ts";

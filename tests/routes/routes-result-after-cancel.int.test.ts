@@ -7,7 +7,7 @@
  * turn, and the same result answers `409 turn_finished`. A result posted
  * before the cancel is taken (200) and applied before the cancel.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

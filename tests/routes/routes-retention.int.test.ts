@@ -6,7 +6,7 @@
  * and `DELETE /v1/agents/:agentId` (admin only; everything of the agent
  * gone, verdict records kept).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
 import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";

@@ -5,7 +5,7 @@
  * limit; a token with `admin` can (the task records `budgetMayRaise`), and
  * so can any task of an agent that sets `budget.tasksMayRaise`.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";

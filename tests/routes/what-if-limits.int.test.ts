@@ -6,7 +6,7 @@
  * the token's and the agent's buckets (a refusal stops the run: 200 with what
  * was judged, or 429 when nothing was).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { authFromEnv, createGatehouse, defineAgent, memoryStore, scriptedModel, VerificationRejected } from "../../mod.ts";
 import type { GatehouseOptions, Store } from "../../mod.ts";

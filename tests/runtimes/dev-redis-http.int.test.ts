@@ -10,7 +10,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../helpers/redis-server.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 import { expectSessionOutput, runBashAsync, sessionParts } from "../helpers/readme-session.ts";

@@ -9,7 +9,7 @@
  * answer and each claim in the order the pool made them; never a duration
  * (the timed figure is bench/schedule-flood.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, memoryStore, scriptedModel } from "../../mod.ts";
 import type { Store } from "../../mod.ts";

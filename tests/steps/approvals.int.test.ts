@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 import { hc } from "hono/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGatehouse, defineAgent, defineTool, type GatehouseApp, memoryStore, type ModelRequest, scriptedModel, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";

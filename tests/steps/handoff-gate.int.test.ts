@@ -13,7 +13,7 @@
  * that delegates to such an agent (agentTool) never receives an output the
  * verifier did not pass.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { agentTool } from "../../agents/agent-tool.ts";
 import { type AnyAgent, defineAgent } from "../../agents/define.ts";

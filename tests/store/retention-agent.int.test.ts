@@ -5,7 +5,7 @@
  * checkpoint interval from itself, not from the process's default. Checked on
  * the memory store and on a real Redis.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, type GatehouseOptions, scriptedModel } from "../../mod.ts";
 import { memoryStore } from "../../store/memory.ts";
 import type { Store } from "../../store/port.ts";

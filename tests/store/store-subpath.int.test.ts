@@ -5,7 +5,7 @@
  * (vitest) and under Deno (deno test), and the adapter it gives runs against
  * a real redis-server.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as gatehouse from "@gatehouse-runtime/core";
 import { redisStore } from "@gatehouse-runtime/core/redis";
 import { useRedisServer } from "../helpers/redis.ts";
