@@ -21,7 +21,7 @@
  * Every invariant has a name, written as a heading `## <name>` in this file;
  * code, tests and docs cite it by that name (store invariant `fencing`),
  * never by a number (tests/store/store-invariant-names.test.ts checks). The
- * invariants every adapter must keep are checked by tests/store-conformance.
+ * invariants every adapter must keep are checked by tests/store/store-conformance.ts.
  * Three hold for every operation:
  *
  * ## caller-clock
