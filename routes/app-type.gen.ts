@@ -8,6 +8,36 @@ import type { JSONValue } from "hono/utils/types";
 
 /** Every route of the app: path, method, input (param, query, json), JSON output and status. */
 export type GatehouseSchema = MergeSchemaPath<{
+    "/v1/ag-ui": {
+        $post: {
+            input: {
+                json: {
+                    [x: string]: unknown;
+                    threadId: string;
+                    runId: string;
+                    messages: {
+                        [x: string]: unknown;
+                        id: string;
+                        role: string;
+                    }[];
+                    forwardedProps: {
+                        [x: string]: unknown;
+                        agent: string;
+                    };
+                    resume?: {
+                        [x: string]: unknown;
+                        interruptId: string;
+                        status: "cancelled" | "resolved";
+                        payload?: unknown;
+                    }[] | undefined;
+                };
+            };
+            output: Response;
+            outputFormat: "json";
+            status: StatusCode;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/chat": {
         $post: {
             input: {

@@ -39,6 +39,7 @@ import { agentDeleteRoutes } from "./agent-delete.ts";
 import { scheduleRoutes } from "./schedules.ts";
 import { toolResultRoutes } from "./tool-results.ts";
 import { approvalRoutes } from "./approvals.ts";
+import { agUiRoutes } from "./chat/ag-ui.ts";
 import { chatRoutes } from "./chat/routes.ts";
 import { toolRoutes } from "./tools.ts";
 import { verdictRoutes } from "./verdicts.ts";
@@ -132,6 +133,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", streamSessionRoutes(rt))
     .route("/", toolRoutes(rt))
     .route("/", chatRoutes(rt))
+    .route("/", agUiRoutes(rt))
     .openapi(openApiRoute, (c) => c.json(doc ??= openApiDocument(app, rt), 200));
 
   const routes = app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathRegex(r.path) }));

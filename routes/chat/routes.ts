@@ -25,16 +25,15 @@
  */
 import { z } from "@hono/zod-openapi";
 import { assertAgentAccess, tokenHasVerb } from "../auth.ts";
-import { decide } from "../approvals.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "../define.ts";
 import { ProblemError } from "../problem.ts";
 import type { RouteRuntime } from "../runtime.ts";
 import { AgentId, AgentParams, TurnId } from "../schemas.ts";
-import { logGrew } from "../live-feed.ts";
 import { chatHistory } from "./history.ts";
 import { ChatListener, chatStream } from "./stream.ts";
 import { UI_STREAM_HEADERS, UiStreamMapper } from "./ui-stream.ts";
 import { turnStart } from "./turn-start.ts";
+import { type OpenedTurn, openDecisions, openTask } from "./turn-open.ts";
 
 const Part = z.looseObject({ type: z.string().min(1).max(256) });
 
@@ -130,40 +129,12 @@ function streamResponse(body: ReadableStream<Uint8Array>): Response {
   return new Response(body, { headers: UI_STREAM_HEADERS });
 }
 
-/** A new user message: the agent's next task, and its answer. */
-async function submit(rt: RouteRuntime, body: Body, text: string, messageId: string, req: Request): Promise<Response> {
-  const def = rt.agents.get(body.agent);
-  if (!def) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
-  const agentId = body.id;
-  const listener = new ChatListener(rt.live, agentId);
-  try {
-    await listener.ready();
-    const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-    const r = await rt.store.enqueueTask({
-      agentId, agentName: def.name, workerTarget: def.workerTarget, input: text, options: {},
-      ...(messageId !== "" ? { idempotencyKey: `chat:${messageId}` } : {}),
-      turnId: rt.ids.turnId(), now: rt.clock.now(),
-    });
-    if (r.status === "definition_conflict") {
-      throw new ProblemError("agent_definition_conflict", `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`, {
-        extra: { boundTo: r.boundTo },
-      });
-    }
-    if (r.status !== "enqueued" && r.status !== "duplicate") throw new Error(`the store answered ${r.status} to a task`);
-    if (r.status === "enqueued") {
-      logGrew(rt, agentId);
-      rt.wake(agentId, req);
-      const mapper = new UiStreamMapper(agentId, r.turnId);
-      return streamResponse(chatStream({ rt, agentId, mapper, listener, after, signal: req.signal }));
-    }
-    // The same message again: its turn's answer from the start.
-    const from = await turnStart(rt.store, agentId, r.turnId);
-    const mapper = new UiStreamMapper(agentId, r.turnId);
-    return streamResponse(chatStream({ rt, agentId, mapper, listener, after: from, signal: req.signal, catchUp: true }));
-  } catch (err) {
-    listener.close();
-    throw err;
-  }
+/** The turn's answer as the UI message stream, from where `opened` says. */
+function answer(rt: RouteRuntime, agentId: string, opened: OpenedTurn, req: Request): Response {
+  const mapper = new UiStreamMapper(agentId, opened.turnId);
+  mapper.seedOpen(opened.open);
+  const { listener, after, catchUp } = opened;
+  return streamResponse(chatStream({ rt, agentId, mapper, listener, after, signal: req.signal, ...(catchUp ? { catchUp } : {}) }));
 }
 
 /** Approval responses: decide each, then the turn's answer from there on. */
@@ -171,23 +142,7 @@ async function continueTurn(rt: RouteRuntime, agentId: string, last: Msg, req: R
   const answers = answeredApprovals(last);
   const turnId = TurnId.safeParse(last.id);
   if (!turnId.success) throw bad("The assistant message's id is not a turn id");
-  const listener = new ChatListener(rt.live, agentId);
-  try {
-    await listener.ready();
-    const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-    for (const a of answers) await decide(rt, agentId, { turnId: turnId.data, ...a }, req);
-    const mapper = new UiStreamMapper(agentId, turnId.data);
-    const calls = await rt.store.getToolCalls(agentId, turnId.data);
-    mapper.seedOpen(calls.filter((c) => c.status === "pending").map((c) => ({
-      toolCallId: c.toolCallId,
-      external: c.external,
-      waits: c.approval?.status === "pending" ? "approval" as const : c.external ? "external" as const : "running" as const,
-    })));
-    return streamResponse(chatStream({ rt, agentId, mapper, listener, after, signal: req.signal }));
-  } catch (err) {
-    listener.close();
-    throw err;
-  }
+  return answer(rt, agentId, await openDecisions(rt, agentId, turnId.data, answers, req), req);
 }
 
 export function chatRoutes(rt: RouteRuntime) {
@@ -197,7 +152,10 @@ export function chatRoutes(rt: RouteRuntime) {
       assertAgentAccess(c, body.id);
       if (body.trigger === "regenerate-message") throw bad("trigger regenerate-message is not supported: the conversation is kept by the server");
       const last = body.messages[body.messages.length - 1];
-      if (last.role === "user") return submit(rt, body, userText(last), last.id, c.req.raw) as never;
+      if (last.role === "user") {
+        const opened = await openTask(rt, { agentId: body.id, agent: body.agent, text: userText(last), messageId: last.id }, c.req.raw);
+        return answer(rt, body.id, opened, c.req.raw) as never;
+      }
       if (last.role !== "assistant") throw bad("The last message must be the user's or the assistant's");
       if (rt.auth !== undefined && !tokenHasVerb(c, "approve")) {
         throw new ProblemError("forbidden", "Answering an approval needs the verb approve");

@@ -1,7 +1,9 @@
 /**
- * The chat answer as a response body: reads one turn's stored events (and
- * hears its live deltas) and writes what routes/chat/ui-stream.ts maps them
- * to, as the UI message stream protocol's SSE frames, then `data: [DONE]`.
+ * A turn's answer as a response body: reads one turn's stored events (and
+ * hears its live deltas) and writes what an encoder of the reading maps them
+ * to (`TurnMapper`): the UI message stream protocol's SSE frames, then
+ * `data: [DONE]` (routes/chat/ui-stream.ts, `chatStream`), or AG-UI events
+ * (routes/chat/ag-ui-stream.ts).
  *
  * Invariants:
  * - The listener is subscribed, and its subscription effective
@@ -19,14 +21,16 @@
  * - Reads follow the events route: pushed notices when every commit
  *   publishes (`rt.livePushes`), else a poll every `rt.ssePollMs`; a
  *   `: keep-alive` comment after `rt.sseKeepAliveMs` without anything.
- * - The stream ends after `finish` (then `data: [DONE]`), when the client
- *   goes away, or when a store read fails (the client resumes with
- *   `GET /v1/chat/:id/stream`).
+ * - The stream ends after the reading's `finish` (then the protocol's last
+ *   frame), when the client goes away, or when a store read fails (the UI
+ *   stream's client resumes with `GET /v1/chat/:id/stream`).
  */
 import type { LiveChannel } from "../../store/live.ts";
 import { MAX_PENDING_DELTA_BYTES, waitForWake } from "../live-feed.ts";
 import type { RouteRuntime } from "../runtime.ts";
-import { type ChatChunk, chunkFrame, type Delta, DONE_FRAME, type UiStreamMapper } from "./ui-stream.ts";
+import type { StoredEvent } from "../../common/events.ts";
+import type { Delta } from "./turn-reading.ts";
+import { type ChatChunk, chunkFrame, DONE_FRAME, type UiStreamMapper } from "./ui-stream.ts";
 
 const PAGE = 100;
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
@@ -103,6 +107,17 @@ export class ChatListener {
   }
 }
 
+/** An encoder of one turn's reading (routes/chat/turn-reading.ts) into a protocol's chunks. */
+export interface TurnMapper<C> {
+  liveFromStep: number;
+  readonly maxStep: number;
+  readonly finished: boolean;
+  start(): C[];
+  delta(d: Delta): C[];
+  event(e: StoredEvent): C[];
+  settle(): C[];
+}
+
 export interface ChatStreamOptions {
   rt: RouteRuntime;
   agentId: string;
@@ -118,6 +133,19 @@ export interface ChatStreamOptions {
 
 /** The answer's body: SSE frames of the UI message stream protocol. */
 export function chatStream(o: ChatStreamOptions): ReadableStream<Uint8Array> {
+  return turnStream<ChatChunk>({ ...o, frame: chunkFrame, last: DONE_FRAME });
+}
+
+export interface TurnStreamOptions<C> extends Omit<ChatStreamOptions, "mapper"> {
+  mapper: TurnMapper<C>;
+  /** One chunk as an SSE frame. */
+  frame: (c: C) => string;
+  /** Written after the reading's `finish` ("" for none). */
+  last: string;
+}
+
+/** The answer's body: SSE frames of the mapper's protocol. */
+export function turnStream<C>(o: TurnStreamOptions<C>): ReadableStream<Uint8Array> {
   const { rt, agentId, mapper, listener, signal } = o;
   const enc = new TextEncoder();
   const stop = new AbortController();
@@ -132,14 +160,14 @@ export function chatStream(o: ChatStreamOptions): ReadableStream<Uint8Array> {
   let idleMs = 0;
   let started = false;
   if (!caughtUp) mapper.liveFromStep = Infinity;
-  const frames = (chunks: ChatChunk[]) => enc.encode(chunks.map(chunkFrame).join("") + (mapper.finished ? DONE_FRAME : ""));
+  const frames = (chunks: C[]) => enc.encode(chunks.map(o.frame).join("") + (mapper.finished ? o.last : ""));
   const end = () => {
     signal.removeEventListener("abort", onAbort);
     listener.close();
   };
 
   /** One step of the loop: the chunks to write now, or null to wait. */
-  const next = async (): Promise<ChatChunk[] | null> => {
+  const next = async (): Promise<C[] | null> => {
     const deltas = listener.takeDeltas();
     if (listener.overflowed || !listener.trusted) mapper.liveFromStep = Infinity;
     const fromDeltas = caughtUp ? deltas.flatMap((d) => mapper.delta(d)) : [];

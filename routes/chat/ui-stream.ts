@@ -1,39 +1,27 @@
 /**
- * One reading of an agent's event log as a chat answer: the stored events
- * of one turn (and the live deltas of its model steps) become the chunks of
- * the AI SDK's UI message stream protocol (`x-vercel-ai-ui-message-stream:
- * v1`). Pure: no store, no clock, no I/O; routes/chat/stream.ts drives it,
- * routes/chat/history.ts folds its chunks into `UIMessage`s, and any other
- * protocol can map the same reading.
+ * The AI SDK's UI message stream protocol (`x-vercel-ai-ui-message-stream:
+ * v1`) over one reading of a turn (routes/chat/turn-reading.ts): each
+ * `TurnPart` becomes the protocol's chunk. Pure: no store, no clock, no I/O;
+ * routes/chat/stream.ts drives it, routes/chat/history.ts folds its chunks
+ * into `UIMessage`s.
  *
- * Invariants:
- * - Only the turn's own events are read (`turnId` equal); everything else is
- *   skipped.
- * - The text of a step is the stored text (the `step` event of phase
- *   `planning`). Live deltas only show it early: a delta is written only for
- *   a step at or after `liveFromStep` whose stored text has not been read,
- *   and when the stored text arrives only what the deltas did not say is
- *   written. So when what the deltas said is a prefix of the stored text
- *   (heard from the step's start, in order: what routes/chat/stream.ts
- *   feeds), the step's text part, read to its end, is exactly its stored
- *   text, whether the reader heard all of the deltas, some, or none. Deltas
- *   that said something else (a retried model call) keep their part, which
- *   ends, and the stored text follows in a part of its own.
- * - A tool call is written once (`tool-input-available`), its approval
- *   request once (`tool-approval-request`, `approvalId` = the tool call id),
- *   and it ends exactly once: `tool-output-available`, `tool-output-error`,
- *   or `tool-output-denied` for a rejected approval (the call never ran; the
- *   error result the model gets for it is not written again).
- * - The answer ends (`finish`) when the turn ends (`task` event: `done`, or
- *   `failed` after an `error` chunk), or when it cannot go on without the
- *   outside: every call still open waits for a person's decision or for an
- *   external result (`finishReason: "tool-calls"`). The completion tool
- *   (`builtin`) is not a tool part: the turn's end says it.
+ * Invariants (beside those of the reading):
+ * - The answer opens with `start` (`messageId` = the turn id) and the turn's
+ *   `data-gatehouse-turn` part; a tool call is `tool-input-available`, its
+ *   approval request `tool-approval-request` (`approvalId` = the tool call
+ *   id), its end `tool-output-available`, `tool-output-error` or
+ *   `tool-output-denied`; gatehouse's own state is `data-gatehouse-turn`
+ *   (replaced in place: one part per turn) and `data-gatehouse-verdict`; the
+ *   reading's end is `finish` (`finishReason` `stop`, `error` after an
+ *   `error` chunk, `tool-calls` when the turn waits on the outside).
  * - Chunks are plain JSON of the protocol's shapes (`ChatChunk`, checked
  *   against the `ai` package's `UIMessageChunk` by tests/chat/chat-ui-stream.int.test.ts);
  *   the core does not import `ai` at run time.
  */
 import type { StoredEvent } from "../../common/events.ts";
+import { type Delta, type Open, type TurnData, type TurnPart, TurnReading } from "./turn-reading.ts";
+
+export type { Delta, TurnData } from "./turn-reading.ts";
 
 /** The UI message stream chunks gatehouse writes (a subset of the `ai` package's `UIMessageChunk`). */
 export type ChatChunk =
@@ -53,217 +41,86 @@ export type ChatChunk =
   | { type: "error"; errorText: string }
   | { type: "finish"; finishReason: "stop" | "error" | "tool-calls" };
 
-/** gatehouse's own part: where the turn is (replaced in place: one part per turn). */
-export interface TurnData {
-  agentId: string;
-  turnId: string;
-  status: "running" | "waiting" | "done" | "failed";
+/** One part of the reading as the protocol's chunk. */
+export function uiChunk(p: TurnPart): ChatChunk {
+  switch (p.type) {
+    case "step-start":
+      return { type: "start-step" };
+    case "step-end":
+      return { type: "finish-step" };
+    case "tool-call":
+      return { type: "tool-input-available", toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
+    case "approval-request":
+      return { type: "tool-approval-request", approvalId: p.toolCallId, toolCallId: p.toolCallId };
+    case "tool-output":
+      return { type: "tool-output-available", toolCallId: p.toolCallId, output: p.output };
+    case "tool-error":
+      return { type: "tool-output-error", toolCallId: p.toolCallId, errorText: p.errorText };
+    case "tool-denied":
+      return { type: "tool-output-denied", toolCallId: p.toolCallId };
+    case "turn":
+      return { type: "data-gatehouse-turn", id: p.data.turnId, data: p.data };
+    case "verdict":
+      return { type: "data-gatehouse-verdict", id: p.id, data: p.data };
+    case "finish":
+      return { type: "finish", finishReason: p.reason };
+    default:
+      return p;
+  }
 }
 
-/** What an open call waits for: the host (running), a person, or an external result. */
-type Open = "running" | "approval" | "external";
-
-/** A live delta as the live channel carries it (store/live.ts). */
-export interface Delta {
-  turnId: string;
-  step: number;
-  text: string;
-}
-
+/** A reading of one turn, encoded as the UI message stream. */
 export class UiStreamMapper {
-  readonly agentId: string;
-  readonly turnId: string;
-  /** Deltas of steps before this one are not written (their start may have been missed). */
-  liveFromStep: number;
-  /** The highest step number read from stored events. */
-  maxStep = 0;
-  /** True once `finish` was written. */
-  finished = false;
-  #open = new Map<string, Open>();
-  #external = new Map<string, boolean>();
-  #ended = new Set<string>();
-  #builtin = new Set<string>();
-  #stepOpen = new Set<number>();
-  #stepStored = new Set<number>();
-  /** Per step: the text part's id and what its deltas said. */
-  #text = new Map<number, { id: string; said: string }>();
+  readonly reading: TurnReading;
 
   constructor(agentId: string, turnId: string, liveFromStep = 1) {
-    this.agentId = agentId;
-    this.turnId = turnId;
-    this.liveFromStep = liveFromStep;
+    this.reading = new TurnReading(agentId, turnId, liveFromStep);
+  }
+
+  get agentId(): string {
+    return this.reading.agentId;
+  }
+  get turnId(): string {
+    return this.reading.turnId;
+  }
+  /** Deltas of steps before this one are not written (their start may have been missed). */
+  get liveFromStep(): number {
+    return this.reading.liveFromStep;
+  }
+  set liveFromStep(step: number) {
+    this.reading.liveFromStep = step;
+  }
+  /** The highest step number read from stored events. */
+  get maxStep(): number {
+    return this.reading.maxStep;
+  }
+  /** True once `finish` was written. */
+  get finished(): boolean {
+    return this.reading.finished;
   }
 
   /** The chunks that open an answer. */
   start(): ChatChunk[] {
-    return [{ type: "start", messageId: this.turnId }, this.#turn("running")];
+    return [{ type: "start", messageId: this.turnId }, ...this.reading.start().map(uiChunk)];
   }
 
   /** Calls already open when the reading starts mid-turn (a continuation): what each waits for. */
   seedOpen(calls: ReadonlyArray<{ toolCallId: string; waits: Open; external: boolean }>): void {
-    for (const c of calls) {
-      this.#open.set(c.toolCallId, c.waits);
-      this.#external.set(c.toolCallId, c.external);
-    }
+    this.reading.seedOpen(calls);
   }
 
   delta(d: Delta): ChatChunk[] {
-    if (this.finished || d.turnId !== this.turnId || d.text === "") return [];
-    if (d.step < this.liveFromStep || this.#stepStored.has(d.step)) return [];
-    const out = this.#openStep(d.step);
-    const part = this.#textPart(d.step, out);
-    part.said += d.text;
-    out.push({ type: "text-delta", id: part.id, delta: d.text });
-    return out;
+    return this.reading.delta(d).map(uiChunk);
   }
 
   /** The chunks of one stored event (none for another turn's, or after `finish`). */
   event(e: StoredEvent): ChatChunk[] {
-    if (this.finished || e.turnId !== this.turnId) return [];
-    const d = e.data as Record<string, any>;
-    switch (e.type) {
-      case "step":
-        return this.#step(d);
-      case "tool_call":
-        return this.#toolCall(d);
-      case "approval_requested":
-        this.#open.set(d.toolCallId, "approval");
-        return [{ type: "tool-approval-request", approvalId: d.toolCallId, toolCallId: d.toolCallId }];
-      case "approval_decided":
-        return this.#decided(d);
-      case "transition":
-        return this.#transition(d.event ?? {});
-      case "verdict_recorded":
-        return [{ type: "data-gatehouse-verdict", id: String(d.verdictId), data: { ...d } }];
-      case "task":
-        return this.#end(d);
-      default:
-        return [];
-    }
+    return this.reading.event(e).map(uiChunk);
   }
 
-  /**
-   * After a batch of events: when every open call waits for the outside,
-   * the answer ends here (`finish`, reason `tool-calls`); the next request
-   * continues the turn.
-   */
+  /** After a batch of events: `finish` (reason `tool-calls`) when every open call waits for the outside. */
   settle(): ChatChunk[] {
-    if (this.finished || this.#open.size === 0) return [];
-    for (const w of this.#open.values()) if (w === "running") return [];
-    return this.#finish("tool-calls", "waiting");
-  }
-
-  #turn(status: TurnData["status"]): ChatChunk {
-    return { type: "data-gatehouse-turn", id: this.turnId, data: { agentId: this.agentId, turnId: this.turnId, status } };
-  }
-
-  #openStep(step: number): ChatChunk[] {
-    if (this.#stepOpen.has(step)) return [];
-    this.#stepOpen.add(step);
-    return [{ type: "start-step" }];
-  }
-
-  #textPart(step: number, out: ChatChunk[]): { id: string; said: string } {
-    let part = this.#text.get(step);
-    if (!part) {
-      part = { id: `${this.turnId}:text:${step}`, said: "" };
-      this.#text.set(step, part);
-      out.push({ type: "text-start", id: part.id });
-    }
-    return part;
-  }
-
-  #step(d: Record<string, any>): ChatChunk[] {
-    const step = Number(d.step);
-    this.maxStep = Math.max(this.maxStep, step);
-    if (d.phase === "started") return this.#openStep(step);
-    if (d.phase === "completed") {
-      const out = this.#closeText(step);
-      if (this.#stepOpen.delete(step)) out.push({ type: "finish-step" });
-      return out;
-    }
-    if (d.phase !== "planning") return [];
-    this.#stepStored.add(step);
-    const out = this.#openStep(step);
-    const text = typeof d.text === "string" ? d.text : "";
-    const heard = this.#text.get(step);
-    if (heard && !text.startsWith(heard.said)) {
-      // The deltas told another text (a retried call): the stored text gets a part of its own.
-      out.push({ type: "text-end", id: heard.id });
-      const id = `${heard.id}:stored`;
-      if (text !== "") out.push({ type: "text-start", id }, { type: "text-delta", id, delta: text }, { type: "text-end", id });
-      this.#text.delete(step);
-      return out;
-    }
-    if (text === "" && !heard) return out;
-    const part = this.#textPart(step, out);
-    const rest = text.slice(part.said.length);
-    if (rest !== "") out.push({ type: "text-delta", id: part.id, delta: rest });
-    return [...out, ...this.#closeText(step)];
-  }
-
-  #closeText(step: number): ChatChunk[] {
-    const part = this.#text.get(step);
-    if (!part) return [];
-    this.#text.delete(step);
-    return [{ type: "text-end", id: part.id }];
-  }
-
-  #toolCall(d: Record<string, any>): ChatChunk[] {
-    if (d.builtin === true) {
-      this.#builtin.add(d.toolCallId);
-      return [];
-    }
-    this.#external.set(d.toolCallId, d.external === true);
-    return [{ type: "tool-input-available", toolCallId: d.toolCallId, toolName: d.name, input: d.args ?? {} }];
-  }
-
-  #decided(d: Record<string, any>): ChatChunk[] {
-    const id = d.toolCallId as string;
-    if (this.#ended.has(id)) return [];
-    if (d.decision === "approved") {
-      this.#open.set(id, this.#external.get(id) ? "external" : "running");
-      return [];
-    }
-    this.#open.delete(id);
-    this.#ended.add(id);
-    if (d.decision === "rejected") return [{ type: "tool-output-denied", toolCallId: id }];
-    return [{ type: "tool-output-error", toolCallId: id, errorText: "approval_timeout: nobody decided before the approval's deadline" }];
-  }
-
-  #transition(ev: Record<string, any>): ChatChunk[] {
-    if (ev.type === "MODEL_STEP") {
-      for (const c of ev.toolCalls ?? []) {
-        if (this.#builtin.has(c.id) || this.#ended.has(c.id)) continue;
-        this.#external.set(c.id, c.external === true);
-        if (!this.#open.has(c.id)) this.#open.set(c.id, c.approval ? "approval" : c.external ? "external" : "running");
-      }
-      return [];
-    }
-    if (ev.type !== "TOOL_RESULT") return [];
-    const id = ev.toolCallId as string;
-    this.#open.delete(id);
-    if (this.#ended.has(id) || this.#builtin.has(id)) return [];
-    this.#ended.add(id);
-    const o = ev.outcome ?? {};
-    if (o.ok === true) return [{ type: "tool-output-available", toolCallId: id, output: o.value ?? null }];
-    return [{ type: "tool-output-error", toolCallId: id, errorText: `${o.error?.type ?? "error"}: ${o.error?.message ?? ""}` }];
-  }
-
-  #end(d: Record<string, any>): ChatChunk[] {
-    if (d.status === "done") return this.#finish("stop", "done");
-    const err = d.error ?? {};
-    return [{ type: "error", errorText: `${err.reason ?? "failed"}: ${err.message ?? ""}` }, ...this.#finish("error", "failed")];
-  }
-
-  #finish(reason: "stop" | "error" | "tool-calls", status: TurnData["status"]): ChatChunk[] {
-    const out: ChatChunk[] = [];
-    for (const step of [...this.#text.keys()]) out.push(...this.#closeText(step));
-    if (this.#stepOpen.size > 0) out.push({ type: "finish-step" });
-    this.#stepOpen.clear();
-    this.finished = true;
-    out.push(this.#turn(status), { type: "finish", finishReason: reason });
-    return out;
+    return this.reading.settle().map(uiChunk);
   }
 }
 

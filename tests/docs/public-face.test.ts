@@ -157,8 +157,9 @@ describe("route access declared with each route", () => {
       if ((method === "PUT" || method === "DELETE") && /^\/schedules\/[^/]+$/.test(rest)) return { verb: "enqueue", agentId, global: false, signable: false };
       return { verb: "admin", agentId, global: false, signable: false };
     }
-    // The chat routes: the body names the agent of POST /v1/chat (the route checks the token's tenants).
+    // The chat routes: the body names the agent of POST /v1/chat and POST /v1/ag-ui (the route checks the token's tenants).
     if (method === "POST" && path === "/v1/chat") return { verb: "enqueue", global: false, signable: false };
+    if (method === "POST" && path === "/v1/ag-ui") return { verb: "enqueue", global: false, signable: false };
     const chat = /^\/v1\/chat\/([^/]+)\/(stream|messages)$/.exec(path);
     if (read && chat) {
       let agentId: string;
