@@ -21,7 +21,8 @@ import { createGatehouse, type Gatehouse, memoryStore } from "@gatehouse-runtime
 import { redisStore } from "@gatehouse-runtime/core/redis";
 import { assistant } from "./assistant.ts";
 
-export const DIST = fileURLToPath(new URL("./dist/", import.meta.url));
+/** The folder build.ts writes by default. */
+export const distDir = () => fileURLToPath(new URL("./dist/", import.meta.url));
 
 const PAGE_FILES: Record<string, { file: string; type: string }> = {
   "/": { file: "index.html", type: "text/html; charset=utf-8" },
@@ -29,7 +30,7 @@ const PAGE_FILES: Record<string, { file: string; type: string }> = {
 };
 
 /** The page's two files from `dir`, then gatehouse for everything else. */
-export function chatApp(gatehouse: Gatehouse, dir: string = DIST): Hono {
+export function chatApp(gatehouse: Gatehouse, dir: string = distDir()): Hono {
   const app = new Hono();
   for (const [path, { file, type }] of Object.entries(PAGE_FILES)) {
     app.get(path, async (c) => {
@@ -69,4 +70,4 @@ async function main() {
   process.once("SIGTERM", stop);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+if (import.meta.url === `file://${process.argv[1]}`) void main();
