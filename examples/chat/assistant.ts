@@ -47,7 +47,7 @@ export function slowModel(pace: Pace = () => sleep(120)): Model {
       if (amount !== undefined && !result) return { toolCalls: [{ name: "refund", args: { amount: Number(amount) } }] };
       const text = result
         ? afterRefund(result)
-        : `You said: "${said}". This answer arrives one word at a time, and every word is stored as it is written, so reload the page halfway and it still ends here.`;
+        : `You said: "${said}". This answer arrives one word at a time while the model works; the turn lives on the server, so reload the page halfway and it still ends here.`;
       const words = text.match(/\S+\s*/g) ?? [];
       for (let i = 0; i < words.length; i++) {
         await pace(i, words.length);

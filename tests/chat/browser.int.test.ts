@@ -149,7 +149,7 @@ describe("chat example page (Chromium)", () => {
     await shot(page, "2-reloaded-running");
     gate.open();
     await page.locator('[data-turn-status="done"]').waitFor(WAIT);
-    expect(await textOf(page)).toBe(`You said: "hello there". ${FIRST_HALF} one word at a time, and every word is stored as it is written, ${END}`);
+    expect(await textOf(page)).toBe(`You said: "hello there". ${FIRST_HALF} one word at a time while the model works; the turn lives on the server, ${END}`);
     expect(await assistants(page).count()).toBe(1);
     await shot(page, "3-resumed-done");
 
@@ -213,7 +213,7 @@ describe("chat example page (Chromium)", () => {
     await page.locator('.msg[data-role="user"]', { hasText: "survive a crash" }).waitFor(WAIT);
     gate.open();
     await page.locator('[data-turn-status="done"]').waitFor(WAIT);
-    expect(await textOf(page)).toBe(`You said: "survive a crash". ${FIRST_HALF} one word at a time, and every word is stored as it is written, ${END}`);
+    expect(await textOf(page)).toBe(`You said: "survive a crash". ${FIRST_HALF} one word at a time while the model works; the turn lives on the server, ${END}`);
     expect(await assistants(page).count()).toBe(1);
     await shot(page, "8-restarted-done");
 
