@@ -51,18 +51,19 @@ async function startGate(): Promise<Gate> {
   let held: ServerResponse[] = [];
   const server: Server = createServer((_req, res) => (isOpen ? res.end("go") : held.push(res)));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const open = () => {
+    isOpen = true;
+    for (const res of held) res.end("go");
+    held = [];
+  };
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/gate`,
-    open() {
-      isOpen = true;
-      for (const res of held) res.end("go");
-      held = [];
-    },
+    open,
     close() {
       isOpen = false;
     },
     async stop() {
-      this.open();
+      open();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     },
