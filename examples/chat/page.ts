@@ -2,7 +2,7 @@
  * The chat page: `useChat` from `@ai-sdk/react` talking to a gatehouse agent
  * through `DefaultChatTransport` (docs/chat-ui.md). Written with
  * `createElement` (as `h`) so it builds and typechecks without a JSX setup;
- * the same component in JSX is in docs/chat-ui.md.
+ * the same `useChat` wiring in JSX is in docs/chat-ui.md.
  *
  * - The chat id (= the agent id) is kept in the URL (`?chat=…`): a reload
  *   opens the same conversation.
