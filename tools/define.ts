@@ -109,12 +109,21 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    */
   needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>);
   /**
-   * How long a call waits for the decision (ms); default: the call's own
-   * resume deadline (`timeoutMs`). Approved, the call then has its full
-   * `timeoutMs` again.
+   * How long a call waits for the decision (ms); default
+   * DEFAULT_APPROVAL_TIMEOUT_MS (7 days). No claim or lease is held while it
+   * waits. Approved, the call then has its full `timeoutMs` from the
+   * approval on: the tool's own timeout starts when a person approves.
    */
   approvalTimeoutMs?: number;
 }
+
+/**
+ * How long a call that needs approval waits for a person's decision when its
+ * tool sets no `approvalTimeoutMs`: 7 days, so a request made before a
+ * weekend is still there after it. Nothing is held while it waits (no
+ * claim, no lease): only the call's record and its deadline in the due index.
+ */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** What a `needsApproval` predicate learns about the call. */
 export interface ApprovalContext {
