@@ -35,7 +35,10 @@
  *   from the store's record of the call (the decision lives there, store
  *   invariant `first-decision-wins`): `pending` until the first decision,
  *   then `approved` (the call runs, or waits for its external result),
- *   `rejected` or `timeout` (until the worker applies that error).
+ *   `rejected` or `timeout` (until the worker applies that error). Its
+ *   `deadlineMs` is the approval's deadline while it waits. Approved with
+ *   edited arguments, `args` are the edited ones (what runs, what an
+ *   external worker answers) and `proposedArgs` the model's.
  */
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
@@ -65,6 +68,8 @@ export interface CallRecordsView {
   delivered: ReadonlySet<string>;
   /** The approval status of pending calls that need one (store/types.ts ToolCallApproval). */
   approvals: ReadonlyMap<string, ApprovalStatus>;
+  /** The arguments a person edited when approving a pending call (ToolCallApproval `args`). */
+  edited?: ReadonlyMap<string, Record<string, unknown>>;
 }
 
 /**
@@ -80,6 +85,7 @@ export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: A
   return {
     delivered: new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId)),
     approvals: new Map(records.flatMap((r) => (r.approval ? [[r.toolCallId, r.approval.status] as const] : []))),
+    edited: new Map(records.flatMap((r) => (r.approval?.args !== undefined ? [[r.toolCallId, r.approval.args] as const] : []))),
   };
 }
 
@@ -105,7 +111,7 @@ export function agentView(
   queued: readonly QueuedTask[] = [],
   schedules: readonly ScheduleRecord[] = [],
 ): AgentView {
-  const { delivered, approvals } = records;
+  const { delivered, approvals, edited } = records;
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -127,7 +133,9 @@ export function agentView(
     pendingToolCalls: Object.entries(ctx.pending).map(([toolCallId, p]) => ({
       toolCallId,
       name: p.name,
-      args: p.args,
+      // What the call runs with: a person's edit replaces the model's proposal, kept as `proposedArgs`.
+      args: edited?.get(toolCallId) ?? p.args,
+      ...(edited?.has(toolCallId) ? { proposedArgs: p.args } : {}),
       external: p.external,
       deadline: iso(p.deadline),
       deadlineMs: p.deadline,
