@@ -320,6 +320,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -440,6 +443,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1144,6 +1150,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1264,6 +1273,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2265,6 +2277,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2385,6 +2400,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2776,6 +2794,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     toolCallId: string;
                     approved: boolean;
                     reason?: string | undefined;
+                    args?: Record<string, unknown> | undefined;
                 };
             };
             output: {
@@ -2951,6 +2970,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadline: string;
                     deadlineMs: number;
                     delivered: boolean;
+                    proposedArgs?: JSONValue | undefined;
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
                 }[];
                 usage: {
