@@ -110,6 +110,8 @@ for (const [name, open] of adapters) {
       // The tool's own window (its timeout and the watchdog's grace) starts now, not when the call was proposed a day ago.
       expect(r.body.deadline - s.clock.now()).toBeGreaterThanOrEqual(TOOL_TIMEOUT);
       expect(r.body.deadline - s.clock.now()).toBeLessThanOrEqual(TOOL_TIMEOUT + 60_000);
+      // The view shows the approved call's own deadline from then on, not the approval's.
+      expect((await s.view("d1")).pendingToolCalls[0]).toMatchObject({ approval: "approved", deadlineMs: r.body.deadline });
       await s.gh.drain();
       expect(s.runs).toEqual([{ to: "bob", amount: 500 }]);
       expect((await s.view("d1")).state).toBe("done");
