@@ -102,7 +102,8 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    * answers whether this call needs it (a predicate that throws asks). The
    * call is logged as `approval_requested`, listed in the agent view with
    * `approval: "pending"`, and waits (state `waiting-tools`) for
-   * `POST /v1/agents/:agentId/approvals`: approved, it runs (in-process) or
+   * `POST /v1/agents/:agentId/approvals`: approved (optionally with edited
+   * arguments, `args`, which it then runs with), it runs (in-process) or
    * takes its result (external); rejected or not decided in time, the model
    * sees the tool error `approval_rejected` (with the reason) or
    * `approval_timeout`. See docs/architecture.md, "Approvals".
