@@ -383,15 +383,26 @@ function AgentList() {
 
 // ------------------------------------------------------------------ agent page
 
-// A call that needs a person's approval (`approval: "pending"`): Approve / Reject over POST …/approvals.
+// A call that needs a person's approval (`approval: "pending"`): Approve / Reject over POST …/approvals;
+// "Approve edited" sends the arguments edited in the box (`args`), checked against the tool's schema.
 function ApprovalForm({ agentId, turnId, call, onDone }) {
   const [reason, setReason] = useState("");
+  const [args, setArgs] = useState(() => JSON.stringify(call.args ?? {}, null, 2));
   const [status, setStatus] = useState(null);
-  const decide = async (approved) => {
+  const decide = async (approved, edited = false) => {
+    let parsed;
+    if (edited) {
+      try {
+        parsed = JSON.parse(args);
+      } catch {
+        setStatus({ error: "The arguments are not JSON" });
+        return;
+      }
+    }
     try {
       const r = await api(`/v1/agents/${encodeURIComponent(agentId)}/approvals`, {
         method: "POST",
-        body: { turnId, toolCallId: call.toolCallId, approved, ...(reason.trim() ? { reason: reason.trim() } : {}) },
+        body: { turnId, toolCallId: call.toolCallId, approved, ...(edited ? { args: parsed } : {}), ...(reason.trim() ? { reason: reason.trim() } : {}) },
       });
       setStatus({ ok: `${r.decision}${r.duplicate ? " (already)" : ""}` });
       onDone();
@@ -402,7 +413,9 @@ function ApprovalForm({ agentId, turnId, call, onDone }) {
   return html`<div class="approval" data-approval-for=${call.toolCallId}>
     <div class="muted">waits for a person's approval${call.deadline ? html` until ${call.deadline}` : ""}</div>
     <label>reason (optional; a rejection's reason reaches the model)<input name="reason" value=${reason} onInput=${(e) => setReason(e.target.value)} /></label>
+    <label>arguments (JSON; edit, then "Approve edited": the tool runs with them)<textarea name="args" rows="3" value=${args} onInput=${(e) => setArgs(e.target.value)}></textarea></label>
     <button type="button" data-testid="approve" onClick=${() => decide(true)}>Approve</button>
+    <button type="button" data-testid="approve-edited" onClick=${() => decide(true, true)}>Approve edited</button>
     <button type="button" data-testid="reject" onClick=${() => decide(false)}>Reject</button>
     ${status?.ok && html`<span class="okmsg">${status.ok}</span>`}
     ${status?.error && html`<span class="error">${status.error}</span>`}
@@ -435,8 +448,15 @@ function PendingCall({ agentId, turnId, call, onDone }) {
       setStatus({ error: err.message });
     }
   };
+  // Approved with edited arguments (`proposedArgs` present): the model's proposal, then what runs.
+  const argsShown = call.proposedArgs !== undefined
+    ? html`<div class="edited-args" data-testid="edited-args">
+        <div class="muted">proposed by the model</div><pre class="mono" data-args="proposed">${JSON.stringify(call.proposedArgs, null, 2)}</pre>
+        <div class="muted">edited by the person who approved (runs with these)</div><pre class="mono" data-args="edited">${JSON.stringify(call.args, null, 2)}</pre>
+      </div>`
+    : html`<pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>`;
   const header = html`<div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span>${call.approval ? html` <span class="muted" data-approval=${call.approval}>approval: ${call.approval}</span>` : ""}</div>
-    <pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>`;
+    ${argsShown}`;
   // No result is taken before the decision; an in-process call runs in the worker once approved.
   if (call.approval === "pending" || call.external === false) {
     return html`<div class="pending" data-tool-call-id=${call.toolCallId}>

@@ -170,6 +170,13 @@ export function summarize(ev, verdicts = new Map(), calls = new Map()) {
       return d.status === "failed"
         ? `failed: ${d.error?.reason ?? ""}${d.error?.message ? ` ${short(d.error.message, 120)}` : ""}`
         : `${d.status ?? "?"}: ${short(d.deliverable, 140)}`;
+    case "approval_requested":
+      return `${d.name ?? "?"}(${argsSummary(d.args)}) waits for a person's approval${d.external ? "  · external" : ""}`;
+    case "approval_decided": {
+      const name = calls.get(d.toolCallId) ?? d.toolCallId ?? "";
+      const edited = d.args ? `  · edited: ${name}(${argsSummary(d.args)})` : "";
+      return `${name} ${d.decision ?? "?"}${d.reason ? `: ${short(d.reason, 100)}` : ""}${edited}`;
+    }
     case "handoff":
       return `handed off: ${d.from ?? "?"} → ${d.to ?? "?"} (${d.tool ?? d.toolCallId ?? ""})`;
     case "task_enqueued":

@@ -118,7 +118,9 @@ export const cashier = defineAgent({
       return { text: "Paying out.", toolCalls: [{ name: "send_payout", args: { to, amount } }], usage: { inputTokens: 30, outputTokens: 10 } };
     }
     // The tool's result, or its error: `approval_rejected` (with the person's reason) or `approval_timeout`.
-    const answer = JSON.parse(lastToolContent(messages) || "{}") as { error?: { type: string; metadata?: { reason?: string } } };
+    // A person who edited the arguments when approving is named first, then "Result: " and the result.
+    const content = lastToolContent(messages);
+    const answer = JSON.parse(content.slice(content.indexOf("\nResult: ") + 1).replace(/^Result: /, "") || "{}") as { error?: { type: string; metadata?: { reason?: string } } };
     const result = answer.error ? { status: "declined", why: answer.error.metadata?.reason ?? answer.error.type } : answer;
     return { toolCalls: [{ name: "submit_result", args: { result } }], usage: { inputTokens: 50, outputTokens: 10 } };
   }),

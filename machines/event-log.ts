@@ -122,6 +122,8 @@ export const MachineEvent = z.discriminatedUnion("type", [
         .describe("The turn stays gated by its binding's output contract: the verification state goes on"),
     }).optional()
       .describe("The call was a handoff: the turn continues under definition `to` with this turn config"),
+    editedArgs: z.record(z.string(), z.unknown()).optional()
+      .describe("The call ran with these arguments, edited by the person who approved it (the model's tool message shows them)"),
   }),
   z.strictObject({ type: z.literal("VERIFY_PASSED"), at: ms(), hash: z.string(), result: z.unknown() }),
   z.strictObject({
@@ -209,6 +211,8 @@ export const EVENT_DATA = {
     toolCallId: z.string(),
     decision: z.enum(["approved", "rejected", "timeout"]).describe("`timeout`: nobody decided before the approval's deadline (the watchdog)"),
     reason: z.string().nullable(),
+    args: z.record(z.string(), z.unknown()).optional()
+      .describe("Approved with edited arguments: what the call runs with (the proposed ones are in `approval_requested`)"),
     deadline: ms().nullable().describe("Approved: the call's deadline from now on; null otherwise (the call is resolved with its error)"),
   }).describe("A person's decision on a call that needed approval, or the watchdog's timeout of it (first decision wins)"),
   task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string() })

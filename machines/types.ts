@@ -150,6 +150,11 @@ export type AgentEvent =
     usage?: ChildUsage;
     /** The result of a handoff call (actors/steps/handoff.ts): the turn continues under `handoff.to`. */
     handoff?: HandoffSwitch;
+    /**
+     * The call ran with arguments a person edited when approving it (POST …/approvals `args`): the
+     * model's tool message says so and shows them (actors/conversation/transcript.ts).
+     */
+    editedArgs?: Record<string, unknown>;
   }
   | { type: "VERIFY_PASSED"; at: number; hash: string; result: unknown }
   | {

@@ -35,7 +35,11 @@
  *   from the store's record of the call (the decision lives there, store
  *   invariant `first-decision-wins`): `pending` until the first decision,
  *   then `approved` (the call runs, or waits for its external result),
- *   `rejected` or `timeout` (until the worker applies that error).
+ *   `rejected` or `timeout` (until the worker applies that error). Its
+ *   `deadlineMs` is the approval's deadline while it waits, and the
+ *   call's own (moved by the approval, from the record) once approved. Approved with
+ *   edited arguments, `args` are the edited ones (what runs, what an
+ *   external worker answers) and `proposedArgs` the model's.
  */
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
@@ -65,6 +69,10 @@ export interface CallRecordsView {
   delivered: ReadonlySet<string>;
   /** The approval status of pending calls that need one (store/types.ts ToolCallApproval). */
   approvals: ReadonlyMap<string, ApprovalStatus>;
+  /** The arguments a person edited when approving a pending call (ToolCallApproval `args`). */
+  edited?: ReadonlyMap<string, Record<string, unknown>>;
+  /** The deadline of approved pending calls, which the approval moved (the snapshot keeps the approval's). */
+  approvedDeadlines?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -80,7 +88,30 @@ export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: A
   return {
     delivered: new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId)),
     approvals: new Map(records.flatMap((r) => (r.approval ? [[r.toolCallId, r.approval.status] as const] : []))),
+    edited: new Map(records.flatMap((r) => (r.approval?.args !== undefined ? [[r.toolCallId, r.approval.args] as const] : []))),
+    approvedDeadlines: new Map(records.flatMap((r) => (r.approval?.status === "approved" ? [[r.toolCallId, r.deadline] as const] : []))),
   };
+}
+
+/** The view of the pending calls: the snapshot's, with what the store's records add (see the header). */
+function pendingCalls(ctx: AgentContext, records: CallRecordsView): AgentView["pendingToolCalls"] {
+  const { delivered, approvals, edited, approvedDeadlines } = records;
+  return Object.entries(ctx.pending).map(([toolCallId, p]) => {
+    // An approval moved the call's deadline to `decidedAt + runMs`: the record has it, the snapshot the approval's.
+    const deadline = approvedDeadlines?.get(toolCallId) ?? p.deadline;
+    return {
+      toolCallId,
+      name: p.name,
+      // What the call runs with: a person's edit replaces the model's proposal, kept as `proposedArgs`.
+      args: edited?.get(toolCallId) ?? p.args,
+      ...(edited?.has(toolCallId) ? { proposedArgs: p.args } : {}),
+      external: p.external,
+      deadline: iso(deadline),
+      deadlineMs: deadline,
+      delivered: delivered.has(toolCallId),
+      ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
+    };
+  });
 }
 
 /** What the turn is doing, from the stored state (see the header); null at rest. */
@@ -105,7 +136,6 @@ export function agentView(
   queued: readonly QueuedTask[] = [],
   schedules: readonly ScheduleRecord[] = [],
 ): AgentView {
-  const { delivered, approvals } = records;
   const ctx = contextOf(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
@@ -124,16 +154,7 @@ export function agentView(
     runnableAt: isoOrNull(head.runnableAt),
     runnableAtMs: head.runnableAt,
     activity: activityOf(head, ctx),
-    pendingToolCalls: Object.entries(ctx.pending).map(([toolCallId, p]) => ({
-      toolCallId,
-      name: p.name,
-      args: p.args,
-      external: p.external,
-      deadline: iso(p.deadline),
-      deadlineMs: p.deadline,
-      delivered: delivered.has(toolCallId),
-      ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
-    })),
+    pendingToolCalls: pendingCalls(ctx, records),
     ...(ctx.output !== null && ctx.output !== undefined ? { output: ctx.output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {}),
     ...(gateUsed

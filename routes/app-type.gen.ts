@@ -350,6 +350,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -470,6 +473,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -1174,6 +1180,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1294,6 +1303,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2295,6 +2307,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        args?: {
+                            [x: string]: JSONValue;
+                        } | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2415,6 +2430,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                                     maxVerifierErrors: number;
                                 };
                                 keepsGate?: true | undefined;
+                            } | undefined;
+                            editedArgs?: {
+                                [x: string]: JSONValue;
                             } | undefined;
                         } | {
                             type: "VERIFY_PASSED";
@@ -2806,6 +2824,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     toolCallId: string;
                     approved: boolean;
                     reason?: string | undefined;
+                    args?: Record<string, unknown> | undefined;
                 };
             };
             output: {
@@ -2981,6 +3000,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadline: string;
                     deadlineMs: number;
                     delivered: boolean;
+                    proposedArgs?: JSONValue | undefined;
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
                 }[];
                 usage: {

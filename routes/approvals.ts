@@ -16,8 +16,23 @@
  * `unknown_tool_call`, a call that needs no approval 409
  * `not_awaiting_approval`, an undecided call of a turn that has ended 409
  * `turn_finished`. Verb `approve` (docs/security.md).
+ *
+ * Edit, then approve: `args` with `approved: true` replaces the call's
+ * arguments. They are checked first, as the worker checks a call's
+ * arguments (agents/edited-args.ts), against the tool the call was recorded
+ * for: an edit the tool refuses (or `args` with `approved: false`) is 400
+ * `validation_failed` with the issues in `errors` (paths start at `args`)
+ * and decides nothing. The record keeps the proposed `args` and the edited
+ * ones in `approval.args`; `approval_decided` carries the edited ones. A
+ * process without the call's definition stores the edit unchecked, and the
+ * worker's own check answers a bad one with `invalid_arguments`. The same
+ * approval again is a duplicate only with the same `args` (canonical JSON),
+ * or none both times; otherwise it is 409 `approval_conflict`.
  */
 import { z } from "@hono/zod-openapi";
+import { editIssues, toolOfCall } from "../agents/edited-args.ts";
+import { checkSnapshot } from "../machines/persist.ts";
+import { describeIssues } from "./body.ts";
 import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -31,6 +46,11 @@ export const ApprovalRequest = z.strictObject({
   toolCallId: ToolCallId,
   approved: z.boolean().describe("true: the call runs; false: it never runs and the model sees `approval_rejected`"),
   reason: z.string().max(2_000).optional().describe("Why; a rejection's reason reaches the model in its tool error"),
+  args: z.record(z.string(), z.unknown()).optional().describe(
+    "Only with `approved: true`: the arguments the call runs with instead of the proposed ones, checked against the " +
+      "tool's schema (refused: 400 `validation_failed`, nothing decided). The model sees its own call and, with the " +
+      "result, a note of the edited arguments",
+  ),
 }).openapi("ApprovalRequest");
 
 export const ApprovalDecided = z.object({
@@ -64,9 +84,11 @@ export function approvalRoutes(rt: RouteRuntime) {
 /** Decides a tool call's approval (first decision wins); throws the route's problems. Also used by POST /v1/chat. */
 export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request) {
   const decision = body.approved ? "approved" as const : "rejected" as const;
+  if (body.args !== undefined) await checkEdit(rt, agentId, body);
   const r = await rt.store.decideApproval({
     agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, now: rt.clock.now(),
     ...(body.reason !== undefined ? { reason: body.reason } : {}),
+    ...(body.args !== undefined ? { args: body.args } : {}),
   });
   const deadline = (rec: { deadline: number }) => (decision === "approved" ? rec.deadline : null);
   switch (r.status) {
@@ -97,4 +119,26 @@ export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<ty
       // `not_due` answers only the watchdog's timeout; a person's decision never sees it.
       throw new ProblemError("turn_finished", `Turn "${body.turnId}" of agent "${agentId}" has finished`);
   }
+}
+
+/** Refuses edited `args` the call's tool would refuse, or that come with a rejection: 400 `validation_failed`, nothing decided. */
+async function checkEdit(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>): Promise<void> {
+  const refuse = (errors: Array<{ path: Array<string | number>; code: string; message: string }>) => {
+    throw new ProblemError("validation_failed", describeIssues("body", errors), { extra: { errors } });
+  };
+  if (!body.approved) refuse([{ path: ["args"], code: "custom", message: "args come only with approved: true (an edit is an approval)" }]);
+  const head = await rt.store.getAgent(agentId);
+  if (!head) return; // the store answers agent_not_found
+  const record = (await rt.store.getToolCalls(agentId, body.turnId)).find((c) => c.toolCallId === body.toolCallId);
+  if (!record) return; // the store answers unknown_tool_call
+  let definition: string | undefined;
+  try {
+    definition = head.snapshot ? checkSnapshot(head.snapshot).context.definition : undefined;
+  } catch {
+    definition = undefined;
+  }
+  const tool = toolOfCall(rt.agents, definition, head.agentName, record.name);
+  if (!tool) return; // not checkable here: the worker checks the arguments before the tool runs
+  const issues = editIssues(tool, body.args!);
+  if (issues.length > 0) refuse(issues.map((i) => ({ ...i, path: ["args", ...i.path] })));
 }

@@ -239,9 +239,12 @@ export const AgentView = z.object({
   pendingToolCalls: z.array(z.object({
     toolCallId: z.string(),
     name: z.string(),
-    args: z.unknown(),
+    args: z.unknown().describe("The arguments the call runs with: the model's, or a person's edit when approving it"),
+    proposedArgs: z.unknown().optional().describe(
+      "Present when a person edited the arguments when approving the call (`POST …/approvals` `args`): the model's proposal",
+    ),
     external: z.boolean(),
-    deadline: IsoTime,
+    deadline: IsoTime.describe("When the watchdog times the call out; while an approval is pending, the approval's deadline"),
     deadlineMs: z.number().describe("`deadline` in ms since the epoch"),
     delivered: z.boolean().describe(
       "True once the store accepted a result for the call (`POST …/tool-results`, or the watchdog's timeout) that the " +

@@ -2,9 +2,11 @@
  * What every adapter computes the same way for `decideApproval` (store/port.ts
  * invariant `first-decision-wins`): the status a decision stores, how a second
  * decision is answered, the error outcome of a rejection or a timeout, and the
- * `approval_decided` event. The Lua script receives these values ready-made;
+ * `approval_decided` event, and the edited arguments an approval may carry.
+ * The Lua script receives these values ready-made;
  * it only checks and writes.
  */
+import { canonicalJson } from "../common/canonical-json.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { DecideApprovalRequest, DecideApprovalResult } from "./port.ts";
 import { StoreInputError } from "./keys.ts";
@@ -32,9 +34,26 @@ export function decisionReason(req: DecideApprovalRequest): string | undefined {
   return String(req.reason).slice(0, APPROVAL_REASON_CHARS);
 }
 
-/** The answer to a decision on a call decided before: `duplicate` for the same decision, else `conflict`. */
+/**
+ * The edited arguments of an approval, or undefined; throws StoreInputError for arguments that are not a
+ * JSON object or that come with another decision than `approved`.
+ */
+export function decisionArgs(req: DecideApprovalRequest): Record<string, unknown> | undefined {
+  if (req.args === undefined) return undefined;
+  if (req.decision !== "approved") throw new StoreInputError(`args come only with decision approved, got ${JSON.stringify(req.decision)}`);
+  if (req.args === null || typeof req.args !== "object" || Array.isArray(req.args)) throw new StoreInputError("args must be a JSON object");
+  return req.args;
+}
+
+const sameArgs = (a: unknown, b: unknown) => (a === undefined || b === undefined ? a === b : canonicalJson(a) === canonicalJson(b));
+
+/**
+ * The answer to a decision on a call decided before: `duplicate` for the same decision (an approval with
+ * the same edited args, or none both times), else `conflict`.
+ */
 export function answerDecided(record: ToolCallRecord, req: DecideApprovalRequest): DecideApprovalResult {
-  return record.approval?.status === decisionStatus(req) ? { status: "duplicate", record } : { status: "conflict", record };
+  const same = record.approval?.status === decisionStatus(req) && sameArgs(record.approval?.args, decisionArgs(req));
+  return same ? { status: "duplicate", record } : { status: "conflict", record };
 }
 
 /** The tool error the model sees for a call that was rejected or timed out waiting for approval. */
@@ -53,7 +72,12 @@ export function refusalOutcome(status: "rejected" | "timeout", reason: string | 
   };
 }
 
-/** The `approval_decided` event's data. */
-export function decidedEventData(toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null) {
-  return { toolCallId, decision: status, reason: reason ?? null, deadline };
+/**
+ * The `approval_decided` event's data; `args`: an approval's edited arguments (absent when the call runs
+ * with the proposed ones). `deadline` comes last: the script appends its value.
+ */
+export function decidedEventData(
+  toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null, args?: Record<string, unknown>,
+) {
+  return { toolCallId, decision: status, reason: reason ?? null, ...(args !== undefined ? { args } : {}), deadline };
 }

@@ -1175,6 +1175,12 @@ export interface DecideApprovalRequest {
   decision: "approved" | "rejected" | "timeout";
   /** Why; a rejection's reason reaches the model in its tool error. At most 2 000 characters are kept. */
   reason?: string;
+  /**
+   * `approved` only: the arguments the call runs with instead of the proposed
+   * ones (a JSON object, already checked against the tool's schema by the
+   * caller). Stored as `approval.args` beside the proposed `args`.
+   */
+  args?: Record<string, unknown>;
   now: number;
 }
 
@@ -1204,15 +1210,18 @@ export type DecideApprovalResult =
  * ## first-decision-wins
  * `decideApproval` is first-wins per (agent, turn, toolCallId). The first
  * decision on a pending approval is stored in the call's `approval`
- * (`status`, `decidedAt`, `reason`), logs `approval_decided` and mails the
+ * (`status`, `decidedAt`, `reason`, and an approval's edited `args`, the
+ * proposed ones staying in the record's `args`), logs `approval_decided`
+ * (with the edited `args` when there are) and mails the
  * agent (the bell rings, invariant `inbox-is-truth`): `approved` moves the
  * call's deadline (and its due-index entry) to `now + runMs` and mails
- * `approval`; `rejected` and `timeout` resolve the call with the error
+ * `approval` (with the edited `args`); `rejected` and `timeout` resolve the call with the error
  * outcome `approval_rejected` / `approval_timeout` (the reason in its
  * message and metadata; source `approval` / `watchdog`), log
  * `tool_result_received` and mail it as a tool result, exactly as a
- * delivery would. The same decision again answers `duplicate`, another one
- * `conflict`; both answer the stored record and change nothing. A timeout
+ * delivery would. The same decision again (for an approval: with the same
+ * edited `args`, compared as canonical JSON, or none) answers `duplicate`,
+ * another one `conflict`; both answer the stored record and change nothing. A timeout
  * before the call's deadline answers `not_due`; a call without `approval`
  * answers `not_awaiting_approval`; an undecided call of a turn that is no
  * longer active answers `turn_finished`. All of it changes nothing.

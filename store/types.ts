@@ -85,9 +85,10 @@ export type MailItem =
   /**
    * A person approved a call that waited for approval (store/port.ts invariant
    * `first-decision-wins`): the worker may now run it (in-process) or wait for
-   * its result (external). `deadline`: the call's deadline from the decision on.
+   * its result (external). `deadline`: the call's deadline from the decision on;
+   * `args`: the arguments a person edited, which the call runs with instead of the proposed ones.
    */
-  | { kind: "approval"; seq: number; at: number; turnId: string; toolCallId: string; deadline: number };
+  | { kind: "approval"; seq: number; at: number; turnId: string; toolCallId: string; args?: Record<string, unknown>; deadline: number };
 
 /**
  * `delegation`: a child agent's result delivered to its parent (actors/delegation/delegation.ts);
@@ -166,6 +167,8 @@ export interface ToolCallApproval {
   decidedAt?: number;
   /** The reason given with the decision (a rejection's reaches the model). */
   reason?: string;
+  /** Approved with edited arguments: what the call runs with (the record's `args` stay the proposed ones). */
+  args?: Record<string, unknown>;
 }
 
 export type ApprovalStatus = "pending" | "approved" | "rejected" | "timeout";

@@ -102,19 +102,29 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    * answers whether this call needs it (a predicate that throws asks). The
    * call is logged as `approval_requested`, listed in the agent view with
    * `approval: "pending"`, and waits (state `waiting-tools`) for
-   * `POST /v1/agents/:agentId/approvals`: approved, it runs (in-process) or
+   * `POST /v1/agents/:agentId/approvals`: approved (optionally with edited
+   * arguments, `args`, which it then runs with), it runs (in-process) or
    * takes its result (external); rejected or not decided in time, the model
    * sees the tool error `approval_rejected` (with the reason) or
    * `approval_timeout`. See docs/architecture.md, "Approvals".
    */
   needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>);
   /**
-   * How long a call waits for the decision (ms); default: the call's own
-   * resume deadline (`timeoutMs`). Approved, the call then has its full
-   * `timeoutMs` again.
+   * How long a call waits for the decision (ms); default
+   * DEFAULT_APPROVAL_TIMEOUT_MS (7 days). No claim or lease is held while it
+   * waits. Approved, the call then has its full `timeoutMs` from the
+   * approval on: the tool's own timeout starts when a person approves.
    */
   approvalTimeoutMs?: number;
 }
+
+/**
+ * How long a call that needs approval waits for a person's decision when its
+ * tool sets no `approvalTimeoutMs`: 7 days, so a request made before a
+ * weekend is still there after it. Nothing is held while it waits (no
+ * claim, no lease): only the call's record and its deadline in the due index.
+ */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** What a `needsApproval` predicate learns about the call. */
 export interface ApprovalContext {

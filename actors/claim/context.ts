@@ -186,10 +186,17 @@ export interface ClaimContext {
   /** Number of the last `transition` event this claim logged. */
   transitionSeq: number;
   /**
-   * Pending calls of the turn a person approved, with their deadline from the approval on
-   * (actors/steps/approvals.ts): from this claim's `approval` mail and the store's records.
+   * Pending calls of the turn a person approved, with their deadline from the approval on and the
+   * arguments a person edited, if any (actors/steps/approvals.ts): from this claim's `approval` mail
+   * and the store's records.
    */
-  readonly approved: Map<string, number>;
+  readonly approved: Map<string, ApprovedCall>;
+}
+
+/** A call a person approved: its deadline from the approval on, and the edited arguments it runs with (if any). */
+export interface ApprovedCall {
+  deadline: number;
+  args?: Record<string, unknown>;
 }
 
 /** A tool call as the commit records it (before it is dispatched). */

@@ -63,6 +63,14 @@ export function feedbackText(r: { code: string; message: string; retryable: bool
   return open + body + close;
 }
 
+/**
+ * What the model reads before the result of a call a person edited when approving it: its own tool call
+ * stays as it proposed it (the conversation only grows), and this note says what ran instead.
+ */
+export function editedNote(args: Record<string, unknown>): string {
+  return `A person edited the arguments of this call before approving it; it ran with: ${jsonText(args)}\nResult: `;
+}
+
 const FINAL_STATES = new Set(["idle", "done", "failed"]);
 
 const tool = (toolCallId: string, content: string): Message => ({ role: "tool", toolCallId, content });
@@ -120,7 +128,8 @@ export function messagesFor(
     }
     case "TOOL_RESULT": {
       if (!(event.toolCallId in before.context.pending)) return [];
-      const out = [tool(event.toolCallId, outcomeText(event.outcome))];
+      const result = outcomeText(event.outcome);
+      const out = [tool(event.toolCallId, event.editedArgs ? editedNote(event.editedArgs) + result : result)];
       // A terminating result ends the step (into done, or into verifying as the candidate).
       if (after.value === "done" || after.value === "verifying") {
         for (const id of Object.keys(before.context.pending)) {

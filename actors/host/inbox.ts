@@ -11,8 +11,10 @@
  *   turn (a worker died after starting it) or any turn.
  * - A cancel applies only to the turn it was accepted for, never to another
  *   one; mail that fits no waiting call or turn is logged as `mail_ignored`.
- * - An `approval` mail lets the approved call run in this claim (actors/steps/approvals.ts);
- *   it changes no snapshot.
+ * - An `approval` mail lets the approved call run in this claim (actors/steps/approvals.ts),
+ *   with the arguments a person edited if there are; it changes no snapshot.
+ * - A delivered result of an external call a person approved with edited arguments carries
+ *   them in its TOOL_RESULT (`editedArgs`), so the model's tool message says what ran.
  * - A tool result of a delegation call carries what the child spent
  *   (actors/delegation/claim-hooks.ts), so the parent's spend includes it.
  */
@@ -87,7 +89,7 @@ function cancelOf(ctx: ClaimContext, m: Extract<Mail, { kind: "cancel" }>, turnA
 function approvalOf(ctx: ClaimContext, m: Extract<Mail, { kind: "approval" }>): Happening[] {
   const { value, context } = snap(ctx);
   if (value === "waiting-tools" && m.turnId === context.turnId && context.pending[m.toolCallId]?.approval) {
-    ctx.approved.set(m.toolCallId, m.deadline);
+    ctx.approved.set(m.toolCallId, { deadline: m.deadline, ...(m.args !== undefined ? { args: m.args } : {}) });
     return [];
   }
   return [log("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value })];
@@ -101,13 +103,30 @@ async function toolResultOf(ctx: ClaimContext, m: Extract<Mail, { kind: "tool_re
     const callName = context.pending[m.toolCallId].name;
     const outcome = normalizeOutcome(m.outcome);
     const usage = await delegatedUsage(ctx, context, m.toolCallId);
+    const editedArgs = m.source === "http" ? await editedArgsOf(ctx, context, m.toolCallId) : undefined;
     const result: Happening = {
       kind: "event",
-      event: { type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution, ...(usage ? { usage } : {}) },
+      event: {
+        type: "TOOL_RESULT", at: m.at, toolCallId: m.toolCallId, outcome, afterExecution: m.afterExecution, ...(usage ? { usage } : {}),
+        ...(editedArgs ? { editedArgs } : {}),
+      },
     };
     return outcome.ok && m.source !== "watchdog" ? [result, { kind: "tool-used", name: callName }] : [result];
   }
   return [log("mail_ignored", { seq: m.seq, kind: m.kind, toolCallId: m.toolCallId, state: value })];
+}
+
+/**
+ * The arguments a person edited when approving the external call `id` (POST …/approvals `args`), which
+ * its delivered result answers: from this claim's approval mail, else the store's record (one read, only
+ * for a call that needed approval).
+ */
+async function editedArgsOf(ctx: ClaimContext, context: AgentContext, id: string): Promise<Record<string, unknown> | undefined> {
+  if (!context.pending[id]?.approval || context.turnId === null) return undefined;
+  const known = ctx.approved.get(id);
+  if (known) return known.args;
+  const r = (await ctx.deps.store.getToolCalls(ctx.agentId, context.turnId)).find((c) => c.toolCallId === id);
+  return r?.approval?.status === "approved" ? r.approval.args : undefined;
 }
 
 /**
@@ -119,6 +138,8 @@ async function loadApprovals(ctx: ClaimContext, state: string, context: AgentCon
   if (state !== "waiting-tools" || context.turnId === null) return;
   if (!Object.entries(context.pending).some(([id, p]) => !p.external && awaitsApproval(ctx, id, p))) return;
   for (const r of await ctx.deps.store.getToolCalls(ctx.agentId, context.turnId)) {
-    if (r.status === "pending" && r.approval?.status === "approved" && r.toolCallId in context.pending) ctx.approved.set(r.toolCallId, r.deadline);
+    if (r.status === "pending" && r.approval?.status === "approved" && r.toolCallId in context.pending) {
+      ctx.approved.set(r.toolCallId, { deadline: r.deadline, ...(r.approval.args !== undefined ? { args: r.approval.args } : {}) });
+    }
   }
 }

@@ -9,11 +9,15 @@
  * - A call that needs approval is recorded with its pending approval, and
  *   logged as `approval_requested`, by the commit of its step: before anyone
  *   could decide on it or anything could run it. While it waits its deadline
- *   is the approval's (`approvalTimeoutMs`, default the call's own window).
+ *   is the approval's (`approvalTimeoutMs`, default DEFAULT_APPROVAL_TIMEOUT_MS,
+ *   7 days); no claim is held meanwhile, and the call's own window (`runMs`)
+ *   starts when a person approves it.
  * - An in-process call that needs approval runs only once the store's record
  *   says `approved` (`ClaimContext.approved`: from the claim's `approval`
  *   mail, else read from the store at the claim's start by the inbox,
- *   actors/host/inbox.ts), and then at most
+ *   actors/host/inbox.ts), with the arguments the person edited if there
+ *   are (`ClaimContext.approved` `args`; the proposed ones stay in the
+ *   machine's pending call and the store's record), and then at most
  *   once like any call (the commit that resolves it is fenced). A rejected
  *   or timed-out call reaches the turn as a tool result (its error outcome)
  *   and never runs.
@@ -26,7 +30,7 @@
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
 import type { ModelToolCall, PendingCall } from "../../machines/types.ts";
-import type { AnyTool } from "../../tools/define.ts";
+import { type AnyTool, DEFAULT_APPROVAL_TIMEOUT_MS } from "../../tools/define.ts";
 import { prepareArgs } from "../../tools/specs.ts";
 import type { ClaimContext } from "../claim/context.ts";
 
@@ -49,7 +53,7 @@ export async function askApprovals(
     }
     const window = Math.max(1, c.deadline - now);
     runMs.set(c.id, window);
-    out.push({ ...c, approval: true, deadline: now + (tool.approvalTimeoutMs ?? window) });
+    out.push({ ...c, approval: true, deadline: now + (tool.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) });
   }
   return { calls: out, runMs };
 }

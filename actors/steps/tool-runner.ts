@@ -29,7 +29,9 @@
  *   logged). A tool runs at most once per call in one living process, as long
  *   as the bound of kept results is not passed.
  * - A call that waits for a person's approval does not run until the store's
- *   record says approved (actors/steps/approvals.ts).
+ *   record says approved (actors/steps/approvals.ts); it then runs with the
+ *   arguments the person edited, if any (checked like the model's), and its
+ *   TOOL_RESULT carries them as `editedArgs`.
  * - The tool registry hears of every successful call (actors/registry/claim-view.ts);
  *   a registry failure is logged and never fails the turn.
  * - A handoff call (agents/handoff.ts) is answered by actors/steps/handoff.ts, not by a tool; its
@@ -96,17 +98,19 @@ export async function runInProcessTools(ctx: ToolsInput, context: AgentContext):
     const was = kept?.get(ctx.agentId, tId, id);
     if (was) {
       ctx.deps.logger.info("tool_result_kept", { agentId: ctx.agentId, turnId: tId, toolCallId: id, name: p.name, epoch: ctx.epoch });
-      return { id, name: p.name, ...was, ran: false, ms: 0 };
+      return { id, name: p.name, ...was, ran: false, ms: 0, edited: ctx.approved.get(id)?.args };
     }
     const span = startSpan("gatehouse.tool_call", { ...ctx.spans.ids, "gatehouse.tool_call_id": id, "gatehouse.tool": p.name }, ctx.spans.turn);
-    const r = await dispatch(ctx, context, tId, id, p.name, p.args);
+    // A person who approved the call may have edited its arguments (POST …/approvals `args`): those run.
+    const edited = ctx.approved.get(id)?.args;
+    const r = await dispatch(ctx, context, tId, id, p.name, edited ?? p.args);
     endSpan(span, { "gatehouse.tool_ok": r.outcome.ok }, r.outcome.ok ? undefined : r.outcome.error.type);
     // Kept until a commit resolving the call applies, even when this attempt was aborted meanwhile; not
     // when the tool threw after the abort (it stopped because the lease was gone, and runs again).
     if (kept && r.ran && !(ctx.abort.signal.aborted && !r.outcome.ok)) {
       kept.keep(ctx.agentId, tId, id, { outcome: r.outcome, afterExecution: r.afterExecution, contractValidation: r.contractValidation });
     }
-    return { id, name: p.name, ...r, ms: clock.now() - started };
+    return { id, name: p.name, ...r, ms: clock.now() - started, edited };
   }));
   if (ctx.abort.signal.aborted) return { happened: [], ride: false };
   const happened: Happening[] = [];
@@ -124,7 +128,10 @@ export async function runInProcessTools(ctx: ToolsInput, context: AgentContext):
     };
     const event: Happening = {
       kind: "event",
-      event: { type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution, ...(handoff ? { handoff: handoff.handoff } : {}) },
+      event: {
+        type: "TOOL_RESULT", at: clock.now(), toolCallId: r.id, outcome: r.outcome, afterExecution: r.afterExecution,
+        ...(handoff ? { handoff: handoff.handoff } : {}), ...(r.edited ? { editedArgs: r.edited } : {}),
+      },
     };
     // Only while the turn still waits on tools: an earlier result may have ended it.
     happened.push({ kind: "while", state: "waiting-tools", then: handoff ? [resolve, handoff.logged, event] : [resolve, event] });
@@ -132,7 +139,7 @@ export async function runInProcessTools(ctx: ToolsInput, context: AgentContext):
   for (const r of results) if (r.outcome.ok) happened.push({ kind: "tool-used", name: r.name });
   const now = clock.now();
   const ride = !handedOff && todo.length > 0 && todo.every(([id, p]) =>
-    ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && (ctx.approved.get(id) ?? p.deadline) - now >= WATCHDOG_GRACE_MS
+    ctx.agent.offeredTools.find((t) => t.name === p.name)?.retrySafe === true && (ctx.approved.get(id)?.deadline ?? p.deadline) - now >= WATCHDOG_GRACE_MS
   );
   return { happened, ride };
 }

@@ -15,7 +15,7 @@
   ARGV[5] call_id: toolCallId (raw)
   ARGV[6] decision: 'approved' | 'rejected' | 'timeout'
   ARGV[7] now_str: now
-  ARGV[8] approval_tail: the decided approval after its runMs: ',"status":..,"decidedAt":..[,"reason":..]}'
+  ARGV[8] approval_tail: the decided approval after its runMs: ',"status":..,"decidedAt":..[,"reason":..][,"args":..]}'
   ARGV[9] resolution: (rejected, timeout) the resolution JSON, as deliver_tool_result stores it
   ARGV[10] mail_tail: the mail item without seq and its opening brace; (approved) also
       without its closing brace: the script appends ',"deadline":<deadline>}'

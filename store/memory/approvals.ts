@@ -3,7 +3,7 @@
  * `first-decision-wins`); store/lua/decide_approval.lua is its Redis twin.
  */
 import type { DecideApprovalRequest, DecideApprovalResult } from "../port.ts";
-import { answerDecided, decidedEventData, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
+import { answerDecided, decidedEventData, decisionArgs, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { MailItem, ToolCallRecord } from "../types.ts";
 import { callKey } from "./records.ts";
@@ -14,6 +14,7 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
   return atomic((): DecideApprovalResult => {
     const status = decisionStatus(req);
     const reason = decisionReason(req);
+    const args = decisionArgs(req);
     const a = agents.get(req.agentId);
     if (!a) return { status: "agent_not_found" };
     const key = callKey(req.turnId, req.toolCallId);
@@ -23,7 +24,7 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
     if (rec.approval.status !== "pending") return answerDecided(copy(rec), req);
     if (a.head.activeTurnId !== req.turnId || rec.status !== "pending") return { status: "turn_finished" };
     if (status === "timeout" && rec.deadline > req.now) return { status: "not_due" };
-    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}) };
+    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...(args !== undefined ? { args: copy(args) } : {}) };
     const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
     const seq = a.mailSeq + 1;
     let next: ToolCallRecord;
@@ -31,8 +32,10 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
     const events = [];
     if (status === "approved") {
       next = { ...rec, deadline: req.now + rec.approval.runMs, approval };
-      mail = { kind: "approval", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, deadline: next.deadline };
-      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline), req.now));
+      mail = {
+        kind: "approval", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, ...(args !== undefined ? { args: copy(args) } : {}), deadline: next.deadline,
+      };
+      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline, args && copy(args)), req.now));
     } else {
       const outcome = refusalOutcome(status, reason);
       const source = status === "rejected" ? "approval" as const : "watchdog" as const;

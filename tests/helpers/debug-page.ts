@@ -17,7 +17,10 @@
  * The `payer` agent calls the in-process tool `pay`, which needs a person's
  * approval (`needsApproval`): the call waits in `waiting-tools` with
  * `approval: "pending"` until the page's Approve / Reject buttons decide it;
- * `payments()` lists the amounts `pay` actually paid.
+ * `payments()` lists the amounts `pay` actually paid. The `remitter` agent
+ * calls the external tool `remit` `{ amount: 40 }`, which needs approval too:
+ * approved (edited or not), it waits for its result over HTTP, so the page
+ * shows the approved call's arguments (proposed and edited).
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
@@ -97,8 +100,19 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     }),
     tools: [pay],
   });
+  const remit = defineTool({ name: "remit", description: "Remit an amount", parameters: z.object({ amount: z.number().positive() }), needsApproval: true });
+  const remitter = defineAgent({
+    name: "remitter",
+    instructions: "Remit what the task asks for.",
+    model: scriptedModel((ctx) => {
+      if (ctx.step === 1) return { toolCalls: [{ name: "remit", args: { amount: 40 } }] };
+      const last = ctx.messages[ctx.messages.length - 1];
+      return { toolCalls: [{ name: "submit_result", args: { result: String(last?.content ?? "") } }] };
+    }),
+    tools: [remit],
+  });
   const auth = opts.auth ?? true;
-  const gh = createGatehouse({ agents: [helper, invoicer, front, payer], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
+  const gh = createGatehouse({ agents: [helper, invoicer, front, payer, remitter], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));

@@ -55,12 +55,12 @@ export function expectSessionOutput(lines: string[]): void {
   expect(lines[4]).toBe('{"accepted":true,"duplicate":true,"contract":{"passed":true,"mismatch":null}}');
   expect(lines[5]).toBe('"state":"done"');
   expect(lines[6]).toBe('"output":{"orderId":"A-1001","refund":"approved","note":"approved by Dana"}');
-  // A tool that needs approval: pending in the agent view, approved over POST …/approvals, the turn done.
+  // A tool that needs approval: pending in the agent view, edited and approved over POST …/approvals (the edited amount paid), the turn done.
   expect(lines[7]).toBe('"state":"waiting-tools"');
   expect(lines[8]).toBe('"name":"send_payout"');
   expect(lines[9]).toBe('"approval":"pending"');
   expect(lines[10]).toBe('"decided":true,"duplicate":false,"decision":"approved"');
   expect(lines[11]).toBe('"state":"done"');
-  expect(lines[12]).toBe('"output":{"status":"paid","to":"Dana","amount":40,"currency":"EUR"}');
+  expect(lines[12]).toBe('"output":{"status":"paid","to":"Dana","amount":25,"currency":"EUR"}');
   expect(lines).toHaveLength(13);
 }

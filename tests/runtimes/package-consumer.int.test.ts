@@ -424,7 +424,7 @@ describe("npx @gatehouse-runtime/core serve <module>", () => {
       '"approval":"pending"',
       '"decided":true,"duplicate":false,"decision":"approved"',
       '"state":"done"',
-      '"output":{"status":"paid","to":"Dana","amount":40,"currency":"EUR"}',
+      '"output":{"status":"paid","to":"Dana","amount":25,"currency":"EUR"}',
     ]);
     s.child.kill("SIGTERM");
     expect(await s.exited).toBe(0);

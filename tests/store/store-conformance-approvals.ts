@@ -75,6 +75,37 @@ export function approvalsConformance(ctx: () => ApprovalsContext): void {
       expect((c as { mail: unknown[] }).mail).toEqual([{ kind: "approval", seq: 1, at: T0 + 100, turnId, toolCallId: "ext", deadline: T0 + 100 + RUN_MS }]);
     });
 
+    it("an approval with edited args keeps the proposed args and stores, mails and logs the edited ones", async () => {
+      const { store } = ctx();
+      const { turnId } = await waiting();
+      const args = { n: 2, note: "edited ☃" };
+      const d = await store.decideApproval({ agentId: "a1", turnId, toolCallId: "inproc", decision: "approved", args, now: T0 + 100 });
+      expect(d.status).toBe("decided");
+      const rec = (d as { record: unknown }).record;
+      expect(rec).toMatchObject({ args: { n: 1 }, deadline: T0 + 100 + RUN_MS, approval: { status: "approved", runMs: RUN_MS, decidedAt: T0 + 100, args } });
+      expect(await recordOf(turnId, "inproc")).toEqual(rec);
+      expect((await store.readEvents("a1", 0, 100)).at(-1)).toMatchObject({
+        type: "approval_decided", data: { toolCallId: "inproc", decision: "approved", reason: null, args, deadline: T0 + 100 + RUN_MS },
+      });
+      const c = await store.claim({ agentId: "a1", workerId: "w2", leaseMs: LEASE, now: T0 + 101 });
+      expect((c as { mail: unknown[] }).mail).toEqual([{ kind: "approval", seq: 1, at: T0 + 100, turnId, toolCallId: "inproc", args, deadline: T0 + 100 + RUN_MS }]);
+      // The same edit again (keys in another order) is a duplicate; another edit, or none, a conflict; nothing changes.
+      const again = await store.decideApproval({ agentId: "a1", turnId, toolCallId: "inproc", decision: "approved", args: { note: "edited ☃", n: 2 }, now: T0 + 200 });
+      expect(again.status).toBe("duplicate");
+      expect((await store.decideApproval({ agentId: "a1", turnId, toolCallId: "inproc", decision: "approved", args: { n: 3 }, now: T0 + 200 })).status).toBe("conflict");
+      expect((await decide(turnId, "inproc", "approved", T0 + 200)).status).toBe("conflict");
+      expect(await recordOf(turnId, "inproc")).toEqual(rec);
+    });
+
+    it("refuses args with a rejection, or args that are not an object, and changes nothing", async () => {
+      const { store } = ctx();
+      const { turnId } = await waiting();
+      const before = await statesOf(ctx().state, ["a1"]);
+      await expect(store.decideApproval({ agentId: "a1", turnId, toolCallId: "ext", decision: "rejected", args: { n: 1 }, now: T0 + 100 })).rejects.toThrow(/args/);
+      await expect(store.decideApproval({ agentId: "a1", turnId, toolCallId: "ext", decision: "approved", args: [1] as never, now: T0 + 100 })).rejects.toThrow(/args/);
+      expect(await statesOf(ctx().state, ["a1"])).toEqual(before);
+    });
+
     it("rejection resolves the call with approval_rejected and the reason, mailed as a tool result", async () => {
       const { store } = ctx();
       const { turnId } = await waiting();
