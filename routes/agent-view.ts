@@ -36,7 +36,11 @@
  *   invariant `first-decision-wins`): `pending` until the first decision,
  *   then `approved` (the call runs, or waits for its external result),
  *   `rejected` or `timeout` (until the worker applies that error).
+ * - Who acted on a pending call, from the same record (common/by.ts):
+ *   `decidedBy` (who decided its approval) and `deliveredBy` (who delivered
+ *   its result over HTTP), each present once recorded.
  */
+import type { By } from "../common/by.ts";
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
@@ -65,6 +69,8 @@ export interface CallRecordsView {
   delivered: ReadonlySet<string>;
   /** The approval status of pending calls that need one (store/types.ts ToolCallApproval). */
   approvals: ReadonlyMap<string, ApprovalStatus>;
+  /** Who decided a pending call's approval, and who delivered its result, where the record says (common/by.ts). */
+  by?: ReadonlyMap<string, { decidedBy?: By; deliveredBy?: By }>;
 }
 
 /**
@@ -80,6 +86,10 @@ export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: A
   return {
     delivered: new Set(records.filter((r) => r.status === "resolved").map((r) => r.toolCallId)),
     approvals: new Map(records.flatMap((r) => (r.approval ? [[r.toolCallId, r.approval.status] as const] : []))),
+    by: new Map(records.map((r) => [r.toolCallId, {
+      ...(r.approval?.by !== undefined ? { decidedBy: r.approval.by } : {}),
+      ...(r.by !== undefined ? { deliveredBy: r.by } : {}),
+    }])),
   };
 }
 
@@ -133,6 +143,7 @@ export function agentView(
       deadlineMs: p.deadline,
       delivered: delivered.has(toolCallId),
       ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
+      ...records.by?.get(toolCallId),
     })),
     ...(ctx.output !== null && ctx.output !== undefined ? { output: ctx.output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {}),

@@ -15,8 +15,12 @@
  * the stored `decision`. A call the store never recorded is 409
  * `unknown_tool_call`, a call that needs no approval 409
  * `not_awaiting_approval`, an undecided call of a turn that has ended 409
- * `turn_finished`. Verb `approve` (docs/security.md).
+ * `turn_finished`. Verb `approve` (docs/security.md). The decision records
+ * who took it (`by`: the token's name, routes/auth.ts `callerName`) on the
+ * call's approval and its `approval_decided` event.
  */
+import type { By } from "../common/by.ts";
+import { callerName } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -57,15 +61,15 @@ const decideApproval = defineRoute({
 export function approvalRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(decideApproval, async (c) => {
     const { agentId } = c.req.valid("param");
-    return c.json(await decide(rt, agentId, c.req.valid("json"), c.req.raw), 200);
+    return c.json(await decide(rt, agentId, c.req.valid("json"), c.req.raw, callerName(c)), 200);
   });
 }
 
-/** Decides a tool call's approval (first decision wins); throws the route's problems. Also used by POST /v1/chat. */
-export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request) {
+/** Decides a tool call's approval (first decision wins) as `by` (routes/auth.ts `callerName`); throws the route's problems. Also used by POST /v1/chat. */
+export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request, by: By) {
   const decision = body.approved ? "approved" as const : "rejected" as const;
   const r = await rt.store.decideApproval({
-    agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, now: rt.clock.now(),
+    agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, by, now: rt.clock.now(),
     ...(body.reason !== undefined ? { reason: body.reason } : {}),
   });
   const deadline = (rec: { deadline: number }) => (decision === "approved" ? rec.deadline : null);

@@ -8,6 +8,7 @@
 import type { Outcome } from "../common/outcome.ts";
 import type { DecideApprovalRequest, DecideApprovalResult } from "./port.ts";
 import { StoreInputError } from "./keys.ts";
+import { type By, byField } from "../common/by.ts";
 import type { ApprovalStatus, ToolCallRecord } from "./types.ts";
 
 /** A decision's reason is kept up to this many characters. */
@@ -54,6 +55,12 @@ export function refusalOutcome(status: "rejected" | "timeout", reason: string | 
 }
 
 /** The `approval_decided` event's data. */
-export function decidedEventData(toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null) {
-  return { toolCallId, decision: status, reason: reason ?? null, deadline };
+export function decidedEventData(toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null, by?: By) {
+  // `deadline` stays last: the script store appends an approval's deadline to the text it is given.
+  return { toolCallId, decision: status, reason: reason ?? null, ...byField(by), deadline };
+}
+
+/** The `by` a decision stores: the caller's for a person's decision, none for the watchdog's timeout. */
+export function decisionBy(req: DecideApprovalRequest): { by?: By } {
+  return req.decision === "timeout" ? {} : byField(req.by);
 }

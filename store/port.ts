@@ -50,6 +50,7 @@ import type { ContractValidation } from "../common/contract-validation.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
 import type { LiveChannel } from "./live.ts";
 import type { ScheduleSpec } from "../common/schedule.ts";
+import type { By } from "../common/by.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -92,6 +93,8 @@ export interface DeliverToolResultRequest {
   source: ToolResultSource;
   /** The contract check of this result (contracts/check.ts); default: not applied. */
   contractValidation?: ContractValidation;
+  /** Who delivered it (common/by.ts): the caller's name, null without one; absent for the runtime's own results. */
+  by?: By;
   now: number;
 }
 
@@ -138,6 +141,8 @@ export interface CancelRequest {
    */
   turnId?: string;
   reason: string;
+  /** Who asked (common/by.ts), logged on `cancel_requested`. */
+  by?: By;
   now: number;
 }
 
@@ -156,6 +161,8 @@ export interface CancelTaskRequest {
   agentId: string;
   turnId: string;
   reason: string;
+  /** Who asked (common/by.ts), logged on `task_cancelled`. */
+  by?: By;
   now: number;
 }
 
@@ -1010,6 +1017,8 @@ export interface ScheduleRecord {
   lastFired: { tick: number; turnId: string; at: number } | null;
   createdAt: number;
   updatedAt: number;
+  /** Who wrote this revision (created or replaced it; common/by.ts); absent on a schedule written without one. */
+  by?: By;
 }
 
 export interface PutScheduleRequest {
@@ -1020,6 +1029,8 @@ export interface PutScheduleRequest {
   spec: ScheduleSpec;
   /** The first tick (ms), computed by the caller from `spec` and `now`. */
   nextTick: number | null;
+  /** Who wrote this revision (common/by.ts), stored as the record's `by`. */
+  by?: By;
   now: number;
   /**
    * The most schedules the agent may hold (invariant `schedule-bounds`; a
@@ -1175,6 +1186,8 @@ export interface DecideApprovalRequest {
   decision: "approved" | "rejected" | "timeout";
   /** Why; a rejection's reason reaches the model in its tool error. At most 2 000 characters are kept. */
   reason?: string;
+  /** Who decided (common/by.ts): stored on the approval and logged on `approval_decided`; absent for the watchdog's timeout. */
+  by?: By;
   now: number;
 }
 

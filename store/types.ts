@@ -149,6 +149,8 @@ export interface ToolCallRecord {
   delegated?: boolean;
   /** The contract check of the result (store/port.ts invariant `contract-validation`); set once resolved. */
   contractValidation?: ContractValidation;
+  /** Who delivered the result over HTTP (common/by.ts); absent for the runtime's own results and for those stored before `by`. */
+  by?: string | null;
   /**
    * Set on a call that needs a person's approval before it runs (tools/define.ts `needsApproval`;
    * store/port.ts invariant `first-decision-wins`). While it is pending, `deadline` is the
@@ -166,6 +168,8 @@ export interface ToolCallApproval {
   decidedAt?: number;
   /** The reason given with the decision (a rejection's reaches the model). */
   reason?: string;
+  /** Who decided (common/by.ts); absent for the watchdog's timeout and for decisions stored before `by`. */
+  by?: string | null;
 }
 
 export type ApprovalStatus = "pending" | "approved" | "rejected" | "timeout";

@@ -3,7 +3,7 @@
  * `first-decision-wins`); store/lua/decide_approval.lua is its Redis twin.
  */
 import type { DecideApprovalRequest, DecideApprovalResult } from "../port.ts";
-import { answerDecided, decidedEventData, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
+import { answerDecided, decidedEventData, decisionBy, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { MailItem, ToolCallRecord } from "../types.ts";
 import { callKey } from "./records.ts";
@@ -23,7 +23,8 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
     if (rec.approval.status !== "pending") return answerDecided(copy(rec), req);
     if (a.head.activeTurnId !== req.turnId || rec.status !== "pending") return { status: "turn_finished" };
     if (status === "timeout" && rec.deadline > req.now) return { status: "not_due" };
-    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}) };
+    const by = decisionBy(req);
+    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...by };
     const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
     const seq = a.mailSeq + 1;
     let next: ToolCallRecord;
@@ -32,13 +33,13 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
     if (status === "approved") {
       next = { ...rec, deadline: req.now + rec.approval.runMs, approval };
       mail = { kind: "approval", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, deadline: next.deadline };
-      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline), req.now));
+      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline, by.by), req.now));
     } else {
       const outcome = refusalOutcome(status, reason);
       const source = status === "rejected" ? "approval" as const : "watchdog" as const;
       next = { ...rec, approval, status: "resolved", outcome, afterExecution: "continue", source, resolvedAt: req.now, contractValidation: notApplied() };
       mail = { kind: "tool_result", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome: copy(outcome), afterExecution: "continue", source };
-      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, null), req.now));
+      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, null, by.by), req.now));
       events.push(eventOf(a, 2, req.turnId, "tool_result_received", {
         toolCallId: req.toolCallId, ok: false, source, afterExecution: "continue", contractValidation: notApplied(),
       }, req.now));

@@ -7,6 +7,7 @@
  * is in it while its `nextTick` is not null, so `nextDueSchedule` reads them
  * (a development store: a scan of its schedules).
  */
+import { byField } from "../../common/by.ts";
 import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId, positiveBound } from "../keys.ts";
 import { int } from "./records.ts";
@@ -35,7 +36,7 @@ export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Prom
     const rec: ScheduleRecord = {
       agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec,
       nextTick: req.nextTick, rev: (old?.rev ?? 0) + 1, lastFired: old?.lastFired ?? null,
-      createdAt: old?.createdAt ?? now, updatedAt: now,
+      createdAt: old?.createdAt ?? now, updatedAt: now, ...byField(req.by),
     };
     // Writes.
     if (!mine) s.w.mapSet(s.schedules, req.agentId, (mine = new Map()));

@@ -5,6 +5,7 @@
  * Each script is described here (store/script/operation.ts): its layout,
  * named as its header does, its reply words and their decoding.
  */
+import { byField } from "../../common/by.ts";
 import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import type { InboxTask } from "../types.ts";
 import { checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
@@ -84,7 +85,7 @@ export async function putSchedule(c: ScriptContext, req: PutScheduleRequest): Pr
   checkTarget(req.workerTarget);
   dropHints(req.nextTick);
   const { input, ...spec } = req.spec;
-  const record = { agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec, updatedAt: req.now };
+  const record = { agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec, updatedAt: req.now, ...byField(req.by) };
   return run(PUT_SCHEDULE, {
     head: k.head, sched: k.schedules,
     prefix: k.home.prefix, agent_id: req.agentId, sched_id: req.scheduleId, name_json: j(req.agentName), target: req.workerTarget,
