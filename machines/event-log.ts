@@ -223,6 +223,8 @@ export const EVENT_DATA = {
   }).describe("A person's decision on a call that needed approval, or the watchdog's timeout of it (first decision wins)"),
   task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string(), by: by() })
     .describe("A queued task was removed before it started"),
+  schedule_deleted: z.strictObject({ scheduleId: z.string(), by: z.string().nullable().describe("Who deleted it (the token's name; null without auth or a name)") })
+    .describe("A schedule of the agent was deleted (DELETE …/schedules/{scheduleId})"),
   cancel_requested: z.strictObject({ reason: z.string(), turnId: z.string().describe("The turn the cancel is aimed at"), by: by() })
     .describe("A cancel of the active turn was accepted"),
   watchdog_skipped: z.strictObject({ toolCallId: z.string(), reason: z.string(), retryAt: ms().nullable() })

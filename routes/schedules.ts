@@ -23,6 +23,7 @@
  * workers (store invariant `schedule-tick-once`). Writing and deleting need
  * the `enqueue` verb (a schedule enqueues tasks), reading `read`.
  */
+import { logGrew } from "./live-feed.ts";
 import { byField } from "../common/by.ts";
 import { callerName } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
@@ -182,8 +183,9 @@ export function scheduleRoutes(rt: RouteRuntime) {
     })
     .openapi(deleteSchedule, async (c) => {
       const { agentId, scheduleId } = c.req.valid("param");
-      const r = await rt.store.deleteSchedule(agentId, scheduleId);
+      const r = await rt.store.deleteSchedule(agentId, scheduleId, { by: callerName(c), now: rt.clock.now() });
       if (r.status === "schedule_not_found") throw new ProblemError("schedule_not_found", `Agent "${agentId}" has no schedule "${scheduleId}"`);
+      logGrew(rt, agentId);
       return c.json({ deleted: true as const, agentId, scheduleId }, 200);
     });
 }

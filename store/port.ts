@@ -1021,6 +1021,12 @@ export interface ScheduleRecord {
   by?: By;
 }
 
+/** What `deleteSchedule` logs on the agent: who deleted the schedule, and when. */
+export interface DeleteScheduleLog {
+  by: By;
+  now: number;
+}
+
 export interface PutScheduleRequest {
   agentId: string;
   scheduleId: string;
@@ -1165,7 +1171,13 @@ export interface Schedules {
   getSchedule(agentId: string, scheduleId: string): Promise<ScheduleRecord | null>;
   /** The agent's schedules, by scheduleId. */
   listSchedules(agentId: string): Promise<ScheduleRecord[]>;
-  deleteSchedule(agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
+  /**
+   * Removes a schedule. With `log` (who deleted it, common/by.ts, and when), an
+   * agent that exists logs `schedule_deleted { scheduleId, by }` in the same
+   * step; an agent that does not (a schedule written before its first task)
+   * has no log to write to.
+   */
+  deleteSchedule(agentId: string, scheduleId: string, log?: DeleteScheduleLog): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
   /** Fires one tick of a due schedule (invariant `schedule-tick-once`). */
   fireScheduleTick(req: FireScheduleTickRequest): Promise<FireScheduleTickResult>;
   /** The oldest due schedule of a target, from the schedule index alone (invariant `schedule-index`). */

@@ -8,7 +8,7 @@
  * (a development store: a scan of its schedules).
  */
 import { byField } from "../../common/by.ts";
-import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import type { DeleteScheduleLog, FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId, positiveBound } from "../keys.ts";
 import { int } from "./records.ts";
 import { DEFAULTS } from "../../common/defaults.ts";
@@ -58,11 +58,16 @@ export async function listSchedules(s: MemoryState, agentId: string): Promise<Sc
   return [...mine.keys()].sort().map((id) => s.copy(mine.get(id)!));
 }
 
-export async function deleteSchedule(s: MemoryState, agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+export async function deleteSchedule(
+  s: MemoryState, agentId: string, scheduleId: string, log?: DeleteScheduleLog,
+): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+  if (log) int(log.now, "now");
   return s.atomic(() => {
     const mine = s.schedules.get(agentId);
     const rec = mine?.get(scheduleId);
     if (!mine || !rec) return { status: "schedule_not_found" as const };
+    const a = log ? s.agents.get(agentId) : undefined;
+    if (a && log) s.appendEvents(a, [s.eventOf(a, 1, null, "schedule_deleted", { scheduleId, by: log.by }, log.now)]);
     dropSchedule(s, rec);
     s.w.mapDelete(mine, scheduleId);
     if (mine.size === 0) s.w.mapDelete(s.schedules, agentId);

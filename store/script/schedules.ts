@@ -6,7 +6,7 @@
  * named as its header does, its reply words and their decoding.
  */
 import { byField } from "../../common/by.ts";
-import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import type { DeleteScheduleLog, FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import type { InboxTask } from "../types.ts";
 import { checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
 import { inputBytes } from "../inputs.ts";
@@ -43,8 +43,8 @@ export const GET_SCHEDULES = scriptOp({
 /** store/lua/delete_schedule.lua */
 export const DELETE_SCHEDULE = scriptOp({
   script: "delete_schedule",
-  keys: ["sched"],
-  argv: ["prefix", "agent_id", "sched_id"],
+  keys: ["sched", "head", "events"],
+  argv: ["prefix", "agent_id", "sched_id", "now_str", "event_tail"],
   words: ["deleted", "absent"],
 }, (word): { status: "deleted" } | { status: "schedule_not_found" } => word === "deleted" ? { status: word } : { status: "schedule_not_found" });
 
@@ -104,10 +104,17 @@ export async function listSchedules(c: ScriptContext, agentId: string): Promise<
   return run(GET_SCHEDULES, { sched: keys.agent(agentId).schedules }) as Promise<ScheduleRecord[]>;
 }
 
-export async function deleteSchedule(c: ScriptContext, agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+export async function deleteSchedule(
+  c: ScriptContext, agentId: string, scheduleId: string, log?: DeleteScheduleLog,
+): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
   const { keys, run } = c;
   const k = keys.agent(agentId);
-  return run(DELETE_SCHEDULE, { sched: k.schedules, prefix: k.home.prefix, agent_id: agentId, sched_id: checkScheduleId(scheduleId) });
+  checkScheduleId(scheduleId);
+  return run(DELETE_SCHEDULE, {
+    sched: k.schedules, head: k.head, events: k.events, prefix: k.home.prefix, agent_id: agentId, sched_id: scheduleId,
+    now_str: log ? int(log.now, "now") : "",
+    event_tail: log ? tail({ type: "schedule_deleted", data: { scheduleId, by: log.by } }) : "",
+  });
 }
 
 export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRequest): Promise<FireScheduleTickResult> {
