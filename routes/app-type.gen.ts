@@ -309,6 +309,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -320,6 +321,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -329,6 +331,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -338,6 +350,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -476,6 +489,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -727,6 +741,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -736,6 +751,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1133,6 +1149,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1144,6 +1161,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1153,6 +1171,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1162,6 +1190,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1300,6 +1329,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -1551,6 +1581,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1560,6 +1591,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1734,6 +1766,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1772,6 +1805,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 201;
@@ -1805,6 +1839,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1838,6 +1873,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    by?: string | null | undefined;
                 }[];
             };
             outputFormat: "json";
@@ -2254,6 +2290,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2265,6 +2302,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         decision: "approved" | "rejected" | "timeout";
                         reason: string | null;
                         deadline: number | null;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2274,6 +2312,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -2283,6 +2331,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2421,6 +2470,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -2672,6 +2722,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2681,6 +2732,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2952,6 +3004,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadlineMs: number;
                     delivered: boolean;
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
+                    decidedBy?: string | null | undefined;
+                    deliveredBy?: string | null | undefined;
                 }[];
                 usage: {
                     inputTokens: number;
