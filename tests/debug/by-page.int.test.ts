@@ -39,7 +39,7 @@ describe("debugger page: by", () => {
     await panel.click();
     await row(page, "approval_decided").waitFor({ timeout: 15_000 });
     expect(await row(page, "approval_decided").textContent()).toMatch(/pay approved\s+· by alice@ops/);
-    await page.screenshot({ path: "/tmp/debug-by-approval.png" });
+    await page.locator("li[data-event-type]").first().locator("xpath=ancestor::section[1]").screenshot({ path: "/tmp/debug-by-approval.png" });
 
     expect((await server.call("POST", "/v1/agents/ask-1/tasks", { agent: "helper", input: "Ship?" })).status).toBe(202);
     server.release("ask-1");
@@ -50,7 +50,7 @@ describe("debugger page: by", () => {
     await form.locator('button[type="submit"]').click();
     await row(page, "tool_result_received").waitFor({ timeout: 15_000 });
     expect(await row(page, "tool_result_received").textContent()).toMatch(/ask_human ok received via http\s+· by alice@ops/);
-    await page.screenshot({ path: "/tmp/debug-by-result.png" });
+    await page.locator("li[data-event-type]").first().locator("xpath=ancestor::section[1]").screenshot({ path: "/tmp/debug-by-result.png" });
 
     expect((await server.call("POST", "/v1/agents/ask-2/tasks", { agent: "helper", input: "Ship?" })).status).toBe(202);
     server.release("ask-2");
@@ -59,7 +59,7 @@ describe("debugger page: by", () => {
     await page.locator('[data-testid="cancel"]').click();
     await row(page, "cancel_requested").waitFor({ timeout: 15_000 });
     expect(await row(page, "cancel_requested").textContent()).toMatch(/Cancelled from the debugger\s+· by alice@ops/);
-    await page.screenshot({ path: "/tmp/debug-by-cancel.png" });
+    await page.locator("li[data-event-type]").first().locator("xpath=ancestor::section[1]").screenshot({ path: "/tmp/debug-by-cancel.png" });
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
