@@ -41,6 +41,10 @@
  *    `EventSource`, which cannot send headers, needs no token in its URL.
  * 4. Otherwise 401 with `WWW-Authenticate: Bearer`.
  *
+ * Whoever a request was let in as, its name (the token's or webhook
+ * secret's `name`, null without one) is what `callerName(c)` answers: the one
+ * way a route learns who is calling, recorded as `by` (common/by.ts).
+ *
  * Tokens and signatures are never logged: nothing here logs headers, and
  * the problem details name only which check failed.
  */
