@@ -15,7 +15,7 @@ import { h, render } from "preact";
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import dagre from "@dagrejs/dagre";
-import { definitionLabel, parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
+import { byLabel, definitionLabel, parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
 
 const html = htm.bind(h);
 const TOKEN_KEY = "gatehouse.debug.token";
@@ -455,7 +455,9 @@ function PendingCall({ agentId, turnId, call, onDone }) {
         <div class="muted">edited by the person who approved (runs with these)</div><pre class="mono" data-args="edited">${JSON.stringify(call.args, null, 2)}</pre>
       </div>`
     : html`<pre class="mono">${JSON.stringify(call.args, null, 2)}</pre>`;
-  const header = html`<div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span>${call.approval ? html` <span class="muted" data-approval=${call.approval}>approval: ${call.approval}</span>` : ""}</div>
+  const header = html`<div><b>${call.name}</b> <span class="mono muted">${call.toolCallId}</span>${call.approval ? html` <span class="muted" data-approval=${call.approval}>approval: ${call.approval}</span>` : ""}${
+    "decidedBy" in call ? html` <span class="muted" data-decided-by>${byLabel(call.decidedBy)}</span>` : ""}${
+    "deliveredBy" in call ? html` <span class="muted" data-delivered-by>result ${byLabel(call.deliveredBy)}</span>` : ""}</div>
     ${argsShown}`;
   // No result is taken before the decision; an in-process call runs in the worker once approved.
   if (call.approval === "pending" || call.external === false) {
@@ -697,8 +699,9 @@ function AgentPage({ agentId }) {
     const i = Math.min(events.length - 1, Math.max(0, (idx < 0 ? events.length - 1 : idx) + d));
     if (events[i]) setSelected(events[i].id === lastId && d > 0 ? null : events[i].id);
   };
-  // External calls take a result here; a call that needs approval (in-process too) takes a decision.
-  const pending = (view.pendingToolCalls || []).filter((c) => c.external !== false || c.approval === "pending");
+  // External calls take a result here; a call that needs approval (in-process too) takes a decision,
+  // and shows who decided it until it leaves the list.
+  const pending = (view.pendingToolCalls || []).filter((c) => c.external !== false || c.approval !== undefined);
   const cancel = async () => {
     try {
       await api(`/v1/agents/${encodeURIComponent(agentId)}/cancel`, { method: "POST", body: { reason: "Cancelled from the debugger" } });

@@ -14,7 +14,8 @@
 //   never shown twice: once the store has it, only the stored form remains.
 // - `summarize` gives the meaning of an event first: a verdict reads
 //   `NEEDS_CHANGES: <message>`, a tool call `name(args)`, a transition
-//   `from → to (EVENT)`; ids and hashes never lead.
+//   `from → to (EVENT)`; ids and hashes never lead. An event that records
+//   who did it (`by`) ends with `· by <name>` (`· by (no name)` for null).
 
 export const short = (v, n = 160) => {
   const s = typeof v === "string" ? v : JSON.stringify(v);
@@ -123,6 +124,16 @@ export function definitionLabel(view) {
  */
 export function summarize(ev, verdicts = new Map(), calls = new Map()) {
   const d = ev.data || {};
+  const text = meaning(ev, d, verdicts, calls);
+  return Object.hasOwn(d, "by") ? `${text}  · ${byLabel(d.by)}` : text;
+}
+
+/** Who did it, as the page shows it: `by alice@ops`, or `by (no name)` for a request without a named token. */
+export function byLabel(by) {
+  return `by ${by ?? "(no name)"}`;
+}
+
+function meaning(ev, d, verdicts, calls) {
   switch (ev.type) {
     case "transition":
       return `${d.from ?? "?"} → ${d.to ?? "?"}  (${d.event?.type ?? d.eventType ?? "?"})`;
@@ -183,8 +194,15 @@ export function summarize(ev, verdicts = new Map(), calls = new Map()) {
       return `turn ${d.turnId ?? ""} queued · ${d.inputBytes ?? 0} bytes of input`;
     case "model_error":
       return `${d.reason ?? d.code ?? "error"}: ${short(d.message ?? d, 140)}`;
+    case "approval_decided":
+      return `${calls.get(d.toolCallId) ?? d.toolCallId ?? ""} ${d.decision ?? "?"}${d.reason ? `: ${short(d.reason, 120)}` : ""}`;
+    case "cancel_requested":
+    case "task_cancelled":
+      return `turn ${d.turnId ?? ""}: ${short(d.reason, 120)}`;
+    case "schedule_deleted":
+      return `schedule ${d.scheduleId ?? ""} deleted`;
     default: {
-      const keys = Object.keys(d).filter((k) => d[k] !== null && d[k] !== undefined);
+      const keys = Object.keys(d).filter((k) => k !== "by" && d[k] !== null && d[k] !== undefined);
       return keys.length ? short(Object.fromEntries(keys.map((k) => [k, d[k]])), 180) : "";
     }
   }

@@ -172,6 +172,14 @@ const ContractValidation = z.strictObject({
   tolerated: z.array(z.strictObject({ expected: z.string(), found: z.string() })).optional(),
 });
 
+/**
+ * Who made the change (common/by.ts): the name of the token or webhook
+ * secret the request came with, null without auth or without a name; absent
+ * on changes the runtime made itself and on events logged before `by`.
+ */
+const by = () => z.string().nullable().optional()
+  .describe("Who did it: the name of the token (or webhook secret) of the request; null without auth or a name; absent when the runtime did it or the event predates `by`");
+
 /** What every verifier gate event of an attempt carries. */
 const attempt = {
   toolCallId: z.string().describe("The candidate's tool call"),
@@ -206,6 +214,7 @@ export const EVENT_DATA = {
       .describe("`approval`: a person rejected the call (the error outcome `approval_rejected`)"),
     afterExecution: AfterExecution,
     contractValidation: ContractValidation,
+    by: by(),
   }).describe("A tool result was delivered for the host to apply"),
   approval_decided: z.strictObject({
     toolCallId: z.string(),
@@ -213,11 +222,14 @@ export const EVENT_DATA = {
     reason: z.string().nullable(),
     args: z.record(z.string(), z.unknown()).optional()
       .describe("Approved with edited arguments: what the call runs with (the proposed ones are in `approval_requested`)"),
+    by: by(),
     deadline: ms().nullable().describe("Approved: the call's deadline from now on; null otherwise (the call is resolved with its error)"),
   }).describe("A person's decision on a call that needed approval, or the watchdog's timeout of it (first decision wins)"),
-  task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string() })
+  task_cancelled: z.strictObject({ turnId: z.string(), reason: z.string(), by: by() })
     .describe("A queued task was removed before it started"),
-  cancel_requested: z.strictObject({ reason: z.string(), turnId: z.string().describe("The turn the cancel is aimed at") })
+  schedule_deleted: z.strictObject({ scheduleId: z.string(), by: z.string().nullable().describe("Who deleted it (the token's name; null without auth or a name)") })
+    .describe("A schedule of the agent was deleted (DELETE …/schedules/{scheduleId})"),
+  cancel_requested: z.strictObject({ reason: z.string(), turnId: z.string().describe("The turn the cancel is aimed at"), by: by() })
     .describe("A cancel of the active turn was accepted"),
   watchdog_skipped: z.strictObject({ toolCallId: z.string(), reason: z.string(), retryAt: ms().nullable() })
     .describe("A due tool call the watchdog could not time out, moved out of its way"),
@@ -236,6 +248,7 @@ export const EVENT_DATA = {
     event: MachineEvent,
     snapshotReset: z.literal(true).optional()
       .describe("The stored snapshot could not be restored; the turn failed from the initial one"),
+    by: by().describe("A reset's transition: who reset the agent (POST …/reset; null without auth or a name)"),
     commit: z.strictObject({
       index: int().describe("This event's position (from 0) among the events its commit appended"),
       count: int().describe("How many events its commit appended"),
@@ -357,8 +370,9 @@ export const EVENT_DATA = {
       .describe("The source's event the fork was rebuilt through: the last event of the commit that logged `atEventId`"),
     snapshot: z.record(z.string(), z.unknown()),
     messageCount: int(),
+    by: by(),
   }).describe("The first event of a fork"),
-  forked_to: z.strictObject({ agentId: z.string().describe("The new agent"), atEventId: int() })
+  forked_to: z.strictObject({ agentId: z.string().describe("The new agent"), atEventId: int(), by: by() })
     .describe("The source agent was forked"),
   // ------------------------------------------- tools, teams and spending
   interface_overlap: z.strictObject({

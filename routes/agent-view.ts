@@ -40,7 +40,11 @@
  *   call's own (moved by the approval, from the record) once approved. Approved with
  *   edited arguments, `args` are the edited ones (what runs, what an
  *   external worker answers) and `proposedArgs` the model's.
+ * - Who acted on a pending call, from the same record (common/by.ts):
+ *   `decidedBy` (who decided its approval) and `deliveredBy` (who delivered
+ *   its result over HTTP), each present once recorded.
  */
+import type { By } from "../common/by.ts";
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
@@ -73,6 +77,8 @@ export interface CallRecordsView {
   edited?: ReadonlyMap<string, Record<string, unknown>>;
   /** The deadline of approved pending calls, which the approval moved (the snapshot keeps the approval's). */
   approvedDeadlines?: ReadonlyMap<string, number>;
+  /** Who decided a pending call's approval, and who delivered its result, where the record says (common/by.ts). */
+  by?: ReadonlyMap<string, { decidedBy?: By; deliveredBy?: By }>;
 }
 
 /**
@@ -90,6 +96,10 @@ export async function deliveredCalls(store: Pick<Store, "getToolCalls">, head: A
     approvals: new Map(records.flatMap((r) => (r.approval ? [[r.toolCallId, r.approval.status] as const] : []))),
     edited: new Map(records.flatMap((r) => (r.approval?.args !== undefined ? [[r.toolCallId, r.approval.args] as const] : []))),
     approvedDeadlines: new Map(records.flatMap((r) => (r.approval?.status === "approved" ? [[r.toolCallId, r.deadline] as const] : []))),
+    by: new Map(records.map((r) => [r.toolCallId, {
+      ...(r.approval?.by !== undefined ? { decidedBy: r.approval.by } : {}),
+      ...(r.by !== undefined ? { deliveredBy: r.by } : {}),
+    }])),
   };
 }
 
@@ -110,6 +120,7 @@ function pendingCalls(ctx: AgentContext, records: CallRecordsView): AgentView["p
       deadlineMs: deadline,
       delivered: delivered.has(toolCallId),
       ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
+      ...records.by?.get(toolCallId),
     };
   });
 }

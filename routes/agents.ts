@@ -24,7 +24,7 @@
  *   idempotency key keeps answering that turn). A task that started is 409
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
-import { tokenHasVerb } from "./auth.ts";
+import { callerName, tokenHasVerb } from "./auth.ts";
 import { agentView, deliveredCalls } from "./agent-view.ts";
 import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -200,6 +200,7 @@ export function agentRoutes(rt: RouteRuntime) {
         agentId,
         ...(body.turnId !== undefined ? { turnId: body.turnId } : {}),
         reason: body.reason ?? DEFAULT_CANCEL_REASON,
+        by: callerName(c),
         now: rt.clock.now(),
       });
       const turn = JSON.stringify(body.turnId);
@@ -240,7 +241,7 @@ export function agentRoutes(rt: RouteRuntime) {
     })
     .openapi(cancelTask, async (c) => {
       const { agentId, turnId } = c.req.valid("param");
-      const r = await rt.store.cancelTask({ agentId, turnId, reason: DEFAULT_CANCEL_REASON, now: rt.clock.now() });
+      const r = await rt.store.cancelTask({ agentId, turnId, reason: DEFAULT_CANCEL_REASON, by: callerName(c), now: rt.clock.now() });
       const turn = JSON.stringify(turnId);
       switch (r.status) {
         case "cancelled":

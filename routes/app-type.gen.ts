@@ -339,6 +339,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -353,6 +354,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         args?: {
                             [x: string]: JSONValue;
                         } | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -362,6 +364,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -371,6 +383,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -512,6 +525,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -763,6 +777,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -772,6 +787,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1169,6 +1185,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1183,6 +1200,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         args?: {
                             [x: string]: JSONValue;
                         } | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1192,6 +1210,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -1201,6 +1229,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1342,6 +1371,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -1593,6 +1623,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1602,6 +1633,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -1776,6 +1808,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1814,6 +1847,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 201;
@@ -1847,6 +1881,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1880,6 +1915,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    by?: string | null | undefined;
                 }[];
             };
             outputFormat: "json";
@@ -2296,6 +2332,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2310,6 +2347,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         args?: {
                             [x: string]: JSONValue;
                         } | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2319,6 +2357,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         turnId: string;
                         reason: string;
+                        by?: string | null | undefined;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "schedule_deleted";
+                    data: {
+                        scheduleId: string;
+                        by: string | null;
                     };
                     at: number;
                     turnId: string | null;
@@ -2328,6 +2376,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         reason: string;
                         turnId: string;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2469,6 +2518,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                             message: string;
                         };
                         snapshotReset?: true | undefined;
+                        by?: string | null | undefined;
                         commit?: {
                             index: number;
                             count: number;
@@ -2720,6 +2770,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                         };
                         messageCount: number;
                         throughEventId?: number | undefined;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -2729,6 +2780,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agentId: string;
                         atEventId: number;
+                        by?: string | null | undefined;
                     };
                     at: number;
                     turnId: string | null;
@@ -3002,6 +3054,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     delivered: boolean;
                     proposedArgs?: JSONValue | undefined;
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
+                    decidedBy?: string | null | undefined;
+                    deliveredBy?: string | null | undefined;
                 }[];
                 usage: {
                     inputTokens: number;

@@ -15,7 +15,9 @@
  * the stored `decision`. A call the store never recorded is 409
  * `unknown_tool_call`, a call that needs no approval 409
  * `not_awaiting_approval`, an undecided call of a turn that has ended 409
- * `turn_finished`. Verb `approve` (docs/security.md).
+ * `turn_finished`. Verb `approve` (docs/security.md). The decision records
+ * who took it (`by`: the token's name, routes/auth.ts `callerName`) on the
+ * call's approval and its `approval_decided` event.
  *
  * Edit, then approve: `args` with `approved: true` replaces the call's
  * arguments. They are checked first, as the worker checks a call's
@@ -29,6 +31,8 @@
  * approval again is a duplicate only with the same `args` (canonical JSON),
  * or none both times; otherwise it is 409 `approval_conflict`.
  */
+import type { By } from "../common/by.ts";
+import { callerName } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { editIssues, toolOfCall } from "../agents/edited-args.ts";
 import { checkSnapshot } from "../machines/persist.ts";
@@ -77,16 +81,16 @@ const decideApproval = defineRoute({
 export function approvalRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(decideApproval, async (c) => {
     const { agentId } = c.req.valid("param");
-    return c.json(await decide(rt, agentId, c.req.valid("json"), c.req.raw), 200);
+    return c.json(await decide(rt, agentId, c.req.valid("json"), c.req.raw, callerName(c)), 200);
   });
 }
 
-/** Decides a tool call's approval (first decision wins); throws the route's problems. Also used by POST /v1/chat. */
-export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request) {
+/** Decides a tool call's approval (first decision wins) as `by` (routes/auth.ts `callerName`); throws the route's problems. Also used by POST /v1/chat. */
+export async function decide(rt: RouteRuntime, agentId: string, body: z.infer<typeof ApprovalRequest>, req: Request, by: By) {
   const decision = body.approved ? "approved" as const : "rejected" as const;
   if (body.args !== undefined) await checkEdit(rt, agentId, body);
   const r = await rt.store.decideApproval({
-    agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, now: rt.clock.now(),
+    agentId, turnId: body.turnId, toolCallId: body.toolCallId, decision, by, now: rt.clock.now(),
     ...(body.reason !== undefined ? { reason: body.reason } : {}),
     ...(body.args !== undefined ? { args: body.args } : {}),
   });

@@ -41,6 +41,10 @@
  *    `EventSource`, which cannot send headers, needs no token in its URL.
  * 4. Otherwise 401 with `WWW-Authenticate: Bearer`.
  *
+ * Whoever a request was let in as, its name (the token's or webhook
+ * secret's `name`, null without one) is what `callerName(c)` answers: the one
+ * way a route learns who is calling, recorded as `by` (common/by.ts).
+ *
  * Tokens and signatures are never logged: nothing here logs headers, and
  * the problem details name only which check failed.
  */
@@ -101,6 +105,23 @@ function isDebugPagePath(path: string): boolean {
 
 /** Who a request was let in as; read by routes that find the agent only in the store. */
 const principals = new WeakMap<Context, NormalizedToken | "signed">();
+/** The name of who a request was let in as (a token's or webhook secret's `name`), null when it has none. */
+const callers = new WeakMap<Context, string | null>();
+
+/**
+ * Who is calling: the `name` of the token (or stream session, or webhook
+ * secret of a signed request) the request was let in with; null when auth
+ * is off, or the token or secret has no name. This is the one way a route
+ * learns it: what a person decides or changes records it as `by`
+ * (docs/security.md, "Who did it").
+ *
+ * @example
+ * await rt.store.requestCancel({ agentId, reason, now, by: callerName(c) });
+ */
+export function callerName(c: Context): string | null {
+  return callers.get(c) ?? null;
+}
+
 /** The session key of the bearer token a request presented (only bearer requests mint stream sessions). */
 const mintKeys = new WeakMap<Context, CryptoKey>();
 
@@ -213,6 +234,7 @@ export function authMiddleware(
         throw forbidden();
       }
       principals.set(c, found);
+      callers.set(c, found.name);
       if (mintKey) mintKeys.set(c, mintKey);
       if (rate) await rate(bucket, need.agentId, c);
       return next();
@@ -227,6 +249,7 @@ export function authMiddleware(
       const token = tokens[i];
       if (!token.verbs.has("read") || !reaches(token, need.agentId!)) throw forbidden();
       principals.set(c, token);
+      callers.set(c, token.name);
       if (rate) await rate((await bucketKeys)[i], need.agentId, c);
       return next();
     }
@@ -255,6 +278,7 @@ export function authMiddleware(
     const old = c.req.raw;
     replaceRequest(c, new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal }));
     principals.set(c, "signed");
+    callers.set(c, admitted.scope.name);
     signedIds.set(c, `${check.scheme}:${check.messageId}`);
 
     // The id becomes part of a store key: the agent id guard's check, before the claim.

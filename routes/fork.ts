@@ -27,6 +27,7 @@
  * - With auth on, the token must reach both the source and `newAgentId`
  *   (`admin`, routes/auth/access.ts); otherwise 403 and nothing is written.
  */
+import { byField } from "../common/by.ts";
 import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
@@ -34,7 +35,7 @@ import type { RouteRuntime } from "./runtime.ts";
 import { ForkCreated, ForkRequest } from "./debug-schemas.ts";
 import { AgentParams, agentState } from "./schemas.ts";
 import { historyOrProblem } from "./history.ts";
-import { assertAgentAccess } from "./auth.ts";
+import { assertAgentAccess, callerName } from "./auth.ts";
 import type { InboxTask, ToolCallApproval } from "../store/types.ts";
 
 /** States in which a worker has work without mail. */
@@ -119,7 +120,7 @@ export function forkRoutes(rt: RouteRuntime) {
       toolCalls,
       event: {
         type: "forked_from",
-        data: { agentId, atEventId: body.atEventId, throughEventId, snapshot: point.snapshot, messageCount: point.messages.length },
+        data: { agentId, atEventId: body.atEventId, throughEventId, snapshot: point.snapshot, messageCount: point.messages.length, ...byField(callerName(c)) },
       },
       runnableAt,
       now,
@@ -127,7 +128,7 @@ export function forkRoutes(rt: RouteRuntime) {
     if (r.status === "exists") throw new ProblemError("agent_exists", `Agent "${body.newAgentId}" exists; a fork needs a new id`);
     const rec = await rt.store.recordFork({
       agentId,
-      event: { type: "forked_to", data: { agentId: body.newAgentId, atEventId: body.atEventId } },
+      event: { type: "forked_to", data: { agentId: body.newAgentId, atEventId: body.atEventId, ...byField(callerName(c)) } },
       now,
     });
     logGrew(rt, agentId);

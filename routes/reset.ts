@@ -12,6 +12,7 @@
  * machine applies at the turn's next claim, a reset needs no claim: it is
  * the way out for a turn whose claims fail (see `claim_error`).
  */
+import { callerName } from "./auth.ts";
 import { logGrew } from "./live-feed.ts";
 import { turnEnd } from "../actors/host/turn-end.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -46,7 +47,7 @@ export function resetRoutes(rt: RouteRuntime) {
       if (head.activeTurnId === null) throw new ProblemError("not_active", `Agent "${agentId}" has no active turn to reset`);
       const now = rt.clock.now();
       const r = await rt.store.resetTurn({
-        agentId, expectedVersion: head.version, turnId: head.activeTurnId, end: turnEnd(head, "reset", reason, now), now,
+        agentId, expectedVersion: head.version, turnId: head.activeTurnId, end: turnEnd(head, "reset", reason, now, callerName(c)), now,
       });
       if (r.status === "reset") {
         logGrew(rt, agentId);

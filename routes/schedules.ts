@@ -23,6 +23,9 @@
  * workers (store invariant `schedule-tick-once`). Writing and deleting need
  * the `enqueue` verb (a schedule enqueues tasks), reading `read`.
  */
+import { logGrew } from "./live-feed.ts";
+import { byField } from "../common/by.ts";
+import { callerName } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { MAX_EVERY_MS, MIN_EVERY_MS, nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
 import { DEFAULTS } from "../common/defaults.ts";
@@ -64,6 +67,8 @@ const ScheduleView = z.object({
     .describe("The last tick fired and the turn its task got"),
   createdAt: Iso,
   updatedAt: Iso,
+  by: z.string().nullable().optional()
+    .describe("Who wrote this revision of the schedule: the name of the request's token (null without auth or a name; absent on schedules written before `by`)"),
 }).openapi("ScheduleView");
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -77,7 +82,7 @@ function scheduleView(r: ScheduleRecord): z.infer<typeof ScheduleView> {
     ...(spec.timezone !== undefined ? { timezone: spec.timezone } : {}),
     catchUp: spec.catchUp, nextRunAt: r.nextTick === null ? null : iso(r.nextTick), nextRunAtMs: r.nextTick,
     lastFired: r.lastFired === null ? null : { tick: iso(r.lastFired.tick), tickMs: r.lastFired.tick, turnId: r.lastFired.turnId, at: iso(r.lastFired.at) },
-    createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
+    createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), ...byField(r.by),
   };
 }
 
@@ -151,7 +156,7 @@ export function scheduleRoutes(rt: RouteRuntime) {
       const now = rt.clock.now();
       const { spec, first } = specOf(body, now);
       const maxSchedules = rt.limits.maxSchedulesPerAgent ?? DEFAULTS.maxSchedulesPerAgent;
-      const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, now, maxSchedules });
+      const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, by: callerName(c), now, maxSchedules });
       if (r.status === "schedule_limit") {
         throw new ProblemError("schedule_limit", `Agent "${agentId}" holds ${r.limit} schedules, the most it may (maxSchedulesPerAgent); delete one or replace an existing id`, {
           extra: { limit: r.limit },
@@ -178,8 +183,9 @@ export function scheduleRoutes(rt: RouteRuntime) {
     })
     .openapi(deleteSchedule, async (c) => {
       const { agentId, scheduleId } = c.req.valid("param");
-      const r = await rt.store.deleteSchedule(agentId, scheduleId);
+      const r = await rt.store.deleteSchedule(agentId, scheduleId, { by: callerName(c), now: rt.clock.now() });
       if (r.status === "schedule_not_found") throw new ProblemError("schedule_not_found", `Agent "${agentId}" has no schedule "${scheduleId}"`);
+      logGrew(rt, agentId);
       return c.json({ deleted: true as const, agentId, scheduleId }, 200);
     });
 }

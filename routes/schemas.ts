@@ -254,6 +254,12 @@ export const AgentView = z.object({
       "Present when the call needs a person's approval (`needsApproval`): `pending` until `POST …/approvals` decides it " +
         "(or its approval deadline passes: `timeout`)",
     ),
+    decidedBy: z.string().nullable().optional().describe(
+      "Who decided the call's approval: the name of the request's token (null without auth or a name; docs/security.md)",
+    ),
+    deliveredBy: z.string().nullable().optional().describe(
+      "Who delivered the call's result over `POST …/tool-results` (the token's or webhook secret's name, or null)",
+    ),
   })),
   output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
   error: z.object({ reason: z.string(), message: z.string() }).optional()

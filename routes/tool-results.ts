@@ -26,6 +26,7 @@
  * delivered (routes/tool-contract.ts); the answer says how that went in
  * `contract: { passed, mismatch }`.
  */
+import { callerName } from "./auth.ts";
 import { logGrew } from "./live-feed.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { normalizeOutcome } from "../common/outcome.ts";
@@ -55,7 +56,7 @@ export function toolResultRoutes(rt: RouteRuntime) {
     const body = c.req.valid("json");
     const call = { agentId, turnId: body.turnId, toolCallId: body.toolCallId };
     const checked = await checkDeliveredResult(rt, call, normalizeOutcome(body.outcome), body.afterExecution ?? "continue");
-    const r = await rt.store.deliverToolResult({ ...call, ...checked, source: "http", now: rt.clock.now() });
+    const r = await rt.store.deliverToolResult({ ...call, ...checked, source: "http", by: callerName(c), now: rt.clock.now() });
     const contract = { passed: checked.contractValidation.passed, mismatch: checked.contractValidation.mismatch };
     switch (r.status) {
       case "accepted":

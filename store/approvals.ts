@@ -10,6 +10,7 @@ import { canonicalJson } from "../common/canonical-json.ts";
 import type { Outcome } from "../common/outcome.ts";
 import type { DecideApprovalRequest, DecideApprovalResult } from "./port.ts";
 import { StoreInputError } from "./keys.ts";
+import { type By, byField } from "../common/by.ts";
 import type { ApprovalStatus, ToolCallRecord } from "./types.ts";
 
 /** A decision's reason is kept up to this many characters. */
@@ -74,10 +75,15 @@ export function refusalOutcome(status: "rejected" | "timeout", reason: string | 
 
 /**
  * The `approval_decided` event's data; `args`: an approval's edited arguments (absent when the call runs
- * with the proposed ones). `deadline` comes last: the script appends its value.
+ * with the proposed ones); `by`: who decided. `deadline` comes last: the script appends its value.
  */
 export function decidedEventData(
-  toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null, args?: Record<string, unknown>,
+  toolCallId: string, status: ApprovalStatus, reason: string | undefined, deadline: number | null, args?: Record<string, unknown>, by?: By,
 ) {
-  return { toolCallId, decision: status, reason: reason ?? null, ...(args !== undefined ? { args } : {}), deadline };
+  return { toolCallId, decision: status, reason: reason ?? null, ...(args !== undefined ? { args } : {}), ...byField(by), deadline };
+}
+
+/** The `by` a decision stores: the caller's for a person's decision, none for the watchdog's timeout. */
+export function decisionBy(req: DecideApprovalRequest): { by?: By } {
+  return req.decision === "timeout" ? {} : byField(req.by);
 }

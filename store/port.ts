@@ -50,6 +50,7 @@ import type { ContractValidation } from "../common/contract-validation.ts";
 import type { ToolRoleEntry } from "../common/tool-registry.ts";
 import type { LiveChannel } from "./live.ts";
 import type { ScheduleSpec } from "../common/schedule.ts";
+import type { By } from "../common/by.ts";
 
 export interface EnqueueTaskRequest {
   agentId: string;
@@ -92,6 +93,8 @@ export interface DeliverToolResultRequest {
   source: ToolResultSource;
   /** The contract check of this result (contracts/check.ts); default: not applied. */
   contractValidation?: ContractValidation;
+  /** Who delivered it (common/by.ts): the caller's name, null without one; absent for the runtime's own results. */
+  by?: By;
   now: number;
 }
 
@@ -138,6 +141,8 @@ export interface CancelRequest {
    */
   turnId?: string;
   reason: string;
+  /** Who asked (common/by.ts), logged on `cancel_requested`. */
+  by?: By;
   now: number;
 }
 
@@ -156,6 +161,8 @@ export interface CancelTaskRequest {
   agentId: string;
   turnId: string;
   reason: string;
+  /** Who asked (common/by.ts), logged on `task_cancelled`. */
+  by?: By;
   now: number;
 }
 
@@ -1010,6 +1017,14 @@ export interface ScheduleRecord {
   lastFired: { tick: number; turnId: string; at: number } | null;
   createdAt: number;
   updatedAt: number;
+  /** Who wrote this revision (created or replaced it; common/by.ts); absent on a schedule written without one. */
+  by?: By;
+}
+
+/** What `deleteSchedule` logs on the agent: who deleted the schedule, and when. */
+export interface DeleteScheduleLog {
+  by: By;
+  now: number;
 }
 
 export interface PutScheduleRequest {
@@ -1020,6 +1035,8 @@ export interface PutScheduleRequest {
   spec: ScheduleSpec;
   /** The first tick (ms), computed by the caller from `spec` and `now`. */
   nextTick: number | null;
+  /** Who wrote this revision (common/by.ts), stored as the record's `by`. */
+  by?: By;
   now: number;
   /**
    * The most schedules the agent may hold (invariant `schedule-bounds`; a
@@ -1154,7 +1171,13 @@ export interface Schedules {
   getSchedule(agentId: string, scheduleId: string): Promise<ScheduleRecord | null>;
   /** The agent's schedules, by scheduleId. */
   listSchedules(agentId: string): Promise<ScheduleRecord[]>;
-  deleteSchedule(agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
+  /**
+   * Removes a schedule. With `log` (who deleted it, common/by.ts, and when), an
+   * agent that exists logs `schedule_deleted { scheduleId, by }` in the same
+   * step; an agent that does not (a schedule written before its first task)
+   * has no log to write to.
+   */
+  deleteSchedule(agentId: string, scheduleId: string, log?: DeleteScheduleLog): Promise<{ status: "deleted" } | { status: "schedule_not_found" }>;
   /** Fires one tick of a due schedule (invariant `schedule-tick-once`). */
   fireScheduleTick(req: FireScheduleTickRequest): Promise<FireScheduleTickResult>;
   /** The oldest due schedule of a target, from the schedule index alone (invariant `schedule-index`). */
@@ -1181,6 +1204,8 @@ export interface DecideApprovalRequest {
    * caller). Stored as `approval.args` beside the proposed `args`.
    */
   args?: Record<string, unknown>;
+  /** Who decided (common/by.ts): stored on the approval and logged on `approval_decided`; absent for the watchdog's timeout. */
+  by?: By;
   now: number;
 }
 

@@ -150,6 +150,8 @@ export interface ToolCallRecord {
   delegated?: boolean;
   /** The contract check of the result (store/port.ts invariant `contract-validation`); set once resolved. */
   contractValidation?: ContractValidation;
+  /** Who delivered the result over HTTP (common/by.ts); absent for the runtime's own results and for those stored before `by`. */
+  by?: string | null;
   /**
    * Set on a call that needs a person's approval before it runs (tools/define.ts `needsApproval`;
    * store/port.ts invariant `first-decision-wins`). While it is pending, `deadline` is the
@@ -169,6 +171,8 @@ export interface ToolCallApproval {
   reason?: string;
   /** Approved with edited arguments: what the call runs with (the record's `args` stay the proposed ones). */
   args?: Record<string, unknown>;
+  /** Who decided (common/by.ts); absent for the watchdog's timeout and for decisions stored before `by`. */
+  by?: string | null;
 }
 
 export type ApprovalStatus = "pending" | "approved" | "rejected" | "timeout";

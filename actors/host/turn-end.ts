@@ -9,8 +9,10 @@
  * machine accepts it in every state), so the event log still replays to the
  * stored snapshot. When the snapshot cannot be restored, the turn fails from
  * the machine's initial snapshot instead (the agent's usage totals start
- * over) and the events say so (`snapshotReset: true`).
+ * over) and the events say so (`snapshotReset: true`). A reset's transition
+ * carries who asked for it (`by`, common/by.ts).
  */
+import { type By, byField } from "../../common/by.ts";
 import { createActor } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot, persistedOf } from "../../machines/persist.ts";
@@ -42,7 +44,7 @@ function send(persisted: PersistedSnapshot, ev: AgentEvent): { before: View; aft
  * const end = turnEnd(head, "claim_error", "RangeError: Maximum call stack size exceeded", clock.now());
  * await store.recordClaimFailure({ ..., end });
  */
-export function turnEnd(head: AgentHead, reason: "claim_error" | "reset", message: string, now: number): TurnEnd {
+export function turnEnd(head: AgentHead, reason: "claim_error" | "reset", message: string, now: number, by?: By): TurnEnd {
   const turnId = head.activeTurnId;
   if (turnId === null) return { snapshot: head.snapshot, state: head.state, events: [], messages: [] };
   const text = message.length > TURN_END_MESSAGE_LIMIT ? `${message.slice(0, TURN_END_MESSAGE_LIMIT - 1)}…` : message;
@@ -67,7 +69,7 @@ export function turnEnd(head: AgentHead, reason: "claim_error" | "reset", messag
     state: r.after.value,
     messages,
     events: [
-      { type: "transition", data: { seq: 1, from: r.before.value, to: r.after.value, event: ev, ...(snapshotReset ? { snapshotReset } : {}) } },
+      { type: "transition", data: { seq: 1, from: r.before.value, to: r.after.value, event: ev, ...(snapshotReset ? { snapshotReset } : {}), ...byField(by) } },
       { type: "task", data: { turnId, status: "failed", deliverable: null, error: ctx.error, usage: ctx.turnUsage } },
     ],
   };

@@ -9,6 +9,11 @@
  *   `bearerTokens` entry) has every tenant and every verb.
  * - The configuration is checked once at construction; a bad entry is an
  *   error then, never a silently open route later.
+ * - A token's or webhook secret's `name` (1 to 64 characters of letters,
+ *   digits and `._@:-`; names are unique across tokens and across secrets)
+ *   is who its requests act as: the routes record it as `by` on what a
+ *   person decides or changes (routes/auth.ts `callerName`). A name is not
+ *   a secret; the secret never stands in for it.
  */
 
 /**
@@ -24,6 +29,8 @@ export const AUTH_VERBS: readonly AuthVerb[] = ["read", "enqueue", "deliver", "c
 export interface ScopedToken {
   /** The secret (16 to 4096 visible ASCII characters). */
   token: string;
+  /** Who holds it (e.g. `alice@ops`): recorded as `by` on approvals, tool results, cancels, resets, forks and schedule changes made with it. */
+  name?: string;
   /** Agent-id prefixes the token reaches (default `[""]`: every agent). */
   tenants?: string[];
   /** Verbs the token may use (default: all seven). */
@@ -38,6 +45,8 @@ export const SIGNED_VERBS: readonly SignedVerb[] = ["enqueue", "deliver", "cance
 export interface ScopedWebhookSecret {
   /** `whsec_<base64>`. */
   secret: string;
+  /** Who signs with it (e.g. `billing-service`): recorded as `by` on the tool results and cancels it delivers. */
+  name?: string;
   /** Agent-id prefixes its requests reach (default `[""]`: every agent). */
   tenants?: string[];
   /** Signed routes its requests may use (default all three). */
@@ -73,6 +82,8 @@ export interface RouteAuth {
 
 /** A signing secret as the middleware holds it. */
 export interface NormalizedSigner {
+  /** Its `name`, or null. */
+  name: string | null;
   tenants: string[];
   verbs: ReadonlySet<AuthVerb>;
 }
@@ -80,11 +91,33 @@ export interface NormalizedSigner {
 /** A token as the middleware holds it. */
 export interface NormalizedToken {
   token: string;
+  /** Its `name`, or null (a plain string token, a `bearerTokens` entry, or a scoped token without one). */
+  name: string | null;
   tenants: string[];
   verbs: ReadonlySet<AuthVerb>;
 }
 
 const TOKEN = /^[\x21-\x7e]{16,4096}$/;
+/** A caller's name: what `by` records (letters, digits and `._@:-`, 1 to 64 characters). */
+export const CALLER_NAME = /^[A-Za-z0-9._@:-]{1,64}$/;
+
+/** Why `name` cannot be a caller's name (undefined is fine: no name), or null. */
+function checkName(name: unknown, what: string): string | null {
+  if (name === undefined || (typeof name === "string" && CALLER_NAME.test(name))) return null;
+  return `${what}'s name must be 1 to 64 letters, digits or ._@:- (got ${JSON.stringify(name)?.slice(0, 80)})`;
+}
+
+/** Why the names of `entries` clash (the same name twice), or null. */
+function checkUniqueNames(entries: readonly unknown[], what: string): string | null {
+  const seen = new Set<string>();
+  for (const e of entries) {
+    const name = typeof e === "object" && e !== null ? (e as { name?: unknown }).name : undefined;
+    if (typeof name !== "string") continue;
+    if (seen.has(name)) return `two ${what} are named ${JSON.stringify(name)}; a name says who acted, so each is used once`;
+    seen.add(name);
+  }
+  return null;
+}
 
 /** Checks an auth configuration; returns an error message or null. */
 export function checkAuthConfig(auth: RouteAuth): string | null {
@@ -96,6 +129,8 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
     const secret = typeof t === "string" ? t : (t as ScopedToken | null)?.token;
     if (typeof secret !== "string" || !TOKEN.test(secret)) return "each token must be 16 to 4096 visible ASCII characters";
     if (typeof t === "object") {
+      const e = checkName(t.name, "a token");
+      if (e) return e;
       if (t.tenants !== undefined && (!Array.isArray(t.tenants) || t.tenants.length === 0 || t.tenants.some((p) => typeof p !== "string" || p.length > 256))) {
         return "a token's tenants must be a non-empty array of agent-id prefixes (strings up to 256 characters)";
       }
@@ -104,6 +139,8 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
       }
     }
   }
+  const sameName = checkUniqueNames(tokens ?? [], "tokens");
+  if (sameName) return sameName;
   if (webhookSecrets !== undefined) {
     if (!Array.isArray(webhookSecrets)) return "auth.webhookSecrets must be an array of whsec_ secrets";
     for (const w of webhookSecrets) {
@@ -112,10 +149,12 @@ export function checkAuthConfig(auth: RouteAuth): string | null {
         return "each webhook secret must be whsec_ followed by base64 (at least 16 characters)";
       }
       if (typeof w === "object") {
-        const e = checkSignerScope(w, "a webhook secret");
+        const e = checkSignerScope(w, "a webhook secret") ?? checkName(w.name, "a webhook secret");
         if (e) return e;
       }
     }
+    const e = checkUniqueNames(webhookSecrets, "webhook secrets");
+    if (e) return e;
   }
   if (qstash !== undefined) {
     if (qstash === null || typeof qstash !== "object") return "auth.qstash must be { currentSigningKey, nextSigningKey }";
@@ -164,20 +203,20 @@ function checkSignerScope(scope: { tenants?: unknown; verbs?: unknown }, what: s
 export const webhookSecretText = (w: string | ScopedWebhookSecret) => (typeof w === "string" ? w : w.secret);
 
 /** A signer's scope with its defaults filled in (every tenant, every signed verb). */
-export function signerScope(scope: string | { tenants?: string[]; verbs?: SignedVerb[] } | undefined): NormalizedSigner {
+export function signerScope(scope: string | { name?: string; tenants?: string[]; verbs?: SignedVerb[] } | undefined): NormalizedSigner {
   const s = typeof scope === "object" ? scope : {};
-  return { tenants: [...(s.tenants ?? [""])], verbs: new Set<AuthVerb>(s.verbs ?? SIGNED_VERBS) };
+  return { name: s.name ?? null, tenants: [...(s.tenants ?? [""])], verbs: new Set<AuthVerb>(s.verbs ?? SIGNED_VERBS) };
 }
 
 /** The tokens with their defaults filled in. */
 export function normalizeTokens(auth: RouteAuth): NormalizedToken[] {
   const all = new Set(AUTH_VERBS);
   return [
-    ...(auth.bearerTokens ?? []).map((token) => ({ token, tenants: [""], verbs: all })),
+    ...(auth.bearerTokens ?? []).map((token) => ({ token, name: null, tenants: [""], verbs: all })),
     ...(auth.tokens ?? []).map((t) =>
       typeof t === "string"
-        ? { token: t, tenants: [""], verbs: all }
-        : { token: t.token, tenants: [...(t.tenants ?? [""])], verbs: new Set(t.verbs ?? AUTH_VERBS) }
+        ? { token: t, name: null, tenants: [""], verbs: all }
+        : { token: t.token, name: t.name ?? null, tenants: [...(t.tenants ?? [""])], verbs: new Set(t.verbs ?? AUTH_VERBS) }
     ),
   ];
 }

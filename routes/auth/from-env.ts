@@ -4,9 +4,9 @@
  *
  * | variable | becomes |
  * | -------- | ------- |
- * | `GATEHOUSE_TOKENS` | tokens: comma-separated full-access tokens, or a JSON array of `{ token, tenants?, verbs? }` |
+ * | `GATEHOUSE_TOKENS` | tokens: comma-separated full-access tokens, or a JSON array of `{ token, name?, tenants?, verbs? }` (`name`: who acts with it, recorded as `by`) |
  * | `GATEHOUSE_TOKEN` | one more full-access token |
- * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…`, or a JSON array of `"whsec_…"` and `{ secret, tenants?, verbs? }` |
+ * | `GATEHOUSE_WEBHOOK_SECRETS` | webhookSecrets: comma-separated `whsec_…`, or a JSON array of `"whsec_…"` and `{ secret, name?, tenants?, verbs? }` |
  * | `QSTASH_CURRENT_SIGNING_KEY` + `QSTASH_NEXT_SIGNING_KEY` | qstash (both or neither) |
  * | `GATEHOUSE_QSTASH_TENANTS` | qstash.tenants: comma-separated agent-id prefixes QStash-signed requests reach |
  * | `GATEHOUSE_PUBLIC_URL` | publicUrl: the URL senders call the deployment by (a QStash token's `sub` is compared with it); alone it does not turn auth on |

@@ -25,7 +25,8 @@
 import { z } from "@hono/zod-openapi";
 import { contentToText } from "@ag-ui/core";
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
-import { assertAgentAccess, tokenHasVerb } from "../auth.ts";
+import type { By } from "../../common/by.ts";
+import { assertAgentAccess, callerName, tokenHasVerb } from "../auth.ts";
 import { BODY_PROBLEMS, defineRoute, jsonBody, routeApp } from "../define.ts";
 import { ProblemError } from "../problem.ts";
 import type { RouteRuntime } from "../runtime.ts";
@@ -102,12 +103,12 @@ function answers(body: Input): ApprovalAnswer[] {
 }
 
 /** Answers to interrupts: they decide the running turn's approvals. */
-async function resumeRun(rt: RouteRuntime, body: Input, req: Request): Promise<OpenedTurn> {
+async function resumeRun(rt: RouteRuntime, body: Input, req: Request, by: By): Promise<OpenedTurn> {
   const decided = answers(body);
   const head = await rt.store.getAgent(body.threadId);
   if (!head) throw new ProblemError("agent_not_found", `No agent "${body.threadId}"`);
   if (head.activeTurnId === null) throw new ProblemError("turn_finished", "No turn of this agent runs: nothing waits for these answers");
-  return openDecisions(rt, body.threadId, head.activeTurnId, decided, req);
+  return openDecisions(rt, body.threadId, head.activeTurnId, decided, req, by);
 }
 
 function answer(rt: RouteRuntime, body: Input, opened: OpenedTurn, req: Request): Response {
@@ -130,7 +131,7 @@ export function agUiRoutes(rt: RouteRuntime) {
     if (!rt.agents.get(agent)) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(agent)}`);
     if ((body.resume ?? []).length > 0) {
       if (rt.auth !== undefined && !tokenHasVerb(c, "approve")) throw new ProblemError("forbidden", "Answering an interrupt needs the verb approve");
-      return answer(rt, body, await resumeRun(rt, body, c.req.raw), c.req.raw) as never;
+      return answer(rt, body, await resumeRun(rt, body, c.req.raw, callerName(c)), c.req.raw) as never;
     }
     const { text, messageId } = userText(body);
     const opened = await openTask(rt, { agentId: body.threadId, agent, text, messageId }, c.req.raw);

@@ -23,8 +23,9 @@
  * schema, a last user message without text, a `regenerate-message`
  * trigger, an assistant message without an answered approval.
  */
+import type { By } from "../../common/by.ts";
 import { z } from "@hono/zod-openapi";
-import { assertAgentAccess, tokenHasVerb } from "../auth.ts";
+import { assertAgentAccess, callerName, tokenHasVerb } from "../auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "../define.ts";
 import { ProblemError } from "../problem.ts";
 import type { RouteRuntime } from "../runtime.ts";
@@ -138,11 +139,11 @@ function answer(rt: RouteRuntime, agentId: string, opened: OpenedTurn, req: Requ
 }
 
 /** Approval responses: decide each, then the turn's answer from there on. */
-async function continueTurn(rt: RouteRuntime, agentId: string, last: Msg, req: Request): Promise<Response> {
+async function continueTurn(rt: RouteRuntime, agentId: string, last: Msg, req: Request, by: By): Promise<Response> {
   const answers = answeredApprovals(last);
   const turnId = TurnId.safeParse(last.id);
   if (!turnId.success) throw bad("The assistant message's id is not a turn id");
-  return answer(rt, agentId, await openDecisions(rt, agentId, turnId.data, answers, req), req);
+  return answer(rt, agentId, await openDecisions(rt, agentId, turnId.data, answers, req, by), req);
 }
 
 export function chatRoutes(rt: RouteRuntime) {
@@ -161,7 +162,7 @@ export function chatRoutes(rt: RouteRuntime) {
         throw new ProblemError("forbidden", "Answering an approval needs the verb approve");
       }
       if (!rt.agents.get(body.agent)) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
-      return continueTurn(rt, body.id, last, c.req.raw) as never;
+      return continueTurn(rt, body.id, last, c.req.raw, callerName(c)) as never;
     })
     .openapi(resumeChat, async (c) => {
       const { agentId } = c.req.valid("param");

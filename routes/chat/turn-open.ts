@@ -15,6 +15,7 @@
  *
  * On any failure the listener is closed before the error is thrown.
  */
+import type { By } from "../../common/by.ts";
 import { decide } from "../approvals.ts";
 import { logGrew } from "../live-feed.ts";
 import { ProblemError } from "../problem.ts";
@@ -95,10 +96,11 @@ export function openDecisions(
   turnId: string,
   answers: readonly ApprovalAnswer[],
   req: Request,
+  by: By,
 ): Promise<OpenedTurn> {
   return withListener(rt, agentId, async (listener) => {
     const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-    for (const a of answers) await decide(rt, agentId, { turnId, ...a }, req);
+    for (const a of answers) await decide(rt, agentId, { turnId, ...a }, req, by);
     const calls = await rt.store.getToolCalls(agentId, turnId);
     const open = calls.filter((c) => c.status === "pending").map((c) => ({
       toolCallId: c.toolCallId,

@@ -15,6 +15,7 @@
   ARGV[4] reason_json: reason JSON
   ARGV[5] turn_raw: turnId (raw; '' when the cancel names no turn)
   ARGV[6] turn_json: turnId JSON ('null' when the cancel names no turn)
+  ARGV[7] by_field: ',"by":<name JSON or null>' (who asked, common/by.ts), or '' (no by)
   Undeclared key: the ready zset of the agent's stored target.
 
   The turn is fixed here: the named one when it is active, else (none named)
@@ -37,7 +38,7 @@
 local head, mail, events, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local tasks, idem, delayed = KEYS[5], KEYS[6], KEYS[7]
 local prefix, agent_id, now_str, reason_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local turn_raw, turn_json = ARGV[5], ARGV[6]
+local turn_raw, turn_json, by_field = ARGV[5], ARGV[6], ARGV[7]
 
 local k = { turns = turns, tasks = tasks, delayed = delayed, idem = idem }
 
@@ -77,7 +78,7 @@ local seq = int(tonumber(h._mailSeq) + 1)
 local pending = redis.call('RPUSH', mail,
   '{"seq":' .. seq .. ',"kind":"cancel","at":' .. now_str .. ',"reason":' .. reason_json .. ',"turnId":' .. target .. '}')
 local last = append_events(events, tonumber(h.lastEventId), target, now_str,
-  { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. '}}' })
+  { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. by_field .. '}}' })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token,
   '_cancelSeq', seq, '_cancelTurn', target)
 set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)

@@ -3,7 +3,7 @@
  * `first-decision-wins`); store/lua/decide_approval.lua is its Redis twin.
  */
 import type { DecideApprovalRequest, DecideApprovalResult } from "../port.ts";
-import { answerDecided, decidedEventData, decisionArgs, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
+import { answerDecided, decidedEventData, decisionArgs, decisionBy, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { MailItem, ToolCallRecord } from "../types.ts";
 import { callKey } from "./records.ts";
@@ -24,7 +24,8 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
     if (rec.approval.status !== "pending") return answerDecided(copy(rec), req);
     if (a.head.activeTurnId !== req.turnId || rec.status !== "pending") return { status: "turn_finished" };
     if (status === "timeout" && rec.deadline > req.now) return { status: "not_due" };
-    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...(args !== undefined ? { args: copy(args) } : {}) };
+    const by = decisionBy(req);
+    const approval = { ...rec.approval, status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...(args !== undefined ? { args: copy(args) } : {}), ...by };
     const member = `${req.agentId}\n${req.turnId}\n${req.toolCallId}`;
     const seq = a.mailSeq + 1;
     let next: ToolCallRecord;
@@ -35,13 +36,13 @@ export async function decideApproval(s: MemoryState, req: DecideApprovalRequest)
       mail = {
         kind: "approval", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, ...(args !== undefined ? { args: copy(args) } : {}), deadline: next.deadline,
       };
-      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline, args && copy(args)), req.now));
+      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, next.deadline, args && copy(args), by.by), req.now));
     } else {
       const outcome = refusalOutcome(status, reason);
       const source = status === "rejected" ? "approval" as const : "watchdog" as const;
       next = { ...rec, approval, status: "resolved", outcome, afterExecution: "continue", source, resolvedAt: req.now, contractValidation: notApplied() };
       mail = { kind: "tool_result", seq, at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome: copy(outcome), afterExecution: "continue", source };
-      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, null), req.now));
+      events.push(eventOf(a, 1, req.turnId, "approval_decided", decidedEventData(req.toolCallId, status, reason, null, undefined, by.by), req.now));
       events.push(eventOf(a, 2, req.turnId, "tool_result_received", {
         toolCallId: req.toolCallId, ok: false, source, afterExecution: "continue", contractValidation: notApplied(),
       }, req.now));

@@ -7,7 +7,8 @@
  * is in it while its `nextTick` is not null, so `nextDueSchedule` reads them
  * (a development store: a scan of its schedules).
  */
-import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import { byField } from "../../common/by.ts";
+import type { DeleteScheduleLog, FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import { checkAgentId, checkAgentName, checkScheduleId, checkTarget, checkTurnId, positiveBound } from "../keys.ts";
 import { int } from "./records.ts";
 import { DEFAULTS } from "../../common/defaults.ts";
@@ -35,7 +36,7 @@ export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Prom
     const rec: ScheduleRecord = {
       agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec,
       nextTick: req.nextTick, rev: (old?.rev ?? 0) + 1, lastFired: old?.lastFired ?? null,
-      createdAt: old?.createdAt ?? now, updatedAt: now,
+      createdAt: old?.createdAt ?? now, updatedAt: now, ...byField(req.by),
     };
     // Writes.
     if (!mine) s.w.mapSet(s.schedules, req.agentId, (mine = new Map()));
@@ -57,11 +58,16 @@ export async function listSchedules(s: MemoryState, agentId: string): Promise<Sc
   return [...mine.keys()].sort().map((id) => s.copy(mine.get(id)!));
 }
 
-export async function deleteSchedule(s: MemoryState, agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+export async function deleteSchedule(
+  s: MemoryState, agentId: string, scheduleId: string, log?: DeleteScheduleLog,
+): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+  if (log) int(log.now, "now");
   return s.atomic(() => {
     const mine = s.schedules.get(agentId);
     const rec = mine?.get(scheduleId);
     if (!mine || !rec) return { status: "schedule_not_found" as const };
+    const a = log ? s.agents.get(agentId) : undefined;
+    if (a && log) s.appendEvents(a, [s.eventOf(a, 1, null, "schedule_deleted", { scheduleId, by: log.by }, log.now)]);
     dropSchedule(s, rec);
     s.w.mapDelete(mine, scheduleId);
     if (mine.size === 0) s.w.mapDelete(s.schedules, agentId);

@@ -4,6 +4,7 @@
  * Each operation is a top-level function of the store's MemoryState;
  * store/memory.ts binds them to the store object.
  */
+import { byField } from "../../common/by.ts";
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import { answerResolved } from "../redelivery.ts";
 import type { InboxTask, MailItem, ToolCallRecord } from "../types.ts";
@@ -101,6 +102,7 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
       source: req.source,
       resolvedAt: req.now,
       contractValidation,
+      ...byField(req.by),
     };
     const mail: MailItem = {
       kind: "tool_result",
@@ -118,6 +120,7 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
       source: req.source,
       afterExecution: req.afterExecution,
       contractValidation: copy(contractValidation),
+      ...byField(req.by),
     }, req.now);
     const reply = copy(resolved);
     // Writes.
@@ -150,7 +153,7 @@ export async function requestCancel(s: MemoryState, req: CancelRequest): Promise
     }
     const reason = String(req.reason);
     const mail: MailItem = { kind: "cancel", seq: a.mailSeq + 1, at: req.now, reason, turnId };
-    const ev = eventOf(a, 1, turnId, "cancel_requested", { reason, turnId }, req.now);
+    const ev = eventOf(a, 1, turnId, "cancel_requested", { reason, turnId, ...byField(req.by) }, req.now);
     // Writes.
     w.set(a, "mailSeq", mail.seq);
     w.push(a.mail, mail);
@@ -172,7 +175,7 @@ export async function cancelTask(s: MemoryState, req: CancelTaskRequest): Promis
     if (st === "cancelled") return { status: "cancelled", already: true };
     if (st !== "queued") return { status: "turn_finished" };
     const reason = String(req.reason);
-    const ev = eventOf(a, 1, req.turnId, "task_cancelled", { turnId: req.turnId, reason }, req.now);
+    const ev = eventOf(a, 1, req.turnId, "task_cancelled", { turnId: req.turnId, reason, ...byField(req.by) }, req.now);
     const idem = a.tasks.find((t) => t.turnId === req.turnId)?.idempotencyKey ?? null;
     // Writes.
     // Ended without messages (msgEnd 0): retention may drop its records like those of any ended turn.

@@ -5,7 +5,7 @@
  * (store/approvals.ts computes them for every adapter).
  */
 import type { DecideApprovalRequest, DecideApprovalResult } from "../port.ts";
-import { answerDecided, decidedEventData, decisionArgs, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
+import { answerDecided, decidedEventData, decisionArgs, decisionBy, decisionReason, decisionStatus, refusalOutcome } from "../approvals.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { ToolCallRecord } from "../types.ts";
 import { int, j, tail } from "./values.ts";
@@ -35,12 +35,13 @@ export async function decideApproval(c: ScriptContext, req: DecideApprovalReques
   const approved = status === "approved";
   const ids = { turnId: req.turnId, toolCallId: req.toolCallId };
   // The approval after its runMs (which the script reads from the stored call).
-  const approvalTail = `,${j({ status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...(args !== undefined ? { args } : {}) }).slice(1)}`;
+  const by = decisionBy(req);
+  const approvalTail = `,${j({ status, decidedAt: req.now, ...(reason !== undefined ? { reason } : {}), ...(args !== undefined ? { args } : {}), ...by }).slice(1)}`;
   let resolution = "";
   let mailTail: string;
   let resultTail = "";
   // The approval's deadline is computed by the script (now + runMs): the texts end before its value.
-  const eventTail = tail({ type: "approval_decided", data: decidedEventData(req.toolCallId, status, reason, null, args) });
+  const eventTail = tail({ type: "approval_decided", data: decidedEventData(req.toolCallId, status, reason, null, args, by.by) });
   if (approved) {
     mailTail = tail({ kind: "approval", at: req.now, ...ids, ...(args !== undefined ? { args } : {}) }).slice(0, -1);
   } else {

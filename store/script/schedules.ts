@@ -5,7 +5,8 @@
  * Each script is described here (store/script/operation.ts): its layout,
  * named as its header does, its reply words and their decoding.
  */
-import type { FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
+import { byField } from "../../common/by.ts";
+import type { DeleteScheduleLog, FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import type { InboxTask } from "../types.ts";
 import { checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
 import { inputBytes } from "../inputs.ts";
@@ -42,8 +43,8 @@ export const GET_SCHEDULES = scriptOp({
 /** store/lua/delete_schedule.lua */
 export const DELETE_SCHEDULE = scriptOp({
   script: "delete_schedule",
-  keys: ["sched"],
-  argv: ["prefix", "agent_id", "sched_id"],
+  keys: ["sched", "head", "events"],
+  argv: ["prefix", "agent_id", "sched_id", "now_str", "event_tail"],
   words: ["deleted", "absent"],
 }, (word): { status: "deleted" } | { status: "schedule_not_found" } => word === "deleted" ? { status: word } : { status: "schedule_not_found" });
 
@@ -84,7 +85,7 @@ export async function putSchedule(c: ScriptContext, req: PutScheduleRequest): Pr
   checkTarget(req.workerTarget);
   dropHints(req.nextTick);
   const { input, ...spec } = req.spec;
-  const record = { agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec, updatedAt: req.now };
+  const record = { agentId: req.agentId, scheduleId: req.scheduleId, agentName: req.agentName, workerTarget: req.workerTarget, spec, updatedAt: req.now, ...byField(req.by) };
   return run(PUT_SCHEDULE, {
     head: k.head, sched: k.schedules,
     prefix: k.home.prefix, agent_id: req.agentId, sched_id: req.scheduleId, name_json: j(req.agentName), target: req.workerTarget,
@@ -103,10 +104,17 @@ export async function listSchedules(c: ScriptContext, agentId: string): Promise<
   return run(GET_SCHEDULES, { sched: keys.agent(agentId).schedules }) as Promise<ScheduleRecord[]>;
 }
 
-export async function deleteSchedule(c: ScriptContext, agentId: string, scheduleId: string): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
+export async function deleteSchedule(
+  c: ScriptContext, agentId: string, scheduleId: string, log?: DeleteScheduleLog,
+): Promise<{ status: "deleted" } | { status: "schedule_not_found" }> {
   const { keys, run } = c;
   const k = keys.agent(agentId);
-  return run(DELETE_SCHEDULE, { sched: k.schedules, prefix: k.home.prefix, agent_id: agentId, sched_id: checkScheduleId(scheduleId) });
+  checkScheduleId(scheduleId);
+  return run(DELETE_SCHEDULE, {
+    sched: k.schedules, head: k.head, events: k.events, prefix: k.home.prefix, agent_id: agentId, sched_id: scheduleId,
+    now_str: log ? int(log.now, "now") : "",
+    event_tail: log ? tail({ type: "schedule_deleted", data: { scheduleId, by: log.by } }) : "",
+  });
 }
 
 export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRequest): Promise<FireScheduleTickResult> {

@@ -8,6 +8,7 @@
  * store/lua/args/turn-protocol.ts, their replies decoded by `decode`
  * (replies.ts), through `call`.
  */
+import { byField } from "../../common/by.ts";
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import type { InboxTask, ToolCallRecord } from "../types.ts";
 import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
@@ -51,7 +52,7 @@ export const DELIVER_TOOL_RESULT = scriptOp({
 export const REQUEST_CANCEL = scriptOp({
   script: "request_cancel",
   keys: ["head", "mail", "events", "turns", "tasks", "idem", "delayed"],
-  argv: ["prefix", "agent_id", "now_str", "reason_json", "turn_raw", "turn_json"],
+  argv: ["prefix", "agent_id", "now_str", "reason_json", "turn_raw", "turn_json", "by_field"],
   words: ["accepted", "agent_not_found", "not_active", "turn_finished", "turn_not_started", "turn_not_found"],
 }, (word, payload) => (word === "accepted" ? { status: word, turnId: json<string>(payload) } : { status: word }) as CancelResult);
 
@@ -171,9 +172,9 @@ export async function deliverToolResult(c: ScriptContext, req: DeliverToolResult
   const r = await run(DELIVER_TOOL_RESULT, {
     head: k.head, calls: k.calls(req.turnId), mail: k.mail, events: k.events, deadlines: k.home.deadlines,
     prefix: k.home.prefix, agent_id: req.agentId, turn_json: j(req.turnId), turn_id: req.turnId, call_id: req.toolCallId,
-    resolution: j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation }),
+    resolution: j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation, ...byField(req.by) }),
     mail_tail: tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
-    event_tail: tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation } }),
+    event_tail: tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation, ...byField(req.by) } }),
     now_str: now, source_flag: source === "watchdog" ? "1" : source === "delegation" ? "d" : "0",
   });
   return r.status === "resolved" ? answerResolved(r.record, req) : r;
@@ -189,6 +190,7 @@ export async function requestCancel(c: ScriptContext, req: CancelRequest): Promi
     head: k.head, mail: k.mail, events: k.events, turns: k.turns, tasks: k.tasks, idem: k.idem, delayed: k.delayed,
     prefix: k.home.prefix, agent_id: req.agentId, now_str: now, reason_json: j(String(req.reason)),
     turn_raw: req.turnId ?? "", turn_json: req.turnId === undefined ? "null" : j(req.turnId),
+    by_field: req.by === undefined ? "" : `,"by":${j(req.by)}`,
   });
 }
 
@@ -200,7 +202,7 @@ export async function cancelTask(c: ScriptContext, req: CancelTaskRequest): Prom
   return run(CANCEL_TASK, {
     head: k.head, tasks: k.tasks, events: k.events, turns: k.turns, idem_hash: k.idem, ended: k.ended, delayed: k.delayed,
     turn_raw: req.turnId, turn_json: j(req.turnId), now_str: now,
-    event_tail: tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason) } }),
+    event_tail: tail({ type: "task_cancelled", data: { turnId: req.turnId, reason: String(req.reason), ...byField(req.by) } }),
   });
 }
 

@@ -118,6 +118,17 @@ describe("timeline summaries lead with the meaning", () => {
       .toBe("bad_units: units must be positive · attempt 2 of 3");
     expect(model.summarize({ id: 5, type: "chunk", data: { step: 1, text: "Let me ask." } })).toBe("“Let me ask.”  (step 1)");
   });
+
+  it("an event that records who did it ends with `· by <name>`, or `by (no name)`; one without by says nothing of it", () => {
+    const calls = new Map([["call_1", "pay"]]);
+    expect(model.summarize({ id: 1, type: "approval_decided", data: { toolCallId: "call_1", decision: "rejected", reason: "too much", by: "alice@ops", deadline: null } }, new Map(), calls))
+      .toBe("pay rejected: too much  · by alice@ops");
+    expect(model.summarize({ id: 2, type: "tool_result_received", data: { toolCallId: "call_1", ok: true, source: "http", afterExecution: "continue", by: null } }, new Map(), calls))
+      .toBe("pay ok received via http  · by (no name)");
+    expect(model.summarize({ id: 3, type: "approval_decided", data: { toolCallId: "call_1", decision: "timeout", reason: null, deadline: null } }, new Map(), calls))
+      .toBe("pay timeout");
+    expect(model.summarize({ id: 4, type: "forked_to", data: { agentId: "b", atEventId: 3, by: "ops" } })).toBe('{"agentId":"b","atEventId":3}  · by ops');
+  });
 });
 
 describe("verdicts panel data", () => {

@@ -1,6 +1,6 @@
 /**
  * A gatehouse served over real HTTP (@hono/node-server on a free port) with
- * bearer auth on (or off: `{ auth: false }`), plus headless Chromium (Debian's, via playwright-core) to
+ * bearer auth on (or off: `{ auth: false }`; `tokenName` names the token, recorded as `by`), plus headless Chromium (Debian's, via playwright-core) to
  * drive the debugger page. Shared by tests/debug/debug-page.int.test.ts and
  * scripts/debug-screenshots.ts.
  *
@@ -39,7 +39,7 @@ export const CHROMIUM_ARGS = [
   "--no-first-run",
 ];
 
-export async function startDebugServer(opts: { auth?: boolean } = {}) {
+export async function startDebugServer(opts: { auth?: boolean; tokenName?: string } = {}) {
   const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
   const gate = (agentId: string) => {
     let g = gates.get(agentId);
@@ -112,7 +112,7 @@ export async function startDebugServer(opts: { auth?: boolean } = {}) {
     tools: [remit],
   });
   const auth = opts.auth ?? true;
-  const gh = createGatehouse({ agents: [helper, invoicer, front, payer, remitter], ...(auth ? { auth: { bearerTokens: [TOKEN] } } : {}), sse: { pollMs: 50 } });
+  const gh = createGatehouse({ agents: [helper, invoicer, front, payer, remitter], ...(auth ? { auth: opts.tokenName === undefined ? { bearerTokens: [TOKEN] } : { tokens: [{ token: TOKEN, name: opts.tokenName }] } } : {}), sse: { pollMs: 50 } });
   gh.startWorker();
   const server = serve({ fetch: gh.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleForWorkerd } from "../workerd/bundle.ts";
 import { type RunningWorker, startWorker } from "../workerd/harness.ts";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "../helpers/upstash-bridge.ts";
 
 const fixture = new URL("./fixtures/chat-worker.ts", import.meta.url).pathname;
 const T = 90_000;

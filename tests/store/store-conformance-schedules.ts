@@ -65,6 +65,25 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
       await expect(put(store, { scheduleId: "bad id" })).rejects.toThrow(StoreInputError);
     });
 
+    it("by: putSchedule stores who wrote the revision; deleteSchedule with a log appends schedule_deleted on an agent that exists, nothing on one that does not", async () => {
+      const { store } = ctx();
+      expect((await put(store, { by: "alice@ops" })).status).toBe("created");
+      expect((await store.getSchedule("a1", "s1"))?.by).toBe("alice@ops");
+      expect((await put(store, { by: null, now: T0 + 1 })).status).toBe("replaced");
+      expect((await store.getSchedule("a1", "s1"))?.by).toBeNull();
+      // No agent yet: deleted, nothing logged (there is no log to write to, and none is created).
+      expect(await store.deleteSchedule("a1", "s1", { by: "alice@ops", now: T0 + 2 })).toEqual({ status: "deleted" });
+      expect(await store.getAgent("a1")).toBeNull();
+      await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 + 3 });
+      await put(store, { now: T0 + 4 });
+      expect(await store.deleteSchedule("a1", "s1", { by: "alice@ops", now: T0 + 5 })).toEqual({ status: "deleted" });
+      await put(store, { now: T0 + 6 });
+      expect(await store.deleteSchedule("a1", "s1")).toEqual({ status: "deleted" });
+      const events = (await store.readEvents("a1", 0, 100)).filter((e) => e.type === "schedule_deleted");
+      expect(events.map(({ id: _id, ...e }) => e)).toEqual([{ at: T0 + 5, turnId: null, type: "schedule_deleted", data: { scheduleId: "s1", by: "alice@ops" } }]);
+      expect((await store.getAgent("a1"))?.lastEventId).toBe(2);
+    });
+
     it("refuses a schedule naming another definition than the agent's with definition_conflict and writes nothing", async () => {
       const { store, state } = ctx();
       await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
