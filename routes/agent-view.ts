@@ -133,6 +133,7 @@ export function agentView(
       deadlineMs: p.deadline,
       delivered: delivered.has(toolCallId),
       ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
+      ...(p.event !== undefined ? { event: p.event } : {}),
     })),
     ...(ctx.output !== null && ctx.output !== undefined ? { output: ctx.output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {}),

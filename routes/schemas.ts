@@ -251,6 +251,9 @@ export const AgentView = z.object({
       "Present when the call needs a person's approval (`needsApproval`): `pending` until `POST …/approvals` decides it " +
         "(or its approval deadline passes: `timeout`)",
     ),
+    event: z.string().optional().describe(
+      "Present when the call waits for a named event (`waitFor`): its name; `POST /v1/events` with that name resolves it",
+    ),
   })),
   output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
   error: z.object({ reason: z.string(), message: z.string() }).optional()
