@@ -2789,6 +2789,24 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/events": {
+        $post: {
+            input: {
+                json: {
+                    name: string;
+                    data: unknown;
+                    id?: string | undefined;
+                };
+            };
+            output: {
+                delivered: number;
+                eventId: string;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/tool-results": {
         $post: {
             input: {
@@ -2952,6 +2970,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     deadlineMs: number;
                     delivered: boolean;
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
+                    event?: string | undefined;
                 }[];
                 usage: {
                     inputTokens: number;

@@ -54,7 +54,7 @@ const deliverNamedEvent = defineRoute({
 }, [...BODY_PROBLEMS], { verb: "deliver", signable: true });
 
 /** Statuses after which a wait is gone for good: it leaves the index. */
-const GONE = new Set(["already_resolved", "turn_finished", "unknown_call", "agent_not_found", "not_external", "delegated_call"]);
+const GONE = new Set(["duplicate", "already_resolved", "turn_finished", "unknown_call", "agent_not_found", "not_external", "delegated_call"]);
 
 export function namedEventRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(deliverNamedEvent, async (c) => {
