@@ -33,7 +33,7 @@ const ADMIN = "admin-token-0123456789";
 const READER = "reader-only-token-0123";
 const TENANT = "tenant-a-token-0123456";
 
-function setup(open: () => Store, auth = false) {
+function setup(open: () => Store, auth = false, storeGiven?: Store) {
   const requests: ModelRequest[] = [];
   const settle = defineTool({
     name: "await_payment",
@@ -58,7 +58,7 @@ function setup(open: () => Store, auth = false) {
   });
   const clock = manualClock();
   const gh = createGatehouse({
-    agents: [agent], store: open(), clock,
+    agents: [agent], store: storeGiven ?? open(), clock,
     ...(auth
       ? { auth: { tokens: [ADMIN, { token: READER, verbs: ["read"] as const }, { token: TENANT, tenants: ["a-"], verbs: ["read", "enqueue", "deliver"] as const }] } }
       : {}),
@@ -161,6 +161,21 @@ for (const [name, open] of adapters) {
     });
   });
 }
+
+describe("named events: restart (Redis)", () => {
+  it("a wait survives its gatehouse: the event delivered to a new one on the same store resumes the call", async () => {
+    const prefix = `ne-restart-${Date.now()}:`;
+    const a = setup(() => redisStore({ url: server.url, prefix }));
+    await a.start("r1", "o5");
+    await a.gh.close();
+    const b = setup(() => redisStore({ url: server.url, prefix }));
+    expect((await b.view("r1")).pendingToolCalls[0]).toMatchObject({ event: "payment.settled:o5" });
+    expect((await b.send({ name: "payment.settled:o5", data: { amount: 5 } })).body.delivered).toBe(1);
+    await b.gh.drain();
+    expect((await b.view("r1")).state).toBe("done");
+    await b.gh.close();
+  });
+});
 
 describe("named events: auth", () => {
   it("a token without deliver is 403; a tenant's token reaches only its tenant's waits", async () => {
