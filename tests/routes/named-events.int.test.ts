@@ -1,7 +1,7 @@
 /**
  * Named events (tools/define.ts `waitFor`, routes/named-events.ts, store
- * invariant `named-event-waits`), over HTTP on the memory store and on
- * Redis: two agents waiting on one name resume once each with the event's
+ * invariant `named-event-waits`), over HTTP on the memory store, Redis
+ * and Upstash (through the bridge): two agents waiting on one name resume once each with the event's
  * data; an event of another name resumes none; a retry with the same id
  * resolves nothing twice (and reaches no wait begun after the first arrival); no event before the
  * deadline ends the call `event_timeout` (manual clock, watchdog tick); bad
@@ -14,12 +14,17 @@ import { createGatehouse, defineAgent, defineTool, memoryStore, type ModelReques
 import { redisStore } from "../../redis.ts";
 import { manualClock } from "../helpers/clock.ts";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { upstashStore } from "../../store/upstash.ts";
+import { startUpstashBridge, type UpstashBridge } from "../upstash-bridge.ts";
 
 let server: RedisServer;
+let bridge: UpstashBridge;
 beforeAll(async () => {
   server = await startRedisServer();
+  bridge = await startUpstashBridge({ redisUrl: server.url });
 });
 afterAll(async () => {
+  await bridge?.close();
   await server?.stop();
 });
 
@@ -27,6 +32,7 @@ let n = 0;
 const adapters: Array<[string, () => Store]> = [
   ["memory", () => memoryStore()],
   ["redis", () => redisStore({ url: server.url, prefix: `ne${++n}-${Date.now()}:` })],
+  ["upstash", () => upstashStore({ url: bridge.url, token: bridge.token, prefix: `neu${++n}-${Date.now()}:` })],
 ];
 
 const ADMIN = "admin-token-0123456789";
