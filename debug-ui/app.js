@@ -422,6 +422,36 @@ function ApprovalForm({ agentId, turnId, call, onDone }) {
   </div>`;
 }
 
+/** A call waiting for a named event: its name and deadline, and a form that sends the event (POST /v1/events). */
+function EventWait({ call, onDone }) {
+  const [value, setValue] = useState("{}");
+  const [status, setStatus] = useState(null);
+  const send = async (e) => {
+    e.preventDefault();
+    let data;
+    try {
+      data = JSON.parse(value);
+    } catch {
+      setStatus({ error: "The data is not JSON" });
+      return;
+    }
+    try {
+      const r = await api("/v1/events", { method: "POST", body: { name: call.event, data } });
+      setStatus({ ok: `delivered to ${r.delivered} waiting call${r.delivered === 1 ? "" : "s"}` });
+      onDone();
+    } catch (err) {
+      setStatus({ error: err.message });
+    }
+  };
+  return html`<form class="event-wait" data-event-wait=${call.event} onSubmit=${send}>
+    <div class="muted">waits for the event <b class="mono" data-testid="event-name">${call.event}</b>${call.deadline ? html` until ${call.deadline}` : ""}</div>
+    <label>event data (JSON; every call waiting for this name takes it)<textarea name="data" rows="2" value=${value} onInput=${(e) => setValue(e.target.value)}></textarea></label>
+    <button type="submit" data-testid="send-event">Send event</button>
+    ${status?.ok && html`<span class="okmsg">${status.ok}</span>`}
+    ${status?.error && html`<span class="error">${status.error}</span>`}
+  </form>`;
+}
+
 function PendingCall({ agentId, turnId, call, onDone }) {
   const [value, setValue] = useState("{}");
   const [ok, setOk] = useState(true);
@@ -459,6 +489,12 @@ function PendingCall({ agentId, turnId, call, onDone }) {
     "decidedBy" in call ? html` <span class="muted" data-decided-by>${byLabel(call.decidedBy)}</span>` : ""}${
     "deliveredBy" in call ? html` <span class="muted" data-delivered-by>result ${byLabel(call.deliveredBy)}</span>` : ""}</div>
     ${argsShown}`;
+  if (call.event && call.approval !== "pending") {
+    return html`<div class="pending" data-tool-call-id=${call.toolCallId}>
+      ${header}
+      <${EventWait} call=${call} onDone=${onDone} />
+    </div>`;
+  }
   // No result is taken before the decision; an in-process call runs in the worker once approved.
   if (call.approval === "pending" || call.external === false) {
     return html`<div class="pending" data-tool-call-id=${call.toolCallId}>

@@ -296,7 +296,7 @@ const machine = setup({
     recordPending: assign(({ event }) => {
       const pending: AgentContext["pending"] = {};
       for (const c of (event as StepEvent).toolCalls) {
-        pending[c.id] = { name: c.name, args: c.args, external: c.external, deadline: c.deadline, ...(c.approval ? { approval: true as const } : {}) };
+        pending[c.id] = { name: c.name, args: c.args, external: c.external, deadline: c.deadline, ...(c.approval ? { approval: true as const } : {}), ...(c.event !== undefined ? { event: c.event } : {}) };
       }
       return { pending };
     }),

@@ -214,6 +214,7 @@ export const EVENT_DATA = {
       .describe("`approval`: a person rejected the call (the error outcome `approval_rejected`)"),
     afterExecution: AfterExecution,
     contractValidation: ContractValidation,
+    event: z.string().optional().describe("The named event this result is (`POST /v1/events`), on a call that waited for it (`waitFor`)"),
     by: by(),
   }).describe("A tool result was delivered for the host to apply"),
   approval_decided: z.strictObject({

@@ -45,6 +45,11 @@ export interface PendingCall {
    * the machine only keeps the call pending, in `waiting-tools`, until its result comes.
    */
   approval?: true;
+  /**
+   * The name of the event the call waits for (tools/define.ts `waitFor`): an external call that
+   * `POST /v1/events` with that name resolves (store/port.ts invariant `named-event-waits`).
+   */
+  event?: string;
 }
 
 export interface Usage {
@@ -122,6 +127,8 @@ export interface ModelToolCall {
   deadline: number;
   /** The call waits for a person's approval (PendingCall `approval`). */
   approval?: true;
+  /** The call waits for a named event (PendingCall `event`). */
+  event?: string;
 }
 
 export type AgentEvent =

@@ -121,6 +121,7 @@ function pendingCalls(ctx: AgentContext, records: CallRecordsView): AgentView["p
       delivered: delivered.has(toolCallId),
       ...(p.approval ? { approval: approvals.get(toolCallId) ?? "pending" } : {}),
       ...records.by?.get(toolCallId),
+      ...(p.event !== undefined ? { event: p.event } : {}),
     };
   });
 }

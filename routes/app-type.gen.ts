@@ -2890,6 +2890,24 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/events": {
+        $post: {
+            input: {
+                json: {
+                    name: string;
+                    data: unknown;
+                    id?: string | undefined;
+                };
+            };
+            output: {
+                delivered: number;
+                eventId: string;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/v1/agents/:agentId/tool-results": {
         $post: {
             input: {
@@ -3056,6 +3074,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     approval?: "pending" | "approved" | "rejected" | "timeout" | undefined;
                     decidedBy?: string | null | undefined;
                     deliveredBy?: string | null | undefined;
+                    event?: string | undefined;
                 }[];
                 usage: {
                     inputTokens: number;

@@ -38,6 +38,7 @@ import type { RouteRuntime } from "./runtime.ts";
 import { agentDeleteRoutes } from "./agent-delete.ts";
 import { scheduleRoutes } from "./schedules.ts";
 import { toolResultRoutes } from "./tool-results.ts";
+import { namedEventRoutes } from "./named-events.ts";
 import { approvalRoutes } from "./approvals.ts";
 import { agUiRoutes } from "./chat/ag-ui.ts";
 import { chatRoutes } from "./chat/routes.ts";
@@ -115,6 +116,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", healthRoutes(rt))
     .route("/", agentRoutes(rt))
     .route("/", toolResultRoutes(rt))
+    .route("/", namedEventRoutes(rt))
     .route("/", approvalRoutes(rt))
     .route("/", eventRoutes(rt))
     .route("/", machineRoutes(rt))

@@ -11,7 +11,8 @@
  *    prefixes; otherwise 403 `forbidden`. Routes that name no agent and need
  *    cross-tenant data (watchdog tick, verdict by id, routes not mapped yet)
  *    need a token over every tenant (`""`).
- * 2. Otherwise, on the signed write routes (tasks, tool results, cancel), a
+ * 2. Otherwise, on the signed write routes (tasks, tool results, cancel,
+ *    named events: there the signer's tenants filter the waits), a
  *    Standard Webhooks or QStash signature over the raw body bytes
  *    (routes/auth/signatures.ts; a QStash token's `sub` must be this
  *    request's URL, under `auth.publicUrl` when set). The body is read once
@@ -122,6 +123,8 @@ export function callerName(c: Context): string | null {
   return callers.get(c) ?? null;
 }
 
+/** The tenants of the signer a signed request was let in as. */
+const signerTenants = new WeakMap<Context, readonly string[]>();
 /** The session key of the bearer token a request presented (only bearer requests mint stream sessions). */
 const mintKeys = new WeakMap<Context, CryptoKey>();
 
@@ -149,8 +152,9 @@ const forbidden = () => new ProblemError("forbidden", "This token does not reach
 /** The tenant prefixes the request's token is limited to; null when it reaches every agent (or auth is off). */
 export function tenantsOf(c: Context): string[] | null {
   const p = principals.get(c);
-  if (p === undefined || p === "signed" || p.tenants.includes("")) return null;
-  return p.tenants;
+  const tenants = p === "signed" ? signerTenants.get(c) : p?.tenants;
+  if (tenants === undefined || tenants.includes("")) return null;
+  return [...tenants];
 }
 
 /**
@@ -255,8 +259,8 @@ export function authMiddleware(
     }
 
     if (!hasSignatureHeaders(c.req.raw.headers)) throw unauthorized("Send Authorization: Bearer <token> or a signed request");
-    if (!need.signable || need.agentId === undefined) {
-      throw unauthorized("Signed requests are accepted on the tasks, tool-results and cancel routes only");
+    if (!need.signable) {
+      throw unauthorized("Signed requests are accepted on the tasks, tool-results, cancel and named-event routes only");
     }
     const max = rt.limits.maxBodyBytes;
     const declared = c.req.header("content-length");
@@ -272,8 +276,10 @@ export function authMiddleware(
     if (check === null || !check.ok) throw unauthorized(check?.reason ?? "No signature");
     // The signer's scope: a secret (or the QStash key pair) configured with tenants and verbs reaches only those.
     const signers = check.scheme === "webhook" ? check.matched.map((i) => ({ scope: webhookSigners[i], i })) : [{ scope: qstashSigner, i: -1 }];
-    const admitted = signers.find(({ scope }) => scope.verbs.has(need.verb) && reaches(scope, need.agentId!));
+    // A route that names no agent (named events) takes the signer's tenants instead (tenantsOf).
+    const admitted = signers.find(({ scope }) => scope.verbs.has(need.verb) && (need.agentId === undefined || reaches(scope, need.agentId)));
     if (admitted === undefined) throw forbidden();
+    signerTenants.set(c, admitted.scope.tenants);
     // The JSON reader reads these same bytes.
     const old = c.req.raw;
     replaceRequest(c, new Request(old.url, { method: old.method, headers: old.headers, body: bytes.byteLength > 0 ? (bytes as BodyInit) : null, signal: old.signal }));
@@ -282,7 +288,7 @@ export function authMiddleware(
     signedIds.set(c, `${check.scheme}:${check.messageId}`);
 
     // The id becomes part of a store key: the agent id guard's check, before the claim.
-    if (!AGENT_ID.test(need.agentId)) {
+    if (need.agentId !== undefined && !AGENT_ID.test(need.agentId)) {
       throw new ProblemError("invalid_agent_id", `Agent id ${JSON.stringify(need.agentId.slice(0, 200))} must match ${AGENT_ID}`);
     }
     const bucket = admitted.i >= 0 ? (await webhookBuckets)[admitted.i] : "s:qstash";

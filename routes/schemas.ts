@@ -260,6 +260,9 @@ export const AgentView = z.object({
     deliveredBy: z.string().nullable().optional().describe(
       "Who delivered the call's result over `POST …/tool-results` (the token's or webhook secret's name, or null)",
     ),
+    event: z.string().optional().describe(
+      "Present when the call waits for a named event (`waitFor`): its name; `POST /v1/events` with that name resolves it",
+    ),
   })),
   output: z.unknown().optional().describe("The turn's deliverable (present once set)"),
   error: z.object({ reason: z.string(), message: z.string() }).optional()

@@ -36,6 +36,8 @@
  * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua); `<agentId>\n<scheduleId>`, score = the schedule's next tick |
  * | `<h>:ticks:<target>`   | zset   | `<agentId>\n<scheduleId>`, score = the schedule's next tick: the schedule index the tick firer reads (store/port.ts invariant `schedule-index`) |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
+ * | `<h>:waits:<name>`     | zset   | `<agentId>\n<turnId>\n<toolCallId>` of a call waiting for the named event `<name>`, score = when the call was recorded (store/port.ts invariant `named-event-waits`) |
+ * | `<h>:event:<eventId>`  | string | when the named event `<eventId>` first arrived (ms), expires after a day: a retry sees the same waits |
  * | `<h>:verdicts`         | hash   | verdictId -> verdict record text |
  * | `<h>:agents`           | zset   | agentId, score = the head's `updatedAt` (the agents index) |
  *
@@ -227,6 +229,10 @@ export interface ShardKeys {
   ticks(target: string): string;
   /** Resume deadlines of pending tool calls, for the watchdog. */
   readonly deadlines: string;
+  /** The calls waiting for a named event (common/event-name.ts checks the name). */
+  waits(name: string): string;
+  /** When a named event first arrived, by its id. */
+  namedEvent(eventId: string): string;
   /** verdictId -> verdict record. */
   readonly verdicts: string;
   /** The agents index: agentId by updatedAt (store/lua/includes/keys.lua builds the same name). */
@@ -325,6 +331,8 @@ function shardKeys(prefix: string): ShardKeys {
     ready: (target) => `${prefix}:ready:${checkTarget(target)}`,
     ticks: (target) => `${prefix}:ticks:${checkTarget(target)}`,
     deadlines: `${prefix}:deadlines`,
+    waits: (name) => `${prefix}:waits:${name}`,
+    namedEvent: (eventId) => `${prefix}:event:${eventId}`,
     verdicts: `${prefix}:verdicts`,
     agents: `${prefix}:agents`,
   };

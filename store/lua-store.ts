@@ -30,6 +30,7 @@ import * as reads from "./script/reads.ts";
 import * as lifecycle from "./script/lifecycle.ts";
 import * as sideStores from "./script/side-stores.ts";
 import * as approvals from "./script/approvals.ts";
+import * as namedEvents from "./script/named-events.ts";
 import * as schedules from "./script/schedules.ts";
 import { wellFormedValue } from "../common/well-formed.ts";
 
@@ -78,6 +79,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, lifecycle),
     ...bind(c, sideStores),
     ...bind(c, approvals),
+    ...bind(c, namedEvents),
     ...bind(c, schedules),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     ...(deps.live ? { live: deps.live } : {}),

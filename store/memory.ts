@@ -36,6 +36,7 @@ import * as reads from "./memory/reads.ts";
 import * as lifecycle from "./memory/lifecycle.ts";
 import * as sideStores from "./memory/side-stores.ts";
 import * as approvals from "./memory/approvals.ts";
+import * as namedEvents from "./memory/named-events.ts";
 import * as schedules from "./memory/schedules.ts";
 import { processLive } from "./live.ts";
 import { wellFormedValue } from "../common/well-formed.ts";
@@ -160,6 +161,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ...bind(s, lifecycle),
     ...bind(s, sideStores),
     ...bind(s, approvals),
+    ...bind(s, namedEvents),
     ...bind(s, schedules),
   };
   importers.set(store, (rec) => importAgent(s, rec));

@@ -17,6 +17,7 @@
  *   rate limits, target leases, the tool registry, forks, definition sets,
  *   and the agents' recurring schedules (`Schedules`).
  * - `Approvals`: a person's decision on a tool call that needs approval.
+ * - `NamedEvents`: the calls waiting for a named event.
  *
  * Every invariant has a name, written as a heading `## <name>` in this file;
  * code, tests and docs cite it by that name (store invariant `fencing`),
@@ -95,6 +96,8 @@ export interface DeliverToolResultRequest {
   contractValidation?: ContractValidation;
   /** Who delivered it (common/by.ts): the caller's name, null without one; absent for the runtime's own results. */
   by?: By;
+  /** The named event this result is (`POST /v1/events`); logged with the result. */
+  event?: string;
   now: number;
 }
 
@@ -1265,8 +1268,55 @@ export interface Approvals {
   decideApproval(req: DecideApprovalRequest): Promise<DecideApprovalResult>;
 }
 
+// ------------------------------------------------------------------ named events
+
+/** One call waiting for a named event. */
+export interface EventWaiter {
+  agentId: string;
+  turnId: string;
+  toolCallId: string;
+}
+
+export interface EventWaitsRequest {
+  /** The event's name (common/event-name.ts). */
+  name: string;
+  /** The event's id: its first arrival is recorded under it for a day (a retry of the event sees the same waits). */
+  eventId: string;
+  /** Waits to leave the index first (ones a delivery found resolved, ended or gone). */
+  drop?: EventWaiter[];
+  now: number;
+}
+
+export interface EventWaitsResult {
+  /** When the event first arrived (the first call with its id; `now` for a new id). */
+  since: number;
+  /** The calls that began waiting for the name at or before `since`, oldest first. */
+  waits: EventWaiter[];
+}
+
+/**
+ * Named events: a call of a tool with `waitFor` (tools/define.ts) waits for
+ * an event of a name; `POST /v1/events` delivers one (routes/named-events.ts).
+ *
+ * ## named-event-waits
+ * The commit that records a call waiting for an event also puts it in the
+ * index of that name (its home's, scored by the commit's `now`); the result
+ * that resolves it (`deliverToolResult`, whatever the source) takes it out.
+ * `eventWaits` first drops the waits it is given, then records the event's
+ * first arrival under its id (kept if already there, forgotten a day later)
+ * and answers the waits that began at or before it. A delivery resolves each
+ * of them with `deliverToolResult` (first result wins, so a retried event
+ * with the same id resolves nothing twice and reaches no wait that began
+ * after its first arrival). A call whose turn ended stays in the index until
+ * a delivery of its name finds it `turn_finished` and drops it.
+ */
+export interface NamedEvents {
+  /** Records an event's first arrival and answers the calls waiting for its name (invariant `named-event-waits`). */
+  eventWaits(req: EventWaitsRequest): Promise<EventWaitsResult>;
+}
+
 /** The whole port: its sections (and their invariants) above. */
-export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores, Approvals {
+export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores, Approvals, NamedEvents {
   readonly kind: "memory" | "redis" | "upstash";
   /**
    * Optional: the live channel (store/live.ts) on which model deltas and

@@ -158,6 +158,8 @@ export interface ToolCallRecord {
    * approval's deadline.
    */
   approval?: ToolCallApproval;
+  /** The named event the call waits for (tools/define.ts `waitFor`; store/port.ts invariant `named-event-waits`). */
+  event?: string;
 }
 
 /** The approval of one tool call (store/port.ts invariant `first-decision-wins`). */

@@ -23,6 +23,7 @@ import { DefinitionError } from "../errors/errors.ts";
 import { refuseUnknownKeys } from "../common/known-keys.ts";
 import type { AfterExecution } from "../common/outcome.ts";
 import { checkDeliverableDefinition, type Deliverable } from "../contracts/deliverable.ts";
+import type { EventWait } from "../common/event-name.ts";
 
 export interface ToolExecuteContext {
   agentId: string;
@@ -116,6 +117,18 @@ export interface ToolConfig<S extends z.ZodType = z.ZodType> {
    * approval on: the tool's own timeout starts when a person approves.
    */
   approvalTimeoutMs?: number;
+  /**
+   * Makes the tool wait for a named event instead of running: called with the
+   * call's arguments (after defaults and fixed values), it answers the event's
+   * name and, optionally, how long to wait. The call is external (no
+   * `execute`); `POST /v1/events` `{ name, data }` resolves every call waiting
+   * on that name when it arrives, with `data` as the result (checked against
+   * `deliverable` like any result); no event before the deadline ends the call
+   * with the tool error `event_timeout`. A `waitFor` that throws or answers an
+   * invalid name fails the call with `invalid_arguments` (nothing waits). See
+   * docs/http.md, "Named events".
+   */
+  waitFor?: (args: Record<string, unknown>, ctx: ApprovalContext) => EventWait;
 }
 
 /**
@@ -214,9 +227,22 @@ export const TOOL_KEYS: readonly string[] = Object.keys(
     retrySafe: true,
     needsApproval: true,
     approvalTimeoutMs: true,
+    waitFor: true,
   } satisfies Record<keyof ToolConfig, true>,
 );
 const TOOL_DEFINITION_KEYS = ["kind", "external"] as const;
+
+/** A `waitFor` tool is a function and has no `execute` (the event is its result). */
+function checkWaitFor(config: ToolConfig<z.ZodType>): void {
+  if (typeof config.waitFor !== "function") {
+    throw new DefinitionError(`Tool "${config.name}": waitFor must be a function of the call's arguments`, { key: "waitFor" });
+  }
+  if (config.execute !== undefined) {
+    throw new DefinitionError(`Tool "${config.name}": a tool with waitFor takes its result from the event; drop execute`, { key: "waitFor" });
+  }
+}
+
+export type { EventWait };
 
 export const RESERVED_TOOL_NAMES = new Set(["agent_output", "submit_result"]);
 
@@ -285,6 +311,7 @@ export function defineTool<S extends z.ZodType>(config: ToolConfig<S>): ToolDefi
   if (config.approvalTimeoutMs !== undefined && (!Number.isInteger(config.approvalTimeoutMs) || config.approvalTimeoutMs <= 0)) {
     throw new DefinitionError(`Tool "${config.name}": approvalTimeoutMs must be a positive integer`, { key: "approvalTimeoutMs" });
   }
+  if (config.waitFor !== undefined) checkWaitFor(config);
   for (const k of ["resultRequired", "preconditions", "retrySafe"] as const) {
     if (config[k] !== undefined && typeof config[k] !== "boolean") {
       throw new DefinitionError(`Tool "${config.name}": ${k} must be true or false`, { key: k });

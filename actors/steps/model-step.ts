@@ -39,6 +39,8 @@ import { classifyStep, completionCall, submittedValue } from "../../machines/age
 import { type AgentContext, type ModelToolCall, SUBMIT_RESULT } from "../../machines/types.ts";
 import type { ModelResponse } from "../../models/types.ts";
 import { prepareArgs } from "../../tools/specs.ts";
+import type { AnyTool, ApprovalContext } from "../../tools/define.ts";
+import { type EventWait, isEventName } from "../../common/event-name.ts";
 import type { ClaimContext, HostDeps } from "../claim/context.ts";
 import { agentToolOf, childAgentId } from "../delegation/delegation.ts";
 import { type ConversationMemory, modelSummarizer, modelView, rollMemory } from "../conversation/memory.ts";
@@ -182,13 +184,31 @@ function toolCallsOf(ctx: ModelStepInput, res: ModelResponse, tId: string, step:
     // A delegation past the nesting bound runs as an in-process call that the tool runner answers with an error.
     if (tool?.external && !checkPreconditions(tool, args) && !(isAgentTool(tool) && depth + 1 > maxDepth)) {
       const prepared = prepareArgs(tool, args);
-      if (prepared.ok) {
-        return { id, name: c.name, args: jsonValue(prepared.args), external: true, deadline: now + (tool.timeoutMs ?? deps.externalToolTimeoutMs) };
+      const wait = prepared.ok ? eventWaitOf(tool, prepared.args as Record<string, unknown>, { agentId: ctx.agentId, turnId: tId, toolCallId: id }) : null;
+      if (prepared.ok && wait !== false) {
+        const timeout = wait?.timeoutMs ?? tool.timeoutMs ?? deps.externalToolTimeoutMs;
+        return { id, name: c.name, args: jsonValue(prepared.args), external: true, deadline: now + timeout, ...(wait ? { event: wait.event } : {}) };
       }
     }
     const timeout = (tool?.timeoutMs ?? deps.toolTimeoutMs) + WATCHDOG_GRACE_MS;
     return { id, name: String(c.name), args: jsonValue(args), external: false, deadline: now + timeout };
   });
+}
+
+/**
+ * The event a `waitFor` tool's call waits for: null for a tool without `waitFor`, false when `waitFor`
+ * throws or answers no valid name or timeout (the call then runs in-process and fails `invalid_arguments`).
+ */
+function eventWaitOf(tool: AnyTool, args: Record<string, unknown>, ctx: ApprovalContext): EventWait | null | false {
+  if (!tool.waitFor) return null;
+  try {
+    const w = tool.waitFor(args, ctx);
+    if (!w || !isEventName(w.event)) return false;
+    if (w.timeoutMs !== undefined && (!Number.isSafeInteger(w.timeoutMs) || w.timeoutMs <= 0)) return false;
+    return { event: w.event, ...(w.timeoutMs !== undefined ? { timeoutMs: w.timeoutMs } : {}) };
+  } catch {
+    return false;
+  }
 }
 
 /** The step's calls, recorded with the next commit (before any is dispatched), and the delegations announced. */
@@ -205,10 +225,11 @@ async function recordCalls(
         turnId: tId, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline,
         ...(delegated ? { delegated: true } : {}),
         ...(c.approval ? { approval: { status: "pending" as const, runMs: runMs.get(c.id)! } } : {}),
+        ...(c.event !== undefined ? { event: c.event } : {}),
       },
       delegated,
     });
-    out.push(log("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline }));
+    out.push(log("tool_call", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline, ...(c.event !== undefined ? { event: c.event } : {}) }));
     if (c.approval) out.push(log("approval_requested", { step, toolCallId: c.id, name: c.name, args: c.args, external: c.external, deadline: c.deadline }));
     const delegate = c.external ? agentToolOf(agent, c.name) : undefined;
     if (delegate) {

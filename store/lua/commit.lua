@@ -42,7 +42,10 @@
   ARGV[16] n_res_text: number of tool calls to resolve (S)
   ARGV[17] n_msg_text: number of messages (M)
   ARGV[18] n_ev_text: number of events (E)
-  ARGV[19..] tail: R x (toolCallId, record JSON without status, deadline),
+  ARGV[19..] tail: R x (toolCallId, record JSON without status, deadline: the
+       deadline, or `<deadline>\n<event name>` for a call waiting for a named
+       event, indexed in `<home>:waits:<name>` at now: store/port.ts
+       invariant `named-event-waits`),
        S x (toolCallId, resolution JSON),
        M x message JSON,
        E x event tail ({type, data} JSON without its opening brace),
@@ -58,7 +61,7 @@
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
-  ready zset of the agent's stored target; the calls hashes of ended turns
+  ready zset of the agent's stored target; the waits zsets of named events; the calls hashes of ended turns
   that retention drops; on one Redis, the keys of the head's long values
   (the snapshot, a long currentTask: includes/head.lua). All are the
   agent's (its hash tag) or its home's.
@@ -227,7 +230,14 @@ if n_rec > 0 then
     -- Recording a call again starts it over as pending (and undecided).
     stale[#stale + 1] = 'r:' .. id
     stale[#stale + 1] = 'a:' .. id
-    scores[#scores + 1] = ARGV[rec_at + 3 * i + 2]
+    local deadline = ARGV[rec_at + 3 * i + 2]
+    local nl = string.find(deadline, '\n', 1, true)
+    if nl then
+      -- A call waiting for a named event: indexed by the name, scored by when it began to wait.
+      redis.call('ZADD', prefix .. ':waits:' .. string.sub(deadline, nl + 1), now_str, member_prefix .. id)
+      deadline = string.sub(deadline, 1, nl - 1)
+    end
+    scores[#scores + 1] = deadline
     scores[#scores + 1] = member_prefix .. id
   end
   redis.call('HSET', calls, unpack(fields))

@@ -18,7 +18,8 @@
   ARGV[9] now_str: now
   ARGV[10] source_flag: '1' the watchdog (may resolve any call), 'd' a child agent's
       delivery (may resolve delegated calls), '0' any other source
-  Undeclared key: the ready zset of the agent's stored target.
+  Undeclared keys: the ready zset of the agent's stored target; the waits
+  zset of the named event the call waits for.
 
   Returns:
     'accepted <ToolCallRecord JSON>'
@@ -99,9 +100,19 @@ if bad then
 end
 local mail_seq, last_event = tonumber(h._mailSeq), tonumber(h.lastEventId)
 
+-- The watchdog's timeout of a call waiting for a named event is the tool error `event_timeout`.
+if source_flag == '1' and type(rec.event) == 'string' then
+  resolution = (string.gsub(resolution, '"type":"timeout"', '"type":"event_timeout"', 1))
+  mail_tail = (string.gsub(mail_tail, '"type":"timeout"', '"type":"event_timeout"', 1))
+end
+
 -- Checks done; writes follow.
 redis.call('HSET', calls, 'r:' .. call_id, resolution)
 redis.call('ZREM', deadlines, agent_id .. '\n' .. turn_id .. '\n' .. call_id)
+if type(rec.event) == 'string' then
+  -- A call waiting for a named event leaves its index (store/port.ts invariant `named-event-waits`).
+  redis.call('ZREM', prefix .. ':waits:' .. rec.event, agent_id .. '\n' .. turn_id .. '\n' .. call_id)
+end
 local seq = int(mail_seq + 1)
 local pending = redis.call('RPUSH', mail, '{"seq":' .. seq .. ',' .. mail_tail)
 local last = append_events(events, last_event, turn_json, now_str, { event_tail })

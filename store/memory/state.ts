@@ -31,6 +31,10 @@ export class MemoryState {
   readonly scheduleQueued = new Map<string, { count: number; turnId: string }>();
   /** "agentId\nturnId\ntoolCallId" -> deadline */
   readonly deadlines = new Map<string, number>();
+  /** Calls waiting for a named event: "name\nagentId\nturnId\ntoolCallId" -> when recorded (invariant `named-event-waits`). */
+  readonly waits = new Map<string, number>();
+  /** Named events by id -> when each first arrived (ms); forgotten a day later. */
+  readonly namedEvents = new Map<string, number>();
   readonly verdicts = new Map<string, { agentId: string; turnId: string; status: string; json: string }>();
   /** Transport dedup: messageId -> its record (see DeliveryResponse in port.ts). Admission bookkeeping, not agent state. */
   readonly deliveries = new Map<string, DeliveryRecord>();

@@ -12,6 +12,7 @@ import { inputBytes } from "../inputs.ts";
 import { maxDelayedOf } from "../delayed-bound.ts";
 import { checkAgentName, StoreInputError, toolCalls } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
+import type { Outcome } from "../../common/outcome.ts";
 import { resolveRetention } from "../retention.ts";
 import { bellAt, callKey, claimable, delayedCount, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
@@ -74,6 +75,12 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
   }
 }
 
+/** The watchdog's timeout of a call waiting for a named event is the tool error `event_timeout` (invariant `named-event-waits`). */
+function eventTimeout(rec: ToolCallRecord, req: DeliverToolResultRequest, outcome: Outcome): Outcome {
+  if (req.source !== "watchdog" || rec.event === undefined || outcome.ok || outcome.error.type !== "timeout") return outcome;
+  return { ...outcome, error: { ...outcome.error, type: "event_timeout" } };
+}
+
 export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRequest): Promise<DeliverToolResultResult> {
   const { agents, deadlines, atomic, copy, w, ring, eventOf, appendEvents } = s;
   return atomic(() => {
@@ -92,7 +99,7 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
     // Invariant `approval-before-result`: nothing resolves a call a person has not approved yet.
     if (rec.approval?.status === "pending") return { status: "approval_pending" };
     if (rec.approval && req.source === "watchdog" && rec.deadline > req.now) return { status: "not_due" };
-    const outcome = copy(req.outcome);
+    const outcome = eventTimeout(rec, req, copy(req.outcome));
     const contractValidation = copy(req.contractValidation ?? notApplied());
     const resolved: ToolCallRecord = {
       ...rec,
@@ -110,7 +117,7 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
       at: req.now,
       turnId: req.turnId,
       toolCallId: req.toolCallId,
-      outcome: copy(req.outcome),
+      outcome: copy(outcome),
       afterExecution: req.afterExecution,
       source: req.source,
     };
@@ -120,12 +127,14 @@ export async function deliverToolResult(s: MemoryState, req: DeliverToolResultRe
       source: req.source,
       afterExecution: req.afterExecution,
       contractValidation: copy(contractValidation),
+      ...(req.event !== undefined ? { event: req.event } : {}),
       ...byField(req.by),
     }, req.now);
     const reply = copy(resolved);
     // Writes.
     w.mapSet(a.toolCalls, callKey(req.turnId, req.toolCallId), resolved);
     w.mapDelete(deadlines, `${req.agentId}\n${req.turnId}\n${req.toolCallId}`);
+    if (rec.event !== undefined) w.mapDelete(s.waits, `${rec.event}\n${req.agentId}\n${req.turnId}\n${req.toolCallId}`);
     w.set(a, "mailSeq", mail.seq);
     w.push(a.mail, mail);
     w.set(a.head, "pendingMail", a.mail.length);
@@ -311,6 +320,7 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
     for (const rec of recorded) {
       w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);
       w.mapSet(deadlines, `${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`, rec.deadline);
+      if (rec.event !== undefined) w.mapSet(s.waits, `${rec.event}\n${req.agentId}\n${rec.turnId}\n${rec.toolCallId}`, req.now);
     }
     for (const rec of resolved) {
       w.mapSet(a.toolCalls, callKey(rec.turnId, rec.toolCallId), rec);

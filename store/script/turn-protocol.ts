@@ -9,6 +9,7 @@
  * (replies.ts), through `call`.
  */
 import { byField } from "../../common/by.ts";
+import { isEventName } from "../../common/event-name.ts";
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import type { InboxTask, ToolCallRecord } from "../types.ts";
 import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
@@ -174,7 +175,10 @@ export async function deliverToolResult(c: ScriptContext, req: DeliverToolResult
     prefix: k.home.prefix, agent_id: req.agentId, turn_json: j(req.turnId), turn_id: req.turnId, call_id: req.toolCallId,
     resolution: j({ status: "resolved", outcome, afterExecution, source, resolvedAt: req.now, contractValidation, ...byField(req.by) }),
     mail_tail: tail({ kind: "tool_result", at: req.now, turnId: req.turnId, toolCallId: req.toolCallId, outcome, afterExecution, source }),
-    event_tail: tail({ type: "tool_result_received", data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation, ...byField(req.by) } }),
+    event_tail: tail({
+      type: "tool_result_received",
+      data: { toolCallId: req.toolCallId, ok: outcome.ok, source, afterExecution, contractValidation, ...(req.event !== undefined ? { event: req.event } : {}), ...byField(req.by) },
+    }),
     now_str: now, source_flag: source === "watchdog" ? "1" : source === "delegation" ? "d" : "0",
   });
   return r.status === "resolved" ? answerResolved(r.record, req) : r;
@@ -340,7 +344,10 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
   const args: string[] = [];
   // JSON texts go packed (store/script/wire.ts); commit.lua unpacks them before it stores them.
   for (const c of req.recordToolCalls) {
-    args.push(c.toolCallId, wireRecord(memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!), String(c.deadline));
+    // A call waiting for a named event carries its name after the deadline (commit.lua indexes it).
+    if (c.event !== undefined && !isEventName(c.event)) throw new StoreInputError(`Tool call ${j(c.toolCallId)} waits for an invalid event name ${j(c.event)}`);
+    const deadline = c.event === undefined ? String(c.deadline) : `${c.deadline}\n${c.event}`;
+    args.push(c.toolCallId, wireRecord(memo.encode({ ...c, agentId: req.agentId, recordedAt: req.now }, CALL)!), deadline);
   }
   for (const r of req.resolveToolCalls) {
     args.push(r.toolCallId, wireResolution(memo.encode({

@@ -27,11 +27,12 @@ import * as reads from "../../store/script/reads.ts";
 import * as lifecycle from "../../store/script/lifecycle.ts";
 import * as sideStores from "../../store/script/side-stores.ts";
 import * as approvals from "../../store/script/approvals.ts";
+import * as namedEvents from "../../store/script/named-events.ts";
 import * as schedules from "../../store/script/schedules.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const STORE = join(ROOT, "store");
-const SECTIONS = { "turn-protocol": turnProtocol, reads, lifecycle, "side-stores": sideStores, approvals, schedules };
+const SECTIONS = { "turn-protocol": turnProtocol, reads, lifecycle, "side-stores": sideStores, approvals, "named-events": namedEvents, schedules };
 /** The scripts on the tuned path (not described; store/script/replies.ts decodes them). */
 const TUNED = ["claim", "claim_next", "commit"];
 const MAX_FILES = 4;
