@@ -1709,10 +1709,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                 json: {
                     agent: string;
                     input: string | Record<string, unknown>;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
                     catchUp?: "all" | "none" | "last" | undefined;
+                    paused?: boolean | undefined;
                 };
             };
             output: {
@@ -1721,6 +1728,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1734,6 +1742,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1747,10 +1761,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                 json: {
                     agent: string;
                     input: string | Record<string, unknown>;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
                     catchUp?: "all" | "none" | "last" | undefined;
+                    paused?: boolean | undefined;
                 };
             };
             output: {
@@ -1759,6 +1780,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1772,9 +1794,59 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
             };
             outputFormat: "json";
             status: 201;
+        };
+    };
+} & {
+    "/v1/agents/:agentId/schedules/:scheduleId": {
+        $patch: {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            } & {
+                json: {
+                    paused: boolean;
+                };
+            };
+            output: {
+                agentId: string;
+                scheduleId: string;
+                agent: string;
+                input: JSONValue;
+                catchUp: "all" | "none" | "last";
+                paused: boolean;
+                nextRunAt: string | null;
+                nextRunAtMs: number | null;
+                lastFired: {
+                    tick: string;
+                    tickMs: number;
+                    turnId: string;
+                    at: string;
+                } | null;
+                createdAt: string;
+                updatedAt: string;
+                cron?: string | undefined;
+                everyMs?: number | undefined;
+                timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
+            };
+            outputFormat: "json";
+            status: 200;
         };
     };
 } & {
@@ -1792,6 +1864,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1805,6 +1878,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -1825,6 +1904,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agent: string;
                     input: JSONValue;
                     catchUp: "all" | "none" | "last";
+                    paused: boolean;
                     nextRunAt: string | null;
                     nextRunAtMs: number | null;
                     lastFired: {
@@ -1838,6 +1918,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                 }[];
             };
             outputFormat: "json";
@@ -2995,6 +3081,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    paused?: true | undefined;
                 }[] | undefined;
             };
             outputFormat: "json";
