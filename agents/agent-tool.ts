@@ -15,11 +15,15 @@
  *   like any tool's) applies where the child's result is delivered to the
  *   parent (`deliverChildResult`): a child's `done` output that does not
  *   satisfy it reaches the parent as `contract_violation`.
+ * - `needsApproval`: a call a person must approve is recorded like any
+ *   delegation, but its child's task is enqueued only once the call is
+ *   approved (actors/delegation/claim-hooks.ts); a rejected or timed-out
+ *   call never creates the child.
  */
 import { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
 import { refuseUnknownKeys } from "../common/known-keys.ts";
-import { type AnyTool, type Deliverable, defineTool, type ToolDefinition } from "../tools/define.ts";
+import { type AnyTool, type Deliverable, defineTool, type ToolConfig, type ToolDefinition } from "../tools/define.ts";
 import type { AnyAgent } from "./define.ts";
 
 export interface AgentToolOptions<S extends z.ZodType = z.ZodType> {
@@ -32,11 +36,21 @@ export interface AgentToolOptions<S extends z.ZodType = z.ZodType> {
   deliverable?: Deliverable;
   /** The call's resume deadline in ms (default: the external tool timeout of createGatehouse()). */
   timeoutMs?: number;
+  /**
+   * A person decides whether each call delegates, as `defineTool`'s
+   * `needsApproval` (true, or a predicate of the call's arguments): the
+   * call waits with `approval: "pending"`; approved, the child's task is
+   * enqueued; rejected or timed out, no child runs and the model sees
+   * `approval_rejected` / `approval_timeout`.
+   */
+  needsApproval?: ToolConfig<S>["needsApproval"];
+  /** How long a call waits for the decision (ms), as `defineTool`'s; default the call's `timeoutMs`. */
+  approvalTimeoutMs?: number;
 }
 
 /** The keys agentTool's options take (`satisfies` keeps the list and `AgentToolOptions` in step). */
 export const AGENT_TOOL_KEYS: readonly string[] = Object.keys(
-  { name: true, description: true, parameters: true, deliverable: true, timeoutMs: true } satisfies Record<keyof AgentToolOptions, true>,
+  { name: true, description: true, parameters: true, deliverable: true, timeoutMs: true, needsApproval: true, approvalTimeoutMs: true } satisfies Record<keyof AgentToolOptions, true>,
 );
 
 /** The type of `agentToolInput`, spelled out (published types are not inferred). */
@@ -107,6 +121,8 @@ export function agentTool<S extends z.ZodType = AgentToolInput>(
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     // defineTool checks the contract's definition, as for any tool.
     ...(options.deliverable !== undefined ? { deliverable: options.deliverable } : {}),
+    ...(options.needsApproval !== undefined ? { needsApproval: options.needsApproval } : {}),
+    ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
   });
   return Object.freeze({
     ...tool,

@@ -30,6 +30,7 @@
  * enqueued once, under the idempotency key `scheduleKey(id, tick)`.
  */
 import { Cron } from "croner";
+import type { SpendLimit } from "./spend-limit.ts";
 
 export type CatchUp = "none" | "last" | "all";
 
@@ -68,6 +69,22 @@ export interface ScheduleSpec {
   catchUp: CatchUp;
   /** An interval schedule's origin: its ticks are `anchor + k * everyMs` (ms). */
   anchor: number;
+  /**
+   * Paused: the schedule is kept but has no next tick (its `nextTick` is
+   * null, so nothing finds it due). Resuming stores the first tick after the
+   * resume (`nextTickAfter(spec, now)`): the ticks passed while paused are
+   * not caught up.
+   */
+  paused?: true;
+  /** The options of each tick's task, stored as a task's are (store/types.ts `TaskOptions`; absent: none). */
+  options?: ScheduleTaskOptions;
+}
+
+/** The task options a schedule carries into each tick's task (the tasks route's `verifyAttempts` and `spendLimit`, stored as a task's). */
+export interface ScheduleTaskOptions {
+  verifyMaxAttempts?: number;
+  budget?: SpendLimit;
+  budgetMayRaise?: true;
 }
 
 function cronOf(spec: Pick<ScheduleSpec, "cron" | "timezone">): Cron {

@@ -195,6 +195,7 @@ export function agentView(
           ...(r.spec.everyMs !== undefined ? { everyMs: r.spec.everyMs } : {}),
           ...(r.spec.timezone !== undefined ? { timezone: r.spec.timezone } : {}),
           nextRunAt: isoOrNull(r.nextTick),
+          ...(r.spec.paused === true ? { paused: true } : {}),
         })),
       }
       : {}),

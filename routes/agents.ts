@@ -25,6 +25,7 @@
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
 import { callerName, tokenHasVerb } from "./auth.ts";
+import { storedTaskOptions } from "./task-options.ts";
 import { agentView, deliveredCalls } from "./agent-view.ts";
 import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -144,19 +145,12 @@ export function agentRoutes(rt: RouteRuntime) {
       const wait = runAt !== undefined && runAt > now ? null : waitSeconds(rt, c.req.raw.headers.get("prefer"));
       // The log's end before the task: its turn's end comes after it (read only when asked to wait).
       const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-      const { verifyAttempts, spendLimit } = body;
       const r = await rt.store.enqueueTask({
         agentId,
         agentName: def.name,
         workerTarget: def.workerTarget,
         input: body.input,
-        // Stored under the names stored tasks have always had (`verifyMaxAttempts`, `budget`; store/types.ts), so old data reads.
-        options: {
-          ...(verifyAttempts !== undefined ? { verifyMaxAttempts: verifyAttempts } : {}),
-          ...(spendLimit !== undefined ? { budget: spendLimit } : {}),
-          // A task's spend limit only lowers the agent's, unless the enqueuer operates the server (common/spend-limit.ts).
-          ...(spendLimit !== undefined && (rt.auth === undefined || tokenHasVerb(c, "admin")) ? { budgetMayRaise: true as const } : {}),
-        },
+        options: storedTaskOptions(rt, c, body),
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),
         now,

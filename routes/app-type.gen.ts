@@ -339,6 +339,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        event?: string | undefined;
                         by?: string | null | undefined;
                     };
                     at: number;
@@ -1185,6 +1186,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        event?: string | undefined;
                         by?: string | null | undefined;
                     };
                     at: number;
@@ -1783,10 +1785,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                 json: {
                     agent: string;
                     input: string | Record<string, unknown>;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
                     catchUp?: "all" | "none" | "last" | undefined;
+                    paused?: boolean | undefined;
                 };
             };
             output: {
@@ -1795,6 +1804,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1808,6 +1818,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -1822,10 +1838,17 @@ export type GatehouseSchema = MergeSchemaPath<{
                 json: {
                     agent: string;
                     input: string | Record<string, unknown>;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
                     catchUp?: "all" | "none" | "last" | undefined;
+                    paused?: boolean | undefined;
                 };
             };
             output: {
@@ -1834,6 +1857,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1847,10 +1871,61 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
             status: 201;
+        };
+    };
+} & {
+    "/v1/agents/:agentId/schedules/:scheduleId": {
+        $patch: {
+            input: {
+                param: {
+                    agentId: string;
+                    scheduleId: string;
+                };
+            } & {
+                json: {
+                    paused: boolean;
+                };
+            };
+            output: {
+                agentId: string;
+                scheduleId: string;
+                agent: string;
+                input: JSONValue;
+                catchUp: "all" | "none" | "last";
+                paused: boolean;
+                nextRunAt: string | null;
+                nextRunAtMs: number | null;
+                lastFired: {
+                    tick: string;
+                    tickMs: number;
+                    turnId: string;
+                    at: string;
+                } | null;
+                createdAt: string;
+                updatedAt: string;
+                cron?: string | undefined;
+                everyMs?: number | undefined;
+                timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
+                by?: string | null | undefined;
+            };
+            outputFormat: "json";
+            status: 200;
         };
     };
 } & {
@@ -1868,6 +1943,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                 agent: string;
                 input: JSONValue;
                 catchUp: "all" | "none" | "last";
+                paused: boolean;
                 nextRunAt: string | null;
                 nextRunAtMs: number | null;
                 lastFired: {
@@ -1881,6 +1957,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                 cron?: string | undefined;
                 everyMs?: number | undefined;
                 timezone?: string | undefined;
+                verifyAttempts?: number | undefined;
+                spendLimit?: {
+                    maxTokensPerTurn?: number | undefined;
+                    maxCostPerTurn?: number | undefined;
+                    maxCostTotal?: number | undefined;
+                } | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -1902,6 +1984,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     agent: string;
                     input: JSONValue;
                     catchUp: "all" | "none" | "last";
+                    paused: boolean;
                     nextRunAt: string | null;
                     nextRunAtMs: number | null;
                     lastFired: {
@@ -1915,6 +1998,12 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    verifyAttempts?: number | undefined;
+                    spendLimit?: {
+                        maxTokensPerTurn?: number | undefined;
+                        maxCostPerTurn?: number | undefined;
+                        maxCostTotal?: number | undefined;
+                    } | undefined;
                     by?: string | null | undefined;
                 }[];
             };
@@ -2332,6 +2421,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 found: string;
                             }[] | undefined;
                         };
+                        event?: string | undefined;
                         by?: string | null | undefined;
                     };
                     at: number;
@@ -3118,6 +3208,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
+                    paused?: true | undefined;
                 }[] | undefined;
             };
             outputFormat: "json";

@@ -13,6 +13,11 @@
  *   refused (store/port.ts invariant `schedule-bounds`). The first tick is
  *   the first after now; writing rings, so sleeping pools read the new due
  *   time.
+ * - `PATCH .../schedules/:scheduleId` `{ paused }` pauses (no tick fires,
+ *   `nextRunAt` null) or resumes (the next tick after now fires; the ticks
+ *   passed while paused are not caught up) a schedule (200, the schedule).
+ * - A schedule carries the task options a task takes (`verifyAttempts`,
+ *   `spendLimit`; routes/task-options.ts, checked alike) into each tick's task.
  * - `GET .../schedules/:scheduleId`, `GET .../schedules` (the agent's, by
  *   id) and `DELETE .../schedules/:scheduleId`; an unknown schedule is 404
  *   `schedule_not_found`.
@@ -25,6 +30,7 @@
  */
 import { logGrew } from "./live-feed.ts";
 import { byField } from "../common/by.ts";
+import type { By } from "../common/by.ts";
 import { callerName } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { MAX_EVERY_MS, MIN_EVERY_MS, nextTickAfter, type ScheduleSpec, scheduleTimingProblem } from "../common/schedule.ts";
@@ -33,7 +39,9 @@ import type { ScheduleRecord } from "../store/port.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { AgentId, AgentParams } from "./schemas.ts";
+import { AgentId, AgentParams, SpendLimitBody } from "./schemas.ts";
+import { storedTaskOptions, TaskOptionFields } from "./task-options.ts";
+import type { Context } from "hono";
 
 const ScheduleId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).describe("Schedule id, `^[A-Za-z0-9_.:-]{1,64}$`");
 const ScheduleParams = z.object({ agentId: AgentId, scheduleId: ScheduleId });
@@ -50,7 +58,14 @@ const ScheduleRequest = z.strictObject({
   timezone: z.string().min(1).max(64).optional().describe("IANA time zone of `cron` (default UTC)"),
   catchUp: z.enum(["none", "last", "all"]).optional()
     .describe("Ticks missed while no worker ran: `last` (default) fires the latest, `none` none, `all` each (at most 100)"),
+  paused: z.boolean().optional().describe("Write the schedule paused (default false): no tick fires until it is resumed (PATCH)"),
+  // The task options of each tick's task: the tasks route's own fields (routes/task-options.ts), checked alike.
+  ...TaskOptionFields,
 }).openapi("ScheduleRequest");
+
+const SchedulePatch = z.strictObject({
+  paused: z.boolean().describe("true: pause (no tick fires); false: resume (the next tick after now fires; ticks passed while paused do not)"),
+}).openapi("SchedulePatch");
 
 const ScheduleView = z.object({
   agentId: z.string(),
@@ -61,7 +76,10 @@ const ScheduleView = z.object({
   everyMs: z.int().optional(),
   timezone: z.string().optional(),
   catchUp: z.enum(["none", "last", "all"]),
-  nextRunAt: Iso.nullable().describe("The next tick; null: no more ticks"),
+  paused: z.boolean().describe("Paused: no tick fires (`nextRunAt` is null) until resumed"),
+  verifyAttempts: z.int().optional().describe("Each tick's task's `verifyAttempts`"),
+  spendLimit: SpendLimitBody.optional().describe("Each tick's task's `spendLimit`"),
+  nextRunAt: Iso.nullable().describe("The next tick; null: no more ticks, or paused"),
   nextRunAtMs: z.number().nullable(),
   lastFired: z.object({ tick: Iso, tickMs: z.number(), turnId: z.string(), at: Iso }).nullable()
     .describe("The last tick fired and the turn its task got"),
@@ -80,7 +98,10 @@ function scheduleView(r: ScheduleRecord): z.infer<typeof ScheduleView> {
     ...(spec.cron !== undefined ? { cron: spec.cron } : {}),
     ...(spec.everyMs !== undefined ? { everyMs: spec.everyMs } : {}),
     ...(spec.timezone !== undefined ? { timezone: spec.timezone } : {}),
-    catchUp: spec.catchUp, nextRunAt: r.nextTick === null ? null : iso(r.nextTick), nextRunAtMs: r.nextTick,
+    catchUp: spec.catchUp, paused: spec.paused === true,
+    ...(spec.options?.verifyMaxAttempts !== undefined ? { verifyAttempts: spec.options.verifyMaxAttempts } : {}),
+    ...(spec.options?.budget !== undefined ? { spendLimit: spec.options.budget } : {}),
+    nextRunAt: r.nextTick === null ? null : iso(r.nextTick), nextRunAtMs: r.nextTick,
     lastFired: r.lastFired === null ? null : { tick: iso(r.lastFired.tick), tickMs: r.lastFired.tick, turnId: r.lastFired.turnId, at: iso(r.lastFired.at) },
     createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), ...byField(r.by),
   };
@@ -100,6 +121,18 @@ const putSchedule = defineRoute({
   request: { params: ScheduleParams, body: jsonBody(ScheduleRequest) },
   responses: { 200: json("Replaced", ScheduleView), 201: json("Created", ScheduleView) },
 }, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "schedule_limit", "unknown_agent_definition"], "enqueue");
+
+const patchSchedule = defineRoute({
+  method: "patch",
+  path: "/v1/agents/{agentId}/schedules/{scheduleId}",
+  operationId: "patchSchedule",
+  summary: "Pause or resume a schedule",
+  description: "`{ paused: true }`: no tick fires while paused (`nextRunAt` null). `{ paused: false }`: the schedule's next " +
+    "tick after now fires; the ticks passed while paused are not caught up. Repeating either answers the schedule as it is.",
+  tags: ["schedules"],
+  request: { params: ScheduleParams, body: jsonBody(SchedulePatch) },
+  responses: { 200: json("The schedule", ScheduleView) },
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "schedule_not_found"], "enqueue");
 
 const getSchedule = defineRoute({
   method: "get",
@@ -131,8 +164,8 @@ const deleteSchedule = defineRoute({
   responses: { 200: json("Deleted", z.object({ deleted: z.literal(true), agentId: z.string(), scheduleId: z.string() })) },
 }, ["invalid_agent_id", "validation_failed", "schedule_not_found"], "enqueue");
 
-/** The timing of a request, checked (400 `validation_failed` with the reason), with its first tick. */
-function specOf(body: z.infer<typeof ScheduleRequest>, now: number): { spec: ScheduleSpec; first: number | null } {
+/** The timing and task options of a request, checked (400 `validation_failed` with the reason), with its first tick (null when paused). */
+function specOf(rt: RouteRuntime, c: Context, body: z.infer<typeof ScheduleRequest>, now: number): { spec: ScheduleSpec; first: number | null } {
   const timing = {
     ...(body.cron !== undefined ? { cron: body.cron } : {}),
     ...(body.everyMs !== undefined ? { everyMs: body.everyMs } : {}),
@@ -142,8 +175,38 @@ function specOf(body: z.infer<typeof ScheduleRequest>, now: number): { spec: Sch
   if (problem) {
     throw new ProblemError("validation_failed", problem.reason, { extra: { errors: [{ path: [problem.field], message: problem.reason }] } });
   }
-  const spec: ScheduleSpec = { input: body.input, ...timing, catchUp: body.catchUp ?? "last", anchor: now };
-  return { spec, first: nextTickAfter(spec, now) };
+  const options = storedTaskOptions(rt, c, body);
+  const spec: ScheduleSpec = {
+    input: body.input, ...timing, catchUp: body.catchUp ?? "last", anchor: now,
+    ...(body.paused === true ? { paused: true as const } : {}), ...(Object.keys(options).length > 0 ? { options } : {}),
+  };
+  return { spec, first: spec.paused ? null : nextTickAfter(spec, now) };
+}
+
+/**
+ * Pauses or resumes a schedule: a write over the revision read (`expectRev`),
+ * read again when another write came between (so a deleted schedule is not
+ * revived and a concurrent replace is not undone). Pausing stores no next
+ * tick; resuming stores the first tick after now, so the ticks passed while
+ * paused are not caught up. A schedule already so is answered as it is.
+ * The write records who made it (`by`, as every schedule write).
+ */
+async function setPaused(rt: RouteRuntime, agentId: string, scheduleId: string, paused: boolean, by: By): Promise<ScheduleRecord> {
+  for (;;) {
+    const cur = await rt.store.getSchedule(agentId, scheduleId);
+    if (!cur) throw new ProblemError("schedule_not_found", `Agent "${agentId}" has no schedule "${scheduleId}"`);
+    if ((cur.spec.paused === true) === paused) return cur;
+    const { paused: _was, ...rest } = cur.spec;
+    const now = rt.clock.now();
+    const spec: ScheduleSpec = paused ? { ...rest, paused: true } : rest;
+    const r = await rt.store.putSchedule({
+      agentId, scheduleId, agentName: cur.agentName, workerTarget: cur.workerTarget, spec,
+      nextTick: paused ? null : nextTickAfter(spec, now), by, now, expectRev: cur.rev,
+    });
+    if (r.status === "created" || r.status === "replaced") return r.schedule;
+    // `stale`: another write came between; a conflict or a bound cannot answer a write over an existing revision.
+    if (r.status !== "stale") throw new Error(`the store answered ${r.status} to a write over an existing schedule`);
+  }
 }
 
 export function scheduleRoutes(rt: RouteRuntime) {
@@ -154,7 +217,7 @@ export function scheduleRoutes(rt: RouteRuntime) {
       const def = rt.agents.get(body.agent);
       if (!def) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(body.agent)}`);
       const now = rt.clock.now();
-      const { spec, first } = specOf(body, now);
+      const { spec, first } = specOf(rt, c, body, now);
       const maxSchedules = rt.limits.maxSchedulesPerAgent ?? DEFAULTS.maxSchedulesPerAgent;
       const r = await rt.store.putSchedule({ agentId, scheduleId, agentName: def.name, workerTarget: def.workerTarget, spec, nextTick: first, by: callerName(c), now, maxSchedules });
       if (r.status === "schedule_limit") {
@@ -167,9 +230,16 @@ export function scheduleRoutes(rt: RouteRuntime) {
           extra: { boundTo: r.boundTo },
         });
       }
+      if (r.status === "stale") throw new Error("the store answered stale to a write over no revision");
       // The store published the new due time to listening pools; this process's pool reads it at its next poll.
       rt.wake(agentId, c.req.raw);
       return r.status === "created" ? c.json(scheduleView(r.schedule), 201) : c.json(scheduleView(r.schedule), 200);
+    })
+    .openapi(patchSchedule, async (c) => {
+      const { agentId, scheduleId } = c.req.valid("param");
+      const r = await setPaused(rt, agentId, scheduleId, c.req.valid("json").paused, callerName(c));
+      rt.wake(agentId, c.req.raw);
+      return c.json(scheduleView(r), 200);
     })
     .openapi(getSchedule, async (c) => {
       const { agentId, scheduleId } = c.req.valid("param");

@@ -291,7 +291,8 @@ export const AgentView = z.object({
     cron: z.string().optional(),
     everyMs: z.int().optional(),
     timezone: z.string().optional(),
-    nextRunAt: IsoTime.nullable().describe("The next tick; null: the schedule has no more ticks"),
+    nextRunAt: IsoTime.nullable().describe("The next tick; null: the schedule has no more ticks, or is paused"),
+    paused: z.literal(true).optional().describe("Present when the schedule is paused (PATCH .../schedules/:scheduleId)"),
   })).optional().describe("The agent's recurring schedules (present when it has any; routes/schedules.ts)"),
 }).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;

@@ -1047,13 +1047,21 @@ export interface PutScheduleRequest {
    * schedule past it is refused with `schedule_limit`.
    */
   maxSchedules?: number;
+  /**
+   * Write only over this revision of the schedule (a read-modify-write, as
+   * pausing is): when the schedule is absent or at another `rev`, the answer
+   * is `stale` and nothing is written (invariant `schedule-put`).
+   */
+  expectRev?: number;
 }
 
 export type PutScheduleResult =
   | { status: "created" | "replaced"; schedule: ScheduleRecord }
   | { status: "definition_conflict"; boundTo: string }
   /** The agent holds `limit` schedules already and this one is new (invariant `schedule-bounds`): nothing written. */
-  | { status: "schedule_limit"; limit: number };
+  | { status: "schedule_limit"; limit: number }
+  /** `expectRev` was given and the schedule is absent or at another revision: nothing written. */
+  | { status: "stale" };
 
 export interface FireScheduleTickRequest {
   agentId: string;
@@ -1144,7 +1152,10 @@ export type NextDueScheduleResult =
  * `putSchedule` refuses (`definition_conflict`, nothing written) when the
  * agent exists under another definition; otherwise it writes the record
  * (a new `rev`), sets its score to `nextTick` and rings (a new earliest
- * due time is published like any bell). `deleteSchedule` removes the
+ * due time is published like any bell). With `expectRev`, it writes only
+ * over that revision of an existing schedule (else `stale`, nothing
+ * written), so a read-modify-write (pause, resume) never revives a deleted
+ * schedule nor undoes a concurrent write. `deleteSchedule` removes the
  * record and its score. `deleteAgent` removes every schedule of the agent.
  *
  * ## schedule-bounds

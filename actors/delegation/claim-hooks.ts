@@ -7,7 +7,8 @@
  *
  * Invariants (docs/contracts.md, "Delegation"):
  * - A call of an agent tool is recorded like an external call; the child's
- *   task is enqueued only after that commit applied (`afterCommit`), and
+ *   task is enqueued only after that commit applied (`afterCommit`) and,
+ *   when the call needs approval, only by a claim that knows it approved, and
  *   again (idempotently) by every claim that releases the parent while it
  *   waits, which also pulls the results of children whose turns ended.
  * - The commit that ends a delegated turn is followed by the push of its
@@ -51,7 +52,8 @@ export async function afterCommit(ctx: ClaimContext, released: boolean, notes: A
   }
   const { value, context } = snap(ctx);
   if (dispatchNow && value === "waiting-tools" && context.turnId) {
-    const calls: DelegatedCall[] = pendingDelegations(agent, context).map(([toolCallId, tool, args]) => ({
+    // A call that waits for a person's approval is dispatched by the claim that knows it approved (actors/steps/approvals.ts).
+    const calls: DelegatedCall[] = pendingDelegations(agent, context).filter(([id]) => context.pending[id].approval !== true || ctx.approved.has(id)).map(([toolCallId, tool, args]) => ({
       parentAgentId: agentId, parentAgentName: agent.name, parentTurnId: context.turnId!, toolCallId, tool, args, depth: depth + 1,
     }));
     // Calls recorded by this very commit are new: nothing to pull yet.

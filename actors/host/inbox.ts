@@ -25,6 +25,7 @@ import type { InboxTask } from "../../store/types.ts";
 import type { ClaimContext } from "../claim/context.ts";
 import { IN_TURN, snap } from "../claim/context.ts";
 import { delegatedUsage } from "../delegation/claim-hooks.ts";
+import { agentToolOf } from "../delegation/delegation.ts";
 import { apply } from "./apply.ts";
 import { awaitsApproval } from "../steps/approvals.ts";
 import { type Happening, log } from "../steps/happened.ts";
@@ -136,7 +137,9 @@ async function editedArgsOf(ctx: ClaimContext, context: AgentContext, id: string
  */
 async function loadApprovals(ctx: ClaimContext, state: string, context: AgentContext): Promise<void> {
   if (state !== "waiting-tools" || context.turnId === null) return;
-  if (!Object.entries(context.pending).some(([id, p]) => !p.external && awaitsApproval(ctx, id, p))) return;
+  // In-process calls run, delegations dispatch, once approved; an external tool's result needs no claim to know it.
+  const held = (id: string, p: AgentContext["pending"][string]) => (!p.external || agentToolOf(ctx.agent, p.name) !== undefined) && awaitsApproval(ctx, id, p);
+  if (!Object.entries(context.pending).some(([id, p]) => held(id, p))) return;
   for (const r of await ctx.deps.store.getToolCalls(ctx.agentId, context.turnId)) {
     if (r.status === "pending" && r.approval?.status === "approved" && r.toolCallId in context.pending) {
       ctx.approved.set(r.toolCallId, { deadline: r.deadline, ...(r.approval.args !== undefined ? { args: r.approval.args } : {}) });

@@ -11,7 +11,8 @@
  * one step applies, the others answer `stale`. A worker that stops at any
  * point leaves the tick either unfired (the next worker fires it) or fired
  * once. The tick's task is an ordinary task under the idempotency key
- * `schedule:<scheduleId>:<tick ISO time>`.
+ * `schedule:<scheduleId>:<tick ISO time>`, with the schedule's task options
+ * (`spec.options`). A paused schedule has no next tick, so it is never due.
  *
  * Every step that skips ticks, once applied, logs `schedule_skipped`
  * (agentId, scheduleId, `from` and `to`: the first and last tick skipped as
@@ -59,7 +60,7 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
   const r = await deps.store.fireScheduleTick({
     agentId: rec.agentId, scheduleId: rec.scheduleId, expectTick: rec.nextTick, expectRev: rec.rev,
     fireTick: plan.fire, nextTick: plan.next, turnId,
-    idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: {}, input: rec.spec.input, now,
+    idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: rec.spec.options ?? {}, input: rec.spec.input, now,
     maxQueued: queuedTicksCap(rec.spec),
   });
   if (r.status === "fired" || r.status === "skipped" || r.status === "coalesced") reportStep(deps, rec, plan, r, now);

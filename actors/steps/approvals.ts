@@ -23,11 +23,16 @@
  *   and never runs.
  * - A claim whose in-process calls all wait for a decision hands the agent
  *   back (actors/host/effects.ts `needsMe`); the decision's mail rings it.
+ * - A delegation (an agent tool's call, agents/agent-tool.ts) that needs
+ *   approval is recorded like any, but its child's task is enqueued only once
+ *   this claim knows it approved (actors/delegation/claim-hooks.ts
+ *   `afterCommit`, the same `ClaimContext.approved`); rejected or timed out,
+ *   no child is ever created. A handoff (agents/handoff.ts) is an in-process
+ *   call: it transfers only once approved.
  * - A predicate that throws asks for approval; calls the tool runner refuses
- *   anyway (bad arguments, refused preconditions, a tool not offered) and
- *   delegations are never held for approval.
+ *   anyway (bad arguments, refused preconditions, a tool not offered, a
+ *   delegation past the nesting bound) are never held for approval.
  */
-import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkPreconditions } from "../../contracts/preconditions.ts";
 import type { ModelToolCall, PendingCall } from "../../machines/types.ts";
 import { type AnyTool, DEFAULT_APPROVAL_TIMEOUT_MS } from "../../tools/define.ts";
@@ -42,7 +47,7 @@ export async function askApprovals(
   const out: ModelToolCall[] = [];
   for (const c of calls) {
     const tool = ctx.agent.offeredTools.find((t) => t.name === c.name);
-    if (!tool?.needsApproval || isAgentTool(tool) || (!c.external && !tool.execute) || checkPreconditions(tool, c.args)) {
+    if (!tool?.needsApproval || (!c.external && !tool.execute) || checkPreconditions(tool, c.args)) {
       out.push(c);
       continue;
     }

@@ -29,6 +29,7 @@
  *   a store write) and is stored only as the step's `chunk` events, with the
  *   step's commit: the stored record is unchanged by the live path.
  */
+import type { AnyAgent } from "../../agents/define.ts";
 import { isAgentTool } from "../../agents/agent-tool.ts";
 import { checkJsonValue, DEFAULT_JSON_LIMITS, describeViolation } from "../../common/json-bounds.ts";
 import { jsonClone } from "../../common/json.ts";
@@ -48,6 +49,7 @@ import { assignToolCallIds, UsedToolCallIds } from "../conversation/tool-call-id
 import { type Happening, log } from "./happened.ts";
 import { agentToolSpecs, gateDefinition } from "./tool-specs.ts";
 import { askApprovals } from "./approvals.ts";
+import { handoffView } from "./handoff-view.ts";
 import { endSpan, startSpan } from "../observe/tracing.ts";
 
 /** In-process deadlines get this much slack so the tool's own timeout normally wins over the watchdog. */
@@ -58,7 +60,7 @@ export type ModelStepInput = Pick<
   ClaimContext,
   "agent" | "binding" | "agentId" | "abort" | "history" | "usedIds" | "memory" | "delegation" | "spans"
 > & {
-  deps: Pick<HostDeps, "clock" | "metrics" | "externalToolTimeoutMs" | "toolTimeoutMs" | "rebuildToolCallIds" | "jsonLimits" | "memory">;
+  deps: Partial<Pick<HostDeps, "agents">> & Pick<HostDeps, "clock" | "metrics" | "externalToolTimeoutMs" | "toolTimeoutMs" | "rebuildToolCallIds" | "jsonLimits" | "memory">;
   claim: { task: { input?: unknown } | null };
   registry: Pick<ClaimContext["registry"], "knownTools">;
 };
@@ -123,6 +125,8 @@ export async function modelStep(ctx: ModelStepInput, context: AgentContext, delt
   return out;
 }
 
+const NO_AGENTS: ReadonlyMap<string, AnyAgent> = new Map<string, AnyAgent>();
+
 type Emit = (type: string, data: Record<string, unknown>) => void;
 
 /**
@@ -149,7 +153,7 @@ async function callModel(
       chunks.length = 0;
       res = await agent.model.generate({
         agentId, turnId: tId, step,
-        messages: modelView(history, memory, { role: "system", content: await systemMessage(ctx) }),
+        messages: handoffView(modelView(history, memory, { role: "system", content: await systemMessage(ctx) }), agent, ctx.binding, ctx.deps.agents ?? NO_AGENTS),
         tools, signal: abort.signal, onChunk,
       }).finally(() => live?.flush());
       // Arguments enter the context, the log and the transcript: bounded before anything else sees them.

@@ -15,12 +15,14 @@
   ARGV[8] next_tick: the first tick (ms) or 'null'
   ARGV[9] now_str: now
   ARGV[10] max_schedules: the most schedules the agent may hold (store/port.ts invariant `schedule-bounds`)
+  ARGV[11] expect_rev: write only over this revision of an existing schedule, or '' for any
   Undeclared keys: the ready zsets and schedule indexes of the old and the new target (the agent's home).
 
   Returns:
     'created <schedule JSON>' | 'replaced <schedule JSON>' (includes/schedule.lua)
     'definition_conflict <name JSON>'  (the agent is bound to another definition; nothing written)
     'schedule_limit <limit>'  (a new schedule past the agent's bound; nothing written)
+    'stale'                   (expect_rev given and the schedule absent or at another revision; nothing written)
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -30,13 +32,16 @@
 local head, sched = KEYS[1], KEYS[2]
 local prefix, agent_id, sched_id, name_json = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local target, record_json, input_json, next_tick = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local now_str, max_schedules = ARGV[9], ARGV[10]
+local now_str, max_schedules, expect_rev = ARGV[9], ARGV[10], ARGV[11]
 
 local h = read_head(head, { 'agentName' })
 if h and h.agentName ~= name_json then
   return 'definition_conflict ' .. h.agentName
 end
 local old_target = redis.call('HGET', sched, 't:' .. sched_id)
+if expect_rev ~= '' and redis.call('HGET', sched, 'v:' .. sched_id) ~= expect_rev then
+  return 'stale'
+end
 if not old_target then
   -- Invariant `schedule-bounds`: count the agent's schedules (one `r:` field each) in this step.
   local count = 0

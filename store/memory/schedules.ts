@@ -24,12 +24,15 @@ export async function putSchedule(s: MemoryState, req: PutScheduleRequest): Prom
   checkTarget(req.workerTarget);
   const now = int(req.now, "now");
   if (req.nextTick !== null) int(req.nextTick, "nextTick");
+  if (req.expectRev !== undefined) int(req.expectRev, "expectRev");
   const limit = positiveBound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent);
   return s.atomic((): PutScheduleResult => {
     const a = s.agents.get(req.agentId);
     if (a && a.head.agentName !== req.agentName) return { status: "definition_conflict" as const, boundTo: a.head.agentName };
     let mine = s.schedules.get(req.agentId);
     const old = mine?.get(req.scheduleId);
+    // Invariant `schedule-put`: a write over a revision applies only to that revision.
+    if (req.expectRev !== undefined && old?.rev !== req.expectRev) return { status: "stale" };
     // Invariant `schedule-bounds`: a new schedule past the agent's bound is refused.
     if (!old && (mine?.size ?? 0) >= limit) return { status: "schedule_limit", limit };
     const spec = s.copy(req.spec);

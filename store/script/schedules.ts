@@ -21,9 +21,10 @@ import { positiveBound } from "../keys.ts";
 export const PUT_SCHEDULE = scriptOp({
   script: "put_schedule",
   keys: ["head", "sched"],
-  argv: ["prefix", "agent_id", "sched_id", "name_json", "target", "record_json", "input_json", "next_tick", "now_str", "max_schedules"],
-  words: ["created", "replaced", "definition_conflict", "schedule_limit"],
+  argv: ["prefix", "agent_id", "sched_id", "name_json", "target", "record_json", "input_json", "next_tick", "now_str", "max_schedules", "expect_rev"],
+  words: ["created", "replaced", "definition_conflict", "schedule_limit", "stale"],
 }, (word, payload): PutScheduleResult => {
+  if (word === "stale") return { status: word };
   if (word === "schedule_limit") return { status: word, limit: Number(payload) };
   return word === "definition_conflict" ? { status: word, boundTo: json(payload) } : { status: word, schedule: scheduleOf(json(payload)) };
 });
@@ -91,6 +92,7 @@ export async function putSchedule(c: ScriptContext, req: PutScheduleRequest): Pr
     prefix: k.home.prefix, agent_id: req.agentId, sched_id: req.scheduleId, name_json: j(req.agentName), target: req.workerTarget,
     record_json: j(record), input_json: j(input ?? null), next_tick: tick(req.nextTick, "nextTick"), now_str: int(req.now, "now"),
     max_schedules: String(positiveBound(req.maxSchedules, "maxSchedules", DEFAULTS.maxSchedulesPerAgent)),
+    expect_rev: req.expectRev === undefined ? "" : int(req.expectRev, "expectRev"),
   });
 }
 

@@ -156,7 +156,7 @@ describe("route access declared with each route", () => {
       if (method === "POST" && rest === "/what-if") return { verb: "replay", agentId, global: false, signable: false };
       if (method === "POST" && rest === "/approvals") return { verb: "approve", agentId, global: false, signable: false };
       if (method === "DELETE" && /^\/tasks\/[^/]+$/.test(rest)) return { verb: "cancel", agentId, global: false, signable: false };
-      if ((method === "PUT" || method === "DELETE") && /^\/schedules\/[^/]+$/.test(rest)) return { verb: "enqueue", agentId, global: false, signable: false };
+      if ((method === "PUT" || method === "PATCH" || method === "DELETE") && /^\/schedules\/[^/]+$/.test(rest)) return { verb: "enqueue", agentId, global: false, signable: false };
       return { verb: "admin", agentId, global: false, signable: false };
     }
     // The chat routes: the body names the agent of POST /v1/chat and POST /v1/ag-ui (the route checks the token's tenants).
@@ -288,7 +288,7 @@ describe("one naming rule for the public functions (docs/architecture.md, \"Nami
       names: ["openaiCompatible", "scriptedModel", "aiSdkModel", "memoryStore", "upstashStore", "redisStore", "consoleLogger", "agentTool"],
     },
     outcome: { pattern: /^(ok|error|terminate)$/, names: ["ok", "error", "terminate"] },
-    "author value": { pattern: /^handoff$/, names: ["handoff"] },
+    "author value": { pattern: /^(handoff|lastUserMessage)$/, names: ["handoff", "lastUserMessage"] },
     operation: {
       pattern: /^(check|describe|to|validate|export|load|history|auth|known|tool|output|problem|machine)[A-Za-z]*$/,
       names: [

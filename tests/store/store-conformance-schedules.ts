@@ -84,6 +84,25 @@ export function scheduleConformance(ctx: () => ScheduleContext): void {
       expect((await store.getAgent("a1"))?.lastEventId).toBe(2);
     });
 
+    it("with expectRev, putSchedule writes only over that revision of an existing schedule (else stale, nothing written)", async () => {
+      const { store, state } = ctx();
+      await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
+      const before = await state("a1");
+      expect(await put(store, { expectRev: 1 })).toEqual({ status: "stale" });
+      expect(await state("a1")).toEqual(before);
+      const first = await created(store);
+      const paused = { ...SPEC, paused: true as const, options: { verifyMaxAttempts: 2, budget: { maxCostPerTurn: 0.25 } } };
+      const r = await put(store, { spec: paused, nextTick: null, now: T0 + 1, expectRev: first.rev });
+      expect(r).toEqual({ status: "replaced", schedule: { ...first, spec: paused, nextTick: null, rev: 2, updatedAt: T0 + 1 } });
+      const after = await state("a1");
+      expect(await put(store, { nextTick: T0 + 120_000, now: T0 + 2, expectRev: first.rev })).toEqual({ status: "stale" });
+      expect(await state("a1")).toEqual(after);
+      expect(await store.nextDueSchedule({ workerTarget: TARGET, now: T0 + 10 * 60_000 })).toEqual({ status: "none", next: null });
+      await store.deleteSchedule("a1", "s1");
+      expect(await put(store, { expectRev: 2 })).toEqual({ status: "stale" });
+      expect(await store.getSchedule("a1", "s1")).toBeNull();
+    });
+
     it("refuses a schedule naming another definition than the agent's with definition_conflict and writes nothing", async () => {
       const { store, state } = ctx();
       await store.enqueueTask({ agentId: "a1", agentName: "echo", workerTarget: TARGET, input: "x", options: {}, turnId: "t1", now: T0 });
