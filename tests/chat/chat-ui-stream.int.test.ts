@@ -15,10 +15,10 @@ import { serve } from "@hono/node-server";
 import { hc } from "hono/client";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
-import { createGatehouse, defineAgent, defineTool, type Gatehouse, type GatehouseApp, memoryStore, type Model, type Store } from "../../mod.ts";
+import { createGatehouse, type Gatehouse, type GatehouseApp, memoryStore, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import type { ChatChunk } from "../../routes/chat/ui-stream.ts";
+import { CHAT_NO_APPROVE, CHAT_SCOPED, CHAT_TOKEN, chatWorld, type Gate, gate } from "../helpers/chat-world.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 
 // The chunks gatehouse writes are chunks of the AI SDK's protocol (checked by tsc).
@@ -27,56 +27,9 @@ export type ChunksFit = Assert<ChatChunk extends UIMessageChunk ? true : false>;
 
 const redis = useRedisServer();
 
-const TOKEN = "chat-admin-token-0123456789";
-const SCOPED = "chat-tenant-a-token-0123456";
-const NO_APPROVE = "chat-no-approve-token-01234";
-
-interface Gate {
-  open: () => void;
-  wait: Promise<void>;
-}
-function gate(): Gate {
-  let open!: () => void;
-  const wait = new Promise<void>((r) => (open = r));
-  return { open, wait };
-}
-
-/**
- * The model: "stream" answers "Hello " live, waits for the test's gate, then " world";
- * "pay N" asks for `pay` (needs approval); "look" calls `look` then answers "seen".
- */
-function world() {
-  const paid: number[] = [];
-  const gates: Gate[] = [];
-  const model: Model = {
-    name: "chat-test",
-    async generate(req) {
-      const lastUser = req.messages.findLastIndex((m) => m.role === "user");
-      const said = String(req.messages[lastUser].content);
-      const tools = req.messages.slice(lastUser).filter((m) => m.role === "tool");
-      if (said.startsWith("stream")) {
-        req.onChunk?.("Hello ");
-        const g = gates.shift() ?? gate();
-        await g.wait;
-        req.onChunk?.("world");
-        return { text: "Hello world" };
-      }
-      if (said.startsWith("pay")) {
-        if (tools.length === 0) return { toolCalls: [{ name: "pay", args: { amount: Number(said.split(" ")[1]) } }] };
-        return { text: `after pay: ${String(tools[0].content).slice(0, 60)}` };
-      }
-      if (tools.length === 0) return { toolCalls: [{ name: "look", args: { q: said } }] };
-      return { text: "seen" };
-    },
-  };
-  const pay = defineTool({
-    name: "pay", description: "Pay", parameters: z.object({ amount: z.number() }), needsApproval: true,
-    execute: ({ amount }) => (paid.push(amount), { paid: amount }),
-  });
-  const look = defineTool({ name: "look", description: "Look", parameters: z.object({ q: z.string() }), execute: ({ q }) => ({ found: q }) });
-  const agent = defineAgent({ name: "assistant", instructions: "Help.", model, tools: [pay, look] });
-  return { agent, paid, gates };
-}
+const TOKEN = CHAT_TOKEN;
+const SCOPED = CHAT_SCOPED;
+const NO_APPROVE = CHAT_NO_APPROVE;
 
 interface Rig {
   name: string;
@@ -91,7 +44,7 @@ interface Rig {
 }
 
 async function rig(name: string, open: () => Store, shared: boolean, socket: boolean): Promise<Rig> {
-  const w = world();
+  const w = chatWorld();
   type Verb = "read" | "enqueue" | "approve";
   const auth = {
     tokens: [
@@ -333,7 +286,7 @@ for (const [name, make] of rigs) {
 describe("chat UI message stream (redis): the server that was streaming restarts", () => {
   it("a new server process on the same store resumes the turn from its start and ends with the whole answer", async () => {
     const prefix = `chatrs${Math.random().toString(36).slice(2, 8)}:`;
-    const w = world();
+    const w = chatWorld();
     const auth = { tokens: [TOKEN] };
     const worker = createGatehouse({ agents: [w.agent], store: redisStore({ url: redis.url, prefix }), auth, sse: { pollMs: 20 } });
     worker.startWorker();
