@@ -27,9 +27,9 @@
  * Every text message and tool call is ended before the run's last event.
  */
 import { type Event as AgUiEvent, EventType, type Interrupt, PROTOCOL_VERSION } from "@ag-ui/core";
-import type { StoredEvent } from "../../common/events.ts";
 import type { TurnMapper } from "./stream.ts";
-import { type Delta, type FinishReason, type Open, type TurnPart, TurnReading, type WaitingCall } from "./turn-reading.ts";
+import { type FinishReason, type TurnPart, TurnReading, type WaitingCall } from "./turn-reading.ts";
+import { TurnEncoder } from "./turn-encoder.ts";
 
 export type { AgUiEvent };
 
@@ -53,51 +53,21 @@ export const AG_UI_HEADERS: Record<string, string> = {
 };
 
 /** A reading of one turn, encoded as one AG-UI run. */
-export class AgUiMapper implements TurnMapper<AgUiEvent> {
-  readonly reading: TurnReading;
+export class AgUiMapper extends TurnEncoder<AgUiEvent> implements TurnMapper<AgUiEvent> {
   readonly runId: string;
   #error = "";
 
   constructor(agentId: string, turnId: string, runId: string) {
-    this.reading = new TurnReading(agentId, turnId);
+    super(new TurnReading(agentId, turnId));
     this.runId = runId;
-  }
-
-  get liveFromStep(): number {
-    return this.reading.liveFromStep;
-  }
-  set liveFromStep(step: number) {
-    this.reading.liveFromStep = step;
-  }
-  get maxStep(): number {
-    return this.reading.maxStep;
-  }
-  get finished(): boolean {
-    return this.reading.finished;
   }
 
   start(): AgUiEvent[] {
     const opened: AgUiEvent = { type: EventType.RUN_STARTED, threadId: this.reading.agentId, runId: this.runId, protocolVersion: PROTOCOL_VERSION };
-    return [opened, ...this.#map(this.reading.start())];
+    return [opened, ...this.encode(this.reading.start())];
   }
 
-  seedOpen(calls: ReadonlyArray<{ toolCallId: string; waits: Open; external: boolean }>): void {
-    this.reading.seedOpen(calls);
-  }
-
-  delta(d: Delta): AgUiEvent[] {
-    return this.#map(this.reading.delta(d));
-  }
-
-  event(e: StoredEvent): AgUiEvent[] {
-    return this.#map(this.reading.event(e));
-  }
-
-  settle(): AgUiEvent[] {
-    return this.#map(this.reading.settle());
-  }
-
-  #map(parts: TurnPart[]): AgUiEvent[] {
+  protected encode(parts: TurnPart[]): AgUiEvent[] {
     return parts.flatMap((p) => this.#part(p));
   }
 

@@ -18,8 +18,8 @@
  *   against the `ai` package's `UIMessageChunk` by tests/chat/chat-ui-stream.int.test.ts);
  *   the core does not import `ai` at run time.
  */
-import type { StoredEvent } from "../../common/events.ts";
-import { type Delta, type Open, type TurnData, type TurnPart, TurnReading } from "./turn-reading.ts";
+import { type TurnData, type TurnPart, TurnReading } from "./turn-reading.ts";
+import { TurnEncoder } from "./turn-encoder.ts";
 
 export type { Delta, TurnData } from "./turn-reading.ts";
 
@@ -70,57 +70,17 @@ export function uiChunk(p: TurnPart): ChatChunk {
 }
 
 /** A reading of one turn, encoded as the UI message stream. */
-export class UiStreamMapper {
-  readonly reading: TurnReading;
-
+export class UiStreamMapper extends TurnEncoder<ChatChunk> {
   constructor(agentId: string, turnId: string, liveFromStep = 1) {
-    this.reading = new TurnReading(agentId, turnId, liveFromStep);
+    super(new TurnReading(agentId, turnId, liveFromStep));
   }
 
-  get agentId(): string {
-    return this.reading.agentId;
-  }
-  get turnId(): string {
-    return this.reading.turnId;
-  }
-  /** Deltas of steps before this one are not written (their start may have been missed). */
-  get liveFromStep(): number {
-    return this.reading.liveFromStep;
-  }
-  set liveFromStep(step: number) {
-    this.reading.liveFromStep = step;
-  }
-  /** The highest step number read from stored events. */
-  get maxStep(): number {
-    return this.reading.maxStep;
-  }
-  /** True once `finish` was written. */
-  get finished(): boolean {
-    return this.reading.finished;
-  }
-
-  /** The chunks that open an answer. */
   start(): ChatChunk[] {
-    return [{ type: "start", messageId: this.turnId }, ...this.reading.start().map(uiChunk)];
+    return [{ type: "start", messageId: this.turnId }, ...this.encode(this.reading.start())];
   }
 
-  /** Calls already open when the reading starts mid-turn (a continuation): what each waits for. */
-  seedOpen(calls: ReadonlyArray<{ toolCallId: string; waits: Open; external: boolean }>): void {
-    this.reading.seedOpen(calls);
-  }
-
-  delta(d: Delta): ChatChunk[] {
-    return this.reading.delta(d).map(uiChunk);
-  }
-
-  /** The chunks of one stored event (none for another turn's, or after `finish`). */
-  event(e: StoredEvent): ChatChunk[] {
-    return this.reading.event(e).map(uiChunk);
-  }
-
-  /** After a batch of events: `finish` (reason `tool-calls`) when every open call waits for the outside. */
-  settle(): ChatChunk[] {
-    return this.reading.settle().map(uiChunk);
+  protected encode(parts: TurnPart[]): ChatChunk[] {
+    return parts.map(uiChunk);
   }
 }
 
