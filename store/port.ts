@@ -76,6 +76,49 @@ export interface EnqueueTaskRequest {
    * (store/delayed-bound.ts).
    */
   maxDelayedTasks?: number;
+  /**
+   * The task's concurrency key (invariants `concurrency-keys`, `fair-lanes`): 1-256 characters, no
+   * control characters (checked by the caller: common/concurrency.ts). Absent: the default lane, no limit.
+   */
+  concurrencyKey?: string;
+  /** The task's priority (invariant `priorities`): a whole number of seconds, 0-86,400. Absent: 0. */
+  priority?: number;
+}
+
+/**
+ * Concurrency limits by key (invariant `concurrency-keys`): a key's own entry, else `"*"`;
+ * no entry: no limit. Each value is a whole number from 1. Given by the claiming process
+ * (its `createGatehouse({ concurrencyLimits })`); every process of a deployment should give the same.
+ */
+export type ConcurrencyLimits = Readonly<Record<string, number>>;
+
+/** Running and queued counts of one lane (invariant `fair-lanes`), as `concurrencyUsage` answers. */
+export interface LaneUsage {
+  /** The concurrency key; "" for the default lane (tasks without a key). */
+  key: string;
+  /** Agents leased now for a turn of this key. */
+  running: number;
+  /** Agents with due work in this lane that no worker holds (parked at the limit included). */
+  queued: number;
+  /** Set when the lane is parked at its limit (invariant `concurrency-keys`). */
+  atLimit?: boolean;
+}
+
+export interface ConcurrencyUsageRequest {
+  workerTarget: string;
+  now: number;
+  /** The limits the caller applies (to say `atLimit`). */
+  concurrencyLimits?: ConcurrencyLimits;
+  /** At most this many lanes, busiest first (running + queued); the rest are summed into `others`. */
+  limit: number;
+  /** Only these keys (the agent view and `GET …/tasks/:turnId` ask for one). */
+  keys?: readonly string[];
+}
+
+export interface ConcurrencyUsage {
+  lanes: LaneUsage[];
+  /** The sums of the lanes beyond `limit`. */
+  others: { lanes: number; running: number; queued: number };
 }
 
 export type EnqueueTaskResult =
@@ -189,6 +232,8 @@ export interface ClaimRequest {
   workerId: string;
   leaseMs: number;
   now: number;
+  /** The limits this claim keeps (invariant `concurrency-keys`); absent: none. */
+  concurrencyLimits?: ConcurrencyLimits;
 }
 
 export interface ClaimNextRequest {
@@ -201,6 +246,8 @@ export interface ClaimNextRequest {
    * any. A worker passes the names it has definitions for.
    */
   agentNames?: readonly string[];
+  /** The limits this claim keeps (invariant `concurrency-keys`); absent: none. */
+  concurrencyLimits?: ConcurrencyLimits;
 }
 
 /** A definition set as `announceDefinitionSet` records it (invariant `definition-sets`). */
@@ -295,6 +342,8 @@ export interface CommitRequest {
    * releases, take the next queued task in the same step and keep the lease.
    */
   chainNextTask?: boolean;
+  /** The limits a chained claim keeps (invariant `concurrency-keys`): a next task whose key is at its limit is not chained. */
+  concurrencyLimits?: ConcurrencyLimits;
   /**
    * Firm cancels (invariant `firm-cancels`): refuse with `cancel_pending` while a cancel aimed at the active turn is
    * pending beyond `ackMailThrough`; the lease is released and the bell rung.
@@ -777,6 +826,48 @@ export interface BellWatch {
  * the processes are assumed close: an immediate task enqueued by a process
  * whose clock is ahead may be placed behind a delayed task due by that clock
  * and not yet by the claimer's.
+ *
+ * ## concurrency-keys
+ * A task may carry a concurrency key. An agent is *running* under key K while
+ * it is leased (claimed, lease unexpired) for a turn whose task has key K:
+ * a turn waiting for tool results, approvals or events without a lease runs
+ * under nothing. A claim (`claim`, `claimNext`, a chaining commit) that would
+ * run a turn under K, starting its task or applying its mail, is made only
+ * while fewer than `limit(K)` agents run under K (`concurrencyLimits`: K's own
+ * entry, else `"*"`, else no limit), counted across every process, target and
+ * home of the key space, atomically with the claim: no sequence of claims,
+ * crashes and releases ever has more than `limit(K)` agents running under K.
+ * A claim held back by the limit writes nothing of the agent's inbox: the
+ * task stays queued in its place (enqueue answers `enqueued` as ever; never
+ * a refusal) and the agent's lane is parked; a parked lane rings again, with
+ * no polling, when an agent running under K releases its lease (a commit
+ * that releases, a turn end, a reset, a claim failure, a deletion) or, at
+ * the latest, when the earliest lease under K runs out (a crashed worker's
+ * slot frees at its lease end). A chaining commit whose next task's key is
+ * at its limit releases instead and rings.
+ *
+ * ## fair-lanes
+ * Ready agents of a worker target are grouped in lanes: the lane of an agent
+ * is the key of the turn it runs or would run next (the active turn's task,
+ * else the first queued task); no key: the default lane "". `claimNext`
+ * serves due lanes in least-recently-served order: a lane claimed from
+ * goes behind every lane that has due work at that moment, so between two
+ * claims from lane L every other lane that had due work (not parked at its
+ * limit, not only agents of other definition sets) when the first was made
+ * is claimed from once. One key's backlog therefore holds another key's
+ * task behind at most one claim per other due lane. Within a lane, due
+ * agents are claimed in due order (invariant `priorities`).
+ *
+ * ## priorities
+ * A task may carry a priority p (a whole number of seconds, 0-86,400). Within
+ * a lane, an agent whose work became ready at t with the priority p of the
+ * task it would run is ordered as if it had become ready at t - p seconds
+ * (its bell; the active turn's task gives mail its priority). Aging rule: a
+ * task of priority p goes ahead of every lower-priority task that became
+ * ready less than (p - q) seconds before it, never ahead of one that waited
+ * longer, so no task waits forever behind higher priorities. Priority never
+ * delays a claim: due work is due at once whatever its priority. Inside one
+ * agent's inbox tasks keep their order (invariant `delayed-tasks`).
  *
  * ## contract-validation
  * A resolved tool call carries `contractValidation` (common/

@@ -59,6 +59,10 @@ export interface InboxTask {
   idempotencyKey?: string;
   /** A delayed task: not claimed before this time (ms; store/port.ts invariant `delayed-tasks`). */
   runAt?: number;
+  /** The task's concurrency key (store/port.ts invariant `concurrency-keys`); absent: the default lane. */
+  concurrencyKey?: string;
+  /** The task's priority in seconds ahead, 0-86,400 (store/port.ts invariant `priorities`); absent: 0. */
+  priority?: number;
 }
 
 /**
