@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import { DefinitionError } from "../errors/errors.ts";
+import type { ConcurrencyKeyOf } from "./concurrency-key.ts";
 import { refuseUnknownKeys } from "../common/known-keys.ts";
 import type { Model } from "../models/types.ts";
 import { type AnyTool, describeSchema, zodObjectShape } from "../tools/define.ts";
@@ -63,6 +64,12 @@ export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   retention?: AgentRetention;
   /** What of the conversation the model sees: the last `keepTurns` turns plus a rolling summary (actors/conversation/memory.ts). */
   memory?: MemoryPolicy;
+  /**
+   * The concurrency key of a task whose request gives none (agents/concurrency-key.ts): called with
+   * `{ agentId, agentName, input, by?, via, parentKey? }`; a string is the key (1-256 characters, no
+   * control characters; another string fails the enqueue), null or undefined means none.
+   */
+  concurrencyKey?: ConcurrencyKeyOf;
 }
 
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readonly<AgentConfig<S>> {
@@ -110,6 +117,7 @@ export const AGENT_KEYS: readonly string[] = Object.keys(
     spendLimit: true,
     retention: true,
     memory: true,
+    concurrencyKey: true,
   } satisfies Record<keyof AgentConfig, true>,
 );
 const AGENT_DEFINITION_KEYS = ["kind", "offeredTools", "effectiveMustEndWith"] as const;
@@ -238,6 +246,9 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   }
   const retentionError = checkRetention(config.retention);
   if (retentionError) throw new DefinitionError(`${where}: ${retentionError.message}`, { key: retentionError.key });
+  if (config.concurrencyKey !== undefined && typeof config.concurrencyKey !== "function") {
+    throw new DefinitionError(`${where}: concurrencyKey must be a function (task) => string | null`, { key: "concurrencyKey" });
+  }
   const memoryError = checkMemoryPolicy(config.memory);
   if (memoryError) throw new DefinitionError(`${where}: ${memoryError.message}`, { key: memoryError.key });
   return Object.freeze({

@@ -25,7 +25,7 @@
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
 import { callerName, tokenHasVerb } from "./auth.ts";
-import { storedTaskOptions } from "./task-options.ts";
+import { storedTaskOptions, taskLane } from "./task-options.ts";
 import { agentView, deliveredCalls } from "./agent-view.ts";
 import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
@@ -73,7 +73,7 @@ const enqueueTask = defineRoute({
     200: json("The turn ended within the `Prefer: wait` (header `Preference-Applied`)", TaskEnded),
     202: json("Enqueued (or a duplicate)", TaskAccepted),
   },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition", "too_many_delayed_tasks"], { verb: "enqueue", signable: true });
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "unknown_agent_definition", "invalid_concurrency_key", "too_many_delayed_tasks"], { verb: "enqueue", signable: true });
 
 const getAgent = defineRoute({
   method: "get",
@@ -142,6 +142,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const now = rt.clock.now();
       // A delayed task (routes/task-delay.ts): checked before anything is read or written; its answer never waits.
       const runAt = taskRunAt(body, now);
+      const lane = taskLane(callerName(c), def, body, { agentId, input: body.input, via: "task" });
       const wait = runAt !== undefined && runAt > now ? null : waitSeconds(rt, c.req.raw.headers.get("prefer"));
       // The log's end before the task: its turn's end comes after it (read only when asked to wait).
       const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
@@ -151,6 +152,7 @@ export function agentRoutes(rt: RouteRuntime) {
         workerTarget: def.workerTarget,
         input: body.input,
         options: storedTaskOptions(rt, c, body),
+        ...lane,
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
         turnId: rt.ids.turnId(),
         now,

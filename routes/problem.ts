@@ -50,6 +50,7 @@ export const PROBLEMS = {
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   unknown_agent_definition: { status: 422, title: "Unknown agent definition" },
+  invalid_concurrency_key: { status: 422, title: "The agent definition derived an invalid concurrency key from this task" },
   unknown_guardian: { status: 422, title: "Unknown guardian" },
   invalid_replay_bundle: { status: 422, title: "Not a replay bundle this version reads" },
   too_many_streams: { status: 429, title: "Too many open event streams" },

@@ -7,6 +7,7 @@
 import { z } from "@hono/zod-openapi";
 import { checkVerifyAttempts, MAX_VERIFY_ATTEMPTS_LIMIT } from "../agents/define.ts";
 import { ID_CHARS } from "../common/ids.ts";
+import { concurrencyKeyProblem, MAX_CONCURRENCY_KEY_LENGTH, MAX_PRIORITY, priorityProblem } from "../common/concurrency.ts";
 import { EVENT_DATA, EVENT_TYPES, type EventType, isRuntimeEventType } from "../machines/event-log.ts";
 import { STATES } from "../machines/types.ts";
 import { type ProblemCode, PROBLEMS } from "./problem.ts";
@@ -48,6 +49,27 @@ const attempts = (name: string, description: string) =>
     if (e) ctx.addIssue({ code: "custom", message: `${name} ${e}` });
   }).meta({ type: "integer", minimum: 1, maximum: MAX_VERIFY_ATTEMPTS_LIMIT, description }).optional();
 
+/** A task's concurrency key (common/concurrency.ts), refused with the rule it breaks. */
+export const ConcurrencyKeyField = (description: string) =>
+  z.string().superRefine((v, ctx) => {
+    const e = concurrencyKeyProblem(v);
+    if (e) ctx.addIssue({ code: "custom", message: `concurrencyKey ${e}` });
+  }).meta({ type: "string", minLength: 1, maxLength: MAX_CONCURRENCY_KEY_LENGTH, pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description })
+    .optional();
+
+/** A task's priority in seconds (common/concurrency.ts), refused with the rule it breaks. */
+export const PriorityField = (description: string) =>
+  z.number().superRefine((v, ctx) => {
+    const e = priorityProblem(v);
+    if (e) ctx.addIssue({ code: "custom", message: `priority ${e}` });
+  }).meta({ type: "integer", minimum: 0, maximum: MAX_PRIORITY, description }).optional();
+
+const KEY_TEXT = "Concurrency key (1-256 characters, no control characters), e.g. `user:42`: at most the configured " +
+  "`concurrencyLimits` of its turns run at once across every process; ready keys take turns (fair lanes). Absent: the " +
+  "agent definition's `concurrencyKey(task)`, else the default lane";
+const PRIORITY_TEXT = "Priority in seconds, 0-86400 (default 0): within its lane the task is ordered as if it became ready " +
+  "this many seconds earlier (so it never waits forever behind higher priorities)";
+
 /** The longest delay of a delayed task (ms): 30 days (routes/task-delay.ts). */
 export const MAX_TASK_DELAY_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -61,6 +83,8 @@ export const TaskRequest = z.strictObject({
     .describe("First-wins per agent: a repeated key answers the first task's turn with `duplicate: true`"),
   verifyAttempts: attempts("verifyAttempts", "Overrides the verifier gate's attempts for this turn"),
   spendLimit: SpendLimitBody.optional(),
+  concurrencyKey: ConcurrencyKeyField(KEY_TEXT),
+  priority: PriorityField(PRIORITY_TEXT),
   delayMs: z.int().min(0).max(MAX_TASK_DELAY_MS).optional()
     .describe("A delayed task: not started before this many ms from now (at most 30 days; not with `runAt`)"),
   runAt: z.string().regex(ISO_WITH_OFFSET, "an ISO 8601 date and time with an offset (Z or ±hh:mm)")

@@ -52,9 +52,12 @@ export async function afterCommit(ctx: ClaimContext, released: boolean, notes: A
   }
   const { value, context } = snap(ctx);
   if (dispatchNow && value === "waiting-tools" && context.turnId) {
+    // The turn's task's key is the children's unless their definition derives one (agents/concurrency-key.ts).
+    const parentKey = (claim.task ?? claim.head.currentTask)?.concurrencyKey;
     // A call that waits for a person's approval is dispatched by the claim that knows it approved (actors/steps/approvals.ts).
     const calls: DelegatedCall[] = pendingDelegations(agent, context).filter(([id]) => context.pending[id].approval !== true || ctx.approved.has(id)).map(([toolCallId, tool, args]) => ({
       parentAgentId: agentId, parentAgentName: agent.name, parentTurnId: context.turnId!, toolCallId, tool, args, depth: depth + 1,
+      ...(parentKey !== undefined ? { parentKey } : {}),
     }));
     // Calls recorded by this very commit are new: nothing to pull yet.
     if (calls.length > 0) await syncDelegations(delegationDeps, calls, !dispatchedFirst);

@@ -70,6 +70,7 @@ import { checkOutcome } from "../../contracts/check.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { AnyAgent } from "../../agents/define.ts";
 import { type AgentToolDefinition, childInputOf, isAgentTool } from "../../agents/agent-tool.ts";
+import { InvalidConcurrencyKey, laneFields, taskConcurrencyKey } from "../../agents/concurrency-key.ts";
 import { sha256Hex } from "../../common/hex.ts";
 import { DefinitionError } from "../../errors/errors.ts";
 import type { Outcome } from "../../common/outcome.ts";
@@ -101,6 +102,8 @@ export interface DelegatedCall {
   args: unknown;
   /** Depth of the child (the parent's depth + 1). */
   depth: number;
+  /** The parent turn's concurrency key: the child's, unless its definition derives one (agents/concurrency-key.ts). */
+  parentKey?: string;
 }
 
 async function callHash(parentId: string, turnId: string, toolCallId: string): Promise<string> {
@@ -150,6 +153,8 @@ export function pendingDelegations(agent: AnyAgent, context: AgentContext): Arra
 
 export type DispatchResult =
   | { status: "enqueued" | "duplicate"; childAgentId: string; childTurnId: string }
+  /** The child's definition derived an invalid concurrency key: nothing was enqueued; the call fails. */
+  | { status: "invalid_concurrency_key"; childAgentId: string; message: string }
   | { status: "definition_conflict"; childAgentId: string; boundTo: string }
   | { status: "agent_deleted"; childAgentId: string; childTurnId: string };
 
@@ -165,12 +170,23 @@ export async function dispatchChild(deps: DelegationDeps, call: DelegatedCall): 
     toolCallId: call.toolCallId,
     depth: call.depth,
   };
+  const input = childInputOf(call.tool, call.args);
+  let key: string | undefined;
+  try {
+    key = taskConcurrencyKey(child, undefined, {
+      agentId: id, agentName: child.name, input, via: "delegation", ...(call.parentKey !== undefined ? { parentKey: call.parentKey } : {}),
+    });
+  } catch (err) {
+    if (err instanceof InvalidConcurrencyKey) return { status: "invalid_concurrency_key", childAgentId: id, message: err.message };
+    throw err;
+  }
   const r = await deps.store.enqueueTask({
     agentId: id,
     agentName: child.name,
     workerTarget: child.workerTarget,
-    input: childInputOf(call.tool, call.args),
+    input,
     options: { delegation: link },
+    ...laneFields(key, undefined),
     idempotencyKey: await delegationKey(call.parentAgentId, call.parentTurnId, call.toolCallId),
     turnId: await childTurnIdOf(call.parentAgentId, call.parentTurnId, call.toolCallId),
     now: deps.clock.now(),
@@ -376,6 +392,13 @@ export async function syncDelegations(deps: DelegationDeps, calls: DelegatedCall
             },
           },
           tool: call.tool, now: deps.clock.now(),
+        });
+        return;
+      }
+      if (r.status === "invalid_concurrency_key") {
+        await deliverChildResult(deps.store, {
+          link, childAgentId: r.childAgentId, childTurnId: "", tool: call.tool, now: deps.clock.now(),
+          outcome: { ok: false, error: { type: "invalid_concurrency_key", message: r.message, retryable: false, metadata: { childAgentId: r.childAgentId } } },
         });
         return;
       }

@@ -30,7 +30,7 @@ import { assertAgentAccess, callerName, tokenHasVerb } from "../auth.ts";
 import { BODY_PROBLEMS, defineRoute, jsonBody, routeApp } from "../define.ts";
 import { ProblemError } from "../problem.ts";
 import type { RouteRuntime } from "../runtime.ts";
-import { AgentId } from "../schemas.ts";
+import { AgentId, ConcurrencyKeyField, PriorityField } from "../schemas.ts";
 import { AG_UI_HEADERS, AgUiMapper, type AgUiEvent, agUiFrame } from "./ag-ui-stream.ts";
 import { turnStream } from "./stream.ts";
 import { type ApprovalAnswer, type OpenedTurn, openDecisions, openTask } from "./turn-open.ts";
@@ -46,7 +46,11 @@ export const AgUiRunInput = z.looseObject({
   runId: z.string().min(1).max(256).describe("The run's id, echoed in `RUN_STARTED` and `RUN_FINISHED`"),
   messages: z.array(z.looseObject({ id: z.string().max(250), role: z.string().max(32) })).max(10_000)
     .describe("Only the last message is read (the user's; its id is the task's idempotency key `chat:<id>`)"),
-  forwardedProps: z.looseObject({ agent: z.string().min(1).max(256).describe("The agent definition's name") }),
+  forwardedProps: z.looseObject({
+    agent: z.string().min(1).max(256).describe("The agent definition's name"),
+    concurrencyKey: ConcurrencyKeyField("The task's concurrency key (as `POST …/tasks` takes it)"),
+    priority: PriorityField("The task's priority in seconds, 0-86400 (as `POST …/tasks` takes it)"),
+  }),
   resume: z.array(Resume).max(100).optional().describe("Answers to the approval interrupts of the previous run"),
 }).openapi("AgUiRunInput");
 
@@ -134,7 +138,8 @@ export function agUiRoutes(rt: RouteRuntime) {
       return answer(rt, body, await resumeRun(rt, body, c.req.raw, callerName(c)), c.req.raw) as never;
     }
     const { text, messageId } = userText(body);
-    const opened = await openTask(rt, { agentId: body.threadId, agent, text, messageId }, c.req.raw);
+    const { concurrencyKey, priority } = body.forwardedProps;
+    const opened = await openTask(rt, { agentId: body.threadId, agent, text, messageId, concurrencyKey, priority, by: callerName(c) }, c.req.raw);
     return answer(rt, body, opened, c.req.raw) as never;
   });
 }

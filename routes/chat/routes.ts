@@ -29,7 +29,7 @@ import { assertAgentAccess, callerName, tokenHasVerb } from "../auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "../define.ts";
 import { ProblemError } from "../problem.ts";
 import type { RouteRuntime } from "../runtime.ts";
-import { AgentId, AgentParams, TurnId } from "../schemas.ts";
+import { AgentId, AgentParams, ConcurrencyKeyField, PriorityField, TurnId } from "../schemas.ts";
 import { chatHistory } from "./history.ts";
 import { ChatListener, chatStream } from "./stream.ts";
 import { UI_STREAM_HEADERS, UiStreamMapper } from "./ui-stream.ts";
@@ -50,6 +50,8 @@ export const ChatRequest = z.looseObject({
   messages: z.array(InMessage).min(1).max(10_000).describe("Only the last message is read"),
   trigger: z.enum(["submit-message", "regenerate-message"]).optional(),
   messageId: z.string().max(256).optional(),
+  concurrencyKey: ConcurrencyKeyField("The task's concurrency key (as `POST …/tasks` takes it; a `body` field of the transport)"),
+  priority: PriorityField("The task's priority in seconds, 0-86400 (as `POST …/tasks` takes it)"),
 }).openapi("ChatRequest");
 
 export const ChatMessage = z.object({
@@ -154,7 +156,10 @@ export function chatRoutes(rt: RouteRuntime) {
       if (body.trigger === "regenerate-message") throw bad("trigger regenerate-message is not supported: the conversation is kept by the server");
       const last = body.messages[body.messages.length - 1];
       if (last.role === "user") {
-        const opened = await openTask(rt, { agentId: body.id, agent: body.agent, text: userText(last), messageId: last.id }, c.req.raw);
+        const opened = await openTask(rt, {
+          agentId: body.id, agent: body.agent, text: userText(last), messageId: last.id,
+          concurrencyKey: body.concurrencyKey, priority: body.priority, by: callerName(c),
+        }, c.req.raw);
         return answer(rt, body.id, opened, c.req.raw) as never;
       }
       if (last.role !== "assistant") throw bad("The last message must be the user's or the assistant's");

@@ -19,6 +19,7 @@ import type { By } from "../../common/by.ts";
 import { decide } from "../approvals.ts";
 import { logGrew } from "../live-feed.ts";
 import { ProblemError } from "../problem.ts";
+import { taskLane } from "../task-options.ts";
 import type { RouteRuntime } from "../runtime.ts";
 import { ChatListener } from "./stream.ts";
 import type { Open } from "./turn-reading.ts";
@@ -41,6 +42,11 @@ export interface TaskMessage {
   text: string;
   /** The message's id ("" for none): the task's idempotency key `chat:<id>`. */
   messageId: string;
+  /** The request's `concurrencyKey` and `priority` (checked by the route's schema; routes/task-options.ts `taskLane`). */
+  concurrencyKey?: string | undefined;
+  priority?: number | undefined;
+  /** The caller's name (routes/auth.ts `callerName`), given to the definition's `concurrencyKey(task)`. */
+  by: string | null;
 }
 
 /** A person's answer to one approval of the turn. */
@@ -66,10 +72,12 @@ export function openTask(rt: RouteRuntime, m: TaskMessage, req: Request): Promis
   const def = rt.agents.get(m.agent);
   if (!def) throw new ProblemError("unknown_agent_definition", `No agent definition is named ${JSON.stringify(m.agent)}`);
   const agentId = m.agentId;
+  // Before the listener: an invalid derived key changes nothing.
+  const lane = taskLane(m.by, def, m, { agentId, input: m.text, via: "chat" });
   return withListener(rt, agentId, async (listener) => {
     const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
     const r = await rt.store.enqueueTask({
-      agentId, agentName: def.name, workerTarget: def.workerTarget, input: m.text, options: {},
+      agentId, agentName: def.name, workerTarget: def.workerTarget, input: m.text, options: {}, ...lane,
       ...(m.messageId !== "" ? { idempotencyKey: `chat:${m.messageId}` } : {}),
       turnId: rt.ids.turnId(), now: rt.clock.now(),
     });

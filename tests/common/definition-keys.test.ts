@@ -63,6 +63,20 @@ describe("defineAgent refuses unknown keys", () => {
     expectUnknown(() => createGatehouse({ agents: [a], memory: { keepturns: 3 } } as never), "memory.keepturns", "keepTurns");
   });
 
+  it("lists every key it takes in the refusal, concurrencyKey last", () => {
+    expect(refused(() => agent({ temperature: 0.2 })).message).toMatch(
+      /it takes name, instructions, model, tools, allowedTools, output, verifyAttempts, guardians, mustEndWith, stepLimit, workerTarget, maxVerifierErrors, modelAttempts, knownTools, spendLimit, retention, memory, concurrencyKey$/,
+    );
+    expectUnknown(() => agent({ concurencyKey: () => "k" }), "concurencyKey", "concurrencyKey");
+  });
+
+  it("refuses a concurrencyKey that is not a function, naming the key", () => {
+    const err = refused(() => agent({ concurrencyKey: "user:42" }));
+    expect(err.key).toBe("concurrencyKey");
+    expect(err.message).toMatch(/concurrencyKey must be a function/);
+    expect(agent({ concurrencyKey: () => null }).concurrencyKey).toBeTypeOf("function");
+  });
+
   it("still builds a definition spread into a new one", () => {
     const a = agent({ stepLimit: 4 });
     const b = defineAgent({ ...a, name: "b" });
