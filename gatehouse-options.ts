@@ -17,6 +17,7 @@ import { DefinitionError } from "./errors/errors.ts";
 import { DEFAULTS } from "./common/defaults.ts";
 import { type JsonLimits, jsonLimits } from "./common/json-bounds.ts";
 import { closestKey, firstUnknownKey } from "./common/known-keys.ts";
+import { concurrencyLimitsProblem, MAX_METRICS_LANES } from "./common/concurrency.ts";
 import { DEFAULT_MAX_WAIT_SECONDS } from "./routes/prefer-wait.ts";
 import { checkAuthConfig } from "./routes/auth.ts";
 import { checkRateLimitOptions, type RateLimitOptions } from "./routes/rate-limit.ts";
@@ -190,6 +191,20 @@ export interface GatehouseOptions {
    */
   maxDelayedTasks?: number;
   /**
+   * Concurrency limits by key (docs/operations.md, "Concurrency and fairness"; store/port.ts invariant
+   * `concurrency-keys`): `{ "user:42": 5, "*": 10 }` lets at most 5 turns of tasks with key `user:42`,
+   * and at most 10 of each other key, run at once across every process; `"*"` is the limit of keys not
+   * named; no entry, no limit (tasks without a key have none). Limits are whole numbers from 1 to
+   * 1 000 000; keys are concurrency keys (common/concurrency.ts). Every process of a deployment should
+   * give the same. Env: `GATEHOUSE_CONCURRENCY_LIMITS` (JSON).
+   */
+  concurrencyLimits?: Readonly<Record<string, number>>;
+  /**
+   * Lanes `/metrics` reports one by one (`gatehouse_lane_running`, `gatehouse_lane_queued`; 0 to 1 000,
+   * default 20): the busiest; the others are summed under `key="_other"`.
+   */
+  metricsLanes?: number;
+  /**
    * Schedules one agent may hold (1 to 10 000, default 100): a new schedule
    * past it is 409 `schedule_limit` and stores nothing (store/port.ts
    * invariant `schedule-bounds`; docs/security.md, "Schedules").
@@ -225,6 +240,8 @@ const OPTION_KEYS: readonly string[] = Object.keys(
     maxEventPageBytes: true,
     whatIfMaxCandidates: true,
     maxDelayedTasks: true,
+    concurrencyLimits: true,
+    metricsLanes: true,
     maxSchedulesPerAgent: true,
     jsonLimits: true,
     maxClaimFailures: true,
@@ -361,6 +378,7 @@ function checkBounds(options: GatehouseOptions): void {
   if (mdt !== undefined && !(Number.isSafeInteger(mdt) && mdt >= 0)) {
     throw new DefinitionError(`createGatehouse(): maxDelayedTasks must be a whole number from 0, got ${mdt}`, { key: "maxDelayedTasks" });
   }
+  checkConcurrencyOptions(options);
   const msa = options.maxSchedulesPerAgent;
   if (msa !== undefined && !(Number.isSafeInteger(msa) && msa >= 1 && msa <= 10_000)) {
     throw new DefinitionError(`createGatehouse(): maxSchedulesPerAgent must be an integer from 1 to 10000, got ${msa}`, {
@@ -424,4 +442,20 @@ export function checkGatehouseOptions(options: GatehouseOptions, allowNoAgents =
     storeTimeoutMs: storeTimeoutOption(options),
     maxWaitSeconds: maxWaitSeconds(options.maxWaitSeconds),
   };
+}
+
+/** `concurrencyLimits` (common/concurrency.ts) and `metricsLanes`, each refused naming the field. */
+function checkConcurrencyOptions(options: GatehouseOptions): void {
+  const p = concurrencyLimitsProblem(options.concurrencyLimits);
+  if (p) {
+    throw new DefinitionError(`createGatehouse(): concurrencyLimits ${p.message}`, {
+      key: p.key !== undefined ? `concurrencyLimits.${p.key}` : "concurrencyLimits",
+    });
+  }
+  const n = options.metricsLanes;
+  if (n !== undefined && !(Number.isSafeInteger(n) && n >= 0 && n <= MAX_METRICS_LANES)) {
+    throw new DefinitionError(`createGatehouse(): metricsLanes must be a whole number from 0 to ${MAX_METRICS_LANES}, got ${JSON.stringify(n)}`, {
+      key: "metricsLanes",
+    });
+  }
 }

@@ -25,6 +25,12 @@ export const MAX_CONCURRENCY_KEY_LENGTH = 256;
 export const MAX_PRIORITY = 86_400;
 /** The highest concurrency limit of one key. */
 export const MAX_CONCURRENCY_LIMIT = 1_000_000;
+/** Lanes `/metrics` reports one by one by default (the busiest; the rest are summed under `_other`). */
+export const DEFAULT_METRICS_LANES = 20;
+/** The most lanes `/metrics` may report one by one (`metricsLanes`). */
+export const MAX_METRICS_LANES = 1_000;
+/** The key under which `/metrics` sums the lanes beyond `metricsLanes`. */
+export const OTHER_LANES_KEY = "_other";
 /** The key of the limit that applies to every key not named. */
 export const DEFAULT_LIMIT_KEY = "*";
 

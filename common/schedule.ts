@@ -78,6 +78,13 @@ export interface ScheduleSpec {
   paused?: true;
   /** The options of each tick's task, stored as a task's are (store/types.ts `TaskOptions`; absent: none). */
   options?: ScheduleTaskOptions;
+  /**
+   * Each tick's task's concurrency key (common/concurrency.ts): the request's, else the one the
+   * definition's `concurrencyKey(task)` derived when the schedule was written (absent: none).
+   */
+  concurrencyKey?: string;
+  /** Each tick's task's priority in seconds (absent: 0). */
+  priority?: number;
 }
 
 /** The task options a schedule carries into each tick's task (the tasks route's `verifyAttempts` and `spendLimit`, stored as a task's). */

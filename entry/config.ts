@@ -25,6 +25,7 @@ import { ConfigError } from "../errors/startup.ts";
 import { DEFAULTS, rateRuleText } from "../common/defaults.ts";
 import { isDurability } from "../store/durability.ts";
 import { DEFAULT_MAX_DELAYED_TASKS } from "../store/delayed-bound.ts";
+import { concurrencyLimitsProblem, DEFAULT_METRICS_LANES, MAX_METRICS_LANES } from "../common/concurrency.ts";
 
 export type Env = Record<string, string | undefined>;
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -46,6 +47,8 @@ export type EnvGatehouseOptions = Pick<
   | "maxWaitSeconds"
   | "maxSchedulesPerAgent"
   | "maxDelayedTasks"
+  | "concurrencyLimits"
+  | "metricsLanes"
   | "externalToolTimeoutMs"
   | "toolTimeoutMs"
   | "storeTimeoutMs"
@@ -93,6 +96,8 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: "GATEHOUSE_WHAT_IF_MAX_CANDIDATES", option: "whatIfMaxCandidates", default: String(DEFAULTS.whatIfMaxCandidates), meaning: "candidates one `POST .../what-if` judges at most (1 to 1000; docs/security.md, \"What-if\")" },
   { name: "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", option: "maxSchedulesPerAgent", default: String(DEFAULTS.maxSchedulesPerAgent), meaning: "schedules one agent may hold (1 to 10000; a new one past it is 409 `schedule_limit`; docs/security.md, \"Schedules\")" },
   { name: "GATEHOUSE_MAX_DELAYED_TASKS", option: "maxDelayedTasks", default: String(DEFAULT_MAX_DELAYED_TASKS), meaning: "delayed tasks (`delayMs`/`runAt` not yet due) one agent may hold (0 to 1000000; one more is 429 `too_many_delayed_tasks`; docs/security.md, \"Delayed tasks\")" },
+  { name: "GATEHOUSE_CONCURRENCY_LIMITS", option: "concurrencyLimits", default: "none", meaning: "concurrency limits by key, JSON: `{\"user:42\": 5, \"*\": 10}` (`*`: each key not named; limits 1 to 1000000; tasks over a limit wait queued; docs/operations.md, \"Concurrency and fairness\")" },
+  { name: "GATEHOUSE_METRICS_LANES", option: "metricsLanes", default: String(DEFAULT_METRICS_LANES), meaning: "lanes `/metrics` reports one by one (0 to 1000): the busiest; the rest are summed under `key=\"_other\"`" },
   { name: "GATEHOUSE_MAX_WAIT_SECONDS", option: "maxWaitSeconds", default: String(DEFAULTS.maxWaitSeconds), meaning: "longest `Prefer: wait` a task POST honours (0 to 3600; 0: off; docs/http.md)" },
   { name: "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", option: "externalToolTimeoutMs", default: String(DEFAULTS.externalToolTimeoutMs), meaning: "resume deadline of external tool calls" },
   { name: "GATEHOUSE_TOOL_TIMEOUT_MS", option: "toolTimeoutMs", default: String(DEFAULTS.toolTimeoutMs), meaning: "timeout of in-process tools" },
@@ -163,6 +168,22 @@ function rateRule(env: Env, name: string): { limit: number; periodMs: number } |
   return { limit, periodMs };
 }
 
+/** GATEHOUSE_CONCURRENCY_LIMITS: a JSON object from keys (or "*") to limits, checked as createGatehouse checks it. */
+function concurrencyLimitsFromEnv(env: Env): Record<string, number> | undefined {
+  const name = "GATEHOUSE_CONCURRENCY_LIMITS";
+  const raw = set(env, name);
+  if (raw === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`${name} is not JSON (expected an object such as {"user:42": 5, "*": 10})`, name);
+  }
+  const p = concurrencyLimitsProblem(v);
+  if (p) throw new ConfigError(`${name}: ${p.message}`, name);
+  return v as Record<string, number>;
+}
+
 /** GATEHOUSE_RETENTION (on/off) and the limits; undefined when none is set (createGatehouse's defaults). */
 function retentionFromEnv(env: Env): EnvGatehouseOptions["retention"] {
   const sw = set(env, "GATEHOUSE_RETENTION");
@@ -221,6 +242,8 @@ export function configFromEnv(env: Env): EnvConfig {
   opt("maxWaitSeconds", integer(env, "GATEHOUSE_MAX_WAIT_SECONDS", 0, 3_600));
   opt("maxSchedulesPerAgent", integer(env, "GATEHOUSE_MAX_SCHEDULES_PER_AGENT", 1, 10_000));
   opt("maxDelayedTasks", integer(env, "GATEHOUSE_MAX_DELAYED_TASKS", 0, 1_000_000));
+  opt("concurrencyLimits", concurrencyLimitsFromEnv(env));
+  opt("metricsLanes", integer(env, "GATEHOUSE_METRICS_LANES", 0, MAX_METRICS_LANES));
   opt("externalToolTimeoutMs", integer(env, "GATEHOUSE_EXTERNAL_TOOL_TIMEOUT_MS", 1, 365 * DAY_MS));
   opt("toolTimeoutMs", integer(env, "GATEHOUSE_TOOL_TIMEOUT_MS", 1, DAY_MS));
   const storeTimeoutMs = integer(env, "GATEHOUSE_STORE_TIMEOUT_MS", 100, 600_000);

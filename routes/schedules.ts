@@ -40,7 +40,7 @@ import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.t
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
 import { AgentId, AgentParams, SpendLimitBody } from "./schemas.ts";
-import { storedTaskOptions, TaskOptionFields } from "./task-options.ts";
+import { storedTaskOptions, TaskOptionFields, taskLane } from "./task-options.ts";
 import type { Context } from "hono";
 
 const ScheduleId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).describe("Schedule id, `^[A-Za-z0-9_.:-]{1,64}$`");
@@ -79,6 +79,8 @@ const ScheduleView = z.object({
   paused: z.boolean().describe("Paused: no tick fires (`nextRunAt` is null) until resumed"),
   verifyAttempts: z.int().optional().describe("Each tick's task's `verifyAttempts`"),
   spendLimit: SpendLimitBody.optional().describe("Each tick's task's `spendLimit`"),
+  concurrencyKey: z.string().optional().describe("Each tick's task's `concurrencyKey` (the request's, else the definition's `concurrencyKey(task)` when written)"),
+  priority: z.int().optional().describe("Each tick's task's `priority`"),
   nextRunAt: Iso.nullable().describe("The next tick; null: no more ticks, or paused"),
   nextRunAtMs: z.number().nullable(),
   lastFired: z.object({ tick: Iso, tickMs: z.number(), turnId: z.string(), at: Iso }).nullable()
@@ -101,6 +103,8 @@ function scheduleView(r: ScheduleRecord): z.infer<typeof ScheduleView> {
     catchUp: spec.catchUp, paused: spec.paused === true,
     ...(spec.options?.verifyMaxAttempts !== undefined ? { verifyAttempts: spec.options.verifyMaxAttempts } : {}),
     ...(spec.options?.budget !== undefined ? { spendLimit: spec.options.budget } : {}),
+    ...(spec.concurrencyKey !== undefined ? { concurrencyKey: spec.concurrencyKey } : {}),
+    ...(spec.priority !== undefined ? { priority: spec.priority } : {}),
     nextRunAt: r.nextTick === null ? null : iso(r.nextTick), nextRunAtMs: r.nextTick,
     lastFired: r.lastFired === null ? null : { tick: iso(r.lastFired.tick), tickMs: r.lastFired.tick, turnId: r.lastFired.turnId, at: iso(r.lastFired.at) },
     createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), ...byField(r.by),
@@ -120,7 +124,7 @@ const putSchedule = defineRoute({
   tags: ["schedules"],
   request: { params: ScheduleParams, body: jsonBody(ScheduleRequest) },
   responses: { 200: json("Replaced", ScheduleView), 201: json("Created", ScheduleView) },
-}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "schedule_limit", "unknown_agent_definition"], "enqueue");
+}, ["invalid_agent_id", ...BODY_PROBLEMS, "agent_definition_conflict", "schedule_limit", "unknown_agent_definition", "invalid_concurrency_key"], "enqueue");
 
 const patchSchedule = defineRoute({
   method: "patch",
@@ -176,7 +180,10 @@ function specOf(rt: RouteRuntime, c: Context, body: z.infer<typeof ScheduleReque
     throw new ProblemError("validation_failed", problem.reason, { extra: { errors: [{ path: [problem.field], message: problem.reason }] } });
   }
   const options = storedTaskOptions(rt, c, body);
+  const def = rt.agents.get(body.agent);
+  const lane = def ? taskLane(callerName(c), def, body, { agentId: c.req.param("agentId") ?? "", input: body.input, via: "schedule" }) : {};
   const spec: ScheduleSpec = {
+    ...lane,
     input: body.input, ...timing, catchUp: body.catchUp ?? "last", anchor: now,
     ...(body.paused === true ? { paused: true as const } : {}), ...(Object.keys(options).length > 0 ? { options } : {}),
   };

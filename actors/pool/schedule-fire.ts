@@ -62,6 +62,9 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: rec.spec.options ?? {}, input: rec.spec.input, now,
     maxQueued: queuedTicksCap(rec.spec),
+    // The schedule's key and priority (common/schedule.ts), carried into the tick's task.
+    ...(rec.spec.concurrencyKey !== undefined ? { concurrencyKey: rec.spec.concurrencyKey } : {}),
+    ...(rec.spec.priority !== undefined ? { priority: rec.spec.priority } : {}),
   });
   if (r.status === "fired" || r.status === "skipped" || r.status === "coalesced") reportStep(deps, rec, plan, r, now);
   if (r.status === "coalesced") {
