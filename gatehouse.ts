@@ -242,6 +242,8 @@ function routeRuntime(
     live,
     livePushes: parts.livePushes,
     maxWaitSeconds: checked.maxWaitSeconds,
+    ...(options.concurrencyLimits !== undefined ? { concurrencyLimits: { ...options.concurrencyLimits } } : {}),
+    ...(options.metricsLanes !== undefined ? { metricsLanes: options.metricsLanes } : {}),
     ...sseRuntime(options),
     ...(options.auth ? { auth: copyAuth(options.auth) } : {}),
     rateLimits: resolveRateLimits(options.rateLimits, options.auth !== undefined),

@@ -23,6 +23,8 @@
  * - `queuedTasks` lists the first queued tasks in the order they will start
  *   (store invariant `delayed-tasks`), a delayed one with its `runAt`, so a
  *   person sees what waits and until when.
+ * - `waiting` says why the first queued task has not started (routes/waiting.ts),
+ *   `concurrencyKey` the active turn's key; each queued task shows its key and priority.
  * - `definition` is the definition the current (or last) turn runs under:
  *   the binding (`agent`), or the target of the turn's last handoff
  *   (machine context `definition`, actors/steps/handoff.ts).
@@ -53,6 +55,7 @@ import type { QueuedTask, ScheduleRecord, Store } from "../store/port.ts";
 import type { AgentHead, ApprovalStatus } from "../store/types.ts";
 import { ProblemError } from "./problem.ts";
 import { type AgentView, agentState } from "./schemas.ts";
+import type { Waiting } from "./waiting.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
@@ -147,6 +150,7 @@ export function agentView(
   records: CallRecordsView = { delivered: new Set(), approvals: new Map() },
   queued: readonly QueuedTask[] = [],
   schedules: readonly ScheduleRecord[] = [],
+  waiting?: Waiting,
 ): AgentView {
   const ctx = contextOf(head);
   const v = ctx.verification;
@@ -161,7 +165,12 @@ export function agentView(
     epoch: head.epoch,
     version: head.version,
     pendingTasks: head.pendingTasks,
-    queuedTasks: queued.map((t) => ({ turnId: t.turnId, enqueuedAt: iso(t.enqueuedAt), ...(t.runAt !== undefined ? { runAt: iso(t.runAt) } : {}) })),
+    queuedTasks: queued.map((t) => ({
+      turnId: t.turnId, enqueuedAt: iso(t.enqueuedAt), ...(t.runAt !== undefined ? { runAt: iso(t.runAt) } : {}),
+      ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}), ...(t.priority !== undefined ? { priority: t.priority } : {}),
+    })),
+    ...(waiting !== undefined ? { waiting } : {}),
+    ...(head.activeTurnId !== null && head.currentTask?.concurrencyKey !== undefined ? { concurrencyKey: head.currentTask.concurrencyKey } : {}),
     lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
     runnableAt: isoOrNull(head.runnableAt),
     runnableAtMs: head.runnableAt,

@@ -35,6 +35,7 @@ import { logGrew } from "./live-feed.ts";
 import { DEFAULT_MAX_WAIT_SECONDS, preferredWait, TaskEnded, waitForTurnEnd } from "./prefer-wait.ts";
 import { z } from "@hono/zod-openapi";
 import { runAtIso, taskRunAt, tooManyDelayed } from "./task-delay.ts";
+import { waitingOf } from "./waiting.ts";
 import {
   AgentParams,
   AgentView,
@@ -187,7 +188,8 @@ export function agentRoutes(rt: RouteRuntime) {
       const head = await rt.store.getAgent(agentId);
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       const queued = head.pendingTasks > 0 ? await rt.store.listQueuedTasks(agentId, QUEUED_TASKS_SHOWN) : [];
-      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued, await rt.store.listSchedules(agentId)), 200);
+      const waiting = queued.length > 0 ? await waitingOf(rt, head, queued, queued[0].turnId) : undefined;
+      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued, await rt.store.listSchedules(agentId), waiting), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");
@@ -233,6 +235,7 @@ export function agentRoutes(rt: RouteRuntime) {
         status: t.status,
         ...(t.input !== undefined ? { input: t.input } : {}),
         ...(t.runAt !== undefined ? { runAt: runAtIso(t.runAt) } : {}),
+        ...(await turnLane(rt, agentId, turnId, t.status)),
       }, 200);
     })
     .openapi(cancelTask, async (c) => {
@@ -257,6 +260,29 @@ export function agentRoutes(rt: RouteRuntime) {
       }
     });
 }
+
+/** A queued turn's key, priority and `waiting` (routes/waiting.ts); an active turn's key and priority; nothing else. */
+async function turnLane(rt: RouteRuntime, agentId: string, turnId: string, status: string) {
+  if (status !== "queued" && status !== "active") return {};
+  const head = await rt.store.getAgent(agentId);
+  if (!head) return {};
+  if (status === "active") {
+    const task = head.activeTurnId === turnId ? head.currentTask : null;
+    return { ...laneOf(task ?? {}) };
+  }
+  const queued = await rt.store.listQueuedTasks(agentId, TURN_QUEUE_READ);
+  const task = queued.find((q) => q.turnId === turnId);
+  const waiting = await waitingOf(rt, head, queued, turnId);
+  return { ...laneOf(task ?? {}), ...(waiting !== undefined ? { waiting } : {}) };
+}
+
+const laneOf = (t: { concurrencyKey?: string; priority?: number }) => ({
+  ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}),
+  ...(t.priority !== undefined ? { priority: t.priority } : {}),
+});
+
+/** How far into an agent's queue `GET …/tasks/:turnId` reads to place a queued turn (beyond: `ahead` counts these). */
+const TURN_QUEUE_READ = 1_000;
 
 /** A duplicate's answer: the first task's due time while it is queued or running (invariant `delayed-tasks`). */
 async function firstRunAt(rt: RouteRuntime, agentId: string, turnId: string): Promise<number | undefined> {

@@ -4,10 +4,14 @@
  * Behind bearer auth like every route but `/healthz` when auth is configured.
  * The ready-queue gauge reads the store once per worker target of this
  * process; a store that cannot be read answers 500 (the scrape fails, as it
- * should, rather than report a stale depth).
+ * should, rather than report a stale depth). The lane gauges read the
+ * store's `concurrencyUsage` once per target too, at most `metricsLanes`
+ * lanes one by one (actors/observe/lane-gauges.ts).
  */
 import { z } from "@hono/zod-openapi";
 import { createMetrics, METRICS_CONTENT_TYPE } from "../actors/observe/metrics.ts";
+import { laneGauges } from "../actors/observe/lane-gauges.ts";
+import { DEFAULT_METRICS_LANES } from "../common/concurrency.ts";
 import { defineRoute, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 
@@ -27,7 +31,13 @@ export function metricsRoutes(rt: RouteRuntime) {
   return routeApp(rt).openapi(metricsRoute, async (c) => {
     const now = rt.clock.now();
     const ready = new Map<string, number>();
-    for (const t of rt.workerTargets ?? []) ready.set(t, await rt.store.readyCount(t, now));
-    return c.text(metrics.render(ready), 200, { "content-type": METRICS_CONTENT_TYPE });
+    const usages = [];
+    const n = rt.metricsLanes ?? DEFAULT_METRICS_LANES;
+    const limits = rt.concurrencyLimits !== undefined ? { concurrencyLimits: rt.concurrencyLimits } : {};
+    for (const t of rt.workerTargets ?? []) {
+      ready.set(t, await rt.store.readyCount(t, now));
+      usages.push(await rt.store.concurrencyUsage({ workerTarget: t, now, limit: n, ...limits }));
+    }
+    return c.text(metrics.render(ready, laneGauges(usages, n)), 200, { "content-type": METRICS_CONTENT_TYPE });
   });
 }

@@ -1,6 +1,7 @@
 /** What the routes need from the runtime. Routes never touch workers or timers directly. */
 import type { LiveChannel } from "../store/live.ts";
 import type { AnyAgent } from "../agents/define.ts";
+import type { ConcurrencyLimits } from "../store/port.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { Metrics } from "../actors/observe/metrics.ts";
@@ -64,6 +65,10 @@ export interface RouteRuntime {
    * channel): streams and waits are woken by it instead of polling.
    */
   livePushes?: boolean;
+  /** The concurrency limits this deployment claims under (`createGatehouse({ concurrencyLimits })`): `waiting` reads them. */
+  concurrencyLimits?: ConcurrencyLimits;
+  /** Lanes `/metrics` reports one by one (default DEFAULT_METRICS_LANES, common/concurrency.ts). */
+  metricsLanes?: number;
   /** Longest `Prefer: wait` honoured (s); 0: none (default 60, routes/prefer-wait.ts). */
   maxWaitSeconds?: number;
   /** How often an open SSE stream polls the store for new events (ms). */

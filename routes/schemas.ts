@@ -192,6 +192,23 @@ export const CancelAccepted = z.object({
 
 export const TURN_STATUSES = ["queued", "active", "done", "failed", "ended", "cancelled"] as const;
 
+/** Why a queued task waits (routes/waiting.ts; docs/http.md, "Why a task waits"). */
+export const Waiting = z.discriminatedUnion("for", [
+  z.object({ for: z.literal("run_at"), runAt: z.string().describe("A delayed task not due yet: its due time (ISO 8601, UTC)") }),
+  z.object({ for: z.literal("turn"), ahead: z.int().describe("Turns of this agent that start before it, its active turn counted (at least)") }),
+  z.object({
+    for: z.literal("concurrency_key"),
+    key: z.string().describe("Its concurrency key, at its limit"),
+    limit: z.int().describe("The key's limit (`concurrencyLimits`)"),
+    running: z.int().describe("Turns of the key running now, across every process"),
+  }),
+  z.object({
+    for: z.literal("lane"),
+    key: z.string().describe("Its lane: its concurrency key, \"\" for the default lane"),
+    queued: z.int().describe("Agents with due work in this lane that no worker holds (it included)"),
+  }),
+]).openapi("Waiting");
+
 export const TurnView = z.object({
   agentId: z.string(),
   turnId: z.string(),
@@ -201,6 +218,9 @@ export const TurnView = z.object({
   ),
   input: z.unknown().optional().describe("The task's input (stored once per turn; events refer to it by turn id)"),
   runAt: z.string().optional().describe("A delayed task's due time (ISO 8601, UTC), while it is queued or active"),
+  concurrencyKey: z.string().optional().describe("The task's concurrency key, while it is queued or active (absent: the default lane)"),
+  priority: z.int().optional().describe("The task's priority in seconds, while it is queued or active (absent: 0)"),
+  waiting: Waiting.optional().describe("Why the queued task has not started (docs/http.md, \"Why a task waits\"); only while `queued`"),
 }).openapi("TurnView");
 
 export const TaskCancelled = z.object({
@@ -239,7 +259,11 @@ export const AgentView = z.object({
     turnId: z.string(),
     enqueuedAt: IsoTime,
     runAt: IsoTime.optional().describe("A delayed task: not started before this time"),
+    concurrencyKey: z.string().optional().describe("Its concurrency key (absent: the default lane)"),
+    priority: z.int().optional().describe("Its priority in seconds (absent: 0)"),
   })).describe(`The first ${QUEUED_TASKS_SHOWN} queued tasks in the order they will start (docs/http.md, "Delayed tasks")`),
+  waiting: Waiting.optional().describe("Why the first queued task has not started (docs/http.md, \"Why a task waits\"); absent with no queued task"),
+  concurrencyKey: z.string().optional().describe("The active turn's concurrency key (absent: none, or no active turn)"),
   lease: z.object({
     workerId: z.string().describe("The worker loop holding the agent (`<process worker id>/<loop>`)"),
     until: IsoTime,

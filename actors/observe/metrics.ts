@@ -12,6 +12,7 @@
  * observes step latency around the model call. Web APIs only.
  */
 import type { CommitRequest, Store } from "../../store/port.ts";
+import type { LaneGauge } from "./lane-gauges.ts";
 
 /** Upper bounds of the step latency buckets (seconds). */
 export const STEP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
@@ -32,8 +33,11 @@ export interface Metrics {
   scheduleTickCoalesced(): void;
   /** One model step took `seconds`. */
   stepDuration(seconds: number): void;
-  /** The exposition text; `ready` maps each worker target to its due agents. */
-  render(ready: ReadonlyMap<string, number>): string;
+  /**
+   * The exposition text; `ready` maps each worker target to its due agents, `lanes` are the lane
+   * gauges (actors/observe/lane-gauges.ts; absent: not written).
+   */
+  render(ready: ReadonlyMap<string, number>, lanes?: readonly LaneGauge[]): string;
 }
 
 /** The media type of the exposition format. */
@@ -82,7 +86,7 @@ export function createMetrics(): Metrics {
         if (seconds <= le) buckets[i]++;
       });
     },
-    render(ready) {
+    render(ready, lanes) {
       const out: string[] = [];
       const head = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
       const labelled = (name: string, label: string, m: ReadonlyMap<string, number>) => {
@@ -108,6 +112,12 @@ export function createMetrics(): Metrics {
       out.push(`gatehouse_schedule_ticks_coalesced_total ${coalesced}`);
       head("gatehouse_ready_agents", "gauge", "Agents due now in the ready queue of each worker target.");
       labelled("gatehouse_ready_agents", "target", ready);
+      if (lanes) {
+        head("gatehouse_lane_running", "gauge", "Turns running now per concurrency key (the busiest lanes; the rest summed under key=\"_other\"; key=\"\" the default lane, not tracked).");
+        labelled("gatehouse_lane_running", "key", new Map(lanes.map((l) => [l.key, l.running])));
+        head("gatehouse_lane_queued", "gauge", "Agents with due work no worker holds per concurrency key (the busiest lanes; the rest summed under key=\"_other\").");
+        labelled("gatehouse_lane_queued", "key", new Map(lanes.map((l) => [l.key, l.queued])));
+      }
       head("gatehouse_step_duration_seconds", "histogram", "Duration of one model step (all attempts of the model call).");
       STEP_BUCKETS.forEach((le, i) => out.push(`gatehouse_step_duration_seconds_bucket{le="${le}"} ${buckets[i]}`));
       out.push(`gatehouse_step_duration_seconds_bucket{le="+Inf"} ${stepCount}`);

@@ -40,7 +40,10 @@ export async function listQueuedTasks(s: MemoryState, agentId: string, limit: nu
   const { agents } = s;
   const a = agents.get(agentId);
   if (!a || limit <= 0) return [];
-  return a.tasks.slice(0, limit).map((t) => ({ turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}) }));
+  return a.tasks.slice(0, limit).map((t) => ({
+    turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}),
+    ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}), ...(t.priority !== undefined ? { priority: t.priority } : {}),
+  }));
 }
 
 export async function getToolCalls(s: MemoryState, agentId: string, turnId: string): Ret<"getToolCalls"> {
