@@ -952,6 +952,12 @@ export interface Reads {
   readCheckpoint(agentId: string): Promise<Checkpoint | null>;
   /** A page of the agents index, newest updatedAt first, ties by agent id descending. */
   listAgents(req: ListAgentsRequest): Promise<AgentIndexEntry[]>;
+  /**
+   * Running and queued counts per lane of a worker target (invariants `concurrency-keys`,
+   * `fair-lanes`), busiest first; the default lane "" counts its queued agents only
+   * (its running agents are not tracked).
+   */
+  concurrencyUsage(req: ConcurrencyUsageRequest): Promise<ConcurrencyUsage>;
 }
 
 /**

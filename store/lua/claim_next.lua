@@ -13,10 +13,20 @@
   ARGV[5] upto_arg: visit bells up to this score only (at most now; absent: now). The
       sharded layout passes the oldest bell of the other shards, so the
       bells of all shards are visited oldest first (docs/store.md)
-  ARGV[6..] names: when given, the agentName JSON texts the caller may claim
+  ARGV[6] limits_json: the claim's concurrency limits as a JSON object ('' : none;
+      store/port.ts invariant `concurrency-keys`, includes/lanes.lua)
+  ARGV[7..] names: when given, the agentName JSON texts the caller may claim
       (store/port.ts invariant `definition-sets`): a claimable agent of another name is
       left as it is (its bell stays due) and counted
-  Undeclared keys: the head, tasks, delayed, mail and inputs keys (and the head's long values) of each visited agent, built
+  Lanes (store/port.ts invariant `fair-lanes`, includes/keys.lua): when the
+  target has keyed lanes with due bells, the due lanes are visited by their
+  place (max of not-before and earliest bell), the default lane (KEYS[1]
+  itself) at its own; a claim marks its lane served at `now`, a lane whose
+  key is at its limit is parked (includes/lanes.lua). With no keyed lane the
+  visit is the one of KEYS[1] alone, as before lanes existed.
+
+  Undeclared keys: the lane keys of KEYS[1] (`<ready>:lanes`, `<ready>:nb`,
+  `<ready>:key:<K>`) and the running sets of the visited agents' keys; the head, tasks, delayed, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
 
@@ -38,6 +48,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include claim.lua
 -- @include schedule.lua
 
@@ -45,6 +56,7 @@
 local ready = KEYS[1]
 local prefix, worker_json, lease_ms_text, now_str = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local upto_arg = ARGV[5]
+local limits_json = ARGV[6]
 
 -- no checks: it refuses nothing. Each visit either claims (claim_agent checks
 -- before it writes) or moves or removes the visited bell.
@@ -52,10 +64,11 @@ local lease_ms = tonumber(lease_ms_text)
 local now = tonumber(now_str)
 local upto = upto_arg or now_str
 local names = nil
-if #ARGV > 5 then
+if #ARGV > 6 then
   names = {}
-  for i = 6, #ARGV do names[ARGV[i]] = true end
+  for i = 7, #ARGV do names[ARGV[i]] = true end
 end
+local limits = (limits_json and limits_json ~= '') and cjson.decode(limits_json) or nil
 local seen = {}
 -- Bells left in place (other names' agents): they stay first among the due ones, so the next batch starts after them.
 local foreign = 0
@@ -91,46 +104,88 @@ local function visit_schedule(m)
   return schedule_json(sched, id)
 end
 
-while true do
-  local due = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'LIMIT', foreign, 20)
-  if #due == 0 then
-    return empty()
-  end
-  for _, agent_id in ipairs(due) do
-    -- Every visit moves the bell past `now` or removes it, so the loop ends;
-    -- a bell seen twice would mean it did not: stop rather than spin.
-    if seen[agent_id] then
-      return empty()
+-- Visits the due bells of one lane (zset `z`, key `ck`; nil: the default lane), oldest first.
+-- Returns a reply, or nil when the lane has nothing to claim now (or was parked at its limit).
+-- `rotate`: other lanes are due, so a claim marks its lane served.
+local function visit_lane(z, ck, rotate)
+  -- Long because it is the visit loop of one lane with each status of a visit, as one reading.
+  local skipped = 0
+  while true do
+    local due = redis.call('ZRANGEBYSCORE', z, '-inf', upto, 'LIMIT', skipped, 20)
+    if #due == 0 then
+      return nil
     end
-    seen[agent_id] = true
-    local is_schedule = string.find(agent_id, '\n', 1, true) ~= nil
-    local sched_reply = is_schedule and visit_schedule(agent_id)
-    if sched_reply == 'foreign' then
-      foreign = foreign + 1
-    elseif sched_reply then
-      return 'schedule ' .. sched_reply
-    elseif not is_schedule then
-      local k = {
-        head = agent_key(prefix, agent_id, 'head'),
-        tasks = agent_key(prefix, agent_id, 'tasks'),
-        delayed = agent_key(prefix, agent_id, 'delayed'),
-        mail = agent_key(prefix, agent_id, 'mail'),
-        inputs = agent_key(prefix, agent_id, 'inputs'),
-      }
-      local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names)
-      if status == 'claimed' then
-        return reply
-      elseif status == 'foreign' then
-        foreign = foreign + 1
-      elseif status == 'busy' then
-        set_bell(ready, int(lease_until), agent_id)
-      elseif status == 'missing' or status == 'stale' then
-        -- The agent is gone, or its bell belongs to another target's queue.
-        redis.call('ZREM', ready, agent_id)
-      elseif status == 'error' then
-        -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
-        set_bell(ready, int(now + lease_ms), agent_id)
+    for _, agent_id in ipairs(due) do
+      -- Every visit moves the bell past `now` or removes it, so the loop ends;
+      -- a bell seen twice would mean it did not: stop rather than spin.
+      if seen[agent_id] then
+        return nil
+      end
+      seen[agent_id] = true
+      local is_schedule = string.find(agent_id, '\n', 1, true) ~= nil
+      local sched_reply = is_schedule and visit_schedule(agent_id)
+      local lane = (not is_schedule) and agent_lane(ready, agent_id)
+      if sched_reply == 'foreign' then
+        foreign, skipped = foreign + 1, skipped + 1
+      elseif sched_reply then
+        return 'schedule ' .. sched_reply
+      elseif not is_schedule and lane ~= ck then
+        -- A bell left in another lane's zset: it joins its agent's lane.
+        local score = redis.call('ZSCORE', z, agent_id)
+        redis.call('ZREM', z, agent_id)
+        if ck then place_lane(ready, ck) end
+        set_bell(ready, score, agent_id)
+      elseif not is_schedule then
+        local k = {
+          head = agent_key(prefix, agent_id, 'head'),
+          tasks = agent_key(prefix, agent_id, 'tasks'),
+          delayed = agent_key(prefix, agent_id, 'delayed'),
+          mail = agent_key(prefix, agent_id, 'mail'),
+          inputs = agent_key(prefix, agent_id, 'inputs'),
+        }
+        local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names, limits)
+        if status == 'claimed' then
+          if ck or rotate then serve_lane(ready, ck, now_str) end
+          return reply
+        elseif status == 'limited' then
+          return nil
+        elseif status == 'foreign' then
+          foreign, skipped = foreign + 1, skipped + 1
+        elseif status == 'busy' then
+          set_bell(ready, int(lease_until), agent_id)
+        elseif status == 'missing' or status == 'stale' then
+          -- The agent is gone, or its bell belongs to another target's queue.
+          redis.call('ZREM', z, agent_id)
+          if ck then place_lane(ready, ck) end
+        elseif status == 'error' then
+          -- An unreadable head: move its bell back by a lease so it cannot stay ahead of the others.
+          set_bell(ready, int(now + lease_ms), agent_id)
+        end
       end
     end
   end
 end
+
+local lanes = redis.call('ZRANGEBYSCORE', ready .. ':lanes', '-inf', upto, 'WITHSCORES', 'LIMIT', 0, 64)
+if #lanes == 0 then
+  return visit_lane(ready, nil, false) or empty()
+end
+-- Due lanes in least-recently-served order; the default lane at max(its not-before, its earliest due bell).
+local order = {}
+local d = redis.call('ZRANGEBYSCORE', ready, '-inf', upto, 'WITHSCORES', 'LIMIT', 0, 1)
+local dplace = d[2] and math.max(tonumber(d[2]), tonumber(redis.call('HGET', ready .. ':nb', '') or '') or 0)
+for i = 1, #lanes, 2 do
+  if dplace and dplace < tonumber(lanes[i + 1]) then
+    order[#order + 1] = false
+    dplace = nil
+  end
+  order[#order + 1] = lanes[i]
+end
+if dplace then order[#order + 1] = false end
+for _, ck in ipairs(order) do
+  local r = visit_lane(lane_zset(ready, ck or nil), ck or nil, true)
+  if r then
+    return r
+  end
+end
+return empty()

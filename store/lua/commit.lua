@@ -57,11 +57,14 @@
        then chain: '1' to take the next queued task when the turn ends
          (invariant `turn-chaining`), else '',
        then stop at cancel: '1' to refuse while a cancel of the active turn
-         is pending beyond ackMailThrough (invariant `firm-cancels`), else ''
+         is pending beyond ackMailThrough (invariant `firm-cancels`), else '',
+       then the concurrency limits a chained claim keeps, JSON ('' or absent: none;
+         invariant `concurrency-keys`: a next task whose key is at its limit is not chained)
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
-  ready zset of the agent's stored target; the waits zsets of named events; the calls hashes of ended turns
+  ready zset of the agent's stored target and its lane keys, the running sets of
+  the agent's keys (includes/lanes.lua); the waits zsets of named events; the calls hashes of ended turns
   that retention drops; on one Redis, the keys of the head's long values
   (the snapshot, a long currentTask: includes/head.lua). All are the
   agent's (its hash tag) or its home's.
@@ -86,6 +89,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include retention.lua
 -- @include wire.lua
 
@@ -121,6 +125,7 @@ local ev_at = msg_at + n_msg
 local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
 local chain = ARGV[ev_at + n_ev + 2] == '1'
 local stop_at_cancel = ARGV[ev_at + n_ev + 3] == '1'
+local limits_json = ARGV[ev_at + n_ev + 4] or ''
 
 local num = function(v) return tonumber(v) or 0 end
 
@@ -179,8 +184,9 @@ for i = 0, n_res - 1 do
     -- back at once so a worker picks up the result that won.
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    release_run(prefix, head, agent_id, ready, now_str)
     -- write before checks done: and rings the bell so the result that won is picked up
-    set_bell(ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id, nil, true)
     return 'tool_call_resolved'
   end
 end
@@ -191,8 +197,9 @@ if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
   if cancel_seq > ack and cancel_seq >= first_pending then
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    release_run(prefix, head, agent_id, ready, now_str)
     -- write before checks done: and rings the bell so a claim applies the cancel
-    set_bell(ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id, nil, true)
     return 'cancel_pending'
   end
 end
@@ -328,7 +335,19 @@ if ends_turn then
 end
 
 local chained = ''
-if chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now) then
+local next_ck = nil
+if ends_turn then
+  -- The ended turn's slot frees; the agent's lane is its next task's (includes/lanes.lua).
+  release_run(prefix, head, agent_id, ready, now_str)
+  relane_idle(ready, agent_id, head, q)
+  next_ck = agent_lane(ready, agent_id)
+end
+-- A next task whose key is at its limit is not chained: the lease is released, the lane parked (invariant `concurrency-keys`).
+local chain_full = chain and next_ck and lane_full(prefix, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now)
+if chain_full then
+  park_lane(ready, next_ck, chain_full)
+end
+if chain and not chain_full and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now) then
   -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
   local entry = pop_task(q)
   local nl = string.find(entry, '\n', 1, true)
@@ -344,18 +363,20 @@ if chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, 
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
   set_bell(ready, until_str, agent_id)
+  run_under(prefix, head, agent_id, next_ck, until_str)
   chained = chained_reply(next_turn)
 elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
   w[#w + 1] = 'runnableAt'; w[#w + 1] = release
   set_head(head, w, h)
+  release_run(prefix, head, agent_id, ready, now_str)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
     or (next_active == 'null' and task_due(q, now))
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
-    set_bell(ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id, nil, true)
   else
     -- The next wakeup, or a delayed task's runAt (invariant `delayed-tasks`); none: no bell.
     rest_bell(ready, agent_id, release, next_active == 'null', q, now)

@@ -99,5 +99,5 @@ else
   last = append_events(events, last_event, turn_json, now_str, { event_tail, result_tail })
 end
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last))
-set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)
+set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true, true)
 return 'decided ' .. merge_call(base, overlay, prior)

@@ -26,6 +26,8 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
+-- @include lanes.lua
 
 -- Arguments, named in the order of the header (described in store/script/lifecycle.ts).
 local head, turns, deadlines, agents_idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -71,7 +73,8 @@ for turn, key in pairs(calls) do
   redis.call('DEL', key)
 end
 if h then
-  redis.call('ZREM', ready_key(prefix, h.workerTarget), agent_id)
+  release_run(prefix, head, agent_id, ready_key(prefix, h.workerTarget), now_str)
+  drop_bell(ready_key(prefix, h.workerTarget), agent_id)
 end
 redis.call('ZREM', agents_idx, agent_id)
 -- The agent's own keys: head, turns and KEYS[6..] (never the shared indexes 3 and 4, nor the marker 5).

@@ -43,6 +43,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include enqueue.lua
 
 -- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).

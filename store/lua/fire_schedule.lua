@@ -48,6 +48,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include enqueue.lua
 -- @include turns.lua
 

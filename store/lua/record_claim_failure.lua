@@ -41,6 +41,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include end_turn.lua
 
 -- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
@@ -89,6 +90,7 @@ if failures < max_failures then
   redis.call('HSET', k.head, '_failTurn', turn_json, '_failCount', int(failures), 'leaseOwner', 'null',
     'leaseUntil', '0', 'runnableAt', retry_at, 'updatedAt', now_str, 'lastEventId', int(last))
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
+  release_run(prefix, k.head, agent_id, ready, now_str)
   set_bell(ready, retry_at, agent_id)
   -- outcome after checks done: the retry reply (the turn stays), not a refusal
   return 'retry {"failures":' .. failures .. ',"retryAt":' .. retry_at .. '}'

@@ -16,6 +16,8 @@
 ]]
 -- @include keys.lua
 -- @include head.lua
+-- @include queue.lua
+-- @include lanes.lua
 
 -- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
 local head = KEYS[1]
@@ -33,4 +35,5 @@ end
 local until_str = int(now + lease_ms)
 redis.call('HSET', head, 'leaseUntil', until_str)
 set_bell(ready_key(prefix, h.workerTarget), until_str, agent_id)
+renew_run(prefix, head, agent_id, until_str)
 return 'renewed ' .. until_str

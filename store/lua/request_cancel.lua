@@ -81,5 +81,5 @@ local last = append_events(events, tonumber(h.lastEventId), target, now_str,
   { '"type":"cancel_requested","data":{"reason":' .. reason_json .. ',"turnId":' .. target .. by_field .. '}}' })
 redis.call('HSET', head, '_mailSeq', seq, 'pendingMail', int(pending), 'lastEventId', int(last), '_cancel', token,
   '_cancelSeq', seq, '_cancelTurn', target)
-set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true)
+set_bell(ready_key(prefix, h.workerTarget), now_str, agent_id, true, true)
 return 'accepted ' .. target

@@ -31,6 +31,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include end_turn.lua
 
 -- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).

@@ -7,6 +7,7 @@ import type { Lifecycle } from "../port.ts";
 import { int } from "./records.ts";
 import type { MemoryState } from "./state.ts";
 import { dropSchedules } from "./schedule-steps.ts";
+import { releaseRun } from "./lanes.ts";
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof Lifecycle> = ReturnType<NonNullable<Lifecycle[K]>>;
@@ -22,7 +23,8 @@ export async function deleteAgent(s: MemoryState, agentId: string, now?: number)
       if (hadSchedules) w.mapSet(deleted, agentId, at);
       return hadSchedules ? { status: "deleted" as const } : { status: "agent_not_found" as const };
     }
-    // Writes: the agent's records, its bell, its deadlines; verdict records stay (invariant `deletion`), delivery records expire.
+    // Writes: the agent's records, its slot, its bell, its deadlines; verdict records stay (invariant `deletion`), delivery records expire.
+    releaseRun(s, a, at);
     w.mapDelete(agents, agentId);
     // The queue is replaced whole, so an undo keeps its order (claimNext breaks ties by insertion).
     const q = ready.get(a.head.workerTarget);

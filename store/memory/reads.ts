@@ -4,7 +4,10 @@
  * Each operation is a top-level function of the store's MemoryState;
  * store/memory.ts binds them to the store object.
  */
-import type { AgentIndexEntry, ListAgentsRequest, Reads } from "../port.ts";
+import type { AgentIndexEntry, ConcurrencyUsageRequest, ListAgentsRequest, Reads } from "../port.ts";
+import { usageOf } from "../lanes.ts";
+import { checkTarget } from "../keys.ts";
+import { laneRows } from "./lanes.ts";
 import { normalizeRecord } from "../spelling.ts";
 import { inputText } from "../inputs.ts";
 import { turnStatus } from "./records.ts";
@@ -118,4 +121,10 @@ export async function listAgents(s: MemoryState, req: ListAgentsRequest): Promis
     .filter((e) => e.updatedAt >= since && below(e))
     .sort((x, y) => y.updatedAt - x.updatedAt || (x.agentId < y.agentId ? 1 : x.agentId > y.agentId ? -1 : 0))
     .slice(0, req.limit);
+}
+
+/** Running and queued counts per lane of a target (invariants `concurrency-keys`, `fair-lanes`). */
+export async function concurrencyUsage(s: MemoryState, req: ConcurrencyUsageRequest): Ret<"concurrencyUsage"> {
+  checkTarget(req.workerTarget);
+  return usageOf(laneRows(s, req.workerTarget, req.now, req.keys), req);
 }

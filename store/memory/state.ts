@@ -16,7 +16,8 @@
  */
 import type { StoredEvent } from "../../common/events.ts";
 import type { ScheduleRecord } from "../port.ts";
-import { type AgentRecords, type DeliveryRecord, utf8Length } from "./records.ts";
+import { type AgentRecords, bellAt, type DeliveryRecord, utf8Length } from "./records.ts";
+import { laneOf } from "./lanes.ts";
 
 export class MemoryState {
   readonly agents = new Map<string, AgentRecords>();
@@ -49,6 +50,12 @@ export class MemoryState {
   /** The tool registry: role -> entry (plain JSON), and `<role>\n<form>` -> the method first seen with that form. */
   readonly tools = new Map<string, unknown>();
   readonly toolForms = new Map<string, string>();
+  /** Concurrency key -> (agentId -> lease end) of the leases running under it (invariant `concurrency-keys`). */
+  readonly running = new Map<string, Map<string, number>>();
+  /** agentId -> the key its lease runs under (the scripts' head field `_ckRun`). */
+  readonly runKeys = new Map<string, string>();
+  /** `<target>\n<lane>` -> the lane's not-before: last served, or parked until (invariant `fair-lanes`). */
+  readonly laneNb = new Map<string, number>();
   readonly fault: (step: string) => void;
 
   constructor(faults?: (step: string) => void) {
@@ -98,16 +105,25 @@ export class MemoryState {
     return m;
   };
 
-  readonly ring = (a: AgentRecords, score: number) => {
+  /** Rings a bell (only earlier); `dueNow`: for work due at once, written `priority` seconds earlier (invariant `priorities`). */
+  readonly ring = (a: AgentRecords, score: number, dueNow = true) => {
+    if (dueNow) score -= laneOf(a).prio * 1000;
     const q = this.readyOf(a.head.workerTarget);
     const cur = q.get(a.head.agentId);
     if (cur === undefined || score < cur) this.w.mapSet(q, a.head.agentId, score);
   };
 
-  readonly setReady = (a: AgentRecords, score: number | null) => {
+  readonly setReady = (a: AgentRecords, score: number | null, dueNow = false) => {
+    if (dueNow && score !== null) score -= laneOf(a).prio * 1000;
     const q = this.readyOf(a.head.workerTarget);
     if (score === null) this.w.mapDelete(q, a.head.agentId);
     else this.w.mapSet(q, a.head.agentId, score);
+  };
+
+  /** The bell of an agent with no lease: its next wakeup (`bellAt`), due work's ahead by its priority. */
+  readonly restBell = (a: AgentRecords, now: number) => {
+    const at = bellAt(a, now);
+    this.setReady(a, at, at !== null && at <= now);
   };
 
   /** Builds an event from data already copied; the append itself cannot fail half-way. */

@@ -15,7 +15,9 @@ import { notApplied } from "../../common/contract-validation.ts";
 import type { Outcome } from "../../common/outcome.ts";
 import { resolveRetention } from "../retention.ts";
 import { bellAt, callKey, claimable, delayedCount, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
-import { doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
+import { claimStep, doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
+import { dueLanes, laneFull, laneOf, nextLaneAt, parkLane, releaseRun, renewRun, serveLane } from "./lanes.ts";
+import { taskLaneFields } from "../lanes.ts";
 import type { MemoryState } from "./state.ts";
 import { dueSchedule } from "./schedule-steps.ts";
 
@@ -56,6 +58,7 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
       enqueuedAt: req.now,
       ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
       ...(runAt !== undefined ? { runAt } : {}),
+      ...taskLaneFields(req),
     };
     if (!a) a = freshAgent(req.agentId, req.agentName, req.workerTarget, req.now);
     const ev = eventOf(a, 1, req.turnId, "task_enqueued", data, req.now);
@@ -70,7 +73,7 @@ export function enqueueInside(s: MemoryState, req: EnqueueTaskRequest): EnqueueT
     w.mapSet(a.turns, req.turnId, "queued");
     w.mapSet(a.inputs, req.turnId, input);
     appendEvents(a, [ev]);
-    ring(a, runAt ?? req.now);
+    ring(a, runAt ?? req.now, (runAt ?? req.now) <= req.now);
     return { status: "enqueued", turnId: req.turnId };
   }
 }
@@ -208,37 +211,55 @@ export async function claim(s: MemoryState, req: ClaimRequest): Promise<ClaimRes
 }
 
 export async function claimNext(s: MemoryState, req: ClaimNextRequest): Promise<ClaimResult> {
-  const { agents, atomic, w, readyOf } = s;
+  const { atomic, readyOf } = s;
   return atomic(() => {
     const q = readyOf(req.workerTarget);
-    // Oldest due bell first; skip (and re-score) bells of agents that are busy or empty.
-    const due = [...q.entries()].filter(([, s]) => s <= req.now).sort((x, y) => x[1] - y[1]);
-    let foreign = 0;
     req.agentNames?.forEach(checkAgentName);
-    for (const [agentId] of due) {
-      // A schedule's due time (invariant `schedule-tick-once`): answered, never fired here.
-      if (agentId.includes("\n")) {
-        const r = dueSchedule(s, q, agentId, req);
-        if (r === "foreign") foreign++;
-        else if (r) return r;
-        continue;
+    // Due lanes least recently served first (invariant `fair-lanes`); one lane alone: the bells oldest first.
+    const lanes = dueLanes(s, q, req.workerTarget, req.now);
+    const rotate = lanes.some((l) => l.lane !== "");
+    let foreign = 0;
+    for (const { lane, bells } of lanes) {
+      const r = visitLane(s, q, bells, req);
+      foreign += r.foreign;
+      if (r.claim) {
+        if (rotate && r.claim.status === "claimed") serveLane(s, req.workerTarget, lane, req.now);
+        return r.claim;
       }
-      const a = agents.get(agentId);
-      if (!a) {
-        w.mapDelete(q, agentId);
-        continue;
-      }
-      // Another deployment's agent (invariant `definition-sets`): left as it is, for a worker that has its definition.
-      if (req.agentNames && !req.agentNames.includes(a.head.agentName) && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
-        foreign++;
-        continue;
-      }
-      const r = doClaim(s, a, req);
-      if (r.status === "claimed") return r;
-      if (r.status === "busy") w.mapSet(q, agentId, r.leaseUntil);
     }
     return foreign > 0 ? { status: "empty", foreign } : { status: "empty" };
   });
+}
+
+/** Visits one lane's due bells, oldest first: the claim (or due schedule) it found, and the agents of other names it left. */
+function visitLane(s: MemoryState, q: Map<string, number>, bells: string[], req: ClaimNextRequest): { claim?: ClaimResult; foreign: number } {
+  const { agents, w } = s;
+  let foreign = 0;
+  for (const agentId of bells) {
+    // A schedule's due time (invariant `schedule-tick-once`): answered, never fired here.
+    if (agentId.includes("\n")) {
+      const r = dueSchedule(s, q, agentId, req);
+      if (r === "foreign") foreign++;
+      else if (r) return { claim: r, foreign };
+      continue;
+    }
+    const a = agents.get(agentId);
+    if (!a) {
+      w.mapDelete(q, agentId);
+      continue;
+    }
+    // Another deployment's agent (invariant `definition-sets`): left as it is, for a worker that has its definition.
+    if (req.agentNames && !req.agentNames.includes(a.head.agentName) && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
+      foreign++;
+      continue;
+    }
+    const r = claimStep(s, a, req);
+    // A lane at its key's limit is parked (invariant `concurrency-keys`): the next lane is visited.
+    if (r.status === "limited") return { foreign };
+    if (r.status === "claimed") return { claim: r, foreign };
+    if (r.status === "busy") w.mapSet(q, agentId, r.leaseUntil);
+  }
+  return { foreign };
 }
 
 export async function renewLease(s: MemoryState, req: RenewRequest): Ret<"renewLease"> {
@@ -252,6 +273,7 @@ export async function renewLease(s: MemoryState, req: RenewRequest): Ret<"renewL
     }
     w.set(h, "leaseUntil", req.now + req.leaseMs);
     setReady(a, h.leaseUntil);
+    renewRun(s, a, h.leaseUntil);
     return { status: "renewed" as const, leaseUntil: h.leaseUntil };
   });
 }
@@ -277,7 +299,8 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
         // Someone (the watchdog) resolved it first: give the agent back at once.
         w.set(h, "leaseOwner", null);
         w.set(h, "leaseUntil", 0);
-        setReady(a, req.now);
+        releaseRun(s, a, req.now);
+        setReady(a, req.now, true);
         return { status: "conflict", reason: "tool_call_resolved" };
       }
     }
@@ -285,7 +308,8 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       // A cancel of this turn waits (invariant `firm-cancels`): give the agent back at once so a claim applies it.
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
-      setReady(a, req.now);
+      releaseRun(s, a, req.now);
+      setReady(a, req.now, true);
       return { status: "conflict", reason: "cancel_pending" };
     }
     // Copies of everything the commit stores, before the first write.
@@ -352,7 +376,11 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       if (req.retention) retain(s, a, req.retention, snapshot, req.now);
     }
     w.set(h, "activeTurnId", req.activeTurnId);
-    if (req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && dueTask(a, req.now) !== null) {
+    // The ended turn's slot frees; a next task whose key is at its limit is not chained, its lane parked (invariant `concurrency-keys`).
+    if (endsTurn) releaseRun(s, a, req.now);
+    const full = req.chainNextTask && endsTurn ? laneFull(s, laneOf(a).lane, req.concurrencyLimits, req.now) : null;
+    if (full !== null) parkLane(s, h.workerTarget, laneOf(a).lane, full);
+    if (full === null && req.chainNextTask && endsTurn && req.release && a.mail.length === 0 && dueTask(a, req.now) !== null) {
       // Turn chaining (invariant `turn-chaining`): the next task is claimed by this very commit; the lease stays.
       const chained = takeLease(s, a, req, null, []);
       return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough, chained };
@@ -361,7 +389,8 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       w.set(h, "leaseOwner", null);
       w.set(h, "leaseUntil", 0);
       w.set(h, "runnableAt", req.release.runnableAt);
-      setReady(a, bellAt(a, req.now));
+      releaseRun(s, a, req.now);
+      s.restBell(a, req.now);
     } else {
       w.set(h, "runnableAt", req.now);
       w.set(h, "leaseUntil", req.now + req.leaseMs);
@@ -395,6 +424,7 @@ export async function recordClaimFailure(s: MemoryState, req: ClaimFailureReques
       w.set(h, "leaseUntil", 0);
       w.set(h, "runnableAt", retryAt);
       w.set(h, "updatedAt", req.now);
+      releaseRun(s, a, req.now);
       setReady(a, retryAt);
       return { status: "retry", failures, retryAt };
     }
@@ -459,7 +489,8 @@ export async function nextReadyAt(s: MemoryState, workerTarget: string): Ret<"ne
   const { ready } = s;
   const q = ready.get(workerTarget);
   if (!q || q.size === 0) return null;
-  return Math.min(...q.values());
+  // A lane parked at its limit counts at its place (invariant `fair-lanes`), as next_ready_at.lua reads it.
+  return nextLaneAt(s, q, workerTarget);
 }
 
 export async function readyCount(s: MemoryState, workerTarget: string, now: number): Ret<"readyCount"> {

@@ -4,11 +4,12 @@
  * a chaining commit). Each takes the store's MemoryState and writes through
  * its journal.
  */
-import type { ClaimResult, PreviousLease, RetentionLimits, TurnEnd } from "../port.ts";
+import type { ClaimResult, ConcurrencyLimits, PreviousLease, RetentionLimits, TurnEnd } from "../port.ts";
 import type { MailItem } from "../types.ts";
 import { planRetention } from "../retention.ts";
 import { type AgentRecords, bellAt, claimable, dueTask, leaseHeld } from "./records.ts";
 import type { MemoryState } from "./state.ts";
+import { laneFull, laneOf, parkLane, releaseRun, runUnder } from "./lanes.ts";
 
 /**
  * Applies the retention rules (store/retention.ts) after a commit that
@@ -67,7 +68,7 @@ export function prepareEndTurn(
   now: number,
   before: Array<{ type: string; data: Record<string, unknown> }>,
 ): () => number {
-  const { deadlines, copy, w, eventOf, appendEvents, setReady } = s;
+  const { deadlines, copy, w, eventOf, appendEvents, restBell } = s;
   const turnId = a.head.activeTurnId;
   const snapshot = copy(end.snapshot);
   const messages = end.messages.map((m) => copy(m));
@@ -98,13 +99,29 @@ export function prepareEndTurn(
     w.set(h, "leaseOwner", null);
     w.set(h, "leaseUntil", 0);
     w.set(h, "runnableAt", null);
+    // The ended turn's slot frees (invariant `concurrency-keys`).
+    releaseRun(s, a, now);
     // The tasks behind the turn proceed (a delayed one when it comes due: invariant `delayed-tasks`).
-    setReady(a, bellAt(a, now));
+    restBell(a, now);
     return h.version;
   };
 }
 
-export function doClaim(s: MemoryState, a: AgentRecords, req: { workerId: string; leaseMs: number; now: number }): ClaimResult {
+/** What a claim takes: its lease, the time limits, and the concurrency limits it keeps (invariant `concurrency-keys`). */
+export interface ClaimAsk {
+  workerId: string;
+  leaseMs: number;
+  now: number;
+  concurrencyLimits?: ConcurrencyLimits;
+}
+
+export function doClaim(s: MemoryState, a: AgentRecords, req: ClaimAsk): ClaimResult {
+  const r = claimStep(s, a, req);
+  return r.status === "limited" ? { status: "empty", agentId: a.head.agentId } : r;
+}
+
+/** A claim of one agent; `limited` when its key is at its limit (its lane parked, nothing else written). */
+export function claimStep(s: MemoryState, a: AgentRecords, req: ClaimAsk): ClaimResult | { status: "limited" } {
   const { copy, setReady } = s;
   const h = a.head;
   if (leaseHeld(h, req.now)) return { status: "busy", agentId: h.agentId, leaseUntil: h.leaseUntil };
@@ -112,6 +129,12 @@ export function doClaim(s: MemoryState, a: AgentRecords, req: { workerId: string
     // A bell with nothing behind it: forget the bell, keep a future wakeup (a delayed task's included).
     setReady(a, bellAt(a, req.now));
     return { status: "empty", agentId: h.agentId };
+  }
+  const { lane } = laneOf(a);
+  const full = laneFull(s, lane, req.concurrencyLimits, req.now);
+  if (full !== null) {
+    parkLane(s, h.workerTarget, lane, full);
+    return { status: "limited" };
   }
   const previousLease = h.leaseOwner === null ? null : { workerId: h.leaseOwner, leaseUntil: h.leaseUntil, updatedAt: h.updatedAt };
   return takeLease(s, a, req, previousLease, copy(a.mail));
@@ -140,6 +163,7 @@ export function takeLease(
   w.set(h, "leaseUntil", req.now + req.leaseMs);
   w.set(h, "updatedAt", req.now);
   setReady(a, h.leaseUntil);
+  runUnder(s, a, laneOf(a).lane, h.leaseUntil);
   const task = h.currentTask === null ? null : { ...copy(h.currentTask), input: copy(a.inputs.get(h.currentTask.turnId)) };
   return {
     status: "claimed",

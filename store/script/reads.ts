@@ -4,19 +4,39 @@
  * Each operation is a top-level function of the store's ScriptContext over
  * its script, described here (store/script/operation.ts): layout, reply words, decoding.
  */
-import type { AgentIndexEntry, Checkpoint, Conversation, ListAgentsRequest, Reads, TurnStatus } from "../port.ts";
+import type { AgentIndexEntry, Checkpoint, ConcurrencyUsage, ConcurrencyUsageRequest, Conversation, ListAgentsRequest, Reads, TurnStatus } from "../port.ts";
+import { type LaneRow, usageOf } from "../lanes.ts";
 import type { StoredEvent } from "../../common/events.ts";
 import { byIdIn, servedPage } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
 import { normalizeRecord } from "../spelling.ts";
 import type { AgentHead, ToolCallRecord } from "../types.ts";
-import { checkTurnId } from "../keys.ts";
+import { checkTarget, checkTurnId } from "../keys.ts";
 import { byCodePoint, int, j } from "./values.ts";
 import type { InboxTask } from "../types.ts";
 import { expandSnapshot } from "../snapshot-form.ts";
 import { json, scriptOp } from "./operation.ts";
 import { headOf } from "./replies.ts";
 import type { ScriptContext } from "./context.ts";
+
+/** store/lua/concurrency_usage.lua */
+export const CONCURRENCY_USAGE = scriptOp({
+  script: "concurrency_usage",
+  keys: ["ready"],
+  argv: ["prefix", "now_str"],
+  argvRest: "keys",
+  words: ["usage"],
+}, (_word, payload) => json<Array<[string, number, number, number]>>(payload).map(([key, running, queued, parkedUntil]): LaneRow => ({ key, running, queued, parkedUntil })));
+
+/** The running and queued counts per lane of a target (invariants `concurrency-keys`, `fair-lanes`): each home read, the rows summed by key. */
+export async function concurrencyUsage(c: ScriptContext, req: ConcurrencyUsageRequest): Promise<ConcurrencyUsage> {
+  const { shards, run } = c;
+  checkTarget(req.workerTarget);
+  const rows = await Promise.all(shards.map((s) => run(CONCURRENCY_USAGE, {
+    ready: s.ready(req.workerTarget), prefix: s.prefix, now_str: int(req.now, "now"), keys: req.keys ? [...req.keys] : [],
+  })));
+  return usageOf(rows.flat(), req);
+}
 
 /** store/lua/get_agent.lua */
 export const GET_AGENT = scriptOp({

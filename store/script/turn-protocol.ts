@@ -18,6 +18,7 @@ import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
 import { maxDelayedOf } from "../delayed-bound.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
+import { limitsArg, taskLaneFields } from "../lanes.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs, WellFormedOnce } from "./values.ts";
 import { encodeClaim, encodeClaimNext, encodeCommit } from "../lua/args/turn-protocol.ts";
@@ -147,6 +148,7 @@ export async function enqueueTask(c: ScriptContext, req: EnqueueTaskRequest): Pr
     enqueuedAt: req.now,
     ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
     ...(runAt !== undefined ? { runAt } : {}),
+    ...taskLaneFields(req),
   };
   const input = j(req.input ?? null);
   const maxDelayed = String(maxDelayedOf(req.maxDelayedTasks));
@@ -216,6 +218,7 @@ export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimR
   return call(encodeClaim({
     head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), lease_ms: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now"),
+    ...(req.concurrencyLimits ? { limits_json: limitsArg(req.concurrencyLimits) } : {}),
   }), { agentId: req.agentId });
 }
 
@@ -225,8 +228,10 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   const { shards, hints, inFlight, call, run } = c;
   checkTarget(req.workerTarget);
   const args = { worker_json: j(req.workerId), lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now") };
-  // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` (ARGV[5]).
+  // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` and the limits (ARGV[5], ARGV[6]).
   const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
+  // Invariant `concurrency-keys`: the limits as one JSON object ('' : none).
+  const limits = limitsArg(req.concurrencyLimits);
   /** A claim_next answer without the script's `next` (the cluster loop's use only). */
   const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
     if (r.status !== "empty" || r.next === undefined) return r;
@@ -236,7 +241,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   if (shards.length === 1) {
     const r = await call<ClaimResult>(encodeClaimNext({
       ready: shards[0].ready(req.workerTarget), prefix: shards[0].prefix, ...args,
-      ...(names.length > 0 ? { upto_arg: args.now_str, names } : {}),
+      ...(names.length > 0 || limits !== "" ? { upto_arg: args.now_str, limits_json: limits, names } : {}),
     }));
     return answer(r);
   }
@@ -290,7 +295,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
     claiming[at]++;
     let r: ClaimResult & { next?: number | null };
     try {
-      r = await call<ClaimResult>(encodeClaimNext({ ready: readyKeys[at], prefix: shards[at].prefix, ...args, upto_arg: String(upto), names }));
+      r = await call<ClaimResult>(encodeClaimNext({ ready: readyKeys[at], prefix: shards[at].prefix, ...args, upto_arg: String(upto), limits_json: limits, names }));
     } finally {
       claiming[at]--;
     }
@@ -340,7 +345,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
     n_rec_text: String(req.recordToolCalls.length), n_res_text: String(req.resolveToolCalls.length),
     n_msg_text: String(req.messages.length), n_ev_text: String(req.events.length),
   };
-  // The tail (commit.lua ARGV[19..]): calls to record, calls to resolve, messages, events, then four flags.
+  // The tail (commit.lua ARGV[19..]): calls to record, calls to resolve, messages, events, then four flags (and a chain's limits).
   const args: string[] = [];
   // JSON texts go packed (store/script/wire.ts); commit.lua unpacks them before it stores them.
   for (const c of req.recordToolCalls) {
@@ -362,6 +367,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
   args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
   args.push(req.chainNextTask ? "1" : "");
   args.push(req.stopAtCancel ? "1" : "");
+  if (req.chainNextTask && req.concurrencyLimits) args.push(limitsArg(req.concurrencyLimits));
   // On one Redis (and Upstash) the head key only: commit.lua builds the others.
   const declared = sharded
     ? {

@@ -10,7 +10,8 @@ import { encoder, type ScriptLayout } from "./layout.ts";
 export const CLAIM = {
   script: "claim",
   keys: ["head", "tasks", "mail", "inputs", "delayed"],
-  argv: ["prefix", "agent_id", "worker_json", "lease_ms", "now_str"],
+  argv: ["prefix", "agent_id", "worker_json", "lease_ms", "now_str", "limits_json"],
+  optional: ["limits_json"],
   keysRest: "long_keys",
 } as const satisfies ScriptLayout;
 export const encodeClaim = encoder(CLAIM);
@@ -19,8 +20,8 @@ export const encodeClaim = encoder(CLAIM);
 export const CLAIM_NEXT = {
   script: "claim_next",
   keys: ["ready"],
-  argv: ["prefix", "worker_json", "lease_ms_text", "now_str", "upto_arg"],
-  optional: ["upto_arg"],
+  argv: ["prefix", "worker_json", "lease_ms_text", "now_str", "upto_arg", "limits_json"],
+  optional: ["upto_arg", "limits_json"],
   argvRest: "names",
 } as const satisfies ScriptLayout;
 export const encodeClaimNext = encoder(CLAIM_NEXT);

@@ -6,6 +6,8 @@
   k: { head, tasks, delayed, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
+  limits: the decoded concurrency limits of the claim, or nil (includes/lanes.lua; status
+    'limited' when the agent's key is at its limit: its lane is parked, nothing else written).
   names: when set, a table whose keys are agentName JSON texts; a claimable
     agent of another name is not claimed and nothing is written ('foreign',
     store/port.ts invariant `definition-sets`). Busy and empty bells are maintained first.
@@ -18,7 +20,7 @@
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
 ]]
-local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready, names)
+local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready, names, limits)
   local h = read_head(k.head, HEAD_FIELDS)
   if not h then
     return 'agent_not_found', 'missing'
@@ -47,6 +49,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   end
   if names and not names[h.agentName] then
     return 'empty', 'foreign'
+  end
+  -- Invariant `concurrency-keys`: at its key's limit the agent is left as it is, its lane parked until a slot frees.
+  local ck = agent_lane(ready, agent_id)
+  local full = ck and lane_full(prefix, ck, limits, now)
+  if full then
+    park_lane(ready, ck, full)
+    return 'empty', 'limited', full
   end
 
   local bad = check_numbers(h, { 'epoch', 'pendingTasks' })
@@ -91,6 +100,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   set_bell(ready, h.leaseUntil, agent_id)
+  run_under(prefix, k.head, agent_id, ck, h.leaseUntil)
 
   local input = ''
   if h.currentTask ~= 'null' then

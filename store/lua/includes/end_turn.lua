@@ -2,7 +2,7 @@
   Ends the active turn of an agent from outside the machine: the worker's
   claims of the turn kept throwing (record_claim_failure.lua), or an operator
   reset it (reset_turn.lua). Mirrors prepareEndTurn in store/memory.ts. Call
-  it after every check (it writes). Needs head.lua and queue.lua.
+  it after every check (it writes). Needs head.lua, queue.lua and lanes.lua.
 
   k: { head, tasks, delayed, mail, msgs, events, calls, deadlines, turns, ended } keys of the agent
   h: head fields read by the caller: activeTurnId, workerTarget,
@@ -71,9 +71,12 @@ local function end_turn(prefix, agent_id, k, h, turn_raw, end_at, last_event, no
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   local ready = ready_key(prefix, h.workerTarget)
+  -- The slot of the ended turn's key frees; the agent's lane is its next task's (includes/lanes.lua).
+  release_run(prefix, k.head, agent_id, ready, now_str)
+  relane_idle(ready, agent_id, k.head, k)
   if task_due(k, tonumber(now_str)) then
     -- The tasks behind the turn proceed.
-    set_bell(ready, now_str, agent_id)
+    set_bell(ready, now_str, agent_id, nil, true)
   else
     -- A delayed task rings when it comes due (invariant `delayed-tasks`); none: no bell.
     rest_bell(ready, agent_id, 'null', true, k, tonumber(now_str))

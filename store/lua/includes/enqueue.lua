@@ -1,7 +1,7 @@
 --[[
   Enqueue: the checks and the writes of enqueue_task, shared with
   fire_schedule (a schedule's tick enqueues exactly as a task does; store/port.ts
-  invariant `schedule-tick-once`). Needs keys.lua, head.lua and queue.lua before it.
+  invariant `schedule-tick-once`). Needs keys.lua, head.lua, queue.lua and lanes.lua before it.
 
   `k`: head, tasks, delayed, idem, events, turns, inputs, deleted (the agent's keys).
   `a`: prefix, agent_id, agent_id_json, name_json, target_json, turn_json,
@@ -113,6 +113,13 @@ local function write_enqueue(k, a, st)
     redis.call('ZADD', agents_key(a.prefix), a.now_str, a.agent_id)
   end
   -- Ring: the bell moves earlier, never later.
-  set_bell(ready_key(a.prefix, h and h.workerTarget or a.target_json), join_at, a.agent_id, true)
+  local ready = ready_key(a.prefix, h and h.workerTarget or a.target_json)
+  -- The agent's lane (includes/lanes.lua): with no active turn, the first queued task's; a keyless queue never decodes.
+  local marked = string.find(a.entry, '"concurrencyKey"', 1, true) or string.find(a.entry, '"priority"', 1, true)
+  local cur = h and redis.call('HMGET', k.head, 'activeTurnId', '_ck', '_cp')
+  if (not h and marked) or (h and cur[1] == 'null' and (marked or cur[2] or cur[3])) then
+    relane_idle(ready, a.agent_id, k.head, k)
+  end
+  set_bell(ready, join_at, a.agent_id, true, join_at == a.now_str)
   return 'enqueued ' .. a.turn_json
 end

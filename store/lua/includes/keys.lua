@@ -17,25 +17,100 @@ local function ready_key(prefix, target_json)
   return prefix .. ':ready:' .. string.sub(target_json, 2, -2)
 end
 
+-- Fair lanes (store/port.ts invariants `fair-lanes`, `concurrency-keys`,
+-- `priorities`; docs/store.md). The ready zset `<prefix>:ready:<target>`
+-- holds the bells of the default lane (agents whose lane is no key, and
+-- schedules), as before lanes existed; lane K's bells are in
+-- `<ready>:key:<K>` (same scores). An agent's lane is the head field `_ck`
+-- (raw text; absent: the default lane), its priority `_cp` (seconds; absent:
+-- 0). `<ready>:lanes` holds each keyed lane with bells, scored
+-- max(not-before, earliest bell), not-before being `<ready>:nb`'s field for
+-- the lane: when it was last served, or, parked at its limit, the earliest
+-- lease end under its key. The default lane's not-before is the field "".
+-- Every key here is built from the ready key, so in its slot.
+
+-- The home prefix of a ready key (a target is [a-z0-9_-], no ':').
+local function ready_prefix(ready)
+  return string.match(ready, '^(.*):ready:[^:]*$')
+end
+
+-- The bells of a lane: the ready key itself for the default lane (nil or '').
+local function lane_zset(ready, ck)
+  if ck == nil or ck == '' then
+    return ready
+  end
+  return ready .. ':key:' .. ck
+end
+
+-- An agent's lane (nil: the default lane) and priority (seconds), from its head.
+local function agent_lane(ready, agent_id)
+  if string.find(agent_id, '\n', 1, true) then
+    return nil, 0
+  end
+  local v = redis.call('HMGET', agent_key(ready_prefix(ready), agent_id, 'head'), '_ck', '_cp')
+  return (v[1] and v[1] ~= '') and v[1] or nil, tonumber(v[2]) or 0
+end
+
+-- Places keyed lane `ck` in the lanes zset at max(not-before, earliest bell),
+-- or removes it (and its not-before) when it has no bell. Returns the place, or nil.
+local function place_lane(ready, ck)
+  -- no checks: it only maintains the lane index
+  local first = redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')
+  if first[2] == nil then
+    redis.call('ZREM', ready .. ':lanes', ck)
+    redis.call('HDEL', ready .. ':nb', ck)
+    return nil
+  end
+  local at = tonumber(first[2])
+  local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
+  if nb and nb > at then
+    at = nb
+  end
+  redis.call('ZADD', ready .. ':lanes', at, ck)
+  return at
+end
+
 -- Sets an agent's bell in a ready queue (ZADD; with `lt`, ZADD LT: only
--- moves it earlier). When the bell becomes the earliest of the queue, earlier
--- than its earliest before (or the queue was empty), the new score is
--- published on the channel named like the queue: every process whose worker
--- pool listens there (store/redis.ts, watchBells) learns each new earliest
--- due time of the target, now or later, without polling (actors/pool/pool.ts,
--- docs/operations.md "Idle cost"). A bell that is not the new earliest needs
--- no message: the earliest before it was heard already and is not later.
--- A server that refuses PUBLISH in a script still gets the bell (pcall).
-local function set_bell(ready, score, agent_id, lt)
+-- moves it earlier), in the zset of the agent's lane. `due_now`: the bell
+-- rings for work due at once at `score`, so it is written `priority`
+-- seconds earlier (invariant `priorities`); timers keep their real time.
+-- When the bell becomes the earliest of its lane, earlier than its earliest
+-- before (or the lane was empty), the lane's new place is published on the
+-- channel named like the ready queue: every process whose worker pool
+-- listens there (store/redis.ts, watchBells) learns each new earliest due
+-- time of the target, now or later, without polling (actors/pool/pool.ts,
+-- docs/operations.md "Idle cost"). A bell that is not its lane's new
+-- earliest needs no message: the earliest before it was heard already and
+-- is not later. A server that refuses PUBLISH in a script still gets the bell (pcall).
+local function set_bell(ready, score, agent_id, lt, due_now)
   -- no checks: it only maintains a bell and tells listeners
-  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  local ck, cp = agent_lane(ready, agent_id)
+  if due_now and cp > 0 then
+    score = string.format('%d', tonumber(score) - cp * 1000)
+  end
+  local z = lane_zset(ready, ck)
+  local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
   if lt then
-    redis.call('ZADD', ready, 'LT', score, agent_id)
+    redis.call('ZADD', z, 'LT', score, agent_id)
   else
-    redis.call('ZADD', ready, score, agent_id)
+    redis.call('ZADD', z, score, agent_id)
+  end
+  local at = tonumber(score)
+  if ck then
+    at = place_lane(ready, ck)
   end
   if first[2] == nil or tonumber(score) < tonumber(first[2]) then
-    redis.pcall('PUBLISH', ready, score)
+    redis.pcall('PUBLISH', ready, string.format('%d', at))
+  end
+end
+
+-- Removes an agent's bell from its lane.
+local function drop_bell(ready, agent_id)
+  -- no checks: it only maintains a bell
+  local ck = agent_lane(ready, agent_id)
+  redis.call('ZREM', lane_zset(ready, ck), agent_id)
+  if ck then
+    place_lane(ready, ck)
   end
 end
 

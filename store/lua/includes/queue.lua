@@ -179,7 +179,7 @@ local function rest_bell(ready, agent_id, runnable, no_turn, q, now)
     end
   end
   if at == nil then
-    redis.call('ZREM', ready, agent_id)
+    drop_bell(ready, agent_id)
   else
     set_bell(ready, int(at), agent_id)
   end

@@ -1,0 +1,148 @@
+--[[
+  Lanes, running sets and limits (store/port.ts invariants `concurrency-keys`,
+  `fair-lanes`, `priorities`; docs/store.md). Mirrors store/memory/lanes.ts.
+  Needs keys.lua (agent_lane, lane_zset, place_lane, set_bell), head.lua
+  (decode_stored) and queue.lua (member_entry).
+
+  An agent's lane (head `_ck`) is the key of the task of its active turn,
+  else of its first queued task; `_cp` that task's priority. A lease taken
+  for a turn of key K is recorded in K's running set
+  `<prefix>:ck:<K>:running` (member agentId, score the lease end) and in
+  the head field `_ckRun` = K, until the lease is released (release_run),
+  renewed (renew_run: the score follows) or runs out (pruned by score when
+  the set is read).
+]]
+
+-- The key and priority of a task entry `<turnId JSON>\n<task JSON>` (nil, 0: none).
+local function entry_lane(entry)
+  if not entry or (not string.find(entry, '"concurrencyKey"', 1, true) and not string.find(entry, '"priority"', 1, true)) then
+    return nil, 0
+  end
+  local nl = string.find(entry, '\n', 1, true)
+  local t = decode_stored(string.sub(entry, nl + 1))
+  if type(t) ~= 'table' then
+    return nil, 0
+  end
+  local ck = type(t.concurrencyKey) == 'string' and t.concurrencyKey ~= '' and t.concurrencyKey or nil
+  return ck, type(t.priority) == 'number' and t.priority or 0
+end
+
+-- The lane of the first queued task of `q` ({ tasks, delayed } keys).
+local function first_lane(q)
+  local e = redis.call('LINDEX', q.tasks, 0)
+  if not e then
+    local z = redis.call('ZRANGE', q.delayed, 0, 0)
+    e = z[1] and member_entry(z[1])
+  end
+  return entry_lane(e)
+end
+
+-- Sets the agent's lane and priority; a bell it has moves to the new lane's zset.
+local function set_lane(ready, agent_id, head_key, ck, cp)
+  -- no checks: it only maintains the lane of a bell
+  local old_ck, old_cp = agent_lane(ready, agent_id)
+  if old_ck == ck and old_cp == cp then
+    return
+  end
+  if ck then redis.call('HSET', head_key, '_ck', ck) else redis.call('HDEL', head_key, '_ck') end
+  if cp ~= 0 then redis.call('HSET', head_key, '_cp', string.format('%d', cp)) else redis.call('HDEL', head_key, '_cp') end
+  if old_ck == ck then
+    return
+  end
+  local oz = lane_zset(ready, old_ck)
+  local score = redis.call('ZSCORE', oz, agent_id)
+  if score then
+    redis.call('ZREM', oz, agent_id)
+    if old_ck then place_lane(ready, old_ck) end
+    set_bell(ready, score, agent_id)
+  end
+end
+
+-- After a turn ends (or a queued task leaves): the lane of the next queued task.
+local function relane_idle(ready, agent_id, head_key, q)
+  local ck, cp = first_lane(q)
+  set_lane(ready, agent_id, head_key, ck, cp)
+end
+
+local function running_key(prefix, ck)
+  return prefix .. ':ck:' .. ck .. ':running'
+end
+
+-- The limit of key `ck` under `limits` (a decoded table, or nil): its own entry, else "*", else nil.
+local function limit_of(limits, ck)
+  if not limits or not ck then
+    return nil
+  end
+  local n = limits[ck]
+  if n == nil then n = limits['*'] end
+  return tonumber(n)
+end
+
+-- When key `ck` is at its limit at `now`: the earliest lease end under it (a slot frees then), else nil.
+-- Prunes the leases that ran out.
+local function lane_full(prefix, ck, limits, now)
+  -- write before checks done: pruning runs-out leases changes no one's answer
+  local n = limit_of(limits, ck)
+  if not n then
+    return nil
+  end
+  local rk = running_key(prefix, ck)
+  redis.call('ZREMRANGEBYSCORE', rk, '-inf', string.format('%d', now))
+  if redis.call('ZCARD', rk) < n then
+    return nil
+  end
+  return tonumber(redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')[2])
+end
+
+-- Parks lane `ck` of this target until `until_ms` (it rings again then, or at a release).
+local function park_lane(ready, ck, until_ms)
+  redis.call('HSET', ready .. ':nb', ck, string.format('%d', until_ms))
+  place_lane(ready, ck)
+end
+
+-- Marks a lane served at `now` (invariant `fair-lanes`: it goes behind every other due lane).
+local function serve_lane(ready, ck, now_str)
+  redis.call('HSET', ready .. ':nb', ck or '', now_str)
+  if ck then place_lane(ready, ck) end
+end
+
+-- Records a lease taken under the agent's lane (none: the default lane, not counted).
+local function run_under(prefix, head_key, agent_id, ck, until_str)
+  local old = redis.call('HGET', head_key, '_ckRun')
+  if old and old ~= '' and old ~= ck then
+    redis.call('ZREM', running_key(prefix, old), agent_id)
+  end
+  if ck then
+    redis.call('ZADD', running_key(prefix, ck), until_str, agent_id)
+    redis.call('HSET', head_key, '_ckRun', ck)
+  elseif old then
+    redis.call('HDEL', head_key, '_ckRun')
+  end
+end
+
+-- Releases the agent's slot under the key its lease ran for, and rings that key's lane of this target if parked.
+local function release_run(prefix, head_key, agent_id, ready, now_str)
+  local ck = redis.call('HGET', head_key, '_ckRun')
+  if not ck or ck == '' then
+    return
+  end
+  redis.call('ZREM', running_key(prefix, ck), agent_id)
+  redis.call('HDEL', head_key, '_ckRun')
+  local now = tonumber(now_str) or 0
+  local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
+  if nb and nb > now then
+    redis.call('HSET', ready .. ':nb', ck, string.format('%d', now))
+    local at = place_lane(ready, ck)
+    if at and at <= now then
+      redis.pcall('PUBLISH', ready, string.format('%d', at))
+    end
+  end
+end
+
+-- A renewed lease keeps its slot until the new lease end.
+local function renew_run(prefix, head_key, agent_id, until_str)
+  local ck = redis.call('HGET', head_key, '_ckRun')
+  if ck and ck ~= '' then
+    redis.call('ZADD', running_key(prefix, ck), 'XX', until_str, agent_id)
+  end
+end
