@@ -83,6 +83,11 @@ describe("configFromEnv", () => {
     [{ GATEHOUSE_REDIS_SHARDS: "300" }, /^GATEHOUSE_REDIS_SHARDS=300 is out of range \(expected 1 to 256\)$/],
     [{ GATEHOUSE_BEARER_TOKENS: "short" }, /^GATEHOUSE_BEARER_TOKENS: token 1 of 1 is not 16 to 4096 visible ASCII characters \(it has 5\)$/],
     [{ GATEHOUSE_BEARER_TOKENS: " , " }, /holds no token/],
+    [{ GATEHOUSE_CONCURRENCY_LIMITS: "{user:42: 5}" }, /^GATEHOUSE_CONCURRENCY_LIMITS is not JSON/],
+    [{ GATEHOUSE_CONCURRENCY_LIMITS: "{\"user:42\": 0}" }, /^GATEHOUSE_CONCURRENCY_LIMITS: limit of "user:42" must be a whole number from 1 to 1000000, got 0$/],
+    [{ GATEHOUSE_CONCURRENCY_LIMITS: "{\"*\": 1.5}" }, /got 1.5/],
+    [{ GATEHOUSE_CONCURRENCY_LIMITS: "[5]" }, /must be an object/],
+    [{ GATEHOUSE_METRICS_LANES: "1001" }, /^GATEHOUSE_METRICS_LANES=1001 is out of range/],
   ];
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a ConfigError naming the variable`, () => {
@@ -155,6 +160,12 @@ describe("configFromEnv", () => {
       expect(e).toBeInstanceOf(ConfigError);
       expect((e as Error).message).not.toContain(secret);
     }
+  });
+
+  it("reads the concurrency limits (JSON) and the lanes /metrics reports", () => {
+    expect(configFromEnv({}).gatehouse.concurrencyLimits).toBeUndefined();
+    expect(configFromEnv({ GATEHOUSE_CONCURRENCY_LIMITS: ' {"user:42": 5, "*": 10} ' }).gatehouse.concurrencyLimits).toEqual({ "user:42": 5, "*": 10 });
+    expect(configFromEnv({ GATEHOUSE_METRICS_LANES: "5" }).gatehouse.metricsLanes).toBe(5);
   });
 
   it("reads the retention switch and limits", () => {
