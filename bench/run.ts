@@ -63,6 +63,7 @@ import { historyAgents, type HistoryWindow, median } from "./history-cost.ts";
 import { type IdleMeasure, load, measureIdle } from "./idle.ts";
 import { type LatencyResult, measureLatency } from "./latency.ts";
 import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
+import { type NoisyRow, noisyReport } from "./noisy-neighbour.ts";
 import { ensureBenchDeps, type RestateComparison, restateReport, restateTargetInputs, runRestateComparison } from "./restate.ts";
 import { type Adapter, adaptersAt, enqueueAll, type GhResult, LABEL, runGatehouse } from "./throughput.ts";
 
@@ -233,6 +234,8 @@ interface Measured {
   idle5: { bytes: number };
   /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
   live: LiveRow[] | null;
+  /** bench/noisy-neighbour.ts, run as its own process: fair lanes against first come, first served. */
+  noisy: NoisyRow[] | null;
   /** bench/restate.ts: against Restate, both persisting every step (or why it was not measured). */
   restate: RestateComparison;
 }
@@ -249,6 +252,18 @@ interface LiveRow {
  * Runs bench/live.ts (a worker process and a reader process on a Redis of its own) and reads the rows it
  * wrote; null when it failed (the failure is printed, the rest of the report stands).
  */
+/** Runs bench/noisy-neighbour.ts (its own process and Redis) and reads the rows it wrote (null: it failed). */
+function runNoisy(): NoisyRow[] | null {
+  const env = { ...process.env };
+  const r = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./noisy-neighbour.ts", import.meta.url))], { env, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.status !== 0) {
+    console.error(`bench/noisy-neighbour.ts failed (exit ${r.status ?? r.signal}); the noisy-neighbour rows are left out`);
+    return null;
+  }
+  if (QUICK) return null;
+  return (JSON.parse(readFileSync(fileURLToPath(new URL("./results/noisy-neighbour.json", import.meta.url)), "utf8")) as { rows: NoisyRow[] }).rows;
+}
+
 function runLive(): LiveRow[] | null {
   const env = { ...process.env, LIVE_TURNS: QUICK ? "20" : "200", LIVE_WAITS: QUICK ? "10" : "100" };
   const r = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./live.ts", import.meta.url))], { env, stdio: ["ignore", "inherit", "inherit"] });
@@ -456,6 +471,13 @@ function report(m: Measured, meta: Record<string, string>): string {
     "",
   );
 
+  // ---- Noisy neighbour
+  push("## Noisy neighbour: fair lanes against first come, first served (TCP Redis)", "");
+  if (m.noisy) {
+    push(...noisyReport(m.noisy), "");
+    push("bench/noisy-neighbour.ts (also `npm run bench:noisy`): tenant A 5,000 tasks on 500 agents, tenant B one task every 200 ms on its own agents; see bench/README.md.", "");
+  } else push(QUICK ? "Not written in a smoke run (see its output above)." : "bench/noisy-neighbour.ts failed in this run (see its output).", "");
+
   // ---- Live
   push("## Live: model deltas and Prefer: wait across processes (TCP Redis)", "");
   if (m.live) {
@@ -575,6 +597,7 @@ async function main() {
     }
 
     const live = runLive();
+    const noisy = runNoisy();
 
     const restate = await runRestateComparison();
 
@@ -583,7 +606,7 @@ async function main() {
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, restate }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, noisy, restate }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });
