@@ -15,7 +15,7 @@ import { h, render } from "preact";
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import dagre from "@dagrejs/dagre";
-import { byLabel, definitionLabel, parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn } from "./model.js";
+import { byLabel, definitionLabel, laneLabel, parseSseFrame, short, streamingReducer, summarize, verdictAttempt, verdictMessage, verdictsByTurn, waitingText } from "./model.js";
 
 const html = htm.bind(h);
 const TOKEN_KEY = "gatehouse.debug.token";
@@ -768,12 +768,17 @@ function AgentPage({ agentId }) {
         <span class="muted" data-testid="definition" title="The definition the turn runs under (a handoff may have transferred it)">${definitionLabel(view)}</span>
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
+        ${view.activeTurnId && laneLabel(view) && html`<span class="pill" data-testid="turn-lane" title="The turn's concurrency key and priority">${laneLabel(view)}</span>`}
         <${Activity} activity=${view.activity} now=${Date.now()} />
         <span class="spacer"></span>
         <span class="muted">usage: ${u.inputTokens ?? 0} in · ${u.outputTokens ?? 0} out · cost ${u.cost ?? 0} · ${u.steps ?? 0} steps (turn: ${tu.steps ?? 0} steps, cost ${tu.cost ?? 0})</span>
         <button class="danger" onClick=${cancel} disabled=${!view.activeTurnId} data-testid="cancel">Cancel turn</button>
       </div>
       ${notice && html`<p class="muted">${notice}</p>`}
+      ${(view.queuedTasks || []).length > 0 && html`<p class="muted" data-testid="queued">
+        <b>queued</b> ${view.pendingTasks}${view.waiting && html` · next ${waitingText(view.waiting)}`}:
+        ${view.queuedTasks.slice(0, 5).map((t) => html` <span class="mono">${t.turnId}</span>${laneLabel(t) && html` <span class="pill">${laneLabel(t)}</span>`}`)}
+      </p>`}
       ${view.error && html`<p class="error">${view.error.reason}: ${view.error.message}</p>`}
       ${view.output !== undefined && html`<p><b>output</b> <span class="mono">${short(view.output, 400)}</span></p>`}
     </section>

@@ -16,6 +16,34 @@
 //   `NEEDS_CHANGES: <message>`, a tool call `name(args)`, a transition
 //   `from → to (EVENT)`; ids and hashes never lead. An event that records
 //   who did it (`by`) ends with `· by <name>` (`· by (no name)` for null).
+// - `laneLabel` names a task's concurrency key and priority (`key user:42 ·
+//   priority 30`; "" when it has neither); `waitingText` says in words why a
+//   queued task waits (the agent view's `waiting`, docs/http.md).
+
+/** A task's key and priority in words ("" when it has neither). */
+export function laneLabel(t) {
+  const parts = [];
+  if (t && t.concurrencyKey !== undefined) parts.push(`key ${t.concurrencyKey}`);
+  if (t && t.priority !== undefined && t.priority !== 0) parts.push(`priority ${t.priority}`);
+  return parts.join(" · ");
+}
+
+/** Why a queued task waits, in words (the `waiting` of the agent view). */
+export function waitingText(w) {
+  if (!w) return "";
+  switch (w.for) {
+    case "run_at":
+      return `delayed until ${w.runAt}`;
+    case "turn":
+      return `behind ${w.ahead} turn${w.ahead === 1 ? "" : "s"} of this agent`;
+    case "concurrency_key":
+      return `key ${w.key} at its limit (${w.running} of ${w.limit} running)`;
+    case "lane":
+      return `waiting for a worker in lane ${w.key === "" ? "(default)" : w.key} (${w.queued} queued)`;
+    default:
+      return JSON.stringify(w);
+  }
+}
 
 export const short = (v, n = 160) => {
   const s = typeof v === "string" ? v : JSON.stringify(v);

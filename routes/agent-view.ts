@@ -171,6 +171,7 @@ export function agentView(
     })),
     ...(waiting !== undefined ? { waiting } : {}),
     ...(head.activeTurnId !== null && head.currentTask?.concurrencyKey !== undefined ? { concurrencyKey: head.currentTask.concurrencyKey } : {}),
+    ...(head.activeTurnId !== null && head.currentTask?.priority !== undefined ? { priority: head.currentTask.priority } : {}),
     lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
     runnableAt: isoOrNull(head.runnableAt),
     runnableAtMs: head.runnableAt,

@@ -264,6 +264,7 @@ export const AgentView = z.object({
   })).describe(`The first ${QUEUED_TASKS_SHOWN} queued tasks in the order they will start (docs/http.md, "Delayed tasks")`),
   waiting: Waiting.optional().describe("Why the first queued task has not started (docs/http.md, \"Why a task waits\"); absent with no queued task"),
   concurrencyKey: z.string().optional().describe("The active turn's concurrency key (absent: none, or no active turn)"),
+  priority: z.int().optional().describe("The active turn's priority in seconds (absent: 0, or no active turn)"),
   lease: z.object({
     workerId: z.string().describe("The worker loop holding the agent (`<process worker id>/<loop>`)"),
     until: IsoTime,

@@ -157,3 +157,17 @@ describe("the definition a turn runs under (handoffs)", () => {
     expect(model.summarize(ev)).toBe("handed off: triage → billing (transfer_to_billing)");
   });
 });
+
+describe("laneLabel and waitingText", () => {
+  it("name a task's key and priority, and why a queued task waits", async () => {
+    const { laneLabel, waitingText } = await import("../../debug-ui/model.js");
+    expect(laneLabel({ concurrencyKey: "user:42", priority: 30 })).toBe("key user:42 · priority 30");
+    expect(laneLabel({ priority: 0 })).toBe("");
+    expect(laneLabel({})).toBe("");
+    expect(waitingText({ for: "concurrency_key", key: "user:42", limit: 2, running: 2 })).toBe("key user:42 at its limit (2 of 2 running)");
+    expect(waitingText({ for: "turn", ahead: 1 })).toBe("behind 1 turn of this agent");
+    expect(waitingText({ for: "lane", key: "", queued: 3 })).toBe("waiting for a worker in lane (default) (3 queued)");
+    expect(waitingText({ for: "run_at", runAt: "2026-01-01T00:00:00.000Z" })).toBe("delayed until 2026-01-01T00:00:00.000Z");
+    expect(waitingText(undefined)).toBe("");
+  });
+});
