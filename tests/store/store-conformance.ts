@@ -38,6 +38,7 @@ import { toolRegistryConformance } from "./store-conformance-registry.ts";
 import { approvalsConformance } from "./store-conformance-approvals.ts";
 import { cancelResultsConformance } from "./store-conformance-cancel-results.ts";
 import { scheduleConformance } from "./store-conformance-schedules.ts";
+import { concurrencyConformance } from "./store-conformance-concurrency.ts";
 import { textConformance } from "./store-conformance-text.ts";
 
 export interface ConformanceHandle {
@@ -99,6 +100,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     approvalsConformance(() => ({ store, clients, state: h.state }));
     cancelResultsConformance(() => ({ store, state: h.state }));
     scheduleConformance(() => ({ store, clients, state: h.state }));
+    concurrencyConformance(() => ({ store, clients }));
     textConformance(() => ({ store }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
