@@ -15,6 +15,11 @@ import type { ClaimResult, CommitRequest, ConcurrencyLimits, EnqueueTaskRequest,
 export interface ConcurrencyContext {
   store: Store;
   clients(n: number): Promise<Store[]>;
+  /**
+   * The sharded layout (Redis Cluster): it refuses concurrency limits and orders lanes and priorities
+   * within each home only (docs/store.md "Concurrency keys and lanes": not built across homes).
+   */
+  sharded: boolean;
 }
 
 const T0 = 1_700_000_000_000;
@@ -57,9 +62,24 @@ function rng(seed: number) {
   };
 }
 
-export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
+export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = false): void {
+  // Limits and cross-agent order are kept by one home's scripts; the sharded layout refuses limits (tested below) and
+  // spreads agents over homes, so these run on the unsharded layouts and memory (docs/store.md says what Cluster lacks).
+  const unsharded = sharded ? it.skip : it;
   describe("concurrency keys, fair lanes and priorities", () => {
-    it("never has more agents running under a key than its limit, through interleaved claims, commits, releases, renewals and crashes (seeded)", async () => {
+    (sharded ? it : it.skip)("the sharded layout refuses concurrency limits with StoreInputError and claims without them", async () => {
+      const { store } = ctx();
+      await enqueue(store, "a1", { concurrencyKey: "K", priority: 3 });
+      await expect(claimNext(store, T0, { K: 1 })).rejects.toThrow(/sharded layout/);
+      await expect(store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0, concurrencyLimits: { K: 1 } })).rejects.toThrow(/sharded layout/);
+      const c = await claimed(claimNext(store, T0));
+      expect(c.head.currentTask?.concurrencyKey).toBe("K");
+      expect(c.head.currentTask?.priority).toBe(3);
+      const u = await store.concurrencyUsage({ workerTarget: TARGET, now: T0 + 1, limit: 5 });
+      expect(u.lanes.find((l) => l.key === "K")).toEqual({ key: "K", running: 1, queued: 0 });
+    });
+
+    unsharded("never has more agents running under a key than its limit, through interleaved claims, commits, releases, renewals and crashes (seeded)", async () => {
       const [s1, s2] = await ctx().clients(2);
       const stores = [s1, s2 ?? s1];
       const limits = { K: 2, "*": 3 };
@@ -139,7 +159,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(done).toBe(enqueued);
     }, 120_000);
 
-    it("parks a lane at its limit and makes it due right after a release, with no claim in between", async () => {
+    unsharded("parks a lane at its limit and makes it due right after a release, with no claim in between", async () => {
       const { store } = ctx();
       const limits = { K: 1 };
       await enqueue(store, "a1", { concurrencyKey: "K" });
@@ -162,7 +182,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(c2.agentId).toBe("a2");
     });
 
-    it("frees a crashed holder's slot at its lease end", async () => {
+    unsharded("frees a crashed holder's slot at its lease end", async () => {
       const { store } = ctx();
       const limits = { K: 1 };
       await enqueue(store, "a1", { concurrencyKey: "K" });
@@ -176,7 +196,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect((await claimNext(store, T0 + 3 + LEASE, limits)).status).toBe("empty");
     });
 
-    it("keeps a renewed lease's slot until its new end", async () => {
+    unsharded("keeps a renewed lease's slot until its new end", async () => {
       const { store } = ctx();
       const limits = { K: 1 };
       await enqueue(store, "a1", { concurrencyKey: "K" });
@@ -187,7 +207,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect((await claimNext(store, T0 + LEASE + 1, limits)).status).toBe("empty");
     });
 
-    it("chains the next task only while its key is under the limit; held back, the lane rings when the slot frees", async () => {
+    unsharded("chains the next task only while its key is under the limit; held back, the lane rings when the slot frees", async () => {
       const { store } = ctx();
       const limits = { K: 1, L: 1 };
       await enqueue(store, "b1", { concurrencyKey: "L" });
@@ -215,7 +235,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(c.head.currentTask?.concurrencyKey).toBe("L");
     });
 
-    it("claims higher priorities first with one claimer, and lets a task that waited longer than the difference go first", async () => {
+    unsharded("claims higher priorities first with one claimer, and lets a task that waited longer than the difference go first", async () => {
       const { store } = ctx();
       await enqueue(store, "p0", {});
       await enqueue(store, "p1", { priority: 10 });
@@ -237,7 +257,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(next).toEqual(["q2", "q0", "q1"]);
     });
 
-    it("rotates between lanes least recently served first: one key's 40 agents hold another key's task behind one claim", async () => {
+    unsharded("rotates between lanes least recently served first: one key's 40 agents hold another key's task behind one claim", async () => {
       const { store } = ctx();
       for (let i = 0; i < 40; i++) await enqueue(store, `a${String(i).padStart(2, "0")}`, { concurrencyKey: "tenant:A", now: T0 + i });
       await enqueue(store, "b1", { concurrencyKey: "tenant:B", now: T0 + 50 });
@@ -250,7 +270,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(order.slice(3)).toEqual(["a01", "a02", "a03"]);
     });
 
-    it("claims keyless agents beside keyed ones, each lane in due order", async () => {
+    unsharded("claims keyless agents beside keyed ones, each lane in due order", async () => {
       const { store } = ctx();
       await enqueue(store, "k1", { now: T0 });
       await enqueue(store, "k2", { now: T0 + 1 });
@@ -262,7 +282,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext): void {
       expect(await store.readyCount(TARGET, T0 + 10)).toBe(0);
     });
 
-    it("answers concurrencyUsage: running and queued per lane, busiest first, the rest summed", async () => {
+    unsharded("answers concurrencyUsage: running and queued per lane, busiest first, the rest summed", async () => {
       const { store } = ctx();
       const limits = { K: 1 };
       for (const id of ["a1", "a2", "a3"]) await enqueue(store, id, { concurrencyKey: "K" });

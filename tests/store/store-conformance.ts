@@ -64,7 +64,8 @@ const TARGET = "default";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
-export function storeConformance(name: string, make: () => Promise<ConformanceHandle>): void {
+export function storeConformance(name: string, make: () => Promise<ConformanceHandle>, opts: { sharded?: boolean } = {}): void {
+  const sharded = opts.sharded === true;
   describe(`store conformance: ${name}`, () => {
     let h: ConformanceHandle;
     let store: Store;
@@ -100,7 +101,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     approvalsConformance(() => ({ store, clients, state: h.state }));
     cancelResultsConformance(() => ({ store, state: h.state }));
     scheduleConformance(() => ({ store, clients, state: h.state }));
-    concurrencyConformance(() => ({ store, clients }));
+    concurrencyConformance(() => ({ store, clients, sharded }), sharded);
     textConformance(() => ({ store }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
