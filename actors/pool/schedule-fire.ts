@@ -62,6 +62,7 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: rec.spec.options ?? {}, input: rec.spec.input, now,
     maxQueued: queuedTicksCap(rec.spec),
+    ...scheduleLane(rec),
   });
   if (r.status === "fired" || r.status === "skipped" || r.status === "coalesced") reportStep(deps, rec, plan, r, now);
   if (r.status === "coalesced") {
@@ -92,4 +93,16 @@ function reportStep(deps: ScheduleFireDeps, rec: ScheduleRecord, plan: { fire: n
     agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, status: e.status,
     ...(e.status === "enqueued" || e.status === "duplicate" ? { turnId: e.turnId } : {}), nextTick: r.nextTick,
   });
+}
+
+/**
+ * The concurrency key and priority of a schedule's tasks (store/port.ts invariants `concurrency-keys`,
+ * `priorities`): the fields `concurrencyKey` and `priority` of its task options, when they hold them.
+ */
+export function scheduleLane(rec: ScheduleRecord): { concurrencyKey?: string; priority?: number } {
+  const o = (rec.spec.options ?? {}) as { concurrencyKey?: unknown; priority?: unknown };
+  return {
+    ...(typeof o.concurrencyKey === "string" ? { concurrencyKey: o.concurrencyKey } : {}),
+    ...(typeof o.priority === "number" ? { priority: o.priority } : {}),
+  };
 }
