@@ -19,11 +19,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function gatedAgent() {
   const starts: string[] = [];
   const gates = new Map<string, () => void>();
+  let opened = false;
   const agent = defineAgent({
     name: "gated",
     instructions: "wait for the gate",
     model: scriptedModel(async (ctx) => {
-      if (ctx.step === 1) {
+      if (ctx.step === 1 && !opened) {
         starts.push(ctx.agentId);
         await new Promise<void>((resolve) => gates.set(ctx.agentId, resolve));
       }
@@ -36,7 +37,12 @@ function gatedAgent() {
     gates.delete(agentId);
     open();
   };
-  return { agent, starts, release };
+  /** Opens every gate, now and later (the test's end). */
+  const openAll = () => {
+    opened = true;
+    for (const id of [...gates.keys()]) release(id);
+  };
+  return { agent, starts, release, openAll };
 }
 
 async function waitFor(cond: () => boolean, what: string, limitMs = 30_000): Promise<void> {
@@ -65,7 +71,7 @@ const stores: Record<string, () => Store> = {
 describe.each(Object.keys(stores))("fair lanes through the pool (%s)", (kind) => {
   it("four loops busy with tenant A's 40 tasks: tenant B's one task starts within one round", async () => {
     const store = stores[kind]();
-    const { agent, starts, release } = gatedAgent();
+    const { agent, starts, release, openAll } = gatedAgent();
     const g = createGatehouse({ agents: [agent], store, concurrency: 4, pollMs: 20 });
     open.push({ g, store });
     const enqueue = (agentId: string, key: string) =>
@@ -76,15 +82,18 @@ describe.each(Object.keys(stores))("fair lanes through the pool (%s)", (kind) =>
     await enqueue("b1", "tenant:B");
     // Release the running turns one at a time, oldest first: each freed loop claims the next lane's agent.
     let released = 0;
-    while (!starts.includes("b1") && released < 12) {
-      const before = starts.length;
-      release(starts[released++]);
-      await waitFor(() => starts.length > before, "the freed loop start the next turn");
+    try {
+      while (!starts.includes("b1") && released < 12) {
+        const before = starts.length;
+        release(starts[released++]);
+        await waitFor(() => starts.length > before, "the freed loop start the next turn");
+      }
+    } finally {
+      openAll();
     }
     const at = starts.indexOf("b1") - 4;
     // First-come-first-served would start b1 after A's other 36 tasks; a fair rotation after at most one more A.
     expect(at).toBeGreaterThanOrEqual(0);
     expect(at).toBeLessThan(4);
-    for (const id of starts.slice(released)) release(id);
   }, 60_000);
 });
