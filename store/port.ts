@@ -1186,6 +1186,9 @@ export interface FireScheduleTickRequest {
    * common/schedule.ts `queuedTicksCap` of the spec planned from.
    */
   maxQueued?: number;
+  /** The task's concurrency key and priority, as `enqueueTask` takes them (invariants `concurrency-keys`, `priorities`). */
+  concurrencyKey?: string;
+  priority?: number;
 }
 
 export type FireScheduleTickResult =

@@ -192,7 +192,7 @@ export class CommitBuffer implements CommitSink {
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
       ...(this.#summary ? { summary: this.#summary } : {}),
-      ...(chain ? { chainNextTask: true } : {}),
+      ...(chain ? { chainNextTask: true, ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}) } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
       kind: store.kind, clock, logger, leaseUntil: this.#leaseUntil, leaseMs: deps.leaseMs, signal: ctx.abort.signal, what: "commit", agentId,

@@ -33,7 +33,7 @@ import type { Message } from "../../common/message.ts";
 import type { SpendLimit } from "../../common/spend-limit.ts";
 import type { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
-import type { ClaimResult, CommitRequest, ConversationSummary, RetentionLimits, Store } from "../../store/port.ts";
+import type { ClaimResult, CommitRequest, ConcurrencyLimits, ConversationSummary, RetentionLimits, Store } from "../../store/port.ts";
 import { layerRetention } from "../../store/retention.ts";
 import type { LiveChannel } from "../../store/live.ts";
 import type { DelegationLink } from "../../store/types.ts";
@@ -69,6 +69,11 @@ export interface HostDeps {
   logger: Logger;
   cache: SnapshotCache;
   leaseMs: number;
+  /**
+   * Concurrency limits by key (store/port.ts invariant `concurrency-keys`): every claim and chaining
+   * commit of this process keeps them. Filled from `createGatehouse({ concurrencyLimits })`; absent: none.
+   */
+  concurrencyLimits?: ConcurrencyLimits | undefined;
   /** XState inspection callback or observer (`createInspector(...).inspect` of @statelyai/inspect fits). */
   inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   verification?: VerificationHooks;

@@ -25,7 +25,7 @@
  * claims). A turn ended because its claims kept throwing is logged by
  * `claimRunner` as `claim failure recorded` (`turn_failed`) instead.
  */
-import type { ClaimResult, ScheduleRecord, Store } from "../../store/port.ts";
+import type { ClaimResult, ConcurrencyLimits, ScheduleRecord, Store } from "../../store/port.ts";
 import type { HostOutcome } from "../claim/context.ts";
 import type { Clock, Logger } from "../runtime.ts";
 import type { TargetLeases } from "./target-lease.ts";
@@ -39,6 +39,8 @@ export interface TargetAttemptDeps {
   clock: Clock;
   leaseMs: number;
   agentNames: string[];
+  /** The concurrency limits each claim keeps (store/port.ts invariant `concurrency-keys`); absent: none. */
+  concurrencyLimits?: ConcurrencyLimits | undefined;
   /** Runs one claim to its end, within `driveBudget` when given; never throws (actors/pool/claim-runner.ts `claimRunner`). */
   run(claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget): Promise<HostOutcome | null>;
   /** Called before a claimed agent runs. */
@@ -80,6 +82,7 @@ export async function claimTarget(
 ): Promise<TargetAttempt> {
   const c = await deps.store.claimNext({
     workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
+    ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}),
   });
   // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
   if (c.status === "schedule_due") {

@@ -80,6 +80,7 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
     store: deps.store,
     clock: deps.clock,
     leaseMs: deps.leaseMs,
+    concurrencyLimits: deps.concurrencyLimits,
     // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
     agentNames,
     run: (claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget) => runner.run(claim, workerId, driveBudget),
@@ -89,7 +90,9 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
   /** Claims `agentId` and runs it until it needs nothing more or the budget is spent; true when the budget stopped it. */
   async function driveAgent(agentId: string, driveBudget: RunningDriveBudget, workerId: string): Promise<boolean> {
     while (!driveBudgetSpent(driveBudget, deps.clock)) {
-      const c = await deps.store.claim({ agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now() });
+      const c = await deps.store.claim({
+        agentId, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}),
+      });
       // busy: the holder goes on (and hands back at a step boundary when it sees new mail); empty: nothing to do.
       if (c.status !== "claimed") return false;
       const out = await runner.run(c, workerId, driveBudget);

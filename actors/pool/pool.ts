@@ -193,6 +193,7 @@ class Pool implements WorkerPool {
       store: deps.store,
       clock: deps.clock,
       leaseMs: deps.leaseMs,
+      concurrencyLimits: deps.concurrencyLimits,
       targets: opts.targets,
       // The definitions this process has: a loop claims only agents of these names.
       agentNames: [...deps.agents.keys()],

@@ -62,9 +62,7 @@ export async function fireDueSchedule(deps: ScheduleFireDeps, rec: ScheduleRecor
     fireTick: plan.fire, nextTick: plan.next, turnId,
     idempotencyKey: plan.fire === null ? "" : scheduleKey(rec.scheduleId, plan.fire), options: rec.spec.options ?? {}, input: rec.spec.input, now,
     maxQueued: queuedTicksCap(rec.spec),
-    // The schedule's key and priority (common/schedule.ts), carried into the tick's task.
-    ...(rec.spec.concurrencyKey !== undefined ? { concurrencyKey: rec.spec.concurrencyKey } : {}),
-    ...(rec.spec.priority !== undefined ? { priority: rec.spec.priority } : {}),
+    ...scheduleLane(rec),
   });
   if (r.status === "fired" || r.status === "skipped" || r.status === "coalesced") reportStep(deps, rec, plan, r, now);
   if (r.status === "coalesced") {
@@ -95,4 +93,18 @@ function reportStep(deps: ScheduleFireDeps, rec: ScheduleRecord, plan: { fire: n
     agentId: rec.agentId, scheduleId: rec.scheduleId, tick: plan.fire, status: e.status,
     ...(e.status === "enqueued" || e.status === "duplicate" ? { turnId: e.turnId } : {}), nextTick: r.nextTick,
   });
+}
+
+/**
+ * The concurrency key and priority of a schedule's tasks (store/port.ts invariants `concurrency-keys`,
+ * `priorities`): the spec's `concurrencyKey` and `priority` (routes/schedules.ts), else those of its
+ * task options, when they hold them.
+ */
+export function scheduleLane(rec: ScheduleRecord): { concurrencyKey?: string; priority?: number } {
+  // Where `PUT …/schedules` stores them (common/schedule.ts `ScheduleSpec`), else among the task options.
+  const o = { ...(rec.spec.options ?? {}), ...rec.spec } as { concurrencyKey?: unknown; priority?: unknown };
+  return {
+    ...(typeof o.concurrencyKey === "string" ? { concurrencyKey: o.concurrencyKey } : {}),
+    ...(typeof o.priority === "number" ? { priority: o.priority } : {}),
+  };
 }

@@ -21,6 +21,7 @@
     replay answers) | 'agent_not_found' | 'turn_not_found' | 'turn_started'
     | 'turn_finished'
 ]]
+-- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
 -- @include turns.lua

@@ -108,6 +108,7 @@ end
 -- Returns a reply, or nil when the lane has nothing to claim now (or was parked at its limit).
 -- `rotate`: other lanes are due, so a claim marks its lane served.
 local function visit_lane(z, ck, rotate)
+  -- no checks: each visit either claims (claim_agent checks before it writes) or moves or removes the visited bell
   -- Long because it is the visit loop of one lane with each status of a visit, as one reading.
   local skipped = 0
   while true do

@@ -184,6 +184,7 @@ for i = 0, n_res - 1 do
     -- back at once so a worker picks up the result that won.
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    -- write before checks done: and frees the lease's slot under its key (invariant `concurrency-keys`)
     release_run(prefix, head, agent_id, ready, now_str)
     -- write before checks done: and rings the bell so the result that won is picked up
     set_bell(ready, now_str, agent_id, nil, true)
@@ -197,6 +198,7 @@ if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
   if cancel_seq > ack and cancel_seq >= first_pending then
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
+    -- write before checks done: and frees the lease's slot under its key (invariant `concurrency-keys`)
     release_run(prefix, head, agent_id, ready, now_str)
     -- write before checks done: and rings the bell so a claim applies the cancel
     set_bell(ready, now_str, agent_id, nil, true)

@@ -13,6 +13,7 @@
     runAt: a delayed task's, while queued or active (store/port.ts invariant `delayed-tasks`)
 ]]
 -- reads only: writes nothing.
+-- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
 -- @include turns.lua

@@ -8,6 +8,7 @@
   Returns: 'list [<InboxTask JSON>, ...]' (the task JSON of each entry, without input)
 ]]
 -- reads only: writes nothing.
+-- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
 

@@ -100,6 +100,8 @@ export async function fireScheduleTick(s: MemoryState, req: FireScheduleTickRequ
       enqueue = enqueueInside(s, {
         agentId: req.agentId, agentName: rec.agentName, workerTarget: rec.workerTarget, input: rec.spec.input,
         options: req.options, idempotencyKey: req.idempotencyKey, turnId: req.turnId, now: req.now,
+        ...(req.concurrencyKey !== undefined ? { concurrencyKey: req.concurrencyKey } : {}),
+        ...(req.priority !== undefined ? { priority: req.priority } : {}),
       });
       if (enqueue.status === "enqueued" || enqueue.status === "duplicate") {
         s.w.set(rec, "lastFired", { tick: req.fireTick, turnId: enqueue.turnId, at: req.now });

@@ -8,6 +8,7 @@
 import { byField } from "../../common/by.ts";
 import type { DeleteScheduleLog, FireScheduleTickRequest, FireScheduleTickResult, NextDueScheduleRequest, NextDueScheduleResult, PutScheduleRequest, PutScheduleResult, ScheduleRecord } from "../port.ts";
 import type { InboxTask } from "../types.ts";
+import { taskLaneFields } from "../lanes.ts";
 import { checkAgentName, checkScheduleId, checkTarget, checkTurnId } from "../keys.ts";
 import { inputBytes } from "../inputs.ts";
 import { int, j, tail } from "./values.ts";
@@ -125,7 +126,7 @@ export async function fireScheduleTick(c: ScriptContext, req: FireScheduleTickRe
   checkScheduleId(req.scheduleId);
   checkTurnId(req.turnId);
   dropHints(Math.min(req.now, req.nextTick ?? req.now));
-  const task: InboxTask = { turnId: req.turnId, options: req.options, enqueuedAt: req.now, idempotencyKey: req.idempotencyKey };
+  const task: InboxTask = { turnId: req.turnId, options: req.options, enqueuedAt: req.now, idempotencyKey: req.idempotencyKey, ...taskLaneFields(req) };
   const r = await run(FIRE_SCHEDULE, {
     head: k.head, tasks: k.tasks, idem: k.idem, events: k.events, turns: k.turns, inputs: k.inputs, deleted: k.deleted, sched: k.schedules, delayed: k.delayed,
     long_keys: longKeys(k),

@@ -10,7 +10,7 @@
  */
 import { byField } from "../../common/by.ts";
 import { isEventName } from "../../common/event-name.ts";
-import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
+import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, ConcurrencyLimits, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import type { InboxTask, ToolCallRecord } from "../types.ts";
 import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
@@ -130,6 +130,19 @@ export const READY_COUNT = scriptOp({
   words: ["count"],
 }, (_word, payload) => Number(payload));
 
+/**
+ * The limits argument of a claim (invariant `concurrency-keys`). The sharded layout (Redis Cluster)
+ * keeps a running set per home, so it cannot count a key across homes: it refuses limits
+ * (docs/store.md "Concurrency keys and lanes"); its lanes and priorities work within each home.
+ */
+function limitsOn(c: ScriptContext, limits: ConcurrencyLimits | undefined): string {
+  const arg = limitsArg(limits);
+  if (arg !== "" && c.shards.length > 1) {
+    throw new StoreInputError("concurrencyLimits are not supported on the sharded layout (Redis Cluster): a key's running count would be per shard (docs/store.md)");
+  }
+  return arg;
+}
+
 /** The result type of the port method `K`. */
 type Ret<K extends keyof TurnProtocol> = ReturnType<NonNullable<TurnProtocol[K]>>;
 
@@ -218,7 +231,7 @@ export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimR
   return call(encodeClaim({
     head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), lease_ms: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now"),
-    ...(req.concurrencyLimits ? { limits_json: limitsArg(req.concurrencyLimits) } : {}),
+    ...(req.concurrencyLimits ? { limits_json: limitsOn(c, req.concurrencyLimits) } : {}),
   }), { agentId: req.agentId });
 }
 
@@ -231,7 +244,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` and the limits (ARGV[5], ARGV[6]).
   const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
   // Invariant `concurrency-keys`: the limits as one JSON object ('' : none).
-  const limits = limitsArg(req.concurrencyLimits);
+  const limits = limitsOn(c, req.concurrencyLimits);
   /** A claim_next answer without the script's `next` (the cluster loop's use only). */
   const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
     if (r.status !== "empty" || r.next === undefined) return r;
@@ -367,7 +380,7 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
   args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
   args.push(req.chainNextTask ? "1" : "");
   args.push(req.stopAtCancel ? "1" : "");
-  if (req.chainNextTask && req.concurrencyLimits) args.push(limitsArg(req.concurrencyLimits));
+  if (req.chainNextTask && req.concurrencyLimits) args.push(limitsOn(c, req.concurrencyLimits));
   // On one Redis (and Upstash) the head key only: commit.lua builds the others.
   const declared = sharded
     ? {

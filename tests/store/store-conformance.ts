@@ -38,6 +38,7 @@ import { toolRegistryConformance } from "./store-conformance-registry.ts";
 import { approvalsConformance } from "./store-conformance-approvals.ts";
 import { cancelResultsConformance } from "./store-conformance-cancel-results.ts";
 import { scheduleConformance } from "./store-conformance-schedules.ts";
+import { concurrencyConformance } from "./store-conformance-concurrency.ts";
 import { textConformance } from "./store-conformance-text.ts";
 
 export interface ConformanceHandle {
@@ -63,7 +64,8 @@ const TARGET = "default";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
-export function storeConformance(name: string, make: () => Promise<ConformanceHandle>): void {
+export function storeConformance(name: string, make: () => Promise<ConformanceHandle>, opts: { sharded?: boolean } = {}): void {
+  const sharded = opts.sharded === true;
   describe(`store conformance: ${name}`, () => {
     let h: ConformanceHandle;
     let store: Store;
@@ -99,6 +101,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     approvalsConformance(() => ({ store, clients, state: h.state }));
     cancelResultsConformance(() => ({ store, state: h.state }));
     scheduleConformance(() => ({ store, clients, state: h.state }));
+    concurrencyConformance(() => ({ store, clients, sharded }), sharded);
     textConformance(() => ({ store }));
 
     const freshTurn = () => `turn_${++turnSeq}`;

@@ -24,14 +24,21 @@ describe("store scripts: checks before writes", () => {
   it("writes before the marker are only the pinned refusal writes, each with its reason", () => {
     const got = reports.flatMap((r) => r.exemptions.map((e) => `${r.file} ${e.unit} ${e.target}`));
     expect(got).toEqual([
-      // An empty claim drops or moves the bell that rang for nothing (rest_bell, includes/queue.lua).
+      // An empty claim drops or moves the bell that rang for nothing (rest_bell, includes/queue.lua);
+      // a claim held back by its key's limit prunes the key's run-out leases and parks the lane (invariant `concurrency-keys`).
       "claim.lua claim_agent rest_bell",
+      "claim.lua claim_agent lane_full",
+      "claim.lua claim_agent park_lane",
       "claim_next.lua claim_agent rest_bell",
-      // A commit refused with tool_call_resolved releases the lease and rings the bell.
+      "claim_next.lua claim_agent lane_full",
+      "claim_next.lua claim_agent park_lane",
+      // A commit refused with tool_call_resolved releases the lease (and its slot) and rings the bell.
       "commit.lua main HSET",
+      "commit.lua main release_run",
       "commit.lua main set_bell",
       // So does a commit refused with cancel_pending (store/port.ts invariant `firm-cancels`).
       "commit.lua main HSET",
+      "commit.lua main release_run",
       "commit.lua main set_bell",
     ]);
     for (const r of reports) for (const e of r.exemptions) expect(e.why.length, `${r.file}:${e.line}`).toBeGreaterThan(10);
@@ -40,12 +47,15 @@ describe("store scripts: checks before writes", () => {
   it("units that write without checks say so, and read-only scripts say so and write nothing", () => {
     const noChecks = reports.flatMap((r) => r.writers.filter((w) => w.marker === "no checks").map((w) => `${r.file} ${w.unit}`));
     // push_all, append_events and set_head (includes/head.lua) are in every script that includes head.lua,
-    // set_bell and set_tick (includes/keys.lua) in every script that includes keys.lua,
+    // set_bell, drop_bell, place_lane and set_tick (includes/keys.lua) in every script that includes keys.lua,
+    // the lane helpers (includes/lanes.lua) in every script that includes lanes.lua,
     // end_turn (includes/end_turn.lua) in the two that end a turn from outside, retain
     // (includes/retention.lua) in the commit, after its checks; queue_task, settle_old_tail, pop_task and
     // rest_bell (includes/queue.lua) in every script that includes queue.lua.
-    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|set_tick|set_head|queue_task|settle_old_tail|pop_task|rest_bell)$/.test(n))).toEqual([
-      "claim.lua main", "claim_next.lua main", "claim_next.lua visit_schedule", "commit.lua retain", "definition_sets.lua main", "due_schedule.lua main",
+    expect(noChecks.filter((n) => !/ (push_all|append_events|set_bell|drop_bell|place_lane|set_lane|relane_idle|lane_full|park_lane|serve_lane|run_under|release_run|renew_run|set_tick|set_head|queue_task|settle_old_tail|pop_task|rest_bell)$/.test(n))).toEqual([
+      "claim.lua main", "claim_next.lua main", "claim_next.lua visit_schedule",
+      // visit_lane (claim_next.lua): each visit claims (claim_agent checks first) or moves the visited bell.
+      "claim_next.lua visit_lane", "commit.lua retain", "definition_sets.lua main", "due_schedule.lua main",
       "due_tool_calls.lua main",
       // write_enqueue (includes/enqueue.lua): the writes of an enqueue after check_enqueue, in the two scripts that enqueue.
       "enqueue_task.lua write_enqueue",
@@ -82,7 +92,7 @@ describe("store scripts: checks before writes", () => {
     ]);
     const readOnly = reports.filter((r) => !r.writers.some((w) => w.unit === "main")).map((r) => r.file);
     expect(readOnly).toEqual([
-      "get_agent.lua", "get_schedules.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua",
+      "concurrency_usage.lua", "get_agent.lua", "get_schedules.lua", "get_tool_calls.lua", "get_tool_role.lua", "get_turn.lua", "get_verdict.lua", "list_agents.lua",
       "list_queued_tasks.lua", "list_tool_roles.lua", "list_verdicts.lua",
       "next_ready_at.lua", "ping.lua",
       "read_checkpoint.lua",

@@ -52,8 +52,10 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   end
   -- Invariant `concurrency-keys`: at its key's limit the agent is left as it is, its lane parked until a slot frees.
   local ck = agent_lane(ready, agent_id)
+  -- write before checks done: the check prunes the leases that ran out under the key (they count for no one)
   local full = ck and lane_full(prefix, ck, limits, now)
   if full then
+    -- write before checks done: a claim held back by the limit parks the lane until a slot frees
     park_lane(ready, ck, full)
     return 'empty', 'limited', full
   end

@@ -60,6 +60,7 @@ end
 
 -- After a turn ends (or a queued task leaves): the lane of the next queued task.
 local function relane_idle(ready, agent_id, head_key, q)
+  -- no checks: it only maintains the lane of a bell
   local ck, cp = first_lane(q)
   set_lane(ready, agent_id, head_key, ck, cp)
 end
@@ -81,7 +82,7 @@ end
 -- When key `ck` is at its limit at `now`: the earliest lease end under it (a slot frees then), else nil.
 -- Prunes the leases that ran out.
 local function lane_full(prefix, ck, limits, now)
-  -- write before checks done: pruning runs-out leases changes no one's answer
+  -- no checks: it answers, and prunes the leases that ran out (they count for no one)
   local n = limit_of(limits, ck)
   if not n then
     return nil
@@ -96,18 +97,21 @@ end
 
 -- Parks lane `ck` of this target until `until_ms` (it rings again then, or at a release).
 local function park_lane(ready, ck, until_ms)
+  -- no checks: it only maintains the lane index
   redis.call('HSET', ready .. ':nb', ck, string.format('%d', until_ms))
   place_lane(ready, ck)
 end
 
 -- Marks a lane served at `now` (invariant `fair-lanes`: it goes behind every other due lane).
 local function serve_lane(ready, ck, now_str)
+  -- no checks: it only maintains the lane index
   redis.call('HSET', ready .. ':nb', ck or '', now_str)
   if ck then place_lane(ready, ck) end
 end
 
 -- Records a lease taken under the agent's lane (none: the default lane, not counted).
 local function run_under(prefix, head_key, agent_id, ck, until_str)
+  -- no checks: it records a lease its caller took
   local old = redis.call('HGET', head_key, '_ckRun')
   if old and old ~= '' and old ~= ck then
     redis.call('ZREM', running_key(prefix, old), agent_id)
@@ -122,6 +126,7 @@ end
 
 -- Releases the agent's slot under the key its lease ran for, and rings that key's lane of this target if parked.
 local function release_run(prefix, head_key, agent_id, ready, now_str)
+  -- no checks: it frees the slot of a lease its caller released
   local ck = redis.call('HGET', head_key, '_ckRun')
   if not ck or ck == '' then
     return
@@ -141,6 +146,7 @@ end
 
 -- A renewed lease keeps its slot until the new lease end.
 local function renew_run(prefix, head_key, agent_id, until_str)
+  -- no checks: it follows a lease its caller renewed
   local ck = redis.call('HGET', head_key, '_ckRun')
   if ck and ck ~= '' then
     redis.call('ZADD', running_key(prefix, ck), 'XX', until_str, agent_id)
