@@ -21,6 +21,8 @@ interface Model {
   verdictAttempt(v: Verdict): string;
   verdictsByTurn(vs: Verdict[]): { turnId: string; verdicts: Verdict[] }[];
   definitionLabel(view: { agent: string; definition?: string }): string;
+  laneLabel(t: { concurrencyKey?: string; priority?: number }): string;
+  waitingText(w: Record<string, unknown> | undefined): string;
 }
 
 // A plain JS module of the page (no .d.ts): loaded by URL, typed by `Model` above.
@@ -160,7 +162,7 @@ describe("the definition a turn runs under (handoffs)", () => {
 
 describe("laneLabel and waitingText", () => {
   it("name a task's key and priority, and why a queued task waits", async () => {
-    const { laneLabel, waitingText } = await import("../../debug-ui/model.js");
+    const { laneLabel, waitingText } = model;
     expect(laneLabel({ concurrencyKey: "user:42", priority: 30 })).toBe("key user:42 · priority 30");
     expect(laneLabel({ priority: 0 })).toBe("");
     expect(laneLabel({})).toBe("");
