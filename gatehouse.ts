@@ -174,6 +174,8 @@ function engineParts(options: GatehouseOptions, checked: CheckedOptions, hooks: 
     ...(options.delegation ? { delegation: { ...options.delegation } } : {}),
     retention: checked.retention,
     ...(options.memory ? { memory: options.memory } : {}),
+    // The limits every claim and chaining commit of this process keeps (store/port.ts invariant `concurrency-keys`).
+    ...(options.concurrencyLimits ? { concurrencyLimits: Object.freeze({ ...options.concurrencyLimits }) } : {}),
   };
   return { deps, baseStore, verdicts, metrics, registryWriter, livePushes: live === baseStore.live };
 }
