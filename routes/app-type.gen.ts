@@ -23,6 +23,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     forwardedProps: {
                         [x: string]: unknown;
                         agent: string;
+                        concurrencyKey?: string | undefined;
+                        priority?: number | undefined;
                     };
                     resume?: {
                         [x: string]: unknown;
@@ -56,6 +58,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     }[];
                     trigger?: "submit-message" | "regenerate-message" | undefined;
                     messageId?: string | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                 };
             };
             output: Response;
@@ -1791,6 +1795,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
@@ -1824,6 +1830,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     maxCostPerTurn?: number | undefined;
                     maxCostTotal?: number | undefined;
                 } | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -1844,6 +1852,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                     cron?: string | undefined;
                     everyMs?: number | undefined;
                     timezone?: string | undefined;
@@ -1877,6 +1887,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     maxCostPerTurn?: number | undefined;
                     maxCostTotal?: number | undefined;
                 } | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -1922,6 +1934,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     maxCostPerTurn?: number | undefined;
                     maxCostTotal?: number | undefined;
                 } | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -1963,6 +1977,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     maxCostPerTurn?: number | undefined;
                     maxCostTotal?: number | undefined;
                 } | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
                 by?: string | null | undefined;
             };
             outputFormat: "json";
@@ -2004,6 +2020,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                     by?: string | null | undefined;
                 }[];
             };
@@ -3058,6 +3076,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                     delayMs?: number | undefined;
                     runAt?: string | undefined;
                 };
@@ -3101,6 +3121,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                         maxCostPerTurn?: number | undefined;
                         maxCostTotal?: number | undefined;
                     } | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                     delayMs?: number | undefined;
                     runAt?: string | undefined;
                 };
@@ -3137,6 +3159,8 @@ export type GatehouseSchema = MergeSchemaPath<{
                     turnId: string;
                     enqueuedAt: string;
                     runAt?: string | undefined;
+                    concurrencyKey?: string | undefined;
+                    priority?: number | undefined;
                 }[];
                 lease: {
                     workerId: string;
@@ -3181,6 +3205,24 @@ export type GatehouseSchema = MergeSchemaPath<{
                 createdAt: string;
                 updatedAt: string;
                 updatedAtMs: number;
+                waiting?: {
+                    for: "run_at";
+                    runAt: string;
+                } | {
+                    for: "turn";
+                    ahead: number;
+                } | {
+                    for: "concurrency_key";
+                    key: string;
+                    limit: number;
+                    running: number;
+                } | {
+                    for: "lane";
+                    key: string;
+                    queued: number;
+                } | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
                 output?: JSONValue | undefined;
                 error?: {
                     reason: string;
@@ -3251,6 +3293,24 @@ export type GatehouseSchema = MergeSchemaPath<{
                 status: "done" | "failed" | "queued" | "active" | "ended" | "cancelled";
                 input?: JSONValue | undefined;
                 runAt?: string | undefined;
+                concurrencyKey?: string | undefined;
+                priority?: number | undefined;
+                waiting?: {
+                    for: "run_at";
+                    runAt: string;
+                } | {
+                    for: "turn";
+                    ahead: number;
+                } | {
+                    for: "concurrency_key";
+                    key: string;
+                    limit: number;
+                    running: number;
+                } | {
+                    for: "lane";
+                    key: string;
+                    queued: number;
+                } | undefined;
             };
             outputFormat: "json";
             status: 200;
