@@ -75,6 +75,7 @@ const ROUTE_ACTOR_IMPORTS: Record<string, "type" | "any"> = {
   "actors/runtime.ts": "type", // Clock, IdSource, Logger in RouteRuntime and the rate limiter
   "actors/pool/watchdog.ts": "type", // WatchdogTickResult, the answer of RouteRuntime.watchdogTick
   "actors/observe/metrics.ts": "any", // GET /metrics renders the process metrics
+  "actors/observe/lane-gauges.ts": "any", // GET /metrics: the lane gauges from the store's concurrencyUsage
   "actors/replay/time-travel.ts": "any", // history, replay bundles, forks: the log replayed (pure)
   "actors/replay/commit-point.ts": "any", // history, forks: the commit an event belongs to (reads the log)
   "actors/host/turn-end.ts": "any", // reset: the writes that end a turn without running it

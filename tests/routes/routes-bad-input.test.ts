@@ -87,7 +87,7 @@ const BODY_ROUTES: BodyRoute[] = [
       ["verifyAttempts is 101", () => ({ agent: "helper", input: "hi", verifyAttempts: 101 })],
       ["verifyAttempts is 2.5", () => ({ agent: "helper", input: "hi", verifyAttempts: 2.5 })],
       ["verifyAttempts is a string", () => ({ agent: "helper", input: "hi", verifyAttempts: "3" })],
-      ["an unknown field is present", () => ({ agent: "helper", input: "hi", priority: 1 })],
+      ["an unknown field is present", () => ({ agent: "helper", input: "hi", urgency: 1 })],
       ["the body is an array", () => [{ agent: "helper", input: "hi" }]],
       ["the body is null", () => null],
     ],

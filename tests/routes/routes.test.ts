@@ -531,7 +531,7 @@ describe("routes: OpenAPI", () => {
     const task = doc.paths["/v1/agents/{agentId}/tasks"].post;
     expect(task.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/TaskRequest");
     expect(task.responses["409"]["x-problem-codes"]).toEqual(["agent_definition_conflict"]);
-    expect(task.responses["422"]["x-problem-codes"]).toEqual(["unknown_agent_definition"]);
+    expect(task.responses["422"]["x-problem-codes"]).toEqual(["unknown_agent_definition", "invalid_concurrency_key"]);
     expect(task.responses["400"]["x-problem-codes"]).toEqual(
       expect.arrayContaining(["invalid_agent_id", "malformed_json", "validation_failed"]),
     );
