@@ -151,3 +151,30 @@ describe("createGatehouse({ concurrencyLimits }) and metricsLanes", () => {
     expect(() => createGatehouse({ agents: [agent], concurrencyLimits: { "user:42": 5, "*": 10 }, metricsLanes: 0 })).not.toThrow();
   });
 });
+
+describe("a schedule's tick", () => {
+  it("enqueues its task with the schedule's key and priority", async () => {
+    const { manualClock } = await import("../helpers/clock.ts");
+    const clock = manualClock();
+    const base = memoryStore();
+    const fired: Array<Record<string, unknown>> = [];
+    const store = new Proxy(base, {
+      get(t, p) {
+        const v = Reflect.get(t, p);
+        if (p !== "fireScheduleTick") return typeof v === "function" ? v.bind(t) : v;
+        return (req: Record<string, unknown>) => (fired.push(req), (v as (r: unknown) => unknown).call(t, req));
+      },
+    });
+    const agent = defineAgent({ name: "helper", instructions: "Help.", model: scriptedModel([{ text: "ok" }, { text: "ok" }]) });
+    const gh = createGatehouse({ agents: [agent], store, clock });
+    const res = await gh.fetch(post("/v1/agents/a1/schedules/s1", { agent: "helper", input: "tick", everyMs: 1_000, concurrencyKey: "tenant:s", priority: 7 }, "PUT"));
+    expect(res.status).toBe(201);
+    clock.advance(1_000);
+    await gh.drain();
+    const fire = fired.find((r) => r.fireTick !== null);
+    expect(fire).toMatchObject({ concurrencyKey: "tenant:s", priority: 7 });
+    const done = (await base.listQueuedTasks("a1", 10));
+    expect(done.every((t) => t.concurrencyKey === "tenant:s")).toBe(true);
+    await gh.close();
+  });
+});
