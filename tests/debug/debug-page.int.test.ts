@@ -391,4 +391,26 @@ describe("debugger page (Chromium)", () => {
       await page.close();
     }
   }, 60_000);
+  it("shows the running turn's concurrency key and priority, and why the next queued task waits", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${server.base}/debug`);
+    await page.locator('[data-testid="token-form"] input').fill(TOKEN);
+    await page.locator('[data-testid="token-form"] button').click();
+    await page.locator("table.agents").waitFor();
+    // The helper's first step waits at its gate, so the first turn runs while the second waits behind it.
+    expect((await server.call("POST", "/v1/agents/lane1/tasks", { agent: "helper", input: "first", concurrencyKey: "tenant:acme", priority: 9 })).status).toBe(202);
+    expect((await server.call("POST", "/v1/agents/lane1/tasks", { agent: "helper", input: "second", concurrencyKey: "tenant:beta" })).status).toBe(202);
+    await page.goto(`${server.base}/debug/agents/lane1`);
+    await expectLive(page, "lane1", "running");
+    await expect.poll(() => page.locator('[data-testid="turn-lane"]').textContent(), { timeout: 15_000 }).toBe("key tenant:acme · priority 9");
+    const queued = page.locator('[data-testid="queued"]');
+    await expect.poll(() => queued.textContent(), { timeout: 15_000 }).toMatch(/next behind 1 turn of this agent/);
+    expect(await queued.textContent()).toMatch(/key tenant:beta/);
+    await page.screenshot({ path: "/tmp/debug-lanes.png" });
+    server.release("lane1");
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });
