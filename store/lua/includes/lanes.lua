@@ -114,7 +114,13 @@ end
 local function serve_lane(ready, ck, now_str)
   -- no checks: it only maintains the lane index
   redis.call('HSET', ready .. ':nb', ck or '', now_str)
-  if ck then place_lane(ready, ck) end
+  if ck then
+    -- Its place: max(now, its earliest bell) (place_lane, the not-before known).
+    local first = redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')
+    if first[2] then
+      redis.call('ZADD', ready .. ':lanes', math.max(tonumber(first[2]), tonumber(now_str)), ck)
+    end
+  end
 end
 
 -- Records a lease taken under the agent's lane (none: the default lane, not counted).
