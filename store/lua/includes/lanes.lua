@@ -118,7 +118,7 @@ local function serve_lane(ready, ck, now_str)
     -- Its place: max(now, its earliest bell) (place_lane, the not-before known).
     local first = redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')
     if first[2] then
-      redis.call('ZADD', ready .. ':lanes', math.max(tonumber(first[2]), tonumber(now_str)), ck)
+      redis.call('ZADD', ready .. ':lanes', string.format('%d', math.max(tonumber(first[2]), tonumber(now_str))), ck)
     end
   end
 end
