@@ -8,7 +8,7 @@ import { performance } from "node:perf_hooks";
 import process from "node:process";
 import type { Redis } from "ioredis";
 import { createGatehouse } from "../mod.ts";
-import type { Store } from "../store/port.ts";
+import type { ConcurrencyLimits, Store } from "../store/port.ts";
 import type { UpstashBridge } from "../tests/helpers/upstash-bridge.ts";
 import { benchAgent, STEPS_PER_TURN } from "./agent.ts";
 import { countingStore, workCalls } from "./counting-store.ts";
@@ -67,14 +67,15 @@ export function workload(concurrency: number, targetTurns?: number): { agents: n
   return { agents: Math.max(concurrency, turns / TURNS_PER_AGENT), turns };
 }
 
-export async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number): Promise<string[]> {
+/** `keyOf`: the concurrency key of agent i's tasks (store/port.ts invariant `concurrency-keys`); absent: none. */
+export async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number, keyOf?: (i: number) => string): Promise<string[]> {
   const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
   // Round-robin over agents, so the ready queue offers every agent's first turn before anyone's second.
   for (let t = 0; t < turnsPerAgent; t++) {
     await Promise.all(ids.map((agentId, i) =>
       store.enqueueTask({
         agentId, agentName: "bench", workerTarget: "default", input: `task ${t} of agent ${i}`, options: {},
-        turnId: `turn_${t}_${i}`, now: Date.now(),
+        turnId: `turn_${t}_${i}`, now: Date.now(), ...(keyOf ? { concurrencyKey: keyOf(i) } : {}),
       })
     ));
   }
@@ -98,12 +99,17 @@ export async function runGatehouse(opts: {
   modelDelayMs?: number;
   targetTurns?: number;
   storeCpuSeconds?: () => Promise<number>;
+  /** Tasks carry `keyOf(agent index)` as their concurrency key; claims keep `limits` (bench/concurrency-keys.ts). */
+  concurrencyKeys?: { keyOf: (i: number) => string; limits?: ConcurrencyLimits };
 }): Promise<GhResult> {
   const { adapter, concurrency, info, bridge } = opts;
   const storeCpu = opts.storeCpuSeconds ?? (() => redisCpuSeconds(info));
   const { agents, turns } = workload(concurrency, opts.targetTurns);
   const prefix = `b${adapter.replace("-", "")}${concurrency}r${opts.rep}`;
-  const counted = countingStore(opts.makeStore(prefix));
+  const made = opts.makeStore(prefix);
+  const limits = opts.concurrencyKeys?.limits;
+  const counted = countingStore(limits ? withLimits(made, limits) : made);
+  const keyOf = opts.concurrencyKeys?.keyOf;
   const { agent, modelSteps } = benchAgent({}, { retrySafe: adapter !== "tcp-unsafe", modelDelayMs: opts.modelDelayMs });
   const gh = createGatehouse({ agents: [agent], store: counted.store, concurrency, leaseMs: 30_000, pollMs: 100 });
 
@@ -113,7 +119,7 @@ export async function runGatehouse(opts: {
   await counted.whenTurnsEnded(concurrency);
   await gh.stopWorker();
 
-  await enqueueAll(counted.store, prefix, agents, turns / agents);
+  await enqueueAll(counted.store, prefix, agents, turns / agents, keyOf);
   counted.reset();
   const stepsBefore = modelSteps();
   bridge?.resetStats();
@@ -157,5 +163,15 @@ export async function runGatehouse(opts: {
     billedPerStep: (adapter === "upstash" ? billedUpstash : d.scriptCalls) / steps,
     bytesInPerStep: d.netInputBytes / steps,
     bytesOutPerStep: d.netOutputBytes / steps,
+  };
+}
+
+/** The store with `limits` added to every claim and chaining commit (what a pool given `concurrencyLimits` sends). */
+export function withLimits(store: Store, limits: ConcurrencyLimits): Store {
+  return {
+    ...store,
+    claim: (req) => store.claim({ ...req, concurrencyLimits: limits }),
+    claimNext: (req) => store.claimNext({ ...req, concurrencyLimits: limits }),
+    commit: (req) => store.commit(req.chainNextTask ? { ...req, concurrencyLimits: limits } : req),
   };
 }

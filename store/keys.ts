@@ -34,6 +34,10 @@
  * | key                    | type   | holds |
  * | ---------------------- | ------ | ----- |
  * | `<h>:ready:<target>`   | zset   | agentId, score = when the agent is due (the bell: now, a lease end, a `runnableAt`, or a delayed task's `runAt`, invariant `delayed-tasks`); its name is also the pub/sub channel of its new earliest scores (`set_bell`, store/lua/includes/keys.lua); `<agentId>\n<scheduleId>`, score = the schedule's next tick |
+ * | `<h>:ready:<target>:key:<K>` | zset | the bells of lane K (concurrency key K); the ready zset itself holds the default lane's (store/port.ts invariant `fair-lanes`; docs/store.md "Concurrency keys and lanes") |
+ * | `<h>:ready:<target>:lanes` | zset | keyed lanes with bells: K, score = max(not-before of K, earliest bell of K) |
+ * | `<h>:ready:<target>:nb` | hash | lane -> not-before: last served by claimNext, or parked until (ms); "" the default lane |
+ * | `<h>:ck:<K>:running`   | zset   | agents leased for a turn of key K, score = lease end (invariant `concurrency-keys`) |
  * | `<h>:ticks:<target>`   | zset   | `<agentId>\n<scheduleId>`, score = the schedule's next tick: the schedule index the tick firer reads (store/port.ts invariant `schedule-index`) |
  * | `<h>:deadlines`        | zset   | `<agentId>\n<turnId>\n<toolCallId>`, score = resume deadline |
  * | `<h>:waits:<name>`     | zset   | `<agentId>\n<turnId>\n<toolCallId>` of a call waiting for the named event `<name>`, score = when the call was recorded (store/port.ts invariant `named-event-waits`) |

@@ -847,7 +847,14 @@ export interface BellWatch {
  * that releases, a turn end, a reset, a claim failure, a deletion) or, at
  * the latest, when the earliest lease under K runs out (a crashed worker's
  * slot frees at its lease end). A chaining commit whose next task's key is
- * at its limit releases instead and rings.
+ * at its limit releases instead and rings. A release rings the parked lane
+ * of its key in the releasing agent's worker target; a parked lane of the
+ * same key in another target rings at the earliest lease end under the key.
+ * Tasks without a key run under no key: `"*"` limits keys only. Layout: the
+ * running set `<p>:ck:<K>:running` (agent -> lease end) and the head field
+ * `_ckRun`; docs/store.md "Concurrency keys and lanes". The sharded layout
+ * (Redis Cluster) cannot count a key across its homes in one script: it
+ * refuses `concurrencyLimits` with StoreInputError (not built there).
  *
  * ## fair-lanes
  * Ready agents of a worker target are grouped in lanes: the lane of an agent
@@ -859,7 +866,12 @@ export interface BellWatch {
  * limit, not only agents of other definition sets) when the first was made
  * is claimed from once. One key's backlog therefore holds another key's
  * task behind at most one claim per other due lane. Within a lane, due
- * agents are claimed in due order (invariant `priorities`).
+ * agents are claimed in due order (invariant `priorities`). Layout: the
+ * default lane's bells stay in the target's ready zset (data written before
+ * lanes is read as is), lane K's in `<ready>:key:<K>`, the lanes ordered in
+ * `<ready>:lanes` by max(last served, earliest bell); the head fields `_ck`
+ * and `_cp` hold the agent's lane and priority. On the sharded layout the
+ * rotation and the priority order hold within each home.
  *
  * ## priorities
  * A task may carry a priority p (a whole number of seconds, 0-86,400). Within

@@ -13,6 +13,8 @@
   ARGV[2] turn_json: turnId JSON
   ARGV[3] now_str: now
   ARGV[4] event_tail: event tail (task_cancelled)
+  Undeclared keys: the lane keys of the agent's target, when a keyed task leaves an idle agent's
+  queue (includes/lanes.lua; in the agent's home, so its slot).
 
   The idempotency key of the task stays: it keeps answering this turn (until
   retention drops the turn: it joins the ended list, with no messages).
@@ -24,6 +26,7 @@
 -- @include keys.lua
 -- @include head.lua
 -- @include queue.lua
+-- @include lanes.lua
 -- @include turns.lua
 
 -- Arguments, named in the order of the header (described in store/script/turn-protocol.ts).
@@ -33,7 +36,7 @@ local turn_raw, turn_json, now_str, event_tail = ARGV[1], ARGV[2], ARGV[3], ARGV
 
 local k = { tasks = tasks, delayed = delayed, turns = turns, idem = idem_hash }
 
-local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId', '_ended' })
+local h = read_head(head, { 'agentId', 'activeTurnId', 'lastEventId', '_ended', 'workerTarget' })
 if not h then
   return 'agent_not_found'
 end
@@ -68,4 +71,9 @@ redis.call('HSET', k.turns, turn_raw, 'cancelled')
 local last = append_events(events, tonumber(h.lastEventId), turn_json, now_str, { event_tail })
 redis.call('HSET', head, 'pendingTasks', int(redis.call('LLEN', k.tasks) + redis.call('ZCARD', k.delayed)), 'lastEventId', int(last),
   '_ended', int((tonumber(h._ended) or 0) + 1))
+-- With no active turn the agent's lane is its first queued task's (includes/lanes.lua); a keyed task cancelled may change it.
+if h.activeTurnId == 'null' and (string.find(entry, '"concurrencyKey"', 1, true) or string.find(entry, '"priority"', 1, true)) then
+  -- The agent's keys carry its home prefix before `:{a:` (an agent id holds no brace).
+  relane_idle(ready_key(string.match(head, '^(.*):{a:'), h.workerTarget), h.agentId and decode_stored(h.agentId), head, k)
+end
 return 'cancelled'

@@ -125,7 +125,8 @@ local function visit_lane(z, ck, rotate)
       seen[agent_id] = true
       local is_schedule = string.find(agent_id, '\n', 1, true) ~= nil
       local sched_reply = is_schedule and visit_schedule(agent_id)
-      local lane = (not is_schedule) and agent_lane(ready, agent_id)
+      local lane, cp, run
+      if not is_schedule then lane, cp, run = agent_lane(ready, agent_id) end
       if sched_reply == 'foreign' then
         foreign, skipped = foreign + 1, skipped + 1
       elseif sched_reply then
@@ -144,7 +145,7 @@ local function visit_lane(z, ck, rotate)
           mail = agent_key(prefix, agent_id, 'mail'),
           inputs = agent_key(prefix, agent_id, 'inputs'),
         }
-        local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names, limits)
+        local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names, limits, { lane, cp, run })
         if status == 'claimed' then
           if ck or rotate then serve_lane(ready, ck, now_str) end
           return reply
@@ -153,7 +154,7 @@ local function visit_lane(z, ck, rotate)
         elseif status == 'foreign' then
           foreign, skipped = foreign + 1, skipped + 1
         elseif status == 'busy' then
-          set_bell(ready, int(lease_until), agent_id)
+          set_bell(ready, int(lease_until), agent_id, nil, nil, { lane, cp })
         elseif status == 'missing' or status == 'stale' then
           -- The agent is gone, or its bell belongs to another target's queue.
           redis.call('ZREM', z, agent_id)

@@ -145,8 +145,11 @@ local h = read_head(head, {
   'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'version', 'activeTurnId', 'workerTarget',
   'lastEventId', 'messageCount', '_mailSeq', '_commit', '_commitEvent', 'currentTask',
   'eventsTrimmedThrough', 'messagesTrimmedThrough', '_ckpts', '_evBytes', '_ended', '_endedBase',
-  'pendingTasks', '_cancelSeq', '_cancelTurn',
+  'pendingTasks', '_cancelSeq', '_cancelTurn', '_ck', '_cp', '_ckRun',
 })
+-- The lane fields (includes/lanes.lua), raw: absent on keyless agents.
+local lane_cur = { (h and h._ck ~= '' and h._ck) or nil, h and tonumber(h._cp) or 0 }
+local run_cur = (h and h._ckRun and h._ckRun ~= '') and h._ckRun or false
 if not h then
   return 'agent_not_found'
 end
@@ -185,9 +188,9 @@ for i = 0, n_res - 1 do
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
     -- write before checks done: and frees the lease's slot under its key (invariant `concurrency-keys`)
-    release_run(prefix, head, agent_id, ready, now_str)
+    release_run(prefix, head, agent_id, ready, now_str, run_cur)
     -- write before checks done: and rings the bell so the result that won is picked up
-    set_bell(ready, now_str, agent_id, nil, true)
+    set_bell(ready, now_str, agent_id, nil, true, lane_cur)
     return 'tool_call_resolved'
   end
 end
@@ -199,9 +202,9 @@ if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
     -- write before checks done: this refusal releases the lease (nothing of the commit is written)
     redis.call('HSET', head, 'leaseOwner', 'null', 'leaseUntil', '0')
     -- write before checks done: and frees the lease's slot under its key (invariant `concurrency-keys`)
-    release_run(prefix, head, agent_id, ready, now_str)
+    release_run(prefix, head, agent_id, ready, now_str, run_cur)
     -- write before checks done: and rings the bell so a claim applies the cancel
-    set_bell(ready, now_str, agent_id, nil, true)
+    set_bell(ready, now_str, agent_id, nil, true, lane_cur)
     return 'cancel_pending'
   end
 end
@@ -340,9 +343,11 @@ local chained = ''
 local next_ck = nil
 if ends_turn then
   -- The ended turn's slot frees; the agent's lane is its next task's (includes/lanes.lua).
-  release_run(prefix, head, agent_id, ready, now_str)
-  relane_idle(ready, agent_id, head, q)
-  next_ck = agent_lane(ready, agent_id)
+  release_run(prefix, head, agent_id, ready, now_str, run_cur)
+  run_cur = false
+  -- A keyless queue behind a keyless agent is never decoded (first_lane reads no entry's JSON).
+  lane_cur = relane_idle(ready, agent_id, head, q, lane_cur)
+  next_ck = lane_cur[1]
 end
 -- A next task whose key is at its limit is not chained: the lease is released, the lane parked (invariant `concurrency-keys`).
 local chain_full = chain and next_ck and lane_full(prefix, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now)
@@ -364,21 +369,21 @@ if chain and not chain_full and ends_turn and release ~= '-' and pending_mail ==
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
-  set_bell(ready, until_str, agent_id)
-  run_under(prefix, head, agent_id, next_ck, until_str)
+  set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
+  run_under(prefix, head, agent_id, next_ck, until_str, false)
   chained = chained_reply(next_turn)
 elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = '0'
   w[#w + 1] = 'runnableAt'; w[#w + 1] = release
   set_head(head, w, h)
-  release_run(prefix, head, agent_id, ready, now_str)
+  release_run(prefix, head, agent_id, ready, now_str, run_cur)
   local claimable = pending_mail > 0
     or (release ~= 'null' and tonumber(release) <= now)
     or (next_active == 'null' and task_due(q, now))
   if claimable then
     -- Mail arrived during the claim (or a task waits): ring again now.
-    set_bell(ready, now_str, agent_id, nil, true)
+    set_bell(ready, now_str, agent_id, nil, true, lane_cur)
   else
     -- The next wakeup, or a delayed task's runAt (invariant `delayed-tasks`); none: no bell.
     rest_bell(ready, agent_id, release, next_active == 'null', q, now)

@@ -10,14 +10,11 @@
  */
 import type { ConcurrencyLimits } from "../port.ts";
 import { limitOf, type LaneRow } from "../lanes.ts";
-import type { AgentRecords } from "./records.ts";
+import { type AgentRecords, laneOf } from "./records.ts";
+
+export { laneOf };
 import type { MemoryState } from "./state.ts";
 
-/** The agent's lane ("" : the default lane) and priority (seconds). */
-export function laneOf(a: AgentRecords): { lane: string; prio: number } {
-  const t = a.head.currentTask ?? a.tasks[0] ?? null;
-  return { lane: t?.concurrencyKey ?? "", prio: t?.priority ?? 0 };
-}
 
 const nbKey = (target: string, lane: string) => `${target}\n${lane}`;
 

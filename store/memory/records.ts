@@ -174,3 +174,9 @@ export function freshAgent(agentId: string, agentName: string, workerTarget: str
     ...freshRetention(),
   };
 }
+
+/** The agent's lane ("" : the default lane) and priority (seconds): its active turn's task's, else its first queued task's (store/port.ts invariants `fair-lanes`, `priorities`). */
+export function laneOf(a: AgentRecords): { lane: string; prio: number } {
+  const t = a.head.currentTask ?? a.tasks[0] ?? null;
+  return { lane: t?.concurrencyKey ?? "", prio: t?.priority ?? 0 };
+}

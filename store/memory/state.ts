@@ -16,8 +16,7 @@
  */
 import type { StoredEvent } from "../../common/events.ts";
 import type { ScheduleRecord } from "../port.ts";
-import { type AgentRecords, bellAt, type DeliveryRecord, utf8Length } from "./records.ts";
-import { laneOf } from "./lanes.ts";
+import { type AgentRecords, bellAt, type DeliveryRecord, laneOf, utf8Length } from "./records.ts";
 
 export class MemoryState {
   readonly agents = new Map<string, AgentRecords>();

@@ -282,6 +282,22 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       expect(await store.readyCount(TARGET, T0 + 10)).toBe(0);
     });
 
+    unsharded("moves an idle agent to its next task's lane when its first queued task is cancelled", async () => {
+      const { store } = ctx();
+      const limits = { K: 1 };
+      await enqueue(store, "b1", { concurrencyKey: "K" });
+      await claimed(claimNext(store, T0, limits));
+      const first = await enqueue(store, "a1", { concurrencyKey: "K", now: T0 + 1 });
+      await enqueue(store, "a1", { concurrencyKey: "L", now: T0 + 1 });
+      // a1 waits in lane K (b1 holds K's one slot) until its K task is cancelled: then its L task runs.
+      expect((await claimNext(store, T0 + 2, limits)).status).toBe("empty");
+      if (first.status !== "enqueued") throw new Error("not enqueued");
+      expect((await store.cancelTask({ agentId: "a1", turnId: first.turnId, reason: "x", now: T0 + 3 })).status).toBe("cancelled");
+      const c = await claimed(claimNext(store, T0 + 4, limits));
+      expect(c.agentId).toBe("a1");
+      expect(c.head.currentTask?.concurrencyKey).toBe("L");
+    });
+
     unsharded("answers concurrencyUsage: running and queued per lane, busiest first, the rest summed", async () => {
       const { store } = ctx();
       const limits = { K: 1 };

@@ -6,6 +6,7 @@
   k: { head, tasks, delayed, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
+  known: the agent's { _ck, _cp, _ckRun } as agent_lane read them (nil: read here).
   limits: the decoded concurrency limits of the claim, or nil (includes/lanes.lua; status
     'limited' when the agent's key is at its limit: its lane is parked, nothing else written).
   names: when set, a table whose keys are agentName JSON texts; a claimable
@@ -20,7 +21,7 @@
   the turn is head.currentTask, its input (stored once, in the inputs hash)
   is `input`, absent for a task stored with its input inline.
 ]]
-local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready, names, limits)
+local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, only_ready, names, limits, known)
   local h = read_head(k.head, HEAD_FIELDS)
   if not h then
     return 'agent_not_found', 'missing'
@@ -51,7 +52,12 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     return 'empty', 'foreign'
   end
   -- Invariant `concurrency-keys`: at its key's limit the agent is left as it is, its lane parked until a slot frees.
-  local ck = agent_lane(ready, agent_id)
+  local ck, cp, run
+  if known then
+    ck, cp, run = known[1], known[2], known[3]
+  else
+    ck, cp, run = agent_lane(ready, agent_id)
+  end
   -- write before checks done: the check prunes the leases that ran out under the key (they count for no one)
   local full = ck and lane_full(prefix, ck, limits, now)
   if full then
@@ -101,8 +107,8 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
-  set_bell(ready, h.leaseUntil, agent_id)
-  run_under(prefix, k.head, agent_id, ck, h.leaseUntil)
+  set_bell(ready, h.leaseUntil, agent_id, nil, nil, { ck, cp })
+  run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run)
 
   local input = ''
   if h.currentTask ~= 'null' then

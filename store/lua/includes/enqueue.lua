@@ -34,7 +34,7 @@ local function check_enqueue(k, a)
       return 'agent_deleted ' .. deleted_at
     end
   end
-  local h = read_head(k.head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns', '_taskSeq' })
+  local h = read_head(k.head, { 'agentId', 'agentName', 'workerTarget', 'lastEventId', '_recentTurns', '_taskSeq', 'activeTurnId', '_ck', '_cp' })
   if h then
     -- A long list of recent turns lives in its own key (includes/head.lua).
     local unreadable = resolve_long(k.head, h, { '_recentTurns' })
@@ -116,10 +116,10 @@ local function write_enqueue(k, a, st)
   local ready = ready_key(a.prefix, h and h.workerTarget or a.target_json)
   -- The agent's lane (includes/lanes.lua): with no active turn, the first queued task's; a keyless queue never decodes.
   local marked = string.find(a.entry, '"concurrencyKey"', 1, true) or string.find(a.entry, '"priority"', 1, true)
-  local cur = h and redis.call('HMGET', k.head, 'activeTurnId', '_ck', '_cp')
-  if (not h and marked) or (h and cur[1] == 'null' and (marked or cur[2] or cur[3])) then
-    relane_idle(ready, a.agent_id, k.head, k)
+  local known = { h and h._ck ~= '' and h._ck or nil, h and tonumber(h._cp) or 0 }
+  if (not h and marked) or (h and h.activeTurnId == 'null' and (marked or known[1] or known[2] ~= 0)) then
+    known = relane_idle(ready, a.agent_id, k.head, k, known)
   end
-  set_bell(ready, join_at, a.agent_id, true, join_at == a.now_str)
+  set_bell(ready, join_at, a.agent_id, true, join_at == a.now_str, known)
   return 'enqueued ' .. a.turn_json
 end

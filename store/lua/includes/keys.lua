@@ -42,13 +42,14 @@ local function lane_zset(ready, ck)
   return ready .. ':key:' .. ck
 end
 
--- An agent's lane (nil: the default lane) and priority (seconds), from its head.
+-- An agent's lane (nil: the default lane), priority (seconds) and the key its lease runs under
+-- (head field `_ckRun`; false: none), from its head.
 local function agent_lane(ready, agent_id)
   if string.find(agent_id, '\n', 1, true) then
-    return nil, 0
+    return nil, 0, false
   end
-  local v = redis.call('HMGET', agent_key(ready_prefix(ready), agent_id, 'head'), '_ck', '_cp')
-  return (v[1] and v[1] ~= '') and v[1] or nil, tonumber(v[2]) or 0
+  local v = redis.call('HMGET', agent_key(ready_prefix(ready), agent_id, 'head'), '_ck', '_cp', '_ckRun')
+  return (v[1] and v[1] ~= '') and v[1] or nil, tonumber(v[2]) or 0, (v[3] and v[3] ~= '') and v[3] or false
 end
 
 -- Places keyed lane `ck` in the lanes zset at max(not-before, earliest bell),
@@ -82,9 +83,15 @@ end
 -- docs/operations.md "Idle cost"). A bell that is not its lane's new
 -- earliest needs no message: the earliest before it was heard already and
 -- is not later. A server that refuses PUBLISH in a script still gets the bell (pcall).
-local function set_bell(ready, score, agent_id, lt, due_now)
+-- `known`: the agent's { ck, cp } when the caller has read them (saves the read).
+local function set_bell(ready, score, agent_id, lt, due_now, known)
   -- no checks: it only maintains a bell and tells listeners
-  local ck, cp = agent_lane(ready, agent_id)
+  local ck, cp
+  if known then
+    ck, cp = known[1], known[2]
+  else
+    ck, cp = agent_lane(ready, agent_id)
+  end
   if due_now and cp > 0 then
     score = string.format('%d', tonumber(score) - cp * 1000)
   end

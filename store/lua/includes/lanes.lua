@@ -38,9 +38,15 @@ local function first_lane(q)
 end
 
 -- Sets the agent's lane and priority; a bell it has moves to the new lane's zset.
-local function set_lane(ready, agent_id, head_key, ck, cp)
+-- `cur`: the agent's { ck, cp } when the caller has read them.
+local function set_lane(ready, agent_id, head_key, ck, cp, cur)
   -- no checks: it only maintains the lane of a bell
-  local old_ck, old_cp = agent_lane(ready, agent_id)
+  local old_ck, old_cp
+  if cur then
+    old_ck, old_cp = cur[1], cur[2]
+  else
+    old_ck, old_cp = agent_lane(ready, agent_id)
+  end
   if old_ck == ck and old_cp == cp then
     return
   end
@@ -58,11 +64,13 @@ local function set_lane(ready, agent_id, head_key, ck, cp)
   end
 end
 
--- After a turn ends (or a queued task leaves): the lane of the next queued task.
-local function relane_idle(ready, agent_id, head_key, q)
+-- After a turn ends (or a queued task leaves): the lane of the next queued task. `cur`: the
+-- agent's { ck, cp } when the caller has read them. Returns the new { ck, cp }.
+local function relane_idle(ready, agent_id, head_key, q, cur)
   -- no checks: it only maintains the lane of a bell
   local ck, cp = first_lane(q)
-  set_lane(ready, agent_id, head_key, ck, cp)
+  set_lane(ready, agent_id, head_key, ck, cp, cur)
+  return { ck, cp }
 end
 
 local function running_key(prefix, ck)
@@ -106,13 +114,23 @@ end
 local function serve_lane(ready, ck, now_str)
   -- no checks: it only maintains the lane index
   redis.call('HSET', ready .. ':nb', ck or '', now_str)
-  if ck then place_lane(ready, ck) end
+  if ck then
+    -- Its place: max(now, its earliest bell) (place_lane, the not-before known).
+    local first = redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')
+    if first[2] then
+      redis.call('ZADD', ready .. ':lanes', string.format('%d', math.max(tonumber(first[2]), tonumber(now_str))), ck)
+    end
+  end
 end
 
 -- Records a lease taken under the agent's lane (none: the default lane, not counted).
-local function run_under(prefix, head_key, agent_id, ck, until_str)
+-- `old`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
+local function run_under(prefix, head_key, agent_id, ck, until_str, old)
   -- no checks: it records a lease its caller took
-  local old = redis.call('HGET', head_key, '_ckRun')
+  if old == nil then old = redis.call('HGET', head_key, '_ckRun') end
+  if not ck and not old then
+    return
+  end
   if old and old ~= '' and old ~= ck then
     redis.call('ZREM', running_key(prefix, old), agent_id)
   end
@@ -125,9 +143,11 @@ local function run_under(prefix, head_key, agent_id, ck, until_str)
 end
 
 -- Releases the agent's slot under the key its lease ran for, and rings that key's lane of this target if parked.
-local function release_run(prefix, head_key, agent_id, ready, now_str)
+-- `known`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
+local function release_run(prefix, head_key, agent_id, ready, now_str, known)
   -- no checks: it frees the slot of a lease its caller released
-  local ck = redis.call('HGET', head_key, '_ckRun')
+  local ck = known
+  if ck == nil then ck = redis.call('HGET', head_key, '_ckRun') end
   if not ck or ck == '' then
     return
   end
