@@ -12,13 +12,16 @@
  *   off (common/spend-limit.ts). A task with `delayMs` or `runAt` is delayed
  *   (routes/task-delay.ts, store invariant `delayed-tasks`): the 202 carries
  *   its `runAt` at once, whatever `Prefer: wait` asks.
+ *   A task's `concurrencyKey` and `priority` (routes/task-options.ts
+ *   `taskLane`) are stored on it; without a key the definition may derive one.
  * - `GET /v1/agents/:agentId` answers the view of routes/agent-view.ts.
  * - `POST /v1/agents/:agentId/cancel` mails a cancel aimed at one turn: the
  *   `turnId` of the body, else the turn active now (fixed when the store
  *   accepts it). A cancel never reaches another turn: one for a turn that
  *   ended is 409 `turn_finished`; one accepted while its turn was ending does
  *   nothing (the host logs `mail_ignored` with `why: "turn_finished"`).
- * - `GET /v1/agents/:agentId/tasks/:turnId` says where a turn is (a delayed task's `runAt` while queued or active).
+ * - `GET /v1/agents/:agentId/tasks/:turnId` says where a turn is (a delayed task's `runAt` while queued or active;
+ *   its key and priority while queued or active; `waiting` while queued, routes/waiting.ts).
  * - `DELETE /v1/agents/:agentId/tasks/:turnId` cancels a queued task: it
  *   leaves the inbox and its turn reads `cancelled` from then on (its
  *   idempotency key keeps answering that turn). A task that started is 409

@@ -17,7 +17,9 @@
  *   `nextRunAt` null) or resumes (the next tick after now fires; the ticks
  *   passed while paused are not caught up) a schedule (200, the schedule).
  * - A schedule carries the task options a task takes (`verifyAttempts`,
- *   `spendLimit`; routes/task-options.ts, checked alike) into each tick's task.
+ *   `spendLimit`; routes/task-options.ts, checked alike) into each tick's task,
+ *   and its `concurrencyKey` and `priority` (stored on the spec; a key the
+ *   definition derives when the schedule is written, `via: "schedule"`).
  * - `GET .../schedules/:scheduleId`, `GET .../schedules` (the agent's, by
  *   id) and `DELETE .../schedules/:scheduleId`; an unknown schedule is 404
  *   `schedule_not_found`.
