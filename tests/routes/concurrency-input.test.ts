@@ -178,3 +178,41 @@ describe("a schedule's tick", () => {
     await gh.close();
   });
 });
+
+describe("waiting: concurrency_key", () => {
+  it("a task whose key is at its limit says so, with the limit and the running count; it starts once the slot frees", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const started: string[] = [];
+    const agent = defineAgent({
+      name: "helper", instructions: "Help.",
+      model: scriptedModel(async (ctx) => {
+        started.push(ctx.agentId);
+        if (ctx.agentId === "a1") await gate;
+        return { text: "ok" };
+      }),
+    });
+    const store = memoryStore();
+    const gh = createGatehouse({ agents: [agent], store, concurrencyLimits: { "tenant:a": 1 }, concurrency: 2, pollMs: 10 });
+    gh.startWorker();
+    try {
+      expect((await gh.fetch(post("/v1/agents/a1/tasks", { agent: "helper", input: "x", concurrencyKey: "tenant:a" }))).status).toBe(202);
+      for (let i = 0; i < 200 && !started.includes("a1"); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(started).toEqual(["a1"]);
+      const b = await (await gh.fetch(post("/v1/agents/a2/tasks", { agent: "helper", input: "y", concurrencyKey: "tenant:a" }))).json() as { turnId: string };
+      await new Promise((r) => setTimeout(r, 100));
+      expect(started).toEqual(["a1"]);
+      const turn = await (await gh.fetch(new Request(`${BASE}/v1/agents/a2/tasks/${b.turnId}`))).json();
+      expect(turn).toMatchObject({ status: "queued", concurrencyKey: "tenant:a", waiting: { for: "concurrency_key", key: "tenant:a", limit: 1, running: 1 } });
+      const view = await (await gh.fetch(new Request(`${BASE}/v1/agents/a2`))).json();
+      expect(view).toMatchObject({ waiting: { for: "concurrency_key", key: "tenant:a", limit: 1, running: 1 } });
+      expect(await (await gh.fetch(new Request(`${BASE}/v1/agents/a1`))).json()).toMatchObject({ concurrencyKey: "tenant:a" });
+      open();
+      for (let i = 0; i < 300 && (await store.getAgent("a2"))?.state !== "done"; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(started).toEqual(["a1", "a2"]);
+    } finally {
+      open();
+      await gh.close();
+    }
+  });
+});
