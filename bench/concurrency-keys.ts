@@ -67,7 +67,7 @@ async function main() {
           ...(v === "no keys" ? {} : { concurrencyKeys: { keyOf, ...(v === "keys + limits" ? { limits: LOOSE } : {}) } }),
         });
         runs[v].push(r);
-        console.log(`${v} rep ${rep}: ${r.stepsPerSecond.toFixed(0)} steps/s, ${r.redisCommandsPerStep.toFixed(1)} Redis commands/step`);
+        console.log(`${v} rep ${rep}: ${r.stepsPerSecond.toFixed(0)} steps/s, ${r.redisCommandsPerStep.toFixed(1)} Redis commands/step, ${r.redisCpuUsPerStep.toFixed(0)} Redis CPU µs/step, ${r.nodeCpuUsPerStep.toFixed(0)} worker CPU µs/step`);
       }
     }
     const base = median(runs["no keys"].map((r) => r.stepsPerSecond));
@@ -75,7 +75,9 @@ async function main() {
       const sps = runs[v].map((r) => r.stepsPerSecond);
       const m = median(sps);
       const cmds = median(runs[v].map((r) => r.redisCommandsPerStep));
-      return `| ${v} | ${m.toFixed(0)} (${Math.min(...sps).toFixed(0)}–${Math.max(...sps).toFixed(0)}) | ${(m / base).toFixed(3)} | ${cmds.toFixed(1)} |`;
+      const redisUs = median(runs[v].map((r) => r.redisCpuUsPerStep));
+      const nodeUs = median(runs[v].map((r) => r.nodeCpuUsPerStep));
+      return `| ${v} | ${m.toFixed(0)} (${Math.min(...sps).toFixed(0)}–${Math.max(...sps).toFixed(0)}) | ${(m / base).toFixed(3)} | ${cmds.toFixed(1)} | ${redisUs.toFixed(0)} | ${nodeUs.toFixed(0)} |`;
     });
     const plain = await commandsPerClaim(redis.url, info, false);
     const keyed = await commandsPerClaim(redis.url, info, true);
@@ -85,8 +87,8 @@ async function main() {
       `TCP Redis (private redis-server), ${CONCURRENCY} worker loops, instant model, ${REPEAT} alternated runs per configuration (median, range);`,
       `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? "?"}), Node ${process.version}. Keys: ${KEYS} (\`tenant:<i mod ${KEYS}>\`); limits \`{"*": 10000}\` (never binding).`,
       "",
-      "| configuration | steps/s | ÷ no keys | Redis commands/step |",
-      "| --- | --- | --- | --- |",
+      "| configuration | steps/s | ÷ no keys | Redis commands/step | Redis CPU µs/step | worker CPU µs/step |",
+      "| --- | --- | --- | --- | --- | --- |",
       ...rows,
       "",
       "Redis commands per `claimNext` (INFO commandstats: script call + commands inside), 200 due agents claimed one by one:",

@@ -393,7 +393,7 @@ else
   w[#w + 1] = 'runnableAt'; w[#w + 1] = now_str
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
-  set_bell(ready, until_str, agent_id)
+  set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)
 for i = 1, #w - 1, 2 do

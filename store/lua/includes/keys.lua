@@ -104,7 +104,12 @@ local function set_bell(ready, score, agent_id, lt, due_now, known)
   end
   local at = tonumber(score)
   if ck then
-    at = place_lane(ready, ck)
+    -- The lane's place moves only when its earliest bell does: this bell was it, or goes before it.
+    if first[2] == nil or first[1] == agent_id or at < tonumber(first[2]) then
+      at = place_lane(ready, ck)
+    else
+      return
+    end
   end
   if first[2] == nil or tonumber(score) < tonumber(first[2]) then
     redis.pcall('PUBLISH', ready, string.format('%d', at))
