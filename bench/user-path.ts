@@ -358,7 +358,8 @@ export interface PathSpread {
 
 function spreadOf(xs: number[]): PathSpread {
   const s = [...xs].sort((a, b) => a - b);
-  return { median: s[Math.floor((s.length - 1) / 2)], min: s[0], max: s[s.length - 1] };
+  const mid = (s.length - 1) / 2;
+  return { median: (s[Math.floor(mid)] + s[Math.ceil(mid)]) / 2, min: s[0], max: s[s.length - 1] };
 }
 
 type Measured = PathComparison & { measured: true };
