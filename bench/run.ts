@@ -26,8 +26,10 @@
  * 5. Idle cost of one process with default settings, TCP and Upstash
  *    (bench/idle.ts), in steady state.
  * 6. Memory of one idle agent after one and five finished turns.
- * 7. Against Restate (bench/restate.ts): a private restate-server and the
- *    same workload as a Restate virtual object, against gatehouse on a Redis
+ * 7. Against Restate on the user's path (bench/user-path.ts): tasks POSTed
+ *    inside the measured window, 3/2 and 5/4 turns, over a socket and with
+ *    in-process fetch, a private restate-server and the same workload as a
+ *    Restate virtual object (bench/restate.ts starts both), against gatehouse on a Redis
  *    with the AOF fsynced always and every second: steps/s, task to done at
  *    one agent, CPU per step of worker and store. When restate-server cannot
  *    start, its rows say "not measured" and why, and the rest runs on.
@@ -63,7 +65,8 @@ import { historyAgents, type HistoryWindow, median } from "./history-cost.ts";
 import { type IdleMeasure, load, measureIdle } from "./idle.ts";
 import { type LatencyResult, measureLatency } from "./latency.ts";
 import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
-import { ensureBenchDeps, type RestateComparison, restateReport, restateTargetInputs, runRestateComparison } from "./restate.ts";
+import { ensureBenchDeps } from "./restate.ts";
+import { type PathComparison, pathTargetInputs, runUserPath, userPathReport } from "./user-path.ts";
 import { type Adapter, adaptersAt, enqueueAll, type GhResult, LABEL, runGatehouse } from "./throughput.ts";
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
@@ -233,8 +236,8 @@ interface Measured {
   idle5: { bytes: number };
   /** bench/live.ts, run as its own processes: first delta across processes, Prefer: wait, polling for comparison. */
   live: LiveRow[] | null;
-  /** bench/restate.ts: against Restate, both persisting every step (or why it was not measured). */
-  restate: RestateComparison;
+  /** bench/user-path.ts: the user's path against Restate, both persisting every step (or why it was not measured). */
+  path: PathComparison;
 }
 
 interface LiveRow {
@@ -289,7 +292,7 @@ function targetInputs(m: Measured): TargetInputs {
     idleSchedulesTcpLoopPolls: Math.max(0, (m.idle.tcpSchedules.scriptsLate ?? 0) - (m.idle.tcpSchedules.byMethodLate.dueToolCalls ?? 0)),
     ratioPersisting100: ratio(m, 100, "persisting"),
     ratioTrivial100: ratio(m, 100, "trivial"),
-    ...restateTargetInputs(m.restate),
+    path: pathTargetInputs(m.path),
   };
 }
 
@@ -390,7 +393,7 @@ function report(m: Measured, meta: Record<string, string>): string {
   push("");
 
   // ---- Restate
-  push(...restateReport(m.restate));
+  push(...userPathReport(m.path));
 
   // ---- History
   const h = m.history;
@@ -576,14 +579,14 @@ async function main() {
 
     const live = runLive();
 
-    const restate = await runRestateComparison();
+    const path = await runUserPath();
 
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, restate }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, path }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });

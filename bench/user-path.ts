@@ -33,7 +33,7 @@
  * BENCH_PATH_CONCURRENCY=1,10,100; BENCH_PATH_MODELS=0,50; BENCH_PATH_STEPS=5,3; BENCH_PATH_EVERYSEC=1.
  */
 import { type ChildProcess, fork } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import process from "node:process";
@@ -82,6 +82,9 @@ export interface PathRun {
   storeCallsPerStep?: number;
   workCallsPerStep?: number;
   commitsPerTurn?: number;
+  /** Cores the machine kept busy during the row (every process: /proc/stat), and those of the processes above. */
+  machineCores?: number;
+  ourCores?: number;
   /** gatehouse only: store calls per step by operation. */
   byOp?: Record<string, number>;
 }
@@ -149,6 +152,21 @@ interface Cell {
   steps: number;
   modelDelayMs: number;
   concurrency: number;
+}
+
+/** Busy and total CPU seconds of the whole machine so far (/proc/stat, all cores), and the number of cores. */
+function machineCpu(): { busy: number; cores: number } {
+  const lines = readFileSync("/proc/stat", "utf8").split("\n");
+  const [, user, nice, system, , , irq, softirq, steal] = lines[0].trim().split(/\s+/).map(Number);
+  return { busy: (user + nice + system + irq + softirq + steal) / CLK_TCK, cores: lines.filter((l) => /^cpu\d/.test(l)).length };
+}
+const CLK_TCK = 100;
+
+/** `r` with the cores the machine and its own processes kept busy over its window (`busy0`: machineCpu() at the start). */
+function withCores(r: PathRun, busy0: number): PathRun {
+  const machine = (machineCpu().busy - busy0) / r.seconds;
+  const ours = ((r.cpu.main + r.cpu.store + (r.cpu.client ?? 0)) * r.totalSteps) / 1e6 / r.seconds;
+  return { ...r, machineCores: machine, ourCores: ours };
 }
 
 const keysOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-a${i}`);
@@ -280,7 +298,8 @@ const f = (n: number, d = 1) => n.toLocaleString("en-US", { minimumFractionDigit
 function logRun(r: PathRun): void {
   const cpu = `${f(r.cpu.main, 0)} + ${f(r.cpu.store, 0)}${r.cpu.client === null ? "" : ` + ${f(r.cpu.client, 0)}`}`;
   const calls = r.storeCallsPerStep === undefined ? "" : `, ${f(r.storeCallsPerStep, 2)} store calls/step (work ${f(r.workCallsPerStep!, 2)})`;
-  console.log(`${r.way}${r.fsync === "everysec" ? " everysec" : ""} ${r.steps}/${r.steps - 1} ${r.modelDelayMs} ms x${r.concurrency} #${r.rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, CPU ${cpu} µs/step${calls}`);
+  const cores = r.machineCores === undefined ? "" : `; cores busy: ours ${f(r.ourCores!, 2)}, machine ${f(r.machineCores, 2)}`;
+  console.log(`${r.way}${r.fsync === "everysec" ? " everysec" : ""} ${r.steps}/${r.steps - 1} ${r.modelDelayMs} ms x${r.concurrency} #${r.rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, CPU ${cpu} µs/step${calls}${cores}`);
 }
 
 async function startSetup(): Promise<Setup | { reason: string }> {
@@ -331,7 +350,8 @@ export async function runUserPath(): Promise<PathComparison> {
             if (modelDelayMs === 0) rows.push(() => queuedRow(setup, cell, rep));
             // Alternate the order between repetitions, so neither system always runs first.
             for (const row of rep % 2 === 0 ? rows : [...rows].reverse()) {
-              runs.push(await row());
+              const busy0 = machineCpu().busy;
+              runs.push(withCores(await row(), busy0));
               logRun(runs[runs.length - 1]);
             }
           }
@@ -470,13 +490,15 @@ export function userPathReport(c: PathComparison): string[] {
   }
   lines.push(
     "",
-    "| model-bound limit, 50 ms model, 100 agents | turn | steps/s | time a step cannot overlap (1 agent, instant) | limit 100 ÷ (50 ms + it) | steps/s ÷ limit |",
-    "| --- | --- | ---: | ---: | ---: | ---: |",
+    "| model-bound limit, 50 ms model, 100 agents | turn | steps/s | time a step cannot overlap (1 agent, instant) | limit 100 ÷ (50 ms + it) | steps/s ÷ limit | cores busy: its processes, whole machine (of " + machineCpu().cores + ") |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
   );
   for (const steps of PATH_STEPS) {
     for (const [way, fsync] of [["restate", null], ["socket", "always"], ["fetch", "always"]] as Array<[Way, Fsync | null]>) {
       const m = modelBound(c, way, fsync, steps);
-      if (m) lines.push(`| ${wayLabel(way, fsync)} | ${steps}/${steps - 1} | ${rng(m.sps, 0)} | ${rng(m.serialMs, 2)} ms | ${rng(m.limit, 0)} | ${rng(m.ratio, 2)} |`);
+      const rs = rowsOf(c, way, fsync, steps, 50, 100).filter((r) => r.machineCores !== undefined);
+      const cores = rs.length ? `${f(spreadOf(rs.map((r) => r.ourCores!)).median, 2)}, ${f(spreadOf(rs.map((r) => r.machineCores!)).median, 2)}` : "";
+      if (m) lines.push(`| ${wayLabel(way, fsync)} | ${steps}/${steps - 1} | ${rng(m.sps, 0)} | ${rng(m.serialMs, 2)} ms | ${rng(m.limit, 0)} | ${rng(m.ratio, 2)} | ${cores} |`);
     }
   }
   const sizes = PATH_MODELS.flatMap((d) => PATH_CONCURRENCY.map((n) => `${d ? "50 ms" : "instant"}/${n}: ${turnsFor(d, n).turns} turns`)).join("; ");
