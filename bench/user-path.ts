@@ -30,12 +30,14 @@
  * Cells run interleaved (per repetition, each cell's Restate, gatehouse socket and gatehouse fetch rows
  * one after the other), so ratios compare runs minutes apart at most. Options: BENCH_PATH_FAST=1 (or
  * BENCH_QUICK=1) a fifth of the turns and one repetition; BENCH_PATH_REPEAT=n (default 2);
- * BENCH_PATH_CONCURRENCY=1,10,100; BENCH_PATH_MODELS=0,50; BENCH_PATH_STEPS=5,3; BENCH_PATH_EVERYSEC=1.
+ * BENCH_PATH_CONCURRENCY=1,10,100; BENCH_PATH_MODELS=0,50; BENCH_PATH_STEPS=5,3; BENCH_PATH_EVERYSEC=1;
+ * BENCH_PATH_OUT=<name> (bench/results/<name>.md and .json; default path, path-fast in fast mode);
+ * BENCH_PATH_REPORT=<file.json> renders the report of an earlier run again.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import process from "node:process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { serve } from "@hono/node-server";
@@ -82,9 +84,11 @@ export interface PathRun {
   storeCallsPerStep?: number;
   workCallsPerStep?: number;
   commitsPerTurn?: number;
-  /** Cores the machine kept busy during the row (every process: /proc/stat), and those of the processes above. */
-  machineCores?: number;
+  /** Cores the processes above kept busy during the row, and the machine's 1-minute load average at its end (/proc/loadavg). */
   ourCores?: number;
+  loadAvg?: number;
+  /** gatehouse rows: this process's event-loop delay over the row (perf_hooks monitorEventLoopDelay), mean and p99, ms. */
+  loopDelayMs?: { mean: number; p99: number };
   /** gatehouse only: store calls per step by operation. */
   byOp?: Record<string, number>;
 }
@@ -154,19 +158,13 @@ interface Cell {
   concurrency: number;
 }
 
-/** Busy and total CPU seconds of the whole machine so far (/proc/stat, all cores), and the number of cores. */
-function machineCpu(): { busy: number; cores: number } {
-  const lines = readFileSync("/proc/stat", "utf8").split("\n");
-  const [, user, nice, system, , , irq, softirq, steal] = lines[0].trim().split(/\s+/).map(Number);
-  return { busy: (user + nice + system + irq + softirq + steal) / CLK_TCK, cores: lines.filter((l) => /^cpu\d/.test(l)).length };
-}
-const CLK_TCK = 100;
+/** The machine's 1-minute load average (/proc/loadavg): other work on the same cores. */
+const loadAvg = () => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
 
-/** `r` with the cores the machine and its own processes kept busy over its window (`busy0`: machineCpu() at the start). */
-function withCores(r: PathRun, busy0: number): PathRun {
-  const machine = (machineCpu().busy - busy0) / r.seconds;
+/** `r` with the cores its own processes kept busy over its window and the load average at its end. */
+function withCores(r: PathRun): PathRun {
   const ours = ((r.cpu.main + r.cpu.store + (r.cpu.client ?? 0)) * r.totalSteps) / 1e6 / r.seconds;
-  return { ...r, machineCores: machine, ourCores: ours };
+  return { ...r, ourCores: ours, loadAvg: loadAvg() };
 }
 
 const keysOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-a${i}`);
@@ -298,7 +296,8 @@ const f = (n: number, d = 1) => n.toLocaleString("en-US", { minimumFractionDigit
 function logRun(r: PathRun): void {
   const cpu = `${f(r.cpu.main, 0)} + ${f(r.cpu.store, 0)}${r.cpu.client === null ? "" : ` + ${f(r.cpu.client, 0)}`}`;
   const calls = r.storeCallsPerStep === undefined ? "" : `, ${f(r.storeCallsPerStep, 2)} store calls/step (work ${f(r.workCallsPerStep!, 2)})`;
-  const cores = r.machineCores === undefined ? "" : `; cores busy: ours ${f(r.ourCores!, 2)}, machine ${f(r.machineCores, 2)}`;
+  const lag = r.loopDelayMs ? `, event-loop delay mean ${f(r.loopDelayMs.mean, 1)} ms, p99 ${f(r.loopDelayMs.p99, 1)} ms` : "";
+  const cores = r.ourCores === undefined ? "" : `; cores busy ${f(r.ourCores, 2)}, load average ${f(r.loadAvg!, 1)}${lag}`;
   console.log(`${r.way}${r.fsync === "everysec" ? " everysec" : ""} ${r.steps}/${r.steps - 1} ${r.modelDelayMs} ms x${r.concurrency} #${r.rep + 1}: ${f(r.stepsPerSecond, 0)} steps/s, CPU ${cpu} µs/step${calls}${cores}`);
 }
 
@@ -347,11 +346,14 @@ export async function runUserPath(): Promise<PathComparison> {
             const cell = { steps, modelDelayMs, concurrency };
             const rows = [() => restateRow(setup, cell, rep), () => gatehouseRow(setup, "always", "socket", cell, rep), () => gatehouseRow(setup, "always", "fetch", cell, rep)];
             if (EVERYSEC) rows.push(() => gatehouseRow(setup, "everysec", "socket", cell, rep));
-            if (modelDelayMs === 0) rows.push(() => queuedRow(setup, cell, rep));
+            if (modelDelayMs === 0 || concurrency === 100) rows.push(() => queuedRow(setup, cell, rep));
             // Alternate the order between repetitions, so neither system always runs first.
             for (const row of rep % 2 === 0 ? rows : [...rows].reverse()) {
-              const busy0 = machineCpu().busy;
-              runs.push(withCores(await row(), busy0));
+              const lag = monitorEventLoopDelay({ resolution: 5 });
+              lag.enable();
+              const r = withCores(await row());
+              lag.disable();
+              runs.push(r.way === "restate" ? r : { ...r, loopDelayMs: { mean: lag.mean / 1e6, p99: lag.percentile(99) / 1e6 } });
               logRun(runs[runs.length - 1]);
             }
           }
@@ -490,15 +492,17 @@ export function userPathReport(c: PathComparison): string[] {
   }
   lines.push(
     "",
-    "| model-bound limit, 50 ms model, 100 agents | turn | steps/s | time a step cannot overlap (1 agent, instant) | limit 100 ÷ (50 ms + it) | steps/s ÷ limit | cores busy: its processes, whole machine (of " + machineCpu().cores + ") |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    "| model-bound limit, 50 ms model, 100 agents | turn | steps/s | time a step cannot overlap (1 agent, instant) | limit 100 ÷ (50 ms + it) | steps/s ÷ limit | cores its processes kept busy; load average (2 cores) | gatehouse's event-loop delay, mean / p99 ms |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
   for (const steps of PATH_STEPS) {
-    for (const [way, fsync] of [["restate", null], ["socket", "always"], ["fetch", "always"]] as Array<[Way, Fsync | null]>) {
+    for (const [way, fsync] of [["restate", null], ["socket", "always"], ["fetch", "always"], ["queued", "always"]] as Array<[Way, Fsync | null]>) {
       const m = modelBound(c, way, fsync, steps);
-      const rs = rowsOf(c, way, fsync, steps, 50, 100).filter((r) => r.machineCores !== undefined);
-      const cores = rs.length ? `${f(spreadOf(rs.map((r) => r.ourCores!)).median, 2)}, ${f(spreadOf(rs.map((r) => r.machineCores!)).median, 2)}` : "";
-      if (m) lines.push(`| ${wayLabel(way, fsync)} | ${steps}/${steps - 1} | ${rng(m.sps, 0)} | ${rng(m.serialMs, 2)} ms | ${rng(m.limit, 0)} | ${rng(m.ratio, 2)} | ${cores} |`);
+      const rs = rowsOf(c, way, fsync, steps, 50, 100).filter((r) => r.ourCores !== undefined);
+      const cores = rs.length && rs[0].loadAvg !== undefined ? `${f(spreadOf(rs.map((r) => r.ourCores!)).median, 2)}; ${f(spreadOf(rs.map((r) => r.loadAvg!)).median, 1)}` : "";
+      const lg = rs.filter((r) => r.loopDelayMs);
+      const lag = lg.length ? `${f(spreadOf(lg.map((r) => r.loopDelayMs!.mean)).median, 1)} / ${f(spreadOf(lg.map((r) => r.loopDelayMs!.p99)).median, 1)}` : "";
+      if (m) lines.push(`| ${wayLabel(way, fsync)} | ${steps}/${steps - 1} | ${rng(m.sps, 0)} | ${rng(m.serialMs, 2)} ms | ${rng(m.limit, 0)} | ${rng(m.ratio, 2)} | ${cores} | ${lag} |`);
     }
   }
   const sizes = PATH_MODELS.flatMap((d) => PATH_CONCURRENCY.map((n) => `${d ? "50 ms" : "instant"}/${n}: ${turnsFor(d, n).turns} turns`)).join("; ");
@@ -507,8 +511,10 @@ export function userPathReport(c: PathComparison): string[] {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  ensureBenchDeps();
-  const c = await runUserPath();
+  // BENCH_PATH_REPORT=<file.json>: the report of a run written before, rendered again (no run).
+  const again = process.env.BENCH_PATH_REPORT;
+  if (!again) ensureBenchDeps();
+  const c = again ? JSON.parse(readFileSync(again, "utf8")) as PathComparison : await runUserPath();
   const md = [`# The user's path, gatehouse against Restate — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`, "", ...userPathReport(c)].join("\n") + "\n";
   console.log("\n" + md);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
