@@ -579,7 +579,8 @@ async function main() {
 
     const live = runLive();
 
-    const path = await runUserPath();
+    // One repetition inside the full bench (about 5 minutes on two shared cores); `npm run bench:path` runs two.
+    const path = await runUserPath({ repeat: QUICK ? 1 : Math.max(1, Number(process.env.BENCH_PATH_REPEAT ?? 1)) });
 
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
