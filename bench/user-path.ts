@@ -433,6 +433,7 @@ export function pathTargetInputs(c: PathComparison): Record<string, PathSpread |
   out.latency5 = r && g ? g.p50Ms / r.p50Ms : "not run";
   const rt = rowsOf(c, "socket", "always", 5, 0, 100);
   out.roundTrips5x100 = rt.length ? spreadOf(rt.map((x) => x.storeCallsPerStep!)) : "not run";
+  out.modelBound5 = modelBound(c, "socket", "always", 5)?.ratio ?? "not run";
   const q = rowsOf(c, "queued", "always", 3, 0, 100);
   out.queuedCpu3x100 = q.length ? spreadOf(q.map((x) => x.cpu.main)) : "not run";
   return out;
