@@ -13,8 +13,9 @@
  *   as without the header (with `Preference-Applied` too, since it did wait).
  * - Waiting is pushed where the store's live channel hears every commit
  *   (`rt.livePushes`): the log is read once at the start and again on each
- *   "log grew" notice that may carry a turn's end (a commit that leaves the
- *   turn running says `turnEnded: false` and is not read for: store/live.ts),
+ *   "log grew" notice that may carry this turn's end (a commit that leaves
+ *   the turn running says `turnEnded: false`, one that ends another turn
+ *   names it, and neither is read for: store/live.ts),
  *   plus a safety read every WAIT_SAFETY_READ_MS (an end written outside a
  *   commit: a reset, a claim that failed for good). Without such a channel it
  *   reads every `rt.ssePollMs`. The log is read to its end when the wait
@@ -123,7 +124,7 @@ export async function waitForTurnEnd(w: TurnWait): Promise<TaskEnded | null> {
   const { rt, agentId, turnId, signal } = w;
   const pushes = rt.livePushes === true && rt.live !== undefined;
   const wake = new Wakeup();
-  const off = pushes ? rt.live!.subscribe(agentId, (m) => m.type === "grew" && m.turnEnded !== false && wake.notify()) : null;
+  const off = pushes ? rt.live!.subscribe(agentId, (m) => m.type === "grew" && m.turnEnded !== false && (m.endedTurn ?? turnId) === turnId && wake.notify()) : null;
   const deadline = Date.now() + w.waitMs;
   let cursor = w.after;
   let first = true;

@@ -13,7 +13,9 @@
  *   something to read instead of polling it. A commit that leaves a turn
  *   running says so (`turnEnded: false`): it appended no turn's end, so a
  *   request waiting for a turn's end (`Prefer: wait`) need not read the log
- *   for it. Absent means "may have ended one" (every other writer).
+ *   for it. Absent means "may have ended one" (every other writer). A
+ *   commit that ends its turn names it (`endedTurn`), so a request waiting
+ *   for another turn's end need not read for it either.
  *
  * Invariants:
  * - Best effort, never a source of truth: a message may be lost (a
@@ -57,6 +59,8 @@ export interface LiveGrew {
    * activeTurnId stays set). Absent: it may have. Never `true` (absent says as much).
    */
   turnEnded?: false;
+  /** The turn whose end the write appended, when the writer knows it (a commit that ends its turn). */
+  endedTurn?: string;
 }
 
 export type LiveMessage = LiveDelta | LiveGrew;
@@ -116,6 +120,7 @@ export function decodeLive(raw: string): LiveMessage | null {
       type: "grew",
       ...(Number.isSafeInteger(m.lastEventId) ? { lastEventId: m.lastEventId as number } : {}),
       ...(m.turnEnded === false ? { turnEnded: false as const } : {}),
+      ...(typeof m.endedTurn === "string" ? { endedTurn: m.endedTurn } : {}),
     };
   }
   if (m.type === "delta" && typeof m.turnId === "string" && Number.isSafeInteger(m.step) && typeof m.text === "string") {

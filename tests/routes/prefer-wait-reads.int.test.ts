@@ -1,9 +1,11 @@
 /**
  * A commit that leaves the turn running appended no turn's end, and its "log grew" notice says so
- * (`turnEnded: false`, store/live.ts `LiveGrew`): published by the commit script on Redis
- * (store/lua/commit.lua) and by the worker elsewhere (actors/claim/commit-buffer.ts). A request waiting
- * for a turn's end (`Prefer: wait`, routes/prefer-wait.ts) reads the log on the other notices only, so a
- * turn of many steps costs the waiter no read per commit; it still answers with the turn's end.
+ * (`turnEnded: false`), and one that ends its turn names it (`endedTurn`; store/live.ts `LiveGrew`):
+ * published by the commit script on Redis (store/lua/commit.lua) and by the worker elsewhere
+ * (actors/claim/commit-buffer.ts). A request waiting for a turn's end (`Prefer: wait`,
+ * routes/prefer-wait.ts) reads the log for the notices that may carry its own turn's end only, so a
+ * turn of many steps, or turns queued before it, cost the waiter no read per commit; it still answers
+ * with the turn's end.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -61,7 +63,7 @@ afterAll(async () => {
 });
 
 describe.each(Object.keys(STORES))("turnEnded: false on the notices of commits that leave the turn running (%s)", (name) => {
-  it("every commit but the turn's last says turnEnded: false; the waiting request reads the log only for the others", async () => {
+  it("every commit but a turn's last says turnEnded: false, the last names its turn; a request waiting for the second of two turns reads only for its own end", async () => {
     const inner = STORES[name]!(`pwr_${name}`);
     opened.push(inner);
     const { store, reads } = countingReads(inner);
@@ -70,24 +72,30 @@ describe.each(Object.keys(STORES))("turnEnded: false on the notices of commits t
     await inner.live!.ready?.("a1");
     const gh = createGatehouse({ agents: [agent()], store });
     gh.startWorker();
-    try {
-      const res = await gh.fetch(new Request("http://local/v1/agents/a1/tasks", {
+    const post = (headers: Record<string, string>) =>
+      gh.fetch(new Request("http://local/v1/agents/a1/tasks", {
         method: "POST",
-        headers: { "content-type": "application/json", prefer: "wait=30" },
+        headers: { "content-type": "application/json", ...headers },
         body: JSON.stringify({ agent: "paced", input: "go" }),
       }));
+    try {
+      const first = await post({});
+      expect(first.status).toBe(202);
+      const firstTurn = (await first.json() as { turnId: string }).turnId;
+      const res = await post({ prefer: "wait=30" });
       expect(res.status).toBe(200);
-      expect(await res.json()).toMatchObject({ status: "done", output: "ok" });
+      const body = await res.json() as { status: string; output: unknown; turnId: string };
+      expect(body).toMatchObject({ status: "done", output: "ok" });
       const head = (await inner.getAgent("a1"))!;
       for (let i = 0; i < 100 && !heard.some((m) => m.type === "grew" && m.lastEventId === head.lastEventId); i++) await new Promise((r) => setTimeout(r, 20));
       const fromCommits = heard.filter((m): m is Extract<LiveMessage, { type: "grew" }> => m.type === "grew" && typeof m.lastEventId === "number");
-      // The turn's start, its first three steps and the tool results committed on their own leave the turn
-      // running; its fourth step ends it.
-      expect(fromCommits.length).toBeGreaterThanOrEqual(5);
-      expect(fromCommits.slice(0, -1).map((m) => m.turnEnded)).toEqual(fromCommits.slice(0, -1).map(() => false));
-      expect(fromCommits.at(-1)!.turnEnded).toBeUndefined();
+      // Each turn's start, its first three steps and the tool results committed on their own leave it running;
+      // its fourth step ends it and names it.
+      const ends = fromCommits.filter((m) => m.turnEnded !== false);
+      expect(ends.map((m) => m.endedTurn)).toEqual([firstTurn, body.turnId]);
+      expect(fromCommits.length).toBeGreaterThanOrEqual(10);
       expect(fromCommits.at(-1)!.lastEventId).toBe(head.lastEventId);
-      // One read when the wait began, one on the turn's end (at most one more on the route's own notice of the enqueue).
+      // The reads when the wait began (at most two) and one on its own turn's end: none for the first turn's commits or end.
       expect(reads()).toBeLessThanOrEqual(3);
     } finally {
       off();
