@@ -22,21 +22,31 @@ import type { AgentConfig, AnyAgent, Model } from "../mod.ts";
 export const STEPS_PER_TURN = 3;
 
 /**
+ * The model's script for a turn of `steps` model steps: `work({ n: 1 })` … `work({ n: steps - 1 })`, then
+ * `submit_result` (3 steps and 2 tool calls by default; bench/user-path.ts also runs 5 and 4).
+ */
+export function benchScript(steps = STEPS_PER_TURN) {
+  return [
+    ...Array.from({ length: steps - 1 }, (_, i) => ({
+      toolCalls: [{ name: "work", args: { n: i + 1 } }],
+      usage: { inputTokens: 50 + 10 * i, outputTokens: 10 },
+    })),
+    { toolCalls: [{ name: "submit_result", args: { result: "ok" } }], usage: { inputTokens: 50 + 10 * (steps - 1), outputTokens: 5 } },
+  ];
+}
+
+/**
  * `extra`: more of the definition (retention, memory) for the retention benchmark; `retrySafe`: see
  * above; `modelDelayMs`: each model step waits that long first, as a model call over the network does
- * (bench/concurrency.ts).
+ * (bench/concurrency.ts); `steps`: model steps per turn (benchScript).
  */
 export function benchAgent(
   extra: Partial<AgentConfig> = {},
-  opts: { retrySafe?: boolean; modelDelayMs?: number } = {},
+  opts: { retrySafe?: boolean; modelDelayMs?: number; steps?: number } = {},
 ): { agent: AnyAgent; modelSteps: () => number } {
   const modelDelayMs = opts.modelDelayMs ?? 0;
   let steps = 0;
-  const scripted = scriptedModel([
-    { toolCalls: [{ name: "work", args: { n: 1 } }], usage: { inputTokens: 50, outputTokens: 10 } },
-    { toolCalls: [{ name: "work", args: { n: 2 } }], usage: { inputTokens: 60, outputTokens: 10 } },
-    { toolCalls: [{ name: "submit_result", args: { result: "ok" } }], usage: { inputTokens: 70, outputTokens: 5 } },
-  ]);
+  const scripted = scriptedModel(benchScript(opts.steps));
   const model: Model = {
     name: scripted.name,
     async generate(req) {

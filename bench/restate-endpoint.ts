@@ -4,9 +4,10 @@
  * is read apart from restate-server's and from the driver's).
  *
  * One object per agent (`BenchAgent/<agent id>`), one handler call per turn (`turn`). A turn is the same
- * three model steps as bench/agent.ts, `work({ n: 1 })`, `work({ n: 2 })`, `submit_result`, and every
- * model step and every tool call is one `ctx.run` (the journaled side effect Restate replays instead of
- * running again): five per turn, three model steps and two tool calls. The conversation is the object's
+ * model steps as bench/agent.ts, `work({ n: 1 })`, `work({ n: 2 })`, `submit_result` (or, with `steps: 5`
+ * in the call's body, four `work` calls and the result), and every model step and every tool call is one
+ * `ctx.run` (the journaled side effect Restate replays instead of running again): five per turn of three
+ * model steps and two tool calls, nine per turn of five and four. The conversation is the object's
  * state (`messages`), read at the turn's start and written at its end, as gatehouse keeps it.
  *
  * Run by bench/restate.ts with `node --import tsx` and an IPC channel: PORT is the port to listen on,
@@ -46,17 +47,24 @@ interface ToolCall {
   name: string;
   args: Record<string, unknown>;
 }
-/** The model's answers, step by step: bench/agent.ts's script. */
-const SCRIPT: Array<{ toolCalls: ToolCall[]; usage: { inputTokens: number; outputTokens: number } }> = [
-  { toolCalls: [{ name: "work", args: { n: 1 } }], usage: { inputTokens: 50, outputTokens: 10 } },
-  { toolCalls: [{ name: "work", args: { n: 2 } }], usage: { inputTokens: 60, outputTokens: 10 } },
-  { toolCalls: [{ name: "submit_result", args: { result: "ok" } }], usage: { inputTokens: 70, outputTokens: 5 } },
-];
+/** The model's answers, step by step, for a turn of `steps` model steps: bench/agent.ts's benchScript. */
+function script(steps: number): Array<{ toolCalls: ToolCall[]; usage: { inputTokens: number; outputTokens: number } }> {
+  return [
+    ...Array.from({ length: steps - 1 }, (_, i) => ({
+      toolCalls: [{ name: "work", args: { n: i + 1 } }],
+      usage: { inputTokens: 50 + 10 * i, outputTokens: 10 },
+    })),
+    { toolCalls: [{ name: "submit_result", args: { result: "ok" } }], usage: { inputTokens: 50 + 10 * (steps - 1), outputTokens: 5 } },
+  ];
+}
+const SCRIPTS = new Map<number, ReturnType<typeof script>>();
 
 interface Task {
   input: string;
   /** Each model step waits this long first, as a model call over the network does. */
   modelDelayMs: number;
+  /** Model steps of the turn (default 3: two tool calls and the result). */
+  steps?: number;
 }
 type Message = { role: "user"; content: string } | { role: "assistant"; toolCalls: ToolCall[] } | { role: "tool"; name: string; result: unknown };
 
@@ -69,6 +77,9 @@ const benchAgent = restate.object({
     turn: async (ctx: ObjectContext, task: Task) => {
       const messages = (await ctx.get<Message[]>("messages")) ?? [];
       messages.push({ role: "user", content: task.input });
+      const n = task.steps ?? 3;
+      if (!SCRIPTS.has(n)) SCRIPTS.set(n, script(n));
+      const SCRIPT = SCRIPTS.get(n)!;
       for (let i = 0;; i++) {
         const step = await ctx.run("model", async () => {
           steps++;

@@ -26,8 +26,10 @@
  * 5. Idle cost of one process with default settings, TCP and Upstash
  *    (bench/idle.ts), in steady state.
  * 6. Memory of one idle agent after one and five finished turns.
- * 7. Against Restate (bench/restate.ts): a private restate-server and the
- *    same workload as a Restate virtual object, against gatehouse on a Redis
+ * 7. Against Restate on the user's path (bench/user-path.ts): tasks POSTed
+ *    inside the measured window, 3/2 and 5/4 turns, over a socket and with
+ *    in-process fetch, a private restate-server and the same workload as a
+ *    Restate virtual object (bench/restate.ts starts both), against gatehouse on a Redis
  *    with the AOF fsynced always and every second: steps/s, task to done at
  *    one agent, CPU per step of worker and store. When restate-server cannot
  *    start, its rows say "not measured" and why, and the rest runs on.
@@ -64,7 +66,8 @@ import { type IdleMeasure, load, measureIdle } from "./idle.ts";
 import { type LatencyResult, measureLatency } from "./latency.ts";
 import { evaluateTargets, type TargetInputs, targetsTable } from "./targets.ts";
 import { type NoisyRow, noisyReport } from "./noisy-neighbour.ts";
-import { ensureBenchDeps, type RestateComparison, restateReport, restateTargetInputs, runRestateComparison } from "./restate.ts";
+import { ensureBenchDeps } from "./restate.ts";
+import { type PathComparison, pathTargetInputs, runUserPath, userPathReport } from "./user-path.ts";
 import { type Adapter, adaptersAt, enqueueAll, type GhResult, LABEL, runGatehouse } from "./throughput.ts";
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
@@ -236,8 +239,8 @@ interface Measured {
   live: LiveRow[] | null;
   /** bench/noisy-neighbour.ts, run as its own process: fair lanes against first come, first served. */
   noisy: NoisyRow[] | null;
-  /** bench/restate.ts: against Restate, both persisting every step (or why it was not measured). */
-  restate: RestateComparison;
+  /** bench/user-path.ts: the user's path against Restate, both persisting every step (or why it was not measured). */
+  path: PathComparison;
 }
 
 interface LiveRow {
@@ -304,7 +307,7 @@ function targetInputs(m: Measured): TargetInputs {
     idleSchedulesTcpLoopPolls: Math.max(0, (m.idle.tcpSchedules.scriptsLate ?? 0) - (m.idle.tcpSchedules.byMethodLate.dueToolCalls ?? 0)),
     ratioPersisting100: ratio(m, 100, "persisting"),
     ratioTrivial100: ratio(m, 100, "trivial"),
-    ...restateTargetInputs(m.restate),
+    path: pathTargetInputs(m.path),
   };
 }
 
@@ -405,7 +408,7 @@ function report(m: Measured, meta: Record<string, string>): string {
   push("");
 
   // ---- Restate
-  push(...restateReport(m.restate));
+  push(...userPathReport(m.path));
 
   // ---- History
   const h = m.history;
@@ -599,14 +602,15 @@ async function main() {
     const live = runLive();
     const noisy = runNoisy();
 
-    const restate = await runRestateComparison();
+    // One repetition inside the full bench (about 5 minutes on two shared cores); `npm run bench:path` runs two.
+    const path = await runUserPath({ repeat: QUICK ? 1 : Math.max(1, Number(process.env.BENCH_PATH_REPEAT ?? 1)) });
 
     const idle = await runIdle();
     console.log(`idle: TCP ${f(idle.tcp.callsLate, 2)} store calls/s, Upstash ${f(idle.upstash.callsLate, 2)} (steady)`);
 
     meta.seconds = f((performance.now() - started) / 1000, 0);
     meta.loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(" ");
-    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, noisy, restate }, meta);
+    const md = report({ gh, bull, bullPersist, history, latency, idle, idle1, idle5, live, noisy, path }, meta);
     console.log("\n" + md);
     if (!QUICK) {
       mkdirSync(`${BENCH_DIR}results`, { recursive: true });

@@ -101,6 +101,8 @@ export async function runGatehouse(opts: {
   storeCpuSeconds?: () => Promise<number>;
   /** Tasks carry `keyOf(agent index)` as their concurrency key; claims keep `limits` (bench/concurrency-keys.ts). */
   concurrencyKeys?: { keyOf: (i: number) => string; limits?: ConcurrencyLimits };
+  /** Model steps per turn (bench/agent.ts benchScript; default 3). */
+  steps?: number;
 }): Promise<GhResult> {
   const { adapter, concurrency, info, bridge } = opts;
   const storeCpu = opts.storeCpuSeconds ?? (() => redisCpuSeconds(info));
@@ -110,7 +112,7 @@ export async function runGatehouse(opts: {
   const limits = opts.concurrencyKeys?.limits;
   const counted = countingStore(limits ? withLimits(made, limits) : made);
   const keyOf = opts.concurrencyKeys?.keyOf;
-  const { agent, modelSteps } = benchAgent({}, { retrySafe: adapter !== "tcp-unsafe", modelDelayMs: opts.modelDelayMs });
+  const { agent, modelSteps } = benchAgent({}, { retrySafe: adapter !== "tcp-unsafe", modelDelayMs: opts.modelDelayMs, steps: opts.steps });
   const gh = createGatehouse({ agents: [agent], store: counted.store, concurrency, leaseMs: 30_000, pollMs: 100 });
 
   // Warm-up (scripts loaded, code paths compiled), not measured.
@@ -140,7 +142,8 @@ export async function runGatehouse(opts: {
   const billedUpstash = bridge?.stats.commands ?? 0;
   const counts = structuredClone(counted.counts);
   await counted.store.close();
-  if (steps !== turns * STEPS_PER_TURN) throw new Error(`expected ${turns * STEPS_PER_TURN} model steps, counted ${steps}`);
+  const perTurn = opts.steps ?? STEPS_PER_TURN;
+  if (steps !== turns * perTurn) throw new Error(`expected ${turns * perTurn} model steps, counted ${steps}`);
 
   const d = diffStats(before, after);
   const calls = Object.values(counts.calls).reduce((a, b) => a + b, 0);

@@ -175,7 +175,8 @@ export function agentRoutes(rt: RouteRuntime) {
       if (r.status === "agent_deleted") throw new Error("the store refused a task it was not asked to refuse");
       // A duplicate enqueued nothing: no bell to ring.
       if (r.status === "enqueued") {
-        logGrew(rt, agentId);
+        // An enqueue appends no turn's end.
+        logGrew(rt, agentId, true);
         rt.wake(agentId, c.req.raw);
       }
       if (wait !== null && r.status === "enqueued") {

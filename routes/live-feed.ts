@@ -94,7 +94,10 @@ export function waitForWake(ms: number, signal: AbortSignal, setWake: (wake: (()
   });
 }
 
-/** Tells the agent's readers that a route appended to its log (store/live.ts `LiveGrew`). */
-export function logGrew(rt: { live?: LiveChannel }, agentId: string): void {
-  rt.live?.publish(agentId, { type: "grew" });
+/**
+ * Tells the agent's readers that a route appended to its log (store/live.ts `LiveGrew`); `noTurnEnd`: the
+ * write appended no turn's end (a task enqueued), so requests waiting for one need not read for it.
+ */
+export function logGrew(rt: { live?: LiveChannel }, agentId: string, noTurnEnd = false): void {
+  rt.live?.publish(agentId, noTurnEnd ? { type: "grew", turnEnded: false } : { type: "grew" });
 }

@@ -13,9 +13,15 @@
  *   as without the header (with `Preference-Applied` too, since it did wait).
  * - Waiting is pushed where the store's live channel hears every commit
  *   (`rt.livePushes`): the log is read once at the start and again on each
- *   "log grew" notice, plus a safety read every WAIT_SAFETY_READ_MS (an end
- *   written outside a commit: a reset, a claim that failed for good). Without
- *   such a channel it reads every `rt.ssePollMs`.
+ *   "log grew" notice that may carry this turn's end (a commit that leaves
+ *   the turn running says `turnEnded: false`, one that ends another turn
+ *   names it, and neither is read for: store/live.ts),
+ *   plus a safety read every WAIT_SAFETY_READ_MS (an end written outside a
+ *   commit: a reset, a claim that failed for good). Without such a channel it
+ *   reads every `rt.ssePollMs`. The log is read to its end when the wait
+ *   begins (the subscription may not be acknowledged yet); after that a read
+ *   that returned less than a full page reached the log's end, and the next
+ *   read waits for a notice (or the interval).
  * - Only a newly enqueued task waits: a duplicate (idempotency key seen
  *   before) answers 202 at once.
  * - The wait ends early when the client goes away (request signal).
@@ -27,6 +33,8 @@ import { DEFAULTS } from "../common/defaults.ts";
 
 /** The cap on `Prefer: wait` when the gatehouse sets none (seconds). */
 export const DEFAULT_MAX_WAIT_SECONDS = DEFAULTS.maxWaitSeconds;
+/** Events read at once while waiting. */
+const WAIT_READ_PAGE = 200;
 /** Reads of the log while waiting on a pushing channel, in case an end came without a notice (ms). */
 export const WAIT_SAFETY_READ_MS = 5_000;
 
@@ -116,20 +124,24 @@ export async function waitForTurnEnd(w: TurnWait): Promise<TaskEnded | null> {
   const { rt, agentId, turnId, signal } = w;
   const pushes = rt.livePushes === true && rt.live !== undefined;
   const wake = new Wakeup();
-  const off = pushes ? rt.live!.subscribe(agentId, (m) => m.type === "grew" && wake.notify()) : null;
+  const off = pushes ? rt.live!.subscribe(agentId, (m) => m.type === "grew" && m.turnEnded !== false && (m.endedTurn ?? turnId) === turnId && wake.notify()) : null;
   const deadline = Date.now() + w.waitMs;
   let cursor = w.after;
+  let first = true;
   try {
     while (!signal.aborted) {
-      const events = await rt.store.readEvents(agentId, cursor, 200);
+      const events = await rt.store.readEvents(agentId, cursor, WAIT_READ_PAGE);
       const end = endOf(events, turnId);
       if (end) {
         return { agentId, turnId, duplicate: false, status: end.status, output: end.deliverable ?? null, error: end.error, usage: end.usage };
       }
-      if (events.length > 0) {
-        cursor = events[events.length - 1].id;
-        continue;
-      }
+      // A full page may have more behind it: read on at once. So does the first read that found events: the
+      // subscription may not have been acknowledged yet (a shared channel), and a notice before that is lost.
+      // Any later read that returned less than a page reached the log's end; what comes after is announced.
+      const again = events.length >= WAIT_READ_PAGE || (first && events.length > 0);
+      first = false;
+      if (events.length > 0) cursor = events[events.length - 1].id;
+      if (again) continue;
       const left = deadline - Date.now();
       if (left <= 0) return null;
       await wake.wait(Math.min(left, pushes ? WAIT_SAFETY_READ_MS : Math.max(1, rt.ssePollMs)), signal);

@@ -10,7 +10,12 @@
  *   "Live deltas").
  * - `grew`: "the agent's log grew to event N", published after a commit
  *   applied, so SSE streams and `Prefer: wait` read the store when there is
- *   something to read instead of polling it.
+ *   something to read instead of polling it. A commit that leaves a turn
+ *   running says so (`turnEnded: false`): it appended no turn's end, so a
+ *   request waiting for a turn's end (`Prefer: wait`) need not read the log
+ *   for it. Absent means "may have ended one" (every other writer). A
+ *   commit that ends its turn names it (`endedTurn`), so a request waiting
+ *   for another turn's end need not read for it either.
  *
  * Invariants:
  * - Best effort, never a source of truth: a message may be lost (a
@@ -49,6 +54,13 @@ export interface LiveDelta {
 export interface LiveGrew {
   type: "grew";
   lastEventId?: number;
+  /**
+   * `false`: the write appended no `task` event (a commit that leaves the agent's turn running:
+   * activeTurnId stays set). Absent: it may have. Never `true` (absent says as much).
+   */
+  turnEnded?: false;
+  /** The turn whose end the write appended, when the writer knows it (a commit that ends its turn). */
+  endedTurn?: string;
 }
 
 export type LiveMessage = LiveDelta | LiveGrew;
@@ -103,7 +115,14 @@ export function decodeLive(raw: string): LiveMessage | null {
   }
   if (!v || typeof v !== "object") return null;
   const m = v as Record<string, unknown>;
-  if (m.type === "grew") return Number.isSafeInteger(m.lastEventId) ? { type: "grew", lastEventId: m.lastEventId as number } : { type: "grew" };
+  if (m.type === "grew") {
+    return {
+      type: "grew",
+      ...(Number.isSafeInteger(m.lastEventId) ? { lastEventId: m.lastEventId as number } : {}),
+      ...(m.turnEnded === false ? { turnEnded: false as const } : {}),
+      ...(typeof m.endedTurn === "string" ? { endedTurn: m.endedTurn } : {}),
+    };
+  }
   if (m.type === "delta" && typeof m.turnId === "string" && Number.isSafeInteger(m.step) && typeof m.text === "string") {
     return { type: "delta", turnId: m.turnId, step: m.step as number, text: m.text };
   }

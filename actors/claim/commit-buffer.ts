@@ -209,7 +209,12 @@ export class CommitBuffer implements CommitSink {
     this.version = res.version;
     // After it applied: open streams and waiting requests read the store now instead of polling (store/live.ts).
     // A script store's commit published it already, inside the script (no extra command).
-    if (!deps.live?.grewOnCommit) deps.live?.publish(agentId, { type: "grew", lastEventId: res.lastEventId });
+    // A commit that leaves the turn running appended no turn's end (`turnEnded: false`); one that ends it names it (`endedTurn`):
+    // requests waiting for another turn's end are spared a read.
+    if (!deps.live?.grewOnCommit) {
+      const ended = !final ? { turnEnded: false as const } : turnId !== null ? { endedTurn: turnId } : {};
+      deps.live?.publish(agentId, { type: "grew", lastEventId: res.lastEventId, ...ended });
+    }
     // The results this commit resolved are stored now: the process keeps them no longer (actors/claim/kept-results.ts).
     const kept = deps.keptResults;
     const keptTurn = s.context.turnId;

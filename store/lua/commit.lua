@@ -211,6 +211,10 @@ end
 
 -- Retention numbers: absent on heads written before retention existed (0 then).
 local ends_turn = next_active == 'null' and h.activeTurnId ~= 'null'
+-- The commit leaves a turn running (read before a chained claim sets the next one): no turn ended in it.
+local keeps_turn = next_active ~= 'null'
+-- The turn this commit ends (its JSON), named in the notice below.
+local ended_turn_json = ends_turn and h.activeTurnId or nil
 local limits = nil
 if ends_turn and retention ~= '' then
   local a, b, c, d = string.match(retention, '^([1-9]%d*) ([1-9]%d*) ([1-9]%d*) ([1-9]%d*)$')
@@ -401,7 +405,11 @@ for i = 1, #w - 1, 2 do
 end
 -- The agent's live channel (store/live.ts `liveChannelName`: the head key with `:live` for `:head`):
 -- event streams and `Prefer: wait` requests in every process wake on it, with no command of its own.
+-- A commit that leaves a turn running appended no turn's end: `"turnEnded":false` tells the requests
+-- waiting for one that they need not read the log; one that ends its turn names it (`endedTurn`), so
+-- requests waiting for another turn need not either (store/live.ts `LiveGrew`).
 -- A server that refuses PUBLISH in a script still commits (pcall).
-redis.pcall('PUBLISH', string.sub(head, 1, -6) .. ':live', '{"type":"grew","lastEventId":' .. int(last_event) .. '}')
+redis.pcall('PUBLISH', string.sub(head, 1, -6) .. ':live', '{"type":"grew","lastEventId":' .. int(last_event) ..
+  (keeps_turn and ',"turnEnded":false}' or (ended_turn_json and (',"endedTurn":' .. ended_turn_json .. '}') or '}')))
 return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
   ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. chained .. '}'

@@ -62,6 +62,10 @@ describe.each(Object.keys(STORES))("the commit script publishes grew (%s)", (nam
       expect(fromCommits.length).toBeGreaterThanOrEqual(2);
       expect(fromCommits.at(-1)).toBe(head!.lastEventId);
       expect([...fromCommits].sort((a, b) => a - b)).toEqual(fromCommits);
+      // The start leaves the turn running (no turn's end in it: `turnEnded: false`); the step that ends it says nothing.
+      const ended = heard.filter((m) => m.type === "grew" && typeof m.lastEventId === "number").map((m) => (m as { turnEnded?: boolean }).turnEnded);
+      expect(ended.slice(0, -1).every((e) => e === false)).toBe(true);
+      expect(ended.at(-1)).toBeUndefined();
     } finally {
       await gh.close();
       sub.disconnect();

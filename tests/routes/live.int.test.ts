@@ -295,6 +295,11 @@ describe("store/live.ts", () => {
   it("decodeLive takes only the two message shapes; a throwing listener does not stop the others", () => {
     expect(decodeLive('{"type":"grew","lastEventId":7}')).toEqual({ type: "grew", lastEventId: 7 });
     expect(decodeLive('{"type":"grew"}')).toEqual({ type: "grew" });
+    expect(decodeLive('{"type":"grew","lastEventId":7,"turnEnded":false}')).toEqual({ type: "grew", lastEventId: 7, turnEnded: false });
+    // Only `false` is carried: anything else reads as "may have ended a turn".
+    expect(decodeLive('{"type":"grew","lastEventId":7,"turnEnded":true}')).toEqual({ type: "grew", lastEventId: 7 });
+    expect(decodeLive('{"type":"grew","lastEventId":7,"endedTurn":"t1"}')).toEqual({ type: "grew", lastEventId: 7, endedTurn: "t1" });
+    expect(decodeLive('{"type":"grew","endedTurn":3}')).toEqual({ type: "grew" });
     expect(decodeLive('{"type":"delta","turnId":"t","step":1,"text":"x","extra":1}')).toEqual({ type: "delta", turnId: "t", step: 1, text: "x" });
     for (const bad of ["", "null", "[]", '{"type":"delta","turnId":"t","step":"1","text":"x"}', '{"type":"other"}', "{"]) {
       expect(decodeLive(bad)).toBeNull();
