@@ -444,13 +444,23 @@ export function checkGatehouseOptions(options: GatehouseOptions, allowNoAgents =
   };
 }
 
-/** `concurrencyLimits` (common/concurrency.ts) and `metricsLanes`, each refused naming the field. */
+/**
+ * `concurrencyLimits` (common/concurrency.ts; refused also when the store cannot keep them, store/port.ts
+ * `keepsConcurrencyLimits`) and `metricsLanes`, each refused naming the field.
+ */
 function checkConcurrencyOptions(options: GatehouseOptions): void {
   const p = concurrencyLimitsProblem(options.concurrencyLimits);
   if (p) {
     throw new DefinitionError(`createGatehouse(): concurrencyLimits ${p.message}`, {
       key: p.key !== undefined ? `concurrencyLimits.${p.key}` : "concurrencyLimits",
     });
+  }
+  if (options.store?.keepsConcurrencyLimits === false && Object.keys(options.concurrencyLimits ?? {}).length > 0) {
+    throw new DefinitionError(
+      "createGatehouse(): concurrencyLimits cannot be kept by this store: the sharded layout (Redis Cluster with more than one shard) " +
+        "cannot count a key across its shards (docs/limits.md); use the memory store, Redis over TCP without shards, or Upstash",
+      { key: "concurrencyLimits" },
+    );
   }
   const n = options.metricsLanes;
   if (n !== undefined && !(Number.isSafeInteger(n) && n >= 0 && n <= MAX_METRICS_LANES)) {

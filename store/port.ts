@@ -853,8 +853,11 @@ export interface BellWatch {
  * Tasks without a key run under no key: `"*"` limits keys only. Layout: the
  * running set `<p>:ck:<K>:running` (agent -> lease end) and the head field
  * `_ckRun`; docs/store.md "Concurrency keys and lanes". The sharded layout
- * (Redis Cluster) cannot count a key across its homes in one script: it
- * refuses `concurrencyLimits` with StoreInputError (not built there).
+ * (Redis Cluster) with more than one shard cannot count a key across its
+ * homes in one script: it reports `keepsConcurrencyLimits: false`, so
+ * `createGatehouse` refuses non-empty `concurrencyLimits` at startup
+ * (DefinitionError naming the field), and its claims refuse limits with
+ * StoreInputError should any reach them (not built there).
  *
  * ## fair-lanes
  * Ready agents of a worker target are grouped in lanes: the lane of an agent
@@ -1452,4 +1455,12 @@ export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores, Appro
    * event streams poll.
    */
   readonly live?: LiveChannel;
+  /**
+   * Optional: whether the store keeps `concurrencyLimits` (invariant
+   * `concurrency-keys`). `false` on Redis Cluster's sharded layout with more
+   * than one shard, whose claims cannot count a key across shards;
+   * `createGatehouse` then refuses non-empty limits at startup. Absent or
+   * `true`: the store keeps them.
+   */
+  readonly keepsConcurrencyLimits?: boolean;
 }

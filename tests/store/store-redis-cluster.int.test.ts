@@ -299,6 +299,16 @@ describe("redisStore on Redis Cluster", () => {
     await store.close();
   });
 
+  it("createGatehouse refuses concurrencyLimits on the cluster's layout at startup, naming the field (not built there: docs/limits.md)", async () => {
+    const store = redisStore({ client, prefix: freshPrefix() });
+    expect(store.keepsConcurrencyLimits).toBe(false);
+    const agent = defineAgent({ name: "x", instructions: "x", model: scriptedModel([{ text: "ok" }]) });
+    expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: { "tenant:a": 1 } }))
+      .toThrow(/^createGatehouse\(\): concurrencyLimits cannot be kept by this store/);
+    expect(() => createGatehouse({ agents: [agent], store })).not.toThrow();
+    await store.close();
+  });
+
   it("deleteAgent finds an agent's keys on the master of its slot, also as the first call of a new client", async () => {
     const prefix = freshPrefix();
     const ks = keySpace(prefix, { shards: SHARDS });
