@@ -548,6 +548,9 @@ export interface QueuedTask {
   enqueuedAt: number;
   /** Set for a delayed task (invariant `delayed-tasks`). */
   runAt?: number;
+  /** The task's concurrency key and priority, when it carries them (invariants `concurrency-keys`, `priorities`). */
+  concurrencyKey?: string;
+  priority?: number;
 }
 
 /** One entry of the agents index (invariant `agents-index`). */
