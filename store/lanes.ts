@@ -6,7 +6,8 @@
  * (each adapter reads the rows its own way: store/memory/lanes.ts,
  * store/lua/concurrency_usage.lua).
  */
-import type { ConcurrencyLimits, ConcurrencyUsage, ConcurrencyUsageRequest, LaneUsage } from "./port.ts";
+import type { ConcurrencyLimits, ConcurrencyUsage, ConcurrencyUsageRequest, LaneUsage, QueuedTask } from "./port.ts";
+import type { InboxTask } from "./types.ts";
 import { StoreInputError } from "./keys.ts";
 
 /** The longest concurrency key. */
@@ -72,5 +73,15 @@ export function usageOf(rows: readonly LaneRow[], req: ConcurrencyUsageRequest):
   return {
     lanes: lanes.slice(0, max),
     others: { lanes: rest.length, running: rest.reduce((a, r) => a + r.running, 0), queued: rest.reduce((a, r) => a + r.queued, 0) },
+  };
+}
+
+/** A queued task as `listQueuedTasks` answers it: its turn, times, key and priority. */
+export function queuedTaskOf(t: InboxTask): QueuedTask {
+  return {
+    turnId: t.turnId, enqueuedAt: t.enqueuedAt,
+    ...(t.runAt !== undefined ? { runAt: t.runAt } : {}),
+    ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}),
+    ...(t.priority !== undefined ? { priority: t.priority } : {}),
   };
 }

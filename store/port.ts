@@ -548,7 +548,7 @@ export interface QueuedTask {
   enqueuedAt: number;
   /** Set for a delayed task (invariant `delayed-tasks`). */
   runAt?: number;
-  /** The task's concurrency key and priority, when it has them (invariants `concurrency-keys`, `priorities`). */
+  /** The task's concurrency key and priority, when it carries them (invariants `concurrency-keys`, `priorities`). */
   concurrencyKey?: string;
   priority?: number;
 }

@@ -145,7 +145,7 @@ local function visit_lane(z, ck, rotate)
           mail = agent_key(prefix, agent_id, 'mail'),
           inputs = agent_key(prefix, agent_id, 'inputs'),
         }
-        local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names, limits, { lane, cp, run })
+        local reply, status, lease_until = claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_str, ready, names, limits, { lane, cp, run, ck ~= nil })
         if status == 'claimed' then
           if ck or rotate then serve_lane(ready, ck, now_str) end
           return reply

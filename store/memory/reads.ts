@@ -5,7 +5,7 @@
  * store/memory.ts binds them to the store object.
  */
 import type { AgentIndexEntry, ConcurrencyUsageRequest, ListAgentsRequest, Reads } from "../port.ts";
-import { usageOf } from "../lanes.ts";
+import { queuedTaskOf, usageOf } from "../lanes.ts";
 import { checkTarget } from "../keys.ts";
 import { laneRows } from "./lanes.ts";
 import { normalizeRecord } from "../spelling.ts";
@@ -43,10 +43,7 @@ export async function listQueuedTasks(s: MemoryState, agentId: string, limit: nu
   const { agents } = s;
   const a = agents.get(agentId);
   if (!a || limit <= 0) return [];
-  return a.tasks.slice(0, limit).map((t) => ({
-    turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}),
-    ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}), ...(t.priority !== undefined ? { priority: t.priority } : {}),
-  }));
+  return a.tasks.slice(0, limit).map((t) => queuedTaskOf(t));
 }
 
 export async function getToolCalls(s: MemoryState, agentId: string, turnId: string): Ret<"getToolCalls"> {

@@ -17,7 +17,7 @@ import { resolveRetention } from "../retention.ts";
 import { bellAt, callKey, claimable, delayedCount, dueTask, freshAgent, int, leaseHeld, queueIndex, turnStatus } from "./records.ts";
 import { claimStep, doClaim, prepareEndTurn, retain, takeLease } from "./turn-steps.ts";
 import { dueLanes, laneFull, laneOf, nextLaneAt, parkLane, releaseRun, renewRun, serveLane } from "./lanes.ts";
-import { taskLaneFields } from "../lanes.ts";
+import { limitsArg, taskLaneFields } from "../lanes.ts";
 import type { MemoryState } from "./state.ts";
 import { dueSchedule } from "./schedule-steps.ts";
 
@@ -215,6 +215,7 @@ export async function claimNext(s: MemoryState, req: ClaimNextRequest): Promise<
   return atomic(() => {
     const q = readyOf(req.workerTarget);
     req.agentNames?.forEach(checkAgentName);
+    limitsArg(req.concurrencyLimits);
     // Due lanes least recently served first (invariant `fair-lanes`); one lane alone: the bells oldest first.
     const lanes = dueLanes(s, q, req.workerTarget, req.now);
     const rotate = lanes.some((l) => l.lane !== "");

@@ -5,7 +5,7 @@
  * its script, described here (store/script/operation.ts): layout, reply words, decoding.
  */
 import type { AgentIndexEntry, Checkpoint, ConcurrencyUsage, ConcurrencyUsageRequest, Conversation, ListAgentsRequest, Reads, TurnStatus } from "../port.ts";
-import { type LaneRow, usageOf } from "../lanes.ts";
+import { type LaneRow, queuedTaskOf, usageOf } from "../lanes.ts";
 import type { StoredEvent } from "../../common/events.ts";
 import { byIdIn, servedPage } from "../../common/event-form.ts";
 import type { Message } from "../../common/message.ts";
@@ -61,8 +61,7 @@ export const LIST_QUEUED_TASKS = scriptOp({
   keys: ["tasks", "delayed"],
   argv: ["limit_text"],
   words: ["list"],
-}, (_word, payload) =>
-  json<InboxTask[]>(payload).map((t) => ({ turnId: t.turnId, enqueuedAt: t.enqueuedAt, ...(t.runAt !== undefined ? { runAt: t.runAt } : {}) })));
+}, (_word, payload) => json<InboxTask[]>(payload).map(queuedTaskOf));
 
 /** store/lua/get_tool_calls.lua */
 export const GET_TOOL_CALLS = scriptOp({

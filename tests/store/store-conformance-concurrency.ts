@@ -11,6 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ClaimResult, CommitRequest, ConcurrencyLimits, EnqueueTaskRequest, Store } from "../../store/port.ts";
+import { StoreInputError } from "../../store/keys.ts";
 
 export interface ConcurrencyContext {
   store: Store;
@@ -79,6 +80,16 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       expect(c.head.currentTask?.priority).toBe(3);
       const u = await store.concurrencyUsage({ workerTarget: TARGET, now: T0 + 1, limit: 5 });
       expect(u.lanes.find((l) => l.key === "K")).toEqual({ key: "K", running: 1, queued: 0 });
+    });
+
+    it("refuses a limit that is not a whole number from 1, and a key or priority out of range, with StoreInputError", async () => {
+      const { store } = ctx();
+      await expect(claimNext(store, T0, { K: 0 })).rejects.toThrow(StoreInputError);
+      await expect(claimNext(store, T0, { K: 1.5 })).rejects.toThrow(StoreInputError);
+      await expect(enqueue(store, "a1", { concurrencyKey: "x".repeat(257) })).rejects.toThrow(StoreInputError);
+      await expect(enqueue(store, "a1", { concurrencyKey: "a\nb" })).rejects.toThrow(StoreInputError);
+      await expect(enqueue(store, "a1", { priority: 86_401 })).rejects.toThrow(StoreInputError);
+      expect(await store.getAgent("a1")).toBeNull();
     });
 
     unsharded("never has more agents running under a key than its limit, through interleaved claims, commits, releases, renewals and crashes (seeded)", async () => {
@@ -173,7 +184,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       expect((await claimNext(store, T0 + 3, limits)).status).toBe("empty");
       expect((await store.claim({ agentId: "a2", workerId: "w2", leaseMs: LEASE, now: T0 + 3, concurrencyLimits: limits })).status).toBe("empty");
       expect(await store.nextReadyAt(TARGET)).toBe(T0 + 2 + LEASE);
-      expect((await store.listQueuedTasks("a2", 5)).length).toBe(1);
+      expect((await store.listQueuedTasks("a2", 5)).map((t) => t.concurrencyKey)).toEqual(["K"]);
       // Without limits nothing waits (the limits are the claimer's).
       const usage = await store.concurrencyUsage({ workerTarget: TARGET, now: T0 + 3, limit: 5, concurrencyLimits: limits });
       expect(usage.lanes.find((l) => l.key === "K")).toEqual({ key: "K", running: 1, queued: 1, atLimit: true });

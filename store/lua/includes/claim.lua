@@ -6,7 +6,8 @@
   k: { head, tasks, delayed, mail, inputs } keys of the agent.
   only_ready: when set, an agent whose bell lives in another ready key is not
     claimed ('stale'); claim_next passes its own queue.
-  known: the agent's { _ck, _cp, _ckRun } as agent_lane read them (nil: read here).
+  known: the agent's { _ck, _cp, _ckRun } as agent_lane read them (nil: read here); known[4]: the
+    caller places the lane after a claim (claim_next serves it), so the bell's move does not.
   limits: the decoded concurrency limits of the claim, or nil (includes/lanes.lua; status
     'limited' when the agent's key is at its limit: its lane is parked, nothing else written).
   names: when set, a table whose keys are agentName JSON texts; a claimable
@@ -107,7 +108,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
-  set_bell(ready, h.leaseUntil, agent_id, nil, nil, { ck, cp })
+  set_bell(ready, h.leaseUntil, agent_id, nil, nil, { ck, cp, known and known[4] })
   run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run)
 
   local input = ''

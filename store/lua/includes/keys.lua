@@ -83,7 +83,8 @@ end
 -- docs/operations.md "Idle cost"). A bell that is not its lane's new
 -- earliest needs no message: the earliest before it was heard already and
 -- is not later. A server that refuses PUBLISH in a script still gets the bell (pcall).
--- `known`: the agent's { ck, cp } when the caller has read them (saves the read).
+-- `known`: the agent's { ck, cp } when the caller has read them (saves the read); with
+-- known[3] set the caller places the lane itself right after (claim_next's serve_lane).
 local function set_bell(ready, score, agent_id, lt, due_now, known)
   -- no checks: it only maintains a bell and tells listeners
   local ck, cp
@@ -105,7 +106,9 @@ local function set_bell(ready, score, agent_id, lt, due_now, known)
   local at = tonumber(score)
   if ck then
     -- The lane's place moves only when its earliest bell does: this bell was it, or goes before it.
-    if first[2] == nil or first[1] == agent_id or at < tonumber(first[2]) then
+    if known and known[3] then
+      return
+    elseif first[2] == nil or first[1] == agent_id or at < tonumber(first[2]) then
       at = place_lane(ready, ck)
     else
       return
