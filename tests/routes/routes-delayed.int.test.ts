@@ -75,7 +75,9 @@ describe.each(stores)("delayed tasks over HTTP on the %s store", (storeName, ope
     const ok = TaskAccepted.parse(res.body);
     expect(ok).toEqual({ agentId: "a1", turnId: ok.turnId, duplicate: false, runAt: iso(T0 + 5_000) });
     await gh.drain();
-    expect(await turn(ok.turnId)).toEqual({ agentId: "a1", turnId: ok.turnId, status: "queued", input: "q", runAt: iso(T0 + 5_000) });
+    expect(await turn(ok.turnId)).toEqual({ agentId: "a1", turnId: ok.turnId, status: "queued", input: "q", runAt: iso(T0 + 5_000),
+      waiting: { for: "run_at", runAt: iso(T0 + 5_000) },
+    });
     const view = AgentView.parse((await call("GET", "/v1/agents/a1")).body);
     expect(view.queuedTasks).toEqual([{ turnId: ok.turnId, enqueuedAt: iso(T0), runAt: iso(T0 + 5_000) }]);
     // The log's task_enqueued carries runAt, as its documented schema says.
