@@ -89,7 +89,13 @@ const TurnUsage = z.strictObject({ inputTokens: int(), outputTokens: int(), cost
  * `TASK_STARTED` without its `input` (stored once per turn, read with `getTurn`).
  */
 export const MachineEvent = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("TASK_STARTED"), at: ms(), turnId: z.string(), config: TurnConfig }),
+  z.strictObject({
+    type: z.literal("TASK_STARTED"),
+    at: ms(),
+    turnId: z.string(),
+    config: TurnConfig,
+    version: z.string().optional().describe("The definition version the turn runs under (absent in logs written before versions)"),
+  }),
   z.strictObject({
     type: z.literal("MODEL_STEP"),
     at: ms(),

@@ -246,6 +246,12 @@ export interface ClaimNextRequest {
    * any. A worker passes the names it has definitions for.
    */
   agentNames?: readonly string[];
+  /**
+   * Per name of `agentNames`, the definition versions this caller has (invariant `turn-versions`): an
+   * agent of a listed name whose active turn is pinned to a version missing here is left like one of
+   * another name. A name not listed here: any version.
+   */
+  agentVersions?: Readonly<Record<string, readonly string[]>>;
   /** The limits this claim keeps (invariant `concurrency-keys`); absent: none. */
   concurrencyLimits?: ConcurrencyLimits;
 }
@@ -256,11 +262,19 @@ export interface DefinitionSetRecord {
   agents: string[];
   /** When a process serving it last announced it (ms). */
   seenAt: number;
+  /** Per name, the definition versions it has, current first (invariant `turn-versions`); absent: not announced. */
+  versions?: Record<string, string[]>;
+  /** The storage formats it reads (store/formats.ts); absent: announced by a build that predates formats. */
+  formats?: string[];
 }
 
 export interface AnnounceDefinitionSetRequest {
   /** The agent names this process has definitions for. */
   agents: readonly string[];
+  /** Per name, the definition versions this process has, current first (invariant `turn-versions`). */
+  versions?: Readonly<Record<string, readonly string[]>>;
+  /** The storage formats this process reads (store/formats.ts). */
+  formats?: readonly string[];
   now: number;
   /** Records not announced again within this long are dropped (ms). */
   ttlMs: number;
@@ -349,6 +363,8 @@ export interface CommitRequest {
    * pending beyond `ackMailThrough`; the lease is released and the bell rung.
    */
   stopAtCancel?: boolean;
+  /** Pins a turn to a definition version (invariant `turn-versions`): written to the head's `turnVersion` / `versionTurn`. */
+  turnVersion?: { turnId: string; version: string };
 }
 
 /** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
@@ -1075,6 +1091,19 @@ export interface Forks {
 
 /**
  * Definition sets.
+ *
+ * ## turn-versions
+ * A turn runs under the definition version it started with. A commit with
+ * `turnVersion` writes the head's `turnVersion` (the version) and
+ * `versionTurn` (the turn it belongs to). The pin of an agent is
+ * `turnVersion` while `versionTurn` is its `activeTurnId`; otherwise it has
+ * none (between turns, a turn started before versions were recorded, or by a
+ * build that writes no pin). `claimNext` with `agentVersions` listing the
+ * agent's name leaves an agent whose pin is not among those versions exactly
+ * as one of another name (invariant `definition-sets`: nothing written,
+ * counted in `foreign`); an agent with no pin, or about to start a new turn,
+ * is claimed as before. Heads written before this field have neither field
+ * (readers treat both as null, and head replies leave them out).
  *
  * ## definition-sets
  * Deployments with different agent definitions may share one key space.

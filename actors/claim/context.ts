@@ -65,6 +65,8 @@ export interface HostDeps {
    */
   live?: LiveChannel;
   agents: ReadonlyMap<string, AnyAgent>;
+  /** Per name, every version registered, current first (actors/host/versions.ts); absent: `agents` only. */
+  versions?: ReadonlyMap<string, readonly AnyAgent[]>;
   clock: Clock;
   logger: Logger;
   cache: SnapshotCache;
@@ -254,6 +256,8 @@ export interface CommitSink {
   ackMail(seq: number): void;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */
   setSummary(summary: ConversationSummary): void;
+  /** Pins turn `turnId` to definition `version` with the next commit (store/port.ts invariant `turn-versions`). */
+  pin(turnId: string, version: string): void;
   /** Notes the turn the commit ends (and, for a delegated turn, pushes to the parent after it). */
   endTurn(ended: EndedTurn): void;
   /** True when the buffered writes already end turn `turnId` (hold its `task` event). */

@@ -39,6 +39,8 @@ export interface TargetAttemptDeps {
   clock: Clock;
   leaseMs: number;
   agentNames: string[];
+  /** Per name, the versions whose turns this process runs (store/port.ts invariant `turn-versions`, actors/host/versions.ts). */
+  agentVersions?: Record<string, string[]>;
   /** Runs one claim to its end, within `driveBudget` when given; never throws (actors/pool/claim-runner.ts `claimRunner`). */
   run(claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget): Promise<HostOutcome | null>;
   /** Called before a claimed agent runs. */
@@ -80,6 +82,7 @@ export async function claimTarget(
 ): Promise<TargetAttempt> {
   const c = await deps.store.claimNext({
     workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
+    ...(deps.agentVersions ? { agentVersions: deps.agentVersions } : {}),
   });
   // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
   if (c.status === "schedule_due") {

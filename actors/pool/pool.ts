@@ -97,6 +97,7 @@ import type { HostDeps } from "../claim/context.ts";
 import type { BellWatch } from "../../store/port.ts";
 import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-attempt.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
+import { claimableVersions } from "../host/versions.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
 import { type TargetLeases, targetLeases } from "./target-lease.ts";
 import { describeStoreError } from "./store-error.ts";
@@ -196,6 +197,8 @@ class Pool implements WorkerPool {
       targets: opts.targets,
       // The definitions this process has: a loop claims only agents of these names.
       agentNames: [...deps.agents.keys()],
+      // A turn pinned to a version this process lacks stays due for one that has it (actors/host/versions.ts).
+      agentVersions: claimableVersions(deps),
       leases: this.#leases,
       run: (claim, workerId) => runner.run(claim, workerId),
       onClaimed: () => {

@@ -15,7 +15,9 @@
       bells of all shards are visited oldest first (docs/store.md)
   ARGV[6..] names: when given, the agentName JSON texts the caller may claim
       (store/port.ts invariant `definition-sets`): a claimable agent of another name is
-      left as it is (its bell stays due) and counted
+      left as it is (its bell stays due) and counted; an entry
+      `<name JSON>\n<version JSON>` lists a version the caller has of that name
+      (invariant `turn-versions`, includes/claim.lua)
   Undeclared keys: the head, tasks, delayed, mail and inputs keys (and the head's long values) of each visited agent, built
   from the home prefix like store/keys.ts does. The agents of a home's queue
   live in that home, so on a Cluster they share KEYS[1]'s slot (docs/store.md).
@@ -54,7 +56,17 @@ local upto = upto_arg or now_str
 local names = nil
 if #ARGV > 5 then
   names = {}
-  for i = 6, #ARGV do names[ARGV[i]] = true end
+  for i = 6, #ARGV do
+    local a = ARGV[i]
+    local nl = string.find(a, '\n', 1, true)
+    if nl then
+      -- A version of a name (invariant `turn-versions`): the name then claims pinned turns of its listed versions only.
+      names[a] = true
+      names[string.sub(a, 1, nl - 1)] = 'versions'
+    elseif not names[a] then
+      names[a] = true
+    end
+  end
 end
 local seen = {}
 -- Bells left in place (other names' agents): they stay first among the due ones, so the next batch starts after them.

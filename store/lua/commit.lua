@@ -57,7 +57,9 @@
        then chain: '1' to take the next queued task when the turn ends
          (invariant `turn-chaining`), else '',
        then stop at cancel: '1' to refuse while a cancel of the active turn
-         is pending beyond ackMailThrough (invariant `firm-cancels`), else ''
+         is pending beyond ackMailThrough (invariant `firm-cancels`), else '',
+       then the turn's pin: '' or `<turnId JSON>\n<version JSON>`, written to
+         the head's versionTurn and turnVersion (invariant `turn-versions`)
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
@@ -121,6 +123,7 @@ local ev_at = msg_at + n_msg
 local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or ''
 local chain = ARGV[ev_at + n_ev + 2] == '1'
 local stop_at_cancel = ARGV[ev_at + n_ev + 3] == '1'
+local pin = ARGV[ev_at + n_ev + 4] or ''
 
 local num = function(v) return tonumber(v) or 0 end
 
@@ -288,6 +291,11 @@ local w = {
   'messageCount', int(message_count), 'pendingMail', int(pending_mail), 'lastEventId', int(last_event),
   'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event), '_evBytes', int(ev_bytes),
 }
+if pin ~= '' then
+  local nl = string.find(pin, '\n', 1, true)
+  w[#w + 1] = 'versionTurn'; w[#w + 1] = string.sub(pin, 1, nl - 1)
+  w[#w + 1] = 'turnVersion'; w[#w + 1] = string.sub(pin, nl + 1)
+end
 if summary ~= '' then
   redis.call('SET', summary_key, summary)
 end
