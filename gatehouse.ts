@@ -156,7 +156,7 @@ function engineParts(options: GatehouseOptions, checked: CheckedOptions, hooks: 
   // The store's own channel hears every commit on the store; any other reaches this process only.
   const live = hooks.live ?? baseStore.live ?? processLive();
   const deps: HostDeps = {
-    store, agents, clock, logger, live,
+    store, agents, versions: checked.versions, liveSets: { others: [] }, clock, logger, live,
     registryWriter,
     cache: lruCache(),
     keptResults: keptResults(),
@@ -215,7 +215,7 @@ function routeRuntime(
   const { deps: { store, clock, logger, live }, metrics, targets, ids, pool } = parts;
   const routeStore = storeWithDeadline(store, checked.storeTimeoutMs);
   const runtime: RouteRuntime = {
-    store: routeStore, agents: checked.agents, clock, ids, logger, guardians: checked.guardians,
+    store: routeStore, agents: checked.agents, versions: checked.versions, liveSets: parts.deps.liveSets, clock, ids, logger, guardians: checked.guardians,
     metrics,
     workerTargets: targets,
     limits: {

@@ -44,6 +44,7 @@
  *   `decidedBy` (who decided its approval) and `deliveredBy` (who delivered
  *   its result over HTTP), each present once recorded.
  */
+import { pinnedVersion } from "../store/types.ts";
 import type { By } from "../common/by.ts";
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
@@ -147,8 +148,11 @@ export function agentView(
   records: CallRecordsView = { delivered: new Set(), approvals: new Map() },
   queued: readonly QueuedTask[] = [],
   schedules: readonly ScheduleRecord[] = [],
+  /** Whether some live process runs turns of a version of this agent's name (actors/host/versions.ts). */
+  versionLive: (name: string, version: string) => boolean = () => true,
 ): AgentView {
   const ctx = contextOf(head);
+  const pin = pinnedVersion(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
   return {
@@ -187,6 +191,8 @@ export function agentView(
     createdAt: iso(head.createdAt),
     updatedAt: iso(head.updatedAt),
     updatedAtMs: head.updatedAt,
+    ...(pin !== null ? { turnVersion: pin } : {}),
+    ...(pin !== null && !versionLive(head.agentName, pin) ? { waiting: { for: "version" as const, version: pin } } : {}),
     ...(schedules.length > 0
       ? {
         schedules: schedules.map((r) => ({

@@ -294,6 +294,9 @@ export const AgentView = z.object({
     nextRunAt: IsoTime.nullable().describe("The next tick; null: the schedule has no more ticks, or is paused"),
     paused: z.literal(true).optional().describe("Present when the schedule is paused (PATCH .../schedules/:scheduleId)"),
   })).optional().describe("The agent's recurring schedules (present when it has any; routes/schedules.ts)"),
+  turnVersion: z.string().optional().describe("The definition version the active turn runs under (present when it recorded one)"),
+  waiting: z.object({ for: z.literal("version"), version: z.string() }).optional()
+    .describe("Present while the active turn waits for a process that has its definition version (docs/operations.md, \"Upgrades\")"),
 }).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
 

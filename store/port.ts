@@ -278,6 +278,8 @@ export interface AnnounceDefinitionSetRequest {
   now: number;
   /** Records not announced again within this long are dropped (ms). */
   ttlMs: number;
+  /** Removes this set's record instead of renewing it (a process that stops); the others are answered as usual. */
+  withdraw?: boolean;
 }
 
 export type ClaimResult =
@@ -1115,7 +1117,8 @@ export interface Forks {
  * among the shards it visited). Busy, empty and stale bells are maintained
  * whatever their name. `announceDefinitionSet` records a definition set
  * (its agent names) with a time, drops records older than `ttlMs` and
- * answers the other sets still recorded.
+ * answers the other sets still recorded; with `withdraw` it removes the
+ * set's record instead (a process that stops).
  */
 export interface DefinitionSets {
   /** Records this process's definition set and answers the others recorded in the key space (invariant `definition-sets`). */

@@ -33,7 +33,7 @@ import type { Message } from "../../common/message.ts";
 import type { SpendLimit } from "../../common/spend-limit.ts";
 import type { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
-import type { ClaimResult, CommitRequest, ConversationSummary, RetentionLimits, Store } from "../../store/port.ts";
+import type { ClaimResult, CommitRequest, ConversationSummary, DefinitionSetRecord, RetentionLimits, Store } from "../../store/port.ts";
 import { layerRetention } from "../../store/retention.ts";
 import type { LiveChannel } from "../../store/live.ts";
 import type { DelegationLink } from "../../store/types.ts";
@@ -57,6 +57,11 @@ export interface DelegationSettings {
   pollMs?: number;
 }
 
+/** The other definition sets last heard of (updated by each announcement, actors/pool/definition-sets.ts; read by routes/versions.ts). */
+export interface LiveSets {
+  others: DefinitionSetRecord[];
+}
+
 export interface HostDeps {
   store: Store;
   /**
@@ -67,6 +72,8 @@ export interface HostDeps {
   agents: ReadonlyMap<string, AnyAgent>;
   /** Per name, every version registered, current first (actors/host/versions.ts); absent: `agents` only. */
   versions?: ReadonlyMap<string, readonly AnyAgent[]>;
+  /** The other definition sets the pool last heard of (actors/pool/definition-sets.ts). */
+  liveSets?: LiveSets;
   clock: Clock;
   logger: Logger;
   cache: SnapshotCache;

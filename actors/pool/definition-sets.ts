@@ -15,6 +15,7 @@
 import type { Logger } from "../runtime.ts";
 import type { DefinitionSetRecord, Store } from "../../store/port.ts";
 import type { AnyAgent } from "../../agents/define.ts";
+import type { LiveSets } from "../claim/context.ts";
 import { ownVersions } from "../host/versions.ts";
 import { READ_FORMATS } from "../../store/formats.ts";
 
@@ -29,6 +30,7 @@ export interface DefinitionSetDeps {
   clock: { now(): number };
   agents: ReadonlyMap<string, AnyAgent>;
   versions?: ReadonlyMap<string, readonly AnyAgent[]>;
+  liveSets?: LiveSets;
 }
 
 /** Announces this process's definition set and warns once per other set; `reported` keeps the sets already warned about. */
@@ -37,6 +39,7 @@ export async function announceDefinitions(deps: DefinitionSetDeps, reported: Set
   const { others } = await deps.store.announceDefinitionSet({
     agents: own, versions: ownVersions(deps), formats: [...READ_FORMATS], now: deps.clock.now(), ttlMs: DEFINITION_SET_TTL_MS,
   });
+  if (deps.liveSets) deps.liveSets.others = others;
   for (const o of others) {
     const key = o.agents.join(",");
     // The same names with other versions or formats: another build of this deployment (a rolling upgrade), no warning.
@@ -52,4 +55,12 @@ export async function announceDefinitions(deps: DefinitionSetDeps, reported: Set
     });
   }
   return others;
+}
+
+/** Withdraws this process's record (a pool that stops: store/port.ts invariant `definition-sets`), so it no longer counts as live. */
+export async function withdrawDefinitions(deps: DefinitionSetDeps): Promise<void> {
+  const own = [...deps.agents.keys()].sort();
+  await deps.store.announceDefinitionSet({
+    agents: own, versions: ownVersions(deps), formats: [...READ_FORMATS], now: deps.clock.now(), ttlMs: DEFINITION_SET_TTL_MS, withdraw: true,
+  });
 }

@@ -223,7 +223,8 @@ export async function recordFork(s: MemoryState, req: RecordForkRequest): Ret<"r
 export async function announceDefinitionSet(s: MemoryState, req: AnnounceDefinitionSetRequest): Ret<"announceDefinitionSet"> {
   const { definitionSets } = s;
   const own = definitionSetText(req);
-  definitionSets.set(own, req.now);
+  if (req.withdraw) definitionSets.delete(own);
+  else definitionSets.set(own, req.now);
   const others: DefinitionSetRecord[] = [];
   for (const [set, at] of [...definitionSets]) {
     if (at < req.now - req.ttlMs) definitionSets.delete(set);

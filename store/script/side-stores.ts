@@ -86,7 +86,7 @@ export const TARGET_LEASE = scriptOp({
 export const DEFINITION_SETS = scriptOp({
   script: "definition_sets",
   keys: ["sets"],
-  argv: ["own", "now_text", "ttl_text"],
+  argv: ["own", "now_text", "ttl_text", "withdraw"],
   words: ["list"],
 }, (_word, payload): DefinitionSetRecord[] => json<Array<[string, number]>>(payload).map(([set, seenAt]) => definitionSetRecord(set, seenAt)));
 
@@ -281,7 +281,7 @@ export async function announceDefinitionSet(c: ScriptContext, req: AnnounceDefin
   const { keys, run } = c;
   const own = definitionSetText(req);
   const others = await run(DEFINITION_SETS, {
-    sets: keys.definitionSets, own, now_text: int(req.now, "now"), ttl_text: int(req.ttlMs, "ttlMs"),
+    sets: keys.definitionSets, own, now_text: int(req.now, "now"), ttl_text: int(req.ttlMs, "ttlMs"), withdraw: req.withdraw ? "1" : "",
   });
   return { others };
 }
