@@ -10,7 +10,7 @@ const server = useRedisServer({}, 60_000);
 describe("turn versions (Redis)", () => {
   let store: Store | undefined;
   const prefix = `tv${Date.now() % 100_000}`;
-  turnVersionSuite(() => (store ??= redisStore({ url: server.url, prefix })), async () => {
+  turnVersionSuite(() => (store ??= redisStore({ url: server.url, prefix })), () => redisStore({ url: server.url, prefix }), async () => {
     await store?.close?.();
   });
 });

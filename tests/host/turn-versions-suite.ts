@@ -22,7 +22,8 @@ const ask = defineTool({ name: "ask", description: "Ask a person", parameters: z
 const modelOf = (tag: string) =>
   recordingModel((req) => (req.step === 1 ? { toolCalls: [{ id: `c-${req.turnId}`, name: "ask", args: {} }] } : { text: `${tag} done` }));
 
-export function turnVersionSuite(storeFor: () => Store, close: () => Promise<void> = async () => {}) {
+/** `storeFor`: the store the test reads and writes through; `fresh`: a store for each deployment (one key space). */
+export function turnVersionSuite(storeFor: () => Store, fresh: () => Store, close: () => Promise<void> = async () => {}) {
   it("a v1 turn runs under v1 to its end beside v2; a deployment with v2 only leaves it and says so; upgradeFrom moves it on", async () => {
     const clock = manualClock();
     const m1 = modelOf("v1"), m2 = modelOf("v2"), m3 = modelOf("v2u");
@@ -30,7 +31,7 @@ export function turnVersionSuite(storeFor: () => Store, close: () => Promise<voi
     const v2 = defineAgent({ name: "assistant", version: "2", instructions: "You are v2.", model: m2, tools: [ask] });
     const open: Gatehouse[] = [];
     const deploy = (agents: AnyAgent[]) => {
-      const gh = createGatehouse({ agents, store: storeFor(), clock, leaseMs: 30_000 });
+      const gh = createGatehouse({ agents, store: fresh(), clock, leaseMs: 30_000 });
       open.push(gh);
       return gh;
     };

@@ -5,5 +5,5 @@ import { turnVersionSuite } from "./turn-versions-suite.ts";
 
 describe("turn versions (memory store)", () => {
   const store = memoryStore();
-  turnVersionSuite(() => store);
+  turnVersionSuite(() => store, () => store);
 });
