@@ -337,7 +337,7 @@ function checkAgents(options: GatehouseOptions, allowNoAgents: boolean): { agent
     if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()", { key: "agents" });
     const listed = versions.get(a.name) ?? [];
     if (listed.some((v) => v.version === a.version)) {
-      throw new DefinitionError(`Agent "${a.name}" version ${JSON.stringify(a.version)} is listed twice (give each definition of one name its own version)`, { key: "agents" });
+      throw new DefinitionError(`agents lists "${a.name}" version ${JSON.stringify(a.version)} twice (give each definition of one name its own version)`, { key: "agents" });
     }
     listed.push(a);
     versions.set(a.name, listed);

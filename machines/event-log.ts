@@ -330,6 +330,8 @@ export const EVENT_DATA = {
     .describe("The machine did not take a machine event in its state"),
   worker_missing_definition: z.strictObject({ agent: z.string(), workerId: z.string() })
     .describe("The worker has no definition of the agent's name; the agent is parked"),
+  turn_upgraded: z.strictObject({ turnId: z.string(), from: z.string(), to: z.string() })
+    .describe("The turn moved from definition version `from` to `to` (the new version's `upgradeFrom`); its remaining steps run under `to`"),
   snapshot_unrestorable: z.strictObject({ message: z.string() })
     .describe("The stored snapshot does not restore in this build; the agent is parked"),
   claim_yielded: z.strictObject({ reason: z.literal("budget"), steps: int(), elapsedMs: z.number() })

@@ -428,6 +428,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -648,6 +649,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -1275,6 +1286,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -1495,6 +1507,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -2510,6 +2532,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -2730,6 +2753,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -3210,6 +3243,11 @@ export type GatehouseSchema = MergeSchemaPath<{
                     timezone?: string | undefined;
                     paused?: true | undefined;
                 }[] | undefined;
+                turnVersion?: string | undefined;
+                waiting?: {
+                    for: "version";
+                    version: string;
+                } | undefined;
             };
             outputFormat: "json";
             status: 200;

@@ -1,5 +1,5 @@
 /** What the routes need from the runtime. Routes never touch workers or timers directly. */
-import type { LiveSets } from "../actors/claim/context.ts";
+import type { LiveSets } from "../store/port.ts";
 import type { LiveChannel } from "../store/live.ts";
 import type { AnyAgent } from "../agents/define.ts";
 import type { JsonLimits } from "../common/json-bounds.ts";

@@ -268,6 +268,11 @@ export interface DefinitionSetRecord {
   formats?: string[];
 }
 
+/** The other definition sets a process last heard of (each announcement updates it: actors/pool/definition-sets.ts; routes/versions.ts reads it). */
+export interface LiveSets {
+  others: DefinitionSetRecord[];
+}
+
 export interface AnnounceDefinitionSetRequest {
   /** The agent names this process has definitions for. */
   agents: readonly string[];

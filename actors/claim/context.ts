@@ -33,7 +33,7 @@ import type { Message } from "../../common/message.ts";
 import type { SpendLimit } from "../../common/spend-limit.ts";
 import type { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
-import type { ClaimResult, CommitRequest, ConversationSummary, DefinitionSetRecord, RetentionLimits, Store } from "../../store/port.ts";
+import type { ClaimResult, CommitRequest, ConversationSummary, LiveSets, RetentionLimits, Store } from "../../store/port.ts";
 import { layerRetention } from "../../store/retention.ts";
 import type { LiveChannel } from "../../store/live.ts";
 import type { DelegationLink } from "../../store/types.ts";
@@ -55,11 +55,6 @@ export interface DelegationSettings {
   maxDepth?: number;
   /** How often a parent waiting on a child is claimed again to re-dispatch and pull results (ms, default 30 000). */
   pollMs?: number;
-}
-
-/** The other definition sets last heard of (updated by each announcement, actors/pool/definition-sets.ts; read by routes/versions.ts). */
-export interface LiveSets {
-  others: DefinitionSetRecord[];
 }
 
 export interface HostDeps {

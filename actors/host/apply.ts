@@ -75,6 +75,19 @@ export async function apply(ctx: ClaimContext, happened: readonly Happening[]): 
   }
 }
 
+/**
+ * The claim takes its turn over from version `from` (the binding's `upgradeFrom`, actors/host/versions.ts): the turn
+ * runs under the binding's version from now on, recorded (`turn_upgraded`) and pinned with the next commit.
+ */
+export function applyUpgrade(ctx: ClaimContext, from: string): void {
+  const turnId = ctx.claim.head.activeTurnId;
+  if (turnId === null) return;
+  const to = ctx.binding.version;
+  ctx.commit.emit("turn_upgraded", { turnId, from, to });
+  ctx.commit.pin(turnId, to);
+  ctx.deps.logger.info("turn_upgraded", { agentId: ctx.agentId, agent: ctx.binding.name, turnId, from, to });
+}
+
 /** Applies `ev`; false when the machine ignored it. */
 function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
   const buf = ctx.commit;

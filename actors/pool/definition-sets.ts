@@ -13,9 +13,8 @@
  * "Several deployments on one Redis").
  */
 import type { Logger } from "../runtime.ts";
-import type { DefinitionSetRecord, Store } from "../../store/port.ts";
+import type { DefinitionSetRecord, LiveSets, Store } from "../../store/port.ts";
 import type { AnyAgent } from "../../agents/define.ts";
-import type { LiveSets } from "../claim/context.ts";
 import { ownVersions } from "../host/versions.ts";
 import { READ_FORMATS } from "../../store/formats.ts";
 
