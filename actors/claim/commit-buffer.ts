@@ -269,10 +269,11 @@ function markCommit(events: readonly NewEvent[]): NewEvent[] {
  * snapshot and mail left as they are, the lease kept for `backoffMs` instead of released.
  */
 /**
- * Hands a claimed agent back at once (its lease released, due now, nothing else written): the claim of a turn
- * pinned to a version this worker lacks (store/port.ts invariant `turn-versions`), for a worker that has it.
+ * Hands a claimed agent back at once (its lease released, due in `dueInMs`, nothing else written): the claim of a
+ * turn pinned to a version this worker lacks (store/port.ts invariant `turn-versions`), or of a snapshot a newer build
+ * wrote, for a worker that has it.
  */
-export async function handBackCommit(deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string): Promise<void> {
+export async function handBackCommit(deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, dueInMs: number): Promise<void> {
   const { agentId, epoch, head } = claim;
   const turnId = head.activeTurnId;
   const now = deps.clock.now();
@@ -280,7 +281,7 @@ export async function handBackCommit(deps: Pick<HostDeps, "store" | "clock">, cl
     agentId, workerId, epoch, expectedVersion: head.version, turnId,
     snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
     events: [], messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
-    release: { runnableAt: now }, leaseMs: 1, now,
+    release: { runnableAt: now + dueInMs }, leaseMs: 1, now,
   });
 }
 

@@ -36,10 +36,25 @@ import type { ConversationMemory } from "../conversation/memory.ts";
 import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { completionToolOf } from "../steps/tool-specs.ts";
 import { currentDefinitionName } from "../steps/handoff.ts";
-import type { AgentContext } from "../../machines/types.ts";
+import { type AgentContext, SNAPSHOT_SCHEMA_VERSION } from "../../machines/types.ts";
 
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
 const UNRESTORABLE_RETRY_MS = 5 * 60_000;
+
+/** How soon an agent whose snapshot a newer build wrote is due again after this worker handed it back (ms). */
+const NEWER_FORMAT_RETRY_MS = 1_000;
+
+/**
+ * A snapshot of a format newer than this build reads: a compact-form marker above 1 (store/snapshot-form.ts) or a
+ * context schema version above this build's (machines/persist.ts). Another build reads it: no reason to hold it.
+ */
+export function newerFormat(snapshot: unknown): boolean {
+  if (!snapshot || typeof snapshot !== "object") return false;
+  const s = snapshot as { "~"?: unknown; context?: { schemaVersion?: unknown } };
+  if (typeof s["~"] === "number" && s["~"] > 1) return true;
+  const v = s.context?.schemaVersion;
+  return typeof v === "number" && v > SNAPSHOT_SCHEMA_VERSION;
+}
 
 /** What a claim starts from. */
 export interface Restored {
@@ -78,7 +93,7 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
   if ("missing" in chosen && chosen.missing === "version") {
     // A turn pinned to a version this process lacks (invariant `turn-versions`): not run here, handed back at once.
     logger.info("turn_version_missing", { agentId, agent: head.agentName, version: chosen.version, workerId });
-    await handBackCommit(deps, claim, workerId);
+    await handBackCommit(deps, claim, workerId, 0);
     return { status: "unrestorable", message: `Agent definition "${head.agentName}" version ${chosen.version} is not registered` };
   }
   const binding = "binding" in chosen ? chosen.binding : undefined;
@@ -98,6 +113,12 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
       persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(binding) }) : initialPersisted();
     } catch (err) {
       const message = (err as Error).message;
+      if (newerFormat(head.snapshot)) {
+        // Written by a newer build (docs/operations.md, "Upgrades"): handed back at once for a process that reads it.
+        logger.warn("snapshot of a newer format", { agentId, message, workerId });
+        await handBackCommit(deps, claim, workerId, NEWER_FORMAT_RETRY_MS);
+        return { status: "unrestorable", message };
+      }
       logger.error("snapshot unrestorable", { agentId, message });
       // Retried after a while: a build that can migrate it may have been deployed by then.
       await park(deps, claim, workerId, UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
