@@ -3318,6 +3318,15 @@ export type GatehouseSchema = MergeSchemaPath<{
         $get: {
             input: {};
             output: {
+                ok: false;
+                status: "draining";
+                store: "memory" | "redis" | "upstash";
+            };
+            outputFormat: "json";
+            status: 503;
+        } | {
+            input: {};
+            output: {
                 ok: true;
                 store: "memory" | "redis" | "upstash";
             };

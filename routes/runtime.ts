@@ -47,6 +47,8 @@ export interface RouteRuntime {
   versions?: ReadonlyMap<string, readonly AnyAgent[]>;
   /** The other definition sets this process's pool last heard of (actors/pool/definition-sets.ts). */
   liveSets?: LiveSets;
+  /** Set once a shutdown began (`Gatehouse.drainWorker`): `/healthz` answers `draining`. */
+  draining?: { on: boolean };
   clock: Clock;
   ids: IdSource;
   logger: Logger;

@@ -452,6 +452,11 @@ export const WatchdogTick = z.object({
 }).openapi("WatchdogTick");
 
 export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Health");
+export const Draining = z.object({
+  ok: z.literal(false),
+  status: z.literal("draining").describe("The process stopped claiming and is finishing or handing back its claims before it exits"),
+  store: z.enum(["memory", "redis", "upstash"]),
+}).openapi("Draining");
 
 export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document").openapi("OpenApiDocument");
 
