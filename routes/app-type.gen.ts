@@ -1787,6 +1787,29 @@ export type GatehouseSchema = MergeSchemaPath<{
         };
     };
 }, "/"> & MergeSchemaPath<{
+    "/v1/versions": {
+        $get: {
+            input: {};
+            output: {
+                definitions: {
+                    name: string;
+                    current: string | null;
+                    versions: {
+                        version: string;
+                        here: boolean;
+                        processes: number;
+                        runningTurns: number;
+                        waitingTurns: number;
+                    }[];
+                }[];
+                scanned: number;
+                complete: boolean;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
     "/metrics": {
         $get: {
             input: {};

@@ -10,6 +10,7 @@ import { z } from "@hono/zod-openapi";
 import { createMetrics, METRICS_CONTENT_TYPE } from "../actors/observe/metrics.ts";
 import { defineRoute, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { pinnedTurns, waitingTurns } from "./versions.ts";
 
 const metricsRoute = defineRoute({
   method: "get",
@@ -28,6 +29,10 @@ export function metricsRoutes(rt: RouteRuntime) {
     const now = rt.clock.now();
     const ready = new Map<string, number>();
     for (const t of rt.workerTargets ?? []) ready.set(t, await rt.store.readyCount(t, now));
-    return c.text(metrics.render(ready), 200, { "content-type": METRICS_CONTENT_TYPE });
+    // Turns waiting for a definition version no live process has (routes/versions.ts; the newest 1 000 agents read).
+    const waiting = waitingTurns(rt, (await pinnedTurns(rt)).counts);
+    const text = metrics.render(ready) + "# HELP gatehouse_turns_waiting_for_version Active turns pinned to a definition version no live process has\n" +
+      "# TYPE gatehouse_turns_waiting_for_version gauge\n" + `gatehouse_turns_waiting_for_version ${waiting}\n`;
+    return c.text(text, 200, { "content-type": METRICS_CONTENT_TYPE });
   });
 }

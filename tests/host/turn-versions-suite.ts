@@ -80,6 +80,17 @@ export function turnVersionSuite(storeFor: () => Store, fresh: () => Store, clos
       expect(view.turnVersion).toBe("1");
       expect(view.waiting).toEqual({ for: "version", version: "1" });
       expect(m2.requests.filter((r) => r.agentId === "a2")).toEqual([]);
+      const versions = await (await c.fetch(new Request("http://x/v1/versions"))).json() as { definitions: unknown[] };
+      expect(versions.definitions).toEqual([{
+        name: "assistant", current: "2",
+        versions: [
+          // a1's second turn, pinned to "2" (waiting for its tool, not for a version).
+          { version: "2", here: true, processes: 0, runningTurns: 1, waitingTurns: 0 },
+          { version: "1", here: false, processes: 0, runningTurns: 0, waitingTurns: 1 },
+        ],
+      }]);
+      const metrics = await (await c.fetch(new Request("http://x/metrics"))).text();
+      expect(metrics).toContain("\ngatehouse_turns_waiting_for_version 1\n");
 
       // D's v2 upgrades from 1: it takes the turn over, recorded, and runs its remaining steps under v2.
       await c.close();
