@@ -768,6 +768,8 @@ function AgentPage({ agentId }) {
         <span class="muted" data-testid="definition" title="The definition the turn runs under (a handoff may have transferred it)">${definitionLabel(view)}</span>
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
+        ${view.turnVersion && html`<span class="mono muted" data-testid="turn-version" title="The definition version the turn runs under">version ${view.turnVersion}</span>`}
+        ${view.waiting && html`<span class="pill s-waiting-tools" data-testid="waiting-version" title="No live process has this version (docs/operations.md, Upgrades)">waits for version ${view.waiting.version}</span>`}
         <${Activity} activity=${view.activity} now=${Date.now()} />
         <span class="spacer"></span>
         <span class="muted">usage: ${u.inputTokens ?? 0} in · ${u.outputTokens ?? 0} out · cost ${u.cost ?? 0} · ${u.steps ?? 0} steps (turn: ${tu.steps ?? 0} steps, cost ${tu.cost ?? 0})</span>
