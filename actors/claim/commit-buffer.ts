@@ -270,8 +270,8 @@ function markCommit(events: readonly NewEvent[]): NewEvent[] {
  */
 /**
  * Hands a claimed agent back at once (its lease released, due in `dueInMs`, nothing else written): the claim of a
- * turn pinned to a version this worker lacks (store/port.ts invariant `turn-versions`), or of a snapshot a newer build
- * wrote, for a worker that has it.
+ * turn pinned to a version this worker lacks (store/port.ts invariant `turn-versions`), for a worker that has it.
+ * The pool never claims such a turn (claimNext `agentVersions`): only a claim by another path gets here.
  */
 export async function handBackCommit(deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, dueInMs: number): Promise<void> {
   const { agentId, epoch, head } = claim;

@@ -41,7 +41,7 @@ import { type AgentContext, SNAPSHOT_SCHEMA_VERSION } from "../../machines/types
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
 const UNRESTORABLE_RETRY_MS = 5 * 60_000;
 
-/** How soon an agent whose snapshot a newer build wrote is due again after this worker handed it back (ms). */
+/** How long an agent whose snapshot a newer build wrote is held before another process may take it (ms). */
 const NEWER_FORMAT_RETRY_MS = 1_000;
 
 /**
@@ -114,9 +114,10 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
     } catch (err) {
       const message = (err as Error).message;
       if (newerFormat(head.snapshot)) {
-        // Written by a newer build (docs/operations.md, "Upgrades"): handed back at once for a process that reads it.
+        // Written by a newer build (docs/operations.md, "Upgrades"): held for a second only (not minutes), for a process
+        // that reads it; not released at once, which pending mail would turn into a hot loop of claims.
         logger.warn("snapshot of a newer format", { agentId, message, workerId });
-        await handBackCommit(deps, claim, workerId, NEWER_FORMAT_RETRY_MS);
+        await park(deps, claim, workerId, NEWER_FORMAT_RETRY_MS, []);
         return { status: "unrestorable", message };
       }
       logger.error("snapshot unrestorable", { agentId, message });

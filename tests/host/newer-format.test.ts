@@ -1,7 +1,7 @@
 /**
  * A snapshot a newer build wrote (actors/host/restore.ts `newerFormat`) is
- * handed back at once, its lease released, instead of parked for minutes
- * as an unrestorable one is: a process that reads it takes it at once.
+ * held for one second, instead of parked for minutes as an unrestorable one
+ * is: a process that reads it takes it a second later.
  */
 import { describe, expect, it } from "vitest";
 import { defineAgent } from "../../agents/define.ts";
@@ -20,7 +20,7 @@ describe("a snapshot of a newer format", () => {
     expect(newerFormat(null)).toBe(false);
   });
 
-  it("is handed back at once, the lease released, due again within a second; no parking event", async () => {
+  it("is held for a second only (not minutes), no parking event; then another process claims it", async () => {
     const clock = manualClock();
     const agent = defineAgent({ name: "a", instructions: "", model: scriptedModel([{ text: "ok" }]) });
     const gh = createGatehouse({ agents: [agent], clock, leaseMs: 30_000 });
@@ -37,10 +37,12 @@ describe("a snapshot of a newer format", () => {
       expect(r.status).toBe("applied");
       await gh.drain();
       const h = await head(gh.store, "n1");
-      expect(h.leaseOwner).toBeNull();
-      expect(h.runnableAt).toBe(clock.now() + 1_000);
+      expect(h.leaseUntil).toBe(clock.now() + 1_000);
       expect(h.epoch).toBe(c.epoch + 1);
       expect(await eventsOf(gh.store, "n1", "snapshot_unrestorable")).toEqual([]);
+      clock.advance(1_001);
+      const next = await gh.store.claim({ agentId: "n1", workerId: "reader", leaseMs: 30_000, now: clock.now() });
+      expect(next.status).toBe("claimed");
     } finally {
       await gh.close();
     }
