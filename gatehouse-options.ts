@@ -327,6 +327,8 @@ function retentionOption(options: GatehouseOptions, agents: ReadonlyMap<string, 
 export interface CheckedOptions {
   /** The agents by name, the agents their agent tools delegate to included. */
   agents: Map<string, AnyAgent>;
+  /** Per name, every version listed, current first (actors/host/versions.ts). */
+  versions: Map<string, AnyAgent[]>;
   /** Guardians and their assignments, checked against the agents. */
   guardians: GuardianRegistry;
   /** The process's retention limits; null: `retention: false`. */
@@ -337,22 +339,35 @@ export interface CheckedOptions {
   maxWaitSeconds: number;
 }
 
-/** The agents by name, each from defineAgent() and named once, their delegates added and their handoff targets checked. */
-function checkAgents(options: GatehouseOptions, allowNoAgents: boolean): Map<string, AnyAgent> {
+/**
+ * The agents by name, each from defineAgent(), their delegates added and their handoff targets checked. A name
+ * may be listed with several versions (agents/version.ts): the first listed is current and is the one in the map;
+ * every version is in `versions`, current first. The same (name, version) twice is refused.
+ */
+function checkAgents(options: GatehouseOptions, allowNoAgents: boolean): { agents: Map<string, AnyAgent>; versions: Map<string, AnyAgent[]> } {
   if (!Array.isArray(options.agents) || (options.agents.length === 0 && !allowNoAgents)) {
     throw new DefinitionError("createGatehouse() needs at least one agent in `agents`", { key: "agents" });
   }
   const agents = new Map<string, AnyAgent>();
+  const versions = new Map<string, AnyAgent[]>();
   for (const a of options.agents) {
     if (!a || a.kind !== "agent") throw new DefinitionError("agents must come from defineAgent()", { key: "agents" });
-    if (agents.has(a.name)) throw new DefinitionError(`Two agents are named "${a.name}"`, { key: "agents" });
-    agents.set(a.name, a);
+    const listed = versions.get(a.name) ?? [];
+    if (listed.some((v) => v.version === a.version)) {
+      throw new DefinitionError(`agents lists "${a.name}" version ${JSON.stringify(a.version)} twice (give each definition of one name its own version)`, { key: "agents" });
+    }
+    listed.push(a);
+    versions.set(a.name, listed);
+    if (!agents.has(a.name)) agents.set(a.name, a);
   }
   // The agents that agent tools delegate to are served too (agents/agent-tool.ts).
-  for (const a of withDelegates(agents.values())) agents.set(a.name, a);
+  for (const a of withDelegates(agents.values())) {
+    if (!agents.has(a.name)) versions.set(a.name, [a]);
+    agents.set(a.name, agents.get(a.name) ?? a);
+  }
   // Handoff targets are not added: each must be registered here itself (agents/handoff.ts).
   checkHandoffTargets(agents);
-  return agents;
+  return { agents, versions };
 }
 
 /** The claim bounds, auth, rate limits, delayed tasks, what-if and stream bounds. */
@@ -430,14 +445,14 @@ function storeTimeoutOption(options: GatehouseOptions): number {
 export function checkGatehouseOptions(options: GatehouseOptions, allowNoAgents = false): CheckedOptions {
   if (!options || typeof options !== "object") throw new DefinitionError("createGatehouse() needs an options object");
   checkOptions(options);
-  const agents = checkAgents(options, allowNoAgents);
+  const { agents, versions } = checkAgents(options, allowNoAgents);
   checkDelegationSettings(options.delegation);
   checkBounds(options);
   const retention = retentionOption(options, agents);
   const limits = jsonLimitsOption(options);
   const guardians = createGuardianRegistry({ agents: agents.values(), guardians: options.guardians, assignments: options.assignments });
   return {
-    agents, guardians, retention,
+    agents, versions, guardians, retention,
     jsonLimits: limits,
     storeTimeoutMs: storeTimeoutOption(options),
     maxWaitSeconds: maxWaitSeconds(options.maxWaitSeconds),

@@ -70,6 +70,12 @@ export interface Gatehouse {
   startWorker(): void;
   /** Stops the loops, then writes the tool registry's batched call counts (actors/registry/writer.ts). */
   stopWorker(): Promise<void>;
+  /**
+   * A graceful shutdown's first half (docs/operations.md, "Upgrades"): `/healthz` answers 503 `draining` from now
+   * on, the workers stop claiming, the claims in progress end (each releases its lease with its last commit; none is
+   * left to expire) and this process's definition set is withdrawn. Requests are still served; `close()` follows.
+   */
+  drainWorker(): Promise<void>;
   /** Processes all claimable work until nothing is left; resolves with the number of claims run. */
   drain(): Promise<number>;
   /** One watchdog pass (what `POST /v1/watchdog/tick` runs). */
@@ -156,7 +162,7 @@ function engineParts(options: GatehouseOptions, checked: CheckedOptions, hooks: 
   // The store's own channel hears every commit on the store; any other reaches this process only.
   const live = hooks.live ?? baseStore.live ?? processLive();
   const deps: HostDeps = {
-    store, agents, clock, logger, live,
+    store, agents, versions: checked.versions, liveSets: { others: [] }, clock, logger, live,
     registryWriter,
     cache: lruCache(),
     keptResults: keptResults(),
@@ -211,13 +217,13 @@ function workerParts(options: GatehouseOptions, deps: HostDeps, targets: string[
 function routeRuntime(
   options: GatehouseOptions,
   checked: CheckedOptions,
-  parts: { deps: HostDeps; metrics: Metrics; targets: string[]; ids: IdSource; livePushes: boolean; pool: WorkerPool },
+  parts: { deps: HostDeps; metrics: Metrics; targets: string[]; ids: IdSource; livePushes: boolean; pool: WorkerPool; draining: { on: boolean } },
   hooks: GatehouseHooks,
 ): RouteRuntime {
   const { deps: { store, clock, logger, live }, metrics, targets, ids, pool } = parts;
   const routeStore = storeWithDeadline(store, checked.storeTimeoutMs);
   const runtime: RouteRuntime = {
-    store: routeStore, agents: checked.agents, clock, ids, logger, guardians: checked.guardians,
+    store: routeStore, agents: checked.agents, versions: checked.versions, liveSets: parts.deps.liveSets, draining: parts.draining, clock, ids, logger, guardians: checked.guardians,
     metrics,
     workerTargets: targets,
     limits: {
@@ -275,7 +281,9 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
   const ids = options.ids ?? randomIds;
   const targets = options.workerTargets ?? [...new Set([...agents.values()].map((a) => a.workerTarget))];
   const { pool, watchdog, tick } = workerParts(options, deps, targets, ids, hooks);
-  const app = createApp(routeRuntime(options, checked, { deps, metrics, targets, ids, livePushes, pool }, hooks));
+  const draining = { on: false };
+  const { logger } = deps;
+  const app = createApp(routeRuntime(options, checked, { deps, metrics, targets, ids, livePushes, pool, draining }, hooks));
   const { store } = deps;
   const gatehouse: Gatehouse = {
     app,
@@ -289,6 +297,13 @@ export function buildGatehouse(options: GatehouseOptions, hooks: GatehouseHooks 
       watchdog.start();
     },
     async stopWorker() {
+      watchdog.stop();
+      await pool.stop();
+      await registryWriter.stop();
+    },
+    async drainWorker() {
+      draining.on = true;
+      logger.info("draining", { agents: [...agents.keys()] });
       watchdog.stop();
       await pool.stop();
       await registryWriter.stop();

@@ -13,6 +13,7 @@ import { checkOutputKeys, checkVerifierShape } from "../common/verifier-shape.ts
 import type { Verifier } from "../common/verifier.ts";
 import { type AgentSpendLimit, checkSpendLimit } from "../common/spend-limit.ts";
 import { refuseRenamed, RENAMED_AGENT_KEYS, RENAMED_OUTPUT_KEYS } from "../common/renamed.ts";
+import { checkVersionKeys, defaultVersion, isDigestVersion } from "./version.ts";
 import { type AgentRetention, checkMemoryPolicy, checkRetention, type MemoryPolicy } from "./memory-policy.ts";
 
 export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
@@ -26,6 +27,13 @@ export interface AgentOutputConfig<S extends z.ZodType = z.ZodType> {
 
 export interface AgentConfig<S extends z.ZodType = z.ZodType> {
   name: string;
+  /**
+   * This definition's version (agents/version.ts): a turn runs under the version it started with.
+   * Default: a digest of the instructions, tool names and schemas, output schema and model name.
+   */
+  version?: string;
+  /** Versions whose turns this version takes over, each recorded as a `turn_upgraded` event (docs/operations.md, "Upgrades"). */
+  upgradeFrom?: readonly string[];
   instructions: string;
   model: Model;
   tools?: AnyTool[];
@@ -82,6 +90,9 @@ export interface AgentDefinition<S extends z.ZodType = z.ZodType> extends Readon
   /** Model steps allowed in one turn (the given `stepLimit`, or 32). */
   readonly stepLimit: number;
   readonly effectiveMustEndWith: string[];
+  /** The given `version`, or the digest default (agents/version.ts). */
+  readonly version: string;
+  readonly upgradeFrom: readonly string[];
 }
 
 export type AnyAgent = AgentDefinition<any>;
@@ -101,6 +112,8 @@ const NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 export const AGENT_KEYS: readonly string[] = Object.keys(
   {
     name: true,
+    version: true,
+    upgradeFrom: true,
     instructions: true,
     model: true,
     tools: true,
@@ -251,8 +264,15 @@ export function defineAgent<S extends z.ZodType>(config: AgentConfig<S>): AgentD
   }
   const memoryError = checkMemoryPolicy(config.memory);
   if (memoryError) throw new DefinitionError(`${where}: ${memoryError.message}`, { key: memoryError.key });
+  checkVersionKeys(where, config.version, config.upgradeFrom);
+  // A spread definition's digest default is computed again from what it now holds (agents/version.ts).
+  const spread = (config as { kind?: unknown }).kind === "agent" && isDigestVersion(config.version);
+  const given = spread ? undefined : config.version;
+  const version = given ?? defaultVersion({ instructions: config.instructions, model: config.model, offeredTools, output: config.output });
   return Object.freeze({
     ...config,
+    version,
+    upgradeFrom: Object.freeze([...(config.upgradeFrom ?? [])]),
     kind: "agent" as const,
     tools,
     guardians,

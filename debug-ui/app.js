@@ -769,6 +769,8 @@ function AgentPage({ agentId }) {
         <span class=${`pill s-${view.state}`} data-testid="live-state">${view.state}</span>
         ${view.activeTurnId && html`<span class="mono muted">turn ${view.activeTurnId}</span>`}
         ${view.activeTurnId && laneLabel(view) && html`<span class="pill" data-testid="turn-lane" title="The turn's concurrency key and priority">${laneLabel(view)}</span>`}
+        ${view.turnVersion && html`<span class="mono muted" data-testid="turn-version" title="The definition version the turn runs under">version ${view.turnVersion}</span>`}
+        ${view.waiting?.for === "version" && html`<span class="pill s-waiting-tools" data-testid="waiting-version" title="No live process has this version (docs/operations.md, Upgrades)">waits for version ${view.waiting.version}</span>`}
         <${Activity} activity=${view.activity} now=${Date.now()} />
         <span class="spacer"></span>
         <span class="muted">usage: ${u.inputTokens ?? 0} in · ${u.outputTokens ?? 0} out · cost ${u.cost ?? 0} · ${u.steps ?? 0} steps (turn: ${tu.steps ?? 0} steps, cost ${tu.cost ?? 0})</span>

@@ -202,6 +202,9 @@ export interface ServingHooks {
  * What every runtime's serve does once its server listens: starts the
  * workers, logs the URL and returns one idempotent `close` of server and
  * gatehouse; on a signal it closes and exits 0 (1 when closing failed).
+ * Closing drains first (`Gatehouse.drainWorker`): no new claims, the claims
+ * in progress end and release their leases, `/healthz` answers `draining`
+ * while requests are still served; then the server stops and the store closes.
  */
 export function startServing(gatehouse: Gatehouse, h: ServingHooks): { url: string; close: () => Promise<void> } {
   const url = `http://${h.hostname.includes(":") ? `[${h.hostname}]` : h.hostname}:${h.port}`;
@@ -210,6 +213,8 @@ export function startServing(gatehouse: Gatehouse, h: ServingHooks): { url: stri
   let closing: Promise<void> | undefined;
   const close = () =>
     closing ??= (async () => {
+      // Graceful drain: /healthz says `draining` while the claims in progress end and hand their leases back.
+      await gatehouse.drainWorker();
       const stopped = h.stop();
       await gatehouse.close();
       await stopped;

@@ -89,7 +89,13 @@ const TurnUsage = z.strictObject({ inputTokens: int(), outputTokens: int(), cost
  * `TASK_STARTED` without its `input` (stored once per turn, read with `getTurn`).
  */
 export const MachineEvent = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("TASK_STARTED"), at: ms(), turnId: z.string(), config: TurnConfig }),
+  z.strictObject({
+    type: z.literal("TASK_STARTED"),
+    at: ms(),
+    turnId: z.string(),
+    config: TurnConfig,
+    version: z.string().optional().describe("The definition version the turn runs under (absent in logs written before versions)"),
+  }),
   z.strictObject({
     type: z.literal("MODEL_STEP"),
     at: ms(),
@@ -324,6 +330,8 @@ export const EVENT_DATA = {
     .describe("The machine did not take a machine event in its state"),
   worker_missing_definition: z.strictObject({ agent: z.string(), workerId: z.string() })
     .describe("The worker has no definition of the agent's name; the agent is parked"),
+  turn_upgraded: z.strictObject({ turnId: z.string(), from: z.string(), to: z.string() })
+    .describe("The turn moved from definition version `from` to `to` (the new version's `upgradeFrom`); its remaining steps run under `to`"),
   snapshot_unrestorable: z.strictObject({ message: z.string() })
     .describe("The stored snapshot does not restore in this build; the agent is parked"),
   claim_yielded: z.strictObject({ reason: z.literal("budget"), steps: int(), elapsedMs: z.number() })

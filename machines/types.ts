@@ -132,7 +132,8 @@ export interface ModelToolCall {
 }
 
 export type AgentEvent =
-  | { type: "TASK_STARTED"; at: number; turnId: string; input: unknown; config: TurnConfig }
+  /** `version`: the definition version the turn runs under (store/port.ts invariant `turn-versions`); absent before versions were recorded. */
+  | { type: "TASK_STARTED"; at: number; turnId: string; input: unknown; config: TurnConfig; version?: string }
   | {
     type: "MODEL_STEP";
     at: number;

@@ -46,6 +46,7 @@
  *   `decidedBy` (who decided its approval) and `deliveredBy` (who delivered
  *   its result over HTTP), each present once recorded.
  */
+import { pinnedVersion } from "../store/types.ts";
 import type { By } from "../common/by.ts";
 import { SnapshotError } from "../errors/errors.ts";
 import { initialContext } from "../machines/agent.ts";
@@ -151,8 +152,11 @@ export function agentView(
   queued: readonly QueuedTask[] = [],
   schedules: readonly ScheduleRecord[] = [],
   waiting?: Waiting,
+  /** Whether some live process runs turns of a version of this agent's name (actors/host/versions.ts). */
+  versionLive: (name: string, version: string) => boolean = () => true,
 ): AgentView {
   const ctx = contextOf(head);
+  const pin = pinnedVersion(head);
   const v = ctx.verification;
   const gateUsed = v.lastOutcome !== null || v.candidate !== null;
   return {
@@ -169,7 +173,7 @@ export function agentView(
       turnId: t.turnId, enqueuedAt: iso(t.enqueuedAt), ...(t.runAt !== undefined ? { runAt: iso(t.runAt) } : {}),
       ...(t.concurrencyKey !== undefined ? { concurrencyKey: t.concurrencyKey } : {}), ...(t.priority !== undefined ? { priority: t.priority } : {}),
     })),
-    ...(waiting !== undefined ? { waiting } : {}),
+    ...(pin !== null && !versionLive(head.agentName, pin) ? { waiting: { for: "version" as const, version: pin } } : waiting !== undefined ? { waiting } : {}),
     ...(head.activeTurnId !== null && head.currentTask?.concurrencyKey !== undefined ? { concurrencyKey: head.currentTask.concurrencyKey } : {}),
     ...(head.activeTurnId !== null && head.currentTask?.priority !== undefined ? { priority: head.currentTask.priority } : {}),
     lease: head.leaseOwner === null ? null : { workerId: head.leaseOwner, until: iso(head.leaseUntil), untilMs: head.leaseUntil },
@@ -197,6 +201,7 @@ export function agentView(
     createdAt: iso(head.createdAt),
     updatedAt: iso(head.updatedAt),
     updatedAtMs: head.updatedAt,
+    ...(pin !== null ? { turnVersion: pin } : {}),
     ...(schedules.length > 0
       ? {
         schedules: schedules.map((r) => ({

@@ -27,6 +27,7 @@
  *   idempotency key keeps answering that turn). A task that started is 409
  *   `turn_started` (use the cancel route), one that ended 409 `turn_finished`.
  */
+import { versionLive } from "./versions.ts";
 import { callerName, tokenHasVerb } from "./auth.ts";
 import { storedTaskOptions, taskLane } from "./task-options.ts";
 import { agentView, deliveredCalls } from "./agent-view.ts";
@@ -193,7 +194,7 @@ export function agentRoutes(rt: RouteRuntime) {
       if (!head) throw new ProblemError("agent_not_found", `Agent "${agentId}" does not exist`);
       const queued = head.pendingTasks > 0 ? await rt.store.listQueuedTasks(agentId, QUEUED_TASKS_SHOWN) : [];
       const waiting = queued.length > 0 ? await waitingOf(rt, head, queued, queued[0].turnId) : undefined;
-      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued, await rt.store.listSchedules(agentId), waiting), 200);
+      return c.json(agentView(head, await deliveredCalls(rt.store, head), queued, await rt.store.listSchedules(agentId), waiting, (n, v) => versionLive(rt, n, v)), 200);
     })
     .openapi(cancelTurn, async (c) => {
       const { agentId } = c.req.valid("param");

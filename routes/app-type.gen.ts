@@ -432,6 +432,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -652,6 +653,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -1279,6 +1290,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -1499,6 +1511,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -1763,6 +1785,29 @@ export type GatehouseSchema = MergeSchemaPath<{
                     updatedAtMs: number;
                 }[];
                 nextCursor: string | null;
+            };
+            outputFormat: "json";
+            status: 200;
+        };
+    };
+}, "/"> & MergeSchemaPath<{
+    "/v1/versions": {
+        $get: {
+            input: {};
+            output: {
+                definitions: {
+                    name: string;
+                    current: string | null;
+                    versions: {
+                        version: string;
+                        here: boolean;
+                        processes: number;
+                        runningTurns: number;
+                        waitingTurns: number;
+                    }[];
+                }[];
+                scanned: number;
+                complete: boolean;
             };
             outputFormat: "json";
             status: 200;
@@ -2528,6 +2573,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                                 verifyMaxAttempts: number;
                                 maxVerifierErrors: number;
                             };
+                            version?: string | undefined;
                         } | {
                             type: "MODEL_STEP";
                             at: number;
@@ -2748,6 +2794,16 @@ export type GatehouseSchema = MergeSchemaPath<{
                     data: {
                         agent: string;
                         workerId: string;
+                    };
+                    at: number;
+                    turnId: string | null;
+                } | {
+                    id: number;
+                    type: "turn_upgraded";
+                    data: {
+                        turnId: string;
+                        from: string;
+                        to: string;
                     };
                     at: number;
                     turnId: string | null;
@@ -3220,6 +3276,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                     for: "lane";
                     key: string;
                     queued: number;
+                } | {
+                    for: "version";
+                    version: string;
                 } | undefined;
                 concurrencyKey?: string | undefined;
                 priority?: number | undefined;
@@ -3252,6 +3311,7 @@ export type GatehouseSchema = MergeSchemaPath<{
                     timezone?: string | undefined;
                     paused?: true | undefined;
                 }[] | undefined;
+                turnVersion?: string | undefined;
             };
             outputFormat: "json";
             status: 200;
@@ -3310,6 +3370,9 @@ export type GatehouseSchema = MergeSchemaPath<{
                     for: "lane";
                     key: string;
                     queued: number;
+                } | {
+                    for: "version";
+                    version: string;
                 } | undefined;
             };
             outputFormat: "json";
@@ -3338,6 +3401,15 @@ export type GatehouseSchema = MergeSchemaPath<{
 }, "/"> & MergeSchemaPath<{
     "/healthz": {
         $get: {
+            input: {};
+            output: {
+                ok: false;
+                status: "draining";
+                store: "memory" | "redis" | "upstash";
+            };
+            outputFormat: "json";
+            status: 503;
+        } | {
             input: {};
             output: {
                 ok: true;

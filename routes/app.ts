@@ -29,6 +29,7 @@ import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
 import { machineRoutes } from "./machine.ts";
 import { metricsRoutes } from "./metrics.ts";
+import { versionRoutes } from "./versions.ts";
 import { openApiDocument, openApiRoute } from "./openapi.ts";
 import { type ProblemCode, ProblemError, PROBLEMS, storeUnavailable } from "./problem.ts";
 import { exportRoutes } from "./replay-bundle.ts";
@@ -126,6 +127,7 @@ export function buildApp(rt: RouteRuntime) {
     .route("/", agentDeleteRoutes(rt))
     .route("/", scheduleRoutes(rt))
     .route("/", metricsRoutes(rt))
+    .route("/", versionRoutes(rt))
     .route("/", agentListRoutes(rt))
     .route("/", historyRoutes(rt))
     .route("/", forkRoutes(rt))

@@ -1,6 +1,8 @@
 /**
  * `GET /healthz`: liveness and the store kind; answers 200 while the process
- * serves requests, whatever the store does. `GET /readyz`: readiness; pings
+ * serves requests, whatever the store does; 503 `{ ok: false, status:
+ * "draining" }` once a shutdown began (`Gatehouse.drainWorker`: the process
+ * stopped claiming and finishes or hands back its claims before it exits). `GET /readyz`: readiness; pings
  * the store (within the store timeout) and answers 503 `store_unavailable`
  * with `Retry-After` while it is unreachable or stalled. Neither asks for a
  * token (see routes/auth.ts).
@@ -8,7 +10,7 @@
 import { defineRoute, json, routeApp } from "./define.ts";
 import { storeUnavailable } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
-import { Health, Ready } from "./schemas.ts";
+import { Draining, Health, Ready } from "./schemas.ts";
 
 const health = defineRoute({
   method: "get",
@@ -16,7 +18,7 @@ const health = defineRoute({
   operationId: "health",
   summary: "Liveness and the store kind",
   tags: ["operations"],
-  responses: { 200: json("Up", Health) },
+  responses: { 200: json("Up", Health), 503: json("Draining: the process is shutting down (docs/operations.md, \"Upgrades\")", Draining) },
 }, [], "public");
 
 const ready = defineRoute({
@@ -30,7 +32,10 @@ const ready = defineRoute({
 
 export function healthRoutes(rt: RouteRuntime) {
   return routeApp(rt)
-    .openapi(health, (c) => c.json({ ok: true as const, store: rt.store.kind }, 200))
+    .openapi(health, (c) =>
+      rt.draining?.on
+        ? c.json({ ok: false as const, status: "draining" as const, store: rt.store.kind }, 503)
+        : c.json({ ok: true as const, store: rt.store.kind }, 200))
     .openapi(ready, async (c) => {
       try {
         await rt.store.ping();

@@ -14,6 +14,7 @@ import { laneGauges } from "../actors/observe/lane-gauges.ts";
 import { DEFAULT_METRICS_LANES } from "../common/concurrency.ts";
 import { defineRoute, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import { pinnedTurns, waitingTurns } from "./versions.ts";
 
 const metricsRoute = defineRoute({
   method: "get",
@@ -38,6 +39,10 @@ export function metricsRoutes(rt: RouteRuntime) {
       ready.set(t, await rt.store.readyCount(t, now));
       usages.push(await rt.store.concurrencyUsage({ workerTarget: t, now, limit: n, ...limits }));
     }
-    return c.text(metrics.render(ready, laneGauges(usages, n)), 200, { "content-type": METRICS_CONTENT_TYPE });
+    // Turns waiting for a definition version no live process has (routes/versions.ts; the newest 1 000 agents read).
+    const waiting = waitingTurns(rt, (await pinnedTurns(rt)).counts);
+    const text = metrics.render(ready, laneGauges(usages, n)) + "# HELP gatehouse_turns_waiting_for_version Active turns pinned to a definition version no live process has\n" +
+      "# TYPE gatehouse_turns_waiting_for_version gauge\n" + `gatehouse_turns_waiting_for_version ${waiting}\n`;
+    return c.text(text, 200, { "content-type": METRICS_CONTENT_TYPE });
   });
 }

@@ -1,4 +1,5 @@
 /** What the routes need from the runtime. Routes never touch workers or timers directly. */
+import type { LiveSets } from "../store/port.ts";
 import type { LiveChannel } from "../store/live.ts";
 import type { AnyAgent } from "../agents/define.ts";
 import type { ConcurrencyLimits } from "../store/port.ts";
@@ -43,6 +44,12 @@ export interface SseLimits {
 export interface RouteRuntime {
   store: Store;
   agents: ReadonlyMap<string, AnyAgent>;
+  /** Per name, every version this process registered, current first (actors/host/versions.ts). */
+  versions?: ReadonlyMap<string, readonly AnyAgent[]>;
+  /** The other definition sets this process's pool last heard of (actors/pool/definition-sets.ts). */
+  liveSets?: LiveSets;
+  /** Set once a shutdown began (`Gatehouse.drainWorker`): `/healthz` answers `draining`. */
+  draining?: { on: boolean };
   clock: Clock;
   ids: IdSource;
   logger: Logger;

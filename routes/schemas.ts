@@ -207,6 +207,10 @@ export const Waiting = z.discriminatedUnion("for", [
     key: z.string().describe("Its lane: its concurrency key, \"\" for the default lane"),
     queued: z.int().describe("Agents with due work in this lane that no worker holds (it included)"),
   }),
+  z.object({
+    for: z.literal("version"),
+    version: z.string().describe("The agent view only: the active turn's definition version, which no live process has (docs/operations.md, \"Upgrades\")"),
+  }),
 ]).openapi("Waiting");
 
 export const TurnView = z.object({
@@ -262,7 +266,7 @@ export const AgentView = z.object({
     concurrencyKey: z.string().optional().describe("Its concurrency key (absent: the default lane)"),
     priority: z.int().optional().describe("Its priority in seconds (absent: 0)"),
   })).describe(`The first ${QUEUED_TASKS_SHOWN} queued tasks in the order they will start (docs/http.md, "Delayed tasks")`),
-  waiting: Waiting.optional().describe("Why the first queued task has not started (docs/http.md, \"Why a task waits\"); absent with no queued task"),
+  waiting: Waiting.optional().describe("Why the agent's work waits (docs/http.md, \"Why a task waits\"): `version` while the active turn waits for a process that has its definition version, else why the first queued task has not started; absent when neither"),
   concurrencyKey: z.string().optional().describe("The active turn's concurrency key (absent: none, or no active turn)"),
   priority: z.int().optional().describe("The active turn's priority in seconds (absent: 0, or no active turn)"),
   lease: z.object({
@@ -343,6 +347,7 @@ export const AgentView = z.object({
     nextRunAt: IsoTime.nullable().describe("The next tick; null: the schedule has no more ticks, or is paused"),
     paused: z.literal(true).optional().describe("Present when the schedule is paused (PATCH .../schedules/:scheduleId)"),
   })).optional().describe("The agent's recurring schedules (present when it has any; routes/schedules.ts)"),
+  turnVersion: z.string().optional().describe("The definition version the active turn runs under (present when it recorded one)"),
 }).openapi("AgentView");
 export type AgentView = z.infer<typeof AgentView>;
 
@@ -498,6 +503,11 @@ export const WatchdogTick = z.object({
 }).openapi("WatchdogTick");
 
 export const Health = z.object({ ok: z.literal(true), store: z.enum(["memory", "redis", "upstash"]) }).openapi("Health");
+export const Draining = z.object({
+  ok: z.literal(false),
+  status: z.literal("draining").describe("The process stopped claiming and is finishing or handing back its claims before it exits"),
+  store: z.enum(["memory", "redis", "upstash"]),
+}).openapi("Draining");
 
 export const OpenApiDocument = z.record(z.string(), z.unknown()).describe("This OpenAPI 3.1 document").openapi("OpenApiDocument");
 

@@ -30,7 +30,9 @@ export type Waiting =
   | { for: "run_at"; runAt: string }
   | { for: "turn"; ahead: number }
   | { for: "concurrency_key"; key: string; limit: number; running: number }
-  | { for: "lane"; key: string; queued: number };
+  | { for: "lane"; key: string; queued: number }
+  /** The agent view only: its active turn's definition version, which no live process has (actors/host/versions.ts). */
+  | { for: "version"; version: string };
 
 /**
  * Why the queued task `turnId` of `head` waits; `queued` is the agent's queue

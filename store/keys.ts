@@ -216,6 +216,16 @@ export function checkAgentName(name: string): string {
   return name;
 }
 
+/** A definition version as the store takes it (invariant `turn-versions`): 1-64 of [A-Za-z0-9_.:+-], so its JSON text is itself in quotes. */
+export const VERSION = /^[A-Za-z0-9_.:+-]{1,64}$/;
+
+export function checkVersion(version: string): string {
+  if (typeof version !== "string" || !VERSION.test(version)) {
+    throw new StoreInputError(`Cannot use definition version ${JSON.stringify(version)}: it must be 1-64 of [A-Za-z0-9_.:+-]`);
+  }
+  return version;
+}
+
 export function checkPrefix(prefix: string): string {
   if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
     throw new StoreInputError(`Cannot use key prefix ${JSON.stringify(prefix)}: it must be 1-64 characters of [${ID_CHARS}]`);

@@ -246,6 +246,12 @@ export interface ClaimNextRequest {
    * any. A worker passes the names it has definitions for.
    */
   agentNames?: readonly string[];
+  /**
+   * Per name of `agentNames`, the definition versions this caller has (invariant `turn-versions`): an
+   * agent of a listed name whose active turn is pinned to a version missing here is left like one of
+   * another name. A name not listed here: any version.
+   */
+  agentVersions?: Readonly<Record<string, readonly string[]>>;
   /** The limits this claim keeps (invariant `concurrency-keys`); absent: none. */
   concurrencyLimits?: ConcurrencyLimits;
 }
@@ -256,14 +262,29 @@ export interface DefinitionSetRecord {
   agents: string[];
   /** When a process serving it last announced it (ms). */
   seenAt: number;
+  /** Per name, the definition versions it has, current first (invariant `turn-versions`); absent: not announced. */
+  versions?: Record<string, string[]>;
+  /** The storage formats it reads (store/formats.ts); absent: announced by a build that predates formats. */
+  formats?: string[];
+}
+
+/** The other definition sets a process last heard of (each announcement updates it: actors/pool/definition-sets.ts; routes/versions.ts reads it). */
+export interface LiveSets {
+  others: DefinitionSetRecord[];
 }
 
 export interface AnnounceDefinitionSetRequest {
   /** The agent names this process has definitions for. */
   agents: readonly string[];
+  /** Per name, the definition versions this process has, current first (invariant `turn-versions`). */
+  versions?: Readonly<Record<string, readonly string[]>>;
+  /** The storage formats this process reads (store/formats.ts). */
+  formats?: readonly string[];
   now: number;
   /** Records not announced again within this long are dropped (ms). */
   ttlMs: number;
+  /** Removes this set's record instead of renewing it (a process that stops); the others are answered as usual. */
+  withdraw?: boolean;
 }
 
 export type ClaimResult =
@@ -349,6 +370,8 @@ export interface CommitRequest {
    * pending beyond `ackMailThrough`; the lease is released and the bell rung.
    */
   stopAtCancel?: boolean;
+  /** Pins a turn to a definition version (invariant `turn-versions`): written to the head's `turnVersion` / `versionTurn`. */
+  turnVersion?: { turnId: string; version: string };
 }
 
 /** Per-agent storage limits, applied at turn ends (store/retention.ts has the defaults). */
@@ -1100,6 +1123,19 @@ export interface Forks {
 /**
  * Definition sets.
  *
+ * ## turn-versions
+ * A turn runs under the definition version it started with. A commit with
+ * `turnVersion` writes the head's `turnVersion` (the version) and
+ * `versionTurn` (the turn it belongs to). The pin of an agent is
+ * `turnVersion` while `versionTurn` is its `activeTurnId`; otherwise it has
+ * none (between turns, a turn started before versions were recorded, or by a
+ * build that writes no pin). `claimNext` with `agentVersions` listing the
+ * agent's name leaves an agent whose pin is not among those versions exactly
+ * as one of another name (invariant `definition-sets`: nothing written,
+ * counted in `foreign`); an agent with no pin, or about to start a new turn,
+ * is claimed as before. Heads written before this field have neither field
+ * (readers treat both as null, and head replies leave them out).
+ *
  * ## definition-sets
  * Deployments with different agent definitions may share one key space.
  * `claimNext` with `agentNames` claims only agents whose `agentName` is
@@ -1110,7 +1146,8 @@ export interface Forks {
  * among the shards it visited). Busy, empty and stale bells are maintained
  * whatever their name. `announceDefinitionSet` records a definition set
  * (its agent names) with a time, drops records older than `ttlMs` and
- * answers the other sets still recorded.
+ * answers the other sets still recorded; with `withdraw` it removes the
+ * set's record instead (a process that stops).
  */
 export interface DefinitionSets {
   /** Records this process's definition set and answers the others recorded in the key space (invariant `definition-sets`). */

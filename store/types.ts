@@ -133,6 +133,15 @@ export interface AgentHead {
   eventsTrimmedThrough: number;
   /** Messages 0..n-1 were dropped (0: none). */
   messagesTrimmedThrough: number;
+  /** The definition version `versionTurn` started under (store/port.ts invariant `turn-versions`); absent: none written. */
+  turnVersion?: string | null;
+  /** The turn `turnVersion` belongs to: the pin holds while this is `activeTurnId`. */
+  versionTurn?: string | null;
+}
+
+/** The definition version the agent's active turn is pinned to (store/port.ts invariant `turn-versions`), or null. */
+export function pinnedVersion(head: Pick<AgentHead, "activeTurnId" | "turnVersion" | "versionTurn">): string | null {
+  return head.activeTurnId !== null && head.versionTurn === head.activeTurnId && typeof head.turnVersion === "string" ? head.turnVersion : null;
 }
 
 /** A tool call, recorded before it is dispatched. */

@@ -88,6 +88,8 @@ export class CommitBuffer implements CommitSink {
   #ackMailThrough = 0;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */
   #summary: ConversationSummary | null = null;
+  /** The turn's version pin for the next commit (store/port.ts invariant `turn-versions`). */
+  #pin: { turnId: string; version: string } | null = null;
 
   /** Delegations recorded by the buffered commit: dispatched once it applied. */
   #delegationsRecorded = false;
@@ -138,6 +140,11 @@ export class CommitBuffer implements CommitSink {
 
   ackMail(seq: number): void {
     this.#ackMailThrough = Math.max(this.#ackMailThrough, seq);
+  }
+
+  /** Pins `turnId` to `version` with the next commit (a turn's start, or its upgrade). */
+  pin(turnId: string, version: string): void {
+    this.#pin = { turnId, version };
   }
 
   setSummary(summary: ConversationSummary): void {
@@ -192,6 +199,7 @@ export class CommitBuffer implements CommitSink {
       // The store trims only at a turn's end: the limits ride along with that commit only.
       ...(retention && final ? { retention } : {}),
       ...(this.#summary ? { summary: this.#summary } : {}),
+      ...(this.#pin ? { turnVersion: this.#pin } : {}),
       ...(chain ? { chainNextTask: true, ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}) } : {}),
       ...(this.#o.stopAtCancel && turnId !== null ? { stopAtCancel: true } : {}),
     })), {
@@ -225,6 +233,7 @@ export class CommitBuffer implements CommitSink {
     this.chained = res.chained;
     if (res.chained) logger.debug("turn_chained", { agentId, workerId, epoch: res.chained.epoch, turnId: res.chained.task?.turnId ?? null });
     this.#summary = null;
+    this.#pin = null;
     dropTrimmed(ctx, res.messagesTrimmedThrough);
     logger.debug("commit", { agentId, workerId, epoch, version: this.version, state: s.value, released: release !== null });
     if (!release) ctx.lease.confirm(now + deps.leaseMs);
@@ -264,6 +273,23 @@ function markCommit(events: readonly NewEvent[]): NewEvent[] {
  * The commit that parks an agent this worker cannot run (actors/host/restore.ts): `events` logged, the
  * snapshot and mail left as they are, the lease kept for `backoffMs` instead of released.
  */
+/**
+ * Hands a claimed agent back at once (its lease released, due in `dueInMs`, nothing else written): the claim of a
+ * turn pinned to a version this worker lacks (store/port.ts invariant `turn-versions`), for a worker that has it.
+ * The pool never claims such a turn (claimNext `agentVersions`): only a claim by another path gets here.
+ */
+export async function handBackCommit(deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, dueInMs: number): Promise<void> {
+  const { agentId, epoch, head } = claim;
+  const turnId = head.activeTurnId;
+  const now = deps.clock.now();
+  await deps.store.commit({
+    agentId, workerId, epoch, expectedVersion: head.version, turnId,
+    snapshot: head.snapshot, state: head.state, activeTurnId: turnId,
+    events: [], messages: [], recordToolCalls: [], resolveToolCalls: [], ackMailThrough: 0,
+    release: { runnableAt: now + dueInMs }, leaseMs: 1, now,
+  });
+}
+
 export async function parkingCommit(
   deps: Pick<HostDeps, "store" | "clock">, claim: Claimed, workerId: string, backoffMs: number, events: NewEvent[],
 ): Promise<void> {

@@ -33,7 +33,7 @@ import type { Message } from "../../common/message.ts";
 import type { SpendLimit } from "../../common/spend-limit.ts";
 import type { agentMachine } from "../../machines/agent.ts";
 import type { AgentContext } from "../../machines/types.ts";
-import type { ClaimResult, CommitRequest, ConcurrencyLimits, ConversationSummary, RetentionLimits, Store } from "../../store/port.ts";
+import type { ClaimResult, CommitRequest, ConcurrencyLimits, ConversationSummary, LiveSets, RetentionLimits, Store } from "../../store/port.ts";
 import { layerRetention } from "../../store/retention.ts";
 import type { LiveChannel } from "../../store/live.ts";
 import type { DelegationLink } from "../../store/types.ts";
@@ -65,6 +65,10 @@ export interface HostDeps {
    */
   live?: LiveChannel;
   agents: ReadonlyMap<string, AnyAgent>;
+  /** Per name, every version registered, current first (actors/host/versions.ts); absent: `agents` only. */
+  versions?: ReadonlyMap<string, readonly AnyAgent[]>;
+  /** The other definition sets the pool last heard of (actors/pool/definition-sets.ts). */
+  liveSets?: LiveSets;
   clock: Clock;
   logger: Logger;
   cache: SnapshotCache;
@@ -259,6 +263,8 @@ export interface CommitSink {
   ackMail(seq: number): void;
   /** A summary computed for the next commit (actors/conversation/memory.ts). */
   setSummary(summary: ConversationSummary): void;
+  /** Pins turn `turnId` to definition `version` with the next commit (store/port.ts invariant `turn-versions`). */
+  pin(turnId: string, version: string): void;
   /** Notes the turn the commit ends (and, for a delegated turn, pushes to the parent after it). */
   endTurn(ended: EndedTurn): void;
   /** True when the buffered writes already end turn `turnId` (hold its `task` event). */

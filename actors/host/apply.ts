@@ -75,6 +75,19 @@ export async function apply(ctx: ClaimContext, happened: readonly Happening[]): 
   }
 }
 
+/**
+ * The claim takes its turn over from version `from` (the binding's `upgradeFrom`, actors/host/versions.ts): the turn
+ * runs under the binding's version from now on, recorded (`turn_upgraded`) and pinned with the next commit.
+ */
+export function applyUpgrade(ctx: ClaimContext, from: string): void {
+  const turnId = ctx.claim.head.activeTurnId;
+  if (turnId === null) return;
+  const to = ctx.binding.version;
+  ctx.commit.emit("turn_upgraded", { turnId, from, to });
+  ctx.commit.pin(turnId, to);
+  ctx.deps.logger.info("turn_upgraded", { agentId: ctx.agentId, agent: ctx.binding.name, turnId, from, to });
+}
+
 /** Applies `ev`; false when the machine ignored it. */
 function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
   const buf = ctx.commit;
@@ -90,6 +103,8 @@ function applyEvent(ctx: ClaimContext, ev: AgentEvent): boolean {
   // A turn's input is stored once, by the store (store/inputs.ts): the logged TASK_STARTED names it by
   // its turn id, and the turn's user message is stored as a reference to it.
   const logged = ev.type === "TASK_STARTED" ? { ...ev, input: undefined } : ev;
+  // The turn runs under this version to its end (store/port.ts invariant `turn-versions`): pinned with this commit.
+  if (ev.type === "TASK_STARTED" && ev.version !== undefined) buf.pin(ev.turnId, ev.version);
   buf.emit("transition", { seq: ++ctx.transitionSeq, from: before.value, to: after.value, event: logged });
   const msgs = messagesFor(ev, before, after);
   for (const m of msgs) {
@@ -145,7 +160,7 @@ function followDefinition(ctx: ClaimContext): void {
   const { value, context } = snap(ctx);
   const name = currentDefinitionName(ctx.binding.name, value, context);
   if (name === ctx.agent.name) return;
-  const next: AnyAgent | undefined = ctx.deps.agents.get(name);
+  const next: AnyAgent | undefined = name === ctx.binding.name ? ctx.binding : ctx.deps.agents.get(name);
   // Unknown here only when the handoff's answer found it: a definition map does not change during a claim.
   if (!next) return;
   const { store, clock, logger, registryWriter } = ctx.deps;

@@ -55,7 +55,10 @@ export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
     startedHere = true;
     await apply(ctx, [{
       kind: "event",
-      event: { type: "TASK_STARTED", at: clock.now(), turnId: claim.task.turnId, input: claim.task.input, config: turnConfig(binding, claim.task) },
+      event: {
+        type: "TASK_STARTED", at: clock.now(), turnId: claim.task.turnId, input: claim.task.input, config: turnConfig(binding, claim.task),
+        version: binding.version,
+      },
     }]);
   }
   for (const m of claim.mail) {

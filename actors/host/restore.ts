@@ -12,6 +12,10 @@
  * - The claim runs under the definition the snapshot names: the binding
  *   (`head.agentName`), or within a turn a handoff switched, its target
  *   (machine context `definition`, actors/steps/handoff.ts).
+ * - The binding is the version the active turn is pinned to, else the
+ *   current one (actors/host/versions.ts); a pinned version this worker
+ *   lacks and cannot upgrade from is handed back at once (lease released,
+ *   nothing else written).
  * - An agent this worker cannot run (definition unknown, snapshot not
  *   restorable) is parked: its lease is kept for a while instead of released
  *   (a release would be offered again at once whenever mail is pending), and
@@ -25,16 +29,32 @@ import type { Message } from "../../common/message.ts";
 import { agentMachine } from "../../machines/agent.ts";
 import { checkSnapshot, initialPersisted, type PersistedSnapshot } from "../../machines/persist.ts";
 import type { Store } from "../../store/port.ts";
-import { parkingCommit } from "../claim/commit-buffer.ts";
+import { handBackCommit, parkingCommit } from "../claim/commit-buffer.ts";
+import { claimDefinition } from "./versions.ts";
 import type { AgentActor, Claimed, HostDeps, HostOutcome } from "../claim/context.ts";
 import type { ConversationMemory } from "../conversation/memory.ts";
 import { UsedToolCallIds } from "../conversation/tool-call-ids.ts";
 import { completionToolOf } from "../steps/tool-specs.ts";
 import { currentDefinitionName } from "../steps/handoff.ts";
-import type { AgentContext } from "../../machines/types.ts";
+import { type AgentContext, SNAPSHOT_SCHEMA_VERSION } from "../../machines/types.ts";
 
 /** How long an agent whose snapshot cannot be restored is parked before the next attempt. */
 const UNRESTORABLE_RETRY_MS = 5 * 60_000;
+
+/** How long an agent whose snapshot a newer build wrote is held before another process may take it (ms). */
+const NEWER_FORMAT_RETRY_MS = 1_000;
+
+/**
+ * A snapshot of a format newer than this build reads: a compact-form marker above 1 (store/snapshot-form.ts) or a
+ * context schema version above this build's (machines/persist.ts). Another build reads it: no reason to hold it.
+ */
+export function newerFormat(snapshot: unknown): boolean {
+  if (!snapshot || typeof snapshot !== "object") return false;
+  const s = snapshot as { "~"?: unknown; context?: { schemaVersion?: unknown } };
+  if (typeof s["~"] === "number" && s["~"] > 1) return true;
+  const v = s.context?.schemaVersion;
+  return typeof v === "number" && v > SNAPSHOT_SCHEMA_VERSION;
+}
 
 /** What a claim starts from. */
 export interface Restored {
@@ -46,6 +66,8 @@ export interface Restored {
   history: Message[];
   memory: ConversationMemory;
   usedIds: UsedToolCallIds;
+  /** The pinned version this claim takes the turn over from (`upgradeFrom` of the binding; actors/host/versions.ts). */
+  upgradeFrom?: string;
 }
 
 /** Logs a takeover of a lease that its worker neither renewed nor released, and the claim itself. */
@@ -67,7 +89,14 @@ export function logClaim(deps: HostDeps, claim: Claimed, workerId: string, claim
 export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: string): Promise<Restored | HostOutcome> {
   const { logger, cache } = deps;
   const { agentId, head } = claim;
-  const binding = deps.agents.get(head.agentName);
+  const chosen = claimDefinition(deps, head);
+  if ("missing" in chosen && chosen.missing === "version") {
+    // A turn pinned to a version this process lacks (invariant `turn-versions`): not run here, handed back at once.
+    logger.info("turn_version_missing", { agentId, agent: head.agentName, version: chosen.version, workerId });
+    await handBackCommit(deps, claim, workerId, 0);
+    return { status: "unrestorable", message: `Agent definition "${head.agentName}" version ${chosen.version} is not registered` };
+  }
+  const binding = "binding" in chosen ? chosen.binding : undefined;
   if (!binding) {
     // Not reached from the worker pool, which claims only agents it has definitions for (claimNext `agentNames`,
     // actors/pool/definition-sets.ts). A claim by another path parks the agent; a worker that has the definition takes
@@ -84,6 +113,13 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
       persisted = head.snapshot ? checkSnapshot(head.snapshot, { completion: completionToolOf(binding) }) : initialPersisted();
     } catch (err) {
       const message = (err as Error).message;
+      if (newerFormat(head.snapshot)) {
+        // Written by a newer build (docs/operations.md, "Upgrades"): held for a second only (not minutes), for a process
+        // that reads it; not released at once, which pending mail would turn into a hot loop of claims.
+        logger.warn("snapshot of a newer format", { agentId, message, workerId });
+        await park(deps, claim, workerId, NEWER_FORMAT_RETRY_MS, []);
+        return { status: "unrestorable", message };
+      }
       logger.error("snapshot unrestorable", { agentId, message });
       // Retried after a while: a build that can migrate it may have been deployed by then.
       await park(deps, claim, workerId, UNRESTORABLE_RETRY_MS, [{ type: "snapshot_unrestorable", data: { message } }]);
@@ -94,7 +130,8 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
   // A turn a handoff switched runs under its target (actors/steps/handoff.ts); startup checked that it is registered.
   const s = actor.getSnapshot() as unknown as { value: string; context: AgentContext };
   const current = currentDefinitionName(head.agentName, s.value, s.context);
-  const agent = deps.agents.get(current);
+  // Without a handoff the turn runs under its binding: the version it is pinned to (actors/host/versions.ts).
+  const agent = current === head.agentName ? binding : deps.agents.get(current);
   if (!agent) {
     logger.warn("agent definition not registered in this worker", { agentId, agent: current });
     actor.stop();
@@ -107,7 +144,7 @@ export async function restoreClaim(deps: HostDeps, claim: Claimed, workerId: str
   const { history, memory } = await loadConversation(deps.store, agentId, head, cached, memoryPolicy !== undefined);
   // The tool-call ids of exactly `history` (actors/conversation/tool-call-ids.ts): every push and splice of it updates them too.
   const usedIds = cached?.toolCallIds ?? UsedToolCallIds.of(history);
-  return { binding, agent, actor, history, memory, usedIds };
+  return { binding, agent, actor, history, memory, usedIds, ...("upgradeFrom" in chosen && chosen.upgradeFrom !== undefined ? { upgradeFrom: chosen.upgradeFrom } : {}) };
 }
 
 /** Keeps the actor and conversation resident after a claim that ended with its last commit applied; else drops them. */

@@ -89,6 +89,7 @@ import { createToolRegistryView } from "../registry/claim-view.ts";
 import { turnSpendLimit } from "../spend/spend-limit.ts";
 import { runEffects } from "./effects.ts";
 import { applyInbox } from "./inbox.ts";
+import { applyUpgrade } from "./apply.ts";
 import { leaveClaim, logClaim, restoreClaim } from "./restore.ts";
 
 /**
@@ -137,6 +138,7 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   };
   /** Set when the claim ends with its last commit applied: the actor then stays resident. */
   let resident = false;
+  if (restored.upgradeFrom !== undefined) applyUpgrade(ctx, restored.upgradeFrom);
   try {
     const startedTurn = await applyInbox(ctx);
     const end = await runEffects(ctx, buffer, driveBudget, mayChain, startedTurn);

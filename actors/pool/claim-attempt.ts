@@ -41,6 +41,8 @@ export interface TargetAttemptDeps {
   agentNames: string[];
   /** The concurrency limits each claim keeps (store/port.ts invariant `concurrency-keys`); absent: none. */
   concurrencyLimits?: ConcurrencyLimits | undefined;
+  /** Per name, the versions whose turns this process runs (store/port.ts invariant `turn-versions`, actors/host/versions.ts). */
+  agentVersions?: Record<string, string[]>;
   /** Runs one claim to its end, within `driveBudget` when given; never throws (actors/pool/claim-runner.ts `claimRunner`). */
   run(claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget): Promise<HostOutcome | null>;
   /** Called before a claimed agent runs. */
@@ -83,6 +85,7 @@ export async function claimTarget(
   const c = await deps.store.claimNext({
     workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
     ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}),
+    ...(deps.agentVersions ? { agentVersions: deps.agentVersions } : {}),
   });
   // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
   if (c.status === "schedule_due") {

@@ -41,6 +41,7 @@ import { claimTarget, logTurnEnd, type TargetAttemptDeps } from "./claim-attempt
 import { claimRunner } from "./claim-runner.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
 import { TickFirer } from "./tick-firer.ts";
+import { claimableVersions } from "../host/versions.ts";
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
 
@@ -72,6 +73,7 @@ export interface Driver {
 export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
   const runner = claimRunner(deps, (c, out, ms) => logTurnEnd(deps.logger, c, out, ms));
   const agentNames = [...deps.agents.keys()];
+  const agentVersions = claimableVersions(deps);
   let drives = 0;
   let id: string | undefined;
 
@@ -83,6 +85,7 @@ export function createDriver(deps: HostDeps, opts: DriverOptions): Driver {
     concurrencyLimits: deps.concurrencyLimits,
     // Only agents this deployment defines (store/port.ts invariant `definition-sets`): another one's stay due for its workers.
     agentNames,
+    agentVersions,
     run: (claim: Claimed, workerId: string, driveBudget?: RunningDriveBudget) => runner.run(claim, workerId, driveBudget),
     fire: async (schedule) => void (await fireDueSchedule(deps, schedule, opts.turnId(), firer?.liveFrom)),
   });

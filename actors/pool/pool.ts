@@ -96,7 +96,8 @@ import { claimRunner } from "./claim-runner.ts";
 import type { HostDeps } from "../claim/context.ts";
 import type { BellWatch } from "../../store/port.ts";
 import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-attempt.ts";
-import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS } from "./definition-sets.ts";
+import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS, withdrawDefinitions } from "./definition-sets.ts";
+import { claimableVersions } from "../host/versions.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
 import { type TargetLeases, targetLeases } from "./target-lease.ts";
 import { describeStoreError } from "./store-error.ts";
@@ -197,6 +198,8 @@ class Pool implements WorkerPool {
       targets: opts.targets,
       // The definitions this process has: a loop claims only agents of these names.
       agentNames: [...deps.agents.keys()],
+      // A turn pinned to a version this process lacks stays due for one that has it (actors/host/versions.ts).
+      agentVersions: claimableVersions(deps),
       leases: this.#leases,
       run: (claim, workerId) => runner.run(claim, workerId),
       onClaimed: () => {
@@ -231,6 +234,7 @@ class Pool implements WorkerPool {
   async stop(): Promise<void> {
     if (this.#renewTimer) clearInterval(this.#renewTimer);
     this.#renewTimer = undefined;
+    const announced = this.#definitionTimer !== undefined;
     if (this.#definitionTimer) clearInterval(this.#definitionTimer);
     this.#definitionTimer = undefined;
     const w = this.#watch;
@@ -241,6 +245,11 @@ class Pool implements WorkerPool {
     this.#loops = [];
     this.#firing = undefined;
     await this.#leases.release();
+    // A stopped pool no longer counts as a live process with its versions and formats (docs/operations.md, "Upgrades").
+    if (announced) {
+      await withdrawDefinitions(this.#deps)
+        .catch((err) => this.#deps.logger.debug("definition set not withdrawn", describeStoreError(err, this.#deps.store.kind)));
+    }
   }
 
   async drain(): Promise<number> {

@@ -17,7 +17,9 @@
       store/port.ts invariant `concurrency-keys`, includes/lanes.lua)
   ARGV[7..] names: when given, the agentName JSON texts the caller may claim
       (store/port.ts invariant `definition-sets`): a claimable agent of another name is
-      left as it is (its bell stays due) and counted
+      left as it is (its bell stays due) and counted; an entry
+      `<name JSON>\n<version JSON>` lists a version the caller has of that name
+      (invariant `turn-versions`, includes/claim.lua)
   Lanes (store/port.ts invariant `fair-lanes`, includes/keys.lua): when the
   target has keyed lanes with due bells, the due lanes are visited by their
   place (max of not-before and earliest bell), the default lane (KEYS[1]
@@ -66,7 +68,17 @@ local upto = upto_arg or now_str
 local names = nil
 if #ARGV > 6 then
   names = {}
-  for i = 7, #ARGV do names[ARGV[i]] = true end
+  for i = 7, #ARGV do
+    local a = ARGV[i]
+    local nl = string.find(a, '\n', 1, true)
+    if nl then
+      -- A version of a name (invariant `turn-versions`): the name then claims pinned turns of its listed versions only.
+      names[a] = true
+      names[string.sub(a, 1, nl - 1)] = 'versions'
+    elseif not names[a] then
+      names[a] = true
+    end
+  end
 end
 local limits = (limits_json and limits_json ~= '') and cjson.decode(limits_json) or nil
 local seen = {}

@@ -60,6 +60,8 @@
          is pending beyond ackMailThrough (invariant `firm-cancels`), else '',
        then the concurrency limits a chained claim keeps, JSON ('' or absent: none;
          invariant `concurrency-keys`: a next task whose key is at its limit is not chained)
+       then the turn's pin: '' or `<turnId JSON>\n<version JSON>`, written to
+         the head's versionTurn and turnVersion (invariant `turn-versions`)
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
@@ -126,6 +128,7 @@ local retention, summary = ARGV[ev_at + n_ev] or '', ARGV[ev_at + n_ev + 1] or '
 local chain = ARGV[ev_at + n_ev + 2] == '1'
 local stop_at_cancel = ARGV[ev_at + n_ev + 3] == '1'
 local limits_json = ARGV[ev_at + n_ev + 4] or ''
+local pin = ARGV[ev_at + n_ev + 5] or ''
 
 local num = function(v) return tonumber(v) or 0 end
 
@@ -304,6 +307,11 @@ local w = {
   'messageCount', int(message_count), 'pendingMail', int(pending_mail), 'lastEventId', int(last_event),
   'activeTurnId', next_active, '_commit', token, '_commitEvent', int(last_event), '_evBytes', int(ev_bytes),
 }
+if pin ~= '' then
+  local nl = string.find(pin, '\n', 1, true)
+  w[#w + 1] = 'versionTurn'; w[#w + 1] = string.sub(pin, 1, nl - 1)
+  w[#w + 1] = 'turnVersion'; w[#w + 1] = string.sub(pin, nl + 1)
+end
 if summary ~= '' then
   redis.call('SET', summary_key, summary)
 end

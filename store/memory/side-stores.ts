@@ -4,8 +4,9 @@
  * Each operation is a top-level function of the store's MemoryState;
  * store/memory.ts binds them to the store object.
  */
-import type { AnnounceDefinitionSetRequest, ClaimDeliveryRequest, ClaimDeliveryResult, CreateForkRequest, CreateForkResult, RateLimitRequest, RateLimitResult, RecordDeliveryRequest, RecordForkRequest, RecordToolMethodRequest, RecordToolMethodResult, RenewDeliveryRequest, SettleDeliveryResult, SideStores, TargetLeaseRequest, TargetLeaseResult, VerdictFilter, VerdictPut } from "../port.ts";
+import type { AnnounceDefinitionSetRequest, ClaimDeliveryRequest, ClaimDeliveryResult, CreateForkRequest, CreateForkResult, DefinitionSetRecord, RateLimitRequest, RateLimitResult, RecordDeliveryRequest, RecordForkRequest, RecordToolMethodRequest, RecordToolMethodResult, RenewDeliveryRequest, SettleDeliveryResult, SideStores, TargetLeaseRequest, TargetLeaseResult, VerdictFilter, VerdictPut } from "../port.ts";
 import type { ToolCallRecord } from "../types.ts";
+import { definitionSetRecord, definitionSetText } from "../definition-set-form.ts";
 import { checkAgentName, checkHolder, checkTarget, checkToolName, StoreInputError, toolCalls } from "../keys.ts";
 import { gcraArgs } from "../rate-limit.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../../common/tool-registry.ts";
@@ -221,12 +222,13 @@ export async function recordFork(s: MemoryState, req: RecordForkRequest): Ret<"r
 
 export async function announceDefinitionSet(s: MemoryState, req: AnnounceDefinitionSetRequest): Ret<"announceDefinitionSet"> {
   const { definitionSets } = s;
-  const own = [...req.agents].map(checkAgentName).sort().join(",");
-  definitionSets.set(own, req.now);
-  const others: Array<{ agents: string[]; seenAt: number }> = [];
+  const own = definitionSetText(req);
+  if (req.withdraw) definitionSets.delete(own);
+  else definitionSets.set(own, req.now);
+  const others: DefinitionSetRecord[] = [];
   for (const [set, at] of [...definitionSets]) {
     if (at < req.now - req.ttlMs) definitionSets.delete(set);
-    else if (set !== own) others.push({ agents: set.split(","), seenAt: at });
+    else if (set !== own) others.push(definitionSetRecord(set, at));
   }
   return { others };
 }

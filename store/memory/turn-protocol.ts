@@ -7,10 +7,11 @@
 import { byField } from "../../common/by.ts";
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import { answerResolved } from "../redelivery.ts";
-import type { InboxTask, MailItem, ToolCallRecord } from "../types.ts";
+import type { AgentHead, InboxTask, MailItem, ToolCallRecord } from "../types.ts";
 import { inputBytes } from "../inputs.ts";
 import { maxDelayedOf } from "../delayed-bound.ts";
-import { checkAgentName, StoreInputError, toolCalls } from "../keys.ts";
+import { checkAgentName, checkTurnId, checkVersion, StoreInputError, toolCalls } from "../keys.ts";
+import { pinnedVersion } from "../types.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import type { Outcome } from "../../common/outcome.ts";
 import { resolveRetention } from "../retention.ts";
@@ -249,8 +250,10 @@ function visitLane(s: MemoryState, q: Map<string, number>, bells: string[], req:
       w.mapDelete(q, agentId);
       continue;
     }
-    // Another deployment's agent (invariant `definition-sets`): left as it is, for a worker that has its definition.
-    if (req.agentNames && !req.agentNames.includes(a.head.agentName) && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
+    // Another deployment's agent (invariant `definition-sets`), or one whose turn is pinned to a version this caller
+    // lacks (invariant `turn-versions`): left as it is, for a worker that has its definition.
+    const lacks = (req.agentNames && !req.agentNames.includes(a.head.agentName)) || lacksVersion(a.head, req.agentNames ? req.agentVersions : undefined);
+    if (lacks && !leaseHeld(a.head, req.now) && claimable(a, req.now)) {
       foreign++;
       continue;
     }
@@ -261,6 +264,13 @@ function visitLane(s: MemoryState, q: Map<string, number>, bells: string[], req:
     if (r.status === "busy") w.mapSet(q, agentId, r.leaseUntil);
   }
   return { foreign };
+}
+
+/** The agent's active turn is pinned to a version `versions` does not list for its name (invariant `turn-versions`). */
+function lacksVersion(h: AgentHead, versions: ClaimNextRequest["agentVersions"]): boolean {
+  if (!versions || !Object.hasOwn(versions, h.agentName)) return false;
+  const pin = pinnedVersion(h);
+  return pin !== null && !versions[h.agentName].includes(pin);
 }
 
 export async function renewLease(s: MemoryState, req: RenewRequest): Ret<"renewLease"> {
@@ -289,6 +299,10 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
     if (!a) return { status: "conflict", reason: "agent_not_found" };
     const h = a.head;
     // All checks before the first write.
+    if (req.turnVersion) {
+      checkVersion(req.turnVersion.version);
+      checkTurnId(req.turnVersion.turnId);
+    }
     if (h.epoch !== req.epoch || h.leaseOwner !== req.workerId || h.leaseUntil <= req.now) {
       return { status: "conflict", reason: "fenced" };
     }
@@ -377,6 +391,11 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       if (req.retention) retain(s, a, req.retention, snapshot, req.now);
     }
     w.set(h, "activeTurnId", req.activeTurnId);
+    if (req.turnVersion) {
+      // The turn's pin (invariant `turn-versions`).
+      w.set(h, "turnVersion", req.turnVersion.version);
+      w.set(h, "versionTurn", req.turnVersion.turnId);
+    }
     // The ended turn's slot frees; a next task whose key is at its limit is not chained, its lane parked (invariant `concurrency-keys`).
     if (endsTurn) releaseRun(s, a, req.now);
     const full = req.chainNextTask && endsTurn ? laneFull(s, laneOf(a).lane, req.concurrencyLimits, req.now) : null;

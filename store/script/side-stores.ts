@@ -6,6 +6,7 @@
  */
 import type { AnnounceDefinitionSetRequest, ClaimDeliveryRequest, ClaimDeliveryResult, CreateForkRequest, CreateForkResult, DefinitionSetRecord, RateLimitRequest, RateLimitResult, RecordDeliveryRequest, RecordForkRequest, RecordToolMethodRequest, RecordToolMethodResult, RenewDeliveryRequest, SettleDeliveryResult, SideStores, TargetLeaseRequest, TargetLeaseResult, VerdictFilter, VerdictPut } from "../port.ts";
 import { checkAgentName, checkDeliveryTarget, checkHolder, checkTarget, checkToolName, checkTurnId, StoreInputError, toolCalls } from "../keys.ts";
+import { definitionSetRecord, definitionSetText } from "../definition-set-form.ts";
 import { gcraArgs } from "../rate-limit.ts";
 import { loadToolRoleEntry, methodForm, type ToolRoleEntry } from "../../common/tool-registry.ts";
 import { int, j, tail } from "./values.ts";
@@ -85,9 +86,9 @@ export const TARGET_LEASE = scriptOp({
 export const DEFINITION_SETS = scriptOp({
   script: "definition_sets",
   keys: ["sets"],
-  argv: ["own", "now_text", "ttl_text"],
+  argv: ["own", "now_text", "ttl_text", "withdraw"],
   words: ["list"],
-}, (_word, payload): DefinitionSetRecord[] => json<Array<[string, number]>>(payload).map(([set, seenAt]) => ({ agents: set.split(","), seenAt })));
+}, (_word, payload): DefinitionSetRecord[] => json<Array<[string, number]>>(payload).map(([set, seenAt]) => definitionSetRecord(set, seenAt)));
 
 /** store/lua/record_tool_method.lua */
 export const RECORD_TOOL_METHOD = scriptOp({
@@ -278,9 +279,9 @@ export async function recordFork(c: ScriptContext, req: RecordForkRequest): Ret<
 
 export async function announceDefinitionSet(c: ScriptContext, req: AnnounceDefinitionSetRequest): Ret<"announceDefinitionSet"> {
   const { keys, run } = c;
-  const own = [...req.agents].map(checkAgentName).sort().join(",");
+  const own = definitionSetText(req);
   const others = await run(DEFINITION_SETS, {
-    sets: keys.definitionSets, own, now_text: int(req.now, "now"), ttl_text: int(req.ttlMs, "ttlMs"),
+    sets: keys.definitionSets, own, now_text: int(req.now, "now"), ttl_text: int(req.ttlMs, "ttlMs"), withdraw: req.withdraw ? "1" : "",
   });
   return { others };
 }

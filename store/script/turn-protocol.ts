@@ -12,7 +12,7 @@ import { byField } from "../../common/by.ts";
 import { isEventName } from "../../common/event-name.ts";
 import type { CancelRequest, CancelResult, CancelTaskRequest, CancelTaskResult, ClaimFailureRequest, ClaimFailureResult, ClaimNextRequest, ClaimRequest, ClaimResult, CommitRequest, CommitResult, ConcurrencyLimits, DeliverToolResultRequest, DeliverToolResultResult, EnqueueTaskRequest, EnqueueTaskResult, RenewRequest, ResetTurnRequest, ResetTurnResult, SkipDueToolCallRequest, TurnProtocol } from "../port.ts";
 import type { InboxTask, ToolCallRecord } from "../types.ts";
-import { checkAgentName, checkTarget, checkTurnId, StoreInputError } from "../keys.ts";
+import { checkAgentName, checkTarget, checkTurnId, checkVersion, StoreInputError } from "../keys.ts";
 import { notApplied } from "../../common/contract-validation.ts";
 import { answerResolved } from "../redelivery.ts";
 import { inputBytes } from "../inputs.ts";
@@ -243,6 +243,10 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   const args = { worker_json: j(req.workerId), lease_ms_text: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now") };
   // Invariant `definition-sets`: the names as the head stores them (JSON text), after `upto` and the limits (ARGV[5], ARGV[6]).
   const names = req.agentNames ? req.agentNames.map((n) => j(checkAgentName(n))) : [];
+  // Invariant `turn-versions`: `<name JSON>\n<version JSON>` for each version of a listed name.
+  for (const [n, vs] of Object.entries(req.agentVersions ?? {})) {
+    if (req.agentNames?.includes(n)) for (const v of vs) names.push(`${j(n)}\n${j(checkVersion(v))}`);
+  }
   // Invariant `concurrency-keys`: the limits as one JSON object ('' : none).
   const limits = limitsOn(c, req.concurrencyLimits);
   /** A claim_next answer without the script's `next` (the cluster loop's use only). */
@@ -380,7 +384,11 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
   args.push(req.summary === undefined ? "" : j({ content: String(req.summary.content), through: Number(int(req.summary.through, "summary.through")) }));
   args.push(req.chainNextTask ? "1" : "");
   args.push(req.stopAtCancel ? "1" : "");
-  if (req.chainNextTask && req.concurrencyLimits) args.push(limitsOn(c, req.concurrencyLimits));
+  // Invariant `concurrency-keys`: the limits a chained claim keeps ('' : none), always given so the pin's place is fixed.
+  args.push(req.chainNextTask && req.concurrencyLimits ? limitsOn(c, req.concurrencyLimits) : "");
+  // The turn's pin (invariant `turn-versions`).
+  const pin = req.turnVersion;
+  args.push(pin ? `${j(checkTurnId(pin.turnId))}\n${j(checkVersion(pin.version))}` : "");
   // On one Redis (and Upstash) the head key only: commit.lua builds the others.
   const declared = sharded
     ? {

@@ -173,6 +173,8 @@ describe("route access declared with each route", () => {
       return { verb: "read", agentId, global: false, signable: false };
     }
     if (read && path === "/v1/agents") return { verb: "read", global: false, signable: false };
+    // Versions and turn counts; a tenant-limited token's counts cover its prefixes' agents (routes/versions.ts).
+    if (read && path === "/v1/versions") return { verb: "read", global: false, signable: false };
     if (read && (path === "/v1/machine" || path === "/openapi.json")) return { verb: "read", global: false, signable: false };
     if (read && (path === "/v1/tools" || /^\/v1\/tools\/[^/]+$/.test(path))) return { verb: "read", global: true, signable: false };
     if (read && /^\/v1\/verdicts\/[^/]+$/.test(path)) return { verb: "read", global: true, signable: false };
@@ -207,7 +209,7 @@ describe("route access declared with each route", () => {
       "/", "/v1", "/v1/agents", "/v1/agents/", "/v1/agents/a1/", "/v1/agents/a1/tasks/", "/v1/agents/a1/tasks/t/x",
       "/v1/agents/a1/unknown", "/v1/agents/a1/events/session/x", "/v1/tools/", "/v1/tools/r/x", "/v1/verdicts",
       "/v1/verdicts/v/x", "/v1/machine/", "/healthz", "/readyz", "/metrics", "/debug", "/debug/agents/a1", "/nope",
-      "/openapi.json", "/v1/watchdog/tick", "/v1/watchdog",
+      "/openapi.json", "/v1/watchdog/tick", "/v1/watchdog", "/v1/versions",
     ]);
     for (const d of declaredAccess()) {
       for (const id of ids) samples.add(d.path.replace("{agentId}", id).replace(/\{[A-Za-z]+\}/g, "x1"));

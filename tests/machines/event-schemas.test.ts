@@ -29,6 +29,7 @@ const NOT_DRIVEN: Record<string, string> = {
   event_ignored: "no path: the host applies only events the machine takes",
   worker_missing_definition: "tests/host/host-fencing.test.ts",
   snapshot_unrestorable: "tests/host/host-fencing.test.ts",
+  turn_upgraded: "tests/host/turn-versions-suite.ts (a version with upgradeFrom takes a pinned turn over)",
   watchdog_skipped: "tests/store/store-conformance.ts (a due call the watchdog cannot time out)",
   schedule_deleted: "tests/routes/by.int.test.ts (DELETE …/schedules/{scheduleId} on an agent that exists)",
 };

@@ -89,7 +89,11 @@ describe("two deployments on one Redis prefix", () => {
   it("warns at start when the prefix is shared with another definition set, and not for a replica of the same set", async () => {
     const prefix = `sharedw${++n}x${Date.now() % 100000}`;
     const raw = new Redis(server.url);
-    const seen = async (set: string) => Number(await raw.hget(`${prefix}:defsets`, set));
+    // A set's record is its names, then (store/definition-set-form.ts) its versions and formats after a newline.
+    const seen = async (set: string) => {
+      const all = await raw.hgetall(`${prefix}:defsets`);
+      return Number(Object.entries(all).find(([k]) => k.split("\n")[0] === set)?.[1] ?? 0);
+    };
     const a = deployment(prefix, ["alpha", "common"]);
     const replica = deployment(prefix, ["common", "alpha"]);
     const b = deployment(prefix, ["beta", "common"]);

@@ -14,7 +14,7 @@ import { servedDocument, SNAPSHOT, snapshotText } from "../../scripts/openapi-sn
 
 /** Routes that answer no 4XX by design (no input, no token): Redocly warns about them, nothing else. */
 const NO_CLIENT_ERRORS = ["/healthz", "/readyz", "/debug", "/debug/agents/{agentId}", "/debug/app.js", "/debug/app.css", "/favicon.ico"];
-const NO_CLIENT_ERRORS_WITHOUT_AUTH = ["/v1/machine", "/metrics", "/openapi.json", "/v1/tools"];
+const NO_CLIENT_ERRORS_WITHOUT_AUTH = ["/v1/machine", "/metrics", "/openapi.json", "/v1/tools", "/v1/versions"];
 
 async function lint(doc: unknown) {
   const config = await createConfig({ extends: ["recommended"] });

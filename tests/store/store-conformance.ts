@@ -498,6 +498,42 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         await expect(store.claimNext({ workerTarget: TARGET, workerId: "w1", leaseMs: LEASE, now: T0 + 10, agentNames: ["a,b"] })).rejects.toThrow(/agent name/);
       });
 
+      it("with agentVersions leaves an agent whose turn is pinned to a version it lacks, untouched; the pin holds for its turn only (invariant `turn-versions`)", async () => {
+        await enqueue({ agentId: "p", agentName: "calc", now: T0 + 1 });
+        const c = await claimOk("p", "w1", T0 + 2);
+        const turnId = c.task!.turnId;
+        // The turn's start pins it to "1"; the lease is handed back with the turn still active.
+        const pinned = await store.commit(commitOf(c, "w1", { now: T0 + 3, turnVersion: { turnId, version: "1" }, release: { runnableAt: T0 + 3 } }));
+        expect(pinned.status).toBe("applied");
+        const held = await h.state("p");
+        const v2 = { agentNames: ["calc"], agentVersions: { calc: ["2"] } };
+        const left = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 10, ...v2 });
+        expect(left).toEqual({ status: "empty", foreign: 1 });
+        expect(await h.state("p")).toEqual(held);
+        expect(await store.nextReadyAt(TARGET)).toBe(T0 + 3);
+        // A name without listed versions, or a caller that lists "1", claims it.
+        const again = await store.claimNext({ workerTarget: TARGET, workerId: "w3", leaseMs: LEASE, now: T0 + 10, agentNames: ["calc"], agentVersions: { calc: ["2", "1"] } });
+        expect(again.status).toBe("claimed");
+        const head = (again as Claimed).head;
+        expect([head.turnVersion, head.versionTurn, head.activeTurnId]).toEqual(["1", turnId, turnId]);
+        // The turn ends: the pin no longer holds, and the next turn is claimed by a caller with "2" only.
+        const ended = await store.commit(commitOf(again as Claimed, "w3", { now: T0 + 11, state: "done", activeTurnId: null, release: { runnableAt: null } }));
+        expect(ended.status).toBe("applied");
+        await enqueue({ agentId: "p", agentName: "calc", now: T0 + 12 });
+        const next = await store.claimNext({ workerTarget: TARGET, workerId: "w2", leaseMs: LEASE, now: T0 + 20, ...v2 });
+        expect((next as Claimed).agentId).toBe("p");
+        await expect(store.commit(commitOf(next as Claimed, "w2", { now: T0 + 21, turnVersion: { turnId, version: "bad version" } }))).rejects.toThrow(/version/);
+      });
+
+      it("announceDefinitionSet carries versions and formats, and withdraw removes the set (invariants `definition-sets`, `turn-versions`)", async () => {
+        await store.announceDefinitionSet({ agents: ["a"], versions: { a: ["2", "1"] }, formats: ["wire.1", "snapshot.1"], now: T0, ttlMs: 1_000 });
+        expect(await store.announceDefinitionSet({ agents: ["a"], now: T0 + 1, ttlMs: 1_000 })).toEqual({
+          others: [{ agents: ["a"], versions: { a: ["2", "1"] }, formats: ["snapshot.1", "wire.1"], seenAt: T0 }],
+        });
+        await store.announceDefinitionSet({ agents: ["a"], versions: { a: ["2", "1"] }, formats: ["wire.1", "snapshot.1"], now: T0 + 2, ttlMs: 1_000, withdraw: true });
+        expect(await store.announceDefinitionSet({ agents: ["a"], now: T0 + 3, ttlMs: 1_000 })).toEqual({ others: [] });
+      });
+
       it("announceDefinitionSet records a set and answers the others still within their ttl (invariant `definition-sets`)", async () => {
         expect(await store.announceDefinitionSet({ agents: ["b", "a"], now: T0, ttlMs: 1_000 })).toEqual({ others: [] });
         expect(await store.announceDefinitionSet({ agents: ["a", "b"], now: T0 + 10, ttlMs: 1_000 })).toEqual({ others: [] });

@@ -13,6 +13,9 @@
   names: when set, a table whose keys are agentName JSON texts; a claimable
     agent of another name is not claimed and nothing is written ('foreign',
     store/port.ts invariant `definition-sets`). Busy and empty bells are maintained first.
+    A key `<name JSON>\n<version JSON>` lists a version the caller has; when the
+    caller lists any for a name (names[name] == 'versions'), an agent whose turn is
+    pinned to another version is 'foreign' too (invariant `turn-versions`).
   Returns: reply, status, leaseUntil (busy only). status is 'claimed', 'busy',
   'empty', 'missing' (no such agent), 'stale', 'foreign' or 'error' (the head holds a
   number it cannot read, or marks a long value whose key is gone; reply is
@@ -50,6 +53,10 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     return 'empty', 'empty'
   end
   if names and not names[h.agentName] then
+    return 'empty', 'foreign'
+  end
+  local pin = names and names[h.agentName] == 'versions' and pinned_version(h)
+  if pin and not names[h.agentName .. '\n' .. pin] then
     return 'empty', 'foreign'
   end
   -- Invariant `concurrency-keys`: at its key's limit the agent is left as it is, its lane parked until a slot frees.

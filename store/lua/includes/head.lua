@@ -18,8 +18,10 @@ local HEAD_FIELDS = {
   'agentId', 'agentName', 'workerTarget', 'createdAt', 'updatedAt', 'activeTurnId',
   'currentTask', 'epoch', 'version', 'snapshot', 'state', 'leaseOwner', 'leaseUntil',
   'runnableAt', 'pendingTasks', 'pendingMail', 'messageCount', 'lastEventId',
-  'eventsTrimmedThrough', 'messagesTrimmedThrough',
+  'eventsTrimmedThrough', 'messagesTrimmedThrough', 'turnVersion', 'versionTurn',
 }
+-- Fields a head written before them lacks and a reply then leaves out (store/port.ts invariant `turn-versions`).
+local OPTIONAL_FIELDS = { turnVersion = true, versionTurn = true }
 
 --[[
   Long values live apart. Redis keeps a hash in its compact encoding
@@ -149,13 +151,26 @@ local function head_json(h)
   for i = 1, #HEAD_FIELDS do
     local name = HEAD_FIELDS[i]
     local v = h[name]
-    if not v then
+    if not v and not OPTIONAL_FIELDS[name] then
       -- The trim points are absent from heads written before retention existed: 0.
       v = (name == 'eventsTrimmedThrough' or name == 'messagesTrimmedThrough') and '0' or 'null'
     end
-    parts[i] = '"' .. name .. '":' .. v
+    if v then
+      parts[#parts + 1] = '"' .. name .. '":' .. v
+    end
   end
   return '{' .. table.concat(parts, ',') .. '}'
+end
+
+--[[
+  The version (JSON text) the active turn is pinned to, or nil (store/port.ts
+  invariant `turn-versions`): turnVersion while versionTurn is activeTurnId.
+]]
+local function pinned_version(h)
+  if h.activeTurnId == 'null' or not h.turnVersion or h.turnVersion == 'null' or h.versionTurn ~= h.activeTurnId then
+    return nil
+  end
+  return h.turnVersion
 end
 
 -- RPUSH in slices: unpack() of a very long table would overflow the Lua stack.
