@@ -65,7 +65,7 @@ describe("defineAgent refuses unknown keys", () => {
 
   it("lists every key it takes in the refusal, concurrencyKey last", () => {
     expect(refused(() => agent({ temperature: 0.2 })).message).toMatch(
-      /it takes name, instructions, model, tools, allowedTools, output, verifyAttempts, guardians, mustEndWith, stepLimit, workerTarget, maxVerifierErrors, modelAttempts, knownTools, spendLimit, retention, memory, concurrencyKey$/,
+      /it takes name, version, upgradeFrom, instructions, model, tools, allowedTools, output, verifyAttempts, guardians, mustEndWith, stepLimit, workerTarget, maxVerifierErrors, modelAttempts, knownTools, spendLimit, retention, memory, concurrencyKey$/,
     );
     expectUnknown(() => agent({ concurencyKey: () => "k" }), "concurencyKey", "concurrencyKey");
   });
