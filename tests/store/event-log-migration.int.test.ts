@@ -64,7 +64,7 @@ afterAll(async () => {
 function unmarked<T>(v: T): T {
   if (typeof v === "string") {
     const m = /^(data: )?(\{.*\})$/s.exec(v);
-    if (!m || !(v.includes('"commit"') || v.includes('"by"'))) return v;
+    if (!m || !(v.includes('"commit"') || v.includes('"by"') || v.includes('"TASK_STARTED"'))) return v;
     return `${m[1] ?? ""}${JSON.stringify(unmarked(JSON.parse(m[2])))}` as T;
   }
   if (Array.isArray(v)) return v.map(unmarked) as T;
@@ -79,6 +79,13 @@ function unmarked<T>(v: T): T {
     o.data = data;
   }
   if (o.status === "resolved" && "by" in o) delete o.by;
+  // The definition version a turn started under (store/port.ts invariant `turn-versions`): new since these formats.
+  if (o.type === "TASK_STARTED" && "version" in o) delete o.version;
+  // The active turn's pin in a head (invariant `turn-versions`), also new since.
+  if ("versionTurn" in o && "turnVersion" in o) {
+    delete o.versionTurn;
+    delete o.turnVersion;
+  }
   return o as T;
 }
 
@@ -206,8 +213,10 @@ describe("the same run written now against format 2 (snapshot without its defaul
     expect(Number(head._evBytes)).toBe(Number(oldHead._evBytes) + markBytes);
     // The head gained one field since format 2: the order counter of delayed tasks (store/lua/includes/queue.lua),
     // 0 for a run that queued none.
-    const { _taskSeq, ...headThen } = head;
+    // Since then also the pin of the active turn's definition version (store/port.ts invariant `turn-versions`).
+    const { _taskSeq, turnVersion, versionTurn, ...headThen } = head;
     expect(_taskSeq).toBe("0");
+    expect([JSON.parse(turnVersion), JSON.parse(versionTurn)]).toEqual([expect.stringMatching(/^d[0-9a-f]+$/), "turn_2"]);
     records.head = { ...records.head, value: { ...headThen, _evBytes: oldHead._evBytes } };
     for (const key of Object.keys(old)) {
       if (key === "head:snapshot") continue;
