@@ -14,11 +14,18 @@ import { tenantsOf } from "./auth.ts";
 import { defineRoute, json, routeApp } from "./define.ts";
 import type { RouteRuntime } from "./runtime.ts";
 
-/** True when this process, or a live set it knows of, has `version` of `name` (or, here, upgrades from it). */
+/**
+ * True when this process, or a live set it knows of, has `version` of `name` (or, here, upgrades from it), and
+ * when neither this process nor a set it knows of serves `name` at all (it cannot tell).
+ */
 export function versionLive(rt: Pick<RouteRuntime, "agents" | "versions" | "liveSets">, name: string, version: string): boolean {
   const defs = rt.versions?.get(name) ?? (rt.agents.get(name) ? [rt.agents.get(name)!] : []);
   if (defs.some((d) => d.version === version || d.upgradeFrom.includes(version))) return true;
-  return (rt.liveSets?.others ?? []).some((s) => s.versions?.[name]?.includes(version) === true);
+  const sets = (rt.liveSets?.others ?? []).filter((s) => s.agents.includes(name));
+  // Judged among the processes known to serve the name: with none (a replay, a process without that definition
+  // that heard of no set with it) nothing says the turn waits.
+  if (defs.length === 0 && sets.length === 0) return true;
+  return sets.some((s) => s.versions?.[name]?.includes(version) === true);
 }
 
 /** Index entries `GET /v1/versions` and the `/metrics` gauge read at most (the most recently updated agents). */
