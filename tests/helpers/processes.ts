@@ -138,17 +138,7 @@ export async function spawnScript(script: string, name: string, env: Record<stri
   };
 }
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same sequence. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seeded } from "./seeded.ts";
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

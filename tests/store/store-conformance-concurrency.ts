@@ -12,6 +12,7 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimResult, CommitRequest, ConcurrencyLimits, EnqueueTaskRequest, Store } from "../../store/port.ts";
 import { StoreInputError } from "../../store/keys.ts";
+import { seeded } from "../helpers/seeded.ts";
 
 export interface ConcurrencyContext {
   store: Store;
@@ -51,18 +52,6 @@ async function claimed(p: Promise<ClaimResult>): Promise<Claimed> {
   return c;
 }
 
-/** A small seeded PRNG (mulberry32). */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = false): void {
   // Limits and cross-agent order are kept by one home's scripts; the sharded layout refuses limits (tested below) and
   // spreads agents over homes, so these run on the unsharded layouts and memory (docs/store.md says what Cluster lacks).
@@ -97,7 +86,7 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       const stores = [s1, s2 ?? s1];
       const limits = { K: 2, "*": 3 };
       const keyOf = (i: number) => (i % 3 === 0 ? "K" : i % 3 === 1 ? "L" : undefined);
-      const rand = rng(20261206);
+      const rand = seeded(20261206);
       let now = T0;
       let enqueued = 0;
       let done = 0;
