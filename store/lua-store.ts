@@ -85,7 +85,6 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, schedules),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     ...(deps.live ? { live: deps.live } : {}),
-    ...(deps.live ? { live: deps.live } : {}),
     close: deps.close,
   };
 }
