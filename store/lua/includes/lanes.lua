@@ -271,7 +271,6 @@ end
 -- extended. `held`: the member the caller renewed ('' none; nil: not checked, one home); `run`: the
 -- head's `_ckRun` when read (nil: read here). Answers the `<K>\n<member>` to renew first, else nil.
 local function slot_unrenewed(head_key, held, run)
-  -- no checks: it reads only
   if not held then
     return nil
   end
