@@ -51,8 +51,8 @@
  * | key                     | type   | holds |
  * | ----------------------- | ------ | ----- |
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
- * | `<p>:{ck:<K>}:running`  | zset   | sharded layout only: reservations under concurrency key K, `<home>\n<nonce>`, score = lease end (store/port.ts invariant `concurrency-keys`) |
- * | `<p>:{ck:<K>}:waiting`  | set    | sharded layout only: `<home>\n<target>` whose lane of K is parked at the limit, rung by the next release |
+ * | `<p>:{ck:<K>}:running`  | zset   | sharded layout only: reservations under concurrency key K, `<ready key>\n<nonce>`, score = lease end (store/port.ts invariant `concurrency-keys`) |
+ * | `<p>:{ck:<K>}:waiting`  | set    | sharded layout only: the ready keys `<home>:ready:<target>` whose lane of K is parked at the limit, rung by the next release |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
  * | `<p>:dlv:<messageId>`   | string | `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`: transport dedup of one signed message, expires with its window |
  * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant `definition-sets`) |

@@ -880,7 +880,7 @@ export interface BellWatch {
  * there (`<p>:{ck:<K>}:running`, one member per reservation, score = the
  * lease end, counted only while fewer than `limit(K)` live members are
  * there), then claims in the agent's home with the reservation, which the
- * head keeps (`_ckRes`); a home claim that takes nothing under K returns the
+ * head keeps (`_ckRun`); a home claim that takes nothing under K returns the
  * reservation. The home says which key it would claim under (writing only a
  * provisional park of that lane), so every script call stays in one slot.
  * Order keeps the count an upper bound: a reservation is made before its
