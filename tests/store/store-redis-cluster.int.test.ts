@@ -317,12 +317,12 @@ describe("redisStore on Redis Cluster", () => {
     const agent = defineAgent({ name: "x", instructions: "x", model: scriptedModel([{ text: "ok" }]) });
     expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: { "tenant:a": 1 } })).not.toThrow();
     // Agents of one key on every master; one runs at a time, its reservation in the slot of `{ck:tenant:a}`.
-    const ids = Array.from({ length: 9 }, (_, i) => `ck-${i}`);
+    const ks = keySpace(prefix, { shards: SHARDS });
+    const ids: string[] = [];
+    for (let i = 0; ids.length < 6 || new Set(ids.map((id) => ownerOf(ks.agent(id).head))).size < 3; i++) ids.push(`ck-${i}`);
     for (const agentId of ids) {
       await store.enqueueTask({ agentId, agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: `t_${agentId}`, now: T0, concurrencyKey: "tenant:a" });
     }
-    const ks = keySpace(prefix, { shards: SHARDS });
-    expect(new Set(ids.map((id) => ownerOf(ks.agent(id).head))).size).toBe(3);
     const limits = { "tenant:a": 1 };
     const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: 10_000, now: T0 + 1, concurrencyLimits: limits });
     expect(c.status).toBe("claimed");
