@@ -42,9 +42,64 @@ describe("concurrency conformance: redis, sharded layout (4 homes)", () => {
   concurrencyConformance(() => ({ store, clients, sharded: true }), true);
 });
 
+const T0 = 1_700_000_000_000;
+const LEASE = 10_000;
+
+describe("a key's count in its own slot (sharded layout): renewals from another store object, rings across targets", () => {
+  const open = (prefix: string) => redisStore({ url: server.url, prefix, shards: 4 });
+  const task = (agentId: string, workerTarget = "default") =>
+    ({ agentId, agentName: "calc", workerTarget, input: null, options: {}, turnId: `t_${agentId}`, now: T0, concurrencyKey: "K" });
+  const limits = { K: 1 };
+
+  it("a renewal or a lease-keeping commit by a store that did not claim renews the reservation first (the home names it)", async () => {
+    const prefix = `shr${++n}_${Math.random().toString(36).slice(2, 8)}`;
+    const [s1, s2] = [open(prefix), open(prefix)];
+    try {
+      await s1.enqueueTask(task("a1"));
+      await s1.enqueueTask(task("a2"));
+      const c = await s1.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now: T0 + 1, concurrencyLimits: limits });
+      if (c.status !== "claimed") throw new Error(`expected claimed, got ${c.status}`);
+      const rn = await s2.renewLease({ agentId: c.agentId, workerId: "w1", epoch: c.epoch, leaseMs: LEASE, now: T0 + LEASE - 1 });
+      expect(rn).toEqual({ status: "renewed", leaseUntil: T0 + 2 * LEASE - 1 });
+      // Past the first lease end the slot is still held: the other agent waits.
+      expect((await s1.claimNext({ workerTarget: "default", workerId: "w2", leaseMs: LEASE, now: T0 + LEASE + 5, concurrencyLimits: limits })).status).toBe("empty");
+      const kept = await s2.commit({
+        agentId: c.agentId, workerId: "w1", epoch: c.epoch, expectedVersion: c.head.version, turnId: c.head.activeTurnId,
+        snapshot: null, state: "running", activeTurnId: c.head.activeTurnId, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [],
+        ackMailThrough: 0, release: null, leaseMs: LEASE, now: T0 + 2 * LEASE - 2,
+      });
+      expect(kept.status).toBe("applied");
+      expect((await s1.claimNext({ workerTarget: "default", workerId: "w2", leaseMs: LEASE, now: T0 + 2 * LEASE + 5, concurrencyLimits: limits })).status).toBe("empty");
+    } finally {
+      await Promise.all([s1.close(), s2.close()]);
+    }
+  });
+
+  it("a release rings the key's waiting lanes in every target and home, at once", async () => {
+    const prefix = `sht${++n}_${Math.random().toString(36).slice(2, 8)}`;
+    const store = open(prefix);
+    try {
+      await store.enqueueTask(task("a1", "ta"));
+      await store.enqueueTask(task("b1", "tb"));
+      const c = await store.claimNext({ workerTarget: "ta", workerId: "w1", leaseMs: LEASE, now: T0 + 1, concurrencyLimits: limits });
+      if (c.status !== "claimed") throw new Error(`expected claimed, got ${c.status}`);
+      expect((await store.claimNext({ workerTarget: "tb", workerId: "w2", leaseMs: LEASE, now: T0 + 2, concurrencyLimits: limits })).status).toBe("empty");
+      expect(await store.nextReadyAt("tb")).toBe(T0 + 1 + LEASE);
+      await store.commit({
+        agentId: c.agentId, workerId: "w1", epoch: c.epoch, expectedVersion: c.head.version, turnId: c.head.activeTurnId,
+        snapshot: null, state: "done", activeTurnId: null, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [],
+        ackMailThrough: 0, release: { runnableAt: null }, leaseMs: LEASE, now: T0 + 3,
+      });
+      expect(await store.nextReadyAt("tb")).toBeLessThanOrEqual(T0 + 3);
+      const b = await store.claimNext({ workerTarget: "tb", workerId: "w2", leaseMs: LEASE, now: T0 + 4, concurrencyLimits: limits });
+      expect(b.status === "claimed" && b.agentId).toBe("b1");
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("a crash between the calls of a counted claim (sharded layout)", () => {
-  const T0 = 1_700_000_000_000;
-  const LEASE = 10_000;
   it("a reservation whose home claim never came holds its slot until its lease end, then the waiting lane takes it", async () => {
     const prefix = `shx${++n}_${Math.random().toString(36).slice(2, 8)}`;
     const store = redisStore({ url: server.url, prefix, shards: 4 });
