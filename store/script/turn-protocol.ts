@@ -350,7 +350,7 @@ export async function renewLease(c: ScriptContext, req: RenewRequest): Ret<"rene
   if (c.shards.length === 1) return renewHome() as Ret<"renewLease">;
   // The sharded layout: the lease's reservation is renewed first in its key's slot (key-slots.ts); the home
   // names one this store does not know of ('slot'), renewed then.
-  const until = req.now + req.leaseMs;
+  const until = Number(int(req.now, "now")) + Number(int(req.leaseMs, "leaseMs"));
   let held = await renewHeld(c, req.agentId, req.epoch, until, req.now);
   for (let i = 0; held !== null && i < 2; i++) {
     const r = await renewHome(held);
