@@ -421,6 +421,8 @@ else
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
   set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
+  -- The lease goes on: so does its slot under its key (invariant `concurrency-keys`).
+  if run_cur then redis.call('ZADD', running_key(prefix, run_key(run_cur)), 'XX', until_str, agent_id) end
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)
 for i = 1, #w - 1, 2 do

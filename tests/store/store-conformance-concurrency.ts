@@ -219,6 +219,17 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       expect((await claimNext(store, T0 + LEASE + 1, limits)).status).toBe("empty");
     });
 
+    it("keeps the slot of a lease a commit extended (release null) until its new end", async () => {
+      const { store } = ctx();
+      const limits = { K: 1 };
+      await enqueue(store, "a1", { concurrencyKey: "K" });
+      await enqueue(store, "a2", { concurrencyKey: "K" });
+      const c1 = await claimed(claimNext(store, T0, limits));
+      const kept = await store.commit(endTurn(c1, "w1", T0 + LEASE - 1, { activeTurnId: c1.head.activeTurnId, state: "running", release: null }));
+      expect(kept.status).toBe("applied");
+      expect((await claimNext(store, T0 + LEASE + 1, limits)).status).toBe("empty");
+    });
+
     it("chains the next task only while its key is under the limit; held back, the lane rings when the slot frees", async () => {
       const { store } = ctx();
       const limits = { K: 1, L: 1 };
