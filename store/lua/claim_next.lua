@@ -192,7 +192,7 @@ if slots then
   if r then
     local ck = string.sub(r, 1, string.find(r, '\n', 1, true) - 1)
     -- The provisional park of the claim that asked for the reservation is over.
-    ring_lane(ready, ck, now)
+    ring_lane(ready, ck, now, true)
     return visit_lane(lane_zset(ready, ck), ck, true) or empty()
   end
 end

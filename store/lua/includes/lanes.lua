@@ -163,14 +163,15 @@ local function run_under(prefix, head_key, agent_id, ck, until_str, old, member)
   end
 end
 
--- Rings lane `ck` of target `ready` when it is parked: not-before = now, its place published when due.
-local function ring_lane(ready, ck, now)
+-- Rings lane `ck` of target `ready` when it is parked: not-before = now, its place published when due
+-- (`quiet`: not published; the caller claims from the lane itself).
+local function ring_lane(ready, ck, now, quiet)
   -- no checks: it only wakes a parked lane
   local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
   if nb and nb > now then
     redis.call('HSET', ready .. ':nb', ck, string.format('%d', now))
     local at = place_lane(ready, ck)
-    if at and at <= now then
+    if at and at <= now and not quiet then
       redis.pcall('PUBLISH', ready, string.format('%d', at))
     end
   end
@@ -254,7 +255,7 @@ local function slot_check(ready, ck, limits, now, lease_ms)
   local r = type(g.r) == 'string' and g.r or ''
   if string.sub(r, 1, #ck + 1) == ck .. '\n' then
     -- Reserved: the provisional park is over.
-    ring_lane(ready, ck, now)
+    ring_lane(ready, ck, now, true)
     return 'go', string.sub(r, #ck + 2)
   end
   local until_ms = type(g.p) == 'table' and tonumber(g.p[ck])
