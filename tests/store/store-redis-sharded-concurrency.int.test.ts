@@ -4,7 +4,8 @@
  * the seeded never-over-the-limit property) on the sharded layout on one redis-server,
  * `redisStore({ shards: 4 })`: the key layout of a Redis Cluster, where each concurrency key is
  * counted in its own slot (store/script/key-slots.ts; docs/store.md "Concurrency keys and lanes").
- * Two store objects share the data, as two processes would.
+ * Two store objects share the data, as two processes would. Beside them: renewals from another store
+ * object, rings across targets, and crashes between the calls of a claim or a release.
  */
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -118,6 +119,37 @@ describe("a crash between the calls of a counted claim (sharded layout)", () => 
       const c = await claim(T0 + LEASE + 1);
       expect(c.status === "claimed" && c.agentId).toBe("a1");
       expect(await raw.zrange(ks.keySlot("K").running, 0, -1)).toHaveLength(1);
+    } finally {
+      raw.disconnect();
+      await store.close();
+    }
+  });
+
+  it("a release the home made whose release in the key's slot never came holds the slot until its lease end, never longer", async () => {
+    const prefix = `shy${++n}_${Math.random().toString(36).slice(2, 8)}`;
+    const store = redisStore({ url: server.url, prefix, shards: 4 });
+    const raw = new Redis(server.url);
+    try {
+      const ks = keySpace(prefix, { shards: 4 });
+      for (const agentId of ["a1", "a2"]) {
+        await store.enqueueTask({ agentId, agentName: "calc", workerTarget: "default", input: null, options: {}, turnId: `t_${agentId}`, now: T0, concurrencyKey: "K" });
+      }
+      const limits = { K: 1 };
+      const claim = (now: number) => store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: LEASE, now, concurrencyLimits: limits });
+      const c = await claim(T0 + 1);
+      if (c.status !== "claimed") throw new Error(`expected claimed, got ${c.status}`);
+      // The process dies between the two calls of the release: the home forgets the reservation, K's slot keeps it.
+      await raw.hset(ks.agent(c.agentId).head, "_ckRun", "K");
+      const end = await store.commit({
+        agentId: c.agentId, workerId: "w1", epoch: c.epoch, expectedVersion: c.head.version, turnId: c.head.activeTurnId,
+        snapshot: null, state: "done", activeTurnId: null, events: [], messages: [], recordToolCalls: [], resolveToolCalls: [],
+        ackMailThrough: 0, release: { runnableAt: null }, leaseMs: LEASE, now: T0 + 2,
+      });
+      expect(end.status).toBe("applied");
+      expect(await raw.zcard(ks.keySlot("K").running)).toBe(1);
+      expect((await claim(T0 + 3)).status).toBe("empty");
+      const next = await claim(T0 + 1 + LEASE + 1);
+      expect(next.status === "claimed" && next.agentId).toBe(c.agentId === "a1" ? "a2" : "a1");
     } finally {
       raw.disconnect();
       await store.close();
