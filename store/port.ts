@@ -887,10 +887,10 @@ export interface BellWatch {
  * lease, renewed (a renewal, a commit that keeps or chains the lease) before
  * the home's lease, released after the home released it (the home answers
  * the released member); a crash between two calls only holds a slot until
- * its lease end, never admits one more. A refusal records the waiting home
- * and target in K's slot (`<p>:{ck:<K>}:waiting`) atomically with the
- * count; a release answers those and rings their parked lanes (one call per
- * home). A chaining commit on this layout chains a task of a limited key
+ * its lease end, never admits one more. A refusal records the waiting lane
+ * (its home's ready key) in K's slot (`<p>:{ck:<K>}:waiting`) atomically
+ * with the count; a release answers those and rings their parked lanes, of
+ * every target (one call per lane). A chaining commit on this layout chains a task of a limited key
  * only under the ended turn's own reservation (the same key); else it
  * releases and the next claim reserves.
  *
