@@ -472,8 +472,8 @@ function checkConcurrencyOptions(options: GatehouseOptions): void {
   }
   if (options.store?.keepsConcurrencyLimits === false && Object.keys(options.concurrencyLimits ?? {}).length > 0) {
     throw new DefinitionError(
-      "createGatehouse(): concurrencyLimits cannot be kept by this store: the sharded layout (Redis Cluster with more than one shard) " +
-        "cannot count a key across its shards (docs/limits.md); use the memory store, Redis over TCP without shards, or Upstash",
+      "createGatehouse(): concurrencyLimits cannot be kept by this store (its keepsConcurrencyLimits is false); " +
+        "the memory store, Redis (one server, Sentinel or Cluster) and Upstash keep them (docs/limits.md)",
       { key: "concurrencyLimits" },
     );
   }

@@ -51,6 +51,8 @@
  * | key                     | type   | holds |
  * | ----------------------- | ------ | ----- |
  * | `<p>:{rl}:<bucket>`     | string | a rate-limit bucket's TAT in microseconds, expires when it limits nothing (routes/rate-limit.ts) |
+ * | `<p>:{ck:<K>}:running`  | zset   | sharded layout only: reservations under concurrency key K, `<ready key>\n<nonce>`, score = lease end (store/port.ts invariant `concurrency-keys`) |
+ * | `<p>:{ck:<K>}:waiting`  | set    | sharded layout only: the ready keys `<home>:ready:<target>` whose lane of K is parked at the limit, rung by the next release |
  * | `<p>:lease:<target>`    | string | `<until ms>\n<holder>`: the consumer of a single-consumer target, expires with its lease |
  * | `<p>:dlv:<messageId>`   | string | `<until>\n<hold until>\n<holder>\n<target>\n<response JSON>`: transport dedup of one signed message, expires with its window |
  * | `<p>:defsets`           | hash   | a definition set's agent names (sorted, joined by `,`) -> when a process serving it last announced it (store/port.ts invariant `definition-sets`) |
@@ -61,7 +63,9 @@
  * and an agent's bucket together, so on Redis Cluster they must live in one
  * slot (all rate limits of a deployment in one slot; their records are
  * small and expire on their own). A target lease is one key per script
- * call, so it needs no tag. The tool registry's two hashes are written by
+ * call, so it needs no tag. A concurrency key's two keys share the tag
+ * `{ck:<K>}` (the key itself may hold braces: the tag ends at the first `}`,
+ * the same in both names), so its scripts are one slot. The tool registry's two hashes are written by
  * one script: on the sharded layout they share the tag `{tools}`; on the
  * unsharded layout they keep their untagged names (one Redis checks no
  * slots, and renaming them would orphan registries already written). The
@@ -70,7 +74,7 @@
  * The rule every script follows (and new ones must): it touches one agent's
  * keys and that agent's home indexes (`agent(id).home`), or one home's
  * indexes, or one group of deployment-wide keys that share a slot (one
- * lease, the `{rl}` buckets, the `{tools}` registry); it receives the home
+ * lease, the `{rl}` buckets, the `{tools}` registry, one key's `{ck:<K>}`); it receives the home
  * prefix where it needs a prefix and builds undeclared keys under it only.
  * Readers of an index call every home (`shards`) and merge. So on a Cluster
  * every script stays in one slot.
@@ -302,6 +306,11 @@ export interface KeySpace {
   readonly layout: string | null;
   /** A rate-limit bucket (hash tag `{rl}`: all buckets in one slot). Deployment-wide. */
   rateLimit(bucket: string): string;
+  /**
+   * The count of concurrency key K on the sharded layout, in K's own slot (`<p>:{ck:<K>}:…`,
+   * store/port.ts invariant `concurrency-keys`): its reservations and its waiting homes. Deployment-wide.
+   */
+  keySlot(key: string): { running: string; waiting: string };
   /** The consumer lease of a single-consumer worker target (one key per call). Deployment-wide. */
   targetLease(target: string): string;
   /** The transport dedup record of one signed message (one key per call). Deployment-wide. */
@@ -411,6 +420,7 @@ export function keySpace(prefix = "gh", opts: { shards?: number } = {}): KeySpac
       return keys;
     },
     rateLimit: (bucket) => `${prefix}:{rl}:${checkBucketKey(bucket)}`,
+    keySlot: (key) => ({ running: `${prefix}:{ck:${key}}:running`, waiting: `${prefix}:{ck:${key}}:waiting` }),
     targetLease: (target) => `${prefix}:lease:${checkTarget(target)}`,
     delivery: (messageId) => `${prefix}:dlv:${checkMessageId(messageId)}`,
     definitionSets: `${prefix}:defsets`,

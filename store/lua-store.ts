@@ -74,8 +74,8 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     kind: deps.kind,
     prefix: c.prefix,
     checkEviction: c.checkEviction,
-    // One home counts a key in one script; several cannot (script/turn-protocol.ts `limitsOn`).
-    keepsConcurrencyLimits: c.shards.length <= 1,
+    // One home counts a key in one script; several count it in the key's own slot (script/key-slots.ts).
+    keepsConcurrencyLimits: true,
     ...bind(c, turnProtocol),
     ...bind(c, reads),
     ...bind(c, lifecycle),

@@ -876,11 +876,23 @@ export interface BellWatch {
  * Tasks without a key run under no key: `"*"` limits keys only. Layout: the
  * running set `<p>:ck:<K>:running` (agent -> lease end) and the head field
  * `_ckRun`; docs/store.md "Concurrency keys and lanes". The sharded layout
- * (Redis Cluster) with more than one shard cannot count a key across its
- * homes in one script: it reports `keepsConcurrencyLimits: false`, so
- * `createGatehouse` refuses non-empty `concurrencyLimits` at startup
- * (DefinitionError naming the field), and its claims refuse limits with
- * StoreInputError should any reach them (not built there).
+ * (Redis Cluster) counts K in K's own slot: a claim under K first reserves
+ * there (`<p>:{ck:<K>}:running`, one member per reservation, score = the
+ * lease end, counted only while fewer than `limit(K)` live members are
+ * there), then claims in the agent's home with the reservation, which the
+ * head keeps (`_ckRun`); a home claim that takes nothing under K returns the
+ * reservation. The home says which key it would claim under (writing only a
+ * provisional park of that lane), so every script call stays in one slot.
+ * Order keeps the count an upper bound: a reservation is made before its
+ * lease, renewed (a renewal, a commit that keeps or chains the lease) before
+ * the home's lease, released after the home released it (the home answers
+ * the released member); a crash between two calls only holds a slot until
+ * its lease end, never admits one more. A refusal records the waiting lane
+ * (its home's ready key) in K's slot (`<p>:{ck:<K>}:waiting`) atomically
+ * with the count; a release answers those and rings their parked lanes, of
+ * every target (one call per lane). A chaining commit on this layout chains a task of a limited key
+ * only under the ended turn's own reservation (the same key); else it
+ * releases and the next claim reserves.
  *
  * ## fair-lanes
  * Ready agents of a worker target are grouped in lanes: the lane of an agent
@@ -1494,10 +1506,9 @@ export interface Store extends TurnProtocol, Reads, Lifecycle, SideStores, Appro
   readonly live?: LiveChannel;
   /**
    * Optional: whether the store keeps `concurrencyLimits` (invariant
-   * `concurrency-keys`). `false` on Redis Cluster's sharded layout with more
-   * than one shard, whose claims cannot count a key across shards;
-   * `createGatehouse` then refuses non-empty limits at startup. Absent or
-   * `true`: the store keeps them.
+   * `concurrency-keys`); every adapter here does, the sharded layout too.
+   * `false`: `createGatehouse` refuses non-empty limits at startup. Absent
+   * or `true`: the store keeps them.
    */
   readonly keepsConcurrencyLimits?: boolean;
 }

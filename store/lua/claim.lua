@@ -21,6 +21,7 @@
   Returns:
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
     'busy <leaseUntil>' | 'empty' | 'agent_not_found'
+    'need {"key":K,"ready":<ready key>}' on the sharded layout (includes/claim.lua): reserve in K's slot first
 ]]
 -- @include keys.lua
 -- @include head.lua

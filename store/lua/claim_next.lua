@@ -43,6 +43,7 @@
     'claimed {"epoch":n,"head":{...},"mail":[...]}'
     'schedule <schedule JSON>' (includes/schedule.lua)
     'empty'
+    'need {"key":K,"ready":KEYS[1]}' on the sharded layout: a claim would run under K, limited; reserve first
     'empty {"foreign":n,"next":score|null}' when n claimable agents of other
       names were left; `next` is the oldest bell after `upto` (the queue's
       earliest bell not left here)
@@ -163,6 +164,8 @@ local function visit_lane(z, ck, rotate)
           return reply
         elseif status == 'limited' then
           return nil
+        elseif status == 'need' then
+          return reply
         elseif status == 'foreign' then
           foreign, skipped = foreign + 1, skipped + 1
         elseif status == 'busy' then
@@ -180,6 +183,19 @@ local function visit_lane(z, ck, rotate)
   end
 end
 
+-- The sharded layout (includes/lanes.lua `slot_check`): keys refused in their slot park their lanes; a
+-- reservation under K claims from lane K only.
+local slots = limits and limits['\n']
+if slots then
+  for ck, until_ms in pairs(type(slots.p) == 'table' and slots.p or {}) do repark(ready, ck, tonumber(until_ms), now) end
+  local r = type(slots.r) == 'string' and slots.r
+  if r then
+    local ck = string.sub(r, 1, string.find(r, '\n', 1, true) - 1)
+    -- The provisional park of the claim that asked for the reservation is over.
+    ring_lane(ready, ck, now, true)
+    return visit_lane(lane_zset(ready, ck), ck, true) or empty()
+  end
+end
 local lanes = redis.call('ZRANGEBYSCORE', ready .. ':lanes', '-inf', upto, 'WITHSCORES', 'LIMIT', 0, 64)
 if #lanes == 0 then
   return visit_lane(ready, nil, false) or empty()

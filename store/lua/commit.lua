@@ -59,9 +59,13 @@
        then stop at cancel: '1' to refuse while a cancel of the active turn
          is pending beyond ackMailThrough (invariant `firm-cancels`), else '',
        then the concurrency limits a chained claim keeps, JSON ('' or absent: none;
-         invariant `concurrency-keys`: a next task whose key is at its limit is not chained)
+         invariant `concurrency-keys`: a next task whose key is at its limit is not chained;
+         the sharded layout's mark "\n" chains a limited key only on the ended turn's reservation,
+         includes/lanes.lua `chain_slot`)
        then the turn's pin: '' or `<turnId JSON>\n<version JSON>`, written to
-         the head's versionTurn and turnVersion (invariant `turn-versions`)
+         the head's versionTurn and turnVersion (invariant `turn-versions`),
+       then, on the sharded layout only, the reservation member the caller renewed first
+         ('' none; includes/lanes.lua `slot_unrenewed`)
   Events carry the commit's turnId, else activeTurnId. The replay guard's
   token is `<epoch>:<expectedVersion>:<now>:<workerId JSON>`, built here.
   Undeclared keys: on one Redis, the agent's keys listed under KEYS[1]; the
@@ -79,7 +83,11 @@
     'applied {"version":n,"lastEventId":n,"messagesTrimmedThrough":n}'
     'applied {...,"chained":{"epoch":n,"head":{...},"mail":[],"previousLease":null,"input":...}}'
       when the commit ended the turn and took the next task (turn chaining)
+    with `,"ckFreed":"<K>\n<member>"` before the closing brace when it released a reservation
+      of the sharded layout (includes/lanes.lua), the refusals below with ` {"ckFreed":...}`
     'fenced' | 'version' | 'turn' | 'agent_not_found'  (nothing written)
+    'slot {"ckHeld":"<K>\n<member>"}'  (sharded layout: the lease would go on under a reservation not
+                           renewed first in its key's slot; nothing written)
     'tool_call_resolved'  (nothing of the commit written; the lease is
                            released and the bell rung so the result is picked up)
     'cancel_pending'      (stop at cancel: a cancel of the active turn waits;
@@ -129,6 +137,7 @@ local chain = ARGV[ev_at + n_ev + 2] == '1'
 local stop_at_cancel = ARGV[ev_at + n_ev + 3] == '1'
 local limits_json = ARGV[ev_at + n_ev + 4] or ''
 local pin = ARGV[ev_at + n_ev + 5] or ''
+local held = ARGV[ev_at + n_ev + 6]
 
 local num = function(v) return tonumber(v) or 0 end
 
@@ -176,6 +185,11 @@ end
 if h.activeTurnId ~= turn_json then
   return 'turn'
 end
+-- The sharded layout: a lease kept or chained on a reservation is renewed in its key's slot first (includes/lanes.lua).
+local want = (release == '-' or chain) and slot_unrenewed(head, held, run_cur)
+if want then
+  return 'slot {"ckHeld":' .. cjson.encode(want) .. '}'
+end
 local ready = ready_key(prefix, h.workerTarget)
 -- Numbers of the head are read before the first write: an unreadable head fails the commit whole.
 local bad = check_numbers(h, { '_mailSeq', 'lastEventId', 'messageCount' })
@@ -194,7 +208,7 @@ for i = 0, n_res - 1 do
     release_run(prefix, head, agent_id, ready, now_str, run_cur)
     -- write before checks done: and rings the bell so the result that won is picked up
     set_bell(ready, now_str, agent_id, nil, true, lane_cur)
-    return 'tool_call_resolved'
+    return 'tool_call_resolved' .. freed_tail()
   end
 end
 if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
@@ -208,7 +222,7 @@ if stop_at_cancel and h._cancelTurn and h._cancelTurn == h.activeTurnId then
     release_run(prefix, head, agent_id, ready, now_str, run_cur)
     -- write before checks done: and rings the bell so a claim applies the cancel
     set_bell(ready, now_str, agent_id, nil, true, lane_cur)
-    return 'cancel_pending'
+    return 'cancel_pending' .. freed_tail()
   end
 end
 
@@ -362,9 +376,9 @@ if ends_turn then
   next_ck = lane_cur[1]
 end
 -- A next task whose key is at its limit is not chained: the lease is released, the lane parked (invariant `concurrency-keys`).
-local chain_full = chain and next_ck and lane_full(prefix, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now)
-if chain_full then
-  park_lane(ready, next_ck, chain_full)
+local chain_full, carried = nil, nil
+if chain then
+  chain_full, carried = chain_slot(prefix, ready, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now)
 end
 if chain and not chain_full and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now) then
   -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
@@ -382,7 +396,8 @@ if chain and not chain_full and ends_turn and release ~= '-' and pending_mail ==
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
   set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
-  run_under(prefix, head, agent_id, next_ck, until_str, false)
+  run_under(prefix, head, agent_id, next_ck, until_str, false, carried)
+  if carried then ck_freed = nil end
   chained = chained_reply(next_turn)
 elseif release ~= '-' then
   w[#w + 1] = 'leaseOwner'; w[#w + 1] = 'null'
@@ -406,6 +421,8 @@ else
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
   set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
+  -- The lease goes on: so does its slot under its key (invariant `concurrency-keys`).
+  if run_cur then redis.call('ZADD', running_key(prefix, run_key(run_cur)), 'XX', until_str, agent_id) end
 end
 local msg_trimmed = num(h.messagesTrimmedThrough)
 for i = 1, #w - 1, 2 do
@@ -420,4 +437,4 @@ end
 redis.pcall('PUBLISH', string.sub(head, 1, -6) .. ':live', '{"type":"grew","lastEventId":' .. int(last_event) ..
   (keeps_turn and ',"turnEnded":false}' or (ended_turn_json and (',"endedTurn":' .. ended_turn_json .. '}') or '}')))
 return 'applied {"version":' .. int(version) .. ',"lastEventId":' .. int(last_event) ..
-  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. chained .. '}'
+  ',"messagesTrimmedThrough":' .. int(msg_trimmed) .. chained .. freed_json() .. '}'

@@ -22,7 +22,8 @@
   schedules hash (it is one of KEYS[6..]) and the ready zsets of its
   schedules' targets and their schedule indexes, whose due times go too (an id with schedules and no
   head counts as an agent).
-  Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same)
+  Returns: 'deleted' | 'agent_not_found' (leftover keys given are deleted all the same), followed by
+    ` {"ckFreed":...}` when it freed a reservation of the sharded layout (includes/lanes.lua)
 ]]
 -- @include keys.lua
 -- @include head.lua
@@ -86,4 +87,4 @@ end
 if found then
   redis.call('SET', deleted, now_str)
 end
-return found and 'deleted' or 'agent_not_found'
+return (found and 'deleted' or 'agent_not_found') .. freed_tail()

@@ -33,6 +33,7 @@
   Returns:
     'retry {"failures":n,"retryAt":t}'
     'turn_failed {"failures":n,"version":v}'
+    (both with `"ckFreed"` when they freed a reservation of the sharded layout, includes/lanes.lua)
     'stale' (another claim owns the agent, or the head moved: nothing written)
     'agent_not_found'
   Replay guard: a replay finds the lease released or the turn ended and
@@ -93,10 +94,10 @@ if failures < max_failures then
   release_run(prefix, k.head, agent_id, ready, now_str)
   set_bell(ready, retry_at, agent_id)
   -- outcome after checks done: the retry reply (the turn stays), not a refusal
-  return 'retry {"failures":' .. failures .. ',"retryAt":' .. retry_at .. '}'
+  return 'retry {"failures":' .. failures .. ',"retryAt":' .. retry_at .. freed_json() .. '}'
 end
 local tail = '"type":"claim_failed","data":{"attempt":' .. failures .. ',"maxAttempts":' .. int(max_failures)
   .. ',"error":' .. error_json .. ',"workerId":' .. worker_json .. ',"retryAt":null}}'
 local last = append_events(k.events, tonumber(h.lastEventId), turn_json, now_str, { tail })
 local version = end_turn(prefix, agent_id, k, h, turn_raw, 12, last, now_str, {})
-return 'turn_failed {"failures":' .. failures .. ',"version":' .. version .. '}'
+return 'turn_failed {"failures":' .. failures .. ',"version":' .. version .. freed_json() .. '}'

@@ -9,9 +9,12 @@
   ARGV[4] epoch: epoch
   ARGV[5] lease_ms_text: leaseMs
   ARGV[6] now_text: now
+  ARGV[7] held: the sharded layout's reservation member the caller renewed first in its key's slot
+      ('' none; absent: not checked; includes/lanes.lua `slot_unrenewed`)
   Undeclared key: the ready zset of the agent's stored target.
 
   Returns: 'renewed <leaseUntil>' | 'lost'
+    | 'slot {"ckHeld":"<K>\n<member>"}' (the lease runs on a reservation not renewed first: nothing written)
   A replay computes the same lease end: renewing is idempotent.
 ]]
 -- @include keys.lua
@@ -23,12 +26,17 @@
 local head = KEYS[1]
 local prefix, agent_id, worker_json, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lease_ms_text, now_text = ARGV[5], ARGV[6]
+local held = ARGV[7]
 
 local lease_ms, now = tonumber(lease_ms_text), tonumber(now_text)
 
 local h = read_head(head, { 'agentId', 'epoch', 'leaseOwner', 'leaseUntil', 'workerTarget' })
 if not h or h.epoch ~= epoch or h.leaseOwner ~= worker_json or tonumber(h.leaseUntil) <= now then
   return 'lost'
+end
+local want = slot_unrenewed(head, held)
+if want then
+  return 'slot {"ckHeld":' .. cjson.encode(want) .. '}'
 end
 
 -- Checks done; writes follow.

@@ -25,7 +25,7 @@
   the head's long values (includes/head.lua `long_key`, the agent's hash tag).
 
   Returns:
-    'reset {"version":v,"epoch":e}'
+    'reset {"version":v,"epoch":e}' (with `"ckFreed"` when it freed a reservation, includes/lanes.lua)
     'agent_not_found' | 'not_active' | 'conflict' (the head moved; nothing written)
 ]]
 -- @include keys.lua
@@ -65,4 +65,4 @@ end
 -- Checks done; writes follow.
 local epoch = int(tonumber(h.epoch) + 1)
 local version = end_turn(prefix, agent_id, k, h, turn_raw, 7, tonumber(h.lastEventId), now_str, { 'epoch', epoch })
-return 'reset {"version":' .. version .. ',"epoch":' .. epoch .. '}'
+return 'reset {"version":' .. version .. ',"epoch":' .. epoch .. freed_json() .. '}'

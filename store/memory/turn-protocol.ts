@@ -415,6 +415,8 @@ export async function commit(s: MemoryState, req: CommitRequest): Promise<Commit
       w.set(h, "runnableAt", req.now);
       w.set(h, "leaseUntil", req.now + req.leaseMs);
       setReady(a, h.leaseUntil);
+      // The lease goes on: so does its slot (invariant `concurrency-keys`).
+      renewRun(s, a, h.leaseUntil);
     }
     return { status: "applied", version: h.version, lastEventId: h.lastEventId, messagesTrimmedThrough: h.messagesTrimmedThrough };
   });

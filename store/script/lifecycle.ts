@@ -5,7 +5,8 @@
  */
 import type { Lifecycle } from "../port.ts";
 import { int } from "./values.ts";
-import { scriptOp } from "./operation.ts";
+import { json, scriptOp } from "./operation.ts";
+import { releaseFreed, withoutFreed } from "./key-slots.ts";
 import type { ScriptContext } from "./context.ts";
 
 /** store/lua/delete_agent.lua */
@@ -15,7 +16,7 @@ export const DELETE_AGENT = scriptOp({
   argv: ["prefix", "agent_id", "now_str"],
   keysRest: "own_keys",
   words: ["deleted", "agent_not_found"],
-}, (word) => ({ status: word }));
+}, (word, payload) => ({ status: word, ...(payload ? json<{ ckFreed: string }>(payload) : {}) }));
 
 /** store/lua/ping.lua */
 export const PING = scriptOp({
@@ -45,10 +46,13 @@ export async function deleteAgent(c: ScriptContext, agentId: string, now?: numbe
   found.delete(k.head);
   found.delete(k.turns);
   found.delete(k.deleted);
-  return run(DELETE_AGENT, {
+  const r = await run(DELETE_AGENT, {
     head: k.head, turns: k.turns, deadlines: k.home.deadlines, agents_idx: k.home.agents, deleted: k.deleted, own_keys: [...found],
     prefix: k.home.prefix, agent_id: agentId, now_str: at,
   });
+  // A freed reservation of the sharded layout goes back to its key's slot (key-slots.ts).
+  await releaseFreed(c, r.ckFreed, now ?? Date.now());
+  return withoutFreed(r);
 }
 
 export async function ping(c: ScriptContext): Promise<void> {

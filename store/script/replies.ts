@@ -13,8 +13,8 @@ import { expandSnapshot } from "../snapshot-form.ts";
 
 /** Reply words of the commit and the claims, named once. */
 export const REPLY = [
-  "agent_not_found", "claimed", "busy", "empty", "schedule",
-  "applied", "fenced", "version", "turn", "tool_call_resolved", "cancel_pending",
+  "agent_not_found", "claimed", "busy", "empty", "schedule", "need",
+  "applied", "fenced", "version", "turn", "tool_call_resolved", "cancel_pending", "slot",
 ] as const;
 type Word = (typeof REPLY)[number];
 const WORDS = new Set<string>(REPLY);
@@ -75,11 +75,14 @@ export function decode(name: ScriptName, reply: string, ctx: { agentId?: string 
       if (word === "claimed") return claimedOf(json());
       if (word === "schedule") return { status: "schedule_due", schedule: scheduleOf(json()) };
       if (word === "busy") return { status: "busy", agentId: ctx.agentId, leaseUntil: json() };
+      // The sharded layout: the claim would run under a limited key; reserve in its slot first (key-slots.ts).
+      if (word === "need") return { status: "need", ...json() };
       if (word === "empty") return name === "claim" ? { status: "empty", agentId: ctx.agentId } : payload ? { status: "empty", ...json() } : { status: "empty" };
       return { status: word };
     }
     case "commit": {
-      if (word !== "applied") return { status: "conflict", reason: word };
+      // A refusal that released the lease names a freed reservation of the sharded layout (key-slots.ts).
+      if (word !== "applied") return { status: "conflict", reason: word, ...(payload ? json() : {}) };
       const { chained, ...applied } = json();
       return { status: word, ...applied, ...(chained ? { chained: claimedOf(chained) } : {}) };
     }

@@ -19,6 +19,7 @@ import { inputBytes } from "../inputs.ts";
 import { maxDelayedOf } from "../delayed-bound.ts";
 import { compactSnapshot } from "../snapshot-form.ts";
 import { limitsArg, taskLaneFields } from "../lanes.ts";
+import { afterCommit, claimCounted, countsInSlots, type Need, releaseFreed, renewHeld, renewNamed, slotLimits, withoutFreed } from "./key-slots.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs, WellFormedOnce } from "./values.ts";
 import { encodeClaim, encodeClaimNext, encodeCommit } from "../lua/args/turn-protocol.ts";
@@ -73,9 +74,15 @@ export const CANCEL_TASK = scriptOp({
 export const RENEW_LEASE = scriptOp({
   script: "renew_lease",
   keys: ["head"],
-  argv: ["prefix", "agent_id", "worker_json", "epoch", "lease_ms_text", "now_text"],
-  words: ["renewed", "lost"],
-}, (word, payload) => (word === "renewed" ? { status: word, leaseUntil: json<number>(payload) } : { status: word }));
+  argv: ["prefix", "agent_id", "worker_json", "epoch", "lease_ms_text", "now_text", "held"],
+  optional: ["held"],
+  words: ["renewed", "lost", "slot"],
+}, (word, payload) =>
+  word === "renewed"
+    ? { status: word, leaseUntil: json<number>(payload) }
+    : word === "slot"
+    ? { status: word, ...json<{ ckHeld: string }>(payload) }
+    : { status: word });
 
 /** store/lua/record_claim_failure.lua */
 export const RECORD_CLAIM_FAILURE = scriptOp({
@@ -131,16 +138,12 @@ export const READY_COUNT = scriptOp({
 }, (_word, payload) => Number(payload));
 
 /**
- * The limits argument of a claim (invariant `concurrency-keys`). The sharded layout (Redis Cluster)
- * keeps a running set per home, so it cannot count a key across homes: it refuses limits
- * (docs/store.md "Concurrency keys and lanes"); its lanes and priorities work within each home.
+ * The limits argument of a claim (invariant `concurrency-keys`). The sharded layout with more than one
+ * home counts each key in its own slot (key-slots.ts): its claims and chaining commits get the mark "\n".
  */
 function limitsOn(c: ScriptContext, limits: ConcurrencyLimits | undefined): string {
   const arg = limitsArg(limits);
-  if (arg !== "" && c.shards.length > 1) {
-    throw new StoreInputError("concurrencyLimits are not supported on the sharded layout (Redis Cluster): a key's running count would be per shard (docs/store.md)");
-  }
-  return arg;
+  return arg !== "" && countsInSlots(c, limits) ? slotLimits(limits!, undefined, {}) : arg;
 }
 
 /** The result type of the port method `K`. */
@@ -228,11 +231,15 @@ export async function cancelTask(c: ScriptContext, req: CancelTaskRequest): Prom
 export async function claim(c: ScriptContext, req: ClaimRequest): Promise<ClaimResult> {
   const { keys, longKeys, call } = c;
   const k = keys.agent(req.agentId);
-  return call(encodeClaim({
+  const claimHome = (limits_json?: string) => call<ClaimResult | Need>(encodeClaim({
     head: k.head, tasks: k.tasks, mail: k.mail, inputs: k.inputs, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), lease_ms: int(req.leaseMs, "leaseMs"), now_str: int(req.now, "now"),
-    ...(req.concurrencyLimits ? { limits_json: limitsOn(c, req.concurrencyLimits) } : {}),
+    ...(limits_json !== undefined ? { limits_json } : {}),
   }), { agentId: req.agentId });
+  const limits = req.concurrencyLimits ? limitsOn(c, req.concurrencyLimits) : undefined;
+  // The sharded layout counts a limited key in its own slot (key-slots.ts).
+  if (limits !== undefined && countsInSlots(c, req.concurrencyLimits)) return claimCounted(c, req.concurrencyLimits!, req, claimHome, true);
+  return claimHome(limits) as Promise<ClaimResult>;
 }
 
 export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promise<ClaimResult> {
@@ -249,6 +256,7 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
   }
   // Invariant `concurrency-keys`: the limits as one JSON object ('' : none).
   const limits = limitsOn(c, req.concurrencyLimits);
+  const counted = limits !== "" && countsInSlots(c, req.concurrencyLimits);
   /** A claim_next answer without the script's `next` (the cluster loop's use only). */
   const answer = (r: ClaimResult & { next?: unknown }): ClaimResult => {
     if (r.status !== "empty" || r.next === undefined) return r;
@@ -312,7 +320,10 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
     claiming[at]++;
     let r: ClaimResult & { next?: number | null };
     try {
-      r = await call<ClaimResult>(encodeClaimNext({ ready: readyKeys[at], prefix: shards[at].prefix, ...args, upto_arg: String(upto), limits_json: limits, names }));
+      const claimHome = (limits_json: string) =>
+        call<ClaimResult | Need>(encodeClaimNext({ ready: readyKeys[at], prefix: shards[at].prefix, ...args, upto_arg: String(upto), limits_json, names }));
+      // Limits are counted in each key's own slot (key-slots.ts).
+      r = counted ? await claimCounted(c, req.concurrencyLimits!, req, claimHome, false) : await claimHome(limits) as ClaimResult;
     } finally {
       claiming[at]--;
     }
@@ -331,11 +342,22 @@ export async function claimNext(c: ScriptContext, req: ClaimNextRequest): Promis
 export async function renewLease(c: ScriptContext, req: RenewRequest): Ret<"renewLease"> {
   const { keys, run } = c;
   const k = keys.agent(req.agentId);
-  return run(RENEW_LEASE, {
+  const renewHome = (held?: string) => run(RENEW_LEASE, {
     head: k.head,
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
-    lease_ms_text: int(req.leaseMs, "leaseMs"), now_text: int(req.now, "now"),
+    lease_ms_text: int(req.leaseMs, "leaseMs"), now_text: int(req.now, "now"), ...(held !== undefined ? { held } : {}),
   });
+  if (c.shards.length === 1) return renewHome() as Ret<"renewLease">;
+  // The sharded layout: the lease's reservation is renewed first in its key's slot (key-slots.ts); the home
+  // names one this store does not know of ('slot'), renewed then.
+  const until = Number(int(req.now, "now")) + Number(int(req.leaseMs, "leaseMs"));
+  let held = await renewHeld(c, req.agentId, req.epoch, until, req.now);
+  for (let i = 0; held !== null && i < 2; i++) {
+    const r = await renewHome(held);
+    if (r.status !== "slot") return r as Awaited<Ret<"renewLease">>;
+    held = await renewNamed(c, req.agentId, req.epoch, r.ckHeld, until, req.now);
+  }
+  return { status: "lost" };
 }
 
 export async function commit(c: ScriptContext, req: CommitRequest): Promise<CommitResult> {
@@ -397,7 +419,24 @@ export async function commit(c: ScriptContext, req: CommitRequest): Promise<Comm
       idem_key: k.idem, summary_key: k.summary, delayed_key: k.delayed, long_keys: longKeys(k),
     }
     : {};
-  return call(encodeCommit({ head: k.head, ...declared, ...named, tail: args }));
+  if (!sharded || c.shards.length === 1) return call(encodeCommit({ head: k.head, ...declared, ...named, tail: args }));
+  // The sharded layout: a lease kept or chained keeps its reservation, renewed first in its key's slot (the one
+  // this store holds, else the one the home names: 'slot'); a freed one goes back (key-slots.ts).
+  const until = req.now + req.leaseMs;
+  const goesOn = req.release === null || req.chainNextTask === true;
+  let held: string | null = goesOn ? await renewHeld(c, req.agentId, req.epoch, until, req.now) : "";
+  for (let i = 0; i < 2; i++) {
+    const res = await call<CommitResult & { ckFreed?: string; ckHeld?: string }>(encodeCommit({ head: k.head, ...declared, ...named, tail: [...args, held ?? ""] }));
+    if (res.status === "conflict" && res.reason === ("slot" as string) && res.ckHeld !== undefined) {
+      held = await renewNamed(c, req.agentId, req.epoch, res.ckHeld, until, req.now);
+      // A reservation run out: the lease has too (fenced at its end).
+      if (held === null) return { status: "conflict", reason: "fenced" };
+      continue;
+    }
+    await afterCommit(c, req.agentId, res, req.now);
+    return withoutFreed<CommitResult>(res);
+  }
+  return { status: "conflict", reason: "fenced" };
 }
 
 export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequest): Promise<ClaimFailureResult> {
@@ -405,7 +444,7 @@ export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequ
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   if (req.turnId !== null) checkTurnId(req.turnId);
-  return run(RECORD_CLAIM_FAILURE, {
+  const r = await run(RECORD_CLAIM_FAILURE, {
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId ?? ""),
     deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, worker_json: j(req.workerId), epoch: int(req.epoch, "epoch"),
@@ -413,6 +452,9 @@ export async function recordClaimFailure(c: ScriptContext, req: ClaimFailureRequ
     error_json: j(req.error), max_failures_text: int(req.maxFailures, "maxFailures"), retry_base_ms: int(req.retryBaseMs, "retryBaseMs"),
     now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
   });
+  // A freed reservation of the sharded layout goes back to its key's slot (key-slots.ts).
+  await releaseFreed(c, (r as { ckFreed?: string }).ckFreed, req.now);
+  return withoutFreed(r);
 }
 
 export async function resetTurn(c: ScriptContext, req: ResetTurnRequest): Promise<ResetTurnResult> {
@@ -420,12 +462,15 @@ export async function resetTurn(c: ScriptContext, req: ResetTurnRequest): Promis
   dropHints(req.now);
   const k = keys.agent(req.agentId);
   checkTurnId(req.turnId);
-  return run(RESET_TURN, {
+  const r = await run(RESET_TURN, {
     head: k.head, tasks: k.tasks, mail: k.mail, msgs: k.messages, events: k.events, calls: k.calls(req.turnId),
     deadlines: k.home.deadlines, turns: k.turns, ended: k.ended, delayed: k.delayed, long_keys: longKeys(k),
     prefix: k.home.prefix, agent_id: req.agentId, expected_version: int(req.expectedVersion, "expectedVersion"),
     turn_json: j(req.turnId), turn_raw: req.turnId, now_str: int(req.now, "now"), turn_end: turnEndArgs(req.end),
   });
+  // A freed reservation of the sharded layout goes back to its key's slot (key-slots.ts).
+  await releaseFreed(c, (r as { ckFreed?: string }).ckFreed, req.now);
+  return withoutFreed(r);
 }
 
 export async function dueToolCalls(c: ScriptContext, now: number, limit: number): Ret<"dueToolCalls"> {

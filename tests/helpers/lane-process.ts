@@ -1,7 +1,7 @@
 /**
  * A worker process for tests/pool/fair-lanes.int.test.ts: `createGatehouse`
  * on a Redis store with one agent (`lane`) and `concurrencyLimits` from
- * `GH_LANE_LIMITS` (JSON), its worker id `GH_LANE_NAME`, `startWorker()`
+ * `GH_LANE_LIMITS` (JSON; the sharded layout with `GH_LANE_SHARDS` homes when set), its worker id `GH_LANE_NAME`, `startWorker()`
  * until it is killed. Each model step RPUSHes `{ worker, agentId, start, end }`
  * to `GH_LANE_SIDE_KEY` after waiting `GH_LANE_TURN_MS`; with `GH_LANE_HANG=1`
  * the model never answers (the process holds its claims until it dies).
@@ -39,7 +39,7 @@ async function main() {
   });
   const gh = createGatehouse({
     agents: [agent],
-    store: redisStore({ url, prefix: env("GH_LANE_PREFIX") }),
+    store: redisStore({ url, prefix: env("GH_LANE_PREFIX"), ...(process.env.GH_LANE_SHARDS ? { shards: Number(process.env.GH_LANE_SHARDS) } : {}) }),
     ids: { turnId: randomIds.turnId, workerId: () => name },
     leaseMs: Number(env("GH_LANE_LEASE_MS")),
     concurrencyLimits: JSON.parse(env("GH_LANE_LIMITS")) as Record<string, number>,

@@ -7,6 +7,7 @@
  *    `k` with limit 2: the store, sampled throughout, never counts more
  *    than 2 running under `k`; the turns the processes record never overlap
  *    more than 2 deep; every turn ends done.
+ *    The same on the sharded layout (Redis Cluster's, 4 homes on one server).
  * 2. A process holding both slots of `k` (its model never answers) is
  *    SIGKILLed: the third task of `k` does not start while the dead process's
  *    leases run, and starts once they ran out (the slots free at the lease end).
@@ -63,15 +64,16 @@ function deepestOverlap(turns: readonly Turn[]): number {
   return deepest;
 }
 
-function rig(limits: Record<string, number>, lease: number) {
+function rig(limits: Record<string, number>, lease: number, shards?: number) {
   const prefix = `lanes${++n}`;
   const sideKey = `${prefix}:side`;
   const env = {
     GH_LANE_REDIS_URL: server.url, GH_LANE_PREFIX: prefix, GH_LANE_SIDE_KEY: sideKey, GH_LANE_LIMITS: JSON.stringify(limits),
     GH_LANE_LEASE_MS: String(lease), GH_LANE_TURN_MS: "40", GH_LANE_LOOPS: "3",
+    ...(shards ? { GH_LANE_SHARDS: String(shards) } : {}),
   };
   const raw = new Redis(server.url);
-  const store = redisStore({ url: server.url, prefix });
+  const store = redisStore({ url: server.url, prefix, ...(shards ? { shards } : {}) });
   const enqueue = (id: string, key: string) =>
     store.enqueueTask({ agentId: id, agentName: "lane", workerTarget: "default", input: "x", options: {}, turnId: `t_${id}`, now: Date.now(), concurrencyKey: key });
   const turns = async () => ((await raw.lrange(sideKey, 0, -1)) as string[]).map((s) => JSON.parse(s) as Turn);
@@ -82,9 +84,10 @@ function rig(limits: Record<string, number>, lease: number) {
   return { env, raw, store, enqueue, turns, running };
 }
 
-describe("a key's limit holds across three processes on one Redis", () => {
+// The one-Redis layout, and the sharded layout of a Redis Cluster (4 homes on one server: the key counted in its own slot).
+for (const shards of [undefined, 4]) describe(`a key's limit holds across three processes on one Redis${shards ? `, sharded layout (${shards} homes)` : ""}`, () => {
   it("50 agents, limit 2: never more than 2 running (sampled from the store), all end done", async () => {
-    const r = rig({ k: 2 }, 5_000);
+    const r = rig({ k: 2 }, 5_000, shards);
     const workers = ["p1", "p2", "p3"].map((name) => spawnWorker(name, r.env));
     try {
       await Promise.all(workers.map((w) => w.ready));
@@ -121,7 +124,7 @@ describe("a key's limit holds across three processes on one Redis", () => {
 
   it("a SIGKILLed process's slots free when its leases run out", async () => {
     const lease = 2_000;
-    const r = rig({ k: 2 }, lease);
+    const r = rig({ k: 2 }, lease, shards);
     const holder = spawnWorker("holder", { ...r.env, GH_LANE_HANG: "1" });
     let other: ReturnType<typeof spawnWorker> | null = null;
     try {

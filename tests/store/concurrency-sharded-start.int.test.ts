@@ -1,11 +1,11 @@
 /**
- * The start refuses concurrency limits a store cannot keep (store/port.ts invariant
- * `concurrency-keys`, `keepsConcurrencyLimits`; docs/limits.md): Redis Cluster's sharded
- * layout with more than one shard counts a key per shard, so `createGatehouse` refuses a
- * non-empty `concurrencyLimits` on it with a DefinitionError naming the field, before any
- * claim runs. The sharded layout is the real one: `redisStore({ shards })` on one
- * redis-server lays keys out as on a Cluster (docs/store.md), and its claims refuse limits.
- * One shard (one home) and the unsharded layout keep limits and are accepted.
+ * Concurrency limits on the sharded layout at startup (store/port.ts invariant
+ * `concurrency-keys`, `keepsConcurrencyLimits`; docs/limits.md): every layout keeps limits
+ * (the sharded one counts each key in its own slot, store/script/key-slots.ts), so
+ * `createGatehouse` accepts them on `redisStore({ shards })` and from the environment. The
+ * sharded layout is the real one: `redisStore({ shards })` on one redis-server lays keys out as
+ * on a Cluster (docs/store.md). A store that says it cannot keep them is still refused, naming
+ * the field.
  */
 import { describe, expect, it } from "vitest";
 import { createGatehouse, defineAgent, DefinitionError, scriptedModel } from "../../mod.ts";
@@ -20,59 +20,48 @@ const agent = defineAgent({ name: "a", instructions: "x", model: scriptedModel([
 let n = 0;
 const freshPrefix = () => `css${++n}_${Math.random().toString(36).slice(2, 8)}`;
 
-function refusal(store: Store, concurrencyLimits: Record<string, number>): DefinitionError {
-  try {
-    createGatehouse({ agents: [agent], store, concurrencyLimits });
-  } catch (err) {
-    expect(err).toBeInstanceOf(DefinitionError);
-    return err as DefinitionError;
-  }
-  throw new Error("expected a DefinitionError");
-}
-
-describe("concurrencyLimits on a store that cannot keep them", () => {
-  it("the sharded layout reports it cannot keep limits; one shard and the unsharded layout can", async () => {
+describe("concurrencyLimits at startup", () => {
+  it("every layout reports it keeps limits: sharded, one shard, unsharded", async () => {
     const sharded = redisStore({ url: server.url, prefix: freshPrefix(), shards: 4 });
     const one = redisStore({ url: server.url, prefix: freshPrefix(), shards: 1 });
     const plain = redisStore({ url: server.url, prefix: freshPrefix() });
-    expect(sharded.keepsConcurrencyLimits).toBe(false);
+    expect(sharded.keepsConcurrencyLimits).toBe(true);
     expect(one.keepsConcurrencyLimits).toBe(true);
     expect(plain.keepsConcurrencyLimits).toBe(true);
     await Promise.all([sharded.close(), one.close(), plain.close()]);
   });
 
-  it("createGatehouse refuses non-empty limits on the sharded layout, naming concurrencyLimits, and runs nothing", async () => {
-    const prefix = freshPrefix();
-    const store = redisStore({ url: server.url, prefix, shards: 4 });
-    for (const limits of [{ "user:42": 5 }, { "*": 10 }] as Array<Record<string, number>>) {
-      const err = refusal(store, limits);
-      expect(err.key).toBe("concurrencyLimits");
-      expect(err.message).toMatch(/^createGatehouse\(\): concurrencyLimits cannot be kept by this store: the sharded layout/);
+  it("createGatehouse accepts limits on the sharded layout, and its claims keep them across homes", async () => {
+    const store = redisStore({ url: server.url, prefix: freshPrefix(), shards: 4 });
+    expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: { "user:42": 1, "*": 10 } })).not.toThrow();
+    for (const agentId of ["x1", "x2", "x3"]) {
+      await store.enqueueTask({ agentId, agentName: "a", workerTarget: "default", input: null, options: {}, turnId: `t_${agentId}`, now: 1, concurrencyKey: "user:42" });
     }
-    // Nothing was started: the store holds no agent and answers as before.
-    expect(await store.listAgents({ limit: 10 })).toEqual([]);
-    // Its claims still refuse limits should any reach them (the guard behind the start's).
-    await expect(store.claim({ agentId: "x1", workerId: "w1", leaseMs: 1_000, now: 1, concurrencyLimits: { K: 1 } }))
-      .rejects.toThrow(/sharded layout/);
+    const limits = { "user:42": 1 };
+    const first = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: 1_000, now: 2, concurrencyLimits: limits });
+    expect(first.status).toBe("claimed");
+    expect((await store.claimNext({ workerTarget: "default", workerId: "w2", leaseMs: 1_000, now: 3, concurrencyLimits: limits })).status).toBe("empty");
     await store.close();
   });
 
-  it("accepts the sharded layout without limits or with none named, and limits on one shard or without shards", async () => {
-    const sharded = redisStore({ url: server.url, prefix: freshPrefix(), shards: 4 });
-    const one = redisStore({ url: server.url, prefix: freshPrefix(), shards: 1 });
-    const plain = redisStore({ url: server.url, prefix: freshPrefix() });
-    const stores: Store[] = [sharded, one, plain];
-    const started = [
-      createGatehouse({ agents: [agent], store: sharded }),
-      createGatehouse({ agents: [agent], store: sharded, concurrencyLimits: {} }),
-      createGatehouse({ agents: [agent], store: one, concurrencyLimits: { "user:42": 1 } }),
-      createGatehouse({ agents: [agent], store: plain, concurrencyLimits: { "*": 2 } }),
-    ];
-    expect(started).toHaveLength(4);
-    await Promise.all(stores.map((s) => s.close()));
+  it("a store that says it cannot keep limits is refused non-empty ones, naming concurrencyLimits; none or empty ones start", async () => {
+    const base = redisStore({ url: server.url, prefix: freshPrefix(), shards: 4 });
+    const store: Store = { ...base, keepsConcurrencyLimits: false };
+    let err: unknown;
+    try {
+      createGatehouse({ agents: [agent], store, concurrencyLimits: { "*": 10 } });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect((err as DefinitionError).key).toBe("concurrencyLimits");
+    expect((err as DefinitionError).message).toMatch(/^createGatehouse\(\): concurrencyLimits cannot be kept by this store/);
+    expect(() => createGatehouse({ agents: [agent], store })).not.toThrow();
+    expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: {} })).not.toThrow();
+    await base.close();
   });
 
-  it("the environment's configuration is refused the same way (GATEHOUSE_REDIS_SHARDS with GATEHOUSE_CONCURRENCY_LIMITS)", async () => {
+  it("the environment's configuration starts on the sharded layout with limits (GATEHOUSE_REDIS_SHARDS with GATEHOUSE_CONCURRENCY_LIMITS)", async () => {
     const env = {
       GATEHOUSE_REDIS_URL: server.url,
       GATEHOUSE_REDIS_PREFIX: freshPrefix(),
@@ -82,7 +71,8 @@ describe("concurrencyLimits on a store that cannot keep them", () => {
     const config = configFromEnv(env);
     const store = await storeFromEnv(env, { redis: redisStore });
     try {
-      expect(() => createGatehouse({ ...config.gatehouse, agents: [agent], store })).toThrow(/concurrencyLimits cannot be kept by this store/);
+      expect(config.gatehouse.concurrencyLimits).toEqual({ "tenant:a": 1 });
+      expect(() => createGatehouse({ ...config.gatehouse, agents: [agent], store })).not.toThrow();
     } finally {
       await store.close();
     }

@@ -19,9 +19,10 @@ import * as sideStores from "../../store/script/side-stores.ts";
 import * as approvals from "../../store/script/approvals.ts";
 import * as namedEvents from "../../store/script/named-events.ts";
 import * as schedules from "../../store/script/schedules.ts";
+import * as keySlots from "../../store/script/key-slots.ts";
 
 const dir = new URL("../../store/lua/", import.meta.url).pathname;
-const layouts = [turnProtocol, turnProtocolOps, reads, lifecycle, sideStores, approvals, namedEvents, schedules]
+const layouts = [turnProtocol, turnProtocolOps, reads, lifecycle, sideStores, approvals, namedEvents, schedules, keySlots]
   .flatMap((m) => Object.values(m))
   .filter((v): v is ScriptLayout => typeof v === "object" && v !== null && "script" in v);
 const scripts = readdirSync(dir).filter((f) => f.endsWith(".lua")).map((f) => f.slice(0, -4)).sort();

@@ -29,10 +29,11 @@ import * as sideStores from "../../store/script/side-stores.ts";
 import * as approvals from "../../store/script/approvals.ts";
 import * as namedEvents from "../../store/script/named-events.ts";
 import * as schedules from "../../store/script/schedules.ts";
+import * as keySlots from "../../store/script/key-slots.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const STORE = join(ROOT, "store");
-const SECTIONS = { "turn-protocol": turnProtocol, reads, lifecycle, "side-stores": sideStores, approvals, "named-events": namedEvents, schedules };
+const SECTIONS = { "turn-protocol": turnProtocol, reads, lifecycle, "side-stores": sideStores, approvals, "named-events": namedEvents, schedules, "key-slots": keySlots };
 /** The scripts on the tuned path (not described; store/script/replies.ts decodes them). */
 const TUNED = ["claim", "claim_next", "commit"];
 const MAX_FILES = 4;

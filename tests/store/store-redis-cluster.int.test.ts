@@ -81,6 +81,17 @@ async function auditLayout(prefix: string): Promise<string[]> {
         // Deployment-wide keys (no agent, no home): each group in one slot (docs/store.md).
         if (key === ks.tools || key === ks.toolForms || key === ks.definitionSets) continue;
         if (key.startsWith(`${prefix}:{rl}:`) || key.startsWith(`${prefix}:lease:`) || key.startsWith(`${prefix}:dlv:`)) continue;
+        // A concurrency key's count, in its own slot (store/script/key-slots.ts): reservations `<ready key>\n<nonce>`,
+        // waiting lanes `<ready key>`, each ready key of a home.
+        const ck = /^\{ck:.*\}:(running|waiting)$/s.exec(key.slice(prefix.length + 1));
+        if (ck) {
+          const members = ck[1] === "running" ? await node.zrange(key, 0, -1) : await node.smembers(key);
+          for (const m of members) {
+            const ready = m.split("\n")[0];
+            if (![...homes].some((h) => ready.startsWith(`${h}:ready:`))) wrong.push(`${key}: ${JSON.stringify(m)} names no home's ready key`);
+          }
+          continue;
+        }
         const m = /^(.*?:\{s:[0-9.]+\}):(.*)$/s.exec(key);
         if (!m || !homes.has(m[1])) {
           wrong.push(`${key}: not under a shard home`);
@@ -299,13 +310,25 @@ describe("redisStore on Redis Cluster", () => {
     await store.close();
   });
 
-  it("createGatehouse refuses concurrencyLimits on the cluster's layout at startup, naming the field (not built there: docs/limits.md)", async () => {
-    const store = redisStore({ client, prefix: freshPrefix() });
-    expect(store.keepsConcurrencyLimits).toBe(false);
+  it("keeps concurrencyLimits on the cluster's layout: createGatehouse accepts them, a key's count sits in its own slot", async () => {
+    const prefix = freshPrefix();
+    const store = redisStore({ client, prefix });
+    expect(store.keepsConcurrencyLimits).toBe(true);
     const agent = defineAgent({ name: "x", instructions: "x", model: scriptedModel([{ text: "ok" }]) });
-    expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: { "tenant:a": 1 } }))
-      .toThrow(/^createGatehouse\(\): concurrencyLimits cannot be kept by this store/);
-    expect(() => createGatehouse({ agents: [agent], store })).not.toThrow();
+    expect(() => createGatehouse({ agents: [agent], store, concurrencyLimits: { "tenant:a": 1 } })).not.toThrow();
+    // Agents of one key on every master; one runs at a time, its reservation in the slot of `{ck:tenant:a}`.
+    const ks = keySpace(prefix, { shards: SHARDS });
+    const ids: string[] = [];
+    for (let i = 0; ids.length < 6 || new Set(ids.map((id) => ownerOf(ks.agent(id).head))).size < 3; i++) ids.push(`ck-${i}`);
+    for (const agentId of ids) {
+      await store.enqueueTask({ agentId, agentName: "x", workerTarget: "default", input: 1, options: {}, turnId: `t_${agentId}`, now: T0, concurrencyKey: "tenant:a" });
+    }
+    const limits = { "tenant:a": 1 };
+    const c = await store.claimNext({ workerTarget: "default", workerId: "w1", leaseMs: 10_000, now: T0 + 1, concurrencyLimits: limits });
+    expect(c.status).toBe("claimed");
+    expect((await store.claimNext({ workerTarget: "default", workerId: "w2", leaseMs: 10_000, now: T0 + 2, concurrencyLimits: limits })).status).toBe("empty");
+    expect(await client.zcard(ks.keySlot("tenant:a").running)).toBe(1);
+    expect(await auditLayout(prefix)).toEqual([]);
     await store.close();
   });
 

@@ -9,7 +9,8 @@
   known: the agent's { _ck, _cp, _ckRun } as agent_lane read them (nil: read here); known[4]: the
     caller places the lane after a claim (claim_next serves it), so the bell's move does not.
   limits: the decoded concurrency limits of the claim, or nil (includes/lanes.lua; status
-    'limited' when the agent's key is at its limit: its lane is parked, nothing else written).
+    'limited' when the agent's key is at its limit: its lane is parked, nothing else written;
+    on the sharded layout status 'need' with reply `need {"key":K,"ready":<ready key>}`: reserve in K's slot first).
   names: when set, a table whose keys are agentName JSON texts; a claimable
     agent of another name is not claimed and nothing is written ('foreign',
     store/port.ts invariant `definition-sets`). Busy and empty bells are maintained first.
@@ -66,8 +67,22 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   else
     ck, cp, run = agent_lane(ready, agent_id)
   end
-  -- write before checks done: the check prunes the leases that ran out under the key (they count for no one)
-  local full = ck and lane_full(prefix, ck, limits, now)
+  local full, member
+  if limits and limits['\n'] then
+    -- The sharded layout counts K in K's slot (includes/lanes.lua `slot_check`): the caller reserves first.
+    local go
+    -- write before checks done: a claim that needs a reservation parks its lane provisionally
+    go, full = slot_check(ready, ck, limits, now, lease_ms)
+    if go == 'need' then
+      return 'need ' .. cjson.encode({ key = ck, ready = ready }), 'need'
+    elseif go == 'limited' then
+      return 'empty', 'limited', full
+    end
+    member, full = full, nil
+  else
+    -- write before checks done: the check prunes the leases that ran out under the key (they count for no one)
+    full = ck and lane_full(prefix, ck, limits, now)
+  end
   if full then
     -- write before checks done: a claim held back by the limit parks the lane until a slot frees
     park_lane(ready, ck, full)
@@ -116,7 +131,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   set_bell(ready, h.leaseUntil, agent_id, nil, nil, { ck, cp, known and known[4] })
-  run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run)
+  run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run, member)
 
   local input = ''
   if h.currentTask ~= 'null' then

@@ -11,7 +11,17 @@
   the head field `_ckRun` = K, until the lease is released (release_run),
   renewed (renew_run: the score follows) or runs out (pruned by score when
   the set is read).
+
+  The sharded layout (docs/store.md "Concurrency keys and lanes") counts a
+  key in its own slot: its claims get the limits with the mark entry "\n"
+  (never a key) = { r = '<K>\n<member>' (a reservation made in K's slot),
+  p = { K = until } (keys refused there: park until) }; `slot_check` answers
+  whether a claim under K may go on. The head keeps a reservation in
+  `_ckRun` = `<K>\n<member>`; a release records it in `ck_freed` for the script's reply.
 ]]
+
+-- The reservation a release in this script freed: { K, member } (its reply carries it: `freed_json`).
+local ck_freed = nil
 
 -- The key and priority of a task entry `<turnId JSON>\n<task JSON>` (nil, 0: none).
 local function entry_lane(entry)
@@ -123,51 +133,160 @@ local function serve_lane(ready, ck, now_str)
   end
 end
 
+-- The key of a head's `_ckRun` value: `<K>` or, on the sharded layout, `<K>\n<reservation member>`.
+local function run_key(v)
+  local nl = v and string.find(v, '\n', 1, true)
+  if nl then
+    return string.sub(v, 1, nl - 1), string.sub(v, nl + 1)
+  end
+  return v, nil
+end
+
 -- Records a lease taken under the agent's lane (none: the default lane, not counted).
 -- `old`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
-local function run_under(prefix, head_key, agent_id, ck, until_str, old)
+-- `member`: the reservation it runs on (the sharded layout), kept in `_ckRun` after the key.
+local function run_under(prefix, head_key, agent_id, ck, until_str, old, member)
   -- no checks: it records a lease its caller took
   if old == nil then old = redis.call('HGET', head_key, '_ckRun') end
   if not ck and not old then
     return
   end
-  if old and old ~= '' and old ~= ck then
-    redis.call('ZREM', running_key(prefix, old), agent_id)
+  local old_ck = run_key(old)
+  if old_ck and old_ck ~= '' and old_ck ~= ck then
+    redis.call('ZREM', running_key(prefix, old_ck), agent_id)
   end
   if ck then
     redis.call('ZADD', running_key(prefix, ck), until_str, agent_id)
-    redis.call('HSET', head_key, '_ckRun', ck)
+    redis.call('HSET', head_key, '_ckRun', member and (ck .. '\n' .. member) or ck)
   elseif old then
     redis.call('HDEL', head_key, '_ckRun')
   end
 end
 
--- Releases the agent's slot under the key its lease ran for, and rings that key's lane of this target if parked.
--- `known`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
-local function release_run(prefix, head_key, agent_id, ready, now_str, known)
-  -- no checks: it frees the slot of a lease its caller released
-  local ck = known
-  if ck == nil then ck = redis.call('HGET', head_key, '_ckRun') end
-  if not ck or ck == '' then
-    return
-  end
-  redis.call('ZREM', running_key(prefix, ck), agent_id)
-  redis.call('HDEL', head_key, '_ckRun')
-  local now = tonumber(now_str) or 0
+-- Rings lane `ck` of target `ready` when it is parked: not-before = now, its place published when due
+-- (`quiet`: not published; the caller claims from the lane itself).
+local function ring_lane(ready, ck, now, quiet)
+  -- no checks: it only wakes a parked lane
   local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
   if nb and nb > now then
     redis.call('HSET', ready .. ':nb', ck, string.format('%d', now))
     local at = place_lane(ready, ck)
-    if at and at <= now then
+    if at and at <= now and not quiet then
       redis.pcall('PUBLISH', ready, string.format('%d', at))
     end
   end
 end
 
+-- Releases the agent's slot under the key its lease ran for, and rings that key's lane of this target if parked.
+-- `known`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
+-- A reservation of the sharded layout (in `_ckRun`) goes to `ck_freed`, for the caller's reply.
+local function release_run(prefix, head_key, agent_id, ready, now_str, known)
+  -- no checks: it frees the slot of a lease its caller released
+  local run = known
+  if run == nil then run = redis.call('HGET', head_key, '_ckRun') end
+  if not run or run == '' then
+    return
+  end
+  local ck, res = run_key(run)
+  redis.call('ZREM', running_key(prefix, ck), agent_id)
+  if res then
+    ck_freed = { ck, res }
+  end
+  redis.call('HDEL', head_key, '_ckRun')
+  ring_lane(ready, ck, tonumber(now_str) or 0)
+end
+
+-- The reply piece of a freed reservation: `,"ckFreed":"<K>\n<member>"` (none: '').
+local function freed_json()
+  if not ck_freed then
+    return ''
+  end
+  return ',"ckFreed":' .. cjson.encode(ck_freed[1] .. '\n' .. ck_freed[2])
+end
+
+-- The reply tail of a refusal that freed a reservation: ` {"ckFreed":...}` (none: '').
+local function freed_tail()
+  return ck_freed and (' {' .. string.sub(freed_json(), 2) .. '}') or ''
+end
+
+-- A chaining commit's check of the next task's key `ck`: true when it may not chain. One Redis: at
+-- the limit (the lane parked). Sharded: a limited key chains only on the ended turn's own
+-- reservation (freed by the turn's end, same key), answered as the member to take back.
+local function chain_slot(prefix, ready, ck, limits, now)
+  -- no checks: it answers, and parks the lane it refuses
+  if not ck or not limits then
+    return nil
+  end
+  if limits['\n'] then
+    if not limit_of(limits, ck) then
+      return nil
+    end
+    if ck_freed and ck_freed[1] == ck then
+      return nil, ck_freed[2]
+    end
+    return true
+  end
+  local full = lane_full(prefix, ck, limits, now)
+  if full then
+    park_lane(ready, ck, full)
+  end
+  return full
+end
+
+-- A lane parked provisionally (slot_check 'need') parked until `until_ms` instead when that is earlier;
+-- a lane rung or served since (not-before <= now) stays due: the ring in between wins.
+local function repark(ready, ck, until_ms, now)
+  -- no checks: it only maintains the lane index
+  local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
+  if nb and nb > now then
+    park_lane(ready, ck, math.min(nb, until_ms))
+  end
+end
+
+-- The sharded layout (header): may a claim under lane `ck` go on? nil: yes (no limit, or no key);
+-- 'go', member: yes, on the reservation `member`; 'need': no, the caller reserves in K's slot first
+-- (the lane is parked provisionally, until now + lease); 'limited', until: no, K is at its limit (the lane is parked).
+local function slot_check(ready, ck, limits, now, lease_ms)
+  -- no checks: it answers, and parks or unparks the lane it answers for
+  if not ck or not limit_of(limits, ck) then
+    return nil
+  end
+  local g = limits['\n']
+  local r = type(g.r) == 'string' and g.r or ''
+  if string.sub(r, 1, #ck + 1) == ck .. '\n' then
+    -- Reserved: the provisional park is over.
+    ring_lane(ready, ck, now, true)
+    return 'go', string.sub(r, #ck + 2)
+  end
+  local until_ms = type(g.p) == 'table' and tonumber(g.p[ck])
+  if until_ms then
+    repark(ready, ck, until_ms, now)
+    return 'limited', until_ms
+  end
+  local nb = tonumber(redis.call('HGET', ready .. ':nb', ck) or '')
+  park_lane(ready, ck, (nb and nb > now) and math.min(nb, now + lease_ms) or (now + lease_ms))
+  return 'need'
+end
+
+-- The sharded layout: a lease that goes on under a reservation the caller did not renew first is not
+-- extended. `held`: the member the caller renewed ('' none; nil: not checked, one home); `run`: the
+-- head's `_ckRun` when read (nil: read here). Answers the `<K>\n<member>` to renew first, else nil.
+local function slot_unrenewed(head_key, held, run)
+  if not held then
+    return nil
+  end
+  if run == nil then run = redis.call('HGET', head_key, '_ckRun') end
+  local ck, member = run_key(run)
+  if member and member ~= held then
+    return ck .. '\n' .. member
+  end
+  return nil
+end
+
 -- A renewed lease keeps its slot until the new lease end.
 local function renew_run(prefix, head_key, agent_id, until_str)
   -- no checks: it follows a lease its caller renewed
-  local ck = redis.call('HGET', head_key, '_ckRun')
+  local ck = run_key(redis.call('HGET', head_key, '_ckRun'))
   if ck and ck ~= '' then
     redis.call('ZADD', running_key(prefix, ck), 'XX', until_str, agent_id)
   end
