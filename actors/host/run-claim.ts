@@ -140,8 +140,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let resident = false;
   if (restored.upgradeFrom !== undefined) applyUpgrade(ctx, restored.upgradeFrom);
   try {
-    const startedTurn = await applyInbox(ctx);
-    const end = await runEffects(ctx, buffer, driveBudget, mayChain, startedTurn);
+    await applyInbox(ctx);
+    const end = await runEffects(ctx, buffer, driveBudget, mayChain);
     resident = end.resident;
     return ended && end.outcome.status === "released" ? { ...end.outcome, ended } : end.outcome;
   } finally {
