@@ -203,7 +203,7 @@ describe("debugger page (Chromium)", () => {
           await page.locator('svg.chart [data-active="true"]').getAttribute("data-state"),
         );
       };
-      // The first model step is held: the turn is claimed and its start committed.
+      // The first model step is held: the turn is claimed, and its claim stored the state `running`.
       await live("running");
       open.release("b1");
       await live("waiting-tools");
