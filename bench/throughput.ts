@@ -36,7 +36,7 @@ export interface GhResult {
   roundTripsPerStep: number;
   /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
   workRoundTripsPerStep: number;
-  /** Store calls per turn (all), and commits per turn: a turn pays one commit more than its steps since it reads `running` from its claim on. */
+  /** Store calls per turn (all), and commits per turn (one per step: the claim stores the turn's `running` state, store/port.ts invariant `turn-start`). */
   roundTripsPerTurn: number;
   commitsPerTurn: number;
   /** CPU of this process per step (gatehouse; with upstash also the REST bridge), in µs. */

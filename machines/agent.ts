@@ -83,6 +83,26 @@ const freshVerification = (maxAttempts: number): VerificationState => ({
   lastRejection: null,
 });
 
+/**
+ * What `TASK_STARTED` changes in the context (the `startTurn` action). Also how a reader shows a turn whose
+ * claim stored its start before its first commit (store/port.ts invariant `turn-start`, routes/agent-view.ts).
+ */
+export function turnStarted(context: AgentContext, e: { turnId: string; config: TurnConfig }): Partial<AgentContext> {
+  return {
+    turnId: e.turnId,
+    turns: context.turns + 1,
+    step: 0,
+    config: e.config,
+    pending: {},
+    output: null,
+    error: null,
+    verification: freshVerification(e.config.verifyMaxAttempts),
+    turnUsage: zeroUsage(),
+    // A handoff lasts for its turn (agents/handoff.ts); contexts that never had one keep their shape.
+    ...(context.definition !== undefined ? { definition: undefined } : {}),
+  };
+}
+
 export function initialContext(): AgentContext {
   return {
     schemaVersion: SNAPSHOT_SCHEMA_VERSION,
@@ -229,22 +249,7 @@ const machine = setup({
     verifierErrorsExhausted: ({ context }) => isLastVerifierError(context),
   },
   actions: {
-    startTurn: assign(({ context, event }) => {
-      const e = event as Extract<AgentEvent, { type: "TASK_STARTED" }>;
-      return {
-        turnId: e.turnId,
-        turns: context.turns + 1,
-        step: 0,
-        config: e.config,
-        pending: {},
-        output: null,
-        error: null,
-        verification: freshVerification(e.config.verifyMaxAttempts),
-        turnUsage: zeroUsage(),
-        // A handoff lasts for its turn (agents/handoff.ts); contexts that never had one keep their shape.
-        ...(context.definition !== undefined ? { definition: undefined } : {}),
-      };
-    }),
+    startTurn: assign(({ context, event }) => turnStarted(context, event as Extract<AgentEvent, { type: "TASK_STARTED" }>)),
     /**
      * A handoff's result: the turn goes on under the target, with the turn config the switch carries
      * (the turn's step budget kept). A switch that `keepsGate` (the binding's output contract gates the

@@ -49,7 +49,7 @@
 import { pinnedVersion } from "../store/types.ts";
 import type { By } from "../common/by.ts";
 import { SnapshotError } from "../errors/errors.ts";
-import { initialContext } from "../machines/agent.ts";
+import { initialContext, turnStarted } from "../machines/agent.ts";
 import { checkSnapshot } from "../machines/persist.ts";
 import type { AgentContext } from "../machines/types.ts";
 import type { QueuedTask, ScheduleRecord, Store } from "../store/port.ts";
@@ -61,14 +61,24 @@ import type { Waiting } from "./waiting.ts";
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
+/**
+ * The context of the stored state. A turn whose claim stored its start and whose first commit has not
+ * applied yet (the head says `running` for a turn the snapshot does not hold, store/port.ts invariant
+ * `turn-start`) reads as that turn started with nothing done.
+ */
 function contextOf(head: AgentHead): AgentContext {
-  if (head.snapshot === null || head.snapshot === undefined) return initialContext();
-  try {
-    return checkSnapshot(head.snapshot).context;
-  } catch (err) {
-    if (err instanceof SnapshotError) throw new ProblemError("snapshot_unrestorable", err.message);
-    throw err;
+  let ctx: AgentContext;
+  if (head.snapshot === null || head.snapshot === undefined) ctx = initialContext();
+  else {
+    try {
+      ctx = checkSnapshot(head.snapshot).context;
+    } catch (err) {
+      if (err instanceof SnapshotError) throw new ProblemError("snapshot_unrestorable", err.message);
+      throw err;
+    }
   }
+  if (head.state !== "running" || head.activeTurnId === null || ctx.turnId === head.activeTurnId) return ctx;
+  return { ...ctx, ...turnStarted(ctx, { turnId: head.activeTurnId, config: ctx.config }) };
 }
 
 /** What the store's records of the pending calls add to the snapshot: results not applied yet, approval decisions. */

@@ -125,7 +125,10 @@ export function loadReplayBundle(store: Store, bundle: unknown): { agentId: stri
   if (b.head.agentId !== b.agentId) throw new ReplayBundleError("Replay bundle head belongs to another agent", "head.agentId");
   if (b.head.snapshot !== null && b.head.snapshot !== undefined) {
     const state = checkedState(b.head.snapshot, "head.snapshot");
-    if (b.head.state !== state) {
+    // A claim stores a new turn's state before its first commit stores the snapshot (store/port.ts invariant `turn-start`).
+    const started = b.head.state === "running" && b.head.activeTurnId !== null &&
+      (b.head.snapshot as { context?: { turnId?: unknown } }).context?.turnId !== b.head.activeTurnId;
+    if (b.head.state !== state && !started) {
       throw new ReplayBundleError(`Replay bundle head.state ${JSON.stringify(b.head.state)} is not its snapshot's state ${JSON.stringify(state)}`, "head.state");
     }
   }

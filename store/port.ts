@@ -825,6 +825,24 @@ export interface BellWatch {
  * for the ready queue, and the worker that ended a turn starts the next
  * one without another round trip.
  *
+ * ## turn-start
+ * The claim that takes a task starts its turn in the stored state: with
+ * `activeTurnId` and `currentTask` it sets the head's `state` to `running`
+ * (a chaining commit too: the state it writes is the next turn's), so every
+ * reader of the head (the agent view, the agent list, the debugger page)
+ * reads `running` from the claim on. Nothing else of the start is written
+ * there: the snapshot, the `TASK_STARTED` transition, the turn's user
+ * message and the version pin (`turn-versions`) ride with the claim's first
+ * commit, so a turn of n steps costs n commits. Until that commit the head
+ * says `running` while its snapshot still holds the turn before (the
+ * snapshot's `turnId` is not `activeTurnId`): a reader of the turn's context
+ * reads it as started with nothing done (routes/agent-view.ts), and a worker
+ * whose claim finds it so applies `currentTask` as `TASK_STARTED` (a claim
+ * that ended before its first commit stored nothing of the start), so the
+ * log holds one `TASK_STARTED` per turn. Every other write keeps the state
+ * it is given (`commit`, a parking commit, `recordClaimFailure`,
+ * `resetTurn` compute theirs from the snapshot).
+ *
  * ## delayed-tasks
  * A task enqueued with `runAt` (a delayed task; a `runAt` at or before
  * `now` is stored as `now`) is never taken by a claim or a chaining commit

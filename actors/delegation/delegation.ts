@@ -266,9 +266,13 @@ export async function childOutcome(store: Store, childId: string, childTurnId: s
   if (!turn || turn.status === "queued" || turn.status === "active") return null;
   if (turn.status === "cancelled") return outcomeOfEndedTurn(childId, childTurnId, "cancelled", null, null);
   const head = await store.getAgent(childId);
-  const ctx = (head?.snapshot as PersistedLike | null)?.context;
-  if (ctx && ctx.turnId === childTurnId && (head!.state === "done" || head!.state === "failed")) {
-    return outcomeOfEndedTurn(childId, childTurnId, head!.state, ctx.output, ctx.error ?? null);
+  // The snapshot's own state: the head's says `running` once a claim takes the next task, before the
+  // snapshot leaves this turn (store/port.ts invariant `turn-start`).
+  const snapshot = head?.snapshot as PersistedLike | null | undefined;
+  const ctx = snapshot?.context;
+  const state = snapshot?.value;
+  if (ctx && ctx.turnId === childTurnId && (state === "done" || state === "failed")) {
+    return outcomeOfEndedTurn(childId, childTurnId, state, ctx.output, ctx.error ?? null);
   }
   // The child went on to another turn (someone else gave it a task): its log has this turn's end.
   let after = 0;

@@ -19,12 +19,11 @@
  * - Turn chaining (store invariant `turn-chaining`): the commit that ends a turn and
  *   releases may claim the next task, only when the caller allows it
  *   (`mayChain`) and the drive budget is not spent.
- * - A claim that started a new turn (`startedTurn`: its task applied as
- *   `TASK_STARTED`, a chained claim too) commits that start, with the mail
- *   it applied, before the turn's first effect: the stored state is
- *   `running` while the first model call runs. That is one commit more per
- *   turn and none per step; a claim that continues a turn, or whose new turn
- *   needs no effect (cancelled by its own mail), adds none.
+ * - A claim that starts a new turn commits nothing of its own for the start:
+ *   the claim already stored the turn's state as `running` (store/port.ts
+ *   invariant `turn-start`), and `TASK_STARTED`, with the mail the claim
+ *   applied, rides with the commit of the turn's first effect. A turn of n
+ *   steps costs n commits.
  */
 import type { ClaimContext, HostOutcome } from "../claim/context.ts";
 import { snap } from "../claim/context.ts";
@@ -47,7 +46,7 @@ export interface EffectsEnd {
 
 /** Runs effects until the agent is released or the claim is lost. */
 export async function runEffects(
-  ctx: ClaimContext, buffer: CommitBuffer, driveBudget: RunningDriveBudget | undefined, mayChain: boolean, startedTurn = false,
+  ctx: ClaimContext, buffer: CommitBuffer, driveBudget: RunningDriveBudget | undefined, mayChain: boolean,
 ): Promise<EffectsEnd> {
   const { clock } = ctx.deps;
   const fenced = (): EffectsEnd => ({ resident: false, outcome: { status: "fenced", reason: buffer.fenceReason || "lease_lost", commits: buffer.commits } });
@@ -65,12 +64,6 @@ export async function runEffects(
     if (!need.yes) {
       if (!(await buffer.flush({ runnableAt: need.runnableAt }, { chain: chainAllowed() }))) return refused();
       return released(false);
-    }
-    if (startedTurn) {
-      // The turn's start is stored before its first effect: readers see `running` at once.
-      startedTurn = false;
-      if (!(await buffer.flush(null))) return refused();
-      if (ctx.abort.signal.aborted) return fenced();
     }
     const step = await stepOnce(ctx);
     if (step === "no-effect") continue;

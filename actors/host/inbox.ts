@@ -1,14 +1,18 @@
 /**
  * The inbox records a claim took, applied as machine events: the task of
  * the turn (`TASK_STARTED`) and the mail, oldest first (greedy batch). They
- * ride with the claim's first commit, which acknowledges the mail. When the
- * claim started a new turn that needs an effect, that first commit is one of
- * their own, made before the first effect (actors/host/effects.ts): the turn
- * reads `running` from the moment its claim is taken.
+ * ride with the claim's first commit, which acknowledges the mail: the
+ * commit of the turn's first effect when there is one (actors/host/effects.ts).
+ * The turn reads `running` from the moment its claim is taken all the same:
+ * the claim stored that state (store/port.ts invariant `turn-start`).
  *
  * Invariants:
  * - A task starts a turn only once: not when the snapshot already runs that
- *   turn (a worker died after starting it) or any turn.
+ *   turn (a worker died after starting it) or any turn. The head's state
+ *   does not decide it: it reads `running` from the claim on, before the
+ *   snapshot holds the turn (a claim that ended before its first commit
+ *   stored nothing of the start, so the task is applied as `TASK_STARTED`
+ *   again, and the log holds it once).
  * - A cancel applies only to the turn it was accepted for, never to another
  *   one; mail that fits no waiting call or turn is logged as `mail_ignored`.
  * - An `approval` mail lets the approved call run in this claim (actors/steps/approvals.ts),
@@ -42,10 +46,9 @@ export function turnConfig(agent: AnyAgent, task: InboxTask): TurnConfig {
 }
 
 /**
- * Applies the claim's task (new, or carried over from a worker that died before starting it) and its mail.
- * True when the task started a new turn here (`TASK_STARTED` applied).
+ * Applies the claim's task (new, or carried over from a worker that died before its first commit) and its mail.
  */
-export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
+export async function applyInbox(ctx: ClaimContext): Promise<void> {
   // A new turn starts under the agent's own definition, whatever the last turn was handed off to.
   const { claim, binding } = ctx;
   const { clock } = ctx.deps;
@@ -69,7 +72,6 @@ export async function applyInbox(ctx: ClaimContext): Promise<boolean> {
   }
   const { value, context } = snap(ctx);
   await loadApprovals(ctx, value, context);
-  return startedHere;
 }
 
 type Mail = ClaimContext["claim"]["mail"][number];

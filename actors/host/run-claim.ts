@@ -40,9 +40,9 @@
  *   abort signal fires, no further commit, dispatch or model call happens,
  *   the cache entry is dropped. What a crash at each point re-runs is in
  *   docs/architecture.md, "Commits and crash points":
- *   - before the first commit: the task start and the mail (a claim that
- *     starts a new turn commits them before the turn's first effect);
- *   - after the start commit: the first effect;
+ *   - before the first commit: the task start, the mail and the first
+ *     effect (the claim stored only the turn's state, `running`:
+ *     store/port.ts invariant `turn-start`);
  *   - in a model step: the step (its calls were never dispatched);
  *   - between recording calls and their results' commit: the tools, under
  *     the recorded ids (`toolCallId` is the tools' idempotency key);
@@ -140,8 +140,8 @@ export async function runClaim(deps: HostDeps, claim: Claimed, workerId: string,
   let resident = false;
   if (restored.upgradeFrom !== undefined) applyUpgrade(ctx, restored.upgradeFrom);
   try {
-    const startedTurn = await applyInbox(ctx);
-    const end = await runEffects(ctx, buffer, driveBudget, mayChain, startedTurn);
+    await applyInbox(ctx);
+    const end = await runEffects(ctx, buffer, driveBudget, mayChain);
     resident = end.resident;
     return ended && end.outcome.status === "released" ? { ...end.outcome, ended } : end.outcome;
   } finally {

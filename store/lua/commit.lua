@@ -389,6 +389,8 @@ if chain and not chain_full and ends_turn and release ~= '-' and pending_mail ==
   for i = 1, #w - 1, 2 do
     if w[i] == 'activeTurnId' then w[i + 1] = next_turn end
     if w[i] == 'currentTask' then w[i + 1] = string.sub(entry, nl + 1) end
+    -- The next turn reads `running` from this claim on (invariant `turn-start`).
+    if w[i] == 'state' then w[i + 1] = '"running"' end
   end
   w[#w + 1] = 'pendingTasks'; w[#w + 1] = int(math.max(0, num(h.pendingTasks) - 1))
   w[#w + 1] = 'epoch'; w[#w + 1] = int(tonumber(h.epoch) + 1)

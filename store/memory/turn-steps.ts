@@ -140,7 +140,10 @@ export function claimStep(s: MemoryState, a: AgentRecords, req: ClaimAsk): Claim
   return takeLease(s, a, req, previousLease, copy(a.mail));
 }
 
-/** The writes of a claim (shared with a chaining commit, invariant `turn-chaining`): the next task if no turn is active, a new epoch, the lease. */
+/**
+ * The writes of a claim (shared with a chaining commit, invariant `turn-chaining`): the next task if no turn is active
+ * (its turn's state `running`, invariant `turn-start`), a new epoch, the lease.
+ */
 export function takeLease(
   s: MemoryState,
   a: AgentRecords,
@@ -157,6 +160,8 @@ export function takeLease(
     w.set(h, "currentTask", next);
     w.set(h, "pendingTasks", a.tasks.length);
     w.set(h, "runnableAt", req.now);
+    // The turn reads `running` from its claim on; the rest of its start rides with the first commit (invariant `turn-start`).
+    w.set(h, "state", "running");
   }
   w.set(h, "epoch", h.epoch + 1);
   w.set(h, "leaseOwner", req.workerId);

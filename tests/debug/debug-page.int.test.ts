@@ -87,27 +87,29 @@ describe("debugger page (Chromium)", () => {
     await page.locator('tr[data-agent-id="a1"] a').click({ timeout: 15_000 });
     expect(new URL(page.url()).pathname).toBe("/debug/agents/a1");
 
-    // Live: running while the first model step is held (the turn's start is
-    // committed before that step), then waiting-tools.
+    // Live: running while the first model step is held (the claim stored the
+    // turn's state, store/port.ts invariant `turn-start`), then waiting-tools.
     await expectLive(page, "a1", "running");
     server.release("a1");
     await expectLive(page, "a1", "waiting-tools");
     await page.locator('[data-event-type="tool_call"]').first().waitFor();
 
-    // Time travel: the transition into running shows running again.
+    // Time travel: the transition into running rides with the first step's commit (the turn's start is
+    // stored with it), so the page shows the end of that commit, waiting-tools, and says so.
     const events = (await server.call("GET", "/v1/agents/a1/events?format=json")).body.events as any[];
     const toRunning = events.find((e) => e.type === "transition" && e.data.to === "running");
     const toWaiting = events.find((e) => e.type === "transition" && e.data.to === "waiting-tools");
     expect(toRunning && toWaiting).toBeTruthy();
     await page.locator(`[data-event-id="${toRunning.id}"]`).click();
-    await page.locator('svg.chart [data-state="running"][data-active="true"]').waitFor();
-    await page.locator('[data-testid="history-state"]', { hasText: "running" }).waitFor();
+    await page.locator('svg.chart [data-state="waiting-tools"][data-active="true"]').waitFor();
+    await page.locator('[data-testid="history-state"]', { hasText: "waiting-tools" }).waitFor();
+    expect(Number(await page.locator('[data-testid="commit-point"]').getAttribute("data-through-event-id"))).toBeGreaterThanOrEqual(toWaiting.id);
     // One step forward with the button, then one back with the other.
     await page.locator('[data-testid="step-forward"]').click();
     await page.locator('[data-testid="mode"]', { hasText: `at event #${toRunning.id + 1}` }).waitFor();
     await page.locator('[data-testid="step-back"]').click();
     await page.locator('[data-testid="mode"]', { hasText: `at event #${toRunning.id}` }).waitFor();
-    expect(await activeState(page)).toBe("running");
+    expect(await activeState(page)).toBe("waiting-tools");
     // The slider moves too.
     await page.locator('[data-testid="slider"]').fill(String(toWaiting.id));
     await page.locator('svg.chart [data-state="waiting-tools"][data-active="true"]').waitFor();
@@ -203,7 +205,7 @@ describe("debugger page (Chromium)", () => {
           await page.locator('svg.chart [data-active="true"]').getAttribute("data-state"),
         );
       };
-      // The first model step is held: the turn is claimed and its start committed.
+      // The first model step is held: the turn is claimed, and its claim stored the state `running`.
       await live("running");
       open.release("b1");
       await live("waiting-tools");

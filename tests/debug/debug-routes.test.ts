@@ -68,9 +68,12 @@ describe("GET /v1/agents/:agentId/history/:eventId", () => {
     expect(first.state).toBe("idle");
     expect(first.event.type).toBe("task_enqueued");
     const started = events.find((e) => e.type === "transition")!;
+    // The turn's start rides with its first step's commit (store/port.ts invariant `turn-start`): the history at
+    // it is the agent at the end of that commit (`throughEventId`), the step's call recorded.
     const atStart = HistoryView.parse((await call("GET", `/v1/agents/a1/history/${started.id}`)).body);
-    expect(atStart.state).toBe("running");
-    expect(atStart.messages).toEqual([{ role: "user", content: "hello" }]);
+    expect(atStart.state).toBe("waiting-tools");
+    expect(atStart.messages[0]).toEqual({ role: "user", content: "hello" });
+    expect(atStart.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const last = HistoryView.parse((await call("GET", `/v1/agents/a1/history/${head!.lastEventId}`)).body);
     expect(last.snapshot).toEqual(head!.snapshot);
     expect(last.state).toBe("waiting-tools");

@@ -79,9 +79,8 @@ async function checkLog(store: Store, agentId: string) {
 }
 
 describe("one commit per step", () => {
-  it("results of retry-safe tools ride with the next model step: 3 step commits for a 3-step turn, against 5 without", async () => {
-    // Plus the turn's start (one commit per turn, before its first model call; actors/host/effects.ts).
-    for (const [retrySafe, commits] of [[true, 1 + 3], [false, 1 + 5]] as const) {
+  it("results of retry-safe tools ride with the next model step: 3 commits for a 3-step turn, against 5 without", async () => {
+    for (const [retrySafe, commits] of [[true, 3], [false, 5]] as const) {
       const clock = manualClock();
       const store = observedStore(memoryStore());
       const { agent, runs } = workAgent({ retrySafe });
@@ -112,9 +111,9 @@ describe("one commit per step", () => {
     await enqueue(store, clock, "a1", agent, "go");
     const dead = runner.run(await claimNext(store, "w1", clock.now()), "w1");
     await until(() => held, 2_000, "w1's second model step");
-    // w1 ran the tool of step 1, and committed only the turn's start and step 1 (the call is recorded, its result rides).
+    // w1 ran the tool of step 1, and committed only step 1 (the call is recorded, its result rides).
     expect(runs).toHaveLength(1);
-    expect(store.commits.filter((c) => c.status === "applied")).toHaveLength(2);
+    expect(store.commits.filter((c) => c.status === "applied")).toHaveLength(1);
     expect((await store.getToolCalls("a1", runs[0].turnId)).map((r) => r.status)).toEqual(["pending"]);
     clock.advance(LEASE + 1);
     const out = await claimRunner(hostDeps(store, [agent], clock)).run(await claimNext(store, "w2", clock.now()), "w2");
@@ -183,8 +182,8 @@ describe("turn chaining", () => {
     expect(out).toMatchObject({ status: "released", state: "done" });
     expect(calls.claimNext).toBe(1);
     expect(calls.claim ?? 0).toBe(0);
-    // 3 turns x (the turn's start + 3 steps), one commit each, and nothing else.
-    expect(calls.commit).toBe(12);
+    // 3 turns x 3 steps, one commit each, and nothing else.
+    expect(calls.commit).toBe(9);
     const h = await head(store, "a1");
     expect([h.activeTurnId, h.pendingTasks, h.leaseOwner]).toEqual([null, 0, null]);
     expect((await eventsOf(store, "a1", "task")).map((e) => (e.data as { status: string }).status)).toEqual(["done", "done", "done"]);

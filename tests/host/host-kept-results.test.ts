@@ -64,8 +64,8 @@ describe("kept results of in-process tools", () => {
     await enqueue(store, clock, "k1", agent, "go");
     const deps = hostDeps(store, [agent], clock); // one process: one set of deps
 
-    // The first commits (the turn's start, the step recording the call) apply; the commit of the tool's result is refused.
-    const held = store.hold("A", 2);
+    // The first commit (recording the call) applies; the commit of the tool's result is refused.
+    const held = store.hold("A", 1);
     const first = runClaim(deps, await claim(store, "k1", "A", clock.now()), "A");
     await held.started;
     held.release.resolve({ status: "conflict", reason: "fenced" });
@@ -107,8 +107,7 @@ describe("kept results of in-process tools", () => {
     const { agent, runs } = setup();
     await enqueue(store, clock, "k3", agent, "go");
 
-    // The turn's start and the step recording the call apply; the commit of the tool's result is refused.
-    const held = store.hold("A", 2);
+    const held = store.hold("A", 1);
     const first = runClaim(hostDeps(store, [agent], clock), await claim(store, "k3", "A", clock.now()), "A");
     await held.started;
     held.release.resolve({ status: "conflict", reason: "fenced" });

@@ -1,19 +1,21 @@
 /**
  * What storing a turn's start costs in store round trips (docs/store.md,
- * "Round trips per turn"). A claim that starts a turn commits
- * `TASK_STARTED` before the turn's first model call, so the turn reads
- * `running` at once: one store call more per turn, none per step.
+ * "Round trips per turn"). The claim that takes a task stores the turn's
+ * state as `running` (store/port.ts invariant `turn-start`), and
+ * `TASK_STARTED` rides with the turn's first commit: a turn of n steps costs
+ * n commits, and the turn reads `running` from its claim on all the same.
  *
  * Invariants checked (store calls counted by tests/helpers/call-counting.ts
  * around one claim runner, memory store and a real redis-server,
  * hand-driven clock):
  * - A turn of k steps (k-1 steps of a tool without `retrySafe`, then
- *   `submit_result`) costs PER_TURN + PER_STEP * (k - 1) store calls: the
- *   per-step cost is the same as before the start commit (2: the step's
- *   commit and the tool result's commit), the per-turn cost one more (2:
- *   the start commit and the ending step's commit).
+ *   `submit_result`) costs PER_TURN + PER_STEP * (k - 1) store calls: 2 per
+ *   further step (the step's commit and the tool result's commit), 1 per
+ *   turn (the ending step's commit): no commit for the turn's start.
+ * - Right after the claim, before any commit, the stored state reads
+ *   `running` for the claimed turn (memory and Redis).
  * - Chained turns (the commit that ends a turn claims the next task) pay the
- *   same per turn: the chained claim commits its start too.
+ *   same per turn.
  * - A claim that continues a turn (here: the mail of an external result)
  *   adds no commit.
  */
@@ -33,9 +35,9 @@ import { useRedisServer } from "../helpers/redis.ts";
 
 const server = useRedisServer({}, 60_000);
 
-/** Commits of a turn that has no step but its last (measured: 1 before the start commit). */
-const PER_TURN = 2;
-/** Commits of each further step (a model step and a tool without `retrySafe`; measured: 2 before, unchanged). */
+/** Commits of a turn that has no step but its last (2 while the start was a commit of its own). */
+const PER_TURN = 1;
+/** Commits of each further step (a model step and a tool without `retrySafe`; unchanged). */
 const PER_STEP = 2;
 
 type Claimed = Extract<ClaimResult, { status: "claimed" }>;
@@ -47,11 +49,12 @@ async function claimNext(store: Store, now: number): Promise<Claimed> {
 }
 
 /** An agent whose turn calls `work` (in process, or `external`) `toolSteps` times, then submits. */
-function workAgent(toolSteps: number, external = false): AnyAgent {
+function workAgent(toolSteps: number, external = false, firstCall?: () => Promise<void>): AnyAgent {
   const work = external
     ? defineTool({ name: "work", description: "Does work", parameters: z.object({ n: z.number() }) })
     : defineTool({ name: "work", description: "Does work", parameters: z.object({ n: z.number() }), execute: (a) => ({ done: a.n }) });
   const model = recordingModel(async (req): Promise<ModelResponse> => {
+    if (req.step === 1 && firstCall) await firstCall();
     if (req.step <= toolSteps) return { toolCalls: [{ id: `c${req.step}`, name: "work", args: { n: req.step } }] };
     return { toolCalls: [{ id: `s${req.step}`, name: "submit_result", args: { result: "ok" } }] };
   });
@@ -66,20 +69,30 @@ function workAgent(toolSteps: number, external = false): AnyAgent {
 async function storeCallsOf(toolSteps: number, turns = 1, open: () => Store = memoryStore): Promise<Record<string, number>> {
   const clock = manualClock();
   const inner = open();
-  const agent = workAgent(toolSteps);
-  for (let i = 0; i < turns; i++) await enqueue(inner, clock, "a1", agent, `go ${i}`);
+  // Each turn's first model call (a chained one too): the stored state reads `running` for that very turn.
+  const started: string[] = [];
+  const agent = workAgent(toolSteps, false, async () => {
+    const h = (await inner.getAgent("a1"))!;
+    expect(h.state).toBe("running");
+    started.push(h.activeTurnId!);
+  });
+  const turnIds: string[] = [];
+  for (let i = 0; i < turns; i++) turnIds.push((await enqueue(inner, clock, "a1", agent, `go ${i}`)).turnId);
   const first = await claimNext(inner, clock.now());
+  // Right after the claim, before any commit: `running`, the claimed turn, the snapshot not written yet.
+  expect(await inner.getAgent("a1")).toMatchObject({ state: "running", activeTurnId: turnIds[0], version: 0 });
   const counting = callCounting(inner);
   const out = await claimRunner(hostDeps(counting.store, [agent], clock)).run(first, "w1");
   expect(out).toMatchObject({ status: "released", state: "done" });
   expect((await inner.getAgent("a1"))?.pendingTasks).toBe(0);
+  expect(started).toEqual(turnIds);
   expect(Object.keys(counting.calls).filter((m) => m !== "commit" && m !== "recordToolMethod")).toEqual([]);
   await inner.close();
   return { ...counting.calls, total: counting.total() };
 }
 
 describe("round trips per turn and per step", () => {
-  it("a turn costs PER_TURN + PER_STEP per further step; the start commit adds one per turn, none per step", async () => {
+  it("a turn costs PER_TURN + PER_STEP per further step: n commits for n steps, none for the start", async () => {
     const one = await storeCallsOf(0);
     const three = await storeCallsOf(2);
     expect(one).toEqual({ commit: PER_TURN, total: PER_TURN });
@@ -95,7 +108,7 @@ describe("round trips per turn and per step", () => {
     expect((await storeCallsOf(1, 3, redis)).commit).toBe(3 * (PER_TURN + PER_STEP));
   }, 60_000);
 
-  it("chained turns pay the same per turn: the chained claim stores its start too", async () => {
+  it("chained turns pay the same per turn", async () => {
     const single = await storeCallsOf(1, 1);
     const chained = await storeCallsOf(1, 3);
     expect(single.commit).toBe(PER_TURN + PER_STEP);

@@ -217,7 +217,9 @@ describe("the 40-and-1 case: one tenant's backlog does not hold another's task b
         const events = await store.readEvents(id, 0, 1_000);
         const started = events.find((e) => (e.data as { event?: { type?: string } }).event?.type === "TASK_STARTED");
         const ended = events.find((e) => e.type === "task");
-        return { start: started?.at ?? NaN, end: ended?.at ?? NaN };
+        // When the claim started the turn (the machine event's `at`): the event itself is stored with the
+        // turn's first commit, after the first model step (store/port.ts invariant `turn-start`).
+        return { start: (started?.data as { event?: { at?: number } } | undefined)?.event?.at ?? NaN, end: ended?.at ?? NaN };
       };
       const b = await startOf("B");
       const as = await Promise.all(a.map(startOf));

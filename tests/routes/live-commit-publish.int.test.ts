@@ -7,7 +7,8 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, scriptedModel } from "../../mod.ts";
+import { z } from "zod";
+import { createGatehouse, defineAgent, defineTool, scriptedModel } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { upstashStore } from "../../store/upstash.ts";
 import { keySpace } from "../../store/keys.ts";
@@ -25,10 +26,15 @@ afterAll(async () => {
   await bridge?.close();
 });
 
+/** A turn of two steps: a tool call (its result committed on its own), then the answer. */
 const agent = defineAgent({
   name: "echo",
   instructions: "Answer.",
-  model: scriptedModel(() => ({ toolCalls: [{ name: "submit_result", args: { result: "ok" } }] })),
+  model: scriptedModel([
+    { toolCalls: [{ name: "note", args: {} }] },
+    { toolCalls: [{ name: "submit_result", args: { result: "ok" } }] },
+  ]),
+  tools: [defineTool({ name: "note", description: "Notes", parameters: z.object({}), execute: () => "noted" })],
 });
 
 const STORES: Record<string, (prefix: string) => Store> = {
@@ -57,12 +63,12 @@ describe.each(Object.keys(STORES))("the commit script publishes grew (%s)", (nam
       const head = await store.getAgent("a1");
       expect(head?.state).toBe("done");
       for (let i = 0; i < 100 && !heard.some((m) => m.lastEventId === head!.lastEventId); i++) await new Promise((r) => setTimeout(r, 20));
-      // The turn's commits (its start and its step) each published their own lastEventId, in order.
+      // The turn's commits (its steps and the tool's result) each published their own lastEventId, in order.
       const fromCommits = heard.filter((m) => m.type === "grew" && typeof m.lastEventId === "number").map((m) => m.lastEventId!);
-      expect(fromCommits.length).toBeGreaterThanOrEqual(2);
+      expect(fromCommits.length).toBeGreaterThanOrEqual(3);
       expect(fromCommits.at(-1)).toBe(head!.lastEventId);
       expect([...fromCommits].sort((a, b) => a - b)).toEqual(fromCommits);
-      // The start leaves the turn running (no turn's end in it: `turnEnded: false`); the step that ends it says nothing.
+      // The first step and the tool's result leave the turn running (no turn's end in them: `turnEnded: false`); the step that ends it says nothing.
       const ended = heard.filter((m) => m.type === "grew" && typeof m.lastEventId === "number").map((m) => (m as { turnEnded?: boolean }).turnEnded);
       expect(ended.slice(0, -1).every((e) => e === false)).toBe(true);
       expect(ended.at(-1)).toBeUndefined();

@@ -8,8 +8,9 @@
  * Invariants checked:
  * - Throughout the first model call of a turn (a model streaming 10 pieces
  *   over 1.5 s, the view polled every 100 ms), `GET /v1/agents/:id` reads
- *   `state: "running"`, a committed version and `activity: { kind: "model",
- *   step: 1 }`: the turn's start is committed before that call.
+ *   `state: "running"` for the turn (`activeTurnId`) and `activity: { kind:
+ *   "model", step: 1 }`: the claim stored the turn's state (store/port.ts
+ *   invariant `turn-start`), the rest of its start rides with that call's commit.
  * - While an in-process tool runs: `activity.kind: "tool"` with its id;
  *   while the verifier runs: `activity.kind: "verifier"`; at rest the
  *   activity is null.
@@ -136,13 +137,16 @@ for (const [name, open] of envs) {
       const worker = createGatehouse({ agents: [agent], store: stores.worker });
       const reader = createGatehouse({ agents: [agent], store: stores.reader });
       try {
-        expect((await post(reader, "/v1/agents/l1/tasks", { agent: "live", input: "go" })).status).toBe(202);
+        const enq = await post(reader, "/v1/agents/l1/tasks", { agent: "live", input: "go" });
+        expect(enq.status).toBe(202);
         const queued = await view(reader, "l1");
         expect([queued.state, queued.activity]).toEqual(["idle", null]);
         worker.startWorker();
         await model.started.promise;
 
-        // Every 100 ms during the call: running, a committed version, model activity of step 1.
+        // Every 100 ms during the call: running, the claimed turn, model activity of step 1.
+        const turnId = enq.json.turnId;
+        expect(typeof turnId).toBe("string");
         const during: any[] = [];
         while (model.inCall) {
           const v = await view(reader, "l1");
@@ -154,8 +158,11 @@ for (const [name, open] of envs) {
         expect(during.length).toBeGreaterThanOrEqual(3);
         for (const v of during) {
           expect(v).toMatchObject({ state: "running", activity: { kind: "model", step: 1 } });
-          expect(v.version).toBeGreaterThan(0);
+          // The claim stored the state only: the first commit (and version 1) comes with this call's end.
+          expect(v.version).toBe(0);
+          expect(v.activeTurnId).toBe(turnId);
           expect(v.activeTurnId).toBe(v.turnId);
+          expect(v.output).toBeUndefined();
           expect(v.lease).not.toBeNull();
           expect(v.activity.sinceMs).toBeLessThanOrEqual(Date.now());
           expect(new Date(v.activity.since).getTime()).toBe(v.activity.sinceMs);

@@ -226,7 +226,8 @@ for (const [adapter, open] of adapters) {
         // A wakes up: its commit is refused.
         blocked.resolve({ toolCalls: [{ name: "agent_output", args: { answer: "late" } }] });
         expect(await runA).toMatchObject({ status: "fenced" });
-        expect(store.commits.filter((c) => c.workerId === "A").map((c) => c.status)).toEqual(["applied", "applied", "applied", "conflict"]);
+        // The first step (with the turn's start), the handoff's result, then the refused one.
+        expect(store.commits.filter((c) => c.workerId === "A").map((c) => c.status)).toEqual(["applied", "applied", "conflict"]);
         expect(await replayLog(store, "h2")).toEqual((await head(store, "h2")).snapshot);
       } finally {
         await store.close();
@@ -239,8 +240,8 @@ for (const [adapter, open] of adapters) {
       const store = observedStore(open());
       try {
         const { turnId } = await enqueue(store, clock, "h3", t.triage, "go");
-        // Worker A's third commit (the handoff's result, after the turn's start and the step) never lands.
-        const held = store.hold("A", 2);
+        // Worker A's second commit (the handoff's result, after the step that carried the turn's start) never lands.
+        const held = store.hold("A", 1);
         const claimA = await claim(store, "h3", "A", clock.now());
         const runA = runClaim(hostDeps(store, t.agents, clock), claimA, "A");
         await held.started;

@@ -18,6 +18,10 @@
  * and what a caller did over HTTP records who did it (`by`, common/by.ts: the
  * run's tool result, delivered without auth, carries `by: null` on its
  * `tool_result_received` event and its call's record).
+ * A run written now also spends no commit on a turn's start (store/port.ts invariant
+ * `turn-start`; the fixtures were written while each turn's start was a commit of its own): its
+ * events are the same, the head's `version` (and the last commit's token, which names the
+ * version it expected) is the fixture's less the run's two turns (`START_COMMITS`).
  * `asThen` states those differences exactly: the marks and `by` left out, the history
  * at each event is what the old log answered at `throughEventId`, and an old
  * log (no marks) answers `throughEventId` = the event.
@@ -47,6 +51,9 @@ type Dumped = { type: string; ttl: number; value: unknown };
 const bytes = (events: unknown[]) => events.reduce<number>((n, e) => n + new TextEncoder().encode(JSON.stringify(e)).byteLength, 0);
 /** Model steps of the run: one `step` started event each. */
 const stepsOf = (events: StoredEvent[]) => events.filter((e) => e.type === "step" && e.data.phase === "started").length;
+
+/** The fixture run's turns: each started with a commit of its own when formats 1 and 2 were written, none now. */
+const START_COMMITS = 2;
 
 const server = useRedisServer();
 let raw: Redis;
@@ -98,6 +105,15 @@ function unmarked<T>(v: T): T {
 async function readings(gh: Gatehouse, then?: Readings, marked = false): Promise<Readings> {
   const now = unmarked(await readNow(gh));
   if (!then) return now;
+  if (marked) {
+    // Written now: no commit for a turn's start (see the header); everything else of the view and the bundle's head the same.
+    const version = (then.agent as { version: number }).version;
+    expect((now.agent as { version: number }).version).toBe(version - START_COMMITS);
+    expect((now.bundle as { head: { version: number } }).head.version).toBe(version - START_COMMITS);
+    now.agent = { ...(now.agent as object), version };
+    const bundle = now.bundle as { head: object };
+    now.bundle = { ...bundle, head: { ...bundle.head, version } };
+  }
   for (const [id, body] of Object.entries(now.history) as Array<[string, Record<string, unknown>]>) {
     const { throughEventId: through, ...rest } = body;
     if (!marked) expect(through, `history at ${id}`).toBe(Number(id));
@@ -217,7 +233,11 @@ describe("the same run written now against format 2 (snapshot without its defaul
     const { _taskSeq, turnVersion, versionTurn, ...headThen } = head;
     expect(_taskSeq).toBe("0");
     expect([JSON.parse(turnVersion), JSON.parse(versionTurn)]).toEqual([expect.stringMatching(/^d[0-9a-f]+$/), "turn_2"]);
-    records.head = { ...records.head, value: { ...headThen, _evBytes: oldHead._evBytes } };
+    // No commit for a turn's start now: the version, and the last commit's token (`<epoch>:<expected version>:…`), that much lower.
+    expect(Number(head.version)).toBe(Number(oldHead.version) - START_COMMITS);
+    const [epoch, expected, ...rest] = oldHead._commit.split(":");
+    expect(head._commit).toBe([epoch, Number(expected) - START_COMMITS, ...rest].join(":"));
+    records.head = { ...records.head, value: { ...headThen, _evBytes: oldHead._evBytes, version: oldHead.version, _commit: oldHead._commit } };
     for (const key of Object.keys(old)) {
       if (key === "head:snapshot") continue;
       expect(unmarked(records[key]), key).toEqual(old[key]);

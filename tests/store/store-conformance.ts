@@ -756,6 +756,38 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
       });
     });
 
+    describe("turn start (invariant `turn-start`)", () => {
+      it("a claim that takes a task stores its turn's state as running and nothing else of the start", async () => {
+        const { req } = await enqueue();
+        const before = (await store.getAgent("a1"))!;
+        expect(before.state).toBe("idle");
+        const c = await claimOk();
+        const head = (await store.getAgent("a1"))!;
+        expect(c.head).toEqual(head);
+        expect(head).toMatchObject({ state: "running", activeTurnId: req.turnId, version: before.version, lastEventId: before.lastEventId, messageCount: 0 });
+        expect(head.snapshot).toEqual(before.snapshot);
+        expect(await store.readMessages("a1")).toEqual([]);
+        // The first commit stores the start's snapshot, state, events and messages as given.
+        const snapshot = { value: "waiting-tools", context: { turnId: req.turnId } };
+        const r = await store.commit(commitOf(c, "w1", { snapshot, state: "waiting-tools", now: T0 + 5, events: [{ type: "transition", data: { to: "running" } }] }));
+        expect(r.status).toBe("applied");
+        expect((await store.getAgent("a1"))!).toMatchObject({ state: "waiting-tools", snapshot, version: before.version + 1 });
+      });
+
+      it("a claim that continues a turn, and a claim whose worker stored nothing, leave the state as the head holds it", async () => {
+        const { req } = await enqueue();
+        const c1 = await claimOk("a1", "w1", T0);
+        // The first claimant dies before its first commit: the next claim finds the turn running, nothing else stored.
+        const c2 = await claimOk("a1", "w2", T0 + LEASE + 1);
+        expect(c2.head).toMatchObject({ state: "running", activeTurnId: req.turnId, version: c1.head.version, snapshot: c1.head.snapshot });
+        expect(c2.task?.turnId).toBe(req.turnId);
+        const r = await store.commit(commitOf(c2, "w2", { state: "waiting-tools", now: T0 + LEASE + 2, release: { runnableAt: T0 + LEASE + 3 } }));
+        expect(r.status).toBe("applied");
+        const c3 = await claimOk("a1", "w3", T0 + LEASE + 3);
+        expect(c3.head.state).toBe("waiting-tools");
+      });
+    });
+
     describe("turn chaining (invariant `turn-chaining`)", () => {
       it("a commit that ends the turn takes the next task as a claim would: same records, lease kept, epoch + 1", async () => {
         const first = await enqueue({ idempotencyKey: "k1" });
@@ -782,7 +814,8 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
         expect(head.leaseUntil).toBe(T0 + 9 + LEASE);
         expect(head.pendingTasks).toBe(0);
         expect(head.version).toBe(c.head.version + 1);
-        expect(head.state).toBe("done");
+        // The commit stored the ended turn's snapshot; the chained turn reads `running` from this claim on (invariant `turn-start`).
+        expect(head.state).toBe("running");
         // The ended turn is recorded as with any ending commit.
         expect((await store.getTurn("a1", first.req.turnId))?.status).toBe("done");
         // Visibility timeout as after a claim; nobody else can claim it.

@@ -114,6 +114,8 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     h.currentTask = string.sub(entry, nl + 1)
     h.pendingTasks = int(tonumber(h.pendingTasks) - 1)
     h.runnableAt = now_str
+    -- The turn reads `running` from its claim on; the rest of its start rides with the first commit (invariant `turn-start`).
+    h.state = '"running"'
   end
   h.epoch = int(tonumber(h.epoch) + 1)
   h.leaseOwner = worker_json
@@ -126,6 +128,7 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     w[#w + 1] = 'currentTask'; w[#w + 1] = h.currentTask
     w[#w + 1] = 'pendingTasks'; w[#w + 1] = h.pendingTasks
     w[#w + 1] = 'runnableAt'; w[#w + 1] = h.runnableAt
+    w[#w + 1] = 'state'; w[#w + 1] = h.state
   end
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
