@@ -20,7 +20,7 @@
  * holds one slot) and Upstash (its client interface has no pipeline) send
  * the two calls one after the other.
  */
-import type { ClaimNextRequest, ClaimResult, EnqueueAndClaimResult, EnqueueTaskRequest, EnqueueTaskResult } from "../port.ts";
+import type { ClaimNextRequest, ClaimResult, EnqueueAndClaimResult, EnqueueTaskRequest, EnqueueTaskResult, Settled } from "../port.ts";
 import { settle } from "../enqueue-claim.ts";
 import type { ScriptContext } from "./context.ts";
 import { claimNext, enqueueTask } from "./turn-protocol.ts";
@@ -30,17 +30,17 @@ export async function enqueueAndClaim(c: ScriptContext, task: EnqueueTaskRequest
     const enqueued = await settle(() => enqueueTask(c, task));
     return { enqueued, claim: await settle(() => claimNext(c, claim)) };
   }
-  let sent: [Promise<EnqueueTaskResult>, Promise<ClaimResult>] | undefined;
+  // Settled at once (settle calls each synchronously, so both reach the pipeline): no rejection goes unhandled.
+  let sent: [Promise<Settled<EnqueueTaskResult>>, Promise<Settled<ClaimResult>>] | undefined;
   let late: boolean[];
   try {
-    ({ late } = await c.pipelined(() => void (sent = [enqueueTask(c, task), claimNext(c, claim)])));
+    ({ late } = await c.pipelined(() => void (sent = [settle(() => enqueueTask(c, task)), settle(() => claimNext(c, claim))])));
   } catch (error) {
     // The eviction check failed: nothing was sent.
     return { enqueued: { ok: false, error }, claim: { ok: false, error } };
   }
-  const [e, k] = sent!;
-  const enqueued = await settle(() => e);
-  let claimed = await settle(() => k);
+  const enqueued = await sent![0];
+  let claimed = await sent![1];
   const tookNothing = claimed.ok && claimed.value.status !== "claimed" && claimed.value.status !== "schedule_due";
   if (late.length === 2 && late[0] && !late[1] && tookNothing) claimed = await settle(() => claimNext(c, claim));
   return { enqueued, claim: claimed };
