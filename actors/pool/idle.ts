@@ -41,7 +41,7 @@
  * 6. The sentinel never sleeps past the earliest due time it read.
  * 7. `stop` wakes every parked loop and ends the sleep; afterwards no loop
  *    parks or sleeps.
- * 8. A hand-over (`handOver`: a route of this process sends its enqueue with
+ * 8. The hand-over rule. A hand-over (`handOver`: a route of this process sends its enqueue with
  *    a claim for a free loop, actors/pool/pool.ts) takes one parked loop,
  *    never the sentinel, and only while the pool runs; with none parked it
  *    does nothing (the route rings as before). It is no wake: the loop it
@@ -83,7 +83,7 @@ export type IdleEvent =
   | { type: "wake" }
   /** A loop claimed an agent. */
   | { type: "claimed" }
-  /** A route asks for a parked loop to hand a claim to (invariant 8). */
+  /** A route asks for a parked loop to hand a claim to (the hand-over rule, header). */
   | { type: "handOver" }
   /** A bell pushed by the store: due in `dueInMs` (<= 0: now); `heldElsewhere` when its target is another process's. */
   | { type: "bell"; dueInMs: number; heldElsewhere: boolean }
@@ -109,7 +109,7 @@ export type IdleEvent =
 export type IdleEffect =
   /** Wake the loop parked longest. */
   | { type: "wakeParked" }
-  /** Wake the loop parked longest with the claim a route sends for it (invariant 8). */
+  /** Wake the loop parked longest with the claim a route sends for it (the hand-over rule, header). */
   | { type: "handParked" }
   /** Wake every parked loop. */
   | { type: "wakeAllParked" }

@@ -98,7 +98,7 @@
  *   of the new task by claimNext's order takes it in the enqueue's round trip.
  * - A claim that took nothing leaves the bell as an empty `claimNext`
  *   does; the loop goes idle as after an empty poll (the sentinel keeps its
- *   watch: a hand-over never takes it, idle.ts invariant 8). A claim that
+ *   watch: a hand-over never takes it, idle.ts, the hand-over rule). A claim that
  *   failed (its answer lost) is logged, the pool is nudged so another loop
  *   polls at once, and the loop backs off as after any store error; an
  *   agent the lost claim may have leased is offered again at its lease end.

@@ -6,11 +6,11 @@
 import type { ClaimNextRequest, EnqueueAndClaimResult, EnqueueTaskRequest } from "../port.ts";
 import { settle } from "../enqueue-claim.ts";
 import type { MemoryState } from "./state.ts";
-import { claimNext, enqueueTask } from "./turn-protocol.ts";
+import * as turnProtocol from "./turn-protocol.ts";
 
 export async function enqueueAndClaim(s: MemoryState, task: EnqueueTaskRequest, claim: ClaimNextRequest): Promise<EnqueueAndClaimResult> {
   // Both bodies run synchronously, one after the other, before either promise is awaited.
-  const enqueued = settle(() => enqueueTask(s, task));
-  const claimed = settle(() => claimNext(s, claim));
+  const enqueued = settle(() => turnProtocol.enqueueTask(s, task));
+  const claimed = settle(() => turnProtocol.claimNext(s, claim));
   return { enqueued: await enqueued, claim: await claimed };
 }

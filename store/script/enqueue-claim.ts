@@ -23,18 +23,18 @@
 import type { ClaimNextRequest, ClaimResult, EnqueueAndClaimResult, EnqueueTaskRequest, EnqueueTaskResult, Settled } from "../port.ts";
 import { settle } from "../enqueue-claim.ts";
 import type { ScriptContext } from "./context.ts";
-import { claimNext, enqueueTask } from "./turn-protocol.ts";
+import * as turnProtocol from "./turn-protocol.ts";
 
 export async function enqueueAndClaim(c: ScriptContext, task: EnqueueTaskRequest, claim: ClaimNextRequest): Promise<EnqueueAndClaimResult> {
   if (!c.deps.pipeline || c.sharded) {
-    const enqueued = await settle(() => enqueueTask(c, task));
-    return { enqueued, claim: await settle(() => claimNext(c, claim)) };
+    const enqueued = await settle(() => turnProtocol.enqueueTask(c, task));
+    return { enqueued, claim: await settle(() => turnProtocol.claimNext(c, claim)) };
   }
   // Settled at once (settle calls each synchronously, so both reach the pipeline): no rejection goes unhandled.
   let sent: [Promise<Settled<EnqueueTaskResult>>, Promise<Settled<ClaimResult>>] | undefined;
   let late: boolean[];
   try {
-    ({ late } = await c.pipelined(() => void (sent = [settle(() => enqueueTask(c, task)), settle(() => claimNext(c, claim))])));
+    ({ late } = await c.pipelined(() => void (sent = [settle(() => turnProtocol.enqueueTask(c, task)), settle(() => turnProtocol.claimNext(c, claim))])));
   } catch (error) {
     // The eviction check failed: nothing was sent.
     return { enqueued: { ok: false, error }, claim: { ok: false, error } };
@@ -42,6 +42,6 @@ export async function enqueueAndClaim(c: ScriptContext, task: EnqueueTaskRequest
   const enqueued = await sent![0];
   let claimed = await sent![1];
   const tookNothing = claimed.ok && claimed.value.status !== "claimed" && claimed.value.status !== "schedule_due";
-  if (late.length === 2 && late[0] && !late[1] && tookNothing) claimed = await settle(() => claimNext(c, claim));
+  if (late.length === 2 && late[0] && !late[1] && tookNothing) claimed = await settle(() => turnProtocol.claimNext(c, claim));
   return { enqueued, claim: claimed };
 }

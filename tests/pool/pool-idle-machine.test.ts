@@ -173,7 +173,7 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
     for (const f of r.effects) {
       if (f.type === "wakeParked") loops[queue.shift()!].status = "active";
       if (f.type === "handParked") {
-        // Invariant 8: the loop parked longest, handed a claim: that claim is its poll, started now.
+        // The hand-over rule (idle.ts): the loop parked longest, handed a claim: that claim is its poll, started now.
         const l = loops[queue.shift()!];
         Object.assign(l, { status: "polling", seen: r.state.wakes, heard: false });
       }
@@ -214,7 +214,7 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
       else if (kind === "handOver") {
         const before = s;
         const r = send({ type: "handOver" });
-        // Invariant 8: one parked loop at most, never the sentinel, no wake counted.
+        // The hand-over rule (idle.ts): one parked loop at most, never the sentinel, no wake counted.
         expect(r.effects).toEqual(before.running && before.parked > 0 ? [{ type: "handParked" }] : []);
         expect(r.state.wakes).toBe(before.wakes);
         expect(r.state.sentinel).toEqual(before.sentinel);
