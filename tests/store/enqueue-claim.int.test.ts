@@ -1,15 +1,12 @@
 /**
- * `enqueueAndClaim` (store/port.ts invariant `enqueue-then-claim`) on the memory store and one Redis:
- * the enqueue, then the claim, each answered on its own. On Redis the pair is one pipeline (one write,
- * no EVALSHA sent alone), where `enqueueTask` and `claimNext` are two calls in series. The claim takes
- * only what `claimNext` takes: nothing for a delayed task, an agent leased elsewhere or a duplicate, and
- * then the bell stays for another worker. NOSCRIPT (SCRIPT FLUSH) is sent again and still answers both.
+ * `enqueueAndClaim` (store/port.ts invariant `enqueue-then-claim`) on one Redis: the pair is one
+ * pipeline (one write, no EVALSHA sent alone), where `enqueueTask` and `claimNext` are two calls in
+ * series. NOSCRIPT (SCRIPT FLUSH) is sent again and still answers both, in order. What the claim
+ * takes on every adapter is checked by tests/store/store-conformance-enqueue-claim.ts.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { redisStore } from "../../redis.ts";
-import { memoryStore } from "../../store/memory.ts";
-import { enqueueThenClaim } from "../../store/enqueue-claim.ts";
 import type { ClaimNextRequest, EnqueueTaskRequest, Store } from "../../store/port.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 
@@ -51,87 +48,6 @@ const task = (agentId: string, turnId: string, now: number, extra: Partial<Enque
   agentId, agentName: "a", workerTarget: "default", input: "go", options: {}, turnId, now, ...extra,
 });
 const claimReq = (now: number, workerId = "w/0"): ClaimNextRequest => ({ workerTarget: "default", workerId, leaseMs: 10_000, now, agentNames: ["a"] });
-
-const STORES: Record<string, (prefix: string) => Store> = {
-  memory: () => memoryStore(),
-  redis: (prefix) => countedRedis(prefix).store,
-};
-
-describe.each(Object.keys(STORES))("enqueueAndClaim (%s)", (name) => {
-  const open = (p: string) => STORES[name]!(`ec_${name}_${p}`);
-
-  it("a lone task: enqueued, then claimed by the same step's claim with its task", async () => {
-    const store = open("lone");
-    const r = await store.enqueueAndClaim!(task("x1", "t1", 1_000), claimReq(1_000));
-    expect(r.enqueued).toEqual({ ok: true, value: { status: "enqueued", turnId: "t1" } });
-    expect(r.claim.ok && r.claim.value.status).toBe("claimed");
-    if (!r.claim.ok || r.claim.value.status !== "claimed") return;
-    expect(r.claim.value.agentId).toBe("x1");
-    expect(r.claim.value.task?.turnId).toBe("t1");
-    expect((await store.getAgent("x1"))?.leaseOwner).toBe("w/0");
-  });
-
-  it("a delayed task: enqueued, the claim takes nothing, the bell stays at runAt", async () => {
-    const store = open("delayed");
-    const r = await store.enqueueAndClaim!(task("x2", "t2", 1_000, { runAt: 5_000 }), claimReq(1_000));
-    expect(r.enqueued.ok && r.enqueued.value.status).toBe("enqueued");
-    expect(r.claim).toEqual({ ok: true, value: { status: "empty" } });
-    expect(await store.nextReadyAt("default")).toBe(5_000);
-    const later = await store.claimNext(claimReq(5_000, "w/1"));
-    expect(later.status === "claimed" && later.task?.turnId).toBe("t2");
-  });
-
-  it("an agent leased elsewhere: enqueued, the claim takes nothing, another worker takes it at the lease end", async () => {
-    const store = open("leased");
-    await store.enqueueTask(task("x3", "t3a", 1_000));
-    const first = await store.claimNext({ ...claimReq(1_000, "elsewhere"), leaseMs: 500 });
-    expect(first.status).toBe("claimed");
-    const r = await store.enqueueAndClaim!(task("x3", "t3b", 1_100), claimReq(1_100));
-    expect(r.enqueued.ok && r.enqueued.value.status).toBe("enqueued");
-    expect(r.claim).toEqual({ ok: true, value: { status: "empty" } });
-    expect((await store.getAgent("x3"))?.leaseOwner).toBe("elsewhere");
-    // The bell waits for the lease end; then another worker takes the agent over.
-    expect(await store.nextReadyAt("default")).toBe(1_500);
-    const taken = await store.claimNext(claimReq(1_600, "w/2"));
-    expect(taken.status === "claimed" && taken.previousLease?.workerId).toBe("elsewhere");
-  });
-
-  it("a duplicate (same idempotency key) enqueues nothing and its claim takes nothing new", async () => {
-    const store = open("dup");
-    const a = await store.enqueueAndClaim!(task("x4", "t4", 1_000, { idempotencyKey: "k" }), claimReq(1_000));
-    expect(a.claim.ok && a.claim.value.status).toBe("claimed");
-    const epoch = (await store.getAgent("x4"))!.epoch;
-    const b = await store.enqueueAndClaim!(task("x4", "t4-again", 1_100, { idempotencyKey: "k" }), claimReq(1_100, "w/1"));
-    expect(b.enqueued).toEqual({ ok: true, value: { status: "duplicate", turnId: "t4" } });
-    expect(b.claim).toEqual({ ok: true, value: { status: "empty" } });
-    const head = (await store.getAgent("x4"))!;
-    expect([head.epoch, head.leaseOwner, head.pendingTasks]).toEqual([epoch, "w/0", 0]);
-  });
-
-  it("the claim follows claimNext's order: a task due earlier (another agent) is taken first, the new one stays due", async () => {
-    const store = open("order");
-    await store.enqueueTask(task("x5", "t5", 900));
-    const r = await store.enqueueAndClaim!(task("x6", "t6", 1_000), claimReq(1_000));
-    expect(r.claim.ok && r.claim.value.status === "claimed" && r.claim.value.agentId).toBe("x5");
-    const next = await store.claimNext(claimReq(1_000, "w/1"));
-    expect(next.status === "claimed" && next.agentId).toBe("x6");
-  });
-
-  it("bad input of the claim is its own error: the enqueue still answers", async () => {
-    const store = open("bad");
-    const r = await store.enqueueAndClaim!(task("x7", "t7", 1_000), { ...claimReq(1_000), agentNames: ["a,b"] });
-    expect(r.enqueued.ok && r.enqueued.value.status).toBe("enqueued");
-    expect(r.claim.ok).toBe(false);
-    expect((await store.getAgent("x7"))?.pendingTasks).toBe(1);
-  });
-
-  it("answers as enqueueTask then claimNext, one after the other, do", async () => {
-    const [a, b] = [open("same1"), open("same2")];
-    const one = await a.enqueueAndClaim!(task("x8", "t8", 1_000), claimReq(1_000));
-    const two = await enqueueThenClaim(b, task("x8", "t8", 1_000), claimReq(1_000));
-    expect(one).toEqual(two);
-  });
-});
 
 describe("enqueueAndClaim on one Redis: one pipeline", () => {
   it("a lone task costs one pipeline of two EVALSHA and no call alone; enqueueTask and claimNext cost two calls", async () => {
