@@ -53,6 +53,10 @@ describe("enqueueAndClaim on one Redis: one pipeline", () => {
   it("a lone task costs one pipeline of two EVALSHA and no call alone; enqueueTask and claimNext cost two calls", async () => {
     const { store, counts } = countedRedis("ec_rt");
     await store.checkEviction();
+    // Both scripts cached first (a fresh server answers NOSCRIPT once: the case below).
+    await store.enqueueTask(task("r0", "t0", 900));
+    await store.claimNext(claimReq(900));
+    Object.assign(counts, { pipelines: 0, piped: 0, evalsha: 0 });
     await store.enqueueAndClaim!(task("r1", "t1", 1_000), claimReq(1_000));
     expect(counts).toEqual({ pipelines: 1, piped: 2, evalsha: 0 });
     await store.enqueueTask(task("r2", "t2", 1_000));
