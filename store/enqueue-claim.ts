@@ -28,8 +28,10 @@ export async function enqueueThenClaim(store: Store, task: EnqueueTaskRequest, c
   return { enqueued, claim: await settle(() => store.claimNext(claim)) };
 }
 
-/** The store's `enqueueAndClaim`, else the two calls one after the other. */
-export function enqueueAndClaim(store: Store, task: EnqueueTaskRequest, claim: ClaimNextRequest): Promise<EnqueueAndClaimResult> {
+/** The store's `enqueueAndClaim`, else the two calls one after the other; never throws, not even at once. */
+export async function enqueueAndClaim(store: Store, task: EnqueueTaskRequest, claim: ClaimNextRequest): Promise<EnqueueAndClaimResult> {
   if (!store.enqueueAndClaim) return enqueueThenClaim(store, task, claim);
-  return store.enqueueAndClaim(task, claim).catch((error: unknown) => ({ enqueued: { ok: false, error }, claim: { ok: false, error } }));
+  // A wrapper that breaks the port's promise (it throws) leaves both outcomes unknown.
+  const r = await settle(() => store.enqueueAndClaim!(task, claim));
+  return r.ok ? r.value : { enqueued: { ok: false, error: r.error }, claim: { ok: false, error: r.error } };
 }

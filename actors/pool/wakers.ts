@@ -52,7 +52,15 @@ export class ParkedLoops<G = never> {
   handFirst(make: (id: string) => G): boolean {
     const first = this.#queue.shift();
     if (!first) return false;
-    first.wake(make(first.id));
+    let gift: G;
+    try {
+      gift = make(first.id);
+    } catch (err) {
+      // Never a loop out of the queue and not woken: it polls instead.
+      first.wake();
+      throw err;
+    }
+    first.wake(gift);
     return true;
   }
 
