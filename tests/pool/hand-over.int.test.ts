@@ -4,12 +4,12 @@
  * with a free local loop costs one `enqueueAndClaim` (before: `enqueueTask`, then the woken loop's
  * `claimNext`, two calls in series) and the claim it brought is run to the turn's end. No free loop,
  * a draining pool, a delayed task: the plain enqueue, as before. A duplicate claims nothing new. A
- * claim refused (the agent leased elsewhere) leaves the bell: the pool takes the agent at the lease
- * end. A process that dies after the pipeline (its claim never run) leaves the task stored and
+ * claim refused (the agent leased elsewhere, its key at its limit) leaves the bell: the pool takes
+ * the agent at the lease end, or when the key's slot frees. A process that dies after the pipeline (its claim never run) leaves the task stored and
  * leased: another process runs it once the lease ends.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { createGatehouse, defineAgent, scriptedModel, type Store } from "../../mod.ts";
+import { createGatehouse, defineAgent, type Model, scriptedModel, type Store } from "../../mod.ts";
 import { redisStore } from "../../redis.ts";
 import { memoryStore } from "../../store/memory.ts";
 import type { EnqueueAndClaimResult } from "../../store/port.ts";
@@ -171,6 +171,34 @@ describe.each(Object.keys(STORES))("the hand-over (%s)", (name) => {
     expect(calls.filter((c) => c.startsWith("enqueue"))).toEqual(["enqueueAndClaim:enqueued/empty"]);
     expect(await done(store, "a6", "t-first")).toBe("done");
     expect(await done(store, "a6", turnId)).toBe("done");
+    await gh.stopWorker();
+  });
+
+  it("a concurrency key at its limit: the handed claim takes nothing, the lane rings at the release and the task runs then", async () => {
+    const { store, calls } = recording(open("limit"));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const submit = { toolCalls: [{ name: "submit_result", args: { result: "ok" } }] };
+    const model: Model = {
+      name: "gated",
+      async generate(req) {
+        if (req.agentId === "held") await gate;
+        return structuredClone(submit);
+      },
+    };
+    const gated = defineAgent({ name: "h", instructions: "x", model });
+    const gh = createGatehouse({ agents: [gated], store, concurrency: 4, pollMs: 50, concurrencyLimits: { k: 1 } });
+    gh.startWorker();
+    await settle();
+    const first = await (await post(gh, "held", { concurrencyKey: "k" })).json() as { turnId: string };
+    for (let i = 0; i < 200 && (await store.getAgent("held"))?.leaseOwner == null; i++) await new Promise((r) => setTimeout(r, 10));
+    calls.length = 0;
+    const { turnId } = await (await post(gh, "waits", { concurrencyKey: "k" })).json() as { turnId: string };
+    expect(calls.filter((c) => c.startsWith("enqueue"))).toEqual(["enqueueAndClaim:enqueued/empty"]);
+    expect((await store.getTurn("waits", turnId))?.status).toBe("queued");
+    release();
+    expect(await done(store, "held", first.turnId)).toBe("done");
+    expect(await done(store, "waits", turnId)).toBe("done");
     await gh.stopWorker();
   });
 
