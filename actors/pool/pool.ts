@@ -194,9 +194,8 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   return new Pool(deps, opts);
 }
 
-/** A claim handed to a parked loop (the hand-over, header): its target, its answer to come, the wakes counted when it was sent. */
+/** A claim handed to a parked loop (the hand-over, header): its answer to come, the wakes counted when it was sent. */
 interface Handover {
-  target: string;
   claim: Promise<Settled<ClaimResult>>;
   seen: number;
 }
@@ -326,7 +325,7 @@ class Pool implements WorkerPool {
       this.#gift = (loopId) => {
         const both = enqueueAndClaim(this.#deps.store, task, claimNextRequest(this.#attempt, task.workerTarget, loopId));
         sent = both;
-        return { target: task.workerTarget, claim: both.then((r) => r.claim), seen: this.#idle.wakes };
+        return { claim: both.then((r) => r.claim), seen: this.#idle.wakes };
       };
       try {
         this.#send({ type: "handOver" });
