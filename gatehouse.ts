@@ -30,9 +30,9 @@ import { resolveRateLimits } from "./routes/rate-limit.ts";
 import type { RouteRuntime } from "./routes/runtime.ts";
 import { memoryStore } from "./store/memory.ts";
 import { type LiveChannel, processLive } from "./store/live.ts";
-import type { Store } from "./store/port.ts";
+import type { EnqueueTaskRequest, Store } from "./store/port.ts";
 import { DEFAULT_MAX_DELAYED_TASKS } from "./store/delayed-bound.ts";
-import { storeWithDeadline } from "./store/outage.ts";
+import { storeWithDeadline, withDeadline } from "./store/outage.ts";
 import type { VerificationHooks } from "./verification/gate.ts";
 import { verdictRecorder } from "./verification/recorder.ts";
 import { createVerdictLog, type VerdictLog } from "./verdicts/log.ts";
@@ -242,6 +242,14 @@ function routeRuntime(
         pool.drain().catch((err) => logger.error("inline drain failed", { error: String(err) }));
       }
     },
+    // The worker pool's hand-over (actors/pool/pool.ts): with a free loop, the enqueue and its claim in one round trip.
+    ...(hooks.wake ? {} : {
+      async enqueueTask(req: EnqueueTaskRequest) {
+        if (!pool.running) return { result: await routeStore.enqueueTask(req), rung: false };
+        const { result, handed } = await withDeadline(() => pool.enqueue(req, routeStore), store.kind, checked.storeTimeoutMs, "enqueueTask");
+        return { result, rung: handed };
+      },
+    }),
     async watchdogTick(request) {
       const r = await watchdogTick(routeStore, clock, hooks.watchdogLimit ?? DEFAULTS.watchdogLimit, { logger });
       runtime.wake(undefined, request);

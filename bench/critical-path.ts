@@ -7,10 +7,14 @@
  * served over real HTTP (bench/latency.ts's setup, one client), the benchmark agent (bench/agent.ts). The
  * first turns warm up; the table is the median start/end of each call across the measured turns, which
  * all make the same calls in the same order (checked: a turn whose sequence differs is reported).
+ * BENCH_STRACE=1 also counts the fsyncs (fdatasync and fsync calls) of redis-server over the measured
+ * turns with `strace -f -c -p <pid>` (needs strace and the right to trace), per turn.
  */
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import process from "node:process";
+import { type ChildProcess, spawn } from "node:child_process";
+import { Redis } from "ioredis";
 import { serve } from "@hono/node-server";
 import { createGatehouse } from "../mod.ts";
 import { redisStore } from "../redis.ts";
@@ -74,8 +78,31 @@ await new Promise<void>((r) => server.once("listening", () => r()));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 gh.startWorker();
 
+/** BENCH_STRACE=1: strace on redis-server, counting its fsyncs over the measured turns. */
+async function traceFsyncs(): Promise<{ stop(): Promise<number> }> {
+  const admin = new Redis(redis.url);
+  const pid = /process_id:(\d+)/.exec(await admin.info("server"))![1];
+  admin.disconnect();
+  const st: ChildProcess = spawn("strace", ["-f", "-c", "-e", "trace=fdatasync,fsync", "-p", pid], { stdio: ["ignore", "ignore", "pipe"] });
+  let out = "";
+  st.stderr!.on("data", (d) => (out += String(d)));
+  await new Promise((r) => setTimeout(r, 300));
+  return {
+    async stop() {
+      const exited = new Promise((r) => st.once("exit", r));
+      st.kill("SIGINT");
+      await exited;
+      // `strace -c` rows: % time, seconds, usecs/call, calls, [errors,] syscall.
+      const count = (name: string) => Number(out.split("\n").map((l) => l.trim().split(/\s+/)).find((f) => f.at(-1) === name)?.[3] ?? 0);
+      return count("fdatasync") + count("fsync");
+    },
+  };
+}
+let strace: { stop(): Promise<number> } | undefined;
+
 const turns: Array<{ total: number; calls: Call[] }> = [];
 for (let k = 0; k < TURNS + WARMUP; k++) {
+  if (k === WARMUP && process.env.BENCH_STRACE === "1") strace = await traceFsyncs();
   trace = [];
   const ended = new Promise<void>((r) => (onEnd = r));
   const t0 = now();
@@ -96,6 +123,7 @@ for (let k = 0; k < TURNS + WARMUP; k++) {
     turns.push({ total: tEnd - t0, calls });
   }
 }
+const fsyncs = await strace?.stop();
 await gh.stopWorker();
 await new Promise<void>((r) => server.close(() => r()));
 await store.close();
@@ -107,6 +135,7 @@ const groups = new Map<string, typeof turns>();
 for (const t of turns) groups.set(key(t), [...(groups.get(key(t)) ?? []), t]);
 const [, main] = [...groups.entries()].sort((a, b) => b[1].length - a[1].length)[0];
 console.log(`appendfsync ${fsync}: ${turns.length} turns, task to done p50 ${median(turns.map((t) => t.total)).toFixed(2)} ms; ${main.length} share the sequence below (${groups.size} sequences)`);
+if (fsyncs !== undefined) console.log(`redis-server fsyncs over the ${turns.length} measured turns: ${fsyncs} (${(fsyncs / turns.length).toFixed(2)} per turn)`);
 console.log("| # | call | start ms | end ms | took ms |");
 console.log("| ---: | --- | ---: | ---: | ---: |");
 main[0].calls.forEach((c, i) => {

@@ -35,6 +35,7 @@ import { signedIdempotencyKey } from "./auth.ts";
 import { BODY_PROBLEMS, defineRoute, json, jsonBody, routeApp } from "./define.ts";
 import { ProblemError } from "./problem.ts";
 import type { RouteRuntime } from "./runtime.ts";
+import type { EnqueueTaskRequest } from "../store/port.ts";
 import { logGrew } from "./live-feed.ts";
 import { DEFAULT_MAX_WAIT_SECONDS, preferredWait, TaskEnded, waitForTurnEnd } from "./prefer-wait.ts";
 import { z } from "@hono/zod-openapi";
@@ -151,7 +152,7 @@ export function agentRoutes(rt: RouteRuntime) {
       const wait = runAt !== undefined && runAt > now ? null : waitSeconds(rt, c.req.raw.headers.get("prefer"));
       // The log's end before the task: its turn's end comes after it (read only when asked to wait).
       const after = wait === null ? 0 : (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-      const r = await rt.store.enqueueTask({
+      const task: EnqueueTaskRequest = {
         agentId,
         agentName: def.name,
         workerTarget: def.workerTarget,
@@ -163,7 +164,9 @@ export function agentRoutes(rt: RouteRuntime) {
         now,
         ...(runAt !== undefined ? { runAt } : {}),
         ...(rt.limits.maxDelayedTasks !== undefined ? { maxDelayedTasks: rt.limits.maxDelayedTasks } : {}),
-      });
+      };
+      // With a free local loop, the enqueue and its claim go in one round trip (RouteRuntime.enqueueTask).
+      const { result: r, rung } = rt.enqueueTask ? await rt.enqueueTask(task, c.req.raw) : { result: await rt.store.enqueueTask(task), rung: false };
       if (r.status === "too_many_delayed") throw tooManyDelayed(agentId, r.limit);
       if (r.status === "definition_conflict") {
         throw new ProblemError(
@@ -178,7 +181,7 @@ export function agentRoutes(rt: RouteRuntime) {
       if (r.status === "enqueued") {
         // An enqueue appends no turn's end.
         logGrew(rt, agentId, true);
-        rt.wake(agentId, c.req.raw);
+        if (!rung) rt.wake(agentId, c.req.raw);
       }
       if (wait !== null && r.status === "enqueued") {
         const end = await waitForTurnEnd({ rt, agentId, turnId: r.turnId, after, waitMs: wait * 1000, signal: c.req.raw.signal });

@@ -7,7 +7,7 @@ import type { JsonLimits } from "../common/json-bounds.ts";
 import type { Clock, IdSource, Logger } from "../actors/runtime.ts";
 import type { Metrics } from "../actors/observe/metrics.ts";
 import type { WatchdogTickResult } from "../actors/pool/watchdog.ts";
-import type { Store } from "../store/port.ts";
+import type { EnqueueTaskRequest, EnqueueTaskResult, Store } from "../store/port.ts";
 import type { RouteAuth } from "./auth/config.ts";
 import type { RateLimits } from "./rate-limit.ts";
 import type { GuardianRegistry } from "../verdicts/registry.ts";
@@ -61,6 +61,13 @@ export interface RouteRuntime {
    * can drive the work within that request's lifetime.
    */
   wake(agentId?: string, request?: Request): void;
+  /**
+   * Optional: enqueues a task this process accepted and rings its local workers in one go (the worker
+   * pool's hand-over, actors/pool/pool.ts: with a free loop, the enqueue and that loop's claim in one
+   * round trip). Answers the enqueue's result (throws what it threw) and `rung`: the workers were rung
+   * already, no `wake` is needed. Absent: `store.enqueueTask`, then `wake`.
+   */
+  enqueueTask?(req: EnqueueTaskRequest, request?: Request): Promise<{ result: EnqueueTaskResult; rung: boolean }>;
   watchdogTick(request?: Request): Promise<WatchdogTickResult>;
   /**
    * The live channel (store/live.ts): model deltas for SSE readers, and the

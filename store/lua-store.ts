@@ -32,6 +32,7 @@ import * as sideStores from "./script/side-stores.ts";
 import * as approvals from "./script/approvals.ts";
 import * as namedEvents from "./script/named-events.ts";
 import * as schedules from "./script/schedules.ts";
+import * as enqueueClaim from "./script/enqueue-claim.ts";
 import { wellFormedValue } from "../common/well-formed.ts";
 
 export type { ScriptStoreDeps };
@@ -83,6 +84,7 @@ export function scriptStore(deps: ScriptStoreDeps): ScriptStore {
     ...bind(c, approvals),
     ...bind(c, namedEvents),
     ...bind(c, schedules),
+    ...bind(c, enqueueClaim),
     ...(deps.watchBells ? { watchBells: deps.watchBells } : {}),
     ...(deps.live ? { live: deps.live } : {}),
     close: deps.close,

@@ -38,6 +38,7 @@ import * as sideStores from "./memory/side-stores.ts";
 import * as approvals from "./memory/approvals.ts";
 import * as namedEvents from "./memory/named-events.ts";
 import * as schedules from "./memory/schedules.ts";
+import * as enqueueClaim from "./memory/enqueue-claim.ts";
 import { processLive } from "./live.ts";
 import { wellFormedValue } from "../common/well-formed.ts";
 
@@ -163,6 +164,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): Store {
     ...bind(s, approvals),
     ...bind(s, namedEvents),
     ...bind(s, schedules),
+    ...bind(s, enqueueClaim),
   };
   importers.set(store, (rec) => importAgent(s, rec));
   Object.defineProperty(store, STATE, { value: () => stateOf(s), enumerable: true });

@@ -59,21 +59,28 @@ export function storeWithDeadline(store: Store, timeoutMs: number): Store {
     get(target, p, receiver) {
       const v = Reflect.get(target, p, receiver);
       if (typeof v !== "function" || p === "close") return v;
-      return (...args: unknown[]) =>
-        new Promise((resolve, reject) => {
-          const timer = setTimeout(
-            () => reject(new StoreUnavailableError(`The ${target.kind} store did not answer ${String(p)} within ${timeoutMs} ms`)),
-            timeoutMs,
-          );
-          Promise.resolve()
-            .then(() => v.apply(target, args))
-            .then(resolve, (err: unknown) =>
-              reject(isOutageError(err, target.kind) && !(err instanceof StoreUnavailableError)
-                ? new StoreUnavailableError(`The ${target.kind} store is unreachable (${String(p)})`, { cause: err })
-                : err)
-            )
-            .finally(() => clearTimeout(timer));
-        });
+      return (...args: unknown[]) => withDeadline(() => v.apply(target, args), target.kind, timeoutMs, String(p));
     },
+  });
+}
+
+/**
+ * One call of a `kind` store as `storeWithDeadline` makes it: settled within `timeoutMs`, an outage
+ * answered as StoreUnavailableError naming `what`.
+ */
+export function withDeadline<T>(call: () => Promise<T>, kind: Store["kind"], timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new StoreUnavailableError(`The ${kind} store did not answer ${what} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    Promise.resolve()
+      .then(call)
+      .then(resolve, (err: unknown) =>
+        reject(isOutageError(err, kind) && !(err instanceof StoreUnavailableError)
+          ? new StoreUnavailableError(`The ${kind} store is unreachable (${what})`, { cause: err })
+          : err)
+      )
+      .finally(() => clearTimeout(timer));
   });
 }

@@ -256,6 +256,17 @@ export interface ClaimNextRequest {
   concurrencyLimits?: ConcurrencyLimits;
 }
 
+/** What one of two operations sent together answered (invariant `enqueue-then-claim`): its value, or what it threw. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** The answers of `enqueueAndClaim` (invariant `enqueue-then-claim`), each on its own. */
+export interface EnqueueAndClaimResult {
+  /** What `enqueueTask` answered (or threw). */
+  enqueued: Settled<EnqueueTaskResult>;
+  /** What `claimNext` answered (or threw), made after the enqueue. */
+  claim: Settled<ClaimResult>;
+}
+
 /** A definition set as `announceDefinitionSet` records it (invariant `definition-sets`). */
 export interface DefinitionSetRecord {
   /** The agent names of the set, sorted. */
@@ -940,6 +951,30 @@ export interface BellWatch {
  * delays a claim: due work is due at once whatever its priority. Inside one
  * agent's inbox tasks keep their order (invariant `delayed-tasks`).
  *
+ * ## enqueue-then-claim
+ * `enqueueAndClaim(task, claim)` (optional) is `enqueueTask(task)` and then
+ * `claimNext(claim)`, sent together, each answered on its own: the claim is
+ * made after the enqueue was applied or refused, whatever it answered (an
+ * enqueue that threw may have been applied or not, as ever). Each answer
+ * means what the operation's own answer means: an `enqueued` task is stored
+ * whatever the claim answered; a `claimed` agent is leased to
+ * `claim.workerId`, which runs it like any claim of its own; an `empty` claim
+ * wrote only what an empty `claimNext` writes (the bell stays for another
+ * claim). The two are not one atomic step: another claim may come between
+ * them (the second then takes what is due by the rules of `claimNext`:
+ * invariants `fair-lanes`, `priorities`, `concurrency-keys`,
+ * `definition-sets`, `turn-versions`, or nothing). A claim whose answer is
+ * lost (the connection dropped) may have leased an agent: its lease runs
+ * out and the agent is offered again (invariant `exclusive-claims`). It
+ * never throws: bad input of either is that one's error (bad input of the
+ * enqueue writes nothing, as ever). Callers without it send
+ * the two calls one after the other (store/enqueue-claim.ts). Cost: one
+ * round trip on one Redis (two EVALSHA in one pipeline, written at once and
+ * answered together: Redis fsyncs once per event-loop iteration, so under
+ * `appendfsync always` the pair costs one fsync when both arrive in one
+ * read); one step on the memory store; the sharded layout and Upstash send
+ * the two calls one after the other (docs/store.md).
+ *
  * ## contract-validation
  * A resolved tool call carries `contractValidation` (common/
  * contract-validation.ts): the one given with the result, else the
@@ -954,6 +989,11 @@ export interface TurnProtocol {
   claim(req: ClaimRequest): Promise<ClaimResult>;
   /** Claims the first ready agent of a worker target whose ready score is due. */
   claimNext(req: ClaimNextRequest): Promise<ClaimResult>;
+  /**
+   * Optional: `enqueueTask(task)` then `claimNext(claim)` in one round trip where the store can
+   * (invariant `enqueue-then-claim`); never throws: each operation's answer or error is its own field.
+   */
+  enqueueAndClaim?(task: EnqueueTaskRequest, claim: ClaimNextRequest): Promise<EnqueueAndClaimResult>;
   renewLease(req: RenewRequest): Promise<{ status: "renewed"; leaseUntil: number } | { status: "lost" }>;
   commit(req: CommitRequest): Promise<CommitResult>;
   /** Counts a claim that threw; ends the turn at `maxFailures` (invariant `turn-end-without-machine`). */

@@ -49,7 +49,7 @@ import { type KeySpace, keySpace, StoreInputError } from "./keys.ts";
 import type { BellListener, BellWatch } from "./port.ts";
 import { type ScriptStore, scriptStore } from "./lua-store.ts";
 import { redisLive } from "./redis-live.ts";
-import { assertNoEviction, scriptRunner } from "./script-runner.ts";
+import { assertNoEviction, pipelineRunner, scriptRunner } from "./script-runner.ts";
 
 export interface RedisStoreOptions {
   /** `redis://` or `rediss://` URL; the store opens (and closes) its own client. */
@@ -134,12 +134,20 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
   });
 
+  // Scripts in one pipeline (store/port.ts invariant `enqueue-then-claim`): one Redis only, a Cluster pipeline holds one slot.
+  const pipeline = client instanceof Cluster ? undefined : pipelineRunner(async (calls) => {
+    const p = client.pipeline();
+    for (const [sha, ks, args] of calls) p.evalsha(sha, ks.length, ...ks, ...args);
+    return ((await p.exec()) ?? []) as Array<[Error | null, unknown]>;
+  }, run);
+
   const watches = new Set<BellWatch>();
   const live = redisLive(client, keys);
   return scriptStore({
     kind: "redis",
     keys,
     run,
+    ...(pipeline ? { pipeline } : {}),
     live,
     watchBells(targets, listener) {
       const w = watchBells(client, keys, targets, listener, () => watches.delete(w), o.logger);

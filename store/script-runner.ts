@@ -64,3 +64,59 @@ export function scriptRunner(transport: ScriptTransport): RunScript {
     return reply;
   };
 }
+
+/** One script of a pipeline: its name, keys and arguments. */
+export interface ScriptCall {
+  name: ScriptName;
+  keys: string[];
+  args: string[];
+}
+
+/** What one script of a pipeline answered (or threw); `late`: sent again after the later ones (NOSCRIPT). */
+export interface PipedReply {
+  reply: { ok: true; value: string } | { ok: false; error: unknown };
+  late: boolean;
+}
+
+/** Runs several store scripts in one pipeline (one write, the replies read together); one answer per call, in order. */
+export type RunPipeline = (calls: ScriptCall[]) => Promise<PipedReply[]>;
+
+/** A Redis client's pipeline: EVALSHA of each `[sha, keys, args]` in one write; `[error, reply]` of each, in order. */
+export type PipelineTransport = (calls: Array<[sha: string, keys: string[], args: string[]]>) => Promise<Array<[Error | null, unknown]>>;
+
+const pipelineShas = new Map<ScriptName, Promise<string>>();
+
+/**
+ * Runs scripts in one pipeline over `exec`: EVALSHA of each in one write. A script Redis does not have
+ * cached (NOSCRIPT: not run) is sent again through `run` (EVAL, which loads it) after the pipeline, in
+ * order, and marked `late`: it ran after the later scripts of the pipeline. A pipeline that fails as a
+ * whole (the connection) fails each call with that error.
+ */
+export function pipelineRunner(exec: PipelineTransport, run: RunScript): RunPipeline {
+  const shaOf = (name: ScriptName) => {
+    let sha = pipelineShas.get(name);
+    if (!sha) pipelineShas.set(name, (sha = sha1Hex(scripts[name])));
+    return sha;
+  };
+  return async (calls) => {
+    const shas = await Promise.all(calls.map((c) => shaOf(c.name)));
+    let answers: Array<[Error | null, unknown]>;
+    try {
+      answers = await exec(calls.map((c, i) => [shas[i], c.keys, c.args]));
+    } catch (error) {
+      return calls.map(() => ({ reply: { ok: false as const, error }, late: false }));
+    }
+    const out: PipedReply[] = [];
+    for (let i = 0; i < calls.length; i++) {
+      const [err, reply] = answers[i] ?? [new StoreReplyError("the pipeline answered fewer replies than it was sent"), null];
+      if (err && isNoScript(err)) {
+        const c = calls[i];
+        out.push({ reply: await run(c.name, c.keys, c.args).then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error })), late: true });
+      } else if (err) out.push({ reply: { ok: false, error: err }, late: false });
+      else if (typeof reply !== "string") {
+        out.push({ reply: { ok: false, error: new StoreReplyError(`Script ${calls[i].name} answered ${JSON.stringify(reply)}; every store script answers a string`) }, late: false });
+      } else out.push({ reply: { ok: true, value: reply }, late: false });
+    }
+    return out;
+  };
+}

@@ -149,6 +149,14 @@ export function meteredStore<S extends Store>(store: S, metrics: Metrics): S {
     if (r.status === "enqueued") metrics.taskEnqueued();
     return r;
   };
+  const both = store.enqueueAndClaim?.bind(store);
+  if (both) {
+    m.enqueueAndClaim = async (task, claim) => {
+      const r = await both(task, claim);
+      if (r.enqueued.ok && r.enqueued.value.status === "enqueued") metrics.taskEnqueued();
+      return r;
+    };
+  }
   m.commit = async (req) => {
     const r = await store.commit(req);
     if (r.status === "applied") {

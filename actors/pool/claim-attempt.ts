@@ -25,7 +25,7 @@
  * claims). A turn ended because its claims kept throwing is logged by
  * `claimRunner` as `claim failure recorded` (`turn_failed`) instead.
  */
-import type { ClaimResult, ConcurrencyLimits, ScheduleRecord, Store } from "../../store/port.ts";
+import type { ClaimNextRequest, ClaimResult, ConcurrencyLimits, ScheduleRecord, Store } from "../../store/port.ts";
 import type { HostOutcome } from "../claim/context.ts";
 import type { Clock, Logger } from "../runtime.ts";
 import type { TargetLeases } from "./target-lease.ts";
@@ -82,11 +82,23 @@ export function logTurnEnd(logger: Logger, claim: Claimed, out: HostOutcome, ms:
 export async function claimTarget(
   deps: TargetAttemptDeps, target: string, workerId: string, driveBudget?: RunningDriveBudget,
 ): Promise<TargetAttempt> {
-  const c = await deps.store.claimNext({
+  return takeClaim(deps, await deps.store.claimNext(claimNextRequest(deps, target, workerId)), workerId, driveBudget);
+}
+
+/** The `claimNext` of one attempt on `target` (a loop's own, or the one a route sends with its enqueue: actors/pool/pool.ts). */
+export function claimNextRequest(deps: TargetAttemptDeps, target: string, workerId: string): ClaimNextRequest {
+  return {
     workerTarget: target, workerId, leaseMs: deps.leaseMs, now: deps.clock.now(), agentNames: deps.agentNames,
     ...(deps.concurrencyLimits ? { concurrencyLimits: deps.concurrencyLimits } : {}),
     ...(deps.agentVersions ? { agentVersions: deps.agentVersions } : {}),
-  });
+  };
+}
+
+/**
+ * What a `claimNext` answered, taken up: a claimed agent run to the end of the claim, a due schedule
+ * fired, or nothing. The same for a loop's own claim and for one handed over (actors/pool/pool.ts).
+ */
+export async function takeClaim(deps: TargetAttemptDeps, c: ClaimResult, workerId: string, driveBudget?: RunningDriveBudget): Promise<TargetAttempt> {
   // A due schedule (store/port.ts invariant `schedule-tick-once`): one step of it is work done.
   if (c.status === "schedule_due") {
     await deps.fire(c.schedule);

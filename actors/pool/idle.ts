@@ -41,6 +41,11 @@
  * 6. The sentinel never sleeps past the earliest due time it read.
  * 7. `stop` wakes every parked loop and ends the sleep; afterwards no loop
  *    parks or sleeps.
+ * 8. The hand-over rule. A hand-over (`handOver`: a route of this process sends its enqueue with
+ *    a claim for a free loop, actors/pool/pool.ts) takes one parked loop,
+ *    never the sentinel, and only while the pool runs; with none parked it
+ *    does nothing (the route rings as before). It is no wake: the loop it
+ *    takes polls (its claim is the poll), the sentinel sleeps on.
  */
 
 /** The machine's fixed settings (ms). */
@@ -78,6 +83,8 @@ export type IdleEvent =
   | { type: "wake" }
   /** A loop claimed an agent. */
   | { type: "claimed" }
+  /** A route asks for a parked loop to hand a claim to (the hand-over rule, header). */
+  | { type: "handOver" }
   /** A bell pushed by the store: due in `dueInMs` (<= 0: now); `heldElsewhere` when its target is another process's. */
   | { type: "bell"; dueInMs: number; heldElsewhere: boolean }
   /** The bell watch started (`on`) or stopped listening. */
@@ -102,6 +109,8 @@ export type IdleEvent =
 export type IdleEffect =
   /** Wake the loop parked longest. */
   | { type: "wakeParked" }
+  /** Wake the loop parked longest with the claim a route sends for it (the hand-over rule, header). */
+  | { type: "handParked" }
   /** Wake every parked loop. */
   | { type: "wakeAllParked" }
   /** End the sentinel's sleep now. */
@@ -165,6 +174,9 @@ export function idleTransition(s: IdleState, e: IdleEvent, config: IdleConfig): 
       // A burst is taken up loop by loop: the claiming loop wakes one sibling.
       if (s.parked > 0) return step({ ...s, backoffMs: config.pollMs, parked: s.parked - 1 }, [{ type: "wakeParked" }]);
       return step({ ...s, backoffMs: config.pollMs });
+    case "handOver":
+      if (!s.running || s.parked === 0) return step(s);
+      return step({ ...s, parked: s.parked - 1, backoffMs: config.pollMs }, [{ type: "handParked" }]);
     case "bell":
       if (!s.running || e.heldElsewhere) return step(s);
       if (e.dueInMs <= 0) return wake(s, config);

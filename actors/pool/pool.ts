@@ -75,6 +75,37 @@
  *   polling backoff allows, even while the watch listens: the holder's
  *   release is not pushed.
  *
+ * The hand-over (`enqueue`: a route of this process enqueues a task). A
+ * task due now (no `runAt` after its `now`) for a target this pool serves
+ * (not a single-consumer one), while the pool runs and a loop is parked:
+ * the route's enqueue and that loop's `claimNext` go to the store together
+ * (`enqueueAndClaim`, store/port.ts invariant `enqueue-then-claim`: one
+ * round trip and one fsync on one Redis instead of two in series), and the
+ * loop, woken with the claim's answer, takes it up as it takes up a claim of
+ * its own (actors/pool/claim-attempt.ts `takeClaim`). Otherwise the route
+ * enqueues alone and nudges, as it always did. Invariants:
+ * - Nothing acknowledged is lost: the route's answer is the enqueue's, and
+ *   an `enqueued` task is stored whatever the claim answered.
+ * - The claim is the loop's own `claimNext`, with its id, names, versions
+ *   and limits, only sent earlier: it takes what the rules of `claimNext`
+ *   pick (invariants `fair-lanes`, `priorities`, `concurrency-keys`,
+ *   `definition-sets`, `turn-versions`), so the new task only when nothing
+ *   is ahead of it by those rules; otherwise the agent that is, and the
+ *   loop wakes a sibling as after any claim, which takes the new one. An
+ *   agent already leased, a key at its limit, a duplicate or refused enqueue:
+ *   the claim takes what else is due, or nothing, as the loop woken by a
+ *   nudge would have. The rule in one line: a free loop with nothing ahead
+ *   of the new task by claimNext's order takes it in the enqueue's round trip.
+ * - A claim that took nothing leaves the bell as an empty `claimNext`
+ *   does; the loop goes idle as after an empty poll (the sentinel keeps its
+ *   watch: a hand-over never takes it, idle.ts, the hand-over rule). A claim that
+ *   failed (its answer lost) is logged, the pool is nudged so another loop
+ *   polls at once, and the loop backs off as after any store error; an
+ *   agent the lost claim may have leased is offered again at its lease end.
+ * - A stopping or draining pool (not running), a pool with no parked loop,
+ *   a delayed task: no hand-over. A claim sent before `stop` is run to its
+ *   end like any claim in flight (stop waits for the loop).
+ *
  * Schedule ticks (actors/pool/tick-firer.ts): beside the loops, one tick
  * firer fires every due tick (the enqueue only, never a turn), so ticks are
  * enqueued on time while every loop is held by a long turn. It sleeps until
@@ -94,12 +125,13 @@
  */
 import { claimRunner } from "./claim-runner.ts";
 import type { HostDeps } from "../claim/context.ts";
-import type { BellWatch } from "../../store/port.ts";
-import { type ClaimAttemptDeps, claimOnce, logTurnEnd } from "./claim-attempt.ts";
+import type { BellWatch, ClaimResult, EnqueueTaskRequest, EnqueueTaskResult, Settled, Store } from "../../store/port.ts";
+import { enqueueAndClaim } from "../../store/enqueue-claim.ts";
+import { type ClaimAttemptDeps, claimNextRequest, claimOnce, logTurnEnd, takeClaim } from "./claim-attempt.ts";
 import { announceDefinitions, DEFINITION_SET_HEARTBEAT_MS, withdrawDefinitions } from "./definition-sets.ts";
 import { claimableVersions } from "../host/versions.ts";
 import { type IdleConfig, type IdleEvent, type IdleState, idleTransition, initialIdleState, type IdleStep } from "./idle.ts";
-import { type TargetLeases, targetLeases } from "./target-lease.ts";
+import { isSingleConsumerTarget, type TargetLeases, targetLeases } from "./target-lease.ts";
 import { describeStoreError } from "./store-error.ts";
 import { ParkedLoops, SentinelSleep } from "./wakers.ts";
 import { fireDueSchedule } from "./schedule-fire.ts";
@@ -141,6 +173,13 @@ export interface WorkerPool {
   drain(): Promise<number>;
   /** Wakes idle loops (called when this process enqueues work). */
   nudge(): void;
+  /**
+   * Enqueues a task a route of this process accepted: with a loop parked, together with that loop's
+   * claim in one round trip (the hand-over, header), else with `store.enqueueTask` alone (default: the
+   * pool's store). Answers the enqueue's answer (throws what it threw) and `handed`: a loop took the
+   * claim, so no nudge is needed.
+   */
+  enqueue(task: EnqueueTaskRequest, store?: Store): Promise<{ result: EnqueueTaskResult; handed: boolean }>;
   readonly running: boolean;
 }
 
@@ -155,12 +194,20 @@ export function createWorkerPool(deps: HostDeps, opts: WorkerPoolOptions): Worke
   return new Pool(deps, opts);
 }
 
+/** A claim handed to a parked loop (the hand-over, header): its answer to come, the wakes counted when it was sent. */
+interface Handover {
+  claim: Promise<Settled<ClaimResult>>;
+  seen: number;
+}
+
 class Pool implements WorkerPool {
   readonly #deps: HostDeps;
   readonly #opts: WorkerPoolOptions;
   readonly #config: IdleConfig;
   #idle: IdleState;
-  readonly #parked = new ParkedLoops();
+  readonly #parked = new ParkedLoops<Handover>();
+  /** The gift the next `handParked` effect hands to a parked loop (set by `enqueue` around its `handOver`). */
+  #gift: ((loopId: string) => Handover) | undefined;
   readonly #sleep = new SentinelSleep();
   readonly #leases: TargetLeases;
   readonly #attempt: ClaimAttemptDeps;
@@ -272,6 +319,47 @@ class Pool implements WorkerPool {
     this.#wakeFirer(Math.max(0, this.#lastFirerPass + this.#opts.pollMs - this.#deps.clock.now()));
   }
 
+  async enqueue(task: EnqueueTaskRequest, store: Store = this.#deps.store): Promise<{ result: EnqueueTaskResult; handed: boolean }> {
+    let sent: Promise<{ enqueued: Settled<EnqueueTaskResult> }> | undefined;
+    if (this.#mayHandOver(task)) {
+      this.#gift = (loopId) => {
+        const both = enqueueAndClaim(this.#deps.store, task, claimNextRequest(this.#attempt, task.workerTarget, loopId));
+        sent = both;
+        return { claim: both.then((r) => r.claim), seen: this.#idle.wakes };
+      };
+      try {
+        this.#send({ type: "handOver" });
+      } finally {
+        this.#gift = undefined;
+      }
+    }
+    if (!sent) return { result: await store.enqueueTask(task), handed: false };
+    const r = (await sent).enqueued;
+    if (!r.ok) throw r.error;
+    return { result: r.value, handed: true };
+  }
+
+  /** A task the hand-over may take (header): due now, for a target this pool claims without a target lease, while it runs. */
+  #mayHandOver(task: EnqueueTaskRequest): boolean {
+    return this.#idle.running && this.#idle.parked > 0 && (task.runAt === undefined || task.runAt <= task.now) &&
+      this.#opts.targets.includes(task.workerTarget) && !isSingleConsumerTarget(task.workerTarget) &&
+      this.#attempt.agentNames.includes(task.agentName);
+  }
+
+  /** A loop woken with a handed claim takes it up: "error" when the claim's answer was lost (the pool is nudged). */
+  async #takeHanded(h: Handover, loopId: string): Promise<"worked" | "empty" | "error"> {
+    const c = await h.claim;
+    if (!c.ok) {
+      this.#deps.logger.warn("worker loop error", describeStoreError(c.error, this.#deps.store.kind));
+      this.nudge();
+      return "error";
+    }
+    const r = await takeClaim(this.#attempt, c.value, loopId);
+    if (r === "worked") return r;
+    this.#attempt.onEmpty(r === "foreign");
+    return "empty";
+  }
+
   /** Ends the firer's sleep within `ms`; a wake while it is in a pass bounds its next sleep. */
   #wakeFirer(ms: number): void {
     this.#firerWakeAt = Math.min(this.#firerWakeAt, Date.now() + Math.max(0, ms));
@@ -311,6 +399,7 @@ class Pool implements WorkerPool {
     this.#idle = r.state;
     for (const f of r.effects) {
       if (f.type === "wakeParked") this.#parked.wakeFirst();
+      else if (f.type === "handParked") this.#parked.handFirst(this.#gift!);
       else if (f.type === "wakeAllParked") this.#parked.wakeAll();
       else if (f.type === "endSleep") this.#sleep.wakeIn(0);
       else if (f.type === "shortenSleep") this.#sleep.wakeIn(f.ms);
@@ -342,39 +431,52 @@ class Pool implements WorkerPool {
     return wait;
   }
 
-  /** Parks until a waker (or, with `ms`, at most that long). */
-  #parkNow(ms?: number): Promise<void> {
-    return this.#parked.park(ms, () => void this.#send({ type: "parkTimedOut" }));
+  /** Parks until a waker (or, with `ms`, at most that long); answers a claim handed over meanwhile, if any. */
+  #parkNow(loopId: string, ms?: number): Promise<Handover | undefined> {
+    return this.#parked.park(ms, () => void this.#send({ type: "parkTimedOut" }), loopId);
   }
 
-  /** One claim loop: claim while there is work, else do what the idle machine says. */
+  /** One claim loop: claim while there is work (or take up a claim handed to it), else do what the idle machine says. */
   async #loop(i: number): Promise<void> {
     const loopId = `${this.#workerId()}/${i}`;
     let worked = false;
+    let handed: Handover | undefined;
     // Only the first loop polls at start; the others park until a claim or a wake needs them.
-    if (i > 0 && this.#send({ type: "park", seen: this.#idle.wakes }).next === "park") await this.#parkNow();
-    while (this.#idle.running) {
-      const seen = this.#idle.wakes;
+    if (i > 0 && this.#send({ type: "park", seen: this.#idle.wakes }).next === "park") handed = await this.#parkNow(loopId);
+    // A claim handed over is taken up even when the pool stopped meanwhile: it was sent before (stop waits for it).
+    while (this.#idle.running || handed) {
+      const seen = handed?.seen ?? this.#idle.wakes;
       const afterWork = worked;
       try {
-        worked = await claimOnce(this.#attempt, loopId);
+        if (handed) {
+          const h = handed;
+          handed = undefined;
+          const r = await this.#takeHanded(h, loopId);
+          if (r === "error") {
+            worked = false;
+            this.#send({ type: "parkFor" });
+            handed = await this.#parkNow(loopId, this.#opts.pollMs);
+            continue;
+          }
+          worked = r === "worked";
+        } else worked = await claimOnce(this.#attempt, loopId);
       } catch (err) {
         worked = false;
         this.#deps.logger.warn("worker loop error", describeStoreError(err, this.#deps.store.kind));
         this.#send({ type: "parkFor" });
-        await this.#parkNow(this.#opts.pollMs);
+        handed = await this.#parkNow(loopId, this.#opts.pollMs);
         continue;
       }
-      if (worked) continue;
+      if (worked || !this.#idle.running) continue;
       const noneHeldElsewhere = this.#opts.targets.every((t) => this.#leases.heldElsewhereUntil(t) === undefined);
       const r = this.#send({ type: "idle", seen, afterWork, noneHeldElsewhere });
-      if (r.next === "checkDue" || r.next === "park") await this.#idleSibling(r.next, seen);
+      if (r.next === "checkDue" || r.next === "park") handed = await this.#idleSibling(r.next, seen, loopId);
       else if (r.next === "sentinel") await this.#sentinel(seen, r.readDue !== false);
     }
   }
 
   /** A loop that found nothing while another is the sentinel: tells it of a due time its claim may have set, then parks. */
-  async #idleSibling(next: "checkDue" | "park", seen: number): Promise<void> {
+  async #idleSibling(next: "checkDue" | "park", seen: number, loopId: string): Promise<Handover | undefined> {
     if (next === "checkDue") {
       // The claim just run may have set a due time (a retry backoff, a runnableAt): the sentinel,
       // asleep since before it, must not sleep past it.
@@ -382,7 +484,8 @@ class Pool implements WorkerPool {
         this.#send({ type: "due", dueInMs: await this.#dueIn() });
       } catch { /* store unreachable: the sentinel polls at its time */ }
     }
-    if (this.#send({ type: "park", seen }).next === "park") await this.#parkNow();
+    if (this.#send({ type: "park", seen }).next === "park") return await this.#parkNow(loopId);
+    return undefined;
   }
 
   /** The sentinel's turn: read the earliest due time, then sleep until then (at most the wait the machine chose). */

@@ -5,7 +5,7 @@
  * sentinel sleeps.
  *
  * Invariant: the queue holds exactly the loops the machine counts as
- * `parked`. A loop woken by `wakeFirst`/`wakeAll` leaves the queue before it
+ * `parked`. A loop woken by `wakeFirst`/`handFirst`/`wakeAll` leaves the queue before it
  * resumes; a loop whose own timer runs out leaves it and `onTimedOut` is
  * called (the pool reports `parkTimedOut`), never both.
  *
@@ -15,38 +15,60 @@
  * a lone task would pay between its POST and its claim.
  */
 
-/** Loops waiting for a waker, oldest first. */
-export class ParkedLoops {
-  #queue: Array<() => void> = [];
+/**
+ * Loops waiting for a waker, oldest first. A loop may be woken with work handed to it (`handFirst`, the
+ * hand-over of actors/pool/pool.ts): its `park` then resolves with that gift, else with undefined.
+ */
+export class ParkedLoops<G = never> {
+  #queue: Array<{ id: string; wake: (gift?: G) => void }> = [];
 
-  /** Waits until woken, or at most `ms` (then `onTimedOut` is called once). */
-  park(ms?: number, onTimedOut?: () => void): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wakeUp = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        resolve();
+  /** Waits until woken, or at most `ms` (then `onTimedOut` is called once); `id` names the loop to `handFirst`. */
+  park(ms?: number, onTimedOut?: () => void, id = ""): Promise<G | undefined> {
+    return new Promise<G | undefined>((resolve) => {
+      const entry = {
+        id,
+        wake: (gift?: G) => {
+          if (timer !== undefined) clearTimeout(timer);
+          resolve(gift);
+        },
       };
       const timer = ms === undefined ? undefined : setTimeout(() => {
-        const i = this.#queue.indexOf(wakeUp);
+        const i = this.#queue.indexOf(entry);
         if (i < 0) return;
         this.#queue.splice(i, 1);
         onTimedOut?.();
-        resolve();
+        resolve(undefined);
       }, ms);
-      this.#queue.push(wakeUp);
+      this.#queue.push(entry);
     });
   }
 
   /** Wakes the loop parked longest. */
   wakeFirst(): void {
-    this.#queue.shift()?.();
+    this.#queue.shift()?.wake();
+  }
+
+  /** Wakes the loop parked longest with the gift `make` builds for its id; false when none is parked. */
+  handFirst(make: (id: string) => G): boolean {
+    const first = this.#queue.shift();
+    if (!first) return false;
+    let gift: G;
+    try {
+      gift = make(first.id);
+    } catch (err) {
+      // Never a loop out of the queue and not woken: it polls instead.
+      first.wake();
+      throw err;
+    }
+    first.wake(gift);
+    return true;
   }
 
   /** Wakes every parked loop. */
   wakeAll(): void {
     const q = this.#queue;
     this.#queue = [];
-    for (const f of q) f();
+    for (const f of q) f.wake();
   }
 
   get size(): number {

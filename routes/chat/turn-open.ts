@@ -21,6 +21,7 @@ import { logGrew } from "../live-feed.ts";
 import { ProblemError } from "../problem.ts";
 import { taskLane } from "../task-options.ts";
 import type { RouteRuntime } from "../runtime.ts";
+import type { EnqueueTaskRequest } from "../../store/port.ts";
 import { ChatListener } from "./stream.ts";
 import type { Open } from "./turn-reading.ts";
 import { turnStart } from "./turn-start.ts";
@@ -76,11 +77,13 @@ export function openTask(rt: RouteRuntime, m: TaskMessage, req: Request): Promis
   const lane = taskLane(m.by, def, m, { agentId, input: m.text, via: "chat" });
   return withListener(rt, agentId, async (listener) => {
     const after = (await rt.store.getAgent(agentId))?.lastEventId ?? 0;
-    const r = await rt.store.enqueueTask({
+    const task: EnqueueTaskRequest = {
       agentId, agentName: def.name, workerTarget: def.workerTarget, input: m.text, options: {}, ...lane,
       ...(m.messageId !== "" ? { idempotencyKey: `chat:${m.messageId}` } : {}),
       turnId: rt.ids.turnId(), now: rt.clock.now(),
-    });
+    };
+    // With a free local loop, the enqueue and its claim go in one round trip (RouteRuntime.enqueueTask).
+    const { result: r, rung } = rt.enqueueTask ? await rt.enqueueTask(task, req) : { result: await rt.store.enqueueTask(task), rung: false };
     if (r.status === "definition_conflict") {
       throw new ProblemError("agent_definition_conflict", `Agent "${agentId}" is bound to definition "${r.boundTo}", not "${def.name}"`, {
         extra: { boundTo: r.boundTo },
@@ -89,7 +92,7 @@ export function openTask(rt: RouteRuntime, m: TaskMessage, req: Request): Promis
     if (r.status !== "enqueued" && r.status !== "duplicate") throw new Error(`the store answered ${r.status} to a task`);
     if (r.status === "enqueued") {
       logGrew(rt, agentId);
-      rt.wake(agentId, req);
+      if (!rung) rt.wake(agentId, req);
       return { turnId: r.turnId, listener, after, catchUp: false, open: [] };
     }
     // The same message again: its turn's answer from the start.

@@ -12,7 +12,7 @@
  */
 import type { Store } from "../port.ts";
 import type { AgentKeys, KeySpace } from "../keys.ts";
-import { EvictionPolicyError, type RunScript } from "../script-runner.ts";
+import { EvictionPolicyError, type RunPipeline, type RunScript, type ScriptCall } from "../script-runner.ts";
 import type { ScriptArgs, ScriptFields } from "../lua/args/layout.ts";
 import { decode } from "./replies.ts";
 import { hasLoneSurrogate, wellFormed } from "../../common/well-formed.ts";
@@ -22,6 +22,11 @@ export interface ScriptStoreDeps {
   kind: "redis" | "upstash";
   keys: KeySpace;
   run: RunScript;
+  /**
+   * Several scripts in one pipeline, where the transport has one (TCP Redis on one server): what
+   * `enqueueAndClaim` sends (store/script/enqueue-claim.ts, store/port.ts invariant `enqueue-then-claim`).
+   */
+  pipeline?: RunPipeline;
   /** Reads the policy and throws if refused; memoized by the store. */
   checkEviction(): Promise<{ policy: string | null }>;
   /** One SCAN step: `[next cursor, keys]` of the keys matching `pattern` (deleteAgent finds an agent's keys with it). */
@@ -37,6 +42,13 @@ export interface ScriptStoreDeps {
 export interface Heads {
   asOf: number;
   heads: Array<number | null>;
+}
+
+/** A script `ScriptContext.pipelined` holds back, and how its caller is answered. */
+interface HeldScript {
+  call: ScriptCall;
+  resolve(reply: string): void;
+  reject(error: unknown): void;
 }
 
 export class ScriptContext {
@@ -98,7 +110,39 @@ export class ScriptContext {
    */
   readonly #send = (script: ScriptArgs["script"], keys: string[], argv: string[]): Promise<string> => {
     const clean = (list: string[]) => (list.some(hasLoneSurrogate) ? list.map(wellFormed) : list);
+    if (this.#held) {
+      const held = this.#held;
+      return new Promise<string>((resolve, reject) => void held.push({ call: { name: script, keys: clean(keys), args: clean(argv) }, resolve, reject }));
+    }
     return this.deps.run(script, clean(keys), clean(argv));
+  };
+
+  /** The scripts held back while `pipelined` runs its start, in the order they were sent. */
+  #held: HeldScript[] | null = null;
+
+  /**
+   * Runs `start` (synchronously) with every script it sends held back, then sends those in one
+   * pipeline (`deps.pipeline`, which must exist) and settles each call with its own reply. The
+   * operations `start` calls must reach their script without awaiting anything first, which the
+   * unsharded layout's operations do once the eviction check passed (checked here first). Answers,
+   * per script sent, whether it ran after the later ones (`late`: NOSCRIPT, sent again).
+   */
+  readonly pipelined = async (start: () => void): Promise<{ late: boolean[] }> => {
+    if (!this.#passed) await this.checkEviction();
+    const held: HeldScript[] = (this.#held = []);
+    try {
+      start();
+    } finally {
+      this.#held = null;
+    }
+    if (held.length === 0) return { late: [] };
+    const replies = await this.deps.pipeline!(held.map((h) => h.call));
+    held.forEach((h, i) => {
+      const r = replies[i].reply;
+      if (r.ok) h.resolve(r.value);
+      else h.reject(r.error);
+    });
+    return { late: replies.map((r) => r.late) };
   };
 
   /** Runs one described script (store/script/operation.ts) with its named values and decodes the reply. */

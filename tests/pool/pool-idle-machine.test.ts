@@ -172,6 +172,11 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
     if (bumps) for (const l of loops) if (["polling", "checkingDue", "sentinelPolling"].includes(l.status)) l.heard = true;
     for (const f of r.effects) {
       if (f.type === "wakeParked") loops[queue.shift()!].status = "active";
+      if (f.type === "handParked") {
+        // The hand-over rule (idle.ts): the loop parked longest, handed a claim: that claim is its poll, started now.
+        const l = loops[queue.shift()!];
+        Object.assign(l, { status: "polling", seen: r.state.wakes, heard: false });
+      }
       if (f.type === "wakeAllParked") {
         for (const i of queue) loops[i].status = "active";
         queue = [];
@@ -204,8 +209,16 @@ function simulate(seed: number, loopCount: number, steps: number): { sleeps: num
   for (let n = 0; n < steps && s.running; n++) {
     const outside = rand() < 0.3;
     if (outside) {
-      const kind = pick(["wake", "bell", "bell", "listening", "listening"] as const);
+      const kind = pick(["wake", "bell", "bell", "listening", "listening", "handOver"] as const);
       if (kind === "wake") send({ type: "wake" });
+      else if (kind === "handOver") {
+        const before = s;
+        const r = send({ type: "handOver" });
+        // The hand-over rule (idle.ts): one parked loop at most, never the sentinel, no wake counted.
+        expect(r.effects).toEqual(before.running && before.parked > 0 ? [{ type: "handParked" }] : []);
+        expect(r.state.wakes).toBe(before.wakes);
+        expect(r.state.sentinel).toEqual(before.sentinel);
+      }
       else if (kind === "bell") send({ type: "bell", dueInMs: pick([0, -1, 50, 5_000]), heldElsewhere: rand() < 0.2 });
       else send({ type: "listening", on: rand() < 0.6 });
     } else {

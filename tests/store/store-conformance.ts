@@ -40,6 +40,7 @@ import { cancelResultsConformance } from "./store-conformance-cancel-results.ts"
 import { scheduleConformance } from "./store-conformance-schedules.ts";
 import { concurrencyConformance } from "./store-conformance-concurrency.ts";
 import { textConformance } from "./store-conformance-text.ts";
+import { enqueueClaimConformance } from "./store-conformance-enqueue-claim.ts";
 
 export interface ConformanceHandle {
   store: Store;
@@ -103,6 +104,7 @@ export function storeConformance(name: string, make: () => Promise<ConformanceHa
     scheduleConformance(() => ({ store, clients, state: h.state }));
     concurrencyConformance(() => ({ store, clients, sharded }), sharded);
     textConformance(() => ({ store }));
+    enqueueClaimConformance(() => ({ store }));
 
     const freshTurn = () => `turn_${++turnSeq}`;
 
