@@ -13,6 +13,18 @@
  * const gh = createGatehouse({ agents, store });
  * @module
  */
-export { redisStore } from "./store/redis.ts";
+import process from "node:process";
+import { redisStore as open, type RedisStoreOptions } from "./store/redis.ts";
+import type { ScriptStore } from "./store/lua-store.ts";
+
 export type { RedisStoreOptions } from "./store/redis.ts";
+
+/**
+ * The store on Redis over TCP (store/redis.ts): a `redis://` URL, or options (`url`, `clusterNodes` or an
+ * ioredis `client`; `prefix`, `durability`, `logger`, ...). The script calls of one burst of microtasks leave in
+ * one socket write (`process.nextTick` marks where a burst ends).
+ */
+export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
+  return open(opts, { afterBurst: (fn) => process.nextTick(fn) });
+}
 export type { Durability } from "./store/durability.ts";
