@@ -1,7 +1,7 @@
 /**
  * `@gatehouse-runtime/core/redis`: the store on Redis over TCP (ioredis), for long-running
  * Node, Deno and Bun workers. It is a subpath of its own because it needs
- * Node built-ins (`net`, `tls`, `events`): `mod.ts` stays Web-only, so it
+ * Node built-ins (`net`, `tls`, `events`, `process`): `mod.ts` stays Web-only, so it
  * bundles for Cloudflare Workers, and only programs that import this module
  * pull in ioredis. On the edge use `upstashStore` from `@gatehouse-runtime/core`.
  *
@@ -13,6 +13,18 @@
  * const gh = createGatehouse({ agents, store });
  * @module
  */
-export { redisStore } from "./store/redis.ts";
+import process from "node:process";
+import { redisStore as open, type RedisStoreOptions } from "./store/redis.ts";
+import type { ScriptStore } from "./store/lua-store.ts";
+
 export type { RedisStoreOptions } from "./store/redis.ts";
 export type { Durability } from "./store/durability.ts";
+
+/**
+ * The store on Redis over TCP (store/redis.ts): a `redis://` URL, or options (`url`, `clusterNodes` or an
+ * ioredis `client`; `prefix`, `durability`, `logger`, ...). The script calls of one burst of microtasks leave in
+ * one socket write (`process.nextTick` marks where a burst ends).
+ */
+export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
+  return open(opts, { afterBurst: (fn) => process.nextTick(fn) });
+}

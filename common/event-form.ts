@@ -178,42 +178,64 @@ const toolResultOf = (e: NewEvent | undefined): ToolResult | undefined => {
 export function compactEvents(events: readonly NewEvent[]): NewEvent[] {
   // The transitions of the commit that siblings may name.
   const steps: number[] = [];
-  const results = new Map<string, number>();
-  events.forEach((e, i) => {
+  let results: Map<string, number> | null = null;
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    if (e.type !== "transition") continue;
     if (modelStepOf(e)) steps.push(i);
     const r = toolResultOf(e);
-    if (r) results.set(r.toolCallId, i);
-  });
-  if (steps.length === 0 && results.size === 0) return events as NewEvent[];
+    if (r) (results ??= new Map()).set(r.toolCallId, i);
+  }
+  if (steps.length === 0 && results === null) return events as NewEvent[];
   /** Characters of a MODEL_STEP's text the chunks before have covered, by its index. */
   const covered = new Map<number, number>();
-  return events.map((e, i) => {
-    const form = formOf(e.type, e.data);
-    // A field named like a reference field would be lost on the way back: such an event is stored whole.
-    if (!form || "ref" in e.data || "from" in e.data || "to" in e.data) return e;
-    const d = e.data;
-    const j = form.at === "result" ? results.get(d.toolCallId as string) : form.at === "next-step" ? steps.find((s) => s > i) : findLast(steps, (s) => s < i);
-    if (j === undefined || (form.at === "result" && j < i)) return e;
-    const added: Data = { ref: j - i };
-    if (form === FORMS.chunk) {
-      // The next piece of the step's text.
-      if (typeof d.text !== "string") return e;
-      const from = covered.get(j) ?? 0;
-      covered.set(j, from + d.text.length);
-      added.from = from;
-      added.to = from + d.text.length;
-    }
-    const values = form.take(events[j], { ...d, ...added });
-    if (!values || !form.moved.every((k) => same(values[k], d[k]))) return e;
-    // Never longer than the whole event: a reader's byte budget counts served bytes (`servedPage`).
-    if (fieldsBytes(added) > minFieldsBytes(d, form.moved)) return e;
-    const data = without(d, form, added);
-    return data ? { type: e.type, data } : e;
-  });
+  const out = new Array<NewEvent>(events.length);
+  for (let i = 0; i < events.length; i++) out[i] = compactOne(events, i, steps, results, covered);
+  return out;
 }
 
-function findLast(xs: number[], p: (x: number) => boolean): number | undefined {
-  for (let k = xs.length - 1; k >= 0; k--) if (p(xs[k])) return xs[k];
+/** Event `i` of a commit in its stored form (itself when it stays whole). */
+function compactOne(
+  events: readonly NewEvent[], i: number, steps: readonly number[], results: Map<string, number> | null, covered: Map<number, number>,
+): NewEvent {
+  const e = events[i];
+  const form = formOf(e.type, e.data);
+  // A field named like a reference field would be lost on the way back: such an event is stored whole.
+  if (!form || "ref" in e.data || "from" in e.data || "to" in e.data) return e;
+  const d = e.data;
+  const j = form.at === "result" ? results?.get(d.toolCallId as string) : form.at === "next-step" ? firstAfter(steps, i) : lastBefore(steps, i);
+  if (j === undefined || (form.at === "result" && j < i)) return e;
+  const added: Data = { ref: j - i };
+  let values: Data | undefined;
+  if (form === FORMS.chunk) {
+    // The next piece of the step's text.
+    if (typeof d.text !== "string") return e;
+    const from = covered.get(j) ?? 0;
+    covered.set(j, from + d.text.length);
+    added.from = from;
+    added.to = from + d.text.length;
+    values = form.take(events[j], { ...d, ...added });
+  } else {
+    // The other forms read the event's own fields only (its `toolCallId`), never the reference fields.
+    values = form.take(events[j], d);
+  }
+  if (!values) return e;
+  for (const k of form.moved) if (!same(values[k], d[k])) return e;
+  // Never longer than the whole event: a reader's byte budget counts served bytes (`servedPage`).
+  if (fieldsBytes(added) > minFieldsBytes(d, form.moved)) return e;
+  const data = without(d, form, added);
+  return data ? { type: e.type, data } : e;
+}
+
+/** The first of the ascending `xs` above `i`. */
+function firstAfter(xs: readonly number[], i: number): number | undefined {
+  for (let k = 0; k < xs.length; k++) if (xs[k] > i) return xs[k];
+  return undefined;
+}
+
+/** The last of the ascending `xs` below `i`. */
+function lastBefore(xs: readonly number[], i: number): number | undefined {
+  for (let k = xs.length - 1; k >= 0; k--) if (xs[k] < i) return xs[k];
   return undefined;
 }
 
@@ -244,7 +266,7 @@ export function expandEvents<E extends StoredEvent>(page: E[], byId: (id: number
 /** Bytes of `,"k":v` for numeric fields (exact). */
 function fieldsBytes(fields: Data): number {
   let n = 0;
-  for (const [k, v] of Object.entries(fields)) n += k.length + 4 + String(v).length;
+  for (const k in fields) n += k.length + 4 + String(fields[k]).length;
   return n;
 }
 

@@ -90,6 +90,11 @@ export const SPLICE_MIN = 256;
 
 export class JsonOnce {
   readonly #texts = new Map<unknown, string | undefined>();
+  /**
+   * Shared objects measured shorter than SPLICE_MIN: a commit meets the same object in several places (a call's
+   * `args` in its record, its event, the transition, the message, the snapshot), measured once.
+   */
+  readonly #short = new Set<object>();
 
   /** Values stringified so far (each once). */
   get encoded(): number {
@@ -115,8 +120,14 @@ export class JsonOnce {
   #worth(v: unknown, shape: Shape): boolean {
     if (shape === SHARED) {
       if (typeof v === "string") return v.length >= SPLICE_MIN;
+      if (v === null || typeof v !== "object") return false;
+      // Met before in this memo: encoded (its text's length decides) or measured short.
+      if (this.#texts.has(v)) return (this.#texts.get(v)?.length ?? 0) >= SPLICE_MIN;
+      if (this.#short.has(v)) return false;
       // Measured without encoding it (lowerBound).
-      return v !== null && typeof v === "object" && lowerBound(v, SPLICE_MIN) <= 0;
+      if (lowerBound(v, SPLICE_MIN) <= 0) return true;
+      this.#short.add(v);
+      return false;
     }
     if (v === null || typeof v !== "object" || !plain(v)) return false;
     if (Array.isArray(v)) {

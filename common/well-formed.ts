@@ -134,6 +134,8 @@ export function loneSurrogateAt(v: unknown, path: Array<string | number> = []): 
 
 /** True when a JSON text may hold a lone-surrogate escape (a `\uD800`-`\uDFFF` escape, any case): worth a walk of its value. */
 export function mayHoldSurrogateEscape(text: string): boolean {
-  // Two fixed-string searches (fast, vectorized in the engines) instead of a regular expression; false positives only cost the walk.
-  return text.includes("\\ud") || text.includes("\\uD");
+  // Fixed-string searches (fast, vectorized in the engines) instead of a regular expression; false positives only cost the walk.
+  // JSON.stringify escapes only control characters and lone surrogates as `\u`: most texts have none, one search decides.
+  const at = text.indexOf("\\u");
+  return at >= 0 && (text.includes("\\ud", at) || text.includes("\\uD", at));
 }

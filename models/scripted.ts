@@ -24,6 +24,17 @@ export type Script = ModelResponse[] | ((ctx: ScriptContext) => ModelResponse | 
  *   { toolCalls: [{ name: "submit_result", args: { result: "done" } }] },
  * ]);
  */
+/** What a script function is given: the step's ids and the conversation. */
+function scriptContext(req: Parameters<Model["generate"]>[0]): ScriptContext {
+  return {
+    agentId: req.agentId,
+    turnId: req.turnId,
+    step: req.step,
+    // The host's messages are frozen; a fresh array is all a script needs (no deep copy per step).
+    messages: req.messages.slice(),
+  };
+}
+
 export function scriptedModel(script: Script): Model {
   if (!Array.isArray(script) && typeof script !== "function") {
     throw new TypeError("scriptedModel() takes an array of responses or a function");
@@ -32,16 +43,10 @@ export function scriptedModel(script: Script): Model {
   return {
     name: "scripted",
     async generate(req) {
-      const ctx: ScriptContext = {
-        agentId: req.agentId,
-        turnId: req.turnId,
-        step: req.step,
-        // The host's messages are frozen; a fresh array is all a script needs (no deep copy per step).
-        messages: req.messages.slice(),
-      };
       let res: ModelResponse;
       try {
-        res = Array.isArray(script) ? script[Math.min(req.step - 1, script.length - 1)] : await script(ctx);
+        // A list is read by step; only a function is given the context (a copy of the conversation per step otherwise for nothing).
+        res = Array.isArray(script) ? script[Math.min(req.step - 1, script.length - 1)] : await script(scriptContext(req));
       } catch (err) {
         if (err instanceof ModelError) throw err;
         throw new ModelError(`scripted model threw: ${(err as Error)?.message ?? String(err)}`, { cause: err });

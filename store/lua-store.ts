@@ -26,6 +26,7 @@
 import type { Store } from "./port.ts";
 import { ScriptContext, type ScriptStoreDeps } from "./script/context.ts";
 import * as turnProtocol from "./script/turn-protocol.ts";
+import { ENCODES_WELL_FORMED } from "./script/turn-protocol.ts";
 import * as reads from "./script/reads.ts";
 import * as lifecycle from "./script/lifecycle.ts";
 import * as sideStores from "./script/side-stores.ts";
@@ -63,8 +64,12 @@ type Bound<M> = {
 
 function bind<M extends Record<string, unknown>>(c: ScriptContext, ops: M): Bound<M> {
   const out: Record<string, unknown> = {};
-  // Every argument well-formed (store/port.ts invariant `well-formed-text`), as the memory store takes it.
-  for (const [name, fn] of Object.entries(ops)) if (typeof fn === "function") out[name] = (...args: never[]) => fn(c, ...(args.map(wellFormedValue) as never[]));
+  for (const [name, fn] of Object.entries(ops)) {
+    if (typeof fn !== "function") continue;
+    // Every argument well-formed (store/port.ts invariant `well-formed-text`), as the memory store takes it:
+    // walked here, or kept by the operation's own encoding (turn-protocol.ts ENCODES_WELL_FORMED).
+    out[name] = ENCODES_WELL_FORMED.has(name) ? (...args: never[]) => fn(c, ...args) : (...args: never[]) => fn(c, ...(args.map(wellFormedValue) as never[]));
+  }
   return out as Bound<M>;
 }
 

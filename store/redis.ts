@@ -12,6 +12,17 @@
  * script still touches one slot (store/keys.ts; docs/store.md, "Standalone,
  * Sentinel, Upstash, and Redis Cluster").
  *
+ * The script calls of one burst of microtasks (the continuations of the
+ * replies one socket read brought, the claims of a woken pool) leave in one
+ * socket write when the runtime can say where a burst ends (`afterBurst`,
+ * Node's `process.nextTick`, given by the package's `./redis` entry,
+ * redis.ts): the socket is corked at the burst's first call and uncorked
+ * once the burst ran. Same calls, same order, same answers, written before
+ * the event loop's next turn (unlike ioredis' auto-pipelining, which waits
+ * for `setImmediate`); one system call instead of one per call
+ * (tests/store/store-redis-write-burst.int.test.ts). Without `afterBurst`
+ * each call is written at once.
+ *
  * Bells are pushed (`watchBells`): a script that makes a new earliest ready
  * score publishes it on the channel named like the ready queue
  * (store/lua/includes/keys.lua, `set_bell`), and a watch subscribes to the
@@ -105,7 +116,13 @@ export interface StoreLogger {
 /** The default shard count on a Redis Cluster. */
 export const CLUSTER_SHARDS = DEFAULTS.redisShards;
 
-export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
+/** What the runtime gives the adapter (the package's `./redis` entry, redis.ts): not options of a deployment. */
+export interface RedisRuntime {
+  /** Runs `fn` once the current burst of microtasks ran, before the event loop's next turn (Node: `process.nextTick`). */
+  afterBurst?: (fn: () => void) => void;
+}
+
+export function redisStore(opts: string | RedisStoreOptions, runtime: RedisRuntime = {}): ScriptStore {
   const o: RedisStoreOptions = typeof opts === "string" ? { url: opts } : opts;
   const given = [o.client && "client", o.url && "url", o.clusterNodes && "clusterNodes"].filter(Boolean);
   if (given.length === 0) throw new StoreInputError("redisStore needs a url, clusterNodes or an ioredis client");
@@ -129,9 +146,10 @@ export function redisStore(opts: string | RedisStoreOptions): ScriptStore {
   if (owned) client.on("error", o.onError ?? (() => {}));
   if (o.logger) watchConnection(client, o.logger);
 
+  const burst = client instanceof Redis && runtime.afterBurst ? writeBurst(client, runtime.afterBurst) : () => {};
   const run = scriptRunner({
-    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
-    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+    evalsha: (sha, keys, args) => (burst(), client.evalsha(sha, keys.length, ...keys, ...args)),
+    eval: (source, keys, args) => (burst(), client.eval(source, keys.length, ...keys, ...args)),
   });
 
   // Scripts in one pipeline (store/port.ts invariant `enqueue-then-claim`): one Redis only, a Cluster pipeline holds one slot.
@@ -284,6 +302,25 @@ function reportDurability(logger: StoreLogger, wanted: Durability, append: Recor
 
 /** host:port of a Cluster node (never credentials). */
 const nodeName = (server: Redis) => `${server.options.host}:${server.options.port}`;
+
+/**
+ * Corks the client's socket at the first command of a burst of microtasks and uncorks it once the burst
+ * ran (`afterBurst`): the commands the burst issued leave in one `writev`, in the order they were issued.
+ * A socket that is not ready (connecting, reconnecting: ioredis queues the commands itself) is left alone.
+ */
+function writeBurst(client: Redis, afterBurst: (fn: () => void) => void): () => void {
+  let corked = false;
+  return () => {
+    const stream = client.stream as { cork?: () => void; uncork?: () => void; writable?: boolean } | undefined;
+    if (corked || !stream?.cork || !stream.writable || client.status !== "ready") return;
+    corked = true;
+    stream.cork();
+    afterBurst(() => {
+      corked = false;
+      stream.uncork!();
+    });
+  };
+}
 
 /** An ioredis Cluster client on seed nodes; credentials and TLS of the first node apply to all. */
 function openCluster(nodes: string[]): Cluster {

@@ -41,8 +41,11 @@ type Data = Record<string, unknown>;
 /** A level of the form: its keys in order, each a nested level, a default, or NONE (always stored). */
 class Level {
   readonly keys: readonly string[];
+  /** The fields in the keys' order (compactLevel walks them by position). */
+  readonly byIndex: ReadonlyArray<Level | Default>;
   constructor(readonly fields: Readonly<Record<string, Level | Default>>) {
     this.keys = Object.keys(fields);
+    this.byIndex = this.keys.map((k) => fields[k]);
   }
 }
 const NONE = Symbol("no default");
@@ -82,8 +85,14 @@ const isRecord = (v: unknown): v is Data => typeof v === "object" && v !== null 
 function isDefault(v: unknown, d: Default): boolean {
   if (d === NONE) return false;
   if (Array.isArray(d)) return Array.isArray(v) && v.length === 0;
-  if (typeof d === "object" && d !== null) return isRecord(v) && Object.keys(v).length === 0;
+  if (typeof d === "object" && d !== null) return isRecord(v) && noOwnKeys(v);
   return v === d;
+}
+
+/** No own enumerable key (`Object.keys(v).length === 0` without the array). */
+function noOwnKeys(v: Data): boolean {
+  for (const k in v) if (Object.hasOwn(v, k)) return false;
+  return true;
 }
 
 /** A fresh copy of a default. */
@@ -104,12 +113,12 @@ function compactLevel(v: unknown, form: Level): Data | null {
     if (!Object.hasOwn(v, k)) continue;
     const x = v[k];
     if (unwritten(x)) continue;
+    const f = form.byIndex[i];
     if (k !== form.keys[i++]) return null;
-    const f = form.fields[k];
     if (f instanceof Level) {
       const c = compactLevel(x, f);
       if (c === null) return null;
-      if (Object.keys(c).length > 0) out[k] = c;
+      if (!noOwnKeys(c)) out[k] = c;
     } else if (!isDefault(x, f)) out[k] = x;
   }
   return i === form.keys.length ? out : null;

@@ -17,6 +17,7 @@
 import type { ClaimResult, ConcurrencyLimits } from "../port.ts";
 import { limitOf } from "../lanes.ts";
 import { json, scriptOp } from "./operation.ts";
+import { wellFormedJson } from "../../common/well-formed.ts";
 import type { ScriptContext } from "./context.ts";
 
 /** store/lua/ck_reserve.lua */
@@ -78,7 +79,7 @@ export function countsInSlots(c: ScriptContext, limits: ConcurrencyLimits | unde
 
 /** The limits argument of a counted claim: the limits and the mark "\n" with the reservation and the parks. */
 export function slotLimits(limits: ConcurrencyLimits, reservation: string | undefined, parks: Record<string, number>): string {
-  return JSON.stringify({ ...limits, "\n": { ...(reservation ? { r: reservation } : {}), ...(Object.keys(parks).length > 0 ? { p: parks } : {}) } });
+  return wellFormedJson(JSON.stringify({ ...limits, "\n": { ...(reservation ? { r: reservation } : {}), ...(Object.keys(parks).length > 0 ? { p: parks } : {}) } }));
 }
 
 /**

@@ -21,6 +21,7 @@ import { compactSnapshot } from "../snapshot-form.ts";
 import { limitsArg, taskLaneFields } from "../lanes.ts";
 import { afterCommit, claimCounted, countsInSlots, type Need, releaseFreed, renewHeld, renewNamed, slotLimits, withoutFreed } from "./key-slots.ts";
 import { wireEvent, wireMessage, wireRecord, wireResolution } from "./wire.ts";
+import { wellFormedJson } from "../../common/well-formed.ts";
 import { byCodePoint, CALL, eventTail, int, j, MESSAGE, RESOLUTION, retentionArg, SNAPSHOT, tail, turnEndArgs, WellFormedOnce } from "./values.ts";
 import { encodeClaim, encodeClaimNext, encodeCommit } from "../lua/args/turn-protocol.ts";
 import { json, scriptOp } from "./operation.ts";
@@ -142,9 +143,22 @@ export const READY_COUNT = scriptOp({
  * home counts each key in its own slot (key-slots.ts): its claims and chaining commits get the mark "\n".
  */
 function limitsOn(c: ScriptContext, limits: ConcurrencyLimits | undefined): string {
-  const arg = limitsArg(limits);
+  // Well-formed: a key holding a lone surrogate is sent with U+FFFD (commit and claimNext take their arguments unwalked).
+  const arg = wellFormedJson(limitsArg(limits));
   return arg !== "" && countsInSlots(c, limits) ? slotLimits(limits!, undefined, {}) : arg;
 }
+
+/**
+ * The operations that keep invariant `well-formed-text` (store/port.ts) by their encoding alone, so
+ * their arguments are not walked before the call (store/lua-store.ts `bind`): every value they send
+ * goes as a JSON text of `j`, `tail` or a WellFormedOnce memo (lone surrogates become U+FFFD) or as
+ * a raw string that ScriptContext checks with one native `isWellFormed` at the last stop, and they
+ * use no string of the request otherwise (no text of the request is answered back: the reply is
+ * what the script read). They run once per step; walking a commit's every value cost about 6 % of
+ * a worker's CPU (bench/results/path-cpu.md). An operation whose answer echoes a request string
+ * (`claim` answers its `agentId`) is walked as before.
+ */
+export const ENCODES_WELL_FORMED: ReadonlySet<string> = new Set(["commit", "claimNext"]);
 
 /** The result type of the port method `K`. */
 type Ret<K extends keyof TurnProtocol> = ReturnType<NonNullable<TurnProtocol[K]>>;

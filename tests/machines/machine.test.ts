@@ -415,6 +415,19 @@ describe("snapshots", () => {
     expect(s.value).toBe("waiting-tools");
   });
 
+  it("initialPersisted is the initial actor's persisted snapshot, a fresh copy each call", () => {
+    const fresh = createActor(agentMachine).getPersistedSnapshot();
+    const a = initialPersisted();
+    expect(a).toStrictEqual(fresh);
+    // An actor restored from one copy moves on without touching the next copy.
+    const actor = createActor(agentMachine, { snapshot: a as never }).start();
+    for (const e of longPath) actor.send(e);
+    actor.stop();
+    (a.context as { turns: number }).turns = 99;
+    expect(initialPersisted()).toStrictEqual(fresh);
+    expect(initialPersisted()).not.toBe(initialPersisted());
+  });
+
   it("persisted snapshots carry schemaVersion", () => {
     expect(initialPersisted().context.schemaVersion).toBe(SNAPSHOT_SCHEMA_VERSION);
     const actor = createActor(agentMachine).start();

@@ -159,6 +159,43 @@ export function textConformance(ctx: () => TextContext): void {
       expect(rec.status).toBe("resolved");
     });
 
+    it("a commit and a claimNext: an agent id, a worker id, a key, its limits, results, events and a summary are stored with U+FFFD", async () => {
+      const { store } = ctx();
+      // The sharded layout refuses limits (store/port.ts `keepsConcurrencyLimits`).
+      const limits = store.keepsConcurrencyLimits === false ? undefined : { [`k${HI}`]: 1 };
+      await enqueue({ agentId: `a${HI}`, concurrencyKey: `k${HI}` });
+      await enqueue({ agentId: `a${HI}`, turnId: "turn_2", concurrencyKey: `k${R}`, now: T0 + 1 });
+      const c = await store.claimNext({ workerId: `w${LO}`, workerTarget: "default", leaseMs: LEASE, now: T0 + 2, concurrencyLimits: limits });
+      if (c.status !== "claimed") throw new Error(`expected claimed, got ${JSON.stringify(c)}`);
+      expect(c.agentId).toBe(`a${R}`);
+      expect(c.head.leaseOwner).toBe(`w${R}`);
+      expect(c.head.currentTask?.concurrencyKey).toBe(`k${R}`);
+      const rec = { turnId: "turn_1", toolCallId: `c${HI}`, name: "ask", args: { q: `?${LO}` }, external: false, deadline: T0 + 60_000 };
+      const base = { agentId: `a${HI}`, workerId: `w${LO}`, epoch: c.epoch, turnId: "turn_1", ackMailThrough: 0, leaseMs: LEASE };
+      const r = await store.commit({
+        ...base, expectedVersion: c.head.version, snapshot: { value: "running" }, state: "running", activeTurnId: "turn_1", events: [],
+        messages: [], recordToolCalls: [rec], resolveToolCalls: [], release: null, now: T0 + 3,
+      });
+      if (r.status !== "applied") throw new Error(`expected applied, got ${JSON.stringify(r)}`);
+      const done = await store.commit({
+        ...base, workerId: `w${R}`, expectedVersion: r.version, snapshot: { value: "done", out: { [`o${LO}`]: `v${HI}` } }, state: "done",
+        activeTurnId: null, events: [{ type: "note", data: { [`x${LO}`]: [`y${HI}`] } }],
+        messages: [{ role: "tool", toolCallId: `c${HI}`, content: `r${LO}` }], recordToolCalls: [],
+        resolveToolCalls: [{ toolCallId: `c${HI}`, outcome: { ok: true, value: `r${LO}` }, afterExecution: "continue" }],
+        release: { runnableAt: null }, now: T0 + 4, summary: { content: `sum${HI}`, through: 0 }, chainNextTask: true, concurrencyLimits: limits,
+      });
+      if (done.status !== "applied") throw new Error(`expected applied, got ${JSON.stringify(done)}`);
+      // The next task (same key, as stored) is chained: the ended turn's slot is free again.
+      expect(done.chained?.head.currentTask).toMatchObject({ turnId: "turn_2", concurrencyKey: `k${R}` });
+      const [call] = await store.getToolCalls(`a${R}`, "turn_1");
+      expect(call).toMatchObject({ toolCallId: `c${R}`, args: { q: `?${R}` }, status: "resolved", outcome: { ok: true, value: `r${R}` } });
+      expect(await store.readMessages(`a${HI}`)).toEqual([{ role: "tool", toolCallId: `c${R}`, content: `r${R}` }]);
+      const events = await store.readEvents(`a${R}`, 0, 100);
+      expect(JSON.stringify(events)).not.toContain("\\ud");
+      expect(events.find((e) => e.type === "note")?.data).toEqual({ [`x${R}`]: [`y${R}`] });
+      expect((await store.readConversation(`a${HI}`))?.summary).toEqual({ content: `sum${R}`, through: 0 });
+    });
+
     it("a claim failure's error and a delayed task's key: the failure is recorded, the delayed task cancelled", async () => {
       const { store } = ctx();
       await enqueue();
