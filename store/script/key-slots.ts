@@ -17,7 +17,7 @@
 import type { ClaimResult, ConcurrencyLimits } from "../port.ts";
 import { limitOf } from "../lanes.ts";
 import { json, scriptOp } from "./operation.ts";
-import { wellFormedJson } from "../../common/well-formed.ts";
+import { wellFormedJson, wellFormedValue } from "../../common/well-formed.ts";
 import type { ScriptContext } from "./context.ts";
 
 /** store/lua/ck_reserve.lua */
@@ -93,6 +93,8 @@ export async function claimCounted(
   claimHome: (limitsJson: string) => Promise<ClaimResult | Need>,
   named: boolean,
 ): Promise<ClaimResult> {
+  // The keys as the scripts hold them (a lone surrogate sent as U+FFFD): the key a home names is looked up among these.
+  limits = wellFormedValue(limits);
   const parks: Record<string, number> = {};
   let last: ClaimResult = { status: "empty" };
   for (let round = 0; round < 8; round++) {
