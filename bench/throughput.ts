@@ -32,6 +32,8 @@ export interface GhResult {
   steps: number;
   seconds: number;
   stepsPerSecond: number;
+  /** Redis commands per step by name (INFO commandstats; script calls and the commands inside them). */
+  commandsPerStep: Record<string, number>;
   /** Store calls per step; each is one script call, so one round trip. */
   roundTripsPerStep: number;
   /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
@@ -163,6 +165,7 @@ export async function runGatehouse(opts: {
     scriptCallsPerStep: d.scriptCalls / steps,
     byOp, answersPerTurn,
     redisCommandsPerStep: d.totalCalls / steps,
+    commandsPerStep: Object.fromEntries([...d.calls].map(([k, v]) => [k, v / steps])),
     billedPerStep: (adapter === "upstash" ? billedUpstash : d.scriptCalls) / steps,
     bytesInPerStep: d.netInputBytes / steps,
     bytesOutPerStep: d.netOutputBytes / steps,
