@@ -60,8 +60,12 @@ local function set_lane(ready, agent_id, head_key, ck, cp, cur)
   if old_ck == ck and old_cp == cp then
     return
   end
-  if ck then redis.call('HSET', head_key, '_ck', ck) else redis.call('HDEL', head_key, '_ck') end
-  if cp ~= 0 then redis.call('HSET', head_key, '_cp', string.format('%d', cp)) else redis.call('HDEL', head_key, '_cp') end
+  -- One write of the head: the fields set in one HSET, those cleared in one HDEL.
+  local set, del = {}, {}
+  if ck then set[#set + 1] = '_ck'; set[#set + 1] = ck else del[#del + 1] = '_ck' end
+  if cp ~= 0 then set[#set + 1] = '_cp'; set[#set + 1] = string.format('%d', cp) else del[#del + 1] = '_cp' end
+  if #set > 0 then redis.call('HSET', head_key, unpack(set)) end
+  if #del > 0 then redis.call('HDEL', head_key, unpack(del)) end
   if old_ck == ck then
     return
   end
@@ -70,7 +74,8 @@ local function set_lane(ready, agent_id, head_key, ck, cp, cur)
   if score then
     redis.call('ZREM', oz, agent_id)
     if old_ck then place_lane(ready, old_ck) end
-    set_bell(ready, score, agent_id)
+    -- The bell keeps its score in the new lane (the lane and priority just written).
+    set_bell(ready, score, agent_id, nil, nil, { ck, cp })
   end
 end
 
