@@ -374,8 +374,9 @@ local chain_try = chain and ends_turn and release ~= '-' and pending_mail == 0 a
 -- chain refused at the limit releases it below. No slot frees, so no lane rings.
 local keep_run = false
 if ends_turn then
-  -- A keyless queue behind a keyless agent is never decoded (first_lane reads no entry's JSON).
-  lane_cur = relane_idle(ready, agent_id, head, q, lane_cur)
+  -- A keyless queue behind a keyless agent is never decoded (first_lane reads no entry's JSON). Every
+  -- branch below sets or drops the bell (set_bell, rest_bell), so a bell only leaves the old lane here.
+  lane_cur = relane_idle(ready, agent_id, head, q, lane_cur, true)
   next_ck = lane_cur[1]
   keep_run = chain_try and run_cur ~= false and run_cur == next_ck
   if not keep_run then

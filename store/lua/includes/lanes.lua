@@ -49,7 +49,8 @@ end
 
 -- Sets the agent's lane and priority; a bell it has moves to the new lane's zset.
 -- `cur`: the agent's { ck, cp } when the caller has read them.
-local function set_lane(ready, agent_id, head_key, ck, cp, cur)
+-- `unbell`: the caller sets or drops the agent's bell right after, so a bell only leaves the old lane.
+local function set_lane(ready, agent_id, head_key, ck, cp, cur, unbell)
   -- no checks: it only maintains the lane of a bell
   local old_ck, old_cp
   if cur then
@@ -70,6 +71,10 @@ local function set_lane(ready, agent_id, head_key, ck, cp, cur)
     return
   end
   local oz = lane_zset(ready, old_ck)
+  if unbell then
+    if redis.call('ZREM', oz, agent_id) == 1 and old_ck then place_lane(ready, old_ck) end
+    return
+  end
   local score = redis.call('ZSCORE', oz, agent_id)
   if score then
     redis.call('ZREM', oz, agent_id)
@@ -80,11 +85,11 @@ local function set_lane(ready, agent_id, head_key, ck, cp, cur)
 end
 
 -- After a turn ends (or a queued task leaves): the lane of the next queued task. `cur`: the
--- agent's { ck, cp } when the caller has read them. Returns the new { ck, cp }.
-local function relane_idle(ready, agent_id, head_key, q, cur)
+-- agent's { ck, cp } when the caller has read them; `unbell`: see set_lane. Returns the new { ck, cp }.
+local function relane_idle(ready, agent_id, head_key, q, cur, unbell)
   -- no checks: it only maintains the lane of a bell
   local ck, cp = first_lane(q)
-  set_lane(ready, agent_id, head_key, ck, cp, cur)
+  set_lane(ready, agent_id, head_key, ck, cp, cur, unbell)
   return { ck, cp }
 end
 
