@@ -32,6 +32,8 @@ export interface GhResult {
   steps: number;
   seconds: number;
   stepsPerSecond: number;
+  /** Redis commands per step by name (INFO commandstats; script calls and the commands inside them). */
+  commandsPerStep: Record<string, number>;
   /** Store calls per step; each is one script call, so one round trip. */
   roundTripsPerStep: number;
   /** The same for work only: every call but the polls of idle loops (bench/counting-store.ts workCalls). */
@@ -67,15 +69,24 @@ export function workload(concurrency: number, targetTurns?: number): { agents: n
   return { agents: Math.max(concurrency, turns / TURNS_PER_AGENT), turns };
 }
 
-/** `keyOf`: the concurrency key of agent i's tasks (store/port.ts invariant `concurrency-keys`); absent: none. */
-export async function enqueueAll(store: Store, prefix: string, agents: number, turnsPerAgent: number, keyOf?: (i: number) => string): Promise<string[]> {
+/** A turn id shaped like the runtime's (`turn_` + 16 hex digits, actors/runtime.ts), for turn `t` of agent `i`. */
+export const runtimeTurnId = (t: number, i: number): string => `turn_${(t * 1_000_000 + i).toString(16).padStart(16, "0")}`;
+
+/**
+ * `keyOf`: the concurrency key of agent i's tasks (store/port.ts invariant `concurrency-keys`); absent: none.
+ * `turnIdOf`: turn t of agent i's id (default `turn_<t>_<i>`).
+ */
+export async function enqueueAll(
+  store: Store, prefix: string, agents: number, turnsPerAgent: number, keyOf?: (i: number) => string,
+  turnIdOf: (t: number, i: number) => string = (t, i) => `turn_${t}_${i}`,
+): Promise<string[]> {
   const ids = Array.from({ length: agents }, (_, i) => `${prefix}-a${i}`);
   // Round-robin over agents, so the ready queue offers every agent's first turn before anyone's second.
   for (let t = 0; t < turnsPerAgent; t++) {
     await Promise.all(ids.map((agentId, i) =>
       store.enqueueTask({
         agentId, agentName: "bench", workerTarget: "default", input: `task ${t} of agent ${i}`, options: {},
-        turnId: `turn_${t}_${i}`, now: Date.now(), ...(keyOf ? { concurrencyKey: keyOf(i) } : {}),
+        turnId: turnIdOf(t, i), now: Date.now(), ...(keyOf ? { concurrencyKey: keyOf(i) } : {}),
       })
     ));
   }
@@ -101,6 +112,8 @@ export async function runGatehouse(opts: {
   storeCpuSeconds?: () => Promise<number>;
   /** Tasks carry `keyOf(agent index)` as their concurrency key; claims keep `limits` (bench/concurrency-keys.ts). */
   concurrencyKeys?: { keyOf: (i: number) => string; limits?: ConcurrencyLimits };
+  /** Turn ids of the measured turns (enqueueAll's `turnIdOf`; default `turn_<t>_<i>`). */
+  turnIdOf?: (t: number, i: number) => string;
   /** Model steps per turn (bench/agent.ts benchScript; default 3). */
   steps?: number;
 }): Promise<GhResult> {
@@ -121,7 +134,7 @@ export async function runGatehouse(opts: {
   await counted.whenTurnsEnded(concurrency);
   await gh.stopWorker();
 
-  await enqueueAll(counted.store, prefix, agents, turns / agents, keyOf);
+  await enqueueAll(counted.store, prefix, agents, turns / agents, keyOf, opts.turnIdOf);
   counted.reset();
   const stepsBefore = modelSteps();
   bridge?.resetStats();
@@ -163,6 +176,7 @@ export async function runGatehouse(opts: {
     scriptCallsPerStep: d.scriptCalls / steps,
     byOp, answersPerTurn,
     redisCommandsPerStep: d.totalCalls / steps,
+    commandsPerStep: Object.fromEntries([...d.calls].map(([k, v]) => [k, v / steps])),
     billedPerStep: (adapter === "upstash" ? billedUpstash : d.scriptCalls) / steps,
     bytesInPerStep: d.netInputBytes / steps,
     bytesOutPerStep: d.netOutputBytes / steps,

@@ -899,7 +899,9 @@ export interface BellWatch {
  * that releases, a turn end, a reset, a claim failure, a deletion) or, at
  * the latest, when the earliest lease under K runs out (a crashed worker's
  * slot frees at its lease end). A chaining commit whose next task's key is
- * at its limit releases instead and rings. A release rings the parked lane
+ * at its limit releases instead and rings; one whose next task has the key
+ * the ended turn ran under counts the others only (the agent's slot carries
+ * the next turn: nothing frees, nothing rings). A release rings the parked lane
  * of its key in the releasing agent's worker target; a parked lane of the
  * same key in another target rings at the earliest lease end under the key.
  * Tasks without a key run under no key: `"*"` limits keys only. Layout: the

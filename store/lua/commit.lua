@@ -367,20 +367,36 @@ end
 
 local chained = ''
 local next_ck = nil
+-- This commit tries to chain the next task (invariant `turn-chaining`), its key's limit permitting.
+local chain_try = chain and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now)
+-- A chain under the key the ended turn ran under keeps its slot (one Redis, includes/lanes.lua): the
+-- running set's member and `_ckRun` stay, the chain moves the member's score to its lease end; a
+-- chain refused at the limit releases it below. No slot frees, so no lane rings.
+local keep_run = false
 if ends_turn then
-  -- The ended turn's slot frees; the agent's lane is its next task's (includes/lanes.lua).
-  release_run(prefix, head, agent_id, ready, now_str, run_cur)
-  run_cur = false
-  -- A keyless queue behind a keyless agent is never decoded (first_lane reads no entry's JSON).
-  lane_cur = relane_idle(ready, agent_id, head, q, lane_cur)
+  -- A keyless queue behind a keyless agent is never decoded (first_lane reads no entry's JSON). Every
+  -- branch below sets or drops the bell (set_bell, rest_bell), so a bell only leaves the old lane here.
+  lane_cur = relane_idle(ready, agent_id, head, q, lane_cur, true)
   next_ck = lane_cur[1]
+  keep_run = chain_try and run_cur ~= false and run_cur == next_ck
+  if not keep_run then
+    -- The ended turn's slot frees; the agent's lane is its next task's (includes/lanes.lua).
+    release_run(prefix, head, agent_id, ready, now_str, run_cur)
+    run_cur = false
+  end
 end
 -- A next task whose key is at its limit is not chained: the lease is released, the lane parked (invariant `concurrency-keys`).
 local chain_full, carried = nil, nil
 if chain then
-  chain_full, carried = chain_slot(prefix, ready, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now)
+  chain_full, carried = chain_slot(prefix, ready, next_ck, (limits_json ~= '') and cjson.decode(limits_json) or nil, now, keep_run and agent_id)
 end
-if chain and not chain_full and ends_turn and release ~= '-' and pending_mail == 0 and task_due(q, now) then
+if keep_run and chain_full then
+  -- Refused at the limit: the ended turn's slot frees (its release rings the lane), then the lane parks again.
+  release_run(prefix, head, agent_id, ready, now_str, run_cur)
+  run_cur = false
+  park_lane(ready, next_ck, chain_full)
+end
+if chain_try and not chain_full then
   -- Turn chaining (invariant `turn-chaining`): this commit claims the next task, as includes/claim.lua does; the lease stays.
   local entry = pop_task(q)
   local nl = string.find(entry, '\n', 1, true)
@@ -398,7 +414,11 @@ if chain and not chain_full and ends_turn and release ~= '-' and pending_mail ==
   w[#w + 1] = 'leaseUntil'; w[#w + 1] = until_str
   set_head(head, w, h)
   set_bell(ready, until_str, agent_id, nil, nil, lane_cur)
-  run_under(prefix, head, agent_id, next_ck, until_str, false, carried)
+  if keep_run then
+    redis.call('ZADD', running_key(prefix, next_ck), until_str, agent_id)
+  else
+    run_under(prefix, head, agent_id, next_ck, until_str, false, carried)
+  end
   if carried then ck_freed = nil end
   chained = chained_reply(next_turn)
 elseif release ~= '-' then

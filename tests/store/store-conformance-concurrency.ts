@@ -293,6 +293,54 @@ export function concurrencyConformance(ctx: () => ConcurrencyContext, sharded = 
       expect(order.slice(3)).toEqual(["a01", "a02", "a03"]);
     });
 
+    unsharded("chains under the ended turn's own key on its own slot; refused there (the key over-held), the slot frees and the lane parks until another holder's lease end", async () => {
+      const { store } = ctx();
+      const limits = { K: 2 };
+      for (let i = 0; i < 3; i++) await enqueue(store, "a1", { concurrencyKey: "K" });
+      await enqueue(store, "b1", { concurrencyKey: "K" });
+      await enqueue(store, "c1", { concurrencyKey: "K" });
+      const a = await claimed(store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1, concurrencyLimits: limits }));
+      // b1 and c1 run under K too, claimed without limits (the limits are the claimer's).
+      const b = await claimed(store.claim({ agentId: "b1", workerId: "w2", leaseMs: LEASE, now: T0 + 2 }));
+      // K -> K with a1 and b1 running at limit 2: the ended turn's slot carries the next turn.
+      const r1 = await store.commit(endTurn(a, "w1", T0 + 3, { chainNextTask: true, concurrencyLimits: limits }));
+      if (r1.status !== "applied" || !r1.chained) throw new Error(`expected a chained commit, got ${JSON.stringify(r1)}`);
+      const usage = await store.concurrencyUsage({ workerTarget: TARGET, now: T0 + 3, limit: 5, concurrencyLimits: limits });
+      expect(usage.lanes.find((l) => l.key === "K")).toMatchObject({ key: "K", running: 2 });
+      const a2: Claimed = { status: "claimed", agentId: "a1", epoch: r1.chained.epoch, head: r1.chained.head, task: null, mail: [], previousLease: null };
+      await claimed(store.claim({ agentId: "c1", workerId: "w3", leaseMs: LEASE, now: T0 + 4 }));
+      const rn = await store.renewLease({ agentId: "b1", workerId: "w2", epoch: b.epoch, leaseMs: LEASE, now: T0 + 5 });
+      expect(rn.status).toBe("renewed");
+      // K -> K with b1 and c1 running too: refused; a1's slot frees, the lane parks until the earliest lease end of
+      // the others (c1's), not a1's own (earlier still).
+      const r2 = await store.commit(endTurn(a2, "w1", T0 + 6, { chainNextTask: true, concurrencyLimits: limits }));
+      expect(r2.status === "applied" && r2.chained).toBeFalsy();
+      expect((await store.getAgent("a1"))?.leaseOwner).toBeNull();
+      expect(await store.nextReadyAt(TARGET)).toBe(T0 + 4 + LEASE);
+      expect((await store.concurrencyUsage({ workerTarget: TARGET, now: T0 + 6, limit: 5, concurrencyLimits: limits })).lanes
+        .find((l) => l.key === "K")).toMatchObject({ running: 2, queued: 1 });
+      expect((await claimNext(store, T0 + 6, limits)).status).toBe("empty");
+      // b1 ends: a1's K task is due at once.
+      await store.commit(endTurn(b, "w2", T0 + 7));
+      expect(await store.nextReadyAt(TARGET)).toBeLessThanOrEqual(T0 + 7);
+      expect((await claimed(claimNext(store, T0 + 8, limits))).agentId).toBe("a1");
+    });
+
+    it("places a keyed lane at its earliest bell as leases move its bells later", async () => {
+      const { store } = ctx();
+      await enqueue(store, "a1", { concurrencyKey: "K" });
+      await enqueue(store, "a2", { concurrencyKey: "K" });
+      const c1 = await claimed(store.claim({ agentId: "a1", workerId: "w1", leaseMs: LEASE, now: T0 + 1 }));
+      expect(await store.nextReadyAt(TARGET)).toBe(T0);
+      await claimed(store.claim({ agentId: "a2", workerId: "w2", leaseMs: LEASE, now: T0 + 2 }));
+      expect(await store.nextReadyAt(TARGET)).toBe(T0 + 1 + LEASE);
+      // a1's lease goes on (a commit that keeps it): the lane's earliest bell is a2's now.
+      const kept = await store.commit(endTurn(c1, "w1", T0 + 3, { activeTurnId: c1.head.activeTurnId, state: "running", release: null }));
+      expect(kept.status).toBe("applied");
+      expect(await store.nextReadyAt(TARGET)).toBe(T0 + 2 + LEASE);
+      expect((await claimNext(store, T0 + 1 + LEASE)).status).toBe("empty");
+    });
+
     it("claims keyless agents beside keyed ones, each lane in due order", async () => {
       const { store } = ctx();
       await enqueue(store, "k1", { now: T0 });

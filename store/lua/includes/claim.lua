@@ -130,11 +130,13 @@ local function claim_agent(prefix, agent_id, k, worker_json, lease_ms, now, now_
     w[#w + 1] = 'runnableAt'; w[#w + 1] = h.runnableAt
     w[#w + 1] = 'state'; w[#w + 1] = h.state
   end
+  -- The lease's key (includes/lanes.lua run_under) rides with the head's write.
+  if ck then w[#w + 1] = '_ckRun'; w[#w + 1] = run_value(ck, member) end
   set_head(k.head, w, h)
   redis.call('ZADD', agents_key(prefix), now_str, agent_id)
   -- Visibility timeout: if this worker dies, the agent is due again when the lease ends.
   set_bell(ready, h.leaseUntil, agent_id, nil, nil, { ck, cp, known and known[4] })
-  run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run, member)
+  run_under(prefix, k.head, agent_id, ck, h.leaseUntil, run, member, true)
 
   local input = ''
   if h.currentTask ~= 'null' then

@@ -71,6 +71,10 @@ local function place_lane(ready, ck)
   return at
 end
 
+-- The earliest bell of the keyed lane set_bell last wrote with known[3] (the caller places the lane:
+-- claim_next's serve_lane reads it instead of the lane; nil: not known).
+local lane_first = nil
+
 -- Sets an agent's bell in a ready queue (ZADD; with `lt`, ZADD LT: only
 -- moves it earlier), in the zset of the agent's lane. `due_now`: the bell
 -- rings for work due at once at `score`, so it is written `priority`
@@ -84,7 +88,11 @@ end
 -- earliest needs no message: the earliest before it was heard already and
 -- is not later. A server that refuses PUBLISH in a script still gets the bell (pcall).
 -- `known`: the agent's { ck, cp } when the caller has read them (saves the read); with
--- known[3] set the caller places the lane itself right after (claim_next's serve_lane).
+-- known[3] set the caller places the lane itself right after (claim_next's serve_lane, given `lane_first`).
+-- A keyed lane's place is max(not-before, earliest bell) (place_lane) at all times; when the bell that
+-- was the earliest moves later, the place is raised to the new earliest (ZADD GT: max of the old place,
+-- max(not-before, old earliest), and the new earliest, which is at least the old one): no read of the
+-- not-before, and the first two bells read once tell the new earliest.
 local function set_bell(ready, score, agent_id, lt, due_now, known)
   -- no checks: it only maintains a bell and tells listeners
   local ck, cp
@@ -97,24 +105,37 @@ local function set_bell(ready, score, agent_id, lt, due_now, known)
     score = string.format('%d', tonumber(score) - cp * 1000)
   end
   local z = lane_zset(ready, ck)
-  local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', z, 0, ck and 1 or 0, 'WITHSCORES')
   if lt then
     redis.call('ZADD', z, 'LT', score, agent_id)
   else
     redis.call('ZADD', z, score, agent_id)
   end
   local at = tonumber(score)
+  local s1 = tonumber(first[2])
   if ck then
     -- The lane's place moves only when its earliest bell does: this bell was it, or goes before it.
+    local earliest = s1
+    if s1 == nil or at < s1 then
+      earliest = at
+    elseif first[1] == agent_id then
+      -- This bell was the earliest and does not move earlier: the next one may now be.
+      earliest = (lt and s1) or at
+      if first[4] and tonumber(first[4]) < earliest then earliest = tonumber(first[4]) end
+      if not (known and known[3]) then
+        redis.call('ZADD', ready .. ':lanes', 'GT', string.format('%d', earliest), ck)
+      end
+    end
     if known and known[3] then
+      lane_first = earliest
       return
-    elseif first[2] == nil or first[1] == agent_id or at < tonumber(first[2]) then
+    elseif earliest == at and (s1 == nil or at < s1) then
       at = place_lane(ready, ck)
     else
       return
     end
   end
-  if first[2] == nil or tonumber(score) < tonumber(first[2]) then
+  if s1 == nil or tonumber(score) < s1 then
     redis.pcall('PUBLISH', ready, string.format('%d', at))
   end
 end

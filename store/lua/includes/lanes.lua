@@ -49,7 +49,8 @@ end
 
 -- Sets the agent's lane and priority; a bell it has moves to the new lane's zset.
 -- `cur`: the agent's { ck, cp } when the caller has read them.
-local function set_lane(ready, agent_id, head_key, ck, cp, cur)
+-- `unbell`: the caller sets or drops the agent's bell right after, so a bell only leaves the old lane.
+local function set_lane(ready, agent_id, head_key, ck, cp, cur, unbell)
   -- no checks: it only maintains the lane of a bell
   local old_ck, old_cp
   if cur then
@@ -60,26 +61,35 @@ local function set_lane(ready, agent_id, head_key, ck, cp, cur)
   if old_ck == ck and old_cp == cp then
     return
   end
-  if ck then redis.call('HSET', head_key, '_ck', ck) else redis.call('HDEL', head_key, '_ck') end
-  if cp ~= 0 then redis.call('HSET', head_key, '_cp', string.format('%d', cp)) else redis.call('HDEL', head_key, '_cp') end
+  -- One write of the head: the fields set in one HSET, those cleared in one HDEL.
+  local set, del = {}, {}
+  if ck then set[#set + 1] = '_ck'; set[#set + 1] = ck else del[#del + 1] = '_ck' end
+  if cp ~= 0 then set[#set + 1] = '_cp'; set[#set + 1] = string.format('%d', cp) else del[#del + 1] = '_cp' end
+  if #set > 0 then redis.call('HSET', head_key, unpack(set)) end
+  if #del > 0 then redis.call('HDEL', head_key, unpack(del)) end
   if old_ck == ck then
     return
   end
   local oz = lane_zset(ready, old_ck)
+  if unbell then
+    if redis.call('ZREM', oz, agent_id) == 1 and old_ck then place_lane(ready, old_ck) end
+    return
+  end
   local score = redis.call('ZSCORE', oz, agent_id)
   if score then
     redis.call('ZREM', oz, agent_id)
     if old_ck then place_lane(ready, old_ck) end
-    set_bell(ready, score, agent_id)
+    -- The bell keeps its score in the new lane (the lane and priority just written).
+    set_bell(ready, score, agent_id, nil, nil, { ck, cp })
   end
 end
 
 -- After a turn ends (or a queued task leaves): the lane of the next queued task. `cur`: the
--- agent's { ck, cp } when the caller has read them. Returns the new { ck, cp }.
-local function relane_idle(ready, agent_id, head_key, q, cur)
+-- agent's { ck, cp } when the caller has read them; `unbell`: see set_lane. Returns the new { ck, cp }.
+local function relane_idle(ready, agent_id, head_key, q, cur, unbell)
   -- no checks: it only maintains the lane of a bell
   local ck, cp = first_lane(q)
-  set_lane(ready, agent_id, head_key, ck, cp, cur)
+  set_lane(ready, agent_id, head_key, ck, cp, cur, unbell)
   return { ck, cp }
 end
 
@@ -98,19 +108,26 @@ local function limit_of(limits, ck)
 end
 
 -- When key `ck` is at its limit at `now`: the earliest lease end under it (a slot frees then), else nil.
--- Prunes the leases that ran out.
-local function lane_full(prefix, ck, limits, now)
+-- Counts the leases that end after `now` (one ZCOUNT: a lease that ran out counts for no one); at the
+-- limit it prunes those that ran out. `own`: the caller's agent id, whose lease is in the set and does
+-- not count (nor answers as the earliest end).
+local function lane_full(prefix, ck, limits, now, own)
   -- no checks: it answers, and prunes the leases that ran out (they count for no one)
   local n = limit_of(limits, ck)
   if not n then
     return nil
   end
   local rk = running_key(prefix, ck)
-  redis.call('ZREMRANGEBYSCORE', rk, '-inf', string.format('%d', now))
-  if redis.call('ZCARD', rk) < n then
+  local now_s = string.format('%d', now)
+  if redis.call('ZCOUNT', rk, '(' .. now_s, '+inf') - (own and 1 or 0) < n then
     return nil
   end
-  return tonumber(redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')[2])
+  redis.call('ZREMRANGEBYSCORE', rk, '-inf', now_s)
+  local first = redis.call('ZRANGE', rk, 0, 1, 'WITHSCORES')
+  if own and first[1] == own then
+    return tonumber(first[4])
+  end
+  return tonumber(first[2])
 end
 
 -- Parks lane `ck` of this target until `until_ms` (it rings again then, or at a release).
@@ -125,10 +142,15 @@ local function serve_lane(ready, ck, now_str)
   -- no checks: it only maintains the lane index
   redis.call('HSET', ready .. ':nb', ck or '', now_str)
   if ck then
-    -- Its place: max(now, its earliest bell) (place_lane, the not-before known).
-    local first = redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')
-    if first[2] then
-      redis.call('ZADD', ready .. ':lanes', string.format('%d', math.max(tonumber(first[2]), tonumber(now_str))), ck)
+    -- Its place: max(now, its earliest bell) (place_lane, the not-before known); the earliest is the one
+    -- the claim's set_bell saw (keys.lua `lane_first`), read here only when not known.
+    local first = lane_first
+    lane_first = nil
+    if first == nil then
+      first = tonumber(redis.call('ZRANGE', ready .. ':key:' .. ck, 0, 0, 'WITHSCORES')[2])
+    end
+    if first then
+      redis.call('ZADD', ready .. ':lanes', string.format('%d', math.max(first, tonumber(now_str))), ck)
     end
   end
 end
@@ -142,10 +164,16 @@ local function run_key(v)
   return v, nil
 end
 
+-- The head's `_ckRun` value of a lease under `ck` (`member`: the sharded layout's reservation).
+local function run_value(ck, member)
+  return member and (ck .. '\n' .. member) or ck
+end
+
 -- Records a lease taken under the agent's lane (none: the default lane, not counted).
 -- `old`: the head's `_ckRun` when the caller has read it (false: none; nil: read here).
 -- `member`: the reservation it runs on (the sharded layout), kept in `_ckRun` after the key.
-local function run_under(prefix, head_key, agent_id, ck, until_str, old, member)
+-- `written`: the caller wrote `_ckRun` = run_value(ck, member) with its own write of the head.
+local function run_under(prefix, head_key, agent_id, ck, until_str, old, member, written)
   -- no checks: it records a lease its caller took
   if old == nil then old = redis.call('HGET', head_key, '_ckRun') end
   if not ck and not old then
@@ -157,7 +185,7 @@ local function run_under(prefix, head_key, agent_id, ck, until_str, old, member)
   end
   if ck then
     redis.call('ZADD', running_key(prefix, ck), until_str, agent_id)
-    redis.call('HSET', head_key, '_ckRun', member and (ck .. '\n' .. member) or ck)
+    if not written then redis.call('HSET', head_key, '_ckRun', run_value(ck, member)) end
   elseif old then
     redis.call('HDEL', head_key, '_ckRun')
   end
@@ -212,7 +240,8 @@ end
 -- A chaining commit's check of the next task's key `ck`: true when it may not chain. One Redis: at
 -- the limit (the lane parked). Sharded: a limited key chains only on the ended turn's own
 -- reservation (freed by the turn's end, same key), answered as the member to take back.
-local function chain_slot(prefix, ready, ck, limits, now)
+-- `own`: the chaining agent still holds its lease under `ck` (the ended turn's key): it does not count.
+local function chain_slot(prefix, ready, ck, limits, now, own)
   -- no checks: it answers, and parks the lane it refuses
   if not ck or not limits then
     return nil
@@ -226,7 +255,7 @@ local function chain_slot(prefix, ready, ck, limits, now)
     end
     return true
   end
-  local full = lane_full(prefix, ck, limits, now)
+  local full = lane_full(prefix, ck, limits, now, own)
   if full then
     park_lane(ready, ck, full)
   end
